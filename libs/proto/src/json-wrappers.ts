@@ -1,0 +1,104 @@
+import { wrappers, type Message, type IConversionOptions, type Type } from 'protobufjs';
+
+/*
+ * Runner Protocol v1 open maps travel as google.protobuf.Struct. These protobufjs wrappers make
+ * proto-loader (and so the Nest gRPC server) hand them to the code as plain JSON and accept plain
+ * JSON when encoding, for Struct, Value and ListValue. (protobufjs defines these well-known types
+ * itself, with camelCase field names whatever keepCase says.) ts-proto registers a Struct wrapper
+ * of its own that breaks on map values, so this module must load after the generated code
+ * (see index.ts).
+ */
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type WrapperThis = Type & { fromObject(o: object): Message; toObject(m: Message, o?: IConversionOptions): object };
+
+function isMessage(value: unknown): value is Message {
+  return typeof value === 'object' && value !== null && '$type' in value;
+}
+
+function valueToField(value: unknown): Record<string, unknown> {
+  if (value === null || value === undefined) {
+    return { nullValue: 'NULL_VALUE' };
+  }
+  if (typeof value === 'number') {
+    return { numberValue: value };
+  }
+  if (typeof value === 'string') {
+    return { stringValue: value };
+  }
+  if (typeof value === 'boolean') {
+    return { boolValue: value };
+  }
+  if (Array.isArray(value)) {
+    return { listValue: value };
+  }
+  if (typeof value === 'object') {
+    return { structValue: value };
+  }
+  throw new TypeError(`a ${typeof value} cannot be encoded as google.protobuf.Value`);
+}
+
+const structWrapper = {
+  fromObject(this: WrapperThis, object: unknown): Message {
+    if (isMessage(object)) {
+      return object;
+    }
+    const valueType = this.lookupType('.google.protobuf.Value');
+    const fields: Record<string, Message> = {};
+    for (const [key, value] of Object.entries((object ?? {}) as Record<string, unknown>)) {
+      fields[key] = valueType.fromObject(value as object);
+    }
+    return this.create({ fields });
+  },
+  toObject(this: WrapperThis, message: Message, options?: IConversionOptions): Record<string, Json> {
+    const fields = (message as unknown as { fields?: Record<string, Message> }).fields ?? {};
+    const valueType = this.lookupType('.google.protobuf.Value');
+    const out: Record<string, Json> = {};
+    for (const [key, value] of Object.entries(fields)) {
+      out[key] = valueType.toObject(value, options) as Json;
+    }
+    return out;
+  },
+};
+
+const valueWrapper = {
+  fromObject(this: WrapperThis, object: unknown): Message {
+    return isMessage(object) ? object : this.fromObject(valueToField(object));
+  },
+  toObject(this: WrapperThis, message: Message, options?: IConversionOptions): Json {
+    const m = message as unknown as Record<string, unknown>;
+    if (m.structValue) {
+      return this.lookupType('.google.protobuf.Struct').toObject(m.structValue as Message, options) as Json;
+    }
+    if (m.listValue) {
+      return this.lookupType('.google.protobuf.ListValue').toObject(m.listValue as Message, options) as Json;
+    }
+    for (const key of ['stringValue', 'numberValue', 'boolValue'] as const) {
+      if (m[key] !== undefined && m[key] !== null && Object.prototype.hasOwnProperty.call(m, key)) {
+        return m[key] as Json;
+      }
+    }
+    return null;
+  },
+};
+
+const listWrapper = {
+  fromObject(this: WrapperThis, object: unknown): Message {
+    if (isMessage(object)) {
+      return object;
+    }
+    const valueType = this.lookupType('.google.protobuf.Value');
+    const values = (Array.isArray(object) ? object : []).map((v: unknown) => valueType.fromObject(v as object));
+    return this.create({ values });
+  },
+  toObject(this: WrapperThis, message: Message, options?: IConversionOptions): Json[] {
+    const values = (message as unknown as { values?: Message[] }).values ?? [];
+    const valueType = this.lookupType('.google.protobuf.Value');
+    return values.map((v) => valueType.toObject(v, options) as Json);
+  },
+};
+
+const registry = wrappers as unknown as Record<string, unknown>;
+registry['.google.protobuf.Struct'] = structWrapper;
+registry['.google.protobuf.Value'] = valueWrapper;
+registry['.google.protobuf.ListValue'] = listWrapper;
