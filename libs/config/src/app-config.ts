@@ -1,0 +1,68 @@
+import * as path from 'node:path';
+import { plainToInstance } from 'class-transformer';
+import { validateSync } from 'class-validator';
+import { EnvDto } from './env.dto';
+
+export type DatabaseConfig = { type: 'sqlite'; file: string } | { type: 'postgres'; url: string };
+
+/** The typed configuration; the only thing in the host that reads the environment. */
+export interface AppConfig {
+  http: { host: string; port: number };
+  grpc: { host: string; port: number };
+  dataDir: string;
+  database: DatabaseConfig;
+  adminApiKey: string | null;
+  logLevel: string;
+  runs: { cancelGraceMs: number; heartbeatIntervalMs: number; maxResultBytes: number };
+}
+
+export const APP_CONFIG = Symbol('APP_CONFIG');
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid environment:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Validates the environment and returns the typed config; throws ConfigError naming every bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const raw: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (v !== undefined && v !== '') {
+      raw[k] = v;
+    }
+  }
+  const dto = plainToInstance(EnvDto, raw);
+  const errors = validateSync(dto, { whitelist: false });
+  if (errors.length > 0) {
+    throw new ConfigError(
+      errors.map((e) => `${e.property}=${JSON.stringify(raw[e.property])}: ${Object.values(e.constraints ?? {}).join('; ')}`),
+    );
+  }
+  const dataDir = path.resolve(dto.DATA_DIR ?? './data');
+  return {
+    http: { host: dto.HOST ?? '0.0.0.0', port: dto.PORT ?? 3000 },
+    grpc: { host: dto.GRPC_HOST ?? '0.0.0.0', port: dto.GRPC_PORT ?? 50051 },
+    dataDir,
+    database: databaseOf(dto.DATABASE_URL, dataDir),
+    adminApiKey: dto.ADMIN_API_KEY ?? null,
+    logLevel: dto.LOG_LEVEL ?? 'info',
+    runs: {
+      cancelGraceMs: dto.CANCEL_GRACE_MS ?? 5000,
+      heartbeatIntervalMs: dto.HEARTBEAT_INTERVAL_MS ?? 15000,
+      maxResultBytes: dto.MAX_RESULT_BYTES ?? 1024 * 1024,
+    },
+  };
+}
+
+function databaseOf(url: string | undefined, dataDir: string): DatabaseConfig {
+  if (!url) {
+    return { type: 'sqlite', file: path.join(dataDir, 'runner-host.sqlite') };
+  }
+  if (url.startsWith('sqlite:')) {
+    const file = url.slice('sqlite:'.length);
+    return { type: 'sqlite', file: file === ':memory:' ? file : path.resolve(file) };
+  }
+  return { type: 'postgres', url };
+}

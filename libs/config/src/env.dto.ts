@@ -1,0 +1,66 @@
+import { Transform } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, MinLength } from 'class-validator';
+
+const toInt = ({ value }: { value: unknown }): unknown =>
+  typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value;
+
+/** Every environment variable the host reads. Validated once at boot (see loadConfig). */
+export class EnvDto {
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  PORT?: number;
+
+  @IsOptional()
+  @IsString()
+  HOST?: string;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  GRPC_PORT?: number;
+
+  @IsOptional()
+  @IsString()
+  GRPC_HOST?: string;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  DATA_DIR?: string;
+
+  @IsOptional()
+  @Matches(/^postgres(ql)?:\/\/.+|^sqlite:.+/, { message: 'DATABASE_URL must be postgres://… or sqlite:<file>' })
+  DATABASE_URL?: string;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(24, { message: 'ADMIN_API_KEY must be at least 24 characters' })
+  ADMIN_API_KEY?: string;
+
+  @IsOptional()
+  @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  LOG_LEVEL?: string;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  CANCEL_GRACE_MS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  HEARTBEAT_INTERVAL_MS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  MAX_RESULT_BYTES?: number;
+}

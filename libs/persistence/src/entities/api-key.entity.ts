@@ -1,0 +1,30 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { epochMs } from './columns';
+
+export type ApiKeyRole = 'admin' | 'platform';
+
+@Entity('api_keys')
+export class ApiKeyEntity {
+  @PrimaryColumn({ type: 'varchar', length: 64 })
+  id!: string;
+
+  @Column({ type: 'varchar', length: 200 })
+  name!: string;
+
+  @Column({ type: 'varchar', length: 16 })
+  role!: ApiKeyRole;
+
+  /** SHA-256 of the key; keys are 256-bit random, so a fast hash is enough. */
+  @Column({ type: 'varchar', length: 64, unique: true })
+  key_hash!: string;
+
+  /** First characters of the key, shown in listings to tell keys apart. */
+  @Column({ type: 'varchar', length: 16 })
+  key_prefix!: string;
+
+  @Column({ type: 'bigint', transformer: epochMs })
+  created_at!: number;
+
+  @Column({ type: 'bigint', nullable: true, transformer: epochMs })
+  revoked_at!: number | null;
+}

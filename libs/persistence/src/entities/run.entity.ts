@@ -1,0 +1,64 @@
+import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import type { RunStatus } from '@libs/protocol';
+import { epochMs, type JsonObject } from './columns';
+
+@Entity('runs')
+@Index('idx_runs_conversation_status', ['conversation_id', 'status'])
+@Index('idx_runs_status', ['status'])
+export class RunEntity {
+  /** Internal order key (cursor for listings). */
+  @PrimaryGeneratedColumn()
+  id!: number;
+
+  @Column({ type: 'varchar', length: 64, unique: true })
+  run_id!: string;
+
+  @Column({ type: 'varchar', length: 255 })
+  event_id!: string;
+
+  @Column({ type: 'varchar', length: 128 })
+  agent_id!: string;
+
+  @Column({ type: 'varchar', length: 200 })
+  runner_id!: string;
+
+  @Column({ type: 'varchar', length: 255, nullable: true })
+  conversation_id!: string | null;
+
+  @Column({ type: 'varchar', length: 255, nullable: true })
+  thread_id!: string | null;
+
+  @Column({ type: 'varchar', length: 16 })
+  status!: RunStatus;
+
+  @Column({ type: 'text', nullable: true })
+  status_reason!: string | null;
+
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  error_code!: string | null;
+
+  @Column({ type: 'boolean', nullable: true })
+  retryable!: boolean | null;
+
+  /** The run context as sent to the runner (Runner Protocol v1 JSON). */
+  @Column({ type: 'simple-json' })
+  context!: JsonObject;
+
+  @Column({ type: 'simple-json', nullable: true })
+  usage!: JsonObject | null;
+
+  @Column({ type: 'bigint', transformer: epochMs })
+  created_at!: number;
+
+  @Column({ type: 'bigint', nullable: true, transformer: epochMs })
+  started_at!: number | null;
+
+  @Column({ type: 'bigint', nullable: true, transformer: epochMs })
+  finished_at!: number | null;
+
+  @Column({ type: 'bigint', nullable: true, transformer: epochMs })
+  deadline_at!: number | null;
+
+  @Column({ type: 'bigint', nullable: true, transformer: epochMs })
+  cancel_requested_at!: number | null;
+}

@@ -1,0 +1,30 @@
+import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { APP_CONFIG, type AppConfig } from '@libs/config';
+import { dataSourceOptions } from './data-source';
+import { ENTITIES } from './entities';
+import { AgentsRepository } from './repositories/agents.repository';
+import { ApiKeysRepository } from './repositories/api-keys.repository';
+import { PluginsRepository } from './repositories/plugins.repository';
+import { RunsRepository } from './repositories/runs.repository';
+
+const REPOSITORIES = [ApiKeysRepository, PluginsRepository, AgentsRepository, RunsRepository];
+
+@Global()
+@Module({})
+export class PersistenceModule {
+  static forRoot(): DynamicModule {
+    return {
+      module: PersistenceModule,
+      imports: [
+        TypeOrmModule.forRootAsync({
+          inject: [APP_CONFIG],
+          useFactory: (config: AppConfig) => dataSourceOptions(config.database),
+        }),
+        TypeOrmModule.forFeature(ENTITIES),
+      ],
+      providers: REPOSITORIES,
+      exports: REPOSITORIES,
+    };
+  }
+}

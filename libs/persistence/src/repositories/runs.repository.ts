@@ -1,0 +1,101 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, In, LessThan, Repository, type FindOptionsWhere } from 'typeorm';
+import type { RunStatus } from '@libs/protocol';
+import { EventEntity, RunEntity, RunResultEntity } from '../entities';
+
+export interface RunListFilter {
+  conversation_id?: string;
+  status?: RunStatus[];
+  agent_id?: string;
+}
+
+export type RunFinal = Pick<RunEntity, 'status' | 'status_reason' | 'error_code' | 'retryable' | 'finished_at'> &
+  Partial<Pick<RunEntity, 'usage'>>;
+
+@Injectable()
+export class RunsRepository {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    @InjectRepository(RunEntity) private readonly runs: Repository<RunEntity>,
+    @InjectRepository(EventEntity) private readonly events: Repository<EventEntity>,
+    @InjectRepository(RunResultEntity) private readonly results: Repository<RunResultEntity>,
+  ) {}
+
+  /** Records an event and its run in one transaction (both or neither). */
+  async admit(event: EventEntity, run: Omit<RunEntity, 'id'> | null): Promise<void> {
+    await this.db.transaction(async (m) => {
+      await m.insert(EventEntity, event);
+      if (run) {
+        await m.insert(RunEntity, run);
+      }
+    });
+  }
+
+  async getEvent(eventId: string): Promise<EventEntity | null> {
+    return this.events.findOne({ where: { event_id: eventId } });
+  }
+
+  async getEventByIdempotencyKey(key: string): Promise<EventEntity | null> {
+    return this.events.findOne({ where: { idempotency_key: key } });
+  }
+
+  async get(runId: string): Promise<RunEntity | null> {
+    return this.runs.findOne({ where: { run_id: runId } });
+  }
+
+  /** Newest first; `beforeId` is the cursor (internal id of the last row of the previous page). */
+  async page(filter: RunListFilter, beforeId: number | null, limit: number): Promise<RunEntity[]> {
+    const where: FindOptionsWhere<RunEntity> = {};
+    if (filter.conversation_id !== undefined) {
+      where.conversation_id = filter.conversation_id;
+    }
+    if (filter.agent_id !== undefined) {
+      where.agent_id = filter.agent_id;
+    }
+    if (filter.status && filter.status.length > 0) {
+      where.status = In(filter.status);
+    }
+    if (beforeId !== null) {
+      where.id = LessThan(beforeId);
+    }
+    return this.runs.find({ where, order: { id: 'DESC' }, take: limit });
+  }
+
+  /** Moves a run to a terminal status if it is still active; false when it already ended. */
+  async finalize(runId: string, final: RunFinal): Promise<boolean> {
+    const r = await this.runs.update({ run_id: runId, status: In(['queued', 'running']) }, final);
+    return (r.affected ?? 0) > 0;
+  }
+
+  async markCancelRequested(runId: string, at: number): Promise<void> {
+    await this.runs.update({ run_id: runId }, { cancel_requested_at: at });
+  }
+
+  async listActive(): Promise<RunEntity[]> {
+    return this.runs.find({ where: { status: In(['queued', 'running']) } });
+  }
+
+  async insertResult(result: Omit<RunResultEntity, 'id'>): Promise<void> {
+    await this.results.insert(result);
+  }
+
+  /** Results with sequence > `after`, in order. */
+  async resultsAfter(runId: string, after: number, limit: number): Promise<RunResultEntity[]> {
+    return this.results
+      .createQueryBuilder('r')
+      .where('r.run_id = :runId AND r.sequence > :after', { runId, after })
+      .orderBy('r.sequence', 'ASC')
+      .take(limit)
+      .getMany();
+  }
+
+  async lastSequence(runId: string): Promise<number> {
+    const row = await this.results
+      .createQueryBuilder('r')
+      .select('MAX(r.sequence)', 'max')
+      .where('r.run_id = :runId', { runId })
+      .getRawOne<{ max: number | string | null }>();
+    return row?.max === null || row?.max === undefined ? 0 : Number(row.max);
+  }
+}
