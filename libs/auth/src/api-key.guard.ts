@@ -1,0 +1,51 @@
+import { type CanActivate, type ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { Request } from 'express';
+import type { ApiKeyRole } from '@libs/persistence';
+import { DomainError } from '@libs/protocol';
+import { ApiKeysService, type Principal } from './api-keys.service';
+import { bearerToken } from './secrets';
+
+const ROLES = 'runnerhost:roles';
+const PUBLIC = 'runnerhost:public';
+
+/** Roles allowed on a route or controller. Routes without it are admin-only. */
+export const Roles = (...roles: ApiKeyRole[]) => SetMetadata(ROLES, roles);
+/** No authentication (health, OpenAPI). */
+export const Public = () => SetMetadata(PUBLIC, true);
+
+export type AuthenticatedRequest = Request & { principal?: Principal };
+
+/** Bearer API key check for every HTTP route (gRPC authenticates plugins itself). */
+@Injectable()
+export class ApiKeyGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly keys: ApiKeysService,
+  ) {}
+
+  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    if (ctx.getType() !== 'http') {
+      return true;
+    }
+    const targets = [ctx.getHandler(), ctx.getClass()];
+    if (this.reflector.getAllAndOverride<boolean>(PUBLIC, targets)) {
+      return true;
+    }
+    const req = ctx.switchToHttp().getRequest<AuthenticatedRequest>();
+    const token = bearerToken(req.headers.authorization);
+    if (!token) {
+      throw new DomainError('unauthenticated', 'missing bearer API key (Authorization: Bearer <key>)');
+    }
+    const principal = await this.keys.authenticate(token);
+    if (!principal) {
+      throw new DomainError('unauthenticated', 'invalid or revoked API key');
+    }
+    const roles = this.reflector.getAllAndOverride<ApiKeyRole[] | undefined>(ROLES, targets) ?? ['admin'];
+    if (!roles.includes(principal.role)) {
+      throw new DomainError('unauthorized', `this route requires the ${roles.join(' or ')} role`);
+    }
+    req.principal = principal;
+    return true;
+  }
+}

@@ -1,0 +1,116 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '@libs/config';
+import { ApiKeysRepository, type ApiKeyEntity, type ApiKeyRole } from '@libs/persistence';
+import { DomainError } from '@libs/protocol';
+import { hashSecret, newSecret, secretPrefix } from './secrets';
+
+export interface ApiKeyView {
+  id: string;
+  name: string;
+  role: ApiKeyRole;
+  key_prefix: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface Principal {
+  key_id: string;
+  role: ApiKeyRole;
+}
+
+const ENV_ADMIN_KEY_ID = 'env-admin';
+export const ADMIN_KEY_FILE = 'admin-api-key';
+
+function view(k: ApiKeyEntity): ApiKeyView {
+  return {
+    id: k.id,
+    name: k.name,
+    role: k.role,
+    key_prefix: k.key_prefix,
+    created_at: new Date(k.created_at).toISOString(),
+    revoked_at: k.revoked_at === null ? null : new Date(k.revoked_at).toISOString(),
+  };
+}
+
+@Injectable()
+export class ApiKeysService implements OnApplicationBootstrap {
+  private readonly logger = new Logger(ApiKeysService.name);
+
+  constructor(
+    private readonly keys: ApiKeysRepository,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  /** Makes sure an admin can get in: ADMIN_API_KEY, or a generated key printed once and saved 0600. */
+  async onApplicationBootstrap(): Promise<void> {
+    if (this.config.adminApiKey) {
+      const hash = hashSecret(this.config.adminApiKey);
+      const existing = await this.keys.get(ENV_ADMIN_KEY_ID);
+      if (!existing || existing.key_hash !== hash || existing.revoked_at !== null) {
+        if (existing) {
+          await this.keys.revoke(ENV_ADMIN_KEY_ID, Date.now());
+        }
+        await this.keys.create({
+          id: existing ? `${ENV_ADMIN_KEY_ID}-${Date.now()}` : ENV_ADMIN_KEY_ID,
+          name: 'ADMIN_API_KEY',
+          role: 'admin',
+          key_hash: hash,
+          key_prefix: secretPrefix(this.config.adminApiKey),
+          created_at: Date.now(),
+          revoked_at: null,
+        });
+      }
+      return;
+    }
+    if ((await this.keys.countActive('admin')) > 0) {
+      return;
+    }
+    const created = await this.create('bootstrap admin', 'admin');
+    const file = path.join(this.config.dataDir, ADMIN_KEY_FILE);
+    fs.mkdirSync(this.config.dataDir, { recursive: true });
+    fs.writeFileSync(file, `${created.key}\n`, { mode: 0o600 });
+    fs.chmodSync(file, 0o600);
+    // Printed once, on purpose: this is the quick-start credential.
+    process.stdout.write(`\nAdmin API key (shown once, also saved to ${file}):\n  ${created.key}\n\n`);
+    this.logger.log(`created the first admin API key ${created.id}; saved to ${file}`);
+  }
+
+  async create(name: string, role: ApiKeyRole): Promise<ApiKeyView & { key: string }> {
+    const key = newSecret('rhk');
+    const row = await this.keys.create({
+      id: randomUUID(),
+      name,
+      role,
+      key_hash: hashSecret(key),
+      key_prefix: secretPrefix(key),
+      created_at: Date.now(),
+      revoked_at: null,
+    });
+    return { ...view(row), key };
+  }
+
+  async list(): Promise<ApiKeyView[]> {
+    return (await this.keys.list()).map(view);
+  }
+
+  async revoke(id: string, by: Principal): Promise<void> {
+    const key = await this.keys.get(id);
+    if (!key) {
+      throw new DomainError('not_found', `API key ${id} not found`, { id });
+    }
+    if (key.id === by.key_id) {
+      throw new DomainError('conflict', 'an API key cannot revoke itself', { id });
+    }
+    if (!(await this.keys.revoke(id, Date.now()))) {
+      throw new DomainError('conflict', `API key ${id} is already revoked`, { id });
+    }
+  }
+
+  async authenticate(token: string): Promise<Principal | null> {
+    const key = await this.keys.findActiveByHash(hashSecret(token));
+    return key ? { key_id: key.id, role: key.role } : null;
+  }
+}

@@ -1,0 +1,88 @@
+import { Injectable } from '@nestjs/common';
+import { hashSecret, newSecret, secretPrefix } from '@libs/auth';
+import { PluginsRepository, type PluginEntity } from '@libs/persistence';
+import { DomainError, isValidSegment, pluginIdOf } from '@libs/protocol';
+
+export interface PluginView {
+  plugin_id: string;
+  author: string;
+  name: string;
+  token_prefix: string;
+  created_at: string;
+  token_issued_at: string;
+}
+
+export function pluginView(p: PluginEntity): PluginView {
+  return {
+    plugin_id: p.plugin_id,
+    author: p.author,
+    name: p.name,
+    token_prefix: p.token_prefix,
+    created_at: new Date(p.created_at).toISOString(),
+    token_issued_at: new Date(p.token_issued_at).toISOString(),
+  };
+}
+
+/** Plugin registrations and their connection tokens (shown once, stored hashed). */
+@Injectable()
+export class PluginsService {
+  constructor(private readonly plugins: PluginsRepository) {}
+
+  async register(author: string, name: string): Promise<PluginView & { token: string }> {
+    for (const [field, value] of [
+      ['author', author],
+      ['name', name],
+    ] as const) {
+      if (!isValidSegment(value)) {
+        throw new DomainError('invalid_argument', `${field} must be 1-64 letters, digits, ".", "_" or "-"`, { field });
+      }
+    }
+    const pluginId = pluginIdOf(author, name);
+    if (await this.plugins.get(pluginId)) {
+      throw new DomainError('conflict', `plugin ${pluginId} is already registered`, { plugin_id: pluginId });
+    }
+    const token = newSecret('rhp');
+    const now = Date.now();
+    const row = await this.plugins.create({
+      plugin_id: pluginId,
+      author,
+      name,
+      token_hash: hashSecret(token),
+      token_prefix: secretPrefix(token),
+      created_at: now,
+      token_issued_at: now,
+    });
+    return { ...pluginView(row), token };
+  }
+
+  /** Issues a new token; the old one stops working at once (live connections stay until they drop). */
+  async rotateToken(pluginId: string): Promise<PluginView & { token: string }> {
+    const plugin = await this.get(pluginId);
+    const token = newSecret('rhp');
+    const now = Date.now();
+    await this.plugins.replaceToken(pluginId, hashSecret(token), secretPrefix(token), now);
+    return { ...pluginView({ ...plugin, token_prefix: secretPrefix(token), token_issued_at: now }), token };
+  }
+
+  async list(): Promise<PluginView[]> {
+    return (await this.plugins.list()).map(pluginView);
+  }
+
+  async get(pluginId: string): Promise<PluginEntity> {
+    const plugin = await this.plugins.get(pluginId);
+    if (!plugin) {
+      throw new DomainError('not_found', `plugin ${pluginId} not found`, { plugin_id: pluginId });
+    }
+    return plugin;
+  }
+
+  async remove(pluginId: string): Promise<void> {
+    if (!(await this.plugins.delete(pluginId))) {
+      throw new DomainError('not_found', `plugin ${pluginId} not found`, { plugin_id: pluginId });
+    }
+  }
+
+  async authenticate(token: string): Promise<PluginEntity | null> {
+    return this.plugins.findByTokenHash(hashSecret(token));
+  }
+}

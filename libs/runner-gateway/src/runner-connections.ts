@@ -1,0 +1,84 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { Subject } from 'rxjs';
+import type { HostMessage, RunResult } from '@libs/proto';
+import type { RunnerManifest } from '@libs/protocol';
+
+export interface ConnectedRunner {
+  runner_id: string;
+  name: string;
+  manifest: RunnerManifest;
+}
+
+/** One live Connect stream of a plugin. */
+export interface RunnerSession {
+  readonly session_id: string;
+  readonly plugin_id: string;
+  readonly connected_at: number;
+  last_seen_at: number;
+  readonly runners: ConnectedRunner[];
+  send(message: HostMessage): void;
+  /** Ends the stream from the host side. */
+  close(reason: string): void;
+}
+
+export type InboundEvent =
+  | { kind: 'result'; session: RunnerSession; result: RunResult }
+  | { kind: 'disconnected'; session: RunnerSession; reason: string };
+
+/**
+ * The live plugin connections and the runners they serve. One connection per plugin: a new
+ * connection of the same plugin replaces the old one (whose active runs then fail as
+ * `runner.disconnected`), so a plugin that restarts takes over at once.
+ */
+@Injectable()
+export class RunnerConnections {
+  private readonly logger = new Logger(RunnerConnections.name);
+  private readonly byPlugin = new Map<string, RunnerSession>();
+  private readonly byRunner = new Map<string, { session: RunnerSession; runner: ConnectedRunner }>();
+  /** Results and disconnects, for the run lifecycle to consume. */
+  readonly inbound$ = new Subject<InboundEvent>();
+
+  attach(session: RunnerSession): void {
+    const previous = this.byPlugin.get(session.plugin_id);
+    if (previous) {
+      this.logger.warn(`plugin ${session.plugin_id} connected again; replacing session ${previous.session_id}`);
+      this.detach(previous, 'replaced by a new connection of the same plugin');
+      previous.close('replaced by a new connection of the same plugin');
+    }
+    this.byPlugin.set(session.plugin_id, session);
+    for (const runner of session.runners) {
+      this.byRunner.set(runner.runner_id, { session, runner });
+    }
+  }
+
+  /** Forgets a session (idempotent) and reports the disconnect once. */
+  detach(session: RunnerSession, reason: string): void {
+    if (this.byPlugin.get(session.plugin_id) !== session) {
+      return;
+    }
+    this.byPlugin.delete(session.plugin_id);
+    for (const runner of session.runners) {
+      if (this.byRunner.get(runner.runner_id)?.session === session) {
+        this.byRunner.delete(runner.runner_id);
+      }
+    }
+    this.inbound$.next({ kind: 'disconnected', session, reason });
+  }
+
+  deliver(session: RunnerSession, result: RunResult): void {
+    session.last_seen_at = Date.now();
+    this.inbound$.next({ kind: 'result', session, result });
+  }
+
+  runner(runnerId: string): { session: RunnerSession; runner: ConnectedRunner } | undefined {
+    return this.byRunner.get(runnerId);
+  }
+
+  session(pluginId: string): RunnerSession | undefined {
+    return this.byPlugin.get(pluginId);
+  }
+
+  sessions(): RunnerSession[] {
+    return [...this.byPlugin.values()];
+  }
+}

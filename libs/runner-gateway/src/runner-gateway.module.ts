@@ -1,0 +1,13 @@
+import { Module } from '@nestjs/common';
+import { ConnectSessionHandler } from './connect-session.handler';
+import { GrpcHealthController } from './grpc-health.controller';
+import { PluginsService } from './plugins.service';
+import { RunnerConnections } from './runner-connections';
+import { RunnerGatewayController } from './runner-gateway.controller';
+
+@Module({
+  controllers: [RunnerGatewayController, GrpcHealthController],
+  providers: [PluginsService, RunnerConnections, ConnectSessionHandler],
+  exports: [PluginsService, RunnerConnections],
+})
+export class RunnerGatewayModule {}
