@@ -10,7 +10,7 @@ const isNumber: Check = (v) => (typeof v === 'number' && Number.isFinite(v) ? nu
 const isBoolean: Check = (v) => (typeof v === 'boolean' ? null : 'must be a boolean');
 const isArray: Check = (v) => (Array.isArray(v) ? null : 'must be an array');
 const isOption: Check = (v, item) => {
-  const allowed = (item.options ?? []).map((o) => o.name ?? o.value).filter((x) => x !== undefined);
+  const allowed: unknown[] = (item.options ?? []).map((o) => o.name ?? o.value).filter((x) => x !== undefined);
   if (allowed.length === 0) {
     return isString(v, item);
   }

@@ -22,10 +22,10 @@ export class RunsRepository {
     @InjectRepository(RunResultEntity) private readonly results: Repository<RunResultEntity>,
   ) {}
 
-  /** Records an event and its run in one transaction (both or neither). */
+  /** Records an event (new, or a retry of one whose run failed at admission) and its run, atomically. */
   async admit(event: EventEntity, run: Omit<RunEntity, 'id'> | null): Promise<void> {
     await this.db.transaction(async (m) => {
-      await m.insert(EventEntity, event);
+      await m.save(EventEntity, event);
       if (run) {
         await m.insert(RunEntity, run);
       }

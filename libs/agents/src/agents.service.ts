@@ -1,0 +1,157 @@
+import { Injectable } from '@nestjs/common';
+import type { z } from 'zod';
+import { AgentsRepository, PluginsRepository, type AgentEntity, type JsonObject } from '@libs/persistence';
+import {
+  DomainError,
+  describeIssues,
+  parseRunnerId,
+  validateRunnerConfig,
+  type ConfigSchemaItem,
+  type RunnerManifest,
+} from '@libs/protocol';
+import { RunnerConnections } from '@libs/runner-gateway';
+import { concurrencyPolicySchema, deliveryPolicySchema, resourcePolicySchema, statePolicySchema } from './policies';
+
+export interface AgentInput {
+  runner_id: string;
+  description?: string;
+  runner_config?: Record<string, unknown>;
+  resource_policy?: Record<string, unknown>;
+  state_policy?: Record<string, unknown>;
+  delivery_policy?: Record<string, unknown>;
+  concurrency_policy?: Record<string, unknown>;
+}
+
+export interface AgentView {
+  agent_id: string;
+  runner_id: string;
+  description: string;
+  runner_config: Record<string, unknown>;
+  resource_policy: Record<string, unknown>;
+  state_policy: Record<string, unknown>;
+  delivery_policy: Record<string, unknown>;
+  concurrency_policy: Record<string, unknown>;
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export const AGENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+
+export function agentView(a: AgentEntity): AgentView {
+  return {
+    agent_id: a.agent_id,
+    runner_id: a.runner_id,
+    description: a.description,
+    runner_config: a.runner_config,
+    resource_policy: a.resource_policy,
+    state_policy: a.state_policy,
+    delivery_policy: a.delivery_policy,
+    concurrency_policy: a.concurrency_policy,
+    version: a.version,
+    created_at: new Date(a.created_at).toISOString(),
+    updated_at: new Date(a.updated_at).toISOString(),
+  };
+}
+
+function parsePolicy<T extends z.ZodType>(schema: T, value: unknown, field: string): JsonObject {
+  const r = schema.safeParse(value ?? {});
+  if (!r.success) {
+    throw new DomainError('invalid_argument', describeIssues(r.error, field), { field });
+  }
+  return r.data as JsonObject;
+}
+
+/** Agents: bindings of a runner to its config and policies (SPEC §5). */
+@Injectable()
+export class AgentsService {
+  constructor(
+    private readonly agents: AgentsRepository,
+    private readonly runnerStore: PluginsRepository,
+    private readonly connections: RunnerConnections,
+  ) {}
+
+  async create(agentId: string, input: AgentInput): Promise<AgentView> {
+    if (!AGENT_ID_PATTERN.test(agentId)) {
+      throw new DomainError('invalid_argument', 'agent_id must be 1-128 letters, digits, ".", "_", ":" or "-"', {
+        field: 'agent_id',
+      });
+    }
+    if (await this.agents.get(agentId)) {
+      throw new DomainError('conflict', `agent ${agentId} already exists`, { agent_id: agentId });
+    }
+    const now = Date.now();
+    const entity = { agent_id: agentId, ...(await this.validated(input)), version: 1, created_at: now, updated_at: now };
+    await this.agents.insert(entity);
+    return agentView(entity);
+  }
+
+  async replace(agentId: string, input: AgentInput, expectedVersion?: number): Promise<AgentView> {
+    const current = await this.getEntity(agentId);
+    if (expectedVersion !== undefined && expectedVersion !== current.version) {
+      throw new DomainError('conflict', `agent ${agentId} is at version ${current.version}, not ${expectedVersion}`, {
+        agent_id: agentId,
+        version: current.version,
+      });
+    }
+    const next = { ...current, ...(await this.validated(input)), version: current.version + 1, updated_at: Date.now() };
+    if (!(await this.agents.update(next, current.version))) {
+      throw new DomainError('conflict', `agent ${agentId} changed concurrently; read it again`, { agent_id: agentId });
+    }
+    return agentView(next);
+  }
+
+  async get(agentId: string): Promise<AgentView> {
+    return agentView(await this.getEntity(agentId));
+  }
+
+  async getEntity(agentId: string): Promise<AgentEntity> {
+    const agent = await this.agents.get(agentId);
+    if (!agent) {
+      throw new DomainError('not_found', `agent ${agentId} not found`, { agent_id: agentId });
+    }
+    return agent;
+  }
+
+  async page(after: string | null, limit: number): Promise<{ items: AgentView[]; next_cursor: string | null }> {
+    const rows = await this.agents.page(after, limit + 1);
+    const items = rows.slice(0, limit).map(agentView);
+    return { items, next_cursor: rows.length > limit ? items[items.length - 1].agent_id : null };
+  }
+
+  async remove(agentId: string): Promise<void> {
+    if (!(await this.agents.delete(agentId))) {
+      throw new DomainError('not_found', `agent ${agentId} not found`, { agent_id: agentId });
+    }
+  }
+
+  /** The manifest of a runner: from its live connection, else the last one it announced. */
+  async manifestOf(runnerId: string): Promise<RunnerManifest | null> {
+    const live = this.connections.runner(runnerId);
+    if (live) {
+      return live.runner.manifest;
+    }
+    const stored = await this.runnerStore.getRunner(runnerId);
+    return stored ? (stored.manifest as unknown as RunnerManifest) : null;
+  }
+
+  private async validated(input: AgentInput) {
+    parseRunnerId(input.runner_id);
+    const runnerConfig = (input.runner_config ?? {}) as JsonObject;
+    // Checked against the runner's config_schema when the runner is known; `timeout` always.
+    const manifest = await this.manifestOf(input.runner_id);
+    const problems = validateRunnerConfig(runnerConfig, (manifest?.config_schema ?? []) as ConfigSchemaItem[]);
+    if (problems.length > 0) {
+      throw new DomainError('invalid_argument', problems.join('; '), { field: 'runner_config', problems });
+    }
+    return {
+      runner_id: input.runner_id,
+      description: input.description ?? '',
+      runner_config: runnerConfig,
+      resource_policy: parsePolicy(resourcePolicySchema, input.resource_policy, 'resource_policy'),
+      state_policy: parsePolicy(statePolicySchema, input.state_policy, 'state_policy'),
+      delivery_policy: parsePolicy(deliveryPolicySchema, input.delivery_policy, 'delivery_policy'),
+      concurrency_policy: parsePolicy(concurrencyPolicySchema, input.concurrency_policy, 'concurrency_policy'),
+    };
+  }
+}

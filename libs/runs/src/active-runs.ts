@@ -1,0 +1,62 @@
+import { Injectable } from '@nestjs/common';
+import type { RunnerSession } from '@libs/runner-gateway';
+
+/** What the host keeps in memory about a run while it is active in this process. */
+export interface ActiveRun {
+  run_id: string;
+  runner_id: string;
+  session: RunnerSession;
+  /** Highest sequence accepted so far. */
+  last_sequence: number;
+  seen: Set<number>;
+  /** Set as soon as a terminal result is accepted or the host decides the outcome. */
+  ended: boolean;
+  cancel_requested: boolean;
+  deadline_timer?: NodeJS.Timeout;
+  grace_timer?: NodeJS.Timeout;
+  /** Serialises the handling of this run's results. */
+  chain: Promise<void>;
+  /** Resolved once the run is finalised. */
+  finished: Promise<void>;
+  markFinished: () => void;
+}
+
+@Injectable()
+export class ActiveRuns {
+  private readonly runs = new Map<string, ActiveRun>();
+
+  add(run_id: string, runner_id: string, session: RunnerSession): ActiveRun {
+    let markFinished = () => {};
+    const finished = new Promise<void>((resolve) => (markFinished = resolve));
+    const run: ActiveRun = {
+      run_id,
+      runner_id,
+      session,
+      last_sequence: 0,
+      seen: new Set(),
+      ended: false,
+      cancel_requested: false,
+      chain: Promise.resolve(),
+      finished,
+      markFinished,
+    };
+    this.runs.set(run_id, run);
+    return run;
+  }
+
+  get(runId: string): ActiveRun | undefined {
+    return this.runs.get(runId);
+  }
+
+  remove(runId: string): void {
+    this.runs.delete(runId);
+  }
+
+  onSession(sessionId: string): ActiveRun[] {
+    return [...this.runs.values()].filter((r) => r.session.session_id === sessionId);
+  }
+
+  all(): ActiveRun[] {
+    return [...this.runs.values()];
+  }
+}

@@ -1,0 +1,113 @@
+import type { AgentEntity } from '@libs/persistence';
+import type { RunContext } from '@libs/proto';
+import { runTimeoutSeconds } from '@libs/protocol';
+import type { EventSubmission } from './event-submission';
+
+export const HOST_NAME = 'runner-host';
+
+export interface BuiltContext {
+  context: RunContext;
+  deadlineAtMs: number | null;
+}
+
+/**
+ * The Runner Protocol v1 run context for one run (SPEC §4). The host never inlines history:
+ * `inline_policy` is always current_event. Grants are empty until the authorization snapshot
+ * (resources, available_apis, state) is built at admission by the authz layer.
+ */
+export function buildRunContext(runId: string, eventId: string, sub: EventSubmission, agent: AgentEntity, nowMs: number): BuiltContext {
+  const timeout = runTimeoutSeconds(agent.runner_config);
+  const deadlineAtMs = timeout === null ? null : nowMs + Math.round(timeout * 1000);
+  const conv = sub.conversation;
+  const context: RunContext = {
+    run_id: runId,
+    trigger: { type: sub.event.event_type, source: sub.event.source, timestamp: sub.event.event_time ?? Math.floor(nowMs / 1000) },
+    event: {
+      event_id: eventId,
+      event_type: sub.event.event_type,
+      event_time: sub.event.event_time,
+      source: sub.event.source,
+      source_event_type: sub.event.source_event_type,
+      raw_ref: sub.event.raw_ref ? { ref_id: sub.event.raw_ref.ref_id, storage_key: sub.event.raw_ref.storage_key } : undefined,
+      data: sub.event.data ?? {},
+    },
+    conversation: conv
+      ? {
+          conversation_id: conv.conversation_id,
+          thread_id: conv.thread_id,
+          launcher_type: conv.launcher_type,
+          launcher_id: conv.launcher_id,
+          sender_id: conv.sender_id ?? sub.actor?.actor_id,
+          bot_id: conv.bot_id,
+          workspace_id: conv.workspace_id,
+          session_id: conv.session_id,
+        }
+      : undefined,
+    actor: sub.actor
+      ? { actor_type: sub.actor.actor_type, actor_id: sub.actor.actor_id, actor_name: sub.actor.actor_name, metadata: sub.actor.metadata ?? {} }
+      : undefined,
+    subject: sub.subject
+      ? { subject_type: sub.subject.subject_type, subject_id: sub.subject.subject_id, data: sub.subject.data ?? {} }
+      : undefined,
+    input: {
+      text: sub.input.text,
+      contents: (sub.input.contents ?? []).map((c) => ({ ...c, image_url: c.image_url ? { url: c.image_url.url } : undefined })),
+      attachments: sub.input.attachments ?? [],
+      interaction: undefined,
+    },
+    delivery: {
+      surface: sub.delivery?.surface ?? 'api',
+      reply_target: sub.delivery?.reply_target,
+      supports_streaming: sub.delivery?.supports_streaming ?? true,
+      supports_edit: sub.delivery?.supports_edit ?? false,
+      supports_reaction: sub.delivery?.supports_reaction ?? false,
+      max_message_size: sub.delivery?.max_message_size,
+      platform_capabilities: sub.delivery?.platform_capabilities ?? {},
+    },
+    resources: {
+      models: [],
+      tools: [],
+      knowledge_bases: [],
+      storage: { plugin_storage: false, workspace_storage: false, binding_storage: false },
+      platform_capabilities: {},
+    },
+    context: {
+      conversation_id: conv?.conversation_id,
+      thread_id: conv?.thread_id,
+      latest_cursor: undefined,
+      event_seq: undefined,
+      transcript_seq: undefined,
+      has_history_before: false,
+      inline_policy: { mode: 'current_event', delivered_count: 0, messages_complete: false, reason: 'current_event_only' },
+      available_apis: {
+        prompt_get: false,
+        history_page: false,
+        history_search: false,
+        event_get: false,
+        event_page: false,
+        state: false,
+        storage: false,
+        steering_pull: false,
+        run_get: false,
+      },
+    },
+    state: { conversation: {}, actor: {}, subject: {}, runner: {} },
+    runtime: {
+      host: HOST_NAME,
+      protocol_version: '1',
+      trace_id: runId,
+      deadline_at: deadlineAtMs === null ? undefined : deadlineAtMs / 1000,
+      locale: sub.locale,
+      timezone: sub.timezone,
+      metadata: { agent_id: agent.agent_id, model_context_window_tokens: null },
+    },
+    config: agent.runner_config,
+    metadata: { ...(sub.metadata ?? {}), agent_id: agent.agent_id },
+  };
+  return { context, deadlineAtMs };
+}
+
+/** The context as protocol JSON (unset message fields become null), for storage and the API. */
+export function contextJson(context: RunContext): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(context, (_k, v: unknown) => (v === undefined ? null : v))) as Record<string, unknown>;
+}

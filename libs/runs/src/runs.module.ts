@@ -1,0 +1,16 @@
+import { Module } from '@nestjs/common';
+import { AgentsModule } from '@libs/agents';
+import { RunnerGatewayModule } from '@libs/runner-gateway';
+import { ActiveRuns } from './active-runs';
+import { AdmissionService } from './admission.service';
+import { ResultIngestService } from './result-ingest.service';
+import { RunLifecycleService } from './run-lifecycle.service';
+import { RunStreamBus } from './run-stream.bus';
+import { RunsQueryService } from './runs-query.service';
+
+@Module({
+  imports: [AgentsModule, RunnerGatewayModule],
+  providers: [ActiveRuns, RunStreamBus, RunLifecycleService, ResultIngestService, AdmissionService, RunsQueryService],
+  exports: [AdmissionService, RunsQueryService, ActiveRuns],
+})
+export class RunsModule {}
