@@ -1,0 +1,202 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as grpc from '@grpc/grpc-js';
+import { EchoRunner, type OutgoingResult, type ResultSink } from './echo-runner';
+import type { Logger } from './log';
+import type { ConnectCall, GatewayClient, HostMessage, PluginMessage, RunRequest, Welcome } from './proto';
+import { fromStruct, toStruct, type JsonObject } from './struct';
+
+/*
+ * One connection to the host: a single RunnerGatewayService/Connect bidi stream.
+ *
+ *   plugin -> host: hello (first), then result / heartbeat / pong, interleaved for all runs
+ *   host -> plugin: welcome, then run / cancel / ping
+ *
+ * The session ends when the host closes the stream or it breaks; `done` then resolves with the
+ * gRPC status, and main.ts decides whether to reconnect.
+ */
+
+export const PLUGIN_VERSION = '0.1.0';
+export const PROTOCOL_VERSION = '1';
+const FLUSH_GRACE_MS = 100;
+
+export interface SessionOptions {
+  token: string;
+  author: string;
+  plugin: string;
+  /** Runner Protocol v1 manifests as JSON (sent as Struct in hello). */
+  manifests: JsonObject[];
+  log: Logger;
+  /** Override of what `crash` mode does (tests). */
+  crash?: () => void;
+}
+
+export interface SessionEnd {
+  code: grpc.status;
+  details: string;
+  /** True when the host had accepted the hello, i.e. the connection worked. */
+  welcomed: boolean;
+}
+
+export class Session implements ResultSink {
+  /** Resolves when the stream has ended, however it ended. */
+  readonly done: Promise<SessionEnd>;
+  private readonly call: ConnectCall;
+  private readonly runner: EchoRunner;
+  private readonly log: Logger;
+  private welcomed = false;
+  private closed = false;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private drainWaiters: (() => void)[] = [];
+  private lastWrite: Promise<void> = Promise.resolve();
+
+  constructor(client: GatewayClient, options: SessionOptions) {
+    this.log = options.log;
+    this.runner = new EchoRunner(this, { log: options.log, crash: options.crash });
+
+    const metadata = new grpc.Metadata();
+    metadata.set('authorization', `Bearer ${options.token}`);
+    this.call = client.Connect(metadata);
+
+    this.done = new Promise((resolve) => {
+      // grpc-js always emits 'status' last (after 'error' for a non-OK status).
+      this.call.on('status', (status: grpc.StatusObject) => {
+        this.shutDown();
+        resolve({ code: status.code, details: status.details, welcomed: this.welcomed });
+      });
+    });
+    this.call.on('error', () => undefined); // reported through 'status'
+    this.call.on('drain', () => this.releaseDrainWaiters());
+    this.call.on('data', (message: HostMessage) => this.onMessage(message));
+
+    // The first message must be hello.
+    void this.write({
+      hello: {
+        plugin_author: options.author,
+        plugin_name: options.plugin,
+        plugin_version: PLUGIN_VERSION,
+        protocol_version: PROTOCOL_VERSION,
+        manifests: options.manifests.map((manifest) => toStruct(manifest)),
+      },
+    });
+  }
+
+  /** Graceful stop: no more results, half-close our side; the host then ends the stream. */
+  stop(): void {
+    if (!this.closed) {
+      this.shutDown();
+      this.call.end();
+    }
+  }
+
+  /** Hard stop (when the host does not end the stream after stop()). */
+  cancel(): void {
+    this.call.cancel();
+  }
+
+  // ---- ResultSink: what EchoRunner writes through -------------------------------------------
+
+  send(result: OutgoingResult): Promise<void> {
+    this.log('info', 'result', { run_id: result.run_id, type: result.type, sequence: result.sequence ?? null });
+    return this.write({
+      result: {
+        run_id: result.run_id,
+        type: result.type,
+        data: toStruct(result.data),
+        usage: result.usage ? toStruct(result.usage) : undefined,
+        sequence: result.sequence,
+        timestamp: result.timestamp,
+      },
+    });
+  }
+
+  /**
+   * Best effort: waits for the write callbacks, then a short grace, because grpc-js calls back
+   * once HTTP/2 has taken the message, a moment before the bytes reach the socket.
+   */
+  async flush(): Promise<void> {
+    await Promise.race([this.lastWrite, this.done]);
+    await sleep(FLUSH_GRACE_MS);
+  }
+
+  // ---- Host messages -------------------------------------------------------------------------
+
+  private onMessage(message: HostMessage): void {
+    switch (message.msg) {
+      case 'welcome':
+        this.onWelcome(message.welcome);
+        return;
+      case 'ping':
+        void this.write({ pong: { nonce: message.ping.nonce } });
+        return;
+      case 'run':
+        this.onRun(message.run);
+        return;
+      case 'cancel':
+        this.runner.cancel(message.cancel.run_id, message.cancel.reason);
+        return;
+    }
+  }
+
+  private onWelcome(welcome: Welcome): void {
+    this.welcomed = true;
+    this.log('info', 'welcome', {
+      session_id: welcome.session_id,
+      host_version: welcome.host_version,
+      runners: welcome.runners,
+      rejected: welcome.rejected,
+    });
+    for (const rejected of welcome.rejected) {
+      this.log('warn', 'manifest rejected', { ...rejected });
+    }
+    if (welcome.heartbeat_interval_ms > 0 && !this.heartbeat) {
+      this.heartbeat = setInterval(() => {
+        void this.write({ heartbeat: { active_run_ids: this.runner.activeRunIds() } });
+      }, welcome.heartbeat_interval_ms);
+    }
+  }
+
+  private onRun(request: RunRequest): void {
+    const context = request.context;
+    if (!context?.run_id) {
+      this.log('error', 'run request without context.run_id ignored', { runner_id: request.runner_id });
+      return;
+    }
+    this.log('info', 'run request', { run_id: context.run_id, runner_id: request.runner_id });
+    void this.runner.start({
+      runId: context.run_id,
+      text: context.input?.text ?? '',
+      config: fromStruct(context.config),
+    });
+  }
+
+  // ---- Writing -------------------------------------------------------------------------------
+
+  /** Writes one message; waits for 'drain' when the stream buffer is full. Never rejects. */
+  private write(message: PluginMessage): Promise<void> {
+    if (this.closed) {
+      return Promise.resolve(); // the stream is gone (or we are stopping): drop it
+    }
+    let full = false;
+    this.lastWrite = new Promise((resolve) => {
+      full = !this.call.write(message, () => resolve());
+    });
+    if (!full) {
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  private releaseDrainWaiters(): void {
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
+    waiters.forEach((resolve) => resolve());
+  }
+
+  /** No more writes: stops the heartbeat and every run, and wakes up blocked writers. */
+  private shutDown(): void {
+    this.closed = true;
+    clearInterval(this.heartbeat);
+    this.runner.abortAll();
+    this.releaseDrainWaiters();
+  }
+}

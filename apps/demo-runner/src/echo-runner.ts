@@ -1,0 +1,281 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from './log';
+import { MODES, type Mode } from './manifest';
+import type { JsonObject } from './struct';
+
+/*
+ * The runner's behaviour, independent of gRPC: turns one run request into a series of Runner
+ * Protocol v1 results. Several runs can be active at once; each has its own sequence counter and
+ * its own AbortController (cancel, or loss of the stream).
+ */
+
+/** One result as plain JSON; the connection encodes `data`/`usage` as Struct. */
+export interface OutgoingResult {
+  run_id: string;
+  type: string;
+  data: JsonObject;
+  usage?: JsonObject;
+  /** Left out: the host assigns last+1. */
+  sequence?: number;
+  timestamp: number;
+}
+
+export interface ResultSink {
+  /** Sends one result; resolves when the stream can take more (backpressure). */
+  send(result: OutgoingResult): Promise<void>;
+  /** Resolves once everything sent so far has (very likely) left the process. Used before `crash`. */
+  flush(): Promise<void>;
+}
+
+export interface RunInput {
+  runId: string;
+  text: string;
+  config: JsonObject;
+}
+
+export interface EchoRunnerOptions {
+  log: Logger;
+  /** What `crash` mode does after its first delta; the real process exits with code 3. */
+  crash?: () => void;
+}
+
+/** Why a run was aborted: the host cancelled it, or the stream is gone (nothing more can be sent). */
+type AbortReason = { kind: 'cancel'; reason: string } | { kind: 'disconnect' };
+
+interface ActiveRun {
+  mode: string;
+  controller: AbortController;
+}
+
+const TERMINAL_TYPES = new Set(['run.completed', 'run.failed']);
+
+/** Word-ish chunks that keep all whitespace, so that `chunks.join('') === text`. */
+export function splitIntoChunks(text: string): string[] {
+  return text.match(/\s*\S+\s*/g) ?? (text === '' ? [] : [text]);
+}
+
+export class EchoRunner {
+  private readonly runs = new Map<string, ActiveRun>();
+
+  constructor(
+    private readonly sink: ResultSink,
+    private readonly options: EchoRunnerOptions,
+  ) {}
+
+  /** Ids of the runs still producing results (reported in heartbeats). */
+  activeRunIds(): string[] {
+    return [...this.runs.keys()];
+  }
+
+  /** Runs one request to its end. Never rejects: failures are logged. */
+  async start(input: RunInput): Promise<void> {
+    const { log } = this.options;
+    if (this.runs.has(input.runId)) {
+      log('warn', 'duplicate run request ignored', { run_id: input.runId });
+      return;
+    }
+    const mode = typeof input.config.mode === 'string' ? input.config.mode : 'echo';
+    const run: ActiveRun = { mode, controller: new AbortController() };
+    this.runs.set(input.runId, run);
+    log('info', 'run started', { run_id: input.runId, mode });
+    const emitter = new RunEmitter(input.runId, this.sink, run.controller.signal, () => this.runs.delete(input.runId));
+    try {
+      await this.play(mode, input, emitter);
+    } catch (err) {
+      const reason = run.controller.signal.reason as AbortReason | undefined;
+      if (!run.controller.signal.aborted) {
+        log('error', 'run crashed', { run_id: input.runId, error: String(err) });
+        await emitter.terminal('run.failed', { error: `demo runner error: ${String(err)}`, code: 'runner.error' });
+      } else if (reason?.kind === 'cancel') {
+        await emitter.terminal('run.failed', {
+          error: `cancelled: ${reason.reason}`,
+          code: 'cancelled',
+          retryable: false,
+        });
+      }
+    } finally {
+      if (this.runs.get(input.runId) === run) {
+        this.runs.delete(input.runId);
+      }
+    }
+    if (emitter.finished && input.config.after_terminal === true) {
+      // Deliberately wrong: a result after the terminal one, which the host must drop.
+      await emitter.sendAfterTerminal('message.delta', { chunk: { role: 'assistant', content: 'too late' } });
+    }
+    log('info', 'run ended', { run_id: input.runId, aborted: run.controller.signal.aborted });
+  }
+
+  /** The host's cancel: stops the run, which then reports `run.failed` with code `cancelled`. */
+  cancel(runId: string, reason: string): void {
+    const run = this.runs.get(runId);
+    if (!run) {
+      this.options.log('info', 'cancel for a run that is not active', { run_id: runId, reason });
+      return;
+    }
+    if (run.mode === 'ignore_cancel') {
+      this.options.log('warn', 'cancel ignored (mode ignore_cancel)', { run_id: runId, reason });
+      return;
+    }
+    this.options.log('info', 'cancel', { run_id: runId, reason });
+    run.controller.abort({ kind: 'cancel', reason } satisfies AbortReason);
+  }
+
+  /** The stream is gone: stop every run without sending anything more. */
+  abortAll(): void {
+    for (const run of this.runs.values()) {
+      run.controller.abort({ kind: 'disconnect' } satisfies AbortReason);
+    }
+    this.runs.clear();
+  }
+
+  private async play(mode: string, input: RunInput, emitter: RunEmitter): Promise<void> {
+    const chunks = splitIntoChunks(input.text);
+    const delayMs = typeof input.config.chunk_delay_ms === 'number' ? input.config.chunk_delay_ms : 0;
+    const signal = emitter.signal;
+    if (!isMode(mode)) {
+      await emitter.terminal('run.failed', { error: `unknown mode "${mode}"`, code: 'runner.invalid_config' });
+      return;
+    }
+    switch (mode) {
+      case 'echo':
+        await streamEcho(emitter, chunks, delayMs);
+        return;
+      case 'unknown_type':
+        await streamDeltas(emitter, chunks, delayMs);
+        await emitter.send('demo.custom', { note: 'x' }); // unknown types are passed through by the host
+        await finishEcho(emitter, input.text, chunks.length);
+        return;
+      case 'bad_payload':
+        await emitter.send('message.delta', { wrong: 1 }); // invalid for a known type: the host drops it
+        await streamEcho(emitter, chunks, delayMs);
+        return;
+      case 'bad_sequence':
+        await badSequence(emitter);
+        return;
+      case 'fail':
+        await streamDeltas(emitter, chunks.slice(0, 1), 0);
+        await emitter.terminal('run.failed', {
+          error: 'demo failure requested',
+          code: 'runner.error',
+          retryable: false,
+        });
+        return;
+      case 'stall':
+      case 'ignore_cancel':
+        await streamDeltas(emitter, chunks.slice(0, 1), 0);
+        await waitForAbort(signal); // `stall` ends on cancel; `ignore_cancel` only when the stream goes
+        return;
+      case 'crash':
+        await streamDeltas(emitter, chunks.slice(0, 1), 0);
+        await this.sink.flush();
+        this.options.log('error', 'crashing on purpose (mode crash)', { run_id: input.runId });
+        (this.options.crash ?? (() => process.exit(3)))();
+        return;
+    }
+  }
+}
+
+function isMode(mode: string): mode is Mode {
+  return (MODES as readonly string[]).includes(mode);
+}
+
+async function streamDeltas(emitter: RunEmitter, chunks: string[], delayMs: number): Promise<void> {
+  let soFar = '';
+  for (const [i, piece] of chunks.entries()) {
+    if (i > 0 && delayMs > 0) {
+      await sleep(delayMs, undefined, { signal: emitter.signal });
+    }
+    soFar += piece;
+    await emitter.send('message.delta', {
+      chunk: { role: 'assistant', content: piece, all_content: soFar, msg_sequence: i + 1 },
+    });
+  }
+}
+
+async function finishEcho(emitter: RunEmitter, text: string, tokens: number): Promise<void> {
+  await emitter.send('message.completed', { message: { role: 'assistant', content: text } });
+  await emitter.terminal(
+    'run.completed',
+    { finish_reason: 'stop' },
+    { prompt_tokens: tokens, completion_tokens: tokens, total_tokens: 2 * tokens },
+  );
+}
+
+async function streamEcho(emitter: RunEmitter, chunks: string[], delayMs: number): Promise<void> {
+  await streamDeltas(emitter, chunks, delayMs);
+  await finishEcho(emitter, chunks.join(''), chunks.length);
+}
+
+/** Sequences 1, 1 (duplicate), 3 (gap), then three results without a sequence (host assigns last+1). */
+async function badSequence(emitter: RunEmitter): Promise<void> {
+  const pieces = ['one', ' two', ' three', ' four'];
+  const delta = (i: number) => ({
+    chunk: { role: 'assistant', content: pieces[i], all_content: pieces.slice(0, i + 1).join('') },
+  });
+  await emitter.send('message.delta', delta(0), { sequence: 1 });
+  await emitter.send('message.delta', delta(1), { sequence: 1 });
+  await emitter.send('message.delta', delta(2), { sequence: 3 });
+  await emitter.send('message.delta', delta(3), { sequence: null });
+  await emitter.send(
+    'message.completed',
+    { message: { role: 'assistant', content: pieces.join('') } },
+    { sequence: null },
+  );
+  await emitter.terminal('run.completed', { finish_reason: 'stop' }, undefined, { sequence: null });
+}
+
+function waitForAbort(signal: AbortSignal): Promise<never> {
+  return new Promise((_resolve, reject) => {
+    const fail = () => reject(new Error('aborted'));
+    if (signal.aborted) {
+      fail();
+    } else {
+      signal.addEventListener('abort', fail, { once: true });
+    }
+  });
+}
+
+/** `sequence`: a number to send exactly that one, `null` to leave it out; default: the run's next. */
+interface SendOptions {
+  sequence?: number | null;
+}
+
+/** Builds the results of one run: sequence numbers from 1, timestamps, and the terminal rule. */
+class RunEmitter {
+  private nextSequence = 1;
+  finished = false;
+
+  constructor(
+    private readonly runId: string,
+    private readonly sink: ResultSink,
+    readonly signal: AbortSignal,
+    private readonly onTerminal: () => void,
+  ) {}
+
+  /** Sends a non-terminal result; throws once the run has been aborted, which ends its script. */
+  async send(type: string, data: JsonObject, options: SendOptions = {}): Promise<void> {
+    this.signal.throwIfAborted();
+    await this.write(type, data, undefined, options);
+  }
+
+  /** Sends run.completed / run.failed, unless the run already ended or the stream is gone. */
+  async terminal(type: string, data: JsonObject, usage?: JsonObject, options: SendOptions = {}): Promise<void> {
+    const reason = this.signal.reason as AbortReason | undefined;
+    if (this.finished || reason?.kind === 'disconnect' || !TERMINAL_TYPES.has(type)) {
+      return;
+    }
+    this.finished = true;
+    this.onTerminal(); // no longer active: a cancel from now on is ignored
+    await this.write(type, data, usage, options);
+  }
+
+  async sendAfterTerminal(type: string, data: JsonObject): Promise<void> {
+    await this.write(type, data, undefined, {});
+  }
+
+  private async write(type: string, data: JsonObject, usage: JsonObject | undefined, options: SendOptions) {
+    const sequence = options.sequence === undefined ? this.nextSequence++ : (options.sequence ?? undefined);
+    const timestamp = Math.floor(Date.now() / 1000);
+    await this.sink.send({ run_id: this.runId, type, data, usage, sequence, timestamp });
+  }
+}

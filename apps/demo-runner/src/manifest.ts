@@ -1,0 +1,56 @@
+import type { JsonObject } from './struct';
+
+/** Config `mode` values: `echo` is the real behaviour, the others exercise the host's error paths. */
+export const MODES = [
+  'echo',
+  'fail',
+  'stall',
+  'bad_sequence',
+  'unknown_type',
+  'bad_payload',
+  'crash',
+  'ignore_cancel',
+] as const;
+export type Mode = (typeof MODES)[number];
+
+/**
+ * The Runner Protocol v1 manifest of this plugin's one runner, `default`. The host validates it
+ * strictly (unknown keys are rejected) and requires `id` = `plugin:<author>/<plugin>/<runner>`.
+ */
+export function demoManifest(author: string, plugin: string): JsonObject {
+  return {
+    id: `plugin:${author}/${plugin}/default`,
+    name: 'default',
+    label: { en_US: 'Echo (demo)' },
+    description: {
+      en_US: 'Demo runner: streams the input text back word by word. `mode` selects a test behaviour.',
+    },
+    protocol_version: '1',
+    capabilities: { streaming: true, interrupt: true },
+    permissions: {},
+    config_schema: [
+      {
+        type: 'select',
+        name: 'mode',
+        required: false,
+        default: 'echo',
+        options: MODES.map((mode) => ({ name: mode, label: { en_US: mode } })),
+      },
+      { type: 'integer', name: 'chunk_delay_ms', required: false, default: 0 },
+      { type: 'integer', name: 'timeout', required: false, default: 300 },
+    ],
+    metadata: {},
+  };
+}
+
+/** `DEMO_EXTRA_MANIFESTS`: a JSON array of objects sent as they are (tests use it for bad manifests). */
+export function parseExtraManifests(raw: string | undefined): JsonObject[] {
+  if (raw === undefined || raw.trim() === '') {
+    return [];
+  }
+  const parsed: unknown = JSON.parse(raw);
+  if (!Array.isArray(parsed) || !parsed.every((m) => typeof m === 'object' && m !== null && !Array.isArray(m))) {
+    throw new Error('DEMO_EXTRA_MANIFESTS must be a JSON array of objects');
+  }
+  return parsed as JsonObject[];
+}
