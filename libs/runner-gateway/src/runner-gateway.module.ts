@@ -3,11 +3,12 @@ import { ConnectSessionHandler } from './connect-session.handler';
 import { GrpcHealthController } from './grpc-health.controller';
 import { PluginsService } from './plugins.service';
 import { RunnerConnections } from './runner-connections';
+import { RunnerCatalogService } from './runner-catalog.service';
 import { RunnerGatewayController } from './runner-gateway.controller';
 
 @Module({
   controllers: [RunnerGatewayController, GrpcHealthController],
-  providers: [PluginsService, RunnerConnections, ConnectSessionHandler],
-  exports: [PluginsService, RunnerConnections],
+  providers: [PluginsService, RunnerConnections, ConnectSessionHandler, RunnerCatalogService],
+  exports: [PluginsService, RunnerConnections, RunnerCatalogService],
 })
 export class RunnerGatewayModule {}

@@ -1,0 +1,66 @@
+import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { LoggerModule } from 'nestjs-pino';
+import { AgentsModule } from '@libs/agents';
+import { AuthModule } from '@libs/auth';
+import { APP_CONFIG, type AppConfig } from '@libs/config';
+import { PersistenceModule } from '@libs/persistence';
+import { RunnerGatewayModule } from '@libs/runner-gateway';
+import { RunsModule } from '@libs/runs';
+import { AllExceptionsFilter } from './filters/all-exceptions.filter';
+import { GrpcServerState } from './grpc-server-state';
+import { AgentsController } from './http/admin/agents.controller';
+import { ApiKeysController } from './http/admin/api-keys.controller';
+import { PluginsController } from './http/admin/plugins.controller';
+import { RunnersController } from './http/admin/runners.controller';
+import { EventsController } from './http/events.controller';
+import { HealthController } from './http/health.controller';
+import { RunsController } from './http/runs.controller';
+
+@Global()
+@Module({})
+class ConfigModule {
+  static of(config: AppConfig): DynamicModule {
+    return {
+      module: ConfigModule,
+      providers: [{ provide: APP_CONFIG, useValue: config }, GrpcServerState],
+      exports: [APP_CONFIG, GrpcServerState],
+    };
+  }
+}
+
+/** The host process: HTTP API + gRPC runner gateway over one embedded (or PostgreSQL) database. */
+@Module({})
+export class HostModule {
+  static forRoot(config: AppConfig): DynamicModule {
+    return {
+      module: HostModule,
+      imports: [
+        ConfigModule.of(config),
+        LoggerModule.forRoot({
+          pinoHttp: {
+            level: config.logLevel,
+            autoLogging: false,
+            base: { service: 'runner-host' },
+            redact: ['req.headers.authorization', 'req.headers["idempotency-key"]'],
+          },
+        }),
+        PersistenceModule.forRoot(),
+        AuthModule,
+        RunnerGatewayModule,
+        AgentsModule,
+        RunsModule,
+      ],
+      controllers: [
+        EventsController,
+        RunsController,
+        AgentsController,
+        PluginsController,
+        RunnersController,
+        ApiKeysController,
+        HealthController,
+      ],
+      providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }],
+    };
+  }
+}

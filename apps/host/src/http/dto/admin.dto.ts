@@ -1,0 +1,104 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+
+const obj = { type: 'object', additionalProperties: true } as const;
+
+export class AgentBodyDto {
+  @ApiProperty({ example: 'plugin:demo/echo/default' }) @IsString() @IsNotEmpty() @MaxLength(200) runner_id!: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(1000) description?: string;
+  @ApiPropertyOptional({ ...obj, description: "Validated against the runner's config_schema when the runner is known" })
+  @IsOptional()
+  @IsObject()
+  runner_config?: Record<string, unknown>;
+  @ApiPropertyOptional(obj) @IsOptional() @IsObject() resource_policy?: Record<string, unknown>;
+  @ApiPropertyOptional(obj) @IsOptional() @IsObject() state_policy?: Record<string, unknown>;
+  @ApiPropertyOptional(obj) @IsOptional() @IsObject() delivery_policy?: Record<string, unknown>;
+  @ApiPropertyOptional({ ...obj, description: '{mode: steer | queue | interrupt | reject}' })
+  @IsOptional()
+  @IsObject()
+  concurrency_policy?: Record<string, unknown>;
+}
+
+export class CreateAgentDto extends AgentBodyDto {
+  @ApiProperty({ example: 'support-bot' }) @IsString() @IsNotEmpty() @MaxLength(128) agent_id!: string;
+}
+
+export class ReplaceAgentDto extends AgentBodyDto {
+  @ApiPropertyOptional({ description: 'Optimistic concurrency: the version you read' })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  version?: number;
+}
+
+export class AgentDto extends AgentBodyDto {
+  @ApiProperty() agent_id!: string;
+  @ApiProperty() declare description: string;
+  @ApiProperty() version!: number;
+  @ApiProperty() created_at!: string;
+  @ApiProperty() updated_at!: string;
+}
+
+export class AgentPageDto {
+  @ApiProperty({ type: [AgentDto] }) items!: AgentDto[];
+  @ApiProperty({ nullable: true, type: String }) next_cursor!: string | null;
+}
+
+export class PageQueryDto {
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(255) cursor?: string;
+  @ApiPropertyOptional({ default: 50, maximum: 100 })
+  @IsOptional()
+  @Transform(({ value }: { value: unknown }) => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value))
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  limit?: number;
+}
+
+export class RegisterPluginDto {
+  @ApiProperty({ example: 'demo' }) @IsString() @IsNotEmpty() @MaxLength(64) author!: string;
+  @ApiProperty({ example: 'echo' }) @IsString() @IsNotEmpty() @MaxLength(64) name!: string;
+}
+
+export class PluginDto {
+  @ApiProperty() plugin_id!: string;
+  @ApiProperty() author!: string;
+  @ApiProperty() name!: string;
+  @ApiProperty() token_prefix!: string;
+  @ApiProperty() created_at!: string;
+  @ApiProperty() token_issued_at!: string;
+}
+
+export class PluginWithTokenDto extends PluginDto {
+  @ApiProperty({ description: 'Shown once; send as `authorization: Bearer <token>` on the gRPC calls' }) token!: string;
+}
+
+export class RunnerDto {
+  @ApiProperty() runner_id!: string;
+  @ApiProperty() plugin_id!: string;
+  @ApiProperty() name!: string;
+  @ApiProperty({ enum: ['connected', 'disconnected'] }) state!: string;
+  @ApiProperty({ nullable: true, type: String }) session_id!: string | null;
+  @ApiProperty({ nullable: true, type: String }) connected_at!: string | null;
+  @ApiProperty() last_seen_at!: string;
+  @ApiProperty(obj) manifest!: Record<string, unknown>;
+}
+
+export class CreateApiKeyDto {
+  @ApiProperty() @IsString() @IsNotEmpty() @MaxLength(200) name!: string;
+  @ApiProperty({ enum: ['platform', 'admin'] }) @IsIn(['platform', 'admin']) role!: 'platform' | 'admin';
+}
+
+export class ApiKeyDto {
+  @ApiProperty() id!: string;
+  @ApiProperty() name!: string;
+  @ApiProperty({ enum: ['platform', 'admin'] }) role!: string;
+  @ApiProperty() key_prefix!: string;
+  @ApiProperty() created_at!: string;
+  @ApiProperty({ nullable: true, type: String }) revoked_at!: string | null;
+}
+
+export class ApiKeyWithSecretDto extends ApiKeyDto {
+  @ApiProperty({ description: 'Shown once' }) key!: string;
+}

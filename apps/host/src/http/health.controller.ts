@@ -1,0 +1,39 @@
+import { Controller, Get, Res } from '@nestjs/common';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Response } from 'express';
+import type { DataSource } from 'typeorm';
+import { Public } from '@libs/auth';
+import { GrpcServerState } from '../grpc-server-state';
+
+@ApiTags('health')
+@Public()
+@Controller('health')
+export class HealthController {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly grpc: GrpcServerState,
+  ) {}
+
+  @Get('live')
+  @ApiOperation({ summary: 'Liveness: the process answers' })
+  @ApiResponse({ status: 200 })
+  live(): { status: 'ok' } {
+    return { status: 'ok' };
+  }
+
+  @Get('ready')
+  @ApiOperation({ summary: 'Readiness: database reachable and gRPC server listening' })
+  @ApiResponse({ status: 200 })
+  @ApiResponse({ status: 503 })
+  async ready(@Res({ passthrough: true }) res: Response) {
+    const database = await this.db.query('SELECT 1').then(
+      () => 'ok',
+      (e: unknown) => `error: ${e instanceof Error ? e.message : String(e)}`,
+    );
+    const grpc = this.grpc.listening ? 'ok' : 'not listening';
+    const ok = database === 'ok' && grpc === 'ok';
+    res.status(ok ? 200 : 503);
+    return { status: ok ? 'ok' : 'unavailable', checks: { database, grpc } };
+  }
+}
