@@ -41,6 +41,7 @@ export class HostModule {
           pinoHttp: {
             level: config.logLevel,
             autoLogging: false,
+            quietReqLogger: true,
             base: { service: 'runner-host' },
             redact: ['req.headers.authorization', 'req.headers["idempotency-key"]'],
           },

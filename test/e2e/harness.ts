@@ -1,0 +1,209 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Client } from 'pg';
+
+// Black-box harness: the host and the demo runner run as child processes from the build output
+// (npm test builds first); tests talk HTTP and gRPC to them like any client would.
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const HOST_MAIN = path.join(ROOT, 'dist/apps/host/src/main.js');
+const RUNNER_MAIN = path.join(ROOT, 'dist/apps/demo-runner/src/main.js');
+export const ADMIN_KEY = 'e2e-admin-key-0123456789abcdef';
+const PG_ADMIN_URL = process.env.E2E_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 15_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v) {
+      return v;
+    }
+    if (Date.now() > until) {
+      throw new Error(`timed out waiting for ${what}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A database for one test file: a fresh SQLite dir, or a fresh PostgreSQL database when E2E_DATABASE=postgres. */
+export class TestDatabase {
+  readonly dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rh-e2e-'));
+  private pgName: string | null = null;
+
+  async url(): Promise<string | undefined> {
+    if (process.env.E2E_DATABASE !== 'postgres') {
+      return undefined;
+    }
+    if (!this.pgName) {
+      this.pgName = `rh_e2e_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+      const c = new Client({ connectionString: PG_ADMIN_URL });
+      await c.connect();
+      await c.query(`CREATE DATABASE ${this.pgName}`);
+      await c.end();
+    }
+    return PG_ADMIN_URL.replace(/\/[^/]*$/, `/${this.pgName}`);
+  }
+
+  async drop(): Promise<void> {
+    fs.rmSync(this.dataDir, { recursive: true, force: true });
+    if (this.pgName) {
+      const c = new Client({ connectionString: PG_ADMIN_URL });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${this.pgName} WITH (FORCE)`);
+      await c.end();
+    }
+  }
+}
+
+export interface Proc {
+  child: ChildProcess;
+  logs: () => string;
+  stop: (signal?: NodeJS.Signals) => Promise<number | null>;
+}
+
+function launch(main: string, env: Record<string, string>): Proc {
+  const child = spawn(process.execPath, [main], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const chunks: string[] = [];
+  child.stdout!.on('data', (d: Buffer) => chunks.push(d.toString()));
+  child.stderr!.on('data', (d: Buffer) => chunks.push(d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    child,
+    logs: () => chunks.join(''),
+    stop: async (signal: NodeJS.Signals = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill(signal);
+      }
+      return exited;
+    },
+  };
+}
+
+export class Host {
+  proc!: Proc;
+  http = '';
+  grpc = '';
+
+  constructor(
+    readonly db: TestDatabase,
+    private readonly extraEnv: Record<string, string> = {},
+  ) {}
+
+  async start(): Promise<this> {
+    const [port, grpcPort] = [await freePort(), await freePort()];
+    const url = await this.db.url();
+    this.http = `http://127.0.0.1:${port}`;
+    this.grpc = `127.0.0.1:${grpcPort}`;
+    this.proc = launch(HOST_MAIN, {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      GRPC_PORT: String(grpcPort),
+      GRPC_HOST: '127.0.0.1',
+      DATA_DIR: this.db.dataDir,
+      ADMIN_API_KEY: ADMIN_KEY,
+      LOG_LEVEL: 'info',
+      CANCEL_GRACE_MS: '1000',
+      ...(url ? { DATABASE_URL: url } : {}),
+      ...this.extraEnv,
+    });
+    await waitFor('host readiness', async () => (await fetch(`${this.http}/health/ready`)).ok, 30_000);
+    return this;
+  }
+
+  async api<T = any>(method: string, p: string, body?: unknown, key: string | null = ADMIN_KEY, headers: Record<string, string> = {}) {
+    const res = await fetch(`${this.http}${p}`, {
+      method,
+      headers: {
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+        ...headers,
+      },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+  }
+
+  /** Reads a run's SSE stream to its end. */
+  async sse(runId: string, opts: { after?: number; lastEventId?: string } = {}): Promise<SseEvent[]> {
+    const q = opts.after !== undefined ? `?after=${opts.after}` : '';
+    const res = await fetch(`${this.http}/v1/runs/${runId}/events${q}`, {
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}) },
+    });
+    if (res.status !== 200) {
+      throw new Error(`SSE answered ${res.status}: ${await res.text()}`);
+    }
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    return parseSse(await res.text());
+  }
+
+  async stop(signal?: NodeJS.Signals) {
+    return this.proc?.stop(signal);
+  }
+}
+
+export interface SseEvent {
+  id: number;
+  event: string;
+  data: { run_id: string; sequence: number; type: string; data: any; usage: any; source: string };
+}
+
+export function parseSse(text: string): SseEvent[] {
+  return text
+    .split('\n\n')
+    .filter((block) => block.trim() && !block.startsWith(':'))
+    .map((block) => {
+      const fields: Record<string, string> = {};
+      for (const line of block.split('\n')) {
+        const i = line.indexOf(':');
+        fields[line.slice(0, i)] = line.slice(i + 1).trimStart();
+      }
+      return { id: Number(fields.id), event: fields.event, data: JSON.parse(fields.data) };
+    });
+}
+
+/** Registers a plugin, starts the demo runner for it and waits until its runner is connected. */
+export async function startDemoRunner(host: Host, opts: { author?: string; name?: string; env?: Record<string, string> } = {}) {
+  const author = opts.author ?? 'demo';
+  const name = opts.name ?? 'echo';
+  const reg = await host.api('POST', '/v1/admin/plugins', { author, name });
+  expect(reg.status).toBe(201);
+  const runner = launch(RUNNER_MAIN, {
+    RUNNERHOST_GRPC_URL: host.grpc,
+    RUNNERHOST_PLUGIN_TOKEN: reg.body.token,
+    RUNNERHOST_PLUGIN_AUTHOR: author,
+    RUNNERHOST_PLUGIN_NAME: name,
+    ...opts.env,
+  });
+  const runnerId = `plugin:${author}/${name}/default`;
+  await waitFor('runner connected', async () => {
+    const r = await host.api<any[]>('GET', '/v1/admin/runners');
+    return r.body.find((x) => x.runner_id === runnerId && x.state === 'connected');
+  });
+  return { runner, runnerId, token: reg.body.token as string };
+}
+
+export function event(agentId: string, text: string, extra: Record<string, unknown> = {}) {
+  return {
+    agent_id: agentId,
+    event: { event_type: 'message.received', source: 'api' },
+    conversation: { conversation_id: `conv-${Math.random().toString(36).slice(2)}` },
+    actor: { actor_type: 'user', actor_id: 'u1' },
+    input: { text },
+    ...extra,
+  };
+}
