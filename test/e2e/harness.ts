@@ -25,7 +25,11 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 15_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | null | false>,
+  timeoutMs = 15_000,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn().catch(() => undefined);
@@ -78,8 +82,8 @@ export interface Proc {
 function launch(main: string, env: Record<string, string>): Proc {
   const child = spawn(process.execPath, [main], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const chunks: string[] = [];
-  child.stdout!.on('data', (d: Buffer) => chunks.push(d.toString()));
-  child.stderr!.on('data', (d: Buffer) => chunks.push(d.toString()));
+  child.stdout.on('data', (d: Buffer) => chunks.push(d.toString()));
+  child.stderr.on('data', (d: Buffer) => chunks.push(d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return {
     child,
@@ -124,7 +128,13 @@ export class Host {
     return this;
   }
 
-  async api<T = any>(method: string, p: string, body?: unknown, key: string | null = ADMIN_KEY, headers: Record<string, string> = {}) {
+  async api<T = any>(
+    method: string,
+    p: string,
+    body?: unknown,
+    key: string | null = ADMIN_KEY,
+    headers: Record<string, string> = {},
+  ) {
     const res = await fetch(`${this.http}${p}`, {
       method,
       headers: {
@@ -142,7 +152,10 @@ export class Host {
   async sse(runId: string, opts: { after?: number; lastEventId?: string } = {}): Promise<SseEvent[]> {
     const q = opts.after !== undefined ? `?after=${opts.after}` : '';
     const res = await fetch(`${this.http}/v1/runs/${runId}/events${q}`, {
-      headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}) },
+      headers: {
+        authorization: `Bearer ${ADMIN_KEY}`,
+        ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}),
+      },
     });
     if (res.status !== 200) {
       throw new Error(`SSE answered ${res.status}: ${await res.text()}`);
@@ -177,7 +190,10 @@ export function parseSse(text: string): SseEvent[] {
 }
 
 /** Registers a plugin, starts the demo runner for it and waits until its runner is connected. */
-export async function startDemoRunner(host: Host, opts: { author?: string; name?: string; env?: Record<string, string> } = {}) {
+export async function startDemoRunner(
+  host: Host,
+  opts: { author?: string; name?: string; env?: Record<string, string> } = {},
+) {
   const author = opts.author ?? 'demo';
   const name = opts.name ?? 'echo';
   const reg = await host.api('POST', '/v1/admin/plugins', { author, name });

@@ -38,7 +38,10 @@ describe('runs over real HTTP and gRPC with the demo runner', () => {
     const types = events.map((e) => e.event);
     expect(types.filter((t) => t === 'message.delta').length).toBeGreaterThan(1);
     expect(types.slice(-2)).toEqual(['message.completed', 'run.completed']);
-    const text = events.filter((e) => e.event === 'message.delta').map((e) => e.data.data.chunk.content).join('');
+    const text = events
+      .filter((e) => e.event === 'message.delta')
+      .map((e) => e.data.data.chunk.content)
+      .join('');
     expect(text).toBe('hello brave new world');
     expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
 
@@ -72,7 +75,11 @@ describe('runs over real HTTP and gRPC with the demo runner', () => {
     await agent('short', { mode: 'stall', timeout: 1 });
     const runId = await start('short');
     const events = await host.sse(runId);
-    expect(events.at(-1)!.data).toMatchObject({ type: 'run.failed', source: 'host', data: { code: 'runner.timeout', retryable: true } });
+    expect(events.at(-1)!.data).toMatchObject({
+      type: 'run.failed',
+      source: 'host',
+      data: { code: 'runner.timeout', retryable: true },
+    });
     const run = await host.api('GET', `/v1/runs/${runId}`);
     expect(run.body).toMatchObject({ status: 'timeout', error: { code: 'runner.timeout', retryable: true } });
   });
@@ -136,7 +143,10 @@ describe('runs over real HTTP and gRPC with the demo runner', () => {
   });
 
   it('answers duplicates with the original disposition and rejects a reused id with another body', async () => {
-    const body = { ...event('echo', 'once'), event: { event_id: 'evt-dup-1', event_type: 'message.received', source: 'api' } };
+    const body = {
+      ...event('echo', 'once'),
+      event: { event_id: 'evt-dup-1', event_type: 'message.received', source: 'api' },
+    };
     const first = await host.api('POST', '/v1/events', body);
     expect(first.status).toBe(202);
     const again = await host.api('POST', '/v1/events', body);
@@ -190,11 +200,19 @@ describe('runs over real HTTP and gRPC with the demo runner', () => {
   });
 
   it('validates agents against the runner config schema', async () => {
-    const bad = await host.api('POST', '/v1/admin/agents', { agent_id: 'bad', runner_id: runnerId, runner_config: { mode: 'dance', timeout: -1 } });
+    const bad = await host.api('POST', '/v1/admin/agents', {
+      agent_id: 'bad',
+      runner_id: runnerId,
+      runner_config: { mode: 'dance', timeout: -1 },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toContain('runner_config.mode');
     expect(bad.body.error.message).toContain('runner_config.timeout');
-    const badPolicy = await host.api('POST', '/v1/admin/agents', { agent_id: 'bad', runner_id: runnerId, state_policy: { scopes: [] } });
+    const badPolicy = await host.api('POST', '/v1/admin/agents', {
+      agent_id: 'bad',
+      runner_id: runnerId,
+      state_policy: { scopes: [] },
+    });
     expect(badPolicy.status).toBe(400);
     expect(badPolicy.body.error.message).toContain('state_policy');
     expect((await host.api('GET', '/v1/admin/agents/bad')).status).toBe(404);
@@ -204,13 +222,24 @@ describe('runs over real HTTP and gRPC with the demo runner', () => {
     await agent('crash', { mode: 'crash' });
     const runId = await start('crash');
     const last = (await host.sse(runId)).at(-1)!;
-    expect(last.data).toMatchObject({ type: 'run.failed', source: 'host', data: { code: 'runner.disconnected', retryable: true } });
+    expect(last.data).toMatchObject({
+      type: 'run.failed',
+      source: 'host',
+      data: { code: 'runner.disconnected', retryable: true },
+    });
     expect((await host.api('GET', `/v1/runs/${runId}`)).body.status).toBe('failed');
     // The runner process died; a new event now fails fast as runner.unavailable, recorded.
-    await waitFor('runner gone', async () => (await host.api<any[]>('GET', '/v1/admin/runners')).body[0].state === 'disconnected');
+    await waitFor(
+      'runner gone',
+      async () => (await host.api<any[]>('GET', '/v1/admin/runners')).body[0].state === 'disconnected',
+    );
     const r = await host.api('POST', '/v1/events', event('echo', 'anyone?'));
     expect(r.status).toBe(503);
-    expect(r.body.error).toMatchObject({ code: 'unavailable', retryable: true, details: { error_code: 'runner.unavailable' } });
+    expect(r.body.error).toMatchObject({
+      code: 'unavailable',
+      retryable: true,
+      details: { error_code: 'runner.unavailable' },
+    });
     const failed = await host.api('GET', `/v1/runs/${r.body.error.details.run_id}`);
     expect(failed.body).toMatchObject({ status: 'failed', error: { code: 'runner.unavailable', retryable: true } });
   });

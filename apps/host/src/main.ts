@@ -58,7 +58,11 @@ async function bootstrap(): Promise<void> {
   await app.startAllMicroservices();
   app.get(GrpcServerState).listening = true;
   await app.listen(config.http.port, config.http.host);
-  app.get(Logger).log(`runner-host listening: http ${config.http.host}:${config.http.port}, grpc ${config.grpc.host}:${config.grpc.port}, database ${config.database.type}`);
+  app
+    .get(Logger)
+    .log(
+      `runner-host listening: http ${config.http.host}:${config.http.port}, grpc ${config.grpc.host}:${config.grpc.port}, database ${config.database.type}`,
+    );
 }
 
 void bootstrap();

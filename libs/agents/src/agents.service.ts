@@ -6,7 +6,6 @@ import {
   describeIssues,
   parseRunnerId,
   validateRunnerConfig,
-  type ConfigSchemaItem,
   type RunnerManifest,
 } from '@libs/protocol';
 import { RunnerConnections } from '@libs/runner-gateway';
@@ -81,7 +80,13 @@ export class AgentsService {
       throw new DomainError('conflict', `agent ${agentId} already exists`, { agent_id: agentId });
     }
     const now = Date.now();
-    const entity = { agent_id: agentId, ...(await this.validated(input)), version: 1, created_at: now, updated_at: now };
+    const entity = {
+      agent_id: agentId,
+      ...(await this.validated(input)),
+      version: 1,
+      created_at: now,
+      updated_at: now,
+    };
     await this.agents.insert(entity);
     return agentView(entity);
   }
@@ -140,7 +145,7 @@ export class AgentsService {
     const runnerConfig = (input.runner_config ?? {}) as JsonObject;
     // Checked against the runner's config_schema when the runner is known; `timeout` always.
     const manifest = await this.manifestOf(input.runner_id);
-    const problems = validateRunnerConfig(runnerConfig, (manifest?.config_schema ?? []) as ConfigSchemaItem[]);
+    const problems = validateRunnerConfig(runnerConfig, manifest?.config_schema ?? []);
     if (problems.length > 0) {
       throw new DomainError('invalid_argument', problems.join('; '), { field: 'runner_config', problems });
     }

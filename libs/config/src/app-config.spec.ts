@@ -10,13 +10,22 @@ describe('loadConfig', () => {
   });
 
   it('reads PostgreSQL from DATABASE_URL', () => {
-    expect(loadConfig({ DATABASE_URL: 'postgres://u@h/db' }).database).toEqual({ type: 'postgres', url: 'postgres://u@h/db' });
+    expect(loadConfig({ DATABASE_URL: 'postgres://u@h/db' }).database).toEqual({
+      type: 'postgres',
+      url: 'postgres://u@h/db',
+    });
   });
 
   it('names every bad variable at once', () => {
     let error: unknown;
     try {
-      loadConfig({ PORT: 'eighty', GRPC_PORT: '70000', LOG_LEVEL: 'loud', DATABASE_URL: 'mysql://x', ADMIN_API_KEY: 'short' });
+      loadConfig({
+        PORT: 'eighty',
+        GRPC_PORT: '70000',
+        LOG_LEVEL: 'loud',
+        DATABASE_URL: 'mysql://x',
+        ADMIN_API_KEY: 'short',
+      });
     } catch (e) {
       error = e;
     }

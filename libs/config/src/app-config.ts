@@ -37,7 +37,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const errors = validateSync(dto, { whitelist: false });
   if (errors.length > 0) {
     throw new ConfigError(
-      errors.map((e) => `${e.property}=${JSON.stringify(raw[e.property])}: ${Object.values(e.constraints ?? {}).join('; ')}`),
+      errors.map(
+        (e) => `${e.property}=${JSON.stringify(raw[e.property])}: ${Object.values(e.constraints ?? {}).join('; ')}`,
+      ),
     );
   }
   const dataDir = path.resolve(dto.DATA_DIR ?? './data');

@@ -7,7 +7,13 @@ import { MIGRATIONS } from './migrations';
 
 /** TypeORM options for either dialect. synchronize is always off; migrations run at boot. */
 export function dataSourceOptions(db: DatabaseConfig): DataSourceOptions {
-  const common = { entities: ENTITIES, migrations: MIGRATIONS, synchronize: false, migrationsRun: true, logging: false };
+  const common = {
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    synchronize: false,
+    migrationsRun: true,
+    logging: false,
+  };
   if (db.type === 'postgres') {
     return { ...common, type: 'postgres', url: db.url, extra: { max: 10 } };
   }

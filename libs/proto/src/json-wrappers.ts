@@ -55,7 +55,7 @@ const structWrapper = {
     const valueType = this.lookupType('.google.protobuf.Value');
     const out: Record<string, Json> = {};
     for (const [key, value] of Object.entries(fields)) {
-      out[key] = valueType.toObject(value, options) as Json;
+      out[key] = valueType.toObject(value, options);
     }
     return out;
   },
@@ -68,10 +68,10 @@ const valueWrapper = {
   toObject(this: WrapperThis, message: Message, options?: IConversionOptions): Json {
     const m = message as unknown as Record<string, unknown>;
     if (m.structValue) {
-      return this.lookupType('.google.protobuf.Struct').toObject(m.structValue as Message, options) as Json;
+      return this.lookupType('.google.protobuf.Struct').toObject(m.structValue as Message, options);
     }
     if (m.listValue) {
-      return this.lookupType('.google.protobuf.ListValue').toObject(m.listValue as Message, options) as Json;
+      return this.lookupType('.google.protobuf.ListValue').toObject(m.listValue as Message, options);
     }
     for (const key of ['stringValue', 'numberValue', 'boolValue'] as const) {
       if (m[key] !== undefined && m[key] !== null && Object.prototype.hasOwnProperty.call(m, key)) {

@@ -37,7 +37,10 @@ describe('parseManifest', () => {
     expect(r.ok && r.manifest.config_schema).toEqual([]);
   });
   it('rejects unknown top-level, capability and permission keys, naming them', () => {
-    expect(parseManifest(manifest({ colour: 'red' }), idFor)).toEqual({ ok: false, reason: expect.stringContaining('colour') });
+    expect(parseManifest(manifest({ colour: 'red' }), idFor)).toEqual({
+      ok: false,
+      reason: expect.stringContaining('colour'),
+    });
     const cap = parseManifest(manifest({ capabilities: { flying: true } }), idFor);
     expect(cap.ok).toBe(false);
     expect(!cap.ok && cap.reason).toContain('manifest.capabilities');

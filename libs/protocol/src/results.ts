@@ -14,7 +14,10 @@ const toolCall = z.looseObject({
 export const messageSchema = z.looseObject({
   role: z.enum(['user', 'system', 'assistant', 'tool', 'command', 'plugin']),
   name: z.string().nullable().optional(),
-  content: z.union([z.string(), z.array(contentElement)]).nullable().optional(),
+  content: z
+    .union([z.string(), z.array(contentElement)])
+    .nullable()
+    .optional(),
   tool_calls: z.array(toolCall).nullable().optional(),
   tool_call_id: z.string().nullable().optional(),
 });
@@ -77,7 +80,7 @@ export function validateResultPayload(type: string, data: unknown): PayloadCheck
   if (!parsed.success) {
     return { ok: false, reason: describeIssues(parsed.error, 'data') };
   }
-  return { ok: true, data: parsed.data as Record<string, unknown> };
+  return { ok: true, data: parsed.data };
 }
 
 /** Usage `{prompt_tokens, completion_tokens, total_tokens, ...extra}`; absent means unknown. */

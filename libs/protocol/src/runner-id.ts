@@ -29,9 +29,13 @@ export function parseRunnerId(id: string, field = 'runner_id'): PluginRunnerRef 
   }
   const m = /^plugin:([^/]+)\/([^/]+)\/([^/]+)$/.exec(id);
   if (!m || !isValidSegment(m[1]) || !isValidSegment(m[2]) || !isValidSegment(m[3])) {
-    throw new DomainError('invalid_argument', `${field} must be "plugin:<author>/<plugin>/<runner>" or "${BUILTIN_LOCAL_AGENT_ID}"`, {
-      field,
-    });
+    throw new DomainError(
+      'invalid_argument',
+      `${field} must be "plugin:<author>/<plugin>/<runner>" or "${BUILTIN_LOCAL_AGENT_ID}"`,
+      {
+        field,
+      },
+    );
   }
   return { author: m[1], plugin: m[2], runner: m[3] };
 }

@@ -77,7 +77,10 @@ export class ConnectSessionHandler {
       void (token ? this.plugins.authenticate(token) : Promise.resolve(null)).then(
         (found) => {
           if (!found) {
-            return fail('unauthenticated', token ? 'invalid plugin token' : 'missing plugin token (authorization: Bearer <token>)');
+            return fail(
+              'unauthenticated',
+              token ? 'invalid plugin token' : 'missing plugin token (authorization: Bearer <token>)',
+            );
           }
           plugin = found;
           pending.splice(0).forEach(handle);
@@ -101,18 +104,26 @@ export class ConnectSessionHandler {
     fail: (code: ErrorCode, message: string) => void,
   ): RunnerSession | null {
     if (hello.plugin_author !== plugin.author || hello.plugin_name !== plugin.name) {
-      fail('unauthorized', `hello names ${hello.plugin_author}/${hello.plugin_name} but the token belongs to ${plugin.plugin_id}`);
+      fail(
+        'unauthorized',
+        `hello names ${hello.plugin_author}/${hello.plugin_name} but the token belongs to ${plugin.plugin_id}`,
+      );
       return null;
     }
     if (hello.protocol_version !== '1') {
-      fail('invalid_argument', `hello.protocol_version: "${hello.protocol_version}" is not supported (host speaks "1")`);
+      fail(
+        'invalid_argument',
+        `hello.protocol_version: "${hello.protocol_version}" is not supported (host speaks "1")`,
+      );
       return null;
     }
     const runners: ConnectedRunner[] = [];
     const rejected: { index: number; name: string; reason: string }[] = [];
     hello.manifests.forEach((raw, index) => {
       const name = typeof raw?.name === 'string' ? raw.name : '';
-      const parsed = parseManifest(raw, (n) => pluginRunnerId({ author: plugin.author, plugin: plugin.name, runner: n }));
+      const parsed = parseManifest(raw, (n) =>
+        pluginRunnerId({ author: plugin.author, plugin: plugin.name, runner: n }),
+      );
       if (!parsed.ok) {
         rejected.push({ index, name, reason: parsed.reason });
       } else if (runners.some((r) => r.name === parsed.manifest.name)) {
@@ -122,7 +133,9 @@ export class ConnectSessionHandler {
       }
     });
     for (const r of rejected) {
-      this.logger.warn(`plugin ${plugin.plugin_id}: manifest #${r.index} (${r.name || 'unnamed'}) skipped: ${r.reason}`);
+      this.logger.warn(
+        `plugin ${plugin.plugin_id}: manifest #${r.index} (${r.name || 'unnamed'}) skipped: ${r.reason}`,
+      );
     }
     const now = Date.now();
     const session: RunnerSession = {
@@ -136,7 +149,15 @@ export class ConnectSessionHandler {
     };
     this.connections.attach(session);
     void this.pluginStore
-      .saveRunners(runners.map((r) => ({ runner_id: r.runner_id, plugin_id: plugin.plugin_id, name: r.name, manifest: r.manifest, last_seen_at: now })))
+      .saveRunners(
+        runners.map((r) => ({
+          runner_id: r.runner_id,
+          plugin_id: plugin.plugin_id,
+          name: r.name,
+          manifest: r.manifest,
+          last_seen_at: now,
+        })),
+      )
       .catch((e: unknown) => this.logger.error(`could not record runners of ${plugin.plugin_id}: ${String(e)}`));
     out.next({
       welcome: {
@@ -148,7 +169,9 @@ export class ConnectSessionHandler {
         heartbeat_interval_ms: this.config.runs.heartbeatIntervalMs,
       },
     });
-    this.logger.log(`plugin ${plugin.plugin_id} connected (session ${session.session_id}, runners: ${runners.map((r) => r.name).join(', ') || 'none'})`);
+    this.logger.log(
+      `plugin ${plugin.plugin_id} connected (session ${session.session_id}, runners: ${runners.map((r) => r.name).join(', ') || 'none'})`,
+    );
     return session;
   }
 
@@ -157,7 +180,10 @@ export class ConnectSessionHandler {
     let nonce = 0;
     return setInterval(() => {
       if (Date.now() - session.last_seen_at > interval * MISSED_HEARTBEATS) {
-        return fail('unavailable', `plugin ${session.plugin_id} sent nothing for ${MISSED_HEARTBEATS} heartbeat intervals`);
+        return fail(
+          'unavailable',
+          `plugin ${session.plugin_id} sent nothing for ${MISSED_HEARTBEATS} heartbeat intervals`,
+        );
       }
       out.next({ ping: { nonce: ++nonce } });
     }, interval).unref();

@@ -39,7 +39,12 @@ export class AdmissionService {
           event_id: previous.event_id,
         });
       }
-      return { event_id: previous.event_id, disposition: previous.disposition, run_id: previous.run_id, replayed: true };
+      return {
+        event_id: previous.event_id,
+        disposition: previous.disposition,
+        run_id: previous.run_id,
+        replayed: true,
+      };
     }
     const agent = await this.agents.getEntity(sub.agent_id).catch((e: unknown) => {
       throw e instanceof DomainError ? new DomainError(e.code, e.message, { ...e.details, field: 'agent_id' }) : e;
@@ -65,20 +70,36 @@ export class AdmissionService {
     const run = this.runRow(runId, event, agent, contextJson(context), now, deadlineAtMs);
     if (!live) {
       const reason = `runner ${agent.runner_id} is not connected`;
-      await this.runs.admit(event, { ...run, status: 'failed', status_reason: reason, error_code: 'runner.unavailable', retryable: true, finished_at: now });
-      this.logger.warn({ run_id: runId, msg: `run failed at admission: ${reason}` });
-      throw new DomainError('unavailable', `${reason}; the event was recorded and its run failed (runner.unavailable)`, {
-        event_id: eventId,
-        run_id: runId,
+      await this.runs.admit(event, {
+        ...run,
+        status: 'failed',
+        status_reason: reason,
         error_code: 'runner.unavailable',
+        retryable: true,
+        finished_at: now,
       });
+      this.logger.warn({ run_id: runId, msg: `run failed at admission: ${reason}` });
+      throw new DomainError(
+        'unavailable',
+        `${reason}; the event was recorded and its run failed (runner.unavailable)`,
+        {
+          event_id: eventId,
+          run_id: runId,
+          error_code: 'runner.unavailable',
+        },
+      );
     }
     await this.runs.admit(event, run);
     // Between the check above and now the runner may have gone: dispatch only on a live session.
     const session = this.connections.runner(agent.runner_id)?.session;
     const active = this.lifecycle.start(runId, agent.runner_id, session ?? live.session, deadlineAtMs);
     if (session !== live.session) {
-      this.lifecycle.conclude(active, { status: 'failed', code: 'runner.disconnected', error: 'runner disconnected before the run was dispatched', retryable: true });
+      this.lifecycle.conclude(active, {
+        status: 'failed',
+        code: 'runner.disconnected',
+        error: 'runner disconnected before the run was dispatched',
+        retryable: true,
+      });
     } else {
       session.send({ run: { runner_id: agent.runner_id, runner_name: live.runner.name, context } });
       this.logger.log({ run_id: runId, msg: `run dispatched to ${agent.runner_id}` });
@@ -87,10 +108,20 @@ export class AdmissionService {
   }
 
   private async previous(eventId: string | null, key: string | null): Promise<EventEntity | null> {
-    return (key ? await this.runs.getEventByIdempotencyKey(key) : null) ?? (eventId ? await this.runs.getEvent(eventId) : null);
+    return (
+      (key ? await this.runs.getEventByIdempotencyKey(key) : null) ??
+      (eventId ? await this.runs.getEvent(eventId) : null)
+    );
   }
 
-  private runRow(runId: string, event: EventEntity, agent: AgentEntity, context: Record<string, unknown>, now: number, deadline: number | null): Omit<RunEntity, 'id'> {
+  private runRow(
+    runId: string,
+    event: EventEntity,
+    agent: AgentEntity,
+    context: Record<string, unknown>,
+    now: number,
+    deadline: number | null,
+  ): Omit<RunEntity, 'id'> {
     return {
       run_id: runId,
       event_id: event.event_id,

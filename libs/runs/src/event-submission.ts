@@ -67,9 +67,19 @@ export interface AttachmentInput {
 export function redactSubmission(sub: EventSubmission): Record<string, unknown> {
   const contents = sub.input.contents?.map((c) =>
     c.image_base64 || c.file_base64
-      ? { ...c, image_base64: c.image_base64 ? null : undefined, file_base64: c.file_base64 ? null : undefined, content_redacted: true }
+      ? {
+          ...c,
+          image_base64: c.image_base64 ? null : undefined,
+          file_base64: c.file_base64 ? null : undefined,
+          content_redacted: true,
+        }
       : c,
   );
-  const attachments = sub.input.attachments?.map((a) => (a.content ? { ...a, content: null, content_redacted: true } : a));
-  return JSON.parse(JSON.stringify({ ...sub, input: { ...sub.input, contents, attachments } })) as Record<string, unknown>;
+  const attachments = sub.input.attachments?.map((a) =>
+    a.content ? { ...a, content: null, content_redacted: true } : a,
+  );
+  return JSON.parse(JSON.stringify({ ...sub, input: { ...sub.input, contents, attachments } })) as Record<
+    string,
+    unknown
+  >;
 }

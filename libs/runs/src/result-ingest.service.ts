@@ -43,7 +43,10 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
     const log = { run_id: result.run_id, type: result.type, sequence: result.sequence };
     if (!run || run.session.session_id !== session.session_id) {
       // Unknown, ended, or another plugin's run: nothing a runner sends can touch it.
-      this.logger.warn({ ...log, msg: `result dropped: run is not active on this plugin session (${session.plugin_id})` });
+      this.logger.warn({
+        ...log,
+        msg: `result dropped: run is not active on this plugin session (${session.plugin_id})`,
+      });
       return;
     }
     if (run.ended) {
@@ -61,7 +64,10 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
     }
     const size = Buffer.byteLength(JSON.stringify(checked.data));
     if (size > this.config.runs.maxResultBytes) {
-      this.logger.warn({ ...log, msg: `result dropped: data is ${size} bytes, limit ${this.config.runs.maxResultBytes}` });
+      this.logger.warn({
+        ...log,
+        msg: `result dropped: data is ${size} bytes, limit ${this.config.runs.maxResultBytes}`,
+      });
       return;
     }
     const usage = result.usage && usageSchema.safeParse(result.usage).success ? result.usage : null;

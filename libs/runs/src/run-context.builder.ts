@@ -15,20 +15,32 @@ export interface BuiltContext {
  * `inline_policy` is always current_event. Grants are empty until the authorization snapshot
  * (resources, available_apis, state) is built at admission by the authz layer.
  */
-export function buildRunContext(runId: string, eventId: string, sub: EventSubmission, agent: AgentEntity, nowMs: number): BuiltContext {
+export function buildRunContext(
+  runId: string,
+  eventId: string,
+  sub: EventSubmission,
+  agent: AgentEntity,
+  nowMs: number,
+): BuiltContext {
   const timeout = runTimeoutSeconds(agent.runner_config);
   const deadlineAtMs = timeout === null ? null : nowMs + Math.round(timeout * 1000);
   const conv = sub.conversation;
   const context: RunContext = {
     run_id: runId,
-    trigger: { type: sub.event.event_type, source: sub.event.source, timestamp: sub.event.event_time ?? Math.floor(nowMs / 1000) },
+    trigger: {
+      type: sub.event.event_type,
+      source: sub.event.source,
+      timestamp: sub.event.event_time ?? Math.floor(nowMs / 1000),
+    },
     event: {
       event_id: eventId,
       event_type: sub.event.event_type,
       event_time: sub.event.event_time,
       source: sub.event.source,
       source_event_type: sub.event.source_event_type,
-      raw_ref: sub.event.raw_ref ? { ref_id: sub.event.raw_ref.ref_id, storage_key: sub.event.raw_ref.storage_key } : undefined,
+      raw_ref: sub.event.raw_ref
+        ? { ref_id: sub.event.raw_ref.ref_id, storage_key: sub.event.raw_ref.storage_key }
+        : undefined,
       data: sub.event.data ?? {},
     },
     conversation: conv
@@ -44,14 +56,22 @@ export function buildRunContext(runId: string, eventId: string, sub: EventSubmis
         }
       : undefined,
     actor: sub.actor
-      ? { actor_type: sub.actor.actor_type, actor_id: sub.actor.actor_id, actor_name: sub.actor.actor_name, metadata: sub.actor.metadata ?? {} }
+      ? {
+          actor_type: sub.actor.actor_type,
+          actor_id: sub.actor.actor_id,
+          actor_name: sub.actor.actor_name,
+          metadata: sub.actor.metadata ?? {},
+        }
       : undefined,
     subject: sub.subject
       ? { subject_type: sub.subject.subject_type, subject_id: sub.subject.subject_id, data: sub.subject.data ?? {} }
       : undefined,
     input: {
       text: sub.input.text,
-      contents: (sub.input.contents ?? []).map((c) => ({ ...c, image_url: c.image_url ? { url: c.image_url.url } : undefined })),
+      contents: (sub.input.contents ?? []).map((c) => ({
+        ...c,
+        image_url: c.image_url ? { url: c.image_url.url } : undefined,
+      })),
       attachments: sub.input.attachments ?? [],
       interaction: undefined,
     },
@@ -78,7 +98,12 @@ export function buildRunContext(runId: string, eventId: string, sub: EventSubmis
       event_seq: undefined,
       transcript_seq: undefined,
       has_history_before: false,
-      inline_policy: { mode: 'current_event', delivered_count: 0, messages_complete: false, reason: 'current_event_only' },
+      inline_policy: {
+        mode: 'current_event',
+        delivered_count: 0,
+        messages_complete: false,
+        reason: 'current_event_only',
+      },
       available_apis: {
         prompt_get: false,
         history_page: false,
@@ -109,5 +134,8 @@ export function buildRunContext(runId: string, eventId: string, sub: EventSubmis
 
 /** The context as protocol JSON (unset message fields become null), for storage and the API. */
 export function contextJson(context: RunContext): Record<string, unknown> {
-  return JSON.parse(JSON.stringify(context, (_k, v: unknown) => (v === undefined ? null : v))) as Record<string, unknown>;
+  return JSON.parse(JSON.stringify(context, (_k, v: unknown) => (v === undefined ? null : v))) as Record<
+    string,
+    unknown
+  >;
 }

@@ -69,21 +69,37 @@ export class RunLifecycleService implements OnApplicationBootstrap {
   }
 
   async persist(row: Omit<ResultView, 'data'> & { data: Record<string, unknown> }): Promise<void> {
-    await this.runs.insertResult({ ...row, data: row.data as JsonObject, usage: row.usage as JsonObject | null, created_at: Date.now() });
+    await this.runs.insertResult({
+      ...row,
+      data: row.data as JsonObject,
+      usage: row.usage as JsonObject | null,
+      created_at: Date.now(),
+    });
     this.bus.publish(row);
   }
 
   /** The runner's terminal result decides the outcome, except that a cancelled run stays cancelled. */
-  async finishFromRunner(run: ActiveRun, type: string, data: Record<string, unknown>, usage: Record<string, unknown> | null) {
+  async finishFromRunner(
+    run: ActiveRun,
+    type: string,
+    data: Record<string, unknown>,
+    usage: Record<string, unknown> | null,
+  ) {
     if (type === 'run.completed') {
-      await this.finalize(run, { status: 'completed', status_reason: String(data.finish_reason ?? 'stop'), error_code: null, retryable: null, usage });
+      await this.finalize(run, {
+        status: 'completed',
+        status_reason: typeof data.finish_reason === 'string' ? data.finish_reason : 'stop',
+        error_code: null,
+        retryable: null,
+        usage,
+      });
       return;
     }
     const cancelled = run.cancel_requested || data.code === 'cancelled';
     await this.finalize(run, {
       status: cancelled ? 'cancelled' : 'failed',
-      status_reason: String(data.error ?? ''),
-      error_code: String(data.code ?? 'runner.error'),
+      status_reason: typeof data.error === 'string' ? data.error : null,
+      error_code: typeof data.code === 'string' ? data.code : 'runner.error',
       retryable: cancelled ? false : Boolean(data.retryable),
       usage,
     });
@@ -107,7 +123,12 @@ export class RunLifecycleService implements OnApplicationBootstrap {
       this.conclude(
         run,
         run.cancel_requested
-          ? { status: 'cancelled', code: 'cancelled', error: `cancelled; the runner disconnected (${reason})`, retryable: false }
+          ? {
+              status: 'cancelled',
+              code: 'cancelled',
+              error: `cancelled; the runner disconnected (${reason})`,
+              retryable: false,
+            }
           : { status: 'failed', code: 'runner.disconnected', error: `runner disconnected: ${reason}`, retryable: true },
       );
     }
@@ -141,14 +162,22 @@ export class RunLifecycleService implements OnApplicationBootstrap {
       run.deadline_timer = setTimeout(() => this.armDeadline(run, deadlineAtMs), MAX_TIMER_MS);
       return;
     }
-    run.deadline_timer = setTimeout(() => {
-      if (run.ended) {
-        return;
-      }
-      run.session.send({ cancel: { run_id: run.run_id, reason: 'deadline exceeded' } });
-      this.logger.warn({ run_id: run.run_id, msg: 'run deadline exceeded' });
-      this.conclude(run, { status: 'timeout', code: 'runner.timeout', error: 'the run exceeded its deadline', retryable: true });
-    }, Math.max(0, remaining));
+    run.deadline_timer = setTimeout(
+      () => {
+        if (run.ended) {
+          return;
+        }
+        run.session.send({ cancel: { run_id: run.run_id, reason: 'deadline exceeded' } });
+        this.logger.warn({ run_id: run.run_id, msg: 'run deadline exceeded' });
+        this.conclude(run, {
+          status: 'timeout',
+          code: 'runner.timeout',
+          error: 'the run exceeded its deadline',
+          retryable: true,
+        });
+      },
+      Math.max(0, remaining),
+    );
   }
 
   private async finalize(run: ActiveRun, final: Outcome) {
@@ -156,8 +185,15 @@ export class RunLifecycleService implements OnApplicationBootstrap {
     clearTimeout(run.grace_timer);
     run.ended = true;
     try {
-      await this.runs.finalize(run.run_id, { ...final, usage: final.usage as JsonObject | null, finished_at: Date.now() });
-      this.logger.log({ run_id: run.run_id, msg: `run ${final.status}${final.error_code ? ` (${final.error_code})` : ''}` });
+      await this.runs.finalize(run.run_id, {
+        ...final,
+        usage: final.usage as JsonObject | null,
+        finished_at: Date.now(),
+      });
+      this.logger.log({
+        run_id: run.run_id,
+        msg: `run ${final.status}${final.error_code ? ` (${final.error_code})` : ''}`,
+      });
     } finally {
       this.active.remove(run.run_id);
       this.bus.end(run.run_id);

@@ -35,10 +35,16 @@ export class RunsQueryService {
     return run.context;
   }
 
-  async list(filter: RunListFilter, cursor: string | null, limit: number): Promise<{ items: RunView[]; next_cursor: string | null }> {
+  async list(
+    filter: RunListFilter,
+    cursor: string | null,
+    limit: number,
+  ): Promise<{ items: RunView[]; next_cursor: string | null }> {
     const before = cursor === null ? null : Number(cursor);
     if (before !== null && (!Number.isInteger(before) || before <= 0)) {
-      throw new DomainError('invalid_argument', 'cursor: must be a cursor returned by a previous page', { field: 'cursor' });
+      throw new DomainError('invalid_argument', 'cursor: must be a cursor returned by a previous page', {
+        field: 'cursor',
+      });
     }
     const rows = await this.runs.page(filter, before, limit + 1);
     const page = rows.slice(0, limit);
@@ -52,7 +58,10 @@ export class RunsQueryService {
     }
     const active = this.active.get(runId);
     if (isTerminal(run.status) || !active) {
-      throw new DomainError('conflict', `run ${runId} has already ended (${run.status})`, { run_id: runId, status: run.status });
+      throw new DomainError('conflict', `run ${runId} has already ended (${run.status})`, {
+        run_id: runId,
+        status: run.status,
+      });
     }
     await this.lifecycle.cancel(active, reason);
     return this.get(runId);
@@ -93,7 +102,15 @@ export class RunsQueryService {
         for (;;) {
           const rows = await this.runs.resultsAfter(runId, cursor, REPLAY_PAGE);
           for (const row of rows) {
-            emit({ run_id: row.run_id, sequence: row.sequence, type: row.type, data: row.data, usage: row.usage, source: row.source, timestamp: row.timestamp });
+            emit({
+              run_id: row.run_id,
+              sequence: row.sequence,
+              type: row.type,
+              data: row.data,
+              usage: row.usage,
+              source: row.source,
+              timestamp: row.timestamp,
+            });
             cursor = row.sequence;
           }
           if (rows.length < REPLAY_PAGE || out.closed) {

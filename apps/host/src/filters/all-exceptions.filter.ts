@@ -53,7 +53,15 @@ export class AllExceptionsFilter implements ExceptionFilter {
       }
     }
     const errorId = randomUUID();
-    this.logger.error({ error_id: errorId, msg: exception instanceof Error ? (exception.stack ?? exception.message) : String(exception) });
-    return { code: 'runtime_error', message: `internal error (error id ${errorId})`, retryable: false, details: { error_id: errorId } };
+    this.logger.error({
+      error_id: errorId,
+      msg: exception instanceof Error ? (exception.stack ?? exception.message) : String(exception),
+    });
+    return {
+      code: 'runtime_error',
+      message: `internal error (error id ${errorId})`,
+      retryable: false,
+      details: { error_id: errorId },
+    };
   }
 }

@@ -3,7 +3,11 @@ import { DomainError } from '@libs/protocol';
 
 function flatten(errors: ValidationError[], parent = ''): { field: string; rule: string }[] {
   return errors.flatMap((e) => {
-    const field = parent ? (/^\d+$/.test(e.property) ? `${parent}[${e.property}]` : `${parent}.${e.property}`) : e.property;
+    const field = parent
+      ? /^\d+$/.test(e.property)
+        ? `${parent}[${e.property}]`
+        : `${parent}.${e.property}`
+      : e.property;
     const own = Object.values(e.constraints ?? {}).map((rule) => ({ field, rule }));
     return [...own, ...flatten(e.children ?? [], field)];
   });

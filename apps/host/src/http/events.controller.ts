@@ -30,7 +30,9 @@ export class EventsController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<AdmissionDto> {
     if (key !== undefined && (key.length === 0 || key.length > 255)) {
-      throw new DomainError('invalid_argument', 'Idempotency-Key: must be 1-255 characters', { field: 'Idempotency-Key' });
+      throw new DomainError('invalid_argument', 'Idempotency-Key: must be 1-255 characters', {
+        field: 'Idempotency-Key',
+      });
     }
     const a = await this.admission.submit(body, key ?? null);
     if (a.replayed) {

@@ -50,7 +50,8 @@ export class RunsController {
   @Get(':run_id/events')
   @ApiOperation({
     summary: 'SSE of the run results: replay from a position, then live; ends after the terminal result',
-    description: 'Each event: `id:` = sequence, `event:` = result type, `data:` = the result JSON. Resume with Last-Event-ID or ?after=.',
+    description:
+      'Each event: `id:` = sequence, `event:` = result type, `data:` = the result JSON. Resume with Last-Event-ID or ?after=.',
   })
   @ApiProduces('text/event-stream')
   @ApiResponse({ status: 200, description: 'text/event-stream of results' })
@@ -65,7 +66,9 @@ export class RunsController {
     await this.runs.get(runId);
     const fromHeader = lastEventId !== undefined && /^\d+$/.test(lastEventId.trim()) ? Number(lastEventId) : undefined;
     if (lastEventId !== undefined && fromHeader === undefined) {
-      throw new DomainError('invalid_argument', 'Last-Event-ID: must be a result sequence number', { field: 'Last-Event-ID' });
+      throw new DomainError('invalid_argument', 'Last-Event-ID: must be a result sequence number', {
+        field: 'Last-Event-ID',
+      });
     }
     const after = q.after ?? fromHeader ?? 0;
     res.writeHead(200, {

@@ -10,4 +10,12 @@ export { AgentEntity, ApiKeyEntity, EventEntity, PluginEntity, RunEntity, RunRes
 export type { ApiKeyRole } from './api-key.entity';
 export type { JsonObject, JsonValue } from './columns';
 
-export const ENTITIES = [ApiKeyEntity, PluginEntity, RunnerEntity, AgentEntity, EventEntity, RunEntity, RunResultEntity];
+export const ENTITIES = [
+  ApiKeyEntity,
+  PluginEntity,
+  RunnerEntity,
+  AgentEntity,
+  EventEntity,
+  RunEntity,
+  RunResultEntity,
+];

@@ -49,7 +49,9 @@ export class PageQueryDto {
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(255) cursor?: string;
   @ApiPropertyOptional({ default: 50, maximum: 100 })
   @IsOptional()
-  @Transform(({ value }: { value: unknown }) => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value))
+  @Transform(({ value }: { value: unknown }) =>
+    typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value,
+  )
   @IsInt()
   @Min(1)
   @Max(100)

@@ -26,7 +26,9 @@ export class RawEventRefDto {
 }
 
 export class EventContextDto {
-  @ApiPropertyOptional({ description: 'Platform event id; generated when absent. Duplicates return the original answer.' })
+  @ApiPropertyOptional({
+    description: 'Platform event id; generated when absent. Duplicates return the original answer.',
+  })
   @IsOptional()
   @IsString()
   @Matches(ID, { message: 'event_id must be 1-255 characters and not start with white space' })
@@ -43,13 +45,23 @@ export class EventContextDto {
 
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(255) source_event_type?: string;
 
-  @ApiPropertyOptional({ type: RawEventRefDto }) @IsOptional() @ValidateNested() @Type(() => RawEventRefDto) raw_ref?: RawEventRefDto;
+  @ApiPropertyOptional({ type: RawEventRefDto })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => RawEventRefDto)
+  raw_ref?: RawEventRefDto;
 
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() @IsObject() data?: Record<string, unknown>;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() @IsObject() data?: Record<
+    string,
+    unknown
+  >;
 }
 
 export class ConversationDto {
-  @ApiProperty() @IsString() @Matches(ID, { message: 'conversation_id must be 1-255 characters' }) conversation_id!: string;
+  @ApiProperty()
+  @IsString()
+  @Matches(ID, { message: 'conversation_id must be 1-255 characters' })
+  conversation_id!: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(255) thread_id?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(255) bot_id?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(255) workspace_id?: string;
@@ -63,13 +75,19 @@ export class ActorDto {
   @ApiProperty({ example: 'user' }) @IsString() @IsNotEmpty() @MaxLength(64) actor_type!: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(255) actor_id?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(255) actor_name?: string;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() @IsObject() metadata?: Record<string, unknown>;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() @IsObject() metadata?: Record<
+    string,
+    unknown
+  >;
 }
 
 export class SubjectDto {
   @ApiProperty() @IsString() @IsNotEmpty() @MaxLength(64) subject_type!: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(255) subject_id?: string;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() @IsObject() data?: Record<string, unknown>;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() @IsObject() data?: Record<
+    string,
+    unknown
+  >;
 }
 
 export class ImageUrlDto {
@@ -81,7 +99,11 @@ export class ContentElementDto {
   @IsIn(['text', 'image_url', 'image_base64', 'file_url', 'file_base64'])
   type!: string;
   @ApiPropertyOptional() @IsOptional() @IsString() text?: string;
-  @ApiPropertyOptional({ type: ImageUrlDto }) @IsOptional() @ValidateNested() @Type(() => ImageUrlDto) image_url?: ImageUrlDto;
+  @ApiPropertyOptional({ type: ImageUrlDto })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => ImageUrlDto)
+  image_url?: ImageUrlDto;
   @ApiPropertyOptional() @IsOptional() @IsString() image_base64?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() file_url?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() file_base64?: string;
@@ -93,7 +115,10 @@ export class AttachmentDto {
   @ApiPropertyOptional() @IsOptional() @IsString() mime_type?: string;
   @ApiPropertyOptional() @IsOptional() @IsInt() @Min(0) size?: number;
   @ApiPropertyOptional() @IsOptional() @IsString() name?: string;
-  @ApiPropertyOptional({ enum: ['url', 'base64', 'message_chain'] }) @IsOptional() @IsIn(['url', 'base64', 'message_chain']) source?: string;
+  @ApiPropertyOptional({ enum: ['url', 'base64', 'message_chain'] })
+  @IsOptional()
+  @IsIn(['url', 'base64', 'message_chain'])
+  source?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() url?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() path?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() content?: string;
@@ -120,25 +145,50 @@ export class InputDto {
 
 export class DeliveryDto {
   @ApiPropertyOptional({ default: 'api' }) @IsOptional() @IsString() @MaxLength(64) surface?: string;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() @IsObject() reply_target?: Record<string, unknown>;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() @IsObject() reply_target?: Record<
+    string,
+    unknown
+  >;
   @ApiPropertyOptional({ default: true }) @IsOptional() @IsBoolean() supports_streaming?: boolean;
   @ApiPropertyOptional({ default: false }) @IsOptional() @IsBoolean() supports_edit?: boolean;
   @ApiPropertyOptional({ default: false }) @IsOptional() @IsBoolean() supports_reaction?: boolean;
   @ApiPropertyOptional() @IsOptional() @IsInt() @Min(1) max_message_size?: number;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() @IsObject() platform_capabilities?: Record<string, unknown>;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true })
+  @IsOptional()
+  @IsObject()
+  platform_capabilities?: Record<string, unknown>;
 }
 
 export class SubmitEventDto implements EventSubmission {
-  @ApiProperty({ description: 'The agent that handles the event' }) @IsString() @IsNotEmpty() @MaxLength(128) agent_id!: string;
+  @ApiProperty({ description: 'The agent that handles the event' })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(128)
+  agent_id!: string;
   @ApiProperty({ type: EventContextDto }) @ValidateNested() @Type(() => EventContextDto) event!: EventContextDto;
-  @ApiPropertyOptional({ type: ConversationDto }) @IsOptional() @ValidateNested() @Type(() => ConversationDto) conversation?: ConversationDto;
+  @ApiPropertyOptional({ type: ConversationDto })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => ConversationDto)
+  conversation?: ConversationDto;
   @ApiPropertyOptional({ type: ActorDto }) @IsOptional() @ValidateNested() @Type(() => ActorDto) actor?: ActorDto;
-  @ApiPropertyOptional({ type: SubjectDto }) @IsOptional() @ValidateNested() @Type(() => SubjectDto) subject?: SubjectDto;
+  @ApiPropertyOptional({ type: SubjectDto })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => SubjectDto)
+  subject?: SubjectDto;
   @ApiProperty({ type: InputDto }) @ValidateNested() @Type(() => InputDto) input!: InputDto;
-  @ApiPropertyOptional({ type: DeliveryDto }) @IsOptional() @ValidateNested() @Type(() => DeliveryDto) delivery?: DeliveryDto;
+  @ApiPropertyOptional({ type: DeliveryDto })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => DeliveryDto)
+  delivery?: DeliveryDto;
   @ApiPropertyOptional({ example: 'en_US' }) @IsOptional() @IsString() @MaxLength(32) locale?: string;
   @ApiPropertyOptional({ example: 'Europe/Berlin' }) @IsOptional() @IsString() @MaxLength(64) timezone?: string;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() @IsObject() metadata?: Record<string, unknown>;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() @IsObject() metadata?: Record<
+    string,
+    unknown
+  >;
 }
 
 export class AdmissionDto {

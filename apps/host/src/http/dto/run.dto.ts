@@ -33,7 +33,8 @@ export class RunPageDto {
   @ApiProperty({ nullable: true, type: String }) next_cursor!: string | null;
 }
 
-const toInt = ({ value }: { value: unknown }) => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value);
+const toInt = ({ value }: { value: unknown }) =>
+  typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
 
 export class ListRunsQueryDto {
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(255) conversation_id?: string;
@@ -44,7 +45,13 @@ export class ListRunsQueryDto {
   @IsIn(RUN_STATUSES, { each: true })
   status?: string[];
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(32) cursor?: string;
-  @ApiPropertyOptional({ default: 50, maximum: 100 }) @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(100) limit?: number;
+  @ApiPropertyOptional({ default: 50, maximum: 100 })
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  limit?: number;
 }
 
 export class RunEventsQueryDto {
