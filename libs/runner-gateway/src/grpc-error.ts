@@ -1,14 +1,27 @@
-import { Metadata, type StatusObject } from '@grpc/grpc-js';
+import { Metadata, type status } from '@grpc/grpc-js';
 import { DomainError, grpcStatusOf, type ErrorCode } from '@libs/protocol';
 
 /**
- * A gRPC status for a protocol error: the mapped status code, the message as details, and the
- * protocol code and retryable flag in the trailing metadata (`x-error-code`, `x-error-retryable`).
+ * A finished gRPC status for a protocol error: the mapped status code, the message as details,
+ * and the protocol code and retryable flag in the trailing metadata (`x-error-code`,
+ * `x-error-retryable`). grpc-js sends `code`, `details` and `metadata` of an emitted error as is.
  */
-export function grpcErrorOf(code: ErrorCode, message: string, retryable?: boolean): Partial<StatusObject> & Error {
-  const e = new DomainError(code, message, {}, retryable);
-  const metadata = new Metadata();
-  metadata.set('x-error-code', e.code);
-  metadata.set('x-error-retryable', String(e.retryable));
-  return Object.assign(new Error(message), { code: grpcStatusOf(code), details: message, metadata });
+export class GrpcStatusError extends Error {
+  readonly code: status;
+  readonly details: string;
+  readonly metadata: Metadata;
+
+  constructor(error: DomainError) {
+    super(error.message);
+    this.name = 'GrpcStatusError';
+    this.code = grpcStatusOf(error.code);
+    this.details = error.message;
+    this.metadata = new Metadata();
+    this.metadata.set('x-error-code', error.code);
+    this.metadata.set('x-error-retryable', String(error.retryable));
+  }
+}
+
+export function grpcErrorOf(code: ErrorCode, message: string, retryable?: boolean): GrpcStatusError {
+  return new GrpcStatusError(new DomainError(code, message, {}, retryable));
 }

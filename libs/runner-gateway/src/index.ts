@@ -1,6 +1,6 @@
 export { RunnerGatewayModule } from './runner-gateway.module';
 export { PluginsService, pluginView, type PluginView } from './plugins.service';
 export { RunnerConnections, type RunnerSession, type ConnectedRunner, type InboundEvent } from './runner-connections';
-export { grpcErrorOf } from './grpc-error';
+export { grpcErrorOf, GrpcStatusError } from './grpc-error';
 export { HOST_VERSION } from './connect-session.handler';
 export { RunnerCatalogService, type RunnerView } from './runner-catalog.service';

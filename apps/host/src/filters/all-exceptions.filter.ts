@@ -3,7 +3,7 @@ import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger 
 import type { Response } from 'express';
 import { throwError, type Observable } from 'rxjs';
 import { DomainError, httpStatusOf, type ErrorCode, type ProtocolError } from '@libs/protocol';
-import { grpcErrorOf } from '@libs/runner-gateway';
+import { GrpcStatusError, grpcErrorOf } from '@libs/runner-gateway';
 
 const HTTP_CODES: Record<number, ErrorCode> = {
   400: 'invalid_argument',
@@ -27,6 +27,9 @@ export class AllExceptionsFilter implements ExceptionFilter {
   private readonly logger = new Logger('Errors');
 
   catch(exception: unknown, host: ArgumentsHost): void | Observable<never> {
+    if (exception instanceof GrpcStatusError && host.getType() === 'rpc') {
+      return throwError(() => exception);
+    }
     const error = this.toProtocol(exception);
     if (host.getType() === 'rpc') {
       return throwError(() => grpcErrorOf(error.code, error.message, error.retryable));
