@@ -21,16 +21,16 @@ function struct(obj: Record<string, unknown>): unknown {
     if (Array.isArray(v)) {
       return { listValue: { values: v.map(value) } };
     }
-    switch (typeof v) {
-      case 'string':
-        return { stringValue: v };
-      case 'number':
-        return { numberValue: v };
-      case 'boolean':
-        return { boolValue: v };
-      default:
-        return { structValue: struct(v as Record<string, unknown>) };
+    if (typeof v === 'string') {
+      return { stringValue: v };
     }
+    if (typeof v === 'number') {
+      return { numberValue: v };
+    }
+    if (typeof v === 'boolean') {
+      return { boolValue: v };
+    }
+    return { structValue: struct(v as Record<string, unknown>) };
   };
   return { fields: Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, value(v)])) };
 }

@@ -58,8 +58,8 @@ async function main(): Promise<number> {
     if (stopping.signal.aborted) {
       break;
     }
-    if (end.code === grpc.status.UNAUTHENTICATED) {
-      log('error', 'the host refused the plugin token; not retrying');
+    if (end.code === grpc.status.UNAUTHENTICATED || end.code === grpc.status.PERMISSION_DENIED) {
+      log('error', 'the host refused this plugin (token or identity); not retrying', { details: end.details });
       client.close();
       return 2;
     }
