@@ -1,0 +1,65 @@
+import type { AgentEntity } from '@libs/persistence';
+import { redactSubmission, type EventSubmission } from './event-submission';
+import { buildRunContext, contextJson } from './run-context.builder';
+
+const agent = (runner_config: Record<string, unknown>): AgentEntity => ({
+  agent_id: 'a1',
+  runner_id: 'plugin:demo/echo/default',
+  description: '',
+  runner_config: runner_config as AgentEntity['runner_config'],
+  resource_policy: {},
+  state_policy: {},
+  delivery_policy: {},
+  concurrency_policy: {},
+  version: 1,
+  created_at: 0,
+  updated_at: 0,
+});
+
+const sub: EventSubmission = {
+  agent_id: 'a1',
+  event: { event_type: 'message.received', source: 'platform', event_time: 1700000000 },
+  conversation: { conversation_id: 'c1', thread_id: 't1' },
+  actor: { actor_type: 'user', actor_id: 'u1' },
+  input: { text: 'hi', contents: [{ type: 'image_base64', image_base64: 'QUJD' }], attachments: [{ type: 'file', content: 'QUJD' }] },
+};
+
+describe('buildRunContext', () => {
+  it('builds the protocol context: trigger, conversation, inline policy, runtime, config', () => {
+    const { context, deadlineAtMs } = buildRunContext('run-1', 'evt-1', sub, agent({ timeout: 10 }), 1_000_000);
+    expect(deadlineAtMs).toBe(1_010_000);
+    expect(context.runtime).toMatchObject({ trace_id: 'run-1', deadline_at: 1010, protocol_version: '1' });
+    expect(context.trigger).toEqual({ type: 'message.received', source: 'platform', timestamp: 1700000000 });
+    expect(context.conversation).toMatchObject({ conversation_id: 'c1', thread_id: 't1', sender_id: 'u1' });
+    expect(context.context?.inline_policy).toEqual({
+      mode: 'current_event',
+      delivered_count: 0,
+      messages_complete: false,
+      reason: 'current_event_only',
+    });
+    expect(context.config).toEqual({ timeout: 10 });
+    // The runner gets the input as sent, base64 included.
+    expect(context.input?.contents[0].image_base64).toBe('QUJD');
+  });
+
+  it('has no deadline for timeout 0 or null and the 300 s default otherwise', () => {
+    expect(buildRunContext('r', 'e', sub, agent({ timeout: 0 }), 0).deadlineAtMs).toBeNull();
+    expect(buildRunContext('r', 'e', sub, agent({ timeout: null }), 0).deadlineAtMs).toBeNull();
+    expect(buildRunContext('r', 'e', sub, agent({}), 0).deadlineAtMs).toBe(300_000);
+  });
+
+  it('gives null for unset parts in its JSON form', () => {
+    const json = contextJson(buildRunContext('r', 'e', { ...sub, conversation: undefined }, agent({}), 0).context);
+    expect(json.conversation).toBeNull();
+    expect(json.subject).toBeNull();
+  });
+});
+
+describe('redactSubmission', () => {
+  it('removes base64 payloads and inline attachment contents from what is stored', () => {
+    const stored = JSON.stringify(redactSubmission(sub));
+    expect(stored).not.toContain('QUJD');
+    expect(stored).toContain('content_redacted');
+    expect(sub.input.contents?.[0].image_base64).toBe('QUJD');
+  });
+});
