@@ -155,12 +155,16 @@ describe('runner gateway over real gRPC', () => {
   it('serves grpc.health.v1 and answers undeclared host APIs with UNIMPLEMENTED', async () => {
     const health = new pkg.grpc.health.v1.Health(host.grpc, grpc.credentials.createInsecure());
     const status = await new Promise<any>((resolve, reject) =>
-      health.Check({ service: 'runnerhost.v1.RunnerGatewayService' }, (e: Error | null, r: any) => (e ? reject(e) : resolve(r))),
+      health.Check({ service: 'runnerhost.v1.RunnerGatewayService' }, (e: Error | null, r: any) =>
+        e ? reject(e) : resolve(r),
+      ),
     );
     expect(status.status).toBe('SERVING');
     health.close();
     const api = new pkg.runnerhost.v1.HostApiService(host.grpc, grpc.credentials.createInsecure());
-    const err = await new Promise<grpc.ServiceError>((resolve) => api.StateGet({ run_id: 'x', scope: 'conversation', key: 'k' }, resolve));
+    const err = await new Promise<grpc.ServiceError>((resolve) =>
+      api.StateGet({ run_id: 'x', scope: 'conversation', key: 'k' }, resolve),
+    );
     expect(err.code).toBe(grpc.status.UNIMPLEMENTED);
     api.close();
   });
@@ -171,7 +175,11 @@ describe('runner gateway over real gRPC', () => {
     const rotated = await host.api('POST', '/v1/admin/plugins/demo/echo/token');
     expect(rotated.status).toBe(201);
     expect(rotated.body.token).not.toBe(started.token);
-    const { first, client } = connect(host.grpc, started.token, { ...hello([]), plugin_author: 'demo', plugin_name: 'echo' });
+    const { first, client } = connect(host.grpc, started.token, {
+      ...hello([]),
+      plugin_author: 'demo',
+      plugin_name: 'echo',
+    });
     expect((await first).error?.code).toBe(grpc.status.UNAUTHENTICATED);
     client.close();
   });

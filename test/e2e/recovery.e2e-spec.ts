@@ -12,12 +12,18 @@ describe('crash recovery', () => {
   it('leaves a run cut by a host crash interrupted, not running, and its stream terminated', async () => {
     const first = await new Host(db).start();
     const { runner, runnerId } = await startDemoRunner(first);
-    await first.api('POST', '/v1/admin/agents', { agent_id: 'stall', runner_id: runnerId, runner_config: { mode: 'stall' } });
+    await first.api('POST', '/v1/admin/agents', {
+      agent_id: 'stall',
+      runner_id: runnerId,
+      runner_config: { mode: 'stall' },
+    });
     const admitted = await first.api('POST', '/v1/events', event('stall', 'are you there?'));
     expect(admitted.status).toBe(202);
     const runId = admitted.body.run_id as string;
     await waitFor('first delta', async () => {
-      const res = await fetch(`${first.http}/v1/runs/${runId}/events`, { headers: { authorization: `Bearer e2e-admin-key-0123456789abcdef` } });
+      const res = await fetch(`${first.http}/v1/runs/${runId}/events`, {
+        headers: { authorization: `Bearer e2e-admin-key-0123456789abcdef` },
+      });
       const reader = res.body!.getReader();
       const chunk = await reader.read();
       await reader.cancel();
@@ -31,7 +37,11 @@ describe('crash recovery', () => {
     expect(run.body).toMatchObject({ status: 'interrupted', error: { code: 'host.interrupted', retryable: true } });
     const events = await second.sse(runId);
     expect(events[0].event).toBe('message.delta');
-    expect(events.at(-1)!.data).toMatchObject({ type: 'run.failed', source: 'host', data: { code: 'host.interrupted' } });
+    expect(events.at(-1)!.data).toMatchObject({
+      type: 'run.failed',
+      source: 'host',
+      data: { code: 'host.interrupted' },
+    });
     await second.stop();
   });
 });

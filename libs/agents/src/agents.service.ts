@@ -1,13 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { z } from 'zod';
 import { AgentsRepository, PluginsRepository, type AgentEntity, type JsonObject } from '@libs/persistence';
-import {
-  DomainError,
-  describeIssues,
-  parseRunnerId,
-  validateRunnerConfig,
-  type RunnerManifest,
-} from '@libs/protocol';
+import { DomainError, describeIssues, parseRunnerId, validateRunnerConfig, type RunnerManifest } from '@libs/protocol';
 import { RunnerConnections } from '@libs/runner-gateway';
 import { concurrencyPolicySchema, deliveryPolicySchema, resourcePolicySchema, statePolicySchema } from './policies';
 

@@ -21,7 +21,11 @@ const sub: EventSubmission = {
   event: { event_type: 'message.received', source: 'platform', event_time: 1700000000 },
   conversation: { conversation_id: 'c1', thread_id: 't1' },
   actor: { actor_type: 'user', actor_id: 'u1' },
-  input: { text: 'hi', contents: [{ type: 'image_base64', image_base64: 'QUJD' }], attachments: [{ type: 'file', content: 'QUJD' }] },
+  input: {
+    text: 'hi',
+    contents: [{ type: 'image_base64', image_base64: 'QUJD' }],
+    attachments: [{ type: 'file', content: 'QUJD' }],
+  },
 };
 
 describe('buildRunContext', () => {
