@@ -1,0 +1,701 @@
+import { randomUUID } from 'node:crypto';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { DataSource, QueryFailedError } from 'typeorm';
+import {
+  AgentsRepository,
+  ApiKeysRepository,
+  dataSourceOptions,
+  ENTITIES,
+  EventEntity,
+  PluginsRepository,
+  RunEntity,
+  RunsRepository,
+  type AgentEntity,
+  type ApiKeyEntity,
+  type JsonObject,
+  type PluginEntity,
+  type RunnerEntity,
+  type RunResultEntity,
+} from '@libs/persistence';
+import { DIALECTS, type TestDatabase } from './support/databases';
+
+jest.setTimeout(60_000);
+
+const T0 = 1_764_500_000_000;
+
+type NewRun = Omit<RunEntity, 'id'>;
+type NewResult = Omit<RunResultEntity, 'id'>;
+
+function event(overrides: Partial<EventEntity> = {}): EventEntity {
+  return {
+    event_id: `evt_${randomUUID()}`,
+    agent_id: 'agent-1',
+    event_type: 'message.created',
+    conversation_id: 'conv-1',
+    thread_id: null,
+    idempotency_key: null,
+    body_hash: 'a'.repeat(64),
+    payload: { text: 'hello' },
+    disposition: 'accepted',
+    run_id: null,
+    received_at: T0,
+    ...overrides,
+  };
+}
+
+function run(overrides: Partial<NewRun> = {}): NewRun {
+  return {
+    run_id: `run_${randomUUID()}`,
+    event_id: `evt_${randomUUID()}`,
+    agent_id: 'agent-1',
+    runner_id: 'acme/echo/echo',
+    conversation_id: 'conv-1',
+    thread_id: null,
+    status: 'queued',
+    status_reason: null,
+    error_code: null,
+    retryable: null,
+    context: { protocol: 'v1' },
+    usage: null,
+    created_at: T0,
+    started_at: null,
+    finished_at: null,
+    deadline_at: null,
+    cancel_requested_at: null,
+    ...overrides,
+  };
+}
+
+function result(runId: string, sequence: number, overrides: Partial<NewResult> = {}): NewResult {
+  return {
+    run_id: runId,
+    sequence,
+    type: 'message.delta',
+    data: { n: sequence },
+    usage: null,
+    source: 'runner',
+    timestamp: T0 + sequence,
+    created_at: T0 + sequence,
+    ...overrides,
+  };
+}
+
+function apiKey(overrides: Partial<ApiKeyEntity> = {}): ApiKeyEntity {
+  const id = randomUUID().replace(/-/g, '');
+  return {
+    id,
+    name: `key ${id}`,
+    role: 'admin',
+    key_hash: `${id}${id}`,
+    key_prefix: id.slice(0, 8),
+    created_at: T0,
+    revoked_at: null,
+    ...overrides,
+  };
+}
+
+function agent(overrides: Partial<AgentEntity> = {}): AgentEntity {
+  return {
+    agent_id: `agent-${randomUUID()}`,
+    runner_id: 'acme/echo/echo',
+    description: 'first',
+    runner_config: { model: 'small' },
+    resource_policy: { max_ms: 1000 },
+    state_policy: { mode: 'none' },
+    delivery_policy: { mode: 'stream' },
+    concurrency_policy: { per_conversation: 1 },
+    version: 1,
+    created_at: T0,
+    updated_at: T0,
+    ...overrides,
+  };
+}
+
+function plugin(pluginId: string): PluginEntity {
+  const [author, name] = pluginId.split('/');
+  return {
+    plugin_id: pluginId,
+    author,
+    name,
+    token_hash: `tok-${pluginId}`,
+    token_prefix: 'rhp_',
+    created_at: T0,
+    token_issued_at: T0,
+  };
+}
+
+function runner(pluginId: string, name: string): RunnerEntity {
+  return {
+    runner_id: `${pluginId}/${name}`,
+    plugin_id: pluginId,
+    name,
+    manifest: { name, capabilities: ['text'] },
+    last_seen_at: T0,
+  };
+}
+
+/** Nested objects and arrays, unicode (BMP, astral, combining, RTL), escapes and numeric edge values. */
+const TRICKY_JSON: JsonObject = {
+  text: 'héllo wörld — 你好 — مرحبا — 🚀👩‍💻 — e\u0301',
+  escapes: 'quote " backslash \\ newline \n tab \t control \u0001 nul \u0000',
+  numbers: { zero: 0, negative: -42, float: 3.14159, tiny: 1e-7, big: Number.MAX_SAFE_INTEGER, exp: 6.02e23 },
+  flags: [true, false, null],
+  nested: { a: { b: { c: [1, [2, [3, { d: 'deep' }]]] } } },
+  empty: { obj: {}, arr: [], str: '' },
+};
+
+describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
+  let db: TestDatabase;
+  let moduleRef: TestingModule;
+  let ds: DataSource;
+  let runs: RunsRepository;
+  let keys: ApiKeysRepository;
+  let agents: AgentsRepository;
+  let plugins: PluginsRepository;
+
+  beforeAll(async () => {
+    db = await factory();
+    moduleRef = await Test.createTestingModule({
+      imports: [
+        TypeOrmModule.forRoot({ ...dataSourceOptions(db.config), retryAttempts: 0 }),
+        TypeOrmModule.forFeature(ENTITIES),
+      ],
+      providers: [ApiKeysRepository, PluginsRepository, AgentsRepository, RunsRepository],
+    }).compile();
+    ds = moduleRef.get(DataSource);
+    runs = moduleRef.get(RunsRepository);
+    keys = moduleRef.get(ApiKeysRepository);
+    agents = moduleRef.get(AgentsRepository);
+    plugins = moduleRef.get(PluginsRepository);
+  });
+
+  afterAll(async () => {
+    await moduleRef?.close();
+    await db?.dispose();
+  });
+
+  beforeEach(async () => {
+    for (const entity of ENTITIES) {
+      await ds.getRepository(entity).clear();
+    }
+  });
+
+  it('runs on the dialect it was configured for, with the schema migrated', async () => {
+    expect(ds.isInitialized).toBe(true);
+    expect(ds.options.type).toBe(db.config.type === 'postgres' ? 'postgres' : 'better-sqlite3');
+    expect(await ds.showMigrations()).toBe(false);
+  });
+
+  describe('RunsRepository.admit', () => {
+    it('writes the event and its run together', async () => {
+      const r = run();
+      const e = event({ event_id: r.event_id, run_id: r.run_id });
+
+      await runs.admit(e, r);
+
+      expect(await runs.getEvent(e.event_id)).toEqual(e);
+      expect(await runs.get(r.run_id)).toEqual({ ...r, id: expect.any(Number) });
+    });
+
+    it('writes only the event when there is no run', async () => {
+      const e = event({ disposition: 'rejected' });
+
+      await runs.admit(e, null);
+
+      expect(await runs.getEvent(e.event_id)).toEqual(e);
+      expect(await ds.getRepository(RunEntity).count()).toBe(0);
+    });
+
+    it('writes nothing when the run insert fails (duplicate run_id): no partial write', async () => {
+      const existing = run();
+      await runs.admit(event({ event_id: existing.event_id, run_id: existing.run_id }), existing);
+
+      const e = event({ run_id: existing.run_id, idempotency_key: 'idem-dup' });
+      const dup = run({ run_id: existing.run_id, event_id: e.event_id, agent_id: 'agent-other' });
+      await expect(runs.admit(e, dup)).rejects.toBeInstanceOf(QueryFailedError);
+
+      expect(await runs.getEvent(e.event_id)).toBeNull();
+      expect(await runs.getEventByIdempotencyKey('idem-dup')).toBeNull();
+      expect(await ds.getRepository(EventEntity).count()).toBe(1);
+      expect(await ds.getRepository(RunEntity).count()).toBe(1);
+      expect(await runs.get(existing.run_id)).toMatchObject({ event_id: existing.event_id, agent_id: 'agent-1' });
+    });
+
+    it('updates the existing event row on a retry and adds the run', async () => {
+      const first = event({ idempotency_key: 'idem-retry', disposition: 'failed', payload: { attempt: 1 } });
+      await runs.admit(first, null);
+
+      const r = run({ event_id: first.event_id });
+      const retry = {
+        ...first,
+        disposition: 'accepted',
+        run_id: r.run_id,
+        payload: { attempt: 2 },
+        received_at: T0 + 5,
+      };
+      await runs.admit(retry, r);
+
+      expect(await ds.getRepository(EventEntity).count()).toBe(1);
+      expect(await runs.getEvent(first.event_id)).toEqual(retry);
+      expect(await runs.getEventByIdempotencyKey('idem-retry')).toEqual(retry);
+      expect(await runs.get(r.run_id)).toMatchObject({ event_id: first.event_id, status: 'queued' });
+    });
+
+    it('rolls the retry update back when its run insert fails', async () => {
+      const taken = run();
+      await runs.admit(event({ event_id: taken.event_id, run_id: taken.run_id }), taken);
+      const first = event({ disposition: 'failed', payload: { attempt: 1 } });
+      await runs.admit(first, null);
+
+      const retry = { ...first, disposition: 'accepted', run_id: taken.run_id, payload: { attempt: 2 } };
+      await expect(runs.admit(retry, run({ run_id: taken.run_id, event_id: first.event_id }))).rejects.toBeInstanceOf(
+        QueryFailedError,
+      );
+
+      expect(await runs.getEvent(first.event_id)).toEqual(first);
+    });
+
+    it('rejects a second event with the same idempotency key', async () => {
+      await runs.admit(event({ idempotency_key: 'idem-unique' }), null);
+
+      await expect(runs.admit(event({ idempotency_key: 'idem-unique' }), null)).rejects.toBeInstanceOf(
+        QueryFailedError,
+      );
+      expect(await ds.getRepository(EventEntity).count()).toBe(1);
+    });
+  });
+
+  describe('run results', () => {
+    it('enforces a unique (run_id, sequence)', async () => {
+      await runs.insertResult(result('run-a', 1, { data: { original: true } }));
+
+      await expect(runs.insertResult(result('run-a', 1, { data: { original: false } }))).rejects.toBeInstanceOf(
+        QueryFailedError,
+      );
+      // The same sequence on another run is fine.
+      await runs.insertResult(result('run-b', 1));
+
+      const stored = await runs.resultsAfter('run-a', 0, 10);
+      expect(stored).toHaveLength(1);
+      expect(stored[0].data).toEqual({ original: true });
+    });
+
+    it('resultsAfter returns one run, in sequence order, after the bound, at most limit', async () => {
+      for (const seq of [3, 1, 5, 2, 4]) {
+        await runs.insertResult(result('run-a', seq));
+      }
+      await runs.insertResult(result('run-b', 2));
+
+      const seqs = (rows: RunResultEntity[]) => rows.map((r) => r.sequence);
+      expect(seqs(await runs.resultsAfter('run-a', 0, 100))).toEqual([1, 2, 3, 4, 5]);
+      expect(seqs(await runs.resultsAfter('run-a', 2, 100))).toEqual([3, 4, 5]);
+      expect(seqs(await runs.resultsAfter('run-a', 1, 2))).toEqual([2, 3]);
+      expect(seqs(await runs.resultsAfter('run-a', 5, 100))).toEqual([]);
+      expect(await runs.resultsAfter('run-none', 0, 100)).toEqual([]);
+
+      const [first] = await runs.resultsAfter('run-a', 0, 1);
+      expect(first).toEqual({ ...result('run-a', 1), id: expect.any(Number) });
+    });
+
+    it('lastSequence is 0 for a run without results, else the highest sequence', async () => {
+      expect(await runs.lastSequence('run-a')).toBe(0);
+
+      for (const seq of [2, 7, 4]) {
+        await runs.insertResult(result('run-a', seq));
+      }
+      await runs.insertResult(result('run-b', 9));
+
+      expect(await runs.lastSequence('run-a')).toBe(7);
+      expect(await runs.lastSequence('run-b')).toBe(9);
+      expect(await runs.lastSequence('run-c')).toBe(0);
+    });
+  });
+
+  describe('run lifecycle', () => {
+    async function admitted(overrides: Partial<NewRun> = {}): Promise<NewRun> {
+      const r = run(overrides);
+      await runs.admit(event({ event_id: r.event_id, run_id: r.run_id }), r);
+      return r;
+    }
+
+    it('finalize moves a queued or running run to its terminal status', async () => {
+      const queued = await admitted({ status: 'queued' });
+      const running = await admitted({ status: 'running', started_at: T0 + 1 });
+
+      expect(
+        await runs.finalize(queued.run_id, {
+          status: 'completed',
+          status_reason: null,
+          error_code: null,
+          retryable: null,
+          finished_at: T0 + 10,
+          usage: { tokens: 12 },
+        }),
+      ).toBe(true);
+      expect(
+        await runs.finalize(running.run_id, {
+          status: 'failed',
+          status_reason: 'runner crashed',
+          error_code: 'RUNNER_ERROR',
+          retryable: false,
+          finished_at: T0 + 20,
+        }),
+      ).toBe(true);
+
+      expect(await runs.get(queued.run_id)).toMatchObject({
+        status: 'completed',
+        finished_at: T0 + 10,
+        usage: { tokens: 12 },
+      });
+      expect(await runs.get(running.run_id)).toMatchObject({
+        status: 'failed',
+        status_reason: 'runner crashed',
+        error_code: 'RUNNER_ERROR',
+        retryable: false,
+        started_at: T0 + 1,
+        finished_at: T0 + 20,
+        usage: null,
+      });
+    });
+
+    it('finalize leaves an already terminal run untouched and returns false', async () => {
+      const r = await admitted({ status: 'running' });
+      const final = {
+        status: 'cancelled' as const,
+        status_reason: 'cancelled by user',
+        error_code: null,
+        retryable: true,
+        finished_at: T0 + 30,
+      };
+      expect(await runs.finalize(r.run_id, final)).toBe(true);
+
+      expect(
+        await runs.finalize(r.run_id, {
+          status: 'timeout',
+          status_reason: 'deadline exceeded',
+          error_code: 'DEADLINE',
+          retryable: false,
+          finished_at: T0 + 99,
+          usage: { tokens: 1 },
+        }),
+      ).toBe(false);
+      expect(await runs.get(r.run_id)).toMatchObject({ ...final, usage: null });
+      expect(
+        await runs.finalize('run-missing', {
+          status: 'failed',
+          status_reason: null,
+          error_code: null,
+          retryable: null,
+          finished_at: T0,
+        }),
+      ).toBe(false);
+    });
+
+    it('listActive returns exactly the queued and running runs', async () => {
+      const queued = await admitted({ status: 'queued' });
+      const running = await admitted({ status: 'running' });
+      for (const status of ['completed', 'failed', 'cancelled', 'timeout', 'interrupted'] as const) {
+        await admitted({ status });
+      }
+
+      const active = await runs.listActive();
+      expect(active.map((r) => r.run_id).sort()).toEqual([queued.run_id, running.run_id].sort());
+      expect(active.find((r) => r.run_id === running.run_id)?.status).toBe('running');
+    });
+
+    it('markCancelRequested stamps the run', async () => {
+      const r = await admitted({ status: 'running' });
+
+      await runs.markCancelRequested(r.run_id, T0 + 42);
+
+      expect(await runs.get(r.run_id)).toMatchObject({ status: 'running', cancel_requested_at: T0 + 42 });
+    });
+
+    it('page lists newest first and walks back with the id cursor', async () => {
+      const created: NewRun[] = [];
+      for (let i = 0; i < 5; i++) {
+        created.push(await admitted({ conversation_id: 'conv-page', created_at: T0 + i }));
+      }
+      const newestFirst = created.map((r) => r.run_id).reverse();
+
+      const first = await runs.page({}, null, 2);
+      const second = await runs.page({}, first[1].id, 2);
+      const third = await runs.page({}, second[1].id, 2);
+      const beyond = await runs.page({}, third[0].id, 2);
+
+      expect([...first, ...second, ...third].map((r) => r.run_id)).toEqual(newestFirst);
+      expect(third).toHaveLength(1);
+      expect(beyond).toEqual([]);
+      const ids = [...first, ...second, ...third].map((r) => r.id);
+      expect([...ids].sort((a, b) => b - a)).toEqual(ids);
+    });
+
+    it('page filters by conversation, status and agent', async () => {
+      const a1 = await admitted({ conversation_id: 'conv-a', status: 'completed' });
+      const a2 = await admitted({ conversation_id: 'conv-a', status: 'running' });
+      const a3 = await admitted({ conversation_id: 'conv-a', status: 'failed', agent_id: 'agent-2' });
+      const b1 = await admitted({ conversation_id: 'conv-b', status: 'completed' });
+      const none = await admitted({ conversation_id: null, status: 'completed' });
+      const ids = (rows: RunEntity[]) => rows.map((r) => r.run_id);
+
+      expect(ids(await runs.page({ conversation_id: 'conv-a' }, null, 10))).toEqual([a3.run_id, a2.run_id, a1.run_id]);
+      expect(ids(await runs.page({ conversation_id: 'conv-b' }, null, 10))).toEqual([b1.run_id]);
+      expect(ids(await runs.page({ status: ['completed'] }, null, 10))).toEqual([none.run_id, b1.run_id, a1.run_id]);
+      expect(ids(await runs.page({ conversation_id: 'conv-a', status: ['completed', 'failed'] }, null, 10))).toEqual([
+        a3.run_id,
+        a1.run_id,
+      ]);
+      expect(ids(await runs.page({ conversation_id: 'conv-a', agent_id: 'agent-2' }, null, 10))).toEqual([a3.run_id]);
+      expect(ids(await runs.page({ status: [] }, null, 10))).toHaveLength(5);
+      expect(await runs.page({ conversation_id: 'conv-missing' }, null, 10)).toEqual([]);
+
+      // Filters and the cursor combine.
+      const [newest] = await runs.page({ conversation_id: 'conv-a' }, null, 1);
+      expect(ids(await runs.page({ conversation_id: 'conv-a' }, newest.id, 10))).toEqual([a2.run_id, a1.run_id]);
+    });
+  });
+
+  describe('column round-trips', () => {
+    it('JSON columns come back deep-equal (nested objects, unicode, numbers)', async () => {
+      const r = run({ context: TRICKY_JSON, usage: { input: 1, output: 2.5, nested: { list: [1, 'two'] } } });
+      const e = event({ event_id: r.event_id, run_id: r.run_id, payload: TRICKY_JSON });
+      await runs.admit(e, r);
+      await runs.insertResult(result(r.run_id, 1, { data: TRICKY_JSON, usage: { tokens: 3 } }));
+      const a = agent({ runner_config: TRICKY_JSON });
+      await agents.insert(a);
+      await plugins.create(plugin('acme/json'));
+      await plugins.saveRunners([{ ...runner('acme/json', 'r'), manifest: TRICKY_JSON }]);
+
+      expect((await runs.getEvent(e.event_id))!.payload).toEqual(TRICKY_JSON);
+      expect(await runs.get(r.run_id)).toMatchObject({
+        context: TRICKY_JSON,
+        usage: { input: 1, output: 2.5, nested: { list: [1, 'two'] } },
+      });
+      expect((await runs.resultsAfter(r.run_id, 0, 1))[0]).toMatchObject({ data: TRICKY_JSON, usage: { tokens: 3 } });
+      expect((await agents.get(a.agent_id))!.runner_config).toEqual(TRICKY_JSON);
+      expect((await plugins.getRunner('acme/json/r'))!.manifest).toEqual(TRICKY_JSON);
+    });
+
+    it('nullable JSON and boolean columns keep null/true/false', async () => {
+      const withNull = run({ usage: null, retryable: null });
+      const withTrue = run({ retryable: true });
+      const withFalse = run({ retryable: false });
+      for (const r of [withNull, withTrue, withFalse]) {
+        await runs.admit(event({ event_id: r.event_id, run_id: r.run_id }), r);
+      }
+      await runs.insertResult(result(withNull.run_id, 1, { usage: null, timestamp: null }));
+
+      expect(await runs.get(withNull.run_id)).toMatchObject({ usage: null, retryable: null });
+      expect((await runs.get(withTrue.run_id))!.retryable).toBe(true);
+      expect((await runs.get(withFalse.run_id))!.retryable).toBe(false);
+      expect((await runs.resultsAfter(withNull.run_id, 0, 1))[0]).toMatchObject({ usage: null, timestamp: null });
+    });
+
+    it('bigint epoch-ms columns come back as JS numbers, exactly', async () => {
+      const values = [0, T0, 4_102_444_800_000 /* 2100-01-01 */, Number.MAX_SAFE_INTEGER];
+      for (const [i, ms] of values.entries()) {
+        const r = run({
+          created_at: ms,
+          started_at: ms,
+          finished_at: ms,
+          deadline_at: ms,
+          cancel_requested_at: ms,
+          conversation_id: `conv-bigint-${i}`,
+        });
+        await runs.admit(event({ event_id: r.event_id, run_id: r.run_id, received_at: ms }), r);
+        await runs.insertResult(result(r.run_id, 1, { timestamp: ms, created_at: ms }));
+
+        const stored = (await runs.get(r.run_id))!;
+        for (const col of ['created_at', 'started_at', 'finished_at', 'deadline_at', 'cancel_requested_at'] as const) {
+          expect({ col, value: stored[col], type: typeof stored[col] }).toEqual({ col, value: ms, type: 'number' });
+        }
+        const storedEvent = (await runs.getEvent(r.event_id))!;
+        expect(storedEvent.received_at).toBe(ms);
+        expect(typeof storedEvent.received_at).toBe('number');
+        const [storedResult] = await runs.resultsAfter(r.run_id, 0, 1);
+        expect(storedResult.timestamp).toBe(ms);
+        expect(storedResult.created_at).toBe(ms);
+        expect(typeof storedResult.created_at).toBe('number');
+        // Lists go through the same transformer.
+        const [listed] = await runs.page({ conversation_id: `conv-bigint-${i}` }, null, 1);
+        expect(typeof listed.created_at).toBe('number');
+        expect(listed.created_at).toBe(ms);
+      }
+
+      const k = apiKey({ created_at: T0 + 1 });
+      await keys.create(k);
+      expect(await keys.revoke(k.id, T0 + 2)).toBe(true);
+      const storedKey = (await keys.get(k.id))!;
+      expect([storedKey.created_at, storedKey.revoked_at]).toEqual([T0 + 1, T0 + 2]);
+      expect([typeof storedKey.created_at, typeof storedKey.revoked_at]).toEqual(['number', 'number']);
+
+      const a = agent({ created_at: T0 + 3, updated_at: T0 + 4 });
+      await agents.insert(a);
+      expect(await agents.get(a.agent_id)).toMatchObject({ created_at: T0 + 3, updated_at: T0 + 4 });
+      expect(typeof (await agents.get(a.agent_id))!.updated_at).toBe('number');
+
+      await plugins.create({ ...plugin('acme/bigint'), created_at: T0 + 5, token_issued_at: T0 + 6 });
+      await plugins.saveRunners([{ ...runner('acme/bigint', 'r'), last_seen_at: T0 + 7 }]);
+      expect(await plugins.get('acme/bigint')).toMatchObject({ created_at: T0 + 5, token_issued_at: T0 + 6 });
+      expect((await plugins.getRunner('acme/bigint/r'))!.last_seen_at).toBe(T0 + 7);
+      expect(typeof (await plugins.list())[0].token_issued_at).toBe('number');
+    });
+  });
+
+  describe('ApiKeysRepository', () => {
+    it('findActiveByHash finds active keys and ignores revoked ones', async () => {
+      const active = apiKey();
+      const revoked = apiKey();
+      await keys.create(active);
+      await keys.create(revoked);
+      expect(await keys.revoke(revoked.id, T0 + 1)).toBe(true);
+
+      expect(await keys.findActiveByHash(active.key_hash)).toEqual(active);
+      expect(await keys.findActiveByHash(revoked.key_hash)).toBeNull();
+      expect(await keys.findActiveByHash('no-such-hash')).toBeNull();
+      // Still visible by id, with its revocation time.
+      expect(await keys.get(revoked.id)).toEqual({ ...revoked, revoked_at: T0 + 1 });
+    });
+
+    it('revoke is true once, then false, and keeps the first revocation time', async () => {
+      const k = apiKey();
+      await keys.create(k);
+
+      expect(await keys.revoke(k.id, T0 + 10)).toBe(true);
+      expect(await keys.revoke(k.id, T0 + 20)).toBe(false);
+      expect((await keys.get(k.id))!.revoked_at).toBe(T0 + 10);
+      expect(await keys.revoke('no-such-key', T0)).toBe(false);
+    });
+
+    it('countActive counts the non-revoked keys of a role', async () => {
+      expect(await keys.countActive('admin')).toBe(0);
+      const admins = [apiKey({ role: 'admin' }), apiKey({ role: 'admin' }), apiKey({ role: 'admin' })];
+      for (const k of [...admins, apiKey({ role: 'platform' })]) {
+        await keys.create(k);
+      }
+      await keys.revoke(admins[0].id, T0 + 1);
+
+      expect(await keys.countActive('admin')).toBe(2);
+      expect(await keys.countActive('platform')).toBe(1);
+    });
+
+    it('rejects a duplicate key hash and lists keys oldest first', async () => {
+      const older = apiKey({ created_at: T0 + 1 });
+      const newer = apiKey({ created_at: T0 + 2 });
+      await keys.create(newer);
+      await keys.create(older);
+
+      await expect(keys.create(apiKey({ key_hash: older.key_hash }))).rejects.toBeInstanceOf(QueryFailedError);
+      expect((await keys.list()).map((k) => k.id)).toEqual([older.id, newer.id]);
+    });
+  });
+
+  describe('AgentsRepository', () => {
+    it('update applies with the current version and does nothing with a stale one', async () => {
+      const a = agent();
+      await agents.insert(a);
+
+      const v2 = { ...a, description: 'second', runner_config: { model: 'large' }, version: 2, updated_at: T0 + 1 };
+      expect(await agents.update(v2, 1)).toBe(true);
+
+      const stale = {
+        ...a,
+        description: 'stale write',
+        runner_config: { model: 'stale' },
+        version: 2,
+        updated_at: T0 + 2,
+      };
+      expect(await agents.update(stale, 1)).toBe(false);
+
+      expect(await agents.get(a.agent_id)).toEqual(v2);
+    });
+
+    it('update never changes created_at and misses an unknown agent', async () => {
+      const a = agent();
+      await agents.insert(a);
+
+      expect(await agents.update({ ...a, created_at: T0 + 999, version: 2 }, 1)).toBe(true);
+      expect((await agents.get(a.agent_id))!.created_at).toBe(T0);
+      expect(await agents.update(agent({ agent_id: 'agent-missing' }), 1)).toBe(false);
+      expect(await agents.get('agent-missing')).toBeNull();
+    });
+
+    it('pages through mixed-case and punctuated ids exactly once each', async () => {
+      const ids = ['Agent-Z', 'agent-a', 'agent_b', 'agent-B', 'agent.c', 'AGENT-0', 'agent-10', 'agent-9'];
+      for (const id of ids) {
+        await agents.insert(agent({ agent_id: id }));
+      }
+
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      for (let page = await agents.page(null, 3); page.length > 0; page = await agents.page(cursor, 3)) {
+        seen.push(...page.map((a) => a.agent_id));
+        cursor = page[page.length - 1].agent_id;
+      }
+
+      expect([...seen].sort()).toEqual([...ids].sort());
+      expect(new Set(seen).size).toBe(ids.length);
+    });
+
+    it('pages by id and deletes', async () => {
+      for (const id of ['agent-c', 'agent-a', 'agent-b']) {
+        await agents.insert(agent({ agent_id: id }));
+      }
+
+      expect((await agents.page(null, 2)).map((a) => a.agent_id)).toEqual(['agent-a', 'agent-b']);
+      expect((await agents.page('agent-b', 2)).map((a) => a.agent_id)).toEqual(['agent-c']);
+      expect(await agents.delete('agent-b')).toBe(true);
+      expect(await agents.delete('agent-b')).toBe(false);
+      expect((await agents.page(null, 10)).map((a) => a.agent_id)).toEqual(['agent-a', 'agent-c']);
+    });
+  });
+
+  describe('PluginsRepository', () => {
+    it('delete removes the plugin and its runners, and only those', async () => {
+      await plugins.create(plugin('acme/tools'));
+      await plugins.create(plugin('other/tools'));
+      await plugins.saveRunners([
+        runner('acme/tools', 'one'),
+        runner('acme/tools', 'two'),
+        runner('other/tools', 'one'),
+      ]);
+
+      expect(await plugins.delete('acme/tools')).toBe(true);
+
+      expect(await plugins.get('acme/tools')).toBeNull();
+      expect(await plugins.getRunner('acme/tools/one')).toBeNull();
+      expect(await plugins.getRunner('acme/tools/two')).toBeNull();
+      expect((await plugins.list()).map((p) => p.plugin_id)).toEqual(['other/tools']);
+      expect((await plugins.listRunners()).map((r) => r.runner_id)).toEqual(['other/tools/one']);
+      expect(await plugins.delete('acme/tools')).toBe(false);
+    });
+
+    it('saveRunners upserts manifests and replaceToken swaps the token lookup', async () => {
+      const p = plugin('acme/tools');
+      await plugins.create(p);
+      await plugins.saveRunners([runner('acme/tools', 'one')]);
+      await plugins.saveRunners([{ ...runner('acme/tools', 'one'), manifest: { version: 2 }, last_seen_at: T0 + 1 }]);
+      await plugins.saveRunners([]);
+
+      expect(await plugins.listRunners()).toEqual([
+        {
+          runner_id: 'acme/tools/one',
+          plugin_id: 'acme/tools',
+          name: 'one',
+          manifest: { version: 2 },
+          last_seen_at: T0 + 1,
+        },
+      ]);
+
+      await plugins.replaceToken('acme/tools', 'tok-new', 'rhp2', T0 + 5);
+      expect(await plugins.findByTokenHash(p.token_hash)).toBeNull();
+      expect(await plugins.findByTokenHash('tok-new')).toEqual({
+        ...p,
+        token_hash: 'tok-new',
+        token_prefix: 'rhp2',
+        token_issued_at: T0 + 5,
+      });
+    });
+  });
+});
