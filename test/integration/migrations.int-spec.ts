@@ -106,16 +106,9 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
   it('creates every entity column, with the declared primary key and nullability', async () => {
     const ds = await ctx.open();
     const runner = ds.createQueryRunner();
-    // Known defect (reported): on SQLite a non-INTEGER `PRIMARY KEY` column without `NOT NULL`
-    // accepts NULL (legacy SQLite behaviour), and the migration declares the varchar primary keys
-    // that way. Primary-key nullability is therefore only compared on PostgreSQL; the other
-    // columns are compared on every dialect.
-    const comparePkNullability = isPostgres(ds);
-    const shape = (name: string, nullable: boolean, primary: boolean) => ({
-      name,
-      primary,
-      nullable: primary && !comparePkNullability ? 'n/a' : nullable,
-    });
+    // SQLite accepts NULL in a non-INTEGER PRIMARY KEY unless it is declared NOT NULL, so the
+    // migration declares it and this compares nullability on every dialect.
+    const shape = (name: string, nullable: boolean, primary: boolean) => ({ name, primary, nullable });
     try {
       for (const meta of ENTITIES.map((e) => ds.getMetadata(e))) {
         const table = await runner.getTable(meta.tableName);

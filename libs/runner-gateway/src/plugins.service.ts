@@ -43,15 +43,23 @@ export class PluginsService {
     }
     const token = newSecret('rhp');
     const now = Date.now();
-    const row = await this.plugins.create({
-      plugin_id: pluginId,
-      author,
-      name,
-      token_hash: hashSecret(token),
-      token_prefix: secretPrefix(token),
-      created_at: now,
-      token_issued_at: now,
-    });
+    const row = await this.plugins
+      .create({
+        plugin_id: pluginId,
+        author,
+        name,
+        token_hash: hashSecret(token),
+        token_prefix: secretPrefix(token),
+        created_at: now,
+        token_issued_at: now,
+      })
+      .catch(async (e: unknown) => {
+        // A concurrent registration of the same plugin won the insert.
+        if (await this.plugins.get(pluginId)) {
+          throw new DomainError('conflict', `plugin ${pluginId} is already registered`, { plugin_id: pluginId });
+        }
+        throw e;
+      });
     return { ...pluginView(row), token };
   }
 

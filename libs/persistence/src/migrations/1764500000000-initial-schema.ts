@@ -6,10 +6,10 @@ export class InitialSchema1764500000000 implements MigrationInterface {
 
   async up(q: QueryRunner): Promise<void> {
     const pg = q.connection.options.type === 'postgres';
-    const serial = pg ? 'SERIAL PRIMARY KEY' : 'INTEGER PRIMARY KEY AUTOINCREMENT';
+    const serial = pg ? 'SERIAL PRIMARY KEY' : 'INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT';
     const statements = [
       `CREATE TABLE "api_keys" (
-        "id" VARCHAR(64) PRIMARY KEY,
+        "id" VARCHAR(64) NOT NULL PRIMARY KEY,
         "name" VARCHAR(200) NOT NULL,
         "role" VARCHAR(16) NOT NULL,
         "key_hash" VARCHAR(64) NOT NULL UNIQUE,
@@ -17,7 +17,7 @@ export class InitialSchema1764500000000 implements MigrationInterface {
         "created_at" BIGINT NOT NULL,
         "revoked_at" BIGINT NULL)`,
       `CREATE TABLE "plugins" (
-        "plugin_id" VARCHAR(130) PRIMARY KEY,
+        "plugin_id" VARCHAR(130) NOT NULL PRIMARY KEY,
         "author" VARCHAR(64) NOT NULL,
         "name" VARCHAR(64) NOT NULL,
         "token_hash" VARCHAR(64) NOT NULL UNIQUE,
@@ -25,13 +25,13 @@ export class InitialSchema1764500000000 implements MigrationInterface {
         "created_at" BIGINT NOT NULL,
         "token_issued_at" BIGINT NOT NULL)`,
       `CREATE TABLE "runners" (
-        "runner_id" VARCHAR(200) PRIMARY KEY,
+        "runner_id" VARCHAR(200) NOT NULL PRIMARY KEY,
         "plugin_id" VARCHAR(130) NOT NULL,
         "name" VARCHAR(64) NOT NULL,
         "manifest" TEXT NOT NULL,
         "last_seen_at" BIGINT NOT NULL)`,
       `CREATE TABLE "agents" (
-        "agent_id" VARCHAR(128) PRIMARY KEY,
+        "agent_id" VARCHAR(128) NOT NULL PRIMARY KEY,
         "runner_id" VARCHAR(200) NOT NULL,
         "description" VARCHAR(1000) NOT NULL DEFAULT '',
         "runner_config" TEXT NOT NULL,
@@ -43,7 +43,7 @@ export class InitialSchema1764500000000 implements MigrationInterface {
         "created_at" BIGINT NOT NULL,
         "updated_at" BIGINT NOT NULL)`,
       `CREATE TABLE "events" (
-        "event_id" VARCHAR(255) PRIMARY KEY,
+        "event_id" VARCHAR(255) NOT NULL PRIMARY KEY,
         "agent_id" VARCHAR(128) NOT NULL,
         "event_type" VARCHAR(128) NOT NULL,
         "conversation_id" VARCHAR(255) NULL,

@@ -7,8 +7,10 @@ import { ApiKeyEntity } from '../entities';
 export class ApiKeysRepository {
   constructor(@InjectRepository(ApiKeyEntity) private readonly repo: Repository<ApiKeyEntity>) {}
 
+  /** Inserts a new key; fails (never overwrites) when the id or hash exists. */
   async create(key: ApiKeyEntity): Promise<ApiKeyEntity> {
-    return this.repo.save(this.repo.create(key));
+    await this.repo.insert(key);
+    return key;
   }
 
   async findActiveByHash(hash: string): Promise<ApiKeyEntity | null> {

@@ -10,8 +10,10 @@ export class PluginsRepository {
     @InjectRepository(RunnerEntity) private readonly runners: Repository<RunnerEntity>,
   ) {}
 
+  /** Inserts a new plugin; fails (never overwrites) when it is already registered. */
   async create(plugin: PluginEntity): Promise<PluginEntity> {
-    return this.plugins.save(this.plugins.create(plugin));
+    await this.plugins.insert(plugin);
+    return plugin;
   }
 
   async get(pluginId: string): Promise<PluginEntity | null> {
