@@ -319,12 +319,12 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
       return r;
     }
 
-    it('finalize moves a queued or running run to its terminal status', async () => {
+    it('finish moves a queued or running run to its terminal status with its terminal result', async () => {
       const queued = await admitted({ status: 'queued' });
       const running = await admitted({ status: 'running', started_at: T0 + 1 });
 
       expect(
-        await runs.finalize(queued.run_id, {
+        await runs.finish(result(queued.run_id, 1), {
           status: 'completed',
           status_reason: null,
           error_code: null,
@@ -334,7 +334,7 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
         }),
       ).toBe(true);
       expect(
-        await runs.finalize(running.run_id, {
+        await runs.finish(result(running.run_id, 2), {
           status: 'failed',
           status_reason: 'runner crashed',
           error_code: 'RUNNER_ERROR',
@@ -343,6 +343,7 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
         }),
       ).toBe(true);
 
+      expect(await runs.lastSequence(queued.run_id)).toBe(1);
       expect(await runs.get(queued.run_id)).toMatchObject({
         status: 'completed',
         finished_at: T0 + 10,
@@ -359,7 +360,7 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
       });
     });
 
-    it('finalize leaves an already terminal run untouched and returns false', async () => {
+    it('finish leaves an already terminal run untouched, writes no result and returns false', async () => {
       const r = await admitted({ status: 'running' });
       const final = {
         status: 'cancelled' as const,
@@ -368,10 +369,10 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
         retryable: true,
         finished_at: T0 + 30,
       };
-      expect(await runs.finalize(r.run_id, final)).toBe(true);
+      expect(await runs.finish(result(r.run_id, 3), final)).toBe(true);
 
       expect(
-        await runs.finalize(r.run_id, {
+        await runs.finish(result(r.run_id, 4), {
           status: 'timeout',
           status_reason: 'deadline exceeded',
           error_code: 'DEADLINE',
@@ -381,8 +382,9 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
         }),
       ).toBe(false);
       expect(await runs.get(r.run_id)).toMatchObject({ ...final, usage: null });
+      expect((await runs.resultsAfter(r.run_id, 0, 10)).length).toBe(1);
       expect(
-        await runs.finalize('run-missing', {
+        await runs.finish(result('run-missing', 5), {
           status: 'failed',
           status_reason: null,
           error_code: null,

@@ -6,6 +6,7 @@ import { TERMINAL_RESULT_TYPES, isKnownResultType, usageSchema, validateResultPa
 import { RunnerConnections, type RunnerSession } from '@libs/runner-gateway';
 import { ActiveRuns, type ActiveRun } from './active-runs';
 import { RunLifecycleService } from './run-lifecycle.service';
+import type { ResultView } from './run-stream.bus';
 
 /**
  * The result-stream normaliser (SPEC §8): sequence rules, strict payload validation of known
@@ -83,21 +84,18 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
     if (terminal) {
       run.ended = true;
     }
-    const row = {
+    const row: ResultView = {
       run_id: run.run_id,
       sequence,
       type: result.type,
       data: checked.data,
       usage,
-      source: 'runner' as const,
+      source: 'runner',
       timestamp: result.timestamp ?? null,
     };
-    this.lifecycle.enqueue(run, async () => {
-      await this.lifecycle.persist(row);
-      if (terminal) {
-        await this.lifecycle.finishFromRunner(run, row.type, row.data, usage);
-      }
-    });
+    this.lifecycle.enqueue(run, () =>
+      terminal ? this.lifecycle.finishFromRunner(run, row) : this.lifecycle.persist(row),
+    );
   }
 
   /** §3.5: missing/invalid → last+1; duplicate → dropped; gaps and reordering only warned. */

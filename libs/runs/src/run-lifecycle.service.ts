@@ -16,6 +16,10 @@ export interface HostVerdict {
 
 const MAX_TIMER_MS = 2_147_483_647;
 
+function resultRow(r: ResultView) {
+  return { ...r, data: r.data as JsonObject, usage: r.usage as JsonObject | null, created_at: Date.now() };
+}
+
 interface Outcome {
   status: RunStatus;
   status_reason: string | null;
@@ -46,8 +50,11 @@ export class RunLifecycleService implements OnApplicationBootstrap {
         error: 'the host stopped while the run was active',
         retryable: true,
       };
-      await this.persist(this.verdictResult(row.run_id, sequence, verdict));
-      await this.runs.finalize(row.run_id, { ...this.finalOf(verdict), usage: null, finished_at: Date.now() });
+      await this.runs.finish(resultRow(this.verdictResult(row.run_id, sequence, verdict)), {
+        ...this.finalOf(verdict),
+        usage: null,
+        finished_at: Date.now(),
+      });
       this.logger.warn({ run_id: row.run_id, msg: 'run interrupted by a host restart' });
     }
   }
@@ -68,40 +75,32 @@ export class RunLifecycleService implements OnApplicationBootstrap {
     });
   }
 
-  async persist(row: Omit<ResultView, 'data'> & { data: Record<string, unknown> }): Promise<void> {
-    await this.runs.insertResult({
-      ...row,
-      data: row.data as JsonObject,
-      usage: row.usage as JsonObject | null,
-      created_at: Date.now(),
-    });
+  /** Persists a non-terminal result, then shows it to live readers. */
+  async persist(row: ResultView): Promise<void> {
+    await this.runs.insertResult(resultRow(row));
     this.bus.publish(row);
   }
 
   /** The runner's terminal result decides the outcome, except that a cancelled run stays cancelled. */
-  async finishFromRunner(
-    run: ActiveRun,
-    type: string,
-    data: Record<string, unknown>,
-    usage: Record<string, unknown> | null,
-  ) {
-    if (type === 'run.completed') {
-      await this.finalize(run, {
+  async finishFromRunner(run: ActiveRun, row: ResultView): Promise<void> {
+    const data = row.data;
+    if (row.type === 'run.completed') {
+      const reason = typeof data.finish_reason === 'string' ? data.finish_reason : 'stop';
+      return this.finish(run, row, {
         status: 'completed',
-        status_reason: typeof data.finish_reason === 'string' ? data.finish_reason : 'stop',
+        status_reason: reason,
         error_code: null,
         retryable: null,
-        usage,
+        usage: row.usage,
       });
-      return;
     }
     const cancelled = run.cancel_requested || data.code === 'cancelled';
-    await this.finalize(run, {
+    await this.finish(run, row, {
       status: cancelled ? 'cancelled' : 'failed',
       status_reason: typeof data.error === 'string' ? data.error : null,
       error_code: typeof data.code === 'string' ? data.code : 'runner.error',
       retryable: cancelled ? false : Boolean(data.retryable),
-      usage,
+      usage: row.usage,
     });
   }
 
@@ -111,10 +110,9 @@ export class RunLifecycleService implements OnApplicationBootstrap {
       return;
     }
     run.ended = true;
-    this.enqueue(run, async () => {
-      await this.persist(this.verdictResult(run.run_id, run.last_sequence + 1, verdict));
-      await this.finalize(run, this.finalOf(verdict));
-    });
+    this.enqueue(run, () =>
+      this.finish(run, this.verdictResult(run.run_id, run.last_sequence + 1, verdict), this.finalOf(verdict)),
+    );
   }
 
   onDisconnected(session: RunnerSession, reason: string): void {
@@ -180,16 +178,21 @@ export class RunLifecycleService implements OnApplicationBootstrap {
     );
   }
 
-  private async finalize(run: ActiveRun, final: Outcome) {
+  /**
+   * Writes the terminal result and the run's final status in one transaction, then shows the
+   * result to live readers: whoever sees the terminal result also reads the final status.
+   */
+  private async finish(run: ActiveRun, terminal: ResultView, final: Outcome): Promise<void> {
     clearTimeout(run.deadline_timer);
     clearTimeout(run.grace_timer);
     run.ended = true;
     try {
-      await this.runs.finalize(run.run_id, {
+      await this.runs.finish(resultRow(terminal), {
         ...final,
         usage: final.usage as JsonObject | null,
         finished_at: Date.now(),
       });
+      this.bus.publish(terminal);
       this.logger.log({
         run_id: run.run_id,
         msg: `run ${final.status}${final.error_code ? ` (${final.error_code})` : ''}`,

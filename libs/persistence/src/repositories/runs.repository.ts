@@ -62,10 +62,19 @@ export class RunsRepository {
     return this.runs.find({ where, order: { id: 'DESC' }, take: limit });
   }
 
-  /** Moves a run to a terminal status if it is still active; false when it already ended. */
-  async finalize(runId: string, final: RunFinal): Promise<boolean> {
-    const r = await this.runs.update({ run_id: runId, status: In(['queued', 'running']) }, final);
-    return (r.affected ?? 0) > 0;
+  /**
+   * Records a run's terminal result and its final status atomically, if the run is still active;
+   * false (and nothing written) when it already ended.
+   */
+  async finish(result: Omit<RunResultEntity, 'id'>, final: RunFinal): Promise<boolean> {
+    return this.db.transaction(async (m) => {
+      const r = await m.update(RunEntity, { run_id: result.run_id, status: In(['queued', 'running']) }, final);
+      if ((r.affected ?? 0) === 0) {
+        return false;
+      }
+      await m.insert(RunResultEntity, result);
+      return true;
+    });
   }
 
   async markCancelRequested(runId: string, at: number): Promise<void> {
