@@ -1,0 +1,146 @@
+import { performance } from 'node:perf_hooks';
+import type { HostHttp } from './http';
+import { readSse } from './sse';
+
+/** Milliseconds from the moment POST /v1/events is sent. */
+export interface RunTiming {
+  /** 202 received. */
+  admittedMs: number;
+  /** First result on the run's SSE stream. */
+  firstMs: number;
+  /** Terminal result (run.completed) on the SSE stream. */
+  terminalMs: number;
+  /** Results seen on the stream. */
+  results: number;
+}
+
+export class RunFailure extends Error {
+  constructor(
+    readonly runId: string | null,
+    message: string,
+  ) {
+    super(runId ? `run ${runId}: ${message}` : message);
+  }
+}
+
+const TERMINAL = new Set(['run.completed', 'run.failed']);
+
+/** Submits events for one agent and follows each run to its terminal result on SSE. */
+export class RunDriver {
+  private next = 0;
+
+  constructor(
+    private readonly http: HostHttp,
+    private readonly agentId: string,
+    private readonly text: string,
+    private readonly timeoutMs: number,
+  ) {}
+
+  get submitted(): number {
+    return this.next;
+  }
+
+  async run(): Promise<RunTiming> {
+    const i = this.next++;
+    const t0 = performance.now();
+    const res = await this.http
+      .json('POST', '/v1/events', {
+        agent_id: this.agentId,
+        event: { event_type: 'message.received', source: 'api' },
+        conversation: { conversation_id: `c-${i}` },
+        input: { text: this.text },
+      })
+      .catch((err: unknown) => {
+        const ms = (performance.now() - t0).toFixed(0);
+        throw new RunFailure(null, `c-${i}: ${err instanceof Error ? err.message : String(err)} after ${ms} ms`);
+      });
+    const admittedMs = performance.now() - t0;
+    const body = res.body as { run_id?: string; disposition?: string } | null;
+    if (res.status !== 202 || body?.disposition !== 'started' || !body.run_id) {
+      throw new RunFailure(null, `POST /v1/events (c-${i}): ${res.status} ${JSON.stringify(res.body)}`);
+    }
+    const runId = body.run_id;
+    let firstMs = NaN;
+    let terminalMs = NaN;
+    let terminal: { type: string; data: string } | null = null;
+    let results = 0;
+    let lastSeq = 0;
+    const problems: string[] = [];
+    await readSse(
+      this.http,
+      `/v1/runs/${runId}/events`,
+      (e) => {
+        const now = performance.now() - t0;
+        results++;
+        if (Number.isNaN(firstMs)) {
+          firstMs = now;
+        }
+        const seq = Number(e.id);
+        if (!(seq > lastSeq)) {
+          problems.push(`sequence ${e.id ?? 'none'} after ${lastSeq}`);
+        }
+        lastSeq = seq;
+        if (terminal) {
+          problems.push(`${e.event} after the terminal result`);
+        } else if (TERMINAL.has(e.event)) {
+          terminalMs = now;
+          terminal = { type: e.event, data: e.data };
+        }
+      },
+      this.timeoutMs,
+    ).catch((err: unknown) => {
+      const ms = (performance.now() - t0).toFixed(0);
+      throw new RunFailure(
+        runId,
+        `${err instanceof Error ? err.message : String(err)} after ${ms} ms, ${results} results seen`,
+      );
+    });
+    if (!terminal) {
+      throw new RunFailure(runId, `SSE ended after ${results} results without a terminal result`);
+    }
+    const end: { type: string; data: string } = terminal;
+    if (end.type !== 'run.completed') {
+      throw new RunFailure(runId, `${end.type} ${end.data.slice(0, 300)}`);
+    }
+    if (problems.length > 0) {
+      throw new RunFailure(runId, problems.join('; '));
+    }
+    return { admittedMs, firstMs, terminalMs, results };
+  }
+}
+
+export interface LevelResult {
+  concurrency: number;
+  timings: RunTiming[];
+  failures: string[];
+  /** From the first POST to the last terminal result (or failure). */
+  elapsedMs: number;
+}
+
+/**
+ * Closed loop: `concurrency` workers each start a run, wait for its terminal result, start the
+ * next, until `durationMs` has passed (runs in flight then finish and count). Stops early after
+ * `maxFailures` failures.
+ */
+export async function closedLoop(
+  driver: RunDriver,
+  concurrency: number,
+  durationMs: number,
+  maxFailures = 20,
+): Promise<LevelResult> {
+  const timings: RunTiming[] = [];
+  const failures: string[] = [];
+  const start = performance.now();
+  const deadline = start + durationMs;
+  const worker = async (): Promise<void> => {
+    while (performance.now() < deadline && failures.length < maxFailures) {
+      try {
+        timings.push(await driver.run());
+      } catch (e) {
+        failures.push(e instanceof Error ? e.message : String(e));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return { concurrency, timings, failures, elapsedMs: performance.now() - start };
+}

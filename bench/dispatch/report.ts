@@ -1,0 +1,166 @@
+import * as os from 'node:os';
+import type { FloorResult } from './floors';
+import type { LevelResult } from './load';
+import { fmtDuration, fmtInt, fmtNum, markdownTable, summarize } from './stats';
+
+/** One closed-loop level with the CPU time the three processes spent on it (ms). */
+export interface MeasuredLevel extends LevelResult {
+  cpu: { host: number; runner: number; client: number; other: number };
+  /** Host RSS at the end of the level. */
+  hostRssMiB: number;
+}
+
+export interface AfterLoad {
+  submitted: number;
+  leftOpen: string[];
+  /** Host RSS after the warm-up. */
+  rssBefore: number;
+  hostLog: { lines: number; problems: string[] };
+  runnerLog: { problems: string[]; connects: number };
+  rowsPerRun: Record<string, number>;
+}
+
+export function machineLine(): string {
+  const cpus = os.cpus();
+  const model = cpus[0]?.model.trim() ?? 'unknown CPU';
+  const mem = (os.totalmem() / 2 ** 30).toFixed(1);
+  return `${cpus.length} cores (${model}), ${mem} GiB RAM, ${os.type()} ${os.release()} ${os.arch()}, Node ${process.version}`;
+}
+
+export function floorsTable(bidi: FloorResult, sqlite: FloorResult): string {
+  const cpu = (f: FloorResult): string =>
+    Number.isNaN(f.cpuServerMs)
+      ? fmtDuration(f.cpuClientMs)
+      : `${fmtDuration(f.cpuClientMs)} / ${fmtDuration(f.cpuServerMs)}`;
+  return markdownTable(
+    ['floor', 'ops', 'p50', 'p99', 'throughput', 'CPU/op (client / server)'],
+    [
+      [
+        'grpc-js bidi ping-pong, one open stream, 2 processes',
+        fmtInt(bidi.latency.count),
+        fmtDuration(bidi.latency.p50),
+        fmtDuration(bidi.latency.p99),
+        `${fmtInt(bidi.rate)} round trips/s`,
+        cpu(bidi),
+      ],
+      [
+        'better-sqlite3 1-row insert per txn, WAL, synchronous=NORMAL',
+        fmtInt(sqlite.latency.count),
+        fmtDuration(sqlite.latency.p50),
+        fmtDuration(sqlite.latency.p99),
+        `${fmtInt(sqlite.rate)} inserts/s`,
+        cpu(sqlite),
+      ],
+    ],
+  );
+}
+
+const runsPerSecond = (l: LevelResult): number => (l.timings.length * 1000) / l.elapsedMs;
+
+export function levelsTable(levels: MeasuredLevel[]): string {
+  const cores = os.cpus().length;
+  return markdownTable(
+    [
+      'concurrency',
+      'runs',
+      'failed',
+      'runs/s',
+      '202 p50',
+      'first result p50 / p99',
+      'terminal p50 / p99',
+      'CPU/run host / runner / client',
+      `CPU use of ${cores} cores: ours / other processes`,
+    ],
+    levels.map((l) => {
+      const admitted = summarize(l.timings.map((t) => t.admittedMs));
+      const first = summarize(l.timings.map((t) => t.firstMs));
+      const terminal = summarize(l.timings.map((t) => t.terminalMs));
+      const n = Math.max(1, l.timings.length);
+      const pct = (ms: number): string => `${((100 * ms) / l.elapsedMs / cores).toFixed(0)} %`;
+      return [
+        String(l.concurrency),
+        fmtInt(l.timings.length),
+        fmtInt(l.failures.length),
+        fmtNum(runsPerSecond(l)),
+        fmtDuration(admitted.p50),
+        `${fmtDuration(first.p50)} / ${fmtDuration(first.p99)}`,
+        `${fmtDuration(terminal.p50)} / ${fmtDuration(terminal.p99)}`,
+        `${fmtDuration(l.cpu.host / n)} / ${fmtDuration(l.cpu.runner / n)} / ${fmtDuration(l.cpu.client / n)}`,
+        `${pct(l.cpu.host + l.cpu.runner + l.cpu.client)} / ${pct(l.cpu.other)}`,
+      ];
+    }),
+  );
+}
+
+export function ratiosTable(levels: MeasuredLevel[], bidi: FloorResult, sqlite: FloorResult): string {
+  const rows: string[][] = [];
+  const c1 = levels.find((l) => l.concurrency === 1);
+  if (c1) {
+    const first = summarize(c1.timings.map((t) => t.firstMs)).p50;
+    const terminal = summarize(c1.timings.map((t) => t.terminalMs)).p50;
+    rows.push(
+      [
+        'dispatch latency: POST → first result p50 (c1)',
+        fmtDuration(first),
+        `${fmtNum(first / bidi.latency.p50)} ×`,
+        `${fmtNum(first / sqlite.latency.p50)} ×`,
+      ],
+      [
+        'run latency: POST → terminal result p50 (c1)',
+        fmtDuration(terminal),
+        `${fmtNum(terminal / bidi.latency.p50)} ×`,
+        `${fmtNum(terminal / sqlite.latency.p50)} ×`,
+      ],
+    );
+  }
+  for (const l of levels) {
+    const rate = runsPerSecond(l);
+    rows.push([
+      `throughput c${l.concurrency}: floor rate ÷ runs/s`,
+      `${fmtNum(rate)} runs/s`,
+      `${fmtNum(bidi.rate / rate)} ×`,
+      `${fmtNum(sqlite.rate / rate)} ×`,
+    ]);
+  }
+  for (const l of levels) {
+    const host = l.cpu.host / Math.max(1, l.timings.length);
+    rows.push([
+      `host CPU per run c${l.concurrency} ÷ floor CPU per op`,
+      fmtDuration(host),
+      `${fmtNum(host / bidi.cpuServerMs)} ×`,
+      `${fmtNum(host / sqlite.cpuClientMs)} ×`,
+    ]);
+  }
+  return markdownTable(['figure', 'ours', 'in bidi round trips', 'in SQLite inserts'], rows);
+}
+
+export function afterLoadLines(levels: MeasuredLevel[], after: AfterLoad): string[] {
+  const completed = levels.reduce((n, l) => n + l.timings.length, 0);
+  const failed = levels.reduce((n, l) => n + l.failures.length, 0);
+  const rows = Object.entries(after.rowsPerRun)
+    .map(([table, perRun]) => `${table} ${fmtNum(perRun)}`)
+    .join(', ');
+  return [
+    `runs: ${fmtInt(after.submitted)} submitted (warm-up included), ${fmtInt(completed)} measured and completed on SSE, ${fmtInt(failed)} failed; still queued/running afterwards: ${after.leftOpen.length}`,
+    `host RSS: ${after.rssBefore.toFixed(0)} MiB after warm-up, ${levels.map((l) => `${l.hostRssMiB.toFixed(0)} MiB after c${l.concurrency}`).join(', ')}`,
+    `host log lines (LOG_LEVEL=warn): ${after.hostLog.lines}; runner connects: ${after.runnerLog.connects} (1 = never reconnected); runner warn/error lines: ${after.runnerLog.problems.length}`,
+    `database rows per submitted run: ${rows}`,
+  ];
+}
+
+/** Groups lines that differ only in ids and numbers: "12× <first line>". */
+export function groupLines(lines: readonly string[]): string[] {
+  const groups = new Map<string, { first: string; count: number }>();
+  for (const line of lines) {
+    const key = line
+      .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, '<id>')
+      .replace(/\d+/g, 'N');
+    const g = groups.get(key);
+    if (g) {
+      g.count++;
+    } else {
+      groups.set(key, { first: line, count: 1 });
+    }
+  }
+  return [...groups.values()].map((g) => `- ${g.count}× ${g.first}`);
+}
