@@ -14,6 +14,7 @@ export interface AppConfig {
   adminApiKey: string | null;
   logLevel: string;
   runs: { cancelGraceMs: number; heartbeatIntervalMs: number; maxResultBytes: number };
+  hostApi: { maxPayloadBytes: number; maxStorageValueBytes: number; callsPerSecond: number; burst: number };
 }
 
 export const APP_CONFIG = Symbol('APP_CONFIG');
@@ -54,6 +55,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       cancelGraceMs: dto.CANCEL_GRACE_MS ?? 5000,
       heartbeatIntervalMs: dto.HEARTBEAT_INTERVAL_MS ?? 15000,
       maxResultBytes: dto.MAX_RESULT_BYTES ?? 1024 * 1024,
+    },
+    hostApi: {
+      maxPayloadBytes: dto.HOSTAPI_MAX_PAYLOAD_BYTES ?? 1024 * 1024,
+      maxStorageValueBytes: dto.STORAGE_MAX_VALUE_BYTES ?? 10 * 1024 * 1024,
+      callsPerSecond: dto.HOSTAPI_CALLS_PER_SECOND ?? 100,
+      burst: dto.HOSTAPI_BURST ?? 200,
     },
   };
 }

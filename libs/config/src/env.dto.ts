@@ -63,4 +63,29 @@ export class EnvDto {
   @IsInt()
   @Min(1)
   MAX_RESULT_BYTES?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  HOSTAPI_MAX_PAYLOAD_BYTES?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(64 * 1024 * 1024)
+  STORAGE_MAX_VALUE_BYTES?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  HOSTAPI_CALLS_PER_SECOND?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  HOSTAPI_BURST?: number;
 }

@@ -6,3 +6,5 @@ export { AgentsRepository } from './repositories/agents.repository';
 export { ApiKeysRepository } from './repositories/api-keys.repository';
 export { PluginsRepository } from './repositories/plugins.repository';
 export { RunsRepository, type RunListFilter, type RunFinal } from './repositories/runs.repository';
+export { ContextRepository, type NewTranscriptRow, type TranscriptQuery } from './repositories/context.repository';
+export { StoresRepository } from './repositories/stores.repository';

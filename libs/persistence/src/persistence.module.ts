@@ -5,10 +5,19 @@ import { dataSourceOptions } from './data-source';
 import { ENTITIES } from './entities';
 import { AgentsRepository } from './repositories/agents.repository';
 import { ApiKeysRepository } from './repositories/api-keys.repository';
+import { ContextRepository } from './repositories/context.repository';
+import { StoresRepository } from './repositories/stores.repository';
 import { PluginsRepository } from './repositories/plugins.repository';
 import { RunsRepository } from './repositories/runs.repository';
 
-const REPOSITORIES = [ApiKeysRepository, PluginsRepository, AgentsRepository, RunsRepository];
+const REPOSITORIES = [
+  ApiKeysRepository,
+  PluginsRepository,
+  AgentsRepository,
+  RunsRepository,
+  ContextRepository,
+  StoresRepository,
+];
 
 @Global()
 @Module({})

@@ -1,11 +1,19 @@
 import { Injectable } from '@nestjs/common';
+import { TokenBucket, type AuthorizationSnapshot } from '@libs/authz';
 import type { RunnerSession } from '@libs/runner-gateway';
 
 /** What the host keeps in memory about a run while it is active in this process. */
 export interface ActiveRun {
   run_id: string;
   runner_id: string;
+  agent_id: string;
   session: RunnerSession;
+  /** The frozen grants every host API call of this run is checked against. */
+  snapshot: AuthorizationSnapshot;
+  /** Per-run host API rate limit. */
+  bucket: TokenBucket;
+  /** The assistant transcript row: written once; streamed text kept for runs that only stream. */
+  assistant: { written: boolean; streamed: string };
   /** Highest sequence accepted so far. */
   last_sequence: number;
   seen: Set<number>;
@@ -25,13 +33,17 @@ export interface ActiveRun {
 export class ActiveRuns {
   private readonly runs = new Map<string, ActiveRun>();
 
-  add(run_id: string, runner_id: string, session: RunnerSession): ActiveRun {
+  add(run_id: string, agent_id: string, session: RunnerSession, snapshot: AuthorizationSnapshot): ActiveRun {
     let markFinished = () => {};
     const finished = new Promise<void>((resolve) => (markFinished = resolve));
     const run: ActiveRun = {
       run_id,
-      runner_id,
+      runner_id: snapshot.scope.runner_id,
+      agent_id,
       session,
+      snapshot,
+      bucket: new TokenBucket(snapshot.limits.calls_per_second, snapshot.limits.burst),
+      assistant: { written: false, streamed: '' },
       last_sequence: 0,
       seen: new Set(),
       ended: false,

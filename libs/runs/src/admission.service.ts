@@ -1,11 +1,15 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { AgentsService } from '@libs/agents';
+import { RESOURCE_CATALOG, buildSnapshot, snapshotHash, type ResourceCatalog, type RunScope } from '@libs/authz';
+import { APP_CONFIG, type AppConfig } from '@libs/config';
+import { StateService, TranscriptService } from '@libs/conversations';
 import { RunsRepository, type AgentEntity, type EventEntity, type JsonObject, type RunEntity } from '@libs/persistence';
-import { DomainError, parseRunnerId } from '@libs/protocol';
+import { DomainError, parseRunnerId, runTimeoutSeconds, type RunnerManifest } from '@libs/protocol';
 import { RunnerConnections } from '@libs/runner-gateway';
+import { eventLogRow, userTranscriptRow } from './admission-records';
 import { redactSubmission, type EventSubmission } from './event-submission';
-import { buildRunContext, contextJson } from './run-context.builder';
+import { buildRunContext, contextJson, type RunAccess } from './run-context.builder';
 import { RunLifecycleService } from './run-lifecycle.service';
 
 export interface Admission {
@@ -16,7 +20,7 @@ export interface Admission {
   replayed: boolean;
 }
 
-/** Event intake (SPEC §12 `POST /v1/events`): dedupe, resolve the agent, record, dispatch. */
+/** Event intake (SPEC §12 `POST /v1/events`): dedupe, resolve the agent, freeze grants, record, dispatch. */
 @Injectable()
 export class AdmissionService {
   private readonly logger = new Logger('Admission');
@@ -26,9 +30,23 @@ export class AdmissionService {
     private readonly runs: RunsRepository,
     private readonly connections: RunnerConnections,
     private readonly lifecycle: RunLifecycleService,
+    private readonly transcript: TranscriptService,
+    private readonly state: StateService,
+    @Inject(RESOURCE_CATALOG) private readonly catalog: ResourceCatalog,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   async submit(sub: EventSubmission, idempotencyKey: string | null): Promise<Admission> {
+    if (
+      sub.event.event_type === 'message.received' &&
+      !sub.input.text &&
+      !sub.input.contents?.length &&
+      !sub.input.attachments?.length
+    ) {
+      throw new DomainError('invalid_argument', 'input: a message.received event needs text, contents or attachments', {
+        field: 'input',
+      });
+    }
     const bodyHash = createHash('sha256').update(JSON.stringify(sub)).digest('hex');
     const previous = await this.previous(sub.event.event_id ?? null, idempotencyKey);
     const eventId = previous?.event_id ?? sub.event.event_id ?? randomUUID();
@@ -66,18 +84,27 @@ export class AdmissionService {
       run_id: runId,
       received_at: now,
     };
-    const { context, deadlineAtMs } = buildRunContext(runId, eventId, sub, agent, now);
-    const run = this.runRow(runId, event, agent, contextJson(context), now, deadlineAtMs);
+    const scope = this.scopeOf(sub, agent, live?.session.plugin_id ?? '');
+    const access = await this.access(runId, scope, live?.runner.manifest ?? null, agent, now);
+    const { context, deadlineAtMs } = buildRunContext(runId, eventId, sub, agent, access);
+    const run = this.runRow(runId, event, agent, contextJson(context), now, deadlineAtMs, access);
+    const logRow = eventLogRow(eventId, sub, agent.agent_id, runId, agent.runner_id, now);
+    const userRow = userTranscriptRow(eventId, sub, agent.agent_id, now);
     if (!live) {
       const reason = `runner ${agent.runner_id} is not connected`;
-      await this.runs.admit(event, {
-        ...run,
-        status: 'failed',
-        status_reason: reason,
-        error_code: 'runner.unavailable',
-        retryable: true,
-        finished_at: now,
-      });
+      await this.runs.admit(
+        event,
+        {
+          ...run,
+          status: 'failed',
+          status_reason: reason,
+          error_code: 'runner.unavailable',
+          retryable: true,
+          finished_at: now,
+        },
+        { ...logRow, metadata: { disposition: 'failed', error_code: 'runner.unavailable' } },
+        null,
+      );
       this.logger.warn({ run_id: runId, msg: `run failed at admission: ${reason}` });
       throw new DomainError(
         'unavailable',
@@ -89,10 +116,10 @@ export class AdmissionService {
         },
       );
     }
-    await this.runs.admit(event, run);
+    await this.runs.admit(event, run, logRow, userRow);
     // Between the check above and now the runner may have gone: dispatch only on a live session.
     const session = this.connections.runner(agent.runner_id)?.session;
-    const active = this.lifecycle.start(runId, agent.runner_id, session ?? live.session, deadlineAtMs);
+    const active = this.lifecycle.start(runId, agent, session ?? live.session, access.snapshot);
     if (session !== live.session) {
       this.lifecycle.conclude(active, {
         status: 'failed',
@@ -114,6 +141,58 @@ export class AdmissionService {
     );
   }
 
+  private scopeOf(sub: EventSubmission, agent: AgentEntity, pluginId: string): RunScope {
+    return {
+      agent_id: agent.agent_id,
+      runner_id: agent.runner_id,
+      plugin_id: pluginId,
+      conversation_id: sub.conversation?.conversation_id ?? null,
+      thread_id: sub.conversation?.thread_id ?? null,
+      bot_id: sub.conversation?.bot_id ?? null,
+      workspace_id: sub.conversation?.workspace_id ?? null,
+      actor_type: sub.actor?.actor_type ?? null,
+      actor_id: sub.actor?.actor_id ?? null,
+      subject_type: sub.subject?.subject_type ?? null,
+      subject_id: sub.subject?.subject_id ?? null,
+    };
+  }
+
+  /** Freezes the run's grants (manifest ∩ agent policy ∩ scope) and reads what the context shows of state and history. */
+  private async access(
+    runId: string,
+    scope: RunScope,
+    manifest: RunnerManifest | null,
+    agent: AgentEntity,
+    now: number,
+  ): Promise<RunAccess> {
+    const timeout = runTimeoutSeconds(agent.runner_config);
+    const [models, tools, knowledge_bases] = await Promise.all([
+      this.catalog.models(),
+      this.catalog.tools(),
+      this.catalog.knowledgeBases(),
+    ]);
+    const snapshot = buildSnapshot({
+      run_id: runId,
+      scope,
+      manifest: manifest ?? { capabilities: {}, permissions: {} },
+      policy: { resource: agent.resource_policy, state: agent.state_policy },
+      catalog: { models, tools, knowledge_bases },
+      limits: {
+        max_payload_bytes: this.config.hostApi.maxPayloadBytes,
+        max_state_value_bytes: 256 * 1024,
+        max_storage_value_bytes: this.config.hostApi.maxStorageValueBytes,
+        calls_per_second: this.config.hostApi.callsPerSecond,
+        burst: this.config.hostApi.burst,
+      },
+      deadline_at_ms: timeout === null ? null : now + Math.round(timeout * 1000),
+    });
+    const [state, latest_seq] = await Promise.all([
+      manifest ? this.state.snapshot(snapshot.state.scope_keys, scope.conversation_id) : Promise.resolve({}),
+      scope.conversation_id ? this.transcript.latestSeq(scope.conversation_id) : Promise.resolve(null),
+    ]);
+    return { snapshot, state, latest_seq };
+  }
+
   private runRow(
     runId: string,
     event: EventEntity,
@@ -121,6 +200,7 @@ export class AdmissionService {
     context: Record<string, unknown>,
     now: number,
     deadline: number | null,
+    access: RunAccess,
   ): Omit<RunEntity, 'id'> {
     return {
       run_id: runId,
@@ -135,6 +215,8 @@ export class AdmissionService {
       retryable: null,
       context: context as JsonObject,
       usage: null,
+      authorization: access.snapshot as unknown as JsonObject,
+      authorization_hash: snapshotHash(access.snapshot),
       created_at: now,
       started_at: now,
       finished_at: null,

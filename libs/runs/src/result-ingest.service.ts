@@ -94,7 +94,7 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
       timestamp: result.timestamp ?? null,
     };
     this.lifecycle.enqueue(run, () =>
-      terminal ? this.lifecycle.finishFromRunner(run, row) : this.lifecycle.persist(row),
+      terminal ? this.lifecycle.finishFromRunner(run, row) : this.lifecycle.persist(run, row),
     );
   }
 

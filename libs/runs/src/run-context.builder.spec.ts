@@ -1,3 +1,4 @@
+import { buildSnapshot, type RunScope } from '@libs/authz';
 import type { AgentEntity } from '@libs/persistence';
 import { redactSubmission, type EventSubmission } from './event-submission';
 import { buildRunContext, contextJson } from './run-context.builder';
@@ -28,10 +29,41 @@ const sub: EventSubmission = {
   },
 };
 
+const scope: RunScope = {
+  agent_id: 'a1',
+  runner_id: 'plugin:demo/echo/default',
+  plugin_id: 'demo/echo',
+  conversation_id: 'c1',
+  thread_id: 't1',
+  bot_id: null,
+  workspace_id: null,
+  actor_type: 'user',
+  actor_id: 'u1',
+  subject_type: null,
+  subject_id: null,
+};
+
+const access = (deadline_at_ms: number | null, latest_seq: number | null = null) => ({
+  snapshot: buildSnapshot({
+    run_id: 'run-1',
+    scope,
+    manifest: { capabilities: {}, permissions: { history: ['page'] } },
+    policy: { resource: {}, state: { enable_state: true, state_scopes: ['conversation'] } },
+    catalog: { models: [], tools: [], knowledge_bases: [] },
+    limits: { max_payload_bytes: 1, max_state_value_bytes: 1, max_storage_value_bytes: 1, calls_per_second: 1, burst: 1 },
+    deadline_at_ms,
+  }),
+  state: { conversation: { 'external.conversation_id': 'c1' } },
+  latest_seq,
+});
+
 describe('buildRunContext', () => {
   it('builds the protocol context: trigger, conversation, inline policy, runtime, config', () => {
-    const { context, deadlineAtMs } = buildRunContext('run-1', 'evt-1', sub, agent({ timeout: 10 }), 1_000_000);
+    const { context, deadlineAtMs } = buildRunContext('run-1', 'evt-1', sub, agent({ timeout: 10 }), access(1_010_000, 7));
     expect(deadlineAtMs).toBe(1_010_000);
+    expect(context.context).toMatchObject({ latest_cursor: '7', transcript_seq: 7, has_history_before: true });
+    expect(context.context?.available_apis).toMatchObject({ history_page: true, history_search: false, state: true, run_get: true });
+    expect(context.state?.conversation).toEqual({ 'external.conversation_id': 'c1' });
     expect(context.runtime).toMatchObject({ trace_id: 'run-1', deadline_at: 1010, protocol_version: '1' });
     expect(context.trigger).toEqual({ type: 'message.received', source: 'platform', timestamp: 1700000000 });
     expect(context.conversation).toMatchObject({ conversation_id: 'c1', thread_id: 't1', sender_id: 'u1' });
@@ -46,14 +78,15 @@ describe('buildRunContext', () => {
     expect(context.input?.contents[0].image_base64).toBe('QUJD');
   });
 
-  it('has no deadline for timeout 0 or null and the 300 s default otherwise', () => {
-    expect(buildRunContext('r', 'e', sub, agent({ timeout: 0 }), 0).deadlineAtMs).toBeNull();
-    expect(buildRunContext('r', 'e', sub, agent({ timeout: null }), 0).deadlineAtMs).toBeNull();
-    expect(buildRunContext('r', 'e', sub, agent({}), 0).deadlineAtMs).toBe(300_000);
+  it('has no deadline when the snapshot has none', () => {
+    const { context, deadlineAtMs } = buildRunContext('r', 'e', sub, agent({ timeout: 0 }), access(null));
+    expect(deadlineAtMs).toBeNull();
+    expect(context.runtime?.deadline_at).toBeUndefined();
+    expect(context.context).toMatchObject({ has_history_before: false });
   });
 
   it('gives null for unset parts in its JSON form', () => {
-    const json = contextJson(buildRunContext('r', 'e', { ...sub, conversation: undefined }, agent({}), 0).context);
+    const json = contextJson(buildRunContext('r', 'e', { ...sub, conversation: undefined }, agent({}), access(null)).context);
     expect(json.conversation).toBeNull();
     expect(json.subject).toBeNull();
   });

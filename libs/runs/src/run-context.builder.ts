@@ -1,9 +1,16 @@
+import type { AuthorizationSnapshot } from '@libs/authz';
 import type { AgentEntity } from '@libs/persistence';
 import type { RunContext } from '@libs/proto';
-import { runTimeoutSeconds } from '@libs/protocol';
 import type { EventSubmission } from './event-submission';
 
 export const HOST_NAME = 'runner-host';
+
+/** What the run may reach, decided at admission: the frozen snapshot, the state values, the history position. */
+export interface RunAccess {
+  snapshot: AuthorizationSnapshot;
+  state: Record<string, Record<string, unknown>>;
+  latest_seq: number | null;
+}
 
 export interface BuiltContext {
   context: RunContext;
@@ -20,10 +27,11 @@ export function buildRunContext(
   eventId: string,
   sub: EventSubmission,
   agent: AgentEntity,
-  nowMs: number,
+  access: RunAccess,
 ): BuiltContext {
-  const timeout = runTimeoutSeconds(agent.runner_config);
-  const deadlineAtMs = timeout === null ? null : nowMs + Math.round(timeout * 1000);
+  const { snapshot } = access;
+  const deadlineAtMs = snapshot.deadline_at_ms;
+  const nowMs = Date.now();
   const conv = sub.conversation;
   const context: RunContext = {
     run_id: runId,
@@ -85,38 +93,41 @@ export function buildRunContext(
       platform_capabilities: sub.delivery?.platform_capabilities ?? {},
     },
     resources: {
-      models: [],
-      tools: [],
-      knowledge_bases: [],
-      storage: { plugin_storage: false, workspace_storage: false, binding_storage: false },
+      models: snapshot.resources.models,
+      tools: snapshot.resources.tools.map((t) => ({
+        ...t,
+        parameters: t.parameters ?? undefined,
+        source_id: t.source_id ?? undefined,
+      })),
+      knowledge_bases: snapshot.resources.knowledge_bases,
+      storage: {
+        plugin_storage: 'plugin' in snapshot.storage,
+        workspace_storage: 'workspace' in snapshot.storage,
+        binding_storage: 'binding' in snapshot.storage,
+      },
       platform_capabilities: {},
     },
     context: {
       conversation_id: conv?.conversation_id,
       thread_id: conv?.thread_id,
-      latest_cursor: undefined,
+      latest_cursor: access.latest_seq === null ? undefined : String(access.latest_seq),
       event_seq: undefined,
-      transcript_seq: undefined,
-      has_history_before: false,
+      transcript_seq: access.latest_seq ?? undefined,
+      has_history_before: access.latest_seq !== null,
       inline_policy: {
         mode: 'current_event',
         delivered_count: 0,
         messages_complete: false,
         reason: 'current_event_only',
       },
-      available_apis: {
-        prompt_get: false,
-        history_page: false,
-        history_search: false,
-        event_get: false,
-        event_page: false,
-        state: false,
-        storage: false,
-        steering_pull: false,
-        run_get: false,
-      },
+      available_apis: { ...snapshot.available_apis },
     },
-    state: { conversation: {}, actor: {}, subject: {}, runner: {} },
+    state: {
+      conversation: access.state.conversation ?? {},
+      actor: access.state.actor ?? {},
+      subject: access.state.subject ?? {},
+      runner: access.state.runner ?? {},
+    },
     runtime: {
       host: HOST_NAME,
       protocol_version: '1',

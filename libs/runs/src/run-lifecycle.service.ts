@@ -1,9 +1,11 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import type { AuthorizationSnapshot } from '@libs/authz';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { RunsRepository, type JsonObject } from '@libs/persistence';
 import type { RunStatus } from '@libs/protocol';
 import type { RunnerSession } from '@libs/runner-gateway';
 import { ActiveRuns, type ActiveRun } from './active-runs';
+import { ResultEffectsService } from './result-effects.service';
 import { RunStreamBus, type ResultView } from './run-stream.bus';
 
 /** The host's own verdicts on a run, each written as a final `run.failed` result. */
@@ -37,6 +39,7 @@ export class RunLifecycleService implements OnApplicationBootstrap {
     private readonly runs: RunsRepository,
     private readonly active: ActiveRuns,
     private readonly bus: RunStreamBus,
+    private readonly effects: ResultEffectsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -60,11 +63,16 @@ export class RunLifecycleService implements OnApplicationBootstrap {
   }
 
   /** Registers a dispatched run and arms its deadline. */
-  start(run_id: string, runner_id: string, session: RunnerSession, deadlineAtMs: number | null): ActiveRun {
-    const run = this.active.add(run_id, runner_id, session);
+  start(
+    run_id: string,
+    agent: { agent_id: string },
+    session: RunnerSession,
+    snapshot: AuthorizationSnapshot,
+  ): ActiveRun {
+    const run = this.active.add(run_id, agent.agent_id, session, snapshot);
     this.bus.open(run_id);
-    if (deadlineAtMs !== null) {
-      this.armDeadline(run, deadlineAtMs);
+    if (snapshot.deadline_at_ms !== null) {
+      this.armDeadline(run, snapshot.deadline_at_ms);
     }
     return run;
   }
@@ -75,9 +83,10 @@ export class RunLifecycleService implements OnApplicationBootstrap {
     });
   }
 
-  /** Persists a non-terminal result, then shows it to live readers. */
-  async persist(row: ResultView): Promise<void> {
+  /** Persists a non-terminal result, applies what it implies (state, transcript), then shows it to live readers. */
+  async persist(run: ActiveRun, row: ResultView): Promise<void> {
     await this.runs.insertResult(resultRow(row));
+    await this.effects.apply(run, row);
     this.bus.publish(row);
   }
 

@@ -1,16 +1,27 @@
 import { Module } from '@nestjs/common';
 import { AgentsModule } from '@libs/agents';
+import { AuthzModule } from '@libs/authz';
+import { ConversationsModule } from '@libs/conversations';
 import { RunnerGatewayModule } from '@libs/runner-gateway';
 import { ActiveRuns } from './active-runs';
 import { AdmissionService } from './admission.service';
+import { ResultEffectsService } from './result-effects.service';
 import { ResultIngestService } from './result-ingest.service';
 import { RunLifecycleService } from './run-lifecycle.service';
 import { RunStreamBus } from './run-stream.bus';
 import { RunsQueryService } from './runs-query.service';
 
 @Module({
-  imports: [AgentsModule, RunnerGatewayModule],
-  providers: [ActiveRuns, RunStreamBus, RunLifecycleService, ResultIngestService, AdmissionService, RunsQueryService],
+  imports: [AgentsModule, RunnerGatewayModule, AuthzModule, ConversationsModule],
+  providers: [
+    ActiveRuns,
+    RunStreamBus,
+    ResultEffectsService,
+    RunLifecycleService,
+    ResultIngestService,
+    AdmissionService,
+    RunsQueryService,
+  ],
   exports: [AdmissionService, RunsQueryService, ActiveRuns],
 })
 export class RunsModule {}

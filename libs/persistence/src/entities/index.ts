@@ -5,8 +5,26 @@ import { PluginEntity } from './plugin.entity';
 import { RunResultEntity } from './run-result.entity';
 import { RunEntity } from './run.entity';
 import { RunnerEntity } from './runner.entity';
+import { AuditEntity } from './audit.entity';
+import { EventLogEntity } from './event-log.entity';
+import { StateEntryEntity } from './state-entry.entity';
+import { StorageEntryEntity } from './storage-entry.entity';
+import { TranscriptEntity } from './transcript.entity';
 
-export { AgentEntity, ApiKeyEntity, EventEntity, PluginEntity, RunEntity, RunResultEntity, RunnerEntity };
+export {
+  AgentEntity,
+  ApiKeyEntity,
+  AuditEntity,
+  EventEntity,
+  EventLogEntity,
+  PluginEntity,
+  RunEntity,
+  RunResultEntity,
+  RunnerEntity,
+  StateEntryEntity,
+  StorageEntryEntity,
+  TranscriptEntity,
+};
 export type { ApiKeyRole } from './api-key.entity';
 export type { JsonObject, JsonValue } from './columns';
 

@@ -47,6 +47,13 @@ export class RunEntity {
   @Column({ type: 'simple-json', nullable: true })
   usage!: JsonObject | null;
 
+  /** The frozen authorization snapshot of the run, and the SHA-256 of its canonical JSON. */
+  @Column({ type: 'simple-json', nullable: true })
+  authorization!: JsonObject | null;
+
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  authorization_hash!: string | null;
+
   @Column({ type: 'bigint', transformer: epochMs })
   created_at!: number;
 

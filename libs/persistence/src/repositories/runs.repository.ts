@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, In, LessThan, Repository, type FindOptionsWhere } from 'typeorm';
 import type { RunStatus } from '@libs/protocol';
-import { EventEntity, RunEntity, RunResultEntity } from '../entities';
+import { EventEntity, EventLogEntity, RunEntity, RunResultEntity } from '../entities';
+import { ContextRepository, type NewTranscriptRow } from './context.repository';
 
 export interface RunListFilter {
   conversation_id?: string;
@@ -20,14 +21,25 @@ export class RunsRepository {
     @InjectRepository(RunEntity) private readonly runs: Repository<RunEntity>,
     @InjectRepository(EventEntity) private readonly events: Repository<EventEntity>,
     @InjectRepository(RunResultEntity) private readonly results: Repository<RunResultEntity>,
+    private readonly context: ContextRepository,
   ) {}
 
-  /** Records an event (new, or a retry of one whose run failed at admission) and its run, atomically. */
-  async admit(event: EventEntity, run: Omit<RunEntity, 'id'> | null): Promise<void> {
+  /**
+   * Records an event (new, or a retry of one whose run failed at admission), its run, its event
+   * log row and the user's transcript row, atomically: all or nothing.
+   */
+  async admit(
+    event: EventEntity,
+    run: Omit<RunEntity, 'id'>,
+    log: Omit<EventLogEntity, 'id'>,
+    userRow: NewTranscriptRow | null,
+  ): Promise<void> {
     await this.db.transaction(async (m) => {
       await m.save(EventEntity, event);
-      if (run) {
-        await m.insert(RunEntity, run);
+      await m.insert(RunEntity, run);
+      await this.context.appendEvent(log, m);
+      if (userRow) {
+        await this.context.appendTranscript(userRow, m);
       }
     });
   }

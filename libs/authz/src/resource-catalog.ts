@@ -1,0 +1,45 @@
+export interface CatalogModel {
+  model_id: string;
+  model_type: 'llm' | 'rerank';
+  provider: string;
+}
+
+export interface CatalogTool {
+  tool_name: string;
+  description: string;
+  parameters: Record<string, unknown> | null;
+  source: string;
+  source_id: string | null;
+}
+
+export interface CatalogKnowledgeBase {
+  kb_id: string;
+  kb_name: string;
+  kb_type: string;
+}
+
+/** The host-held resources agents may be granted (models, tools, knowledge bases). */
+export interface ResourceCatalog {
+  models(): Promise<CatalogModel[]>;
+  tools(): Promise<CatalogTool[]>;
+  knowledgeBases(): Promise<CatalogKnowledgeBase[]>;
+}
+
+export const RESOURCE_CATALOG = Symbol('RESOURCE_CATALOG');
+
+/**
+ * The catalog while no resource registry is installed: nothing is registered, so agent policies
+ * that name a model, tool or knowledge base are rejected and runs are granted none. The model,
+ * tool and knowledge-base registries replace it by providing RESOURCE_CATALOG.
+ */
+export class NoResourcesCatalog implements ResourceCatalog {
+  models(): Promise<CatalogModel[]> {
+    return Promise.resolve([]);
+  }
+  tools(): Promise<CatalogTool[]> {
+    return Promise.resolve([]);
+  }
+  knowledgeBases(): Promise<CatalogKnowledgeBase[]> {
+    return Promise.resolve([]);
+  }
+}

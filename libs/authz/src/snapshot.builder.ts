@@ -1,0 +1,159 @@
+import { createHash } from 'node:crypto';
+import type { RunnerManifest } from '@libs/protocol';
+import type { CatalogKnowledgeBase, CatalogModel, CatalogTool } from './resource-catalog';
+import type { ApiFlags, AuthorizationSnapshot, RunScope, StateScope, StorageArea } from './snapshot';
+
+/** The agent policy fields the snapshot reads (validated and defaulted on agent write). */
+export interface PolicyInput {
+  resource: {
+    allowed_model_ids?: string[];
+    allowed_tool_names?: string[];
+    allow_all_tools?: boolean;
+    allowed_kb_ids?: string[];
+    allow_plugin_storage?: boolean;
+    allow_workspace_storage?: boolean;
+    allow_binding_storage?: boolean;
+    history?: string[];
+    events?: string[];
+    prompt?: { role: string; content: string }[];
+  };
+  state: { enable_state?: boolean; state_scopes?: StateScope[] };
+}
+
+export interface SnapshotInput {
+  run_id: string;
+  scope: RunScope;
+  manifest: Pick<RunnerManifest, 'capabilities' | 'permissions'>;
+  policy: PolicyInput;
+  catalog: { models: CatalogModel[]; tools: CatalogTool[]; knowledge_bases: CatalogKnowledgeBase[] };
+  limits: AuthorizationSnapshot['limits'];
+  deadline_at_ms: number | null;
+}
+
+const both = <T extends string>(a: readonly string[] | undefined, b: readonly T[]): T[] => b.filter((x) => (a ?? []).includes(x));
+
+/** Scope identities: a scope without one is not available in this run. */
+function scopeDims(scope: RunScope): Record<StateScope, Record<string, string | null> | null> {
+  return {
+    conversation: scope.conversation_id
+      ? { conversation_id: scope.conversation_id, thread_id: scope.thread_id, bot_id: scope.bot_id, workspace_id: scope.workspace_id }
+      : null,
+    actor: scope.actor_id ? { actor_type: scope.actor_type ?? 'user', actor_id: scope.actor_id } : null,
+    subject: scope.subject_id ? { subject_type: scope.subject_type ?? 'unknown', subject_id: scope.subject_id } : null,
+    runner: {},
+  };
+}
+
+/** State is isolated per scope identity × agent × runner. */
+export function stateScopeKey(scope: StateScope, run: RunScope, dims: Record<string, string | null>): string {
+  const material = canonicalJson({ v: 1, scope, agent_id: run.agent_id, runner_id: run.runner_id, dims });
+  return `state:v1:${createHash('sha256').update(material).digest('hex')}`;
+}
+
+/** Grants = manifest permissions and capabilities ∩ agent policy ∩ run scope (SPEC §6). */
+export function buildSnapshot(input: SnapshotInput): AuthorizationSnapshot {
+  const { manifest, policy, scope, catalog } = input;
+  const perms = manifest.permissions;
+  const caps = manifest.capabilities;
+  const hasConversation = scope.conversation_id !== null;
+
+  const llmOps = both(perms.models, ['invoke', 'stream', 'count_tokens'] as const);
+  const canRerank = (perms.models ?? []).includes('rerank');
+  const models = (policy.resource.allowed_model_ids ?? []).flatMap((id) => {
+    const m = catalog.models.find((x) => x.model_id === id);
+    const operations = m?.model_type === 'rerank' ? (canRerank ? ['rerank'] : []) : llmOps;
+    return m && operations.length > 0 ? [{ model_id: m.model_id, model_type: m.model_type, provider: m.provider, operations }] : [];
+  });
+
+  const toolOps = both(perms.tools, ['detail', 'call'] as const);
+  const toolNames = policy.resource.allow_all_tools ? catalog.tools.map((t) => t.tool_name) : (policy.resource.allowed_tool_names ?? []);
+  const tools =
+    caps.tool_calling && toolOps.length > 0
+      ? toolNames.flatMap((name) => {
+          const t = catalog.tools.find((x) => x.tool_name === name);
+          return t ? [{ ...t, tool_type: t.source, operations: [...toolOps] }] : [];
+        })
+      : [];
+
+  const kbOps = both(perms.knowledge_bases, ['list', 'retrieve'] as const);
+  const knowledge_bases =
+    caps.knowledge_retrieval && kbOps.length > 0
+      ? (policy.resource.allowed_kb_ids ?? []).flatMap((id) => {
+          const kb = catalog.knowledge_bases.find((x) => x.kb_id === id);
+          return kb ? [{ ...kb, operations: [...kbOps] }] : [];
+        })
+      : [];
+
+  const history = both(perms.history, (policy.resource.history ?? ['page', 'search']) as ('page' | 'search')[]);
+  const events = both(perms.events, (policy.resource.events ?? ['get', 'page']) as ('get' | 'page')[]);
+
+  const dims = scopeDims(scope);
+  const stateScopes = policy.state.enable_state === false ? [] : (policy.state.state_scopes ?? ['conversation', 'actor']);
+  const scopes = stateScopes.filter((s) => dims[s] !== null);
+  const scope_keys: Partial<Record<StateScope, string>> = {};
+  for (const s of scopes) {
+    scope_keys[s] = stateScopeKey(s, scope, dims[s]!);
+  }
+
+  const owners: Record<StorageArea, string> = {
+    plugin: scope.plugin_id,
+    workspace: scope.workspace_id ?? 'default',
+    binding: scope.agent_id,
+  };
+  const allowed: Record<StorageArea, boolean> = {
+    plugin: policy.resource.allow_plugin_storage ?? true,
+    workspace: policy.resource.allow_workspace_storage ?? false,
+    binding: policy.resource.allow_binding_storage ?? false,
+  };
+  const storage: Partial<Record<StorageArea, string>> = {};
+  for (const area of both(perms.storage, ['plugin', 'workspace', 'binding'] as const)) {
+    if (allowed[area]) {
+      storage[area] = owners[area];
+    }
+  }
+
+  const prompt = policy.resource.prompt ?? [];
+  const available_apis: ApiFlags = {
+    prompt_get: prompt.length > 0,
+    history_page: history.includes('page') && hasConversation,
+    history_search: history.includes('search') && hasConversation,
+    event_get: events.includes('get'),
+    event_page: events.includes('page') && hasConversation,
+    state: scopes.length > 0,
+    storage: Object.keys(storage).length > 0,
+    // Steering queues are not part of the host yet: the flag stays off until they are.
+    steering_pull: false,
+    run_get: true,
+  };
+
+  return {
+    version: 1,
+    run_id: input.run_id,
+    scope,
+    resources: { models, tools, knowledge_bases },
+    available_apis,
+    state: { scopes, scope_keys },
+    storage,
+    prompt,
+    limits: input.limits,
+    deadline_at_ms: input.deadline_at_ms,
+  };
+}
+
+/** JSON with object keys sorted, so equal snapshots hash equally. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) {
+    return `[${value.map(canonicalJson).join(',')}]`;
+  }
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+export function snapshotHash(snapshot: AuthorizationSnapshot): string {
+  return createHash('sha256').update(canonicalJson(snapshot)).digest('hex');
+}

@@ -1,0 +1,63 @@
+import type { EventLogEntity, JsonObject, NewTranscriptRow } from '@libs/persistence';
+import { redactMessage, truncate } from '@libs/conversations';
+import { redactSubmission, type EventSubmission } from './event-submission';
+
+/** The event log row of an inbound event (redacted; the input as a ≤ 1000-character summary). */
+export function eventLogRow(
+  eventId: string,
+  sub: EventSubmission,
+  agentId: string,
+  runId: string | null,
+  runnerId: string | null,
+  now: number,
+): Omit<EventLogEntity, 'id'> {
+  const redacted = redactSubmission(sub);
+  return {
+    event_id: eventId,
+    event_type: sub.event.event_type,
+    event_time: sub.event.event_time ?? null,
+    source: sub.event.source,
+    agent_id: agentId,
+    conversation_id: sub.conversation?.conversation_id ?? null,
+    thread_id: sub.conversation?.thread_id ?? null,
+    bot_id: sub.conversation?.bot_id ?? null,
+    workspace_id: sub.conversation?.workspace_id ?? null,
+    actor_type: sub.actor?.actor_type ?? null,
+    actor_id: sub.actor?.actor_id ?? null,
+    actor_name: sub.actor?.actor_name ?? null,
+    subject_type: sub.subject?.subject_type ?? null,
+    subject_id: sub.subject?.subject_id ?? null,
+    input_summary: truncate(sub.input.text ?? '', 1000),
+    run_id: runId,
+    runner_id: runnerId,
+    metadata: { input: redacted.input as JsonObject, data: (sub.event.data ?? {}) as JsonObject },
+    created_at: now,
+  };
+}
+
+/** The user transcript row of a message.received event with a conversation (null otherwise). */
+export function userTranscriptRow(
+  eventId: string,
+  sub: EventSubmission,
+  agentId: string,
+  now: number,
+): NewTranscriptRow | null {
+  if (sub.event.event_type !== 'message.received' || !sub.conversation) {
+    return null;
+  }
+  const content = sub.input.contents?.length ? sub.input.contents : (sub.input.text ?? '');
+  return {
+    conversation_id: sub.conversation.conversation_id,
+    thread_id: sub.conversation.thread_id ?? null,
+    role: 'user',
+    item_type: 'message',
+    content: truncate(sub.input.text ?? ''),
+    content_json: redactMessage({ role: 'user', content }) as JsonObject,
+    attachment_refs: (redactSubmission(sub).input as { attachments?: JsonObject[] }).attachments ?? [],
+    event_id: eventId,
+    run_id: null,
+    agent_id: agentId,
+    metadata: { actor_type: sub.actor?.actor_type ?? null, actor_id: sub.actor?.actor_id ?? null },
+    created_at: now,
+  };
+}
