@@ -152,7 +152,7 @@ describe('runner gateway over real gRPC', () => {
     b.client.close();
   });
 
-  it('serves grpc.health.v1 and answers undeclared host APIs with UNIMPLEMENTED', async () => {
+  it('serves grpc.health.v1, and refuses host API calls without a plugin token', async () => {
     const health = new pkg.grpc.health.v1.Health(host.grpc, grpc.credentials.createInsecure());
     const status = await new Promise<any>((resolve, reject) =>
       health.Check({ service: 'runnerhost.v1.RunnerGatewayService' }, (e: Error | null, r: any) =>
@@ -165,7 +165,7 @@ describe('runner gateway over real gRPC', () => {
     const err = await new Promise<grpc.ServiceError>((resolve) =>
       api.StateGet({ run_id: 'x', scope: 'conversation', key: 'k' }, resolve),
     );
-    expect(err.code).toBe(grpc.status.UNIMPLEMENTED);
+    expect(err.code).toBe(grpc.status.UNAUTHENTICATED);
     api.close();
   });
 

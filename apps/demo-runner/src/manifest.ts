@@ -27,7 +27,8 @@ export function demoManifest(author: string, plugin: string): JsonObject {
     },
     protocol_version: '1',
     capabilities: { streaming: true, interrupt: true },
-    permissions: {},
+    // Upper bounds of what its runs may pull from the host; each agent's policy narrows them further.
+    permissions: { history: ['page', 'search'], events: ['get', 'page'], storage: ['plugin'] },
     config_schema: [
       {
         type: 'select',

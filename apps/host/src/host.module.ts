@@ -4,6 +4,9 @@ import { LoggerModule } from 'nestjs-pino';
 import { AgentsModule } from '@libs/agents';
 import { AuthModule } from '@libs/auth';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
+import { AuthzModule } from '@libs/authz';
+import { ConversationsModule } from '@libs/conversations';
+import { HostApiModule } from '@libs/host-api';
 import { PersistenceModule } from '@libs/persistence';
 import { RunnerGatewayModule } from '@libs/runner-gateway';
 import { RunsModule } from '@libs/runs';
@@ -12,7 +15,9 @@ import { GrpcServerState } from './grpc-server-state';
 import { AgentsController } from './http/admin/agents.controller';
 import { ApiKeysController } from './http/admin/api-keys.controller';
 import { PluginsController } from './http/admin/plugins.controller';
+import { RunInspectionController } from './http/admin/run-inspection.controller';
 import { RunnersController } from './http/admin/runners.controller';
+import { ConversationsController } from './http/conversations.controller';
 import { EventsController } from './http/events.controller';
 import { HealthController } from './http/health.controller';
 import { RunsController } from './http/runs.controller';
@@ -51,6 +56,9 @@ export class HostModule {
         RunnerGatewayModule,
         AgentsModule,
         RunsModule,
+        AuthzModule,
+        ConversationsModule,
+        HostApiModule,
       ],
       controllers: [
         EventsController,
@@ -60,6 +68,8 @@ export class HostModule {
         RunnersController,
         ApiKeysController,
         HealthController,
+        RunInspectionController,
+        ConversationsController,
       ],
       providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }],
     };

@@ -50,6 +50,9 @@ async function bootstrap(): Promise<void> {
         package: ['runnerhost.v1', 'grpc.health.v1'],
         protoPath: protoPath(),
         loader: LOADER_OPTIONS,
+        // Room for a storage value at its limit plus the request around it.
+        maxReceiveMessageLength: config.hostApi.maxStorageValueBytes + 1024 * 1024,
+        maxSendMessageLength: config.hostApi.maxStorageValueBytes + 1024 * 1024,
       },
     },
     { inheritAppConfig: true },

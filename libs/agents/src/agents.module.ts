@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
+import { AuthzModule } from '@libs/authz';
 import { RunnerGatewayModule } from '@libs/runner-gateway';
 import { AgentsService } from './agents.service';
 
-@Module({ imports: [RunnerGatewayModule], providers: [AgentsService], exports: [AgentsService] })
+@Module({ imports: [RunnerGatewayModule, AuthzModule], providers: [AgentsService], exports: [AgentsService] })
 export class AgentsModule {}

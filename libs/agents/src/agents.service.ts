@@ -1,9 +1,16 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { RESOURCE_CATALOG, type ResourceCatalog } from '@libs/authz';
 import type { z } from 'zod';
 import { AgentsRepository, PluginsRepository, type AgentEntity, type JsonObject } from '@libs/persistence';
 import { DomainError, describeIssues, parseRunnerId, validateRunnerConfig, type RunnerManifest } from '@libs/protocol';
 import { RunnerConnections } from '@libs/runner-gateway';
-import { concurrencyPolicySchema, deliveryPolicySchema, resourcePolicySchema, statePolicySchema } from './policies';
+import {
+  concurrencyPolicySchema,
+  deliveryPolicySchema,
+  resourcePolicySchema,
+  statePolicySchema,
+  type ResourcePolicy,
+} from './policies';
 
 export interface AgentInput {
   runner_id: string;
@@ -62,6 +69,7 @@ export class AgentsService {
     private readonly agents: AgentsRepository,
     private readonly runnerStore: PluginsRepository,
     private readonly connections: RunnerConnections,
+    @Inject(RESOURCE_CATALOG) private readonly catalog: ResourceCatalog,
   ) {}
 
   async create(agentId: string, input: AgentInput): Promise<AgentView> {
@@ -143,14 +151,43 @@ export class AgentsService {
     if (problems.length > 0) {
       throw new DomainError('invalid_argument', problems.join('; '), { field: 'runner_config', problems });
     }
+    const resourcePolicy = parsePolicy(
+      resourcePolicySchema,
+      input.resource_policy,
+      'resource_policy',
+    ) as ResourcePolicy;
+    await this.checkResources(resourcePolicy);
     return {
       runner_id: input.runner_id,
       description: input.description ?? '',
       runner_config: runnerConfig,
-      resource_policy: parsePolicy(resourcePolicySchema, input.resource_policy, 'resource_policy'),
+      resource_policy: resourcePolicy as JsonObject,
       state_policy: parsePolicy(statePolicySchema, input.state_policy, 'state_policy'),
       delivery_policy: parsePolicy(deliveryPolicySchema, input.delivery_policy, 'delivery_policy'),
       concurrency_policy: parsePolicy(concurrencyPolicySchema, input.concurrency_policy, 'concurrency_policy'),
     };
+  }
+
+  /** Every resource a policy names must be registered (SPEC §5). */
+  private async checkResources(policy: ResourcePolicy): Promise<void> {
+    const [models, tools, kbs] = await Promise.all([
+      this.catalog.models(),
+      this.catalog.tools(),
+      this.catalog.knowledgeBases(),
+    ]);
+    const lists: [string, string, string[] | undefined, Set<string>][] = [
+      ['allowed_model_ids', 'model', policy.allowed_model_ids, new Set(models.map((m) => m.model_id))],
+      ['allowed_tool_names', 'tool', policy.allowed_tool_names, new Set(tools.map((t) => t.tool_name))],
+      ['allowed_kb_ids', 'knowledge base', policy.allowed_kb_ids, new Set(kbs.map((k) => k.kb_id))],
+    ];
+    for (const [field, what, ids, known] of lists) {
+      const index = (ids ?? []).findIndex((id) => !known.has(id));
+      if (index >= 0) {
+        const path = `resource_policy.${field}[${index}]`;
+        throw new DomainError('invalid_argument', `${path}: ${what} "${ids![index]}" is not registered`, {
+          field: path,
+        });
+      }
+    }
   }
 }

@@ -27,7 +27,11 @@ export class AuditService {
     await this.stores.appendAudit({ ...entry, created_at: Date.now() });
   }
 
-  async list(runId: string, afterId: number, limit: number): Promise<{ items: AuditView[]; next_cursor: string | null }> {
+  async list(
+    runId: string,
+    afterId: number,
+    limit: number,
+  ): Promise<{ items: AuditView[]; next_cursor: string | null }> {
     const rows = await this.stores.auditOf(runId, afterId, limit + 1);
     const items = rows.slice(0, limit).map((r) => ({
       id: r.id,

@@ -1,6 +1,13 @@
 export * from './snapshot';
 export * from './resource-catalog';
-export { buildSnapshot, canonicalJson, snapshotHash, stateScopeKey, type PolicyInput, type SnapshotInput } from './snapshot.builder';
+export {
+  buildSnapshot,
+  canonicalJson,
+  snapshotHash,
+  stateScopeKey,
+  type PolicyInput,
+  type SnapshotInput,
+} from './snapshot.builder';
 export { AuditService, type AuditRecord, type AuditView } from './audit.service';
 export { TokenBucket } from './rate-limiter';
 export { AuthzModule } from './authz.module';

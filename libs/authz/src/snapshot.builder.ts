@@ -30,13 +30,19 @@ export interface SnapshotInput {
   deadline_at_ms: number | null;
 }
 
-const both = <T extends string>(a: readonly string[] | undefined, b: readonly T[]): T[] => b.filter((x) => (a ?? []).includes(x));
+const both = <T extends string>(a: readonly string[] | undefined, b: readonly T[]): T[] =>
+  b.filter((x) => (a ?? []).includes(x));
 
 /** Scope identities: a scope without one is not available in this run. */
 function scopeDims(scope: RunScope): Record<StateScope, Record<string, string | null> | null> {
   return {
     conversation: scope.conversation_id
-      ? { conversation_id: scope.conversation_id, thread_id: scope.thread_id, bot_id: scope.bot_id, workspace_id: scope.workspace_id }
+      ? {
+          conversation_id: scope.conversation_id,
+          thread_id: scope.thread_id,
+          bot_id: scope.bot_id,
+          workspace_id: scope.workspace_id,
+        }
       : null,
     actor: scope.actor_id ? { actor_type: scope.actor_type ?? 'user', actor_id: scope.actor_id } : null,
     subject: scope.subject_id ? { subject_type: scope.subject_type ?? 'unknown', subject_id: scope.subject_id } : null,
@@ -62,11 +68,15 @@ export function buildSnapshot(input: SnapshotInput): AuthorizationSnapshot {
   const models = (policy.resource.allowed_model_ids ?? []).flatMap((id) => {
     const m = catalog.models.find((x) => x.model_id === id);
     const operations = m?.model_type === 'rerank' ? (canRerank ? ['rerank'] : []) : llmOps;
-    return m && operations.length > 0 ? [{ model_id: m.model_id, model_type: m.model_type, provider: m.provider, operations }] : [];
+    return m && operations.length > 0
+      ? [{ model_id: m.model_id, model_type: m.model_type, provider: m.provider, operations }]
+      : [];
   });
 
   const toolOps = both(perms.tools, ['detail', 'call'] as const);
-  const toolNames = policy.resource.allow_all_tools ? catalog.tools.map((t) => t.tool_name) : (policy.resource.allowed_tool_names ?? []);
+  const toolNames = policy.resource.allow_all_tools
+    ? catalog.tools.map((t) => t.tool_name)
+    : (policy.resource.allowed_tool_names ?? []);
   const tools =
     caps.tool_calling && toolOps.length > 0
       ? toolNames.flatMap((name) => {
@@ -88,7 +98,8 @@ export function buildSnapshot(input: SnapshotInput): AuthorizationSnapshot {
   const events = both(perms.events, (policy.resource.events ?? ['get', 'page']) as ('get' | 'page')[]);
 
   const dims = scopeDims(scope);
-  const stateScopes = policy.state.enable_state === false ? [] : (policy.state.state_scopes ?? ['conversation', 'actor']);
+  const stateScopes =
+    policy.state.enable_state === false ? [] : (policy.state.state_scopes ?? ['conversation', 'actor']);
   const scopes = stateScopes.filter((s) => dims[s] !== null);
   const scope_keys: Partial<Record<StateScope, string>> = {};
   for (const s of scopes) {

@@ -70,6 +70,12 @@ export interface AuthorizationSnapshot {
   /** Granted storage areas with the owner each resolves to. */
   storage: Partial<Record<StorageArea, string>>;
   prompt: { role: string; content: string }[];
-  limits: { max_payload_bytes: number; max_state_value_bytes: number; max_storage_value_bytes: number; calls_per_second: number; burst: number };
+  limits: {
+    max_payload_bytes: number;
+    max_state_value_bytes: number;
+    max_storage_value_bytes: number;
+    calls_per_second: number;
+    burst: number;
+  };
   deadline_at_ms: number | null;
 }

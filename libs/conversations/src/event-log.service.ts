@@ -61,9 +61,21 @@ export class EventLogService {
     return this.repo.getEvent(eventId);
   }
 
-  async page(conversationId: string, threadId: string | null, types: string[], beforeCursor: string | undefined, limit: number | undefined) {
+  async page(
+    conversationId: string,
+    threadId: string | null,
+    types: string[],
+    beforeCursor: string | undefined,
+    limit: number | undefined,
+  ) {
     const n = pageLimit(limit);
-    const rows = await this.repo.eventPage(conversationId, threadId, types, parseCursor(beforeCursor, 'before_cursor'), n + 1);
+    const rows = await this.repo.eventPage(
+      conversationId,
+      threadId,
+      types,
+      parseCursor(beforeCursor, 'before_cursor'),
+      n + 1,
+    );
     const items = rows.slice(0, n).map(eventRecord);
     const has_more = rows.length > n;
     return { items, has_more, next_cursor: has_more ? items[items.length - 1].cursor : null };

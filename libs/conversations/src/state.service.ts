@@ -20,9 +20,13 @@ export class StateService {
     }
     const key = keys[scope as keyof ScopeKeys];
     if (!key) {
-      throw new DomainError('unauthorized', `scope "${scope}" is not enabled for this run (agent state policy or no identity)`, {
-        field: 'scope',
-      });
+      throw new DomainError(
+        'unauthorized',
+        `scope "${scope}" is not enabled for this run (agent state policy or no identity)`,
+        {
+          field: 'scope',
+        },
+      );
     }
     return key;
   }
@@ -37,7 +41,9 @@ export class StateService {
   /** JSON text of a value, within the 256 KiB limit. */
   encode(value: unknown): string {
     if (value === undefined) {
-      throw new DomainError('invalid_argument', 'value: is required (use state_delete to remove a key)', { field: 'value' });
+      throw new DomainError('invalid_argument', 'value: is required (use state_delete to remove a key)', {
+        field: 'value',
+      });
     }
     let text: string;
     try {
@@ -47,10 +53,14 @@ export class StateService {
     }
     const size = Buffer.byteLength(text);
     if (size > STATE_VALUE_LIMIT) {
-      throw new DomainError('payload_too_large', `value: ${size} bytes exceeds the limit of ${STATE_VALUE_LIMIT} bytes`, {
-        field: 'value',
-        limit: STATE_VALUE_LIMIT,
-      });
+      throw new DomainError(
+        'payload_too_large',
+        `value: ${size} bytes exceeds the limit of ${STATE_VALUE_LIMIT} bytes`,
+        {
+          field: 'value',
+          limit: STATE_VALUE_LIMIT,
+        },
+      );
     }
     return text;
   }

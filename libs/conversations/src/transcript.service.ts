@@ -49,7 +49,10 @@ export function redactMessage(value: unknown): unknown {
     const out: Record<string, unknown> = {};
     let redacted = false;
     for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-      if ((BASE64_KEYS.includes(k) && typeof v === 'string') || (k === 'content' && typeof v === 'string' && /^data:[^;]+;base64,/.test(v))) {
+      if (
+        (BASE64_KEYS.includes(k) && typeof v === 'string') ||
+        (k === 'content' && typeof v === 'string' && /^data:[^;]+;base64,/.test(v))
+      ) {
         out[k] = null;
         redacted = true;
       } else {
@@ -68,7 +71,10 @@ export function messageText(content: unknown): string {
   }
   if (Array.isArray(content)) {
     return content
-      .filter((p): p is { type: string; text: string } => !!p && typeof p === 'object' && (p as { type?: unknown }).type === 'text')
+      .filter(
+        (p): p is { type: string; text: string } =>
+          !!p && typeof p === 'object' && (p as { type?: unknown }).type === 'text',
+      )
       .map((p) => p.text)
       .join(' ');
   }
@@ -109,7 +115,7 @@ function item(row: TranscriptEntity, includeAttachments: boolean): TranscriptIte
     item_type: row.item_type,
     content: row.content,
     content_json: row.content_json,
-    attachment_refs: includeAttachments ? (row.attachment_refs as Record<string, unknown>[]) : [],
+    attachment_refs: includeAttachments ? (row.attachment_refs) : [],
     seq: row.seq,
     cursor: String(row.seq),
     created_at: Math.floor(row.created_at / 1000),

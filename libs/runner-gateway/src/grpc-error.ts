@@ -1,4 +1,4 @@
-import { Metadata, type status } from '@grpc/grpc-js';
+import { Metadata, status } from '@grpc/grpc-js';
 import { DomainError, grpcStatusOf, type ErrorCode } from '@libs/protocol';
 
 /**
@@ -11,14 +11,19 @@ export class GrpcStatusError extends Error {
   readonly details: string;
   readonly metadata: Metadata;
 
-  constructor(error: DomainError) {
+  constructor(error: DomainError, code: status = grpcStatusOf(error.code)) {
     super(error.message);
     this.name = 'GrpcStatusError';
-    this.code = grpcStatusOf(error.code);
+    this.code = code;
     this.details = error.message;
     this.metadata = new Metadata();
     this.metadata.set('x-error-code', error.code);
     this.metadata.set('x-error-retryable', String(error.retryable));
+  }
+
+  /** A declared RPC this host does not serve yet. */
+  static unimplemented(message: string): GrpcStatusError {
+    return new GrpcStatusError(new DomainError('runtime_error', message, {}, false), status.UNIMPLEMENTED);
   }
 }
 

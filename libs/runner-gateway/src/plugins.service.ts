@@ -23,9 +23,14 @@ export function pluginView(p: PluginEntity): PluginView {
   };
 }
 
+const AUTH_CACHE_MS = 10_000;
+
 /** Plugin registrations and their connection tokens (shown once, stored hashed). */
 @Injectable()
 export class PluginsService {
+  /** token hash → plugin, for host API calls; dropped on rotation and removal. */
+  private readonly authCache = new Map<string, { plugin: PluginEntity; until: number }>();
+
   constructor(private readonly plugins: PluginsRepository) {}
 
   async register(author: string, name: string): Promise<PluginView & { token: string }> {
@@ -69,6 +74,7 @@ export class PluginsService {
     const token = newSecret('rhp');
     const now = Date.now();
     await this.plugins.replaceToken(pluginId, hashSecret(token), secretPrefix(token), now);
+    this.forget(pluginId);
     return { ...pluginView({ ...plugin, token_prefix: secretPrefix(token), token_issued_at: now }), token };
   }
 
@@ -88,9 +94,29 @@ export class PluginsService {
     if (!(await this.plugins.delete(pluginId))) {
       throw new DomainError('not_found', `plugin ${pluginId} not found`, { plugin_id: pluginId });
     }
+    this.forget(pluginId);
   }
 
   async authenticate(token: string): Promise<PluginEntity | null> {
-    return this.plugins.findByTokenHash(hashSecret(token));
+    const hash = hashSecret(token);
+    const cached = this.authCache.get(hash);
+    if (cached && cached.until > Date.now()) {
+      return cached.plugin;
+    }
+    const plugin = await this.plugins.findByTokenHash(hash);
+    if (plugin) {
+      this.authCache.set(hash, { plugin, until: Date.now() + AUTH_CACHE_MS });
+    } else {
+      this.authCache.delete(hash);
+    }
+    return plugin;
+  }
+
+  private forget(pluginId: string): void {
+    for (const [hash, entry] of this.authCache) {
+      if (entry.plugin.plugin_id === pluginId) {
+        this.authCache.delete(hash);
+      }
+    }
   }
 }

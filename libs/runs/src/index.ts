@@ -1,7 +1,7 @@
 export { RunsModule } from './runs.module';
 export { AdmissionService, type Admission } from './admission.service';
 export { RunsQueryService } from './runs-query.service';
-export { ActiveRuns } from './active-runs';
+export { ActiveRuns, type ActiveRun } from './active-runs';
 export type { ResultView } from './run-stream.bus';
 export { runView, type RunView } from './run-view';
 export type { EventSubmission, ContentElementInput, AttachmentInput } from './event-submission';

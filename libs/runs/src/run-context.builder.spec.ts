@@ -50,7 +50,13 @@ const access = (deadline_at_ms: number | null, latest_seq: number | null = null)
     manifest: { capabilities: {}, permissions: { history: ['page'] } },
     policy: { resource: {}, state: { enable_state: true, state_scopes: ['conversation'] } },
     catalog: { models: [], tools: [], knowledge_bases: [] },
-    limits: { max_payload_bytes: 1, max_state_value_bytes: 1, max_storage_value_bytes: 1, calls_per_second: 1, burst: 1 },
+    limits: {
+      max_payload_bytes: 1,
+      max_state_value_bytes: 1,
+      max_storage_value_bytes: 1,
+      calls_per_second: 1,
+      burst: 1,
+    },
     deadline_at_ms,
   }),
   state: { conversation: { 'external.conversation_id': 'c1' } },
@@ -59,10 +65,21 @@ const access = (deadline_at_ms: number | null, latest_seq: number | null = null)
 
 describe('buildRunContext', () => {
   it('builds the protocol context: trigger, conversation, inline policy, runtime, config', () => {
-    const { context, deadlineAtMs } = buildRunContext('run-1', 'evt-1', sub, agent({ timeout: 10 }), access(1_010_000, 7));
+    const { context, deadlineAtMs } = buildRunContext(
+      'run-1',
+      'evt-1',
+      sub,
+      agent({ timeout: 10 }),
+      access(1_010_000, 7),
+    );
     expect(deadlineAtMs).toBe(1_010_000);
     expect(context.context).toMatchObject({ latest_cursor: '7', transcript_seq: 7, has_history_before: true });
-    expect(context.context?.available_apis).toMatchObject({ history_page: true, history_search: false, state: true, run_get: true });
+    expect(context.context?.available_apis).toMatchObject({
+      history_page: true,
+      history_search: false,
+      state: true,
+      run_get: true,
+    });
     expect(context.state?.conversation).toEqual({ 'external.conversation_id': 'c1' });
     expect(context.runtime).toMatchObject({ trace_id: 'run-1', deadline_at: 1010, protocol_version: '1' });
     expect(context.trigger).toEqual({ type: 'message.received', source: 'platform', timestamp: 1700000000 });
@@ -86,7 +103,9 @@ describe('buildRunContext', () => {
   });
 
   it('gives null for unset parts in its JSON form', () => {
-    const json = contextJson(buildRunContext('r', 'e', { ...sub, conversation: undefined }, agent({}), access(null)).context);
+    const json = contextJson(
+      buildRunContext('r', 'e', { ...sub, conversation: undefined }, agent({}), access(null)).context,
+    );
     expect(json.conversation).toBeNull();
     expect(json.subject).toBeNull();
   });

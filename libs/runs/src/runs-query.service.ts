@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Observable } from 'rxjs';
+import { snapshotHash, type AuthorizationSnapshot } from '@libs/authz';
 import { RunsRepository, type RunListFilter } from '@libs/persistence';
 import { DomainError, TERMINAL_RESULT_TYPES, isTerminal } from '@libs/protocol';
 import { ActiveRuns } from './active-runs';
@@ -27,12 +28,19 @@ export class RunsQueryService {
     return runView(run);
   }
 
-  async context(runId: string): Promise<Record<string, unknown>> {
+  /** The run's frozen authorization snapshot, its stored hash, and whether the content still matches it. */
+  async authorization(runId: string) {
     const run = await this.runs.get(runId);
     if (!run) {
       throw new DomainError('not_found', `run ${runId} not found`, { run_id: runId });
     }
-    return run.context;
+    const snapshot = run.authorization as unknown as AuthorizationSnapshot | null;
+    return {
+      run_id: run.run_id,
+      authorization: snapshot,
+      authorization_hash: run.authorization_hash,
+      hash_verified: snapshot !== null && snapshotHash(snapshot) === run.authorization_hash,
+    };
   }
 
   async list(

@@ -36,4 +36,9 @@ export const ENTITIES = [
   EventEntity,
   RunEntity,
   RunResultEntity,
+  TranscriptEntity,
+  EventLogEntity,
+  StateEntryEntity,
+  StorageEntryEntity,
+  AuditEntity,
 ];

@@ -105,7 +105,6 @@ export class ContextRepository {
     }
     return qb.orderBy('e.id', 'DESC').take(limit).getMany();
   }
-
 }
 
 /** Each word as a quoted FTS5 phrase, AND-ed: user text never becomes FTS5 syntax. */

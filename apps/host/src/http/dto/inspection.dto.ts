@@ -1,0 +1,90 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+
+export class AuthorizationDto {
+  @ApiProperty() run_id!: string;
+  @ApiProperty({
+    nullable: true,
+    type: 'object',
+    additionalProperties: true,
+    description:
+      'scope, resources (with operations), available_apis, state scopes, storage areas, prompt, limits, deadline',
+  })
+  authorization!: object | null;
+  @ApiProperty({ nullable: true, type: String, description: 'SHA-256 of the canonical JSON of the snapshot' })
+  authorization_hash!: string | null;
+  @ApiProperty({ description: 'The stored snapshot still hashes to authorization_hash' }) hash_verified!: boolean;
+}
+
+export class AuditEntryDto {
+  @ApiProperty() id!: number;
+  @ApiProperty() run_id!: string;
+  @ApiProperty({ nullable: true, type: String }) runner_id!: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'The calling plugin, from its connection' }) plugin_id!:
+    string | null;
+  @ApiProperty({ example: 'state.get' }) action!: string;
+  @ApiProperty({ nullable: true, type: String, example: 'model:gpt' }) resource!: string | null;
+  @ApiProperty({ nullable: true, type: String }) scope!: string | null;
+  @ApiProperty({ enum: ['allowed', 'denied', 'failed'] }) outcome!: string;
+  @ApiProperty({ nullable: true, type: String }) error_code!: string | null;
+  @ApiProperty() duration_us!: number;
+  @ApiProperty() created_at!: string;
+}
+
+export class AuditPageDto {
+  @ApiProperty({ type: [AuditEntryDto] }) items!: AuditEntryDto[];
+  @ApiProperty({ nullable: true, type: String }) next_cursor!: string | null;
+}
+
+const toInt = ({ value }: { value: unknown }) =>
+  typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
+
+export class TranscriptQueryDto {
+  @ApiPropertyOptional({ description: 'Only this thread' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(255)
+  thread_id?: string;
+  @ApiPropertyOptional({ description: 'Items with seq < before (newest first)' })
+  @IsOptional()
+  @Matches(/^\d{1,15}$/, { message: 'before must be a cursor' })
+  before?: string;
+  @ApiPropertyOptional({ description: 'Items with seq > after (oldest first)' })
+  @IsOptional()
+  @Matches(/^\d{1,15}$/, { message: 'after must be a cursor' })
+  after?: string;
+  @ApiPropertyOptional({ enum: ['newest', 'oldest'], default: 'newest' })
+  @IsOptional()
+  @IsIn(['newest', 'oldest'])
+  order?: 'newest' | 'oldest';
+  @ApiPropertyOptional({ default: 50, maximum: 100 })
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  limit?: number;
+}
+
+export class TranscriptItemDto {
+  @ApiProperty() transcript_id!: string;
+  @ApiProperty({ nullable: true, type: String }) event_id!: string | null;
+  @ApiProperty() conversation_id!: string;
+  @ApiProperty({ nullable: true, type: String }) thread_id!: string | null;
+  @ApiProperty({ enum: ['user', 'assistant'] }) role!: string;
+  @ApiProperty() item_type!: string;
+  @ApiProperty({ description: 'Text, at most 4000 characters' }) content!: string;
+  @ApiProperty({ type: 'object', additionalProperties: true }) content_json!: object;
+  @ApiProperty() seq!: number;
+  @ApiProperty() cursor!: string;
+  @ApiProperty({ description: 'Epoch seconds' }) created_at!: number;
+  @ApiProperty({ nullable: true, type: String }) run_id!: string | null;
+}
+
+export class TranscriptPageDto {
+  @ApiProperty({ type: [TranscriptItemDto] }) items!: TranscriptItemDto[];
+  @ApiProperty({ nullable: true, type: String }) next_cursor!: string | null;
+  @ApiProperty({ nullable: true, type: String }) prev_cursor!: string | null;
+  @ApiProperty() has_more!: boolean;
+}

@@ -1,0 +1,162 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { Metadata } from '@grpc/grpc-js';
+import { AuditService, type ApiFlag, type StorageArea } from '@libs/authz';
+import { bearerToken } from '@libs/auth';
+import { DomainError } from '@libs/protocol';
+import { PluginsService } from '@libs/runner-gateway';
+import { ActiveRuns, type ActiveRun } from '@libs/runs';
+
+export type ResourceKind = 'model' | 'tool' | 'knowledge_base';
+
+/** What one host API call needs, checked against the run's frozen snapshot. */
+export interface CallNeeds {
+  action: string;
+  run_id: string;
+  flag?: ApiFlag;
+  resource?: { kind: ResourceKind; id: string; operation: string };
+  storage?: StorageArea;
+  /** A conversation the call names; it must be the run's. */
+  conversation_id?: string | null;
+  /** For the audit row: the state scope, storage area or resource addressed. */
+  scope?: string;
+  payload_bytes: number;
+  /** Payload limit for this call when it is not the snapshot's general one. */
+  max_payload_bytes?: number;
+}
+
+function denied(code: 'unauthorized', message: string): DomainError {
+  return new DomainError(code, message);
+}
+
+/**
+ * The one gate of every host API call (SPEC §6), in this order: authenticated plugin → run
+ * exists and is active → caller is the run's plugin → API flag or resource+operation granted →
+ * scope not crossed → payload size → per-run rate limit → run deadline. Every call, allowed or
+ * denied, is audited.
+ */
+@Injectable()
+export class HostApiGuard {
+  private readonly logger = new Logger('HostApi');
+
+  constructor(
+    private readonly plugins: PluginsService,
+    private readonly active: ActiveRuns,
+    private readonly audit: AuditService,
+  ) {}
+
+  async call<T>(metadata: Metadata | undefined, needs: CallNeeds, handler: (run: ActiveRun) => Promise<T>): Promise<T> {
+    const started = process.hrtime.bigint();
+    let pluginId: string | null = null;
+    let run: ActiveRun | undefined;
+    let passed = false;
+    try {
+      pluginId = await this.caller(metadata);
+      run = this.check(pluginId, needs);
+      passed = true;
+      const result = await handler(run);
+      await this.record(needs, run, pluginId, 'allowed', null, started);
+      return result;
+    } catch (e) {
+      const code = e instanceof DomainError ? e.code : 'runtime_error';
+      await this.record(needs, run, pluginId, passed ? 'failed' : 'denied', code, started).catch((err: unknown) =>
+        this.logger.error({ run_id: needs.run_id, msg: `audit write failed: ${String(err)}` }),
+      );
+      if (!passed) {
+        this.logger.warn({
+          run_id: needs.run_id,
+          msg: `${needs.action} denied (${code}) for ${pluginId ?? 'unauthenticated caller'}`,
+        });
+      }
+      throw e;
+    }
+  }
+
+  private async caller(metadata: Metadata | undefined): Promise<string> {
+    const token = bearerToken(metadata?.get('authorization').map(String));
+    const plugin = token ? await this.plugins.authenticate(token) : null;
+    if (!plugin) {
+      throw new DomainError(
+        'unauthenticated',
+        token ? 'invalid plugin token' : 'missing plugin token (authorization: Bearer <token>)',
+      );
+    }
+    return plugin.plugin_id;
+  }
+
+  private check(pluginId: string, needs: CallNeeds): ActiveRun {
+    if (!needs.run_id) {
+      throw new DomainError('invalid_argument', 'run_id: is required', { field: 'run_id' });
+    }
+    const run = this.active.get(needs.run_id);
+    if (!run || run.ended) {
+      throw new DomainError('not_found', `run ${needs.run_id} is not active`, { run_id: needs.run_id });
+    }
+    const snapshot = run.snapshot;
+    if (run.session.plugin_id !== pluginId) {
+      throw denied('unauthorized', `run ${needs.run_id} belongs to another plugin`);
+    }
+    if (needs.flag && !snapshot.available_apis[needs.flag]) {
+      throw denied('unauthorized', `${needs.flag} is not available to this run`);
+    }
+    if (needs.resource) {
+      const { kind, id, operation } = needs.resource;
+      const granted =
+        kind === 'model'
+          ? snapshot.resources.models.find((m) => m.model_id === id)
+          : kind === 'tool'
+            ? snapshot.resources.tools.find((t) => t.tool_name === id)
+            : snapshot.resources.knowledge_bases.find((k) => k.kb_id === id);
+      if (!granted?.operations.includes(operation)) {
+        throw denied('unauthorized', `${kind} "${id}" is not granted to this run for ${operation}`);
+      }
+    }
+    if (needs.storage && !['plugin', 'workspace', 'binding'].includes(needs.storage)) {
+      throw new DomainError('invalid_argument', 'area: must be "plugin", "workspace" or "binding"', { field: 'area' });
+    }
+    if (needs.storage && !snapshot.storage[needs.storage]) {
+      throw denied('unauthorized', `storage area "${needs.storage}" is not granted to this run`);
+    }
+    if (needs.conversation_id && needs.conversation_id !== snapshot.scope.conversation_id) {
+      throw denied('unauthorized', `conversation ${needs.conversation_id} is not accessible by this run`);
+    }
+    const limit = needs.max_payload_bytes ?? snapshot.limits.max_payload_bytes;
+    if (needs.payload_bytes > limit) {
+      throw new DomainError('payload_too_large', `request is ${needs.payload_bytes} bytes; the limit is ${limit}`, {
+        limit,
+      });
+    }
+    if (!run.bucket.take()) {
+      throw new DomainError('rate_limited', `more than ${snapshot.limits.calls_per_second} host API calls per second`);
+    }
+    if (snapshot.deadline_at_ms !== null && Date.now() > snapshot.deadline_at_ms) {
+      throw new DomainError('deadline_exceeded', 'the run deadline has passed');
+    }
+    return run;
+  }
+
+  private async record(
+    needs: CallNeeds,
+    run: ActiveRun | undefined,
+    pluginId: string | null,
+    outcome: 'allowed' | 'denied' | 'failed',
+    errorCode: string | null,
+    started: bigint,
+  ): Promise<void> {
+    const resource = needs.resource
+      ? `${needs.resource.kind}:${needs.resource.id}`
+      : needs.storage
+        ? `storage:${needs.storage}`
+        : null;
+    await this.audit.record({
+      run_id: String(needs.run_id).slice(0, 64),
+      runner_id: run?.runner_id ?? null,
+      plugin_id: pluginId,
+      action: needs.action,
+      resource: resource?.slice(0, 300) ?? null,
+      scope: needs.scope?.slice(0, 300) ?? null,
+      outcome,
+      error_code: errorCode,
+      duration_us: Number((process.hrtime.bigint() - started) / 1000n),
+    });
+  }
+}

@@ -1,0 +1,2 @@
+export { HostApiModule } from './host-api.module';
+export { HostApiGuard, type CallNeeds } from './host-api.guard';

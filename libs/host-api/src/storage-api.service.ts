@@ -1,0 +1,57 @@
+import { Injectable } from '@nestjs/common';
+import type { StorageArea } from '@libs/authz';
+import { StoresRepository } from '@libs/persistence';
+import { DomainError } from '@libs/protocol';
+import type { ActiveRun } from '@libs/runs';
+
+// eslint-disable-next-line no-control-regex -- control characters are exactly what keys must not hold
+const KEY = /^[^\u0000-\u001f]{1,255}$/;
+
+/** Byte storage per area; the owner comes from the run's snapshot, never from the caller. */
+@Injectable()
+export class StorageApiService {
+  constructor(private readonly stores: StoresRepository) {}
+
+  private owner(run: ActiveRun, area: StorageArea): string {
+    return `${area}:${run.snapshot.storage[area]}`;
+  }
+
+  private key(key: string): string {
+    if (!KEY.test(key)) {
+      throw new DomainError('invalid_argument', 'key: must be 1-255 characters without control characters', {
+        field: 'key',
+      });
+    }
+    return key;
+  }
+
+  async get(run: ActiveRun, area: StorageArea, key: string) {
+    const row = await this.stores.storageGet(this.owner(run, area), this.key(key));
+    if (!row) {
+      throw new DomainError('not_found', `storage key "${key}" not found`, { field: 'key' });
+    }
+    return { value: Buffer.from(row.value_base64, 'base64') };
+  }
+
+  async set(run: ActiveRun, area: StorageArea, key: string, value: Buffer) {
+    const limit = run.snapshot.limits.max_storage_value_bytes;
+    if (value.length > limit) {
+      throw new DomainError('payload_too_large', `value: ${value.length} bytes exceeds the limit of ${limit} bytes`, {
+        field: 'value',
+        limit,
+      });
+    }
+    await this.stores.storageSet(this.owner(run, area), this.key(key), value);
+    return {};
+  }
+
+  async delete(run: ActiveRun, area: StorageArea, key: string) {
+    return { success: await this.stores.storageDelete(this.owner(run, area), this.key(key)) };
+  }
+
+  async list(run: ActiveRun, area: StorageArea, prefix: string | undefined, limit: number | undefined) {
+    const n = limit === undefined || limit <= 0 ? 100 : Math.min(limit, 100);
+    const keys = await this.stores.storageKeys(this.owner(run, area), prefix ?? '', n + 1);
+    return { keys: keys.slice(0, n), has_more: keys.length > n };
+  }
+}
