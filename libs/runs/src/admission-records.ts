@@ -30,7 +30,7 @@ export function eventLogRow(
     input_summary: truncate(sub.input.text ?? '', 1000),
     run_id: runId,
     runner_id: runnerId,
-    metadata: { input: redacted.input as JsonObject, data: (sub.event.data ?? {}) },
+    metadata: { input: redacted.input as JsonObject, data: sub.event.data ?? {} },
     created_at: now,
   };
 }

@@ -43,7 +43,7 @@ export class ResultEffectsService {
     }
   }
 
-  /** At the end of a run that only streamed, its text becomes the assistant row. */
+  /** At the end of a completed run that only streamed, its text becomes the assistant row. */
   async finish(run: ActiveRun): Promise<void> {
     if (run.assistant.streamed) {
       await this.assistantRow(run, { role: 'assistant', content: run.assistant.streamed });

@@ -201,6 +201,10 @@ export class RunLifecycleService implements OnApplicationBootstrap {
         usage: final.usage as JsonObject | null,
         finished_at: Date.now(),
       });
+      await this.effects.apply(run, terminal);
+      if (final.status === 'completed') {
+        await this.effects.finish(run);
+      }
       this.bus.publish(terminal);
       this.logger.log({
         run_id: run.run_id,
