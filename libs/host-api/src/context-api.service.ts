@@ -70,7 +70,7 @@ export class ContextApiService {
   runGet(run: ActiveRun) {
     return {
       run_id: run.run_id,
-      status: run.ended ? 'finishing' : 'running',
+      status: 'running',
       cancel_requested: run.cancel_requested,
       deadline_at: run.snapshot.deadline_at_ms === null ? undefined : run.snapshot.deadline_at_ms / 1000,
     };

@@ -24,10 +24,6 @@ export interface CallNeeds {
   max_payload_bytes?: number;
 }
 
-function denied(code: 'unauthorized', message: string): DomainError {
-  return new DomainError(code, message);
-}
-
 /**
  * The one gate of every host API call (SPEC §6), in this order: authenticated plugin → run
  * exists and is active → caller is the run's plugin → API flag or resource+operation granted →
@@ -93,10 +89,10 @@ export class HostApiGuard {
     }
     const snapshot = run.snapshot;
     if (run.session.plugin_id !== pluginId) {
-      throw denied('unauthorized', `run ${needs.run_id} belongs to another plugin`);
+      throw new DomainError('unauthorized', `run ${needs.run_id} belongs to another plugin`);
     }
     if (needs.flag && !snapshot.available_apis[needs.flag]) {
-      throw denied('unauthorized', `${needs.flag} is not available to this run`);
+      throw new DomainError('unauthorized', `${needs.flag} is not available to this run`);
     }
     if (needs.resource) {
       const { kind, id, operation } = needs.resource;
@@ -107,17 +103,17 @@ export class HostApiGuard {
             ? snapshot.resources.tools.find((t) => t.tool_name === id)
             : snapshot.resources.knowledge_bases.find((k) => k.kb_id === id);
       if (!granted?.operations.includes(operation)) {
-        throw denied('unauthorized', `${kind} "${id}" is not granted to this run for ${operation}`);
+        throw new DomainError('unauthorized', `${kind} "${id}" is not granted to this run for ${operation}`);
       }
     }
     if (needs.storage && !['plugin', 'workspace', 'binding'].includes(needs.storage)) {
       throw new DomainError('invalid_argument', 'area: must be "plugin", "workspace" or "binding"', { field: 'area' });
     }
     if (needs.storage && !snapshot.storage[needs.storage]) {
-      throw denied('unauthorized', `storage area "${needs.storage}" is not granted to this run`);
+      throw new DomainError('unauthorized', `storage area "${needs.storage}" is not granted to this run`);
     }
     if (needs.conversation_id && needs.conversation_id !== snapshot.scope.conversation_id) {
-      throw denied('unauthorized', `conversation ${needs.conversation_id} is not accessible by this run`);
+      throw new DomainError('unauthorized', `conversation ${needs.conversation_id} is not accessible by this run`);
     }
     const limit = needs.max_payload_bytes ?? snapshot.limits.max_payload_bytes;
     if (needs.payload_bytes > limit) {
