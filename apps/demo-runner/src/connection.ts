@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import { EchoRunner, type OutgoingResult, type ResultSink } from './echo-runner';
+import type { HostApi } from './host-api';
 import type { Logger } from './log';
 import type { ConnectCall, GatewayClient, HostMessage, PluginMessage, RunRequest, Welcome } from './proto';
 import { fromStruct, toStruct, type JsonObject } from './struct';
@@ -28,6 +29,8 @@ export interface SessionOptions {
   log: Logger;
   /** Override of what `crash` mode does (tests). */
   crash?: () => void;
+  /** Client of the host API, for runs that call it (mode `host_api_bench`). */
+  hostApi?: HostApi;
 }
 
 export interface SessionEnd {
@@ -51,7 +54,7 @@ export class Session implements ResultSink {
 
   constructor(client: GatewayClient, options: SessionOptions) {
     this.log = options.log;
-    this.runner = new EchoRunner(this, { log: options.log, crash: options.crash });
+    this.runner = new EchoRunner(this, { log: options.log, crash: options.crash, hostApi: options.hostApi });
 
     const metadata = new grpc.Metadata();
     metadata.set('authorization', `Bearer ${options.token}`);

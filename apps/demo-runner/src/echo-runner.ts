@@ -1,4 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { HostApi } from './host-api';
+import { hostApiBench, parseBenchConfig } from './host-api-bench';
 import type { Logger } from './log';
 import { MODES, type Mode } from './manifest';
 import type { JsonObject } from './struct';
@@ -37,6 +39,8 @@ export interface EchoRunnerOptions {
   log: Logger;
   /** What `crash` mode does after its first delta; the real process exits with code 3. */
   crash?: () => void;
+  /** The host API client (mode `host_api_bench`); without it that mode fails the run. */
+  hostApi?: HostApi;
 }
 
 /** Why a run was aborted: the host cancelled it, or the stream is gone (nothing more can be sent). */
@@ -171,7 +175,32 @@ export class EchoRunner {
         this.options.log('error', 'crashing on purpose (mode crash)', { run_id: input.runId });
         (this.options.crash ?? (() => process.exit(3)))();
         return;
+      case 'host_api_bench':
+        await this.hostApiBench(input, emitter);
+        return;
     }
+  }
+
+  /** Calls the host API many times and reports the latency seen here (see host-api-bench.ts). */
+  private async hostApiBench(input: RunInput, emitter: RunEmitter): Promise<void> {
+    const config = parseBenchConfig(input.config);
+    if (typeof config === 'string' || !this.options.hostApi) {
+      const error = typeof config === 'string' ? config : 'no host API client in this runner';
+      await emitter.terminal('run.failed', { error: `host_api_bench: ${error}`, code: 'runner.invalid_config' });
+      return;
+    }
+    const send = (type: string, data: JsonObject) => emitter.send(type, data);
+    const stats = await hostApiBench(this.options.hostApi, input.runId, config, send, emitter.signal);
+    this.options.log('info', 'host api bench', {
+      run_id: input.runId,
+      api: stats.api,
+      calls: stats.calls,
+      concurrency: stats.concurrency,
+      p50_us: stats.latency.p50_us,
+      p99_us: stats.latency.p99_us,
+      calls_per_second: stats.calls_per_second,
+    });
+    await emitter.terminal('run.completed', { finish_reason: 'stop' });
   }
 }
 

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import { Session } from './connection';
+import { HostApi } from './host-api';
 import { stdoutLogger as log } from './log';
 import { demoManifest, parseExtraManifests } from './manifest';
 import { createGatewayClient } from './proto';
@@ -37,6 +38,7 @@ function readSettings(env: NodeJS.ProcessEnv) {
 async function main(): Promise<number> {
   const settings = readSettings(process.env);
   const client = createGatewayClient(settings.url);
+  const hostApi = new HostApi(settings.url, settings.token);
   const stopping = new AbortController();
   let session: Session | undefined;
 
@@ -52,7 +54,7 @@ async function main(): Promise<number> {
   let backoffMs = FIRST_BACKOFF_MS;
   while (!stopping.signal.aborted) {
     log('info', 'connecting', { url: settings.url, plugin: `${settings.author}/${settings.plugin}` });
-    session = new Session(client, { ...settings, log });
+    session = new Session(client, { ...settings, log, hostApi });
     const end = await session.done;
     log('info', 'stream ended', { code: grpc.status[end.code], details: end.details });
     if (stopping.signal.aborted) {
@@ -61,6 +63,7 @@ async function main(): Promise<number> {
     if (end.code === grpc.status.UNAUTHENTICATED || end.code === grpc.status.PERMISSION_DENIED) {
       log('error', 'the host refused this plugin (token or identity); not retrying', { details: end.details });
       client.close();
+      hostApi.close();
       return 2;
     }
     if (end.welcomed) {
@@ -71,6 +74,7 @@ async function main(): Promise<number> {
     backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
   }
   client.close();
+  hostApi.close();
   return 0;
 }
 

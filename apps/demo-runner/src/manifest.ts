@@ -10,6 +10,7 @@ export const MODES = [
   'bad_payload',
   'crash',
   'ignore_cancel',
+  'host_api_bench',
 ] as const;
 export type Mode = (typeof MODES)[number];
 
