@@ -37,6 +37,11 @@ export class ContextRepository {
   /** Appends a row with the next seq of its conversation (inside the caller's transaction if given). */
   async appendTranscript(row: NewTranscriptRow, m?: EntityManager): Promise<TranscriptEntity> {
     const write = async (tx: EntityManager) => {
+      if (this.db.options.type === 'postgres') {
+        // Concurrent appends to one conversation would read the same MAX(seq) and collide on the
+        // unique (conversation_id, seq): take the conversation's lock until the transaction ends.
+        await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`transcript:${row.conversation_id}`]);
+      }
       const seq = ((await this.latestSeq(row.conversation_id, tx)) ?? 0) + 1;
       const entity = { ...row, seq } as TranscriptEntity;
       await tx.insert(TranscriptEntity, entity);

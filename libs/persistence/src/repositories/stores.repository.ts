@@ -3,9 +3,12 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import { AuditEntity, StateEntryEntity, StorageEntryEntity } from '../entities';
 
-/** Escapes LIKE wildcards so a prefix matches literally. */
-function likePrefix(prefix: string): string {
-  return `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+/**
+ * `column` starts with `:prefix`, literally and case-sensitively on both dialects (no LIKE:
+ * SQLite's LIKE ignores ASCII case, so "A" would also list "a…" keys there and not on PostgreSQL).
+ */
+function startsWithPrefix(column: string): string {
+  return `SUBSTR(${column}, 1, LENGTH(CAST(:prefix AS TEXT))) = CAST(:prefix AS TEXT)`;
 }
 
 /** Key-value stores (state, storage) and the audit log. */
@@ -40,7 +43,7 @@ export class StoresRepository {
       .createQueryBuilder('s')
       .select('s.state_key', 'k')
       .where('s.scope_key = :scopeKey', { scopeKey })
-      .andWhere(`s.state_key LIKE :p ESCAPE '\\'`, { p: likePrefix(prefix) })
+      .andWhere(startsWithPrefix('s.state_key'), { prefix })
       .orderBy('s.state_key', 'ASC')
       .limit(limit)
       .getRawMany<{ k: string }>();
@@ -73,7 +76,7 @@ export class StoresRepository {
       .createQueryBuilder('s')
       .select('s.key', 'k')
       .where('s.owner_key = :ownerKey', { ownerKey })
-      .andWhere(`s.key LIKE :p ESCAPE '\\'`, { p: likePrefix(prefix) })
+      .andWhere(startsWithPrefix('s.key'), { prefix })
       .orderBy('s.key', 'ASC')
       .limit(limit)
       .getRawMany<{ k: string }>();
