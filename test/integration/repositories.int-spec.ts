@@ -5,15 +5,19 @@ import { DataSource, QueryFailedError } from 'typeorm';
 import {
   AgentsRepository,
   ApiKeysRepository,
+  ContextRepository,
   dataSourceOptions,
   ENTITIES,
   EventEntity,
+  EventLogEntity,
   PluginsRepository,
   RunEntity,
   RunsRepository,
+  TranscriptEntity,
   type AgentEntity,
   type ApiKeyEntity,
   type JsonObject,
+  type NewTranscriptRow,
   type PluginEntity,
   type RunnerEntity,
   type RunResultEntity,
@@ -58,12 +62,59 @@ function run(overrides: Partial<NewRun> = {}): NewRun {
     retryable: null,
     context: { protocol: 'v1' },
     usage: null,
+    authorization: null,
+    authorization_hash: null,
     created_at: T0,
     started_at: null,
     finished_at: null,
     deadline_at: null,
     cancel_requested_at: null,
     ...overrides,
+  };
+}
+
+type NewLogRow = Omit<EventLogEntity, 'id'>;
+
+/** The event log row admission writes for `e` (and its run). */
+function logRow(e: EventEntity, overrides: Partial<NewLogRow> = {}): NewLogRow {
+  return {
+    event_id: e.event_id,
+    event_type: e.event_type,
+    event_time: null,
+    source: 'api',
+    agent_id: e.agent_id,
+    conversation_id: e.conversation_id,
+    thread_id: e.thread_id,
+    bot_id: null,
+    workspace_id: null,
+    actor_type: null,
+    actor_id: null,
+    actor_name: null,
+    subject_type: null,
+    subject_id: null,
+    input_summary: 'hello',
+    run_id: e.run_id,
+    runner_id: 'acme/echo/echo',
+    metadata: {},
+    created_at: e.received_at,
+    ...overrides,
+  };
+}
+
+function userRow(e: EventEntity, text = 'hello'): NewTranscriptRow {
+  return {
+    conversation_id: e.conversation_id!,
+    thread_id: e.thread_id,
+    role: 'user',
+    item_type: 'message',
+    content: text,
+    content_json: { role: 'user', content: text },
+    attachment_refs: [],
+    event_id: e.event_id,
+    run_id: null,
+    agent_id: e.agent_id,
+    metadata: {},
+    created_at: e.received_at,
   };
 }
 
@@ -161,7 +212,7 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
         TypeOrmModule.forRoot({ ...dataSourceOptions(db.config), retryAttempts: 0 }),
         TypeOrmModule.forFeature(ENTITIES),
       ],
-      providers: [ApiKeysRepository, PluginsRepository, AgentsRepository, RunsRepository],
+      providers: [ApiKeysRepository, PluginsRepository, AgentsRepository, ContextRepository, RunsRepository],
     }).compile();
     ds = moduleRef.get(DataSource);
     runs = moduleRef.get(RunsRepository);
@@ -181,6 +232,11 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
     }
   });
 
+  /** Admits `e` with its run and event log row (and the user transcript row when given). */
+  async function admit(e: EventEntity, r: NewRun, user: NewTranscriptRow | null = null): Promise<void> {
+    await runs.admit(e, r, logRow(e), user);
+  }
+
   it('runs on the dialect it was configured for, with the schema migrated', async () => {
     expect(ds.isInitialized).toBe(true);
     expect(ds.options.type).toBe(db.config.type === 'postgres' ? 'postgres' : 'better-sqlite3');
@@ -188,84 +244,122 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
   });
 
   describe('RunsRepository.admit', () => {
-    it('writes the event and its run together', async () => {
+    const count = (entity: (typeof ENTITIES)[number]) => ds.getRepository(entity).count();
+
+    it('writes the event, its run and its event log row together', async () => {
       const r = run();
       const e = event({ event_id: r.event_id, run_id: r.run_id });
 
-      await runs.admit(e, r);
+      await admit(e, r);
 
       expect(await runs.getEvent(e.event_id)).toEqual(e);
       expect(await runs.get(r.run_id)).toEqual({ ...r, id: expect.any(Number) });
+      expect(await ds.getRepository(EventLogEntity).find()).toEqual([{ ...logRow(e), id: expect.any(Number) }]);
+      expect(await count(TranscriptEntity)).toBe(0);
     });
 
-    it('writes only the event when there is no run', async () => {
-      const e = event({ disposition: 'rejected' });
+    it('writes the user transcript row with seq 1 when one is given', async () => {
+      const r = run();
+      const e = event({ event_id: r.event_id, run_id: r.run_id });
 
-      await runs.admit(e, null);
+      await admit(e, r, userRow(e, 'first words'));
 
-      expect(await runs.getEvent(e.event_id)).toEqual(e);
-      expect(await ds.getRepository(RunEntity).count()).toBe(0);
+      expect(await ds.getRepository(TranscriptEntity).find()).toEqual([
+        { ...userRow(e, 'first words'), id: expect.any(Number), seq: 1 },
+      ]);
+    });
+
+    it('keeps the frozen authorization snapshot and its hash on the run', async () => {
+      const snapshot: JsonObject = { version: 1, available_apis: { run_get: true }, storage: { plugin: 'acme/echo' } };
+      const r = run({ authorization: snapshot, authorization_hash: 'f'.repeat(64) });
+
+      await admit(event({ event_id: r.event_id, run_id: r.run_id }), r);
+
+      expect(await runs.get(r.run_id)).toMatchObject({ authorization: snapshot, authorization_hash: 'f'.repeat(64) });
     });
 
     it('writes nothing when the run insert fails (duplicate run_id): no partial write', async () => {
       const existing = run();
-      await runs.admit(event({ event_id: existing.event_id, run_id: existing.run_id }), existing);
+      const existingEvent = event({ event_id: existing.event_id, run_id: existing.run_id });
+      await admit(existingEvent, existing, userRow(existingEvent));
 
       const e = event({ run_id: existing.run_id, idempotency_key: 'idem-dup' });
       const dup = run({ run_id: existing.run_id, event_id: e.event_id, agent_id: 'agent-other' });
-      await expect(runs.admit(e, dup)).rejects.toBeInstanceOf(QueryFailedError);
+      await expect(runs.admit(e, dup, logRow(e), userRow(e))).rejects.toBeInstanceOf(QueryFailedError);
 
       expect(await runs.getEvent(e.event_id)).toBeNull();
       expect(await runs.getEventByIdempotencyKey('idem-dup')).toBeNull();
-      expect(await ds.getRepository(EventEntity).count()).toBe(1);
-      expect(await ds.getRepository(RunEntity).count()).toBe(1);
+      expect(await count(EventEntity)).toBe(1);
+      expect(await count(RunEntity)).toBe(1);
+      expect(await count(EventLogEntity)).toBe(1);
+      expect(await count(TranscriptEntity)).toBe(1);
       expect(await runs.get(existing.run_id)).toMatchObject({ event_id: existing.event_id, agent_id: 'agent-1' });
     });
 
-    it('updates the existing event row on a retry and adds the run', async () => {
-      const first = event({ idempotency_key: 'idem-retry', disposition: 'failed', payload: { attempt: 1 } });
-      await runs.admit(first, null);
+    it('updates the existing event row on a retry and adds the new run and log row', async () => {
+      const failedRun = run({ status: 'failed', error_code: 'runner.unavailable', retryable: true });
+      const first = event({
+        event_id: failedRun.event_id,
+        run_id: failedRun.run_id,
+        idempotency_key: 'idem-retry',
+        disposition: 'failed',
+        payload: { attempt: 1 },
+      });
+      await admit(first, failedRun);
 
       const r = run({ event_id: first.event_id });
       const retry = {
         ...first,
-        disposition: 'accepted',
+        disposition: 'started',
         run_id: r.run_id,
         payload: { attempt: 2 },
         received_at: T0 + 5,
       };
-      await runs.admit(retry, r);
+      await admit(retry, r);
 
-      expect(await ds.getRepository(EventEntity).count()).toBe(1);
+      expect(await count(EventEntity)).toBe(1);
       expect(await runs.getEvent(first.event_id)).toEqual(retry);
       expect(await runs.getEventByIdempotencyKey('idem-retry')).toEqual(retry);
       expect(await runs.get(r.run_id)).toMatchObject({ event_id: first.event_id, status: 'queued' });
+      expect(await runs.get(failedRun.run_id)).toMatchObject({ event_id: first.event_id, status: 'failed' });
+      const log = await ds.getRepository(EventLogEntity).find({ order: { id: 'ASC' } });
+      expect(log.map((l) => [l.event_id, l.run_id])).toEqual([
+        [first.event_id, failedRun.run_id],
+        [first.event_id, r.run_id],
+      ]);
     });
 
     it('rolls the retry update back when its run insert fails', async () => {
       const taken = run();
-      await runs.admit(event({ event_id: taken.event_id, run_id: taken.run_id }), taken);
-      const first = event({ disposition: 'failed', payload: { attempt: 1 } });
-      await runs.admit(first, null);
+      await admit(event({ event_id: taken.event_id, run_id: taken.run_id }), taken);
+      const failedRun = run({ status: 'failed' });
+      const first = event({
+        event_id: failedRun.event_id,
+        run_id: failedRun.run_id,
+        disposition: 'failed',
+        payload: { attempt: 1 },
+      });
+      await admit(first, failedRun);
 
-      const retry = { ...first, disposition: 'accepted', run_id: taken.run_id, payload: { attempt: 2 } };
-      await expect(runs.admit(retry, run({ run_id: taken.run_id, event_id: first.event_id }))).rejects.toBeInstanceOf(
+      const retry = { ...first, disposition: 'started', run_id: taken.run_id, payload: { attempt: 2 } };
+      await expect(admit(retry, run({ run_id: taken.run_id, event_id: first.event_id }))).rejects.toBeInstanceOf(
         QueryFailedError,
       );
 
       expect(await runs.getEvent(first.event_id)).toEqual(first);
+      expect(await count(EventLogEntity)).toBe(2);
+      expect(await count(RunEntity)).toBe(2);
     });
 
     it('rejects a second event with the same idempotency key', async () => {
-      await runs.admit(event({ idempotency_key: 'idem-unique' }), null);
+      await admit(event({ idempotency_key: 'idem-unique' }), run());
 
-      await expect(runs.admit(event({ idempotency_key: 'idem-unique' }), null)).rejects.toBeInstanceOf(
-        QueryFailedError,
-      );
-      expect(await ds.getRepository(EventEntity).count()).toBe(1);
+      await expect(admit(event({ idempotency_key: 'idem-unique' }), run())).rejects.toBeInstanceOf(QueryFailedError);
+      expect(await count(EventEntity)).toBe(1);
+      expect(await count(RunEntity)).toBe(1);
+      expect(await count(EventLogEntity)).toBe(1);
     });
   });
-
   describe('run results', () => {
     it('enforces a unique (run_id, sequence)', async () => {
       await runs.insertResult(result('run-a', 1, { data: { original: true } }));
@@ -315,7 +409,7 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
   describe('run lifecycle', () => {
     async function admitted(overrides: Partial<NewRun> = {}): Promise<NewRun> {
       const r = run(overrides);
-      await runs.admit(event({ event_id: r.event_id, run_id: r.run_id }), r);
+      await admit(event({ event_id: r.event_id, run_id: r.run_id }), r);
       return r;
     }
 
@@ -462,7 +556,7 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
     it('JSON columns come back deep-equal (nested objects, unicode, numbers)', async () => {
       const r = run({ context: TRICKY_JSON, usage: { input: 1, output: 2.5, nested: { list: [1, 'two'] } } });
       const e = event({ event_id: r.event_id, run_id: r.run_id, payload: TRICKY_JSON });
-      await runs.admit(e, r);
+      await runs.admit(e, r, logRow(e), null);
       await runs.insertResult(result(r.run_id, 1, { data: TRICKY_JSON, usage: { tokens: 3 } }));
       const a = agent({ runner_config: TRICKY_JSON });
       await agents.insert(a);
@@ -484,7 +578,7 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
       const withTrue = run({ retryable: true });
       const withFalse = run({ retryable: false });
       for (const r of [withNull, withTrue, withFalse]) {
-        await runs.admit(event({ event_id: r.event_id, run_id: r.run_id }), r);
+        await admit(event({ event_id: r.event_id, run_id: r.run_id }), r);
       }
       await runs.insertResult(result(withNull.run_id, 1, { usage: null, timestamp: null }));
 
@@ -505,7 +599,7 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
           cancel_requested_at: ms,
           conversation_id: `conv-bigint-${i}`,
         });
-        await runs.admit(event({ event_id: r.event_id, run_id: r.run_id, received_at: ms }), r);
+        await admit(event({ event_id: r.event_id, run_id: r.run_id, received_at: ms }), r);
         await runs.insertResult(result(r.run_id, 1, { timestamp: ms, created_at: ms }));
 
         const stored = (await runs.get(r.run_id))!;
