@@ -18,9 +18,10 @@ import {
   TranscriptEntity,
   type AuditEntity,
   type NewTranscriptRow,
+  Transactions,
 } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
-import { PERSISTENT_DIALECTS, postgresDatabase, type TestDatabase } from './support/databases';
+import { PERSISTENT_DIALECTS, type TestDatabase } from './support/databases';
 
 jest.setTimeout(120_000);
 
@@ -206,6 +207,7 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
         TypeOrmModule.forFeature(ENTITIES),
       ],
       providers: [
+        Transactions,
         ContextRepository,
         RunsRepository,
         StoresRepository,
@@ -1214,12 +1216,11 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
 });
 
 /**
- * PostgreSQL only: there, concurrent requests run on separate pooled connections. (On SQLite,
- * TypeORM's better-sqlite3 driver runs every request on one shared connection, and overlapping
- * DataSource.transaction calls fail at BEGIN or nest as savepoints of each other — a known
- * defect outside this suite, so concurrent appends are not exercised there.)
+ * Concurrent appends and admissions: PostgreSQL runs them on pooled connections (the
+ * per-conversation advisory lock orders the seqs); SQLite has one connection, so Transactions
+ * runs its transactions one after another instead of letting them collide or nest.
  */
-describe('transcript seq under concurrency on postgres', () => {
+describe.each(PERSISTENT_DIALECTS)('transcript seq under concurrency on %s', (_name, factory) => {
   let db: TestDatabase;
   let moduleRef: TestingModule;
   let ds: DataSource;
@@ -1227,13 +1228,13 @@ describe('transcript seq under concurrency on postgres', () => {
   let runs: RunsRepository;
 
   beforeAll(async () => {
-    db = await postgresDatabase();
+    db = await factory();
     moduleRef = await Test.createTestingModule({
       imports: [
         TypeOrmModule.forRoot({ ...dataSourceOptions(db.config), retryAttempts: 0 }),
         TypeOrmModule.forFeature(ENTITIES),
       ],
-      providers: [ContextRepository, RunsRepository],
+      providers: [Transactions, ContextRepository, RunsRepository],
     }).compile();
     ds = moduleRef.get(DataSource);
     context = moduleRef.get(ContextRepository);

@@ -21,6 +21,7 @@ import {
   type PluginEntity,
   type RunnerEntity,
   type RunResultEntity,
+  Transactions,
 } from '@libs/persistence';
 import { DIALECTS, type TestDatabase } from './support/databases';
 
@@ -212,7 +213,14 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
         TypeOrmModule.forRoot({ ...dataSourceOptions(db.config), retryAttempts: 0 }),
         TypeOrmModule.forFeature(ENTITIES),
       ],
-      providers: [ApiKeysRepository, PluginsRepository, AgentsRepository, ContextRepository, RunsRepository],
+      providers: [
+        Transactions,
+        ApiKeysRepository,
+        PluginsRepository,
+        AgentsRepository,
+        ContextRepository,
+        RunsRepository,
+      ],
     }).compile();
     ds = moduleRef.get(DataSource);
     runs = moduleRef.get(RunsRepository);

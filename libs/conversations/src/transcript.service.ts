@@ -115,7 +115,7 @@ function item(row: TranscriptEntity, includeAttachments: boolean): TranscriptIte
     item_type: row.item_type,
     content: row.content,
     content_json: row.content_json,
-    attachment_refs: includeAttachments ? (row.attachment_refs) : [],
+    attachment_refs: includeAttachments ? row.attachment_refs : [],
     seq: row.seq,
     cursor: String(row.seq),
     created_at: Math.floor(row.created_at / 1000),

@@ -8,3 +8,4 @@ export { PluginsRepository } from './repositories/plugins.repository';
 export { RunsRepository, type RunListFilter, type RunFinal } from './repositories/runs.repository';
 export { ContextRepository, type NewTranscriptRow, type TranscriptQuery } from './repositories/context.repository';
 export { StoresRepository } from './repositories/stores.repository';
+export { Transactions } from './transactions';

@@ -2,6 +2,7 @@ import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { dataSourceOptions } from './data-source';
+import { Transactions } from './transactions';
 import { ENTITIES } from './entities';
 import { AgentsRepository } from './repositories/agents.repository';
 import { ApiKeysRepository } from './repositories/api-keys.repository';
@@ -11,6 +12,7 @@ import { PluginsRepository } from './repositories/plugins.repository';
 import { RunsRepository } from './repositories/runs.repository';
 
 const REPOSITORIES = [
+  Transactions,
   ApiKeysRepository,
   PluginsRepository,
   AgentsRepository,

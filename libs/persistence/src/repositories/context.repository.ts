@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, Repository, type EntityManager } from 'typeorm';
 import { EventLogEntity, TranscriptEntity } from '../entities';
+import { Transactions } from '../transactions';
 
 export type NewTranscriptRow = Omit<TranscriptEntity, 'id' | 'seq'>;
 
@@ -22,6 +23,7 @@ export class ContextRepository {
     @InjectDataSource() private readonly db: DataSource,
     @InjectRepository(TranscriptEntity) private readonly transcript: Repository<TranscriptEntity>,
     @InjectRepository(EventLogEntity) private readonly events: Repository<EventLogEntity>,
+    private readonly tx: Transactions,
   ) {}
 
   /** Highest transcript seq of a conversation (null when empty). */
@@ -47,7 +49,7 @@ export class ContextRepository {
       await tx.insert(TranscriptEntity, entity);
       return entity;
     };
-    return m ? write(m) : this.db.transaction(write);
+    return m ? write(m) : this.tx.run(write);
   }
 
   async appendEvent(row: Omit<EventLogEntity, 'id'>, m: EntityManager = this.db.manager): Promise<void> {

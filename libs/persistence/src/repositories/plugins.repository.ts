@@ -2,12 +2,14 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import { PluginEntity, RunnerEntity } from '../entities';
+import { Transactions } from '../transactions';
 
 @Injectable()
 export class PluginsRepository {
   constructor(
     @InjectRepository(PluginEntity) private readonly plugins: Repository<PluginEntity>,
     @InjectRepository(RunnerEntity) private readonly runners: Repository<RunnerEntity>,
+    private readonly tx: Transactions,
   ) {}
 
   /** Inserts a new plugin; fails (never overwrites) when it is already registered. */
@@ -33,7 +35,7 @@ export class PluginsRepository {
   }
 
   async delete(pluginId: string): Promise<boolean> {
-    return this.plugins.manager.transaction(async (m) => {
+    return this.tx.run(async (m) => {
       await m.delete(RunnerEntity, { plugin_id: pluginId });
       const r = await m.delete(PluginEntity, { plugin_id: pluginId });
       return (r.affected ?? 0) > 0;

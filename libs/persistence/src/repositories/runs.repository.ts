@@ -3,6 +3,7 @@ import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, In, LessThan, Repository, type FindOptionsWhere } from 'typeorm';
 import type { RunStatus } from '@libs/protocol';
 import { EventEntity, EventLogEntity, RunEntity, RunResultEntity } from '../entities';
+import { Transactions } from '../transactions';
 import { ContextRepository, type NewTranscriptRow } from './context.repository';
 
 export interface RunListFilter {
@@ -22,6 +23,7 @@ export class RunsRepository {
     @InjectRepository(EventEntity) private readonly events: Repository<EventEntity>,
     @InjectRepository(RunResultEntity) private readonly results: Repository<RunResultEntity>,
     private readonly context: ContextRepository,
+    private readonly tx: Transactions,
   ) {}
 
   /**
@@ -34,7 +36,7 @@ export class RunsRepository {
     log: Omit<EventLogEntity, 'id'>,
     userRow: NewTranscriptRow | null,
   ): Promise<void> {
-    await this.db.transaction(async (m) => {
+    await this.tx.run(async (m) => {
       await m.save(EventEntity, event);
       await m.insert(RunEntity, run);
       await this.context.appendEvent(log, m);
@@ -79,7 +81,7 @@ export class RunsRepository {
    * false (and nothing written) when it already ended.
    */
   async finish(result: Omit<RunResultEntity, 'id'>, final: RunFinal): Promise<boolean> {
-    return this.db.transaction(async (m) => {
+    return this.tx.run(async (m) => {
       const r = await m.update(RunEntity, { run_id: result.run_id, status: In(['queued', 'running']) }, final);
       if ((r.affected ?? 0) === 0) {
         return false;
