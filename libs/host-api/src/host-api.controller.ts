@@ -1,5 +1,6 @@
 import { Controller } from '@nestjs/common';
 import type { Metadata } from '@grpc/grpc-js';
+import { Root, common } from 'protobufjs';
 import { from, mergeMap, throwError, type Observable } from 'rxjs';
 import {
   HostApiServiceControllerMethods,
@@ -61,6 +62,25 @@ const cursors = <T extends { next_cursor: string | null; prev_cursor?: string | 
   next_cursor: page.next_cursor ?? undefined,
   prev_cursor: page.prev_cursor ?? undefined,
 });
+/**
+ * A JSON value for a `google.protobuf.Value` response field. The parent message's converter hands
+ * only objects to the Value wrapper and rejects a bare string, number or boolean ("object
+ * expected": the call would end INTERNAL), so those go out as Value messages; objects, arrays and
+ * null go through the wrappers as they are.
+ */
+const VALUE = Root.fromJSON(common.get('google/protobuf/struct.proto')!).lookupType('google.protobuf.Value');
+function wireValue(value: unknown): unknown {
+  if (typeof value === 'string') {
+    return VALUE.create({ stringValue: value });
+  }
+  if (typeof value === 'number') {
+    return VALUE.create({ numberValue: value });
+  }
+  if (typeof value === 'boolean') {
+    return VALUE.create({ boolValue: value });
+  }
+  return value ?? undefined;
+}
 const notServed = (what: string) => () =>
   Promise.reject(
     GrpcStatusError.unimplemented(`${what} is not served by this host yet (model, tool and knowledge registries)`),
@@ -150,7 +170,9 @@ export class HostApiController implements HostApiServiceController {
 
   stateGet(req: StateGetRequest, md?: Metadata): Promise<StateGetResponse> {
     const needs = this.needs('state.get', req, { flag: 'state', scope: req.scope });
-    return this.guard.call(md, needs, (run) => this.context.stateGet(run, req.scope, req.key));
+    return this.guard.call(md, needs, async (run) => ({
+      value: wireValue((await this.context.stateGet(run, req.scope, req.key)).value),
+    }));
   }
 
   stateSet(req: StateSetRequest, md?: Metadata): Promise<StateSetResponse> {

@@ -54,7 +54,10 @@ export class HostApiGuard {
       return result;
     } catch (e) {
       const code = e instanceof DomainError ? e.code : 'runtime_error';
-      await this.record(needs, run, pluginId, passed ? 'failed' : 'denied', code, started).catch((err: unknown) =>
+      // A refusal is a denial also when the handler makes it (an event of another conversation,
+      // a state scope this run has no identity for); other errors of an allowed call are failures.
+      const outcome = passed && code !== 'unauthorized' ? 'failed' : 'denied';
+      await this.record(needs, run, pluginId, outcome, code, started).catch((err: unknown) =>
         this.logger.error({ run_id: needs.run_id, msg: `audit write failed: ${String(err)}` }),
       );
       if (!passed) {
