@@ -223,3 +223,28 @@ export function event(agentId: string, text: string, extra: Record<string, unkno
     ...extra,
   };
 }
+
+/** Every row of one table of the host's database, read directly (SQLite file or PostgreSQL). */
+export async function dbRows(db: TestDatabase, table: string): Promise<Record<string, unknown>[]> {
+  if (!/^[a-z_]+$/.test(table)) {
+    throw new Error(`not a table name: ${table}`);
+  }
+  const url = await db.url();
+  if (url) {
+    const c = new Client({ connectionString: url });
+    await c.connect();
+    try {
+      return (await c.query(`SELECT * FROM ${table}`)).rows;
+    } finally {
+      await c.end();
+    }
+  }
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- only the SQLite runs need the native module
+  const Sqlite = require('better-sqlite3') as typeof import('better-sqlite3');
+  const sqlite = new Sqlite(path.join(db.dataDir, 'runner-host.sqlite'), { readonly: true, fileMustExist: true });
+  try {
+    return sqlite.prepare(`SELECT * FROM ${table}`).all() as Record<string, unknown>[];
+  } finally {
+    sqlite.close();
+  }
+}
