@@ -1207,10 +1207,7 @@ describe('host API conformance over real gRPC', () => {
       expect(await leaks(['events', 'event_log', 'audit_log', 'run_results', 'transcript'])).toEqual([]);
     });
 
-    // Known host bug: the run row's `context` (the run context sent to the runner) keeps
-    // input.contents[].image_base64 as sent (libs/runs admission: runRow(contextJson(context))).
-    // Flip to it() once the stored context is redacted.
-    it.failing('no plugin token, admin key or base64 blob in runs', async () => {
+    it('no plugin token, admin key or base64 blob in runs', async () => {
       expect(await leaks(['runs'])).toEqual([]);
     });
 

@@ -73,6 +73,7 @@ export class ContextApiService {
       status: 'running',
       cancel_requested: run.cancel_requested,
       deadline_at: run.snapshot.deadline_at_ms === null ? undefined : run.snapshot.deadline_at_ms / 1000,
+      started_at: run.started_at / 1000,
     };
   }
 }

@@ -7,6 +7,7 @@ export interface ActiveRun {
   run_id: string;
   runner_id: string;
   agent_id: string;
+  started_at: number;
   session: RunnerSession;
   /** The frozen grants every host API call of this run is checked against. */
   snapshot: AuthorizationSnapshot;
@@ -40,6 +41,7 @@ export class ActiveRuns {
       run_id,
       runner_id: snapshot.scope.runner_id,
       agent_id,
+      started_at: Date.now(),
       session,
       snapshot,
       bucket: new TokenBucket(snapshot.limits.calls_per_second, snapshot.limits.burst),

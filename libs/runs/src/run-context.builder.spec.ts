@@ -102,6 +102,12 @@ describe('buildRunContext', () => {
     expect(context.context).toMatchObject({ has_history_before: false });
   });
 
+  it('stores no base64 payload of the input', () => {
+    const json = JSON.stringify(contextJson(buildRunContext('r', 'e', sub, agent({}), access(null)).context));
+    expect(json).not.toContain('QUJD');
+    expect(json).toContain('"image_base64":null');
+  });
+
   it('gives null for unset parts in its JSON form', () => {
     const json = contextJson(
       buildRunContext('r', 'e', { ...sub, conversation: undefined }, agent({}), access(null)).context,

@@ -143,10 +143,28 @@ export function buildRunContext(
   return { context, deadlineAtMs };
 }
 
-/** The context as protocol JSON (unset message fields become null), for storage and the API. */
+/**
+ * The context as protocol JSON for storage (unset message fields become null). Base64 payloads of
+ * the input (content elements, inline attachment contents) are removed: the runner got them on
+ * its stream; the database keeps no copy.
+ */
 export function contextJson(context: RunContext): Record<string, unknown> {
-  return JSON.parse(JSON.stringify(context, (_k, v: unknown) => (v === undefined ? null : v))) as Record<
-    string,
-    unknown
-  >;
+  const json = JSON.parse(JSON.stringify(context, (_k, v: unknown) => (v === undefined ? null : v))) as {
+    input?: { contents?: Record<string, unknown>[]; attachments?: Record<string, unknown>[] };
+  };
+  for (const c of json.input?.contents ?? []) {
+    for (const field of ['image_base64', 'file_base64']) {
+      if (typeof c[field] === 'string') {
+        c[field] = null;
+        c.content_redacted = true;
+      }
+    }
+  }
+  for (const a of json.input?.attachments ?? []) {
+    if (typeof a.content === 'string') {
+      a.content = null;
+      a.content_redacted = true;
+    }
+  }
+  return json;
 }
