@@ -8,6 +8,7 @@ import { AuthzModule } from '@libs/authz';
 import { ConversationsModule } from '@libs/conversations';
 import { HostApiModule } from '@libs/host-api';
 import { PersistenceModule } from '@libs/persistence';
+import { ResourcesModule } from '@libs/resources';
 import { RunnerGatewayModule } from '@libs/runner-gateway';
 import { RunsModule } from '@libs/runs';
 import { AllExceptionsFilter } from './filters/all-exceptions.filter';
@@ -59,6 +60,7 @@ export class HostModule {
         AuthzModule,
         ConversationsModule,
         HostApiModule,
+        ResourcesModule,
       ],
       controllers: [
         EventsController,

@@ -1,9 +1,9 @@
 import { Module } from '@nestjs/common';
 import { AuditService } from './audit.service';
-import { NoResourcesCatalog, RESOURCE_CATALOG } from './resource-catalog';
 
+/** The audit log. (RESOURCE_CATALOG is provided globally by the resources registries.) */
 @Module({
-  providers: [AuditService, { provide: RESOURCE_CATALOG, useClass: NoResourcesCatalog }],
-  exports: [AuditService, RESOURCE_CATALOG],
+  providers: [AuditService],
+  exports: [AuditService],
 })
 export class AuthzModule {}

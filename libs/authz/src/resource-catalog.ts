@@ -26,20 +26,3 @@ export interface ResourceCatalog {
 }
 
 export const RESOURCE_CATALOG = Symbol('RESOURCE_CATALOG');
-
-/**
- * The catalog while no resource registry is installed: nothing is registered, so agent policies
- * that name a model, tool or knowledge base are rejected and runs are granted none. The model,
- * tool and knowledge-base registries replace it by providing RESOURCE_CATALOG.
- */
-export class NoResourcesCatalog implements ResourceCatalog {
-  models(): Promise<CatalogModel[]> {
-    return Promise.resolve([]);
-  }
-  tools(): Promise<CatalogTool[]> {
-    return Promise.resolve([]);
-  }
-  knowledgeBases(): Promise<CatalogKnowledgeBase[]> {
-    return Promise.resolve([]);
-  }
-}

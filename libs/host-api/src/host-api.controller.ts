@@ -1,7 +1,7 @@
 import { Controller } from '@nestjs/common';
 import type { Metadata } from '@grpc/grpc-js';
 import { Root, common } from 'protobufjs';
-import { from, mergeMap, throwError, type Observable } from 'rxjs';
+import { from, mergeMap, type Observable } from 'rxjs';
 import {
   HostApiServiceControllerMethods,
   type CallToolRequest,
@@ -49,7 +49,9 @@ import {
   type StorageSetResponse,
   type StreamModelChunk,
 } from '@libs/proto';
+import { KnowledgeService, ModelsService, ToolsService, type ResourceCall } from '@libs/resources';
 import { GrpcStatusError } from '@libs/runner-gateway';
+import type { ActiveRun } from '@libs/runs';
 import { ContextApiService } from './context-api.service';
 import { HostApiGuard, type CallNeeds } from './host-api.guard';
 import type { StorageArea } from '@libs/authz';
@@ -82,9 +84,14 @@ function wireValue(value: unknown): unknown {
   return value ?? undefined;
 }
 const notServed = (what: string) => () =>
-  Promise.reject(
-    GrpcStatusError.unimplemented(`${what} is not served by this host yet (model, tool and knowledge registries)`),
-  );
+  Promise.reject(GrpcStatusError.unimplemented(`${what} is not served by this host yet`));
+/** The run-side handle a resource operation gets: its abort signal and deadline. */
+const callOf = (run: ActiveRun): ResourceCall => ({
+  run_id: run.run_id,
+  signal: run.abort.signal,
+  deadline_at_ms: run.snapshot.deadline_at_ms,
+});
+const grantedTool = (run: ActiveRun, name: string) => run.snapshot.resources.tools.find((t) => t.tool_name === name)!;
 
 /**
  * gRPC adapter of the run-scoped host API. Each method names what the call needs and hands the
@@ -97,6 +104,9 @@ export class HostApiController implements HostApiServiceController {
     private readonly guard: HostApiGuard,
     private readonly context: ContextApiService,
     private readonly storage: StorageApiService,
+    private readonly models: ModelsService,
+    private readonly tools: ToolsService,
+    private readonly knowledge: KnowledgeService,
   ) {}
 
   private needs(action: string, req: { run_id: string }, extra: Partial<CallNeeds> = {}): CallNeeds {
@@ -105,39 +115,57 @@ export class HostApiController implements HostApiServiceController {
 
   invokeModel(req: InvokeModelRequest, md?: Metadata): Promise<InvokeModelResponse> {
     const resource = { kind: 'model' as const, id: req.model_id, operation: 'invoke' };
-    return this.guard.call(md, this.needs('model.invoke', req, { resource }), notServed('model invocation'));
+    return this.guard.call(md, this.needs('model.invoke', req, { resource }), (run) =>
+      this.models.invoke(callOf(run), req),
+    );
   }
 
   streamModel(req: InvokeModelRequest, md?: Metadata): Observable<StreamModelChunk> {
     const resource = { kind: 'model' as const, id: req.model_id, operation: 'stream' };
-    return from(this.guard.call(md, this.needs('model.stream', req, { resource }), notServed('model streaming'))).pipe(
-      mergeMap(() => throwError(() => GrpcStatusError.unimplemented('model streaming'))),
+    // The guard (and its audit row) decides the call; the chunks then flow as the provider sends them.
+    return from(this.guard.call(md, this.needs('model.stream', req, { resource }), (run) => Promise.resolve(run))).pipe(
+      mergeMap((run) => from(this.models.stream(callOf(run), req))),
     );
   }
 
   countTokens(req: CountTokensRequest, md?: Metadata): Promise<CountTokensResponse> {
     const resource = { kind: 'model' as const, id: req.model_id, operation: 'count_tokens' };
-    return this.guard.call(md, this.needs('model.count_tokens', req, { resource }), notServed('token counting'));
+    return this.guard.call(md, this.needs('model.count_tokens', req, { resource }), (run) =>
+      this.models.countTokens(callOf(run), req),
+    );
   }
 
   rerank(req: RerankRequest, md?: Metadata): Promise<RerankResponse> {
     const resource = { kind: 'model' as const, id: req.model_id, operation: 'rerank' };
-    return this.guard.call(md, this.needs('model.rerank', req, { resource }), notServed('rerank'));
+    return this.guard.call(md, this.needs('model.rerank', req, { resource }), (run) =>
+      this.models.rerank(callOf(run), req),
+    );
   }
 
   getToolDetail(req: GetToolDetailRequest, md?: Metadata): Promise<GetToolDetailResponse> {
     const resource = { kind: 'tool' as const, id: req.tool_name, operation: 'detail' };
-    return this.guard.call(md, this.needs('tool.detail', req, { resource }), notServed('tool detail'));
+    return this.guard.call(md, this.needs('tool.detail', req, { resource }), async (run) => ({
+      tool: await this.tools.detail(callOf(run), grantedTool(run, req.tool_name)),
+    }));
   }
 
   callTool(req: CallToolRequest, md?: Metadata): Promise<CallToolResponse> {
     const resource = { kind: 'tool' as const, id: req.tool_name, operation: 'call' };
-    return this.guard.call(md, this.needs('tool.call', req, { resource }), notServed('tool calls'));
+    return this.guard.call(md, this.needs('tool.call', req, { resource }), async (run) => ({
+      result: await this.tools.call(callOf(run), grantedTool(run, req.tool_name), req.parameters ?? {}),
+    }));
   }
 
   retrieveKnowledge(req: RetrieveKnowledgeRequest, md?: Metadata): Promise<RetrieveKnowledgeResponse> {
     const resource = { kind: 'knowledge_base' as const, id: req.kb_id, operation: 'retrieve' };
-    return this.guard.call(md, this.needs('knowledge.retrieve', req, { resource }), notServed('knowledge retrieval'));
+    return this.guard.call(md, this.needs('knowledge.retrieve', req, { resource }), async (run) => ({
+      results: await this.knowledge.retrieve(callOf(run), {
+        kb_id: req.kb_id,
+        query_text: req.query_text,
+        top_k: req.top_k,
+        filters: req.filters,
+      }),
+    }));
   }
 
   historyPage(req: HistoryPageRequest, md?: Metadata): Promise<HistoryPageResponse> {

@@ -9,6 +9,8 @@ export interface ActiveRun {
   agent_id: string;
   started_at: number;
   session: RunnerSession;
+  /** Aborted when the run ends or a cancel is requested: in-flight resource calls stop. */
+  abort: AbortController;
   /** The frozen grants every host API call of this run is checked against. */
   snapshot: AuthorizationSnapshot;
   /** Per-run host API rate limit. */
@@ -43,6 +45,7 @@ export class ActiveRuns {
       agent_id,
       started_at: Date.now(),
       session,
+      abort: new AbortController(),
       snapshot,
       bucket: new TokenBucket(snapshot.limits.calls_per_second, snapshot.limits.burst),
       assistant: { written: false, streamed: '' },

@@ -148,6 +148,7 @@ export class RunLifecycleService implements OnApplicationBootstrap {
   async cancel(run: ActiveRun, reason: string): Promise<void> {
     if (!run.cancel_requested) {
       run.cancel_requested = true;
+      run.abort.abort();
       await this.runs.markCancelRequested(run.run_id, Date.now());
       run.session.send({ cancel: { run_id: run.run_id, reason } });
       this.logger.log({ run_id: run.run_id, msg: `cancel sent to the runner: ${reason}` });
@@ -195,6 +196,7 @@ export class RunLifecycleService implements OnApplicationBootstrap {
     clearTimeout(run.deadline_timer);
     clearTimeout(run.grace_timer);
     run.ended = true;
+    run.abort.abort();
     try {
       await this.runs.finish(resultRow(terminal), {
         ...final,

@@ -10,8 +10,18 @@ import { EventLogEntity } from './event-log.entity';
 import { StateEntryEntity } from './state-entry.entity';
 import { StorageEntryEntity } from './storage-entry.entity';
 import { TranscriptEntity } from './transcript.entity';
+import { KbChunkEntity, KbDocumentEntity, KnowledgeBaseEntity } from './knowledge.entity';
+import { ModelEntity, ModelUsageEntity } from './model.entity';
+import { ToolEntity, ToolSourceEntity } from './tool.entity';
 
 export {
+  KbChunkEntity,
+  KbDocumentEntity,
+  KnowledgeBaseEntity,
+  ModelEntity,
+  ModelUsageEntity,
+  ToolEntity,
+  ToolSourceEntity,
   AgentEntity,
   ApiKeyEntity,
   AuditEntity,
@@ -41,4 +51,11 @@ export const ENTITIES = [
   StateEntryEntity,
   StorageEntryEntity,
   AuditEntity,
+  ModelEntity,
+  ModelUsageEntity,
+  ToolSourceEntity,
+  ToolEntity,
+  KnowledgeBaseEntity,
+  KbDocumentEntity,
+  KbChunkEntity,
 ];

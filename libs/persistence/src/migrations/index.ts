@@ -1,5 +1,6 @@
 import { InitialSchema1764500000000 } from './1764500000000-initial-schema';
 import { ContextStores1764600000000 } from './1764600000000-context-stores';
+import { Resources1764700000000 } from './1764700000000-resources';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
-export const MIGRATIONS = [InitialSchema1764500000000, ContextStores1764600000000];
+export const MIGRATIONS = [InitialSchema1764500000000, ContextStores1764600000000, Resources1764700000000];

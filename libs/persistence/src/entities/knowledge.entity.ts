@@ -1,0 +1,78 @@
+import { Column, Entity, Index, PrimaryColumn, PrimaryGeneratedColumn } from 'typeorm';
+import { epochMs, type JsonObject } from './columns';
+
+@Entity('knowledge_bases')
+export class KnowledgeBaseEntity {
+  @PrimaryColumn({ type: 'varchar', length: 128 })
+  kb_id!: string;
+
+  @Column({ type: 'varchar', length: 255 })
+  name!: string;
+
+  @Column({ type: 'text' })
+  description!: string;
+
+  /** Characters per chunk and characters shared by neighbouring chunks. */
+  @Column({ type: 'integer' })
+  chunk_size!: number;
+
+  @Column({ type: 'integer' })
+  chunk_overlap!: number;
+
+  @Column({ type: 'bigint', transformer: epochMs })
+  created_at!: number;
+
+  @Column({ type: 'bigint', transformer: epochMs })
+  updated_at!: number;
+}
+
+@Entity('kb_documents')
+@Index('idx_kb_documents_kb', ['kb_id'])
+export class KbDocumentEntity {
+  @PrimaryColumn({ type: 'varchar', length: 64 })
+  document_id!: string;
+
+  @Column({ type: 'varchar', length: 128 })
+  kb_id!: string;
+
+  @Column({ type: 'varchar', length: 255 })
+  name!: string;
+
+  @Column({ type: 'varchar', length: 64 })
+  content_type!: string;
+
+  @Column({ type: 'simple-json' })
+  metadata!: JsonObject;
+
+  @Column({ type: 'integer' })
+  size!: number;
+
+  @Column({ type: 'integer' })
+  chunk_count!: number;
+
+  @Column({ type: 'bigint', transformer: epochMs })
+  created_at!: number;
+}
+
+/** Searchable chunks (SQLite FTS5 `kb_chunks_fts`, PostgreSQL tsvector index). */
+@Entity('kb_chunks')
+@Index('idx_kb_chunks_doc', ['document_id', 'position'])
+export class KbChunkEntity {
+  @PrimaryGeneratedColumn()
+  id!: number;
+
+  @Column({ type: 'varchar', length: 128 })
+  kb_id!: string;
+
+  @Column({ type: 'varchar', length: 64 })
+  document_id!: string;
+
+  @Column({ type: 'integer' })
+  position!: number;
+
+  @Column({ type: 'text' })
+  content!: string;
+
+  @Column({ type: 'simple-json' })
+  metadata!: JsonObject;
+}

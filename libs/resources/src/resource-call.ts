@@ -1,0 +1,8 @@
+/** What a resource operation gets from the run it serves. */
+export interface ResourceCall {
+  run_id: string;
+  /** Aborted when the run ends (terminal result, deadline, cancel): stop the provider call. */
+  signal: AbortSignal;
+  /** Epoch ms, or null for no deadline; per-call timeouts never outlive it. */
+  deadline_at_ms: number | null;
+}
