@@ -3,8 +3,8 @@ import { DomainError, grpcStatusOf, type ErrorCode } from '@libs/protocol';
 
 /**
  * A finished gRPC status for a protocol error: the mapped status code, the message as details,
- * and the protocol code and retryable flag in the trailing metadata (`x-error-code`,
- * `x-error-retryable`). grpc-js sends `code`, `details` and `metadata` of an emitted error as is.
+ * and the protocol code, retryable flag and details in the trailing metadata (`x-error-code`,
+ * `x-error-retryable`, `x-error-details` as JSON when there are any). grpc-js sends `code`, `details` and `metadata` of an emitted error as is.
  */
 export class GrpcStatusError extends Error {
   readonly code: status;
@@ -19,6 +19,10 @@ export class GrpcStatusError extends Error {
     this.metadata = new Metadata();
     this.metadata.set('x-error-code', error.code);
     this.metadata.set('x-error-retryable', String(error.retryable));
+    if (Object.keys(error.details).length > 0) {
+      // Machine-readable detail for the runner (e.g. {reason: "context_length_exceeded"}).
+      this.metadata.set('x-error-details', JSON.stringify(error.details));
+    }
   }
 
   /** A declared RPC this host does not serve yet. */

@@ -3,7 +3,7 @@ import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger 
 import type { Response } from 'express';
 import { throwError, type Observable } from 'rxjs';
 import { DomainError, httpStatusOf, type ErrorCode, type ProtocolError } from '@libs/protocol';
-import { GrpcStatusError, grpcErrorOf } from '@libs/runner-gateway';
+import { GrpcStatusError } from '@libs/runner-gateway';
 
 const HTTP_CODES: Record<number, ErrorCode> = {
   400: 'invalid_argument',
@@ -32,7 +32,9 @@ export class AllExceptionsFilter implements ExceptionFilter {
     }
     const error = this.toProtocol(exception);
     if (host.getType() === 'rpc') {
-      return throwError(() => grpcErrorOf(error.code, error.message, error.retryable));
+      return throwError(
+        () => new GrpcStatusError(new DomainError(error.code, error.message, error.details, error.retryable)),
+      );
     }
     if (host.getType() !== 'http') {
       return;
