@@ -8,4 +8,5 @@ export { PluginsRepository } from './repositories/plugins.repository';
 export { RunsRepository, type RunListFilter, type RunFinal } from './repositories/runs.repository';
 export { ContextRepository, type NewTranscriptRow, type TranscriptQuery } from './repositories/context.repository';
 export { StoresRepository } from './repositories/stores.repository';
+export { ToolsRepository, type NewToolRow } from './repositories/tools.repository';
 export { Transactions } from './transactions';

@@ -10,6 +10,7 @@ import { ContextRepository } from './repositories/context.repository';
 import { StoresRepository } from './repositories/stores.repository';
 import { PluginsRepository } from './repositories/plugins.repository';
 import { RunsRepository } from './repositories/runs.repository';
+import { ToolsRepository } from './repositories/tools.repository';
 
 const REPOSITORIES = [
   Transactions,
@@ -19,6 +20,7 @@ const REPOSITORIES = [
   RunsRepository,
   ContextRepository,
   StoresRepository,
+  ToolsRepository,
 ];
 
 @Global()
