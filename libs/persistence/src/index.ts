@@ -9,4 +9,5 @@ export { RunsRepository, type RunListFilter, type RunFinal } from './repositorie
 export { ContextRepository, type NewTranscriptRow, type TranscriptQuery } from './repositories/context.repository';
 export { StoresRepository } from './repositories/stores.repository';
 export { ToolsRepository, type NewToolRow } from './repositories/tools.repository';
+export { ModelsRepository, type NewModelUsage } from './repositories/models.repository';
 export { Transactions } from './transactions';

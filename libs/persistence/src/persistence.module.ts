@@ -10,6 +10,7 @@ import { ContextRepository } from './repositories/context.repository';
 import { StoresRepository } from './repositories/stores.repository';
 import { PluginsRepository } from './repositories/plugins.repository';
 import { RunsRepository } from './repositories/runs.repository';
+import { ModelsRepository } from './repositories/models.repository';
 import { ToolsRepository } from './repositories/tools.repository';
 
 const REPOSITORIES = [
@@ -21,6 +22,7 @@ const REPOSITORIES = [
   ContextRepository,
   StoresRepository,
   ToolsRepository,
+  ModelsRepository,
 ];
 
 @Global()

@@ -1,0 +1,57 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { MoreThan, Repository } from 'typeorm';
+import { ModelEntity, ModelUsageEntity } from '../entities';
+
+export type NewModelUsage = Omit<ModelUsageEntity, 'id'>;
+
+/** The model registry (`models`) and host-side metering (`model_usage`). */
+@Injectable()
+export class ModelsRepository {
+  constructor(
+    @InjectRepository(ModelEntity) private readonly models: Repository<ModelEntity>,
+    @InjectRepository(ModelUsageEntity) private readonly usage: Repository<ModelUsageEntity>,
+  ) {}
+
+  /** Inserts a new model; fails (never overwrites) when the id exists. */
+  async insert(model: ModelEntity): Promise<void> {
+    await this.models.insert(model);
+  }
+
+  async get(modelId: string): Promise<ModelEntity | null> {
+    return this.models.findOne({ where: { model_id: modelId } });
+  }
+
+  async all(): Promise<ModelEntity[]> {
+    return this.models.find({ order: { model_id: 'ASC' } });
+  }
+
+  /** Models ordered by id, after `afterId`, at most `limit`. */
+  async page(afterId: string | null, limit: number): Promise<ModelEntity[]> {
+    return this.models.find({
+      where: afterId ? { model_id: MoreThan(afterId) } : {},
+      order: { model_id: 'ASC' },
+      take: limit,
+    });
+  }
+
+  /** Replaces every field but the id and created_at; false when the model does not exist. */
+  async update(model: ModelEntity): Promise<boolean> {
+    const { model_id, created_at: _created, ...fields } = model;
+    const r = await this.models.update({ model_id }, fields);
+    return (r.affected ?? 0) > 0;
+  }
+
+  async delete(modelId: string): Promise<boolean> {
+    const r = await this.models.delete({ model_id: modelId });
+    return (r.affected ?? 0) > 0;
+  }
+
+  async recordUsage(row: NewModelUsage): Promise<void> {
+    await this.usage.insert(row);
+  }
+
+  async usageOfRun(runId: string): Promise<ModelUsageEntity[]> {
+    return this.usage.find({ where: { run_id: runId }, order: { id: 'ASC' } });
+  }
+}
