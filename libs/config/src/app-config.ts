@@ -13,8 +13,14 @@ export interface AppConfig {
   database: DatabaseConfig;
   adminApiKey: string | null;
   logLevel: string;
+  /** Quick start (OPENAI_*): a `default` chat model is registered at boot when the key is set. */
+  openai: { keySet: boolean; baseUrl: string | null; model: string | null };
+  /** A secret named by reference (a model's `api_key_env`), read from the environment at call time; null when unset. */
+  secret(name: string): string | null;
   runs: { cancelGraceMs: number; heartbeatIntervalMs: number; maxResultBytes: number };
   hostApi: { maxPayloadBytes: number; maxStorageValueBytes: number; callsPerSecond: number; burst: number };
+  /** Tool calls: default timeout (a source may set its own; the run deadline bounds both) and result cap. */
+  tools: { callTimeoutMs: number; maxResultBytes: number };
 }
 
 export const APP_CONFIG = Symbol('APP_CONFIG');
@@ -51,6 +57,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     database: databaseOf(dto.DATABASE_URL, dataDir),
     adminApiKey: dto.ADMIN_API_KEY ?? null,
     logLevel: dto.LOG_LEVEL ?? 'info',
+    openai: { keySet: !!dto.OPENAI_API_KEY, baseUrl: dto.OPENAI_BASE_URL ?? null, model: dto.OPENAI_MODEL ?? null },
+    secret: (name) => env[name] || null,
     runs: {
       cancelGraceMs: dto.CANCEL_GRACE_MS ?? 5000,
       heartbeatIntervalMs: dto.HEARTBEAT_INTERVAL_MS ?? 15000,
@@ -61,6 +69,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       maxStorageValueBytes: dto.STORAGE_MAX_VALUE_BYTES ?? 10 * 1024 * 1024,
       callsPerSecond: dto.HOSTAPI_CALLS_PER_SECOND ?? 100,
       burst: dto.HOSTAPI_BURST ?? 200,
+    },
+    tools: {
+      callTimeoutMs: dto.TOOL_CALL_TIMEOUT_MS ?? 60_000,
+      maxResultBytes: dto.TOOL_RESULT_MAX_BYTES ?? 1024 * 1024,
     },
   };
 }

@@ -46,6 +46,19 @@ export class EnvDto {
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL?: string;
 
+  /** Quick start: when set, a chat model `default` is registered at boot (its key is read at call time). */
+  @IsOptional()
+  @IsString()
+  OPENAI_API_KEY?: string;
+
+  @IsOptional()
+  @Matches(/^https?:\/\/[^\s/?#]+[^\s?#]*$/i, { message: 'OPENAI_BASE_URL must be an http(s) URL' })
+  OPENAI_BASE_URL?: string;
+
+  @IsOptional()
+  @Matches(/^\S{1,255}$/, { message: 'OPENAI_MODEL must be a model name without spaces' })
+  OPENAI_MODEL?: string;
+
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -88,4 +101,16 @@ export class EnvDto {
   @IsInt()
   @Min(1)
   HOSTAPI_BURST?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  TOOL_CALL_TIMEOUT_MS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  TOOL_RESULT_MAX_BYTES?: number;
 }
