@@ -1,3 +1,4 @@
+import type { RunScope } from '@libs/authz';
 import type { EventLogEntity, JsonObject, NewTranscriptRow } from '@libs/persistence';
 import { redactMessage, truncate } from '@libs/conversations';
 import { redactSubmission, type EventSubmission } from './event-submission';
@@ -6,30 +7,31 @@ import { redactSubmission, type EventSubmission } from './event-submission';
 export function eventLogRow(
   eventId: string,
   sub: EventSubmission,
-  agentId: string,
+  scope: RunScope,
   runId: string | null,
-  runnerId: string | null,
   now: number,
 ): Omit<EventLogEntity, 'id'> {
   const redacted = redactSubmission(sub);
+  const { agent_id, conversation_id, thread_id, bot_id, workspace_id, actor_type, actor_id, subject_type, subject_id } =
+    scope;
   return {
     event_id: eventId,
     event_type: sub.event.event_type,
     event_time: sub.event.event_time ?? null,
     source: sub.event.source,
-    agent_id: agentId,
-    conversation_id: sub.conversation?.conversation_id ?? null,
-    thread_id: sub.conversation?.thread_id ?? null,
-    bot_id: sub.conversation?.bot_id ?? null,
-    workspace_id: sub.conversation?.workspace_id ?? null,
-    actor_type: sub.actor?.actor_type ?? null,
-    actor_id: sub.actor?.actor_id ?? null,
+    agent_id,
+    conversation_id,
+    thread_id,
+    bot_id,
+    workspace_id,
+    actor_type,
+    actor_id,
     actor_name: sub.actor?.actor_name ?? null,
-    subject_type: sub.subject?.subject_type ?? null,
-    subject_id: sub.subject?.subject_id ?? null,
+    subject_type,
+    subject_id,
     input_summary: truncate(sub.input.text ?? '', 1000),
     run_id: runId,
-    runner_id: runnerId,
+    runner_id: scope.runner_id,
     metadata: { input: redacted.input as JsonObject, data: sub.event.data ?? {} },
     created_at: now,
   };

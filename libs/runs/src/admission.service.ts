@@ -88,7 +88,7 @@ export class AdmissionService {
     const access = await this.access(runId, scope, live?.runner.manifest ?? null, agent, now);
     const { context, deadlineAtMs } = buildRunContext(runId, eventId, sub, agent, access);
     const run = this.runRow(runId, event, agent, contextJson(context), now, deadlineAtMs, access);
-    const logRow = eventLogRow(eventId, sub, agent.agent_id, runId, agent.runner_id, now);
+    const logRow = eventLogRow(eventId, sub, scope, runId, now);
     const userRow = userTranscriptRow(eventId, sub, agent.agent_id, now);
     if (!live) {
       const reason = `runner ${agent.runner_id} is not connected`;
