@@ -22,6 +22,7 @@ export interface Principal {
 }
 
 const ENV_ADMIN_KEY_ID = 'env-admin';
+const AUTH_CACHE_MS = 10_000;
 export const ADMIN_KEY_FILE = 'admin-api-key';
 
 function view(k: ApiKeyEntity): ApiKeyView {
@@ -38,6 +39,7 @@ function view(k: ApiKeyEntity): ApiKeyView {
 @Injectable()
 export class ApiKeysService implements OnApplicationBootstrap {
   private readonly logger = new Logger(ApiKeysService.name);
+  private readonly cache = new Map<string, { principal: Principal; until: number }>();
 
   constructor(
     private readonly keys: ApiKeysRepository,
@@ -107,10 +109,26 @@ export class ApiKeysService implements OnApplicationBootstrap {
     if (!(await this.keys.revoke(id, Date.now()))) {
       throw new DomainError('conflict', `API key ${id} is already revoked`, { id });
     }
+    this.cache.delete(key.key_hash);
   }
 
+  /**
+   * The key's principal, or null. Valid keys are cached for AUTH_CACHE_MS (a revocation takes
+   * effect at once in this process, and within that time in others); unknown keys are not.
+   */
   async authenticate(token: string): Promise<Principal | null> {
-    const key = await this.keys.findActiveByHash(hashSecret(token));
-    return key ? { key_id: key.id, role: key.role } : null;
+    const hash = hashSecret(token);
+    const cached = this.cache.get(hash);
+    if (cached && cached.until > Date.now()) {
+      return cached.principal;
+    }
+    const key = await this.keys.findActiveByHash(hash);
+    if (!key) {
+      this.cache.delete(hash);
+      return null;
+    }
+    const principal = { key_id: key.id, role: key.role };
+    this.cache.set(hash, { principal, until: Date.now() + AUTH_CACHE_MS });
+    return principal;
   }
 }
