@@ -15,6 +15,7 @@ import { AllExceptionsFilter } from './filters/all-exceptions.filter';
 import { GrpcServerState } from './grpc-server-state';
 import { AgentsController } from './http/admin/agents.controller';
 import { ApiKeysController } from './http/admin/api-keys.controller';
+import { KnowledgeController } from './http/admin/knowledge.controller';
 import { PluginsController } from './http/admin/plugins.controller';
 import { RunInspectionController } from './http/admin/run-inspection.controller';
 import { RunnersController } from './http/admin/runners.controller';
@@ -72,6 +73,7 @@ export class HostModule {
         HealthController,
         RunInspectionController,
         ConversationsController,
+        KnowledgeController,
       ],
       providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }],
     };

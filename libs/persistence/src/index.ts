@@ -10,4 +10,5 @@ export { ContextRepository, type NewTranscriptRow, type TranscriptQuery } from '
 export { StoresRepository } from './repositories/stores.repository';
 export { ToolsRepository, type NewToolRow } from './repositories/tools.repository';
 export { ModelsRepository, type NewModelUsage } from './repositories/models.repository';
+export { KnowledgeRepository, type KbChunkHit, type KbStats } from './repositories/knowledge.repository';
 export { Transactions } from './transactions';

@@ -12,6 +12,7 @@ import { PluginsRepository } from './repositories/plugins.repository';
 import { RunsRepository } from './repositories/runs.repository';
 import { ModelsRepository } from './repositories/models.repository';
 import { ToolsRepository } from './repositories/tools.repository';
+import { KnowledgeRepository } from './repositories/knowledge.repository';
 
 const REPOSITORIES = [
   Transactions,
@@ -23,6 +24,7 @@ const REPOSITORIES = [
   StoresRepository,
   ToolsRepository,
   ModelsRepository,
+  KnowledgeRepository,
 ];
 
 @Global()
