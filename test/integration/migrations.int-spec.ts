@@ -1,5 +1,15 @@
 import { DataSource } from 'typeorm';
-import { ApiKeyEntity, dataSourceOptions, ENTITIES, MIGRATIONS, RunEntity, TranscriptEntity } from '@libs/persistence';
+import {
+  ApiKeyEntity,
+  dataSourceOptions,
+  ENTITIES,
+  KbChunkEntity,
+  KbDocumentEntity,
+  KnowledgeBaseEntity,
+  MIGRATIONS,
+  RunEntity,
+  TranscriptEntity,
+} from '@libs/persistence';
 import {
   DIALECTS,
   isPostgres,
@@ -25,11 +35,29 @@ const SQLITE_FTS_TABLES = [
   'transcript_fts_docsize',
   'transcript_fts_idx',
 ];
+/** Tables the third migration (resources) adds on every dialect. */
+const RESOURCE_TABLES = [
+  'kb_chunks',
+  'kb_documents',
+  'knowledge_bases',
+  'model_usage',
+  'models',
+  'tool_sources',
+  'tools',
+];
+/** SQLite only: the FTS5 virtual table over kb_chunks.content and its shadow tables. */
+const SQLITE_KB_FTS_TABLES = SQLITE_FTS_TABLES.map((t) => t.replace(/^transcript/, 'kb_chunks'));
 const MIGRATION_NAMES = MIGRATIONS.map((m) => new m().name);
 
-/** Every table of the fully migrated schema on this dialect (with `migrations`), sorted. */
-function allTables(ds: DataSource): string[] {
-  return [...INITIAL_TABLES, ...CONTEXT_TABLES, ...(isPostgres(ds) ? [] : SQLITE_FTS_TABLES), 'migrations'].sort();
+/** Every table after the first `applied` migrations (all by default) on this dialect, with `migrations`, sorted. */
+function allTables(ds: DataSource, applied = MIGRATIONS.length): string[] {
+  const sqlite = !isPostgres(ds);
+  return [
+    ...INITIAL_TABLES,
+    ...(applied >= 2 ? [...CONTEXT_TABLES, ...(sqlite ? SQLITE_FTS_TABLES : [])] : []),
+    ...(applied >= 3 ? [...RESOURCE_TABLES, ...(sqlite ? SQLITE_KB_FTS_TABLES : [])] : []),
+    'migrations',
+  ].sort();
 }
 
 /** Named secondary indexes of the first migration: [table, name, unique, columns]. */
@@ -50,48 +78,92 @@ const CONTEXT_INDEXES: Array<[string, string, boolean, string[]]> = [
   ['audit_log', 'idx_audit_run', false, ['run_id', 'id']],
 ];
 
-const NAMED_INDEXES = [...INITIAL_INDEXES, ...CONTEXT_INDEXES];
+/** Named secondary indexes of the third migration (the full-text ones are checked by fullTextObjects). */
+const RESOURCE_INDEXES: Array<[string, string, boolean, string[]]> = [
+  ['model_usage', 'idx_model_usage_run', false, ['run_id']],
+  ['tools', 'uq_tools_name', true, ['tool_name']],
+  ['kb_documents', 'idx_kb_documents_kb', false, ['kb_id']],
+  ['kb_chunks', 'idx_kb_chunks_doc', false, ['document_id', 'position']],
+];
+
+const NAMED_INDEXES = [...INITIAL_INDEXES, ...CONTEXT_INDEXES, ...RESOURCE_INDEXES];
+
+/** The tables with full-text search: the transcript (second migration), knowledge chunks (third). */
+const FULL_TEXT_TABLES = ['transcript', 'kb_chunks'] as const;
+type FullTextTable = (typeof FULL_TEXT_TABLES)[number];
 
 /**
- * The full-text machinery of the transcript, by name: the tsvector indexes (PostgreSQL) or the
- * triggers on transcript (SQLite, keeping transcript_fts in step), with their definitions.
+ * The full-text machinery of the transcript and the knowledge chunks, by name: the tsvector
+ * indexes (PostgreSQL) or the triggers keeping `<table>_fts` in step (SQLite), with their definitions.
  */
 async function fullTextObjects(ds: DataSource): Promise<Array<{ name: string; def: string }>> {
   const rows: Array<{ name: string; def: string }> = isPostgres(ds)
     ? await ds.query(
         `SELECT indexname AS name, indexdef AS def FROM pg_indexes
-          WHERE schemaname = current_schema() AND tablename = 'transcript' AND indexdef ILIKE '%to_tsvector%'`,
+          WHERE schemaname = current_schema() AND tablename IN ('transcript', 'kb_chunks')
+            AND indexdef ILIKE '%to_tsvector%'`,
       )
-    : await ds.query(`SELECT name, sql AS def FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'transcript'`);
+    : await ds.query(
+        `SELECT name, sql AS def FROM sqlite_master WHERE type = 'trigger' AND tbl_name IN ('transcript', 'kb_chunks')`,
+      );
   return rows.sort((a, b) => a.name.localeCompare(b.name));
 }
 
-/** What fullTextObjects must find on a fully migrated database of this dialect. */
-function expectedFullTextObjects(ds: DataSource) {
-  return isPostgres(ds)
-    ? [
-        {
-          name: 'idx_transcript_fts',
-          def: expect.stringMatching(/USING gin \(to_tsvector\('simple'::regconfig, content\)\)/),
-        },
-      ]
-    : [
-        { name: 'transcript_fts_ad', def: expect.stringMatching(/AFTER DELETE ON "transcript"/) },
-        { name: 'transcript_fts_ai', def: expect.stringMatching(/AFTER INSERT ON "transcript"/) },
-      ];
+/** What fullTextObjects must find after the first `applied` migrations (all by default). */
+function expectedFullTextObjects(ds: DataSource, applied = MIGRATIONS.length) {
+  const tables = FULL_TEXT_TABLES.filter((_, i) => applied >= i + 2);
+  const objects = tables.flatMap((table) =>
+    isPostgres(ds)
+      ? [
+          {
+            name: `idx_${table}_fts`,
+            def: expect.stringMatching(/USING gin \(to_tsvector\('simple'::regconfig, content\)\)/),
+          },
+        ]
+      : [
+          { name: `${table}_fts_ad`, def: expect.stringMatching(new RegExp(`AFTER DELETE ON "${table}"`)) },
+          { name: `${table}_fts_ai`, def: expect.stringMatching(new RegExp(`AFTER INSERT ON "${table}"`)) },
+        ],
+  );
+  return objects.sort((a, b) => a.name.localeCompare(b.name));
 }
 
-/** Ids of the transcript rows whose content matches `word`, by the dialect's full-text search. */
-async function fullTextMatch(ds: DataSource, word: string): Promise<number[]> {
+/** Ids of the rows of `table` whose content matches `word`, by the dialect's full-text search. */
+async function fullTextMatch(ds: DataSource, word: string, table: FullTextTable = 'transcript'): Promise<number[]> {
   const rows: Array<{ id: number | string }> = isPostgres(ds)
     ? await ds.query(
-        `SELECT id FROM transcript WHERE to_tsvector('simple', content) @@ plainto_tsquery('simple', $1) ORDER BY id`,
+        `SELECT id FROM ${table} WHERE to_tsvector('simple', content) @@ plainto_tsquery('simple', $1) ORDER BY id`,
         [word],
       )
-    : await ds.query(`SELECT rowid AS id FROM transcript_fts WHERE transcript_fts MATCH ? ORDER BY rowid`, [
-        `"${word}"`,
-      ]);
+    : await ds.query(`SELECT rowid AS id FROM ${table}_fts WHERE ${table}_fts MATCH ? ORDER BY rowid`, [`"${word}"`]);
   return rows.map((r) => Number(r.id));
+}
+
+/** A knowledge base with one document and one chunk; the chunk's id. */
+async function knowledgeRows(ds: DataSource, text: string): Promise<number> {
+  await ds.getRepository(KnowledgeBaseEntity).insert({
+    kb_id: 'kb-1',
+    name: 'KB',
+    description: '',
+    chunk_size: 1000,
+    chunk_overlap: 150,
+    created_at: 1_764_700_000_000,
+    updated_at: 1_764_700_000_000,
+  });
+  await ds.getRepository(KbDocumentEntity).insert({
+    document_id: 'doc-1',
+    kb_id: 'kb-1',
+    name: 'doc',
+    content_type: 'text/plain',
+    metadata: {},
+    size: text.length,
+    chunk_count: 1,
+    created_at: 1_764_700_000_000,
+  });
+  const { identifiers } = await ds
+    .getRepository(KbChunkEntity)
+    .insert({ kb_id: 'kb-1', document_id: 'doc-1', position: 0, content: text, metadata: { position: 0 } });
+  return Number(identifiers[0].id);
 }
 
 async function columnsOf(ds: DataSource, table: string): Promise<string[]> {
@@ -249,12 +321,50 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
     }
   });
 
-  it('undoLastMigration reverts the context stores first, keeping the initial schema and its data', async () => {
+  it('undoLastMigration reverts the resources first, keeping the context stores and their data', async () => {
+    const ds = await ctx.open();
+    const { identifiers } = await ds.getRepository(TranscriptEntity).insert(transcriptRow(1, 'kept transcript'));
+    await knowledgeRows(ds, 'dropped knowledge chunk');
+
+    await ds.undoLastMigration();
+
+    expect((await appliedMigrations(ds)).map((m) => m.name)).toEqual(MIGRATION_NAMES.slice(0, 2));
+    expect(await ds.showMigrations()).toBe(true);
+    expect(await listTables(ds)).toEqual(allTables(ds, 2));
+    expect(await fullTextObjects(ds)).toEqual(expectedFullTextObjects(ds, 2));
+    for (const [table, name, unique, columns] of [...INITIAL_INDEXES, ...CONTEXT_INDEXES]) {
+      expect(await listIndexes(ds, table)).toContainEqual({ name, unique, columns });
+    }
+    // The context stores keep their rows, and their full-text search still works.
+    expect(await fullTextMatch(ds, 'kept')).toEqual([Number(identifiers[0].id)]);
+
+    const applied = await ds.runMigrations();
+    expect(applied.map((m) => m.name)).toEqual(MIGRATION_NAMES.slice(2));
+    expect((await appliedMigrations(ds)).map((m) => m.name)).toEqual(MIGRATION_NAMES);
+    expect(await listTables(ds)).toEqual(allTables(ds));
+    expect(await fullTextObjects(ds)).toEqual(expectedFullTextObjects(ds));
+    for (const [table, name, unique, columns] of RESOURCE_INDEXES) {
+      expect(await listIndexes(ds, table)).toContainEqual({ name, unique, columns });
+    }
+    // The resource tables start empty, and the chunk index follows inserts and deletes.
+    for (const entity of [KnowledgeBaseEntity, KbDocumentEntity, KbChunkEntity]) {
+      expect(await ds.getRepository(entity).count()).toBe(0);
+    }
+    const chunkId = await knowledgeRows(ds, 'searchable knowledge again');
+    expect(await fullTextMatch(ds, 'searchable', 'kb_chunks')).toEqual([chunkId]);
+    expect(await fullTextMatch(ds, 'dropped', 'kb_chunks')).toEqual([]);
+    await ds.getRepository(KbChunkEntity).delete({ id: chunkId });
+    expect(await fullTextMatch(ds, 'searchable', 'kb_chunks')).toEqual([]);
+    expect(await fullTextMatch(ds, 'kept')).toEqual([Number(identifiers[0].id)]);
+  });
+
+  it('undoing two migrations reverts the resources, then the context stores, keeping the initial schema and its data', async () => {
     const ds = await ctx.open();
     await ds.getRepository(ApiKeyEntity).insert(apiKey('kept'));
     await ds.getRepository(RunEntity).insert(run('run-kept'));
     await ds.getRepository(TranscriptEntity).insert(transcriptRow(1, 'dropped with its table'));
 
+    await ds.undoLastMigration();
     await ds.undoLastMigration();
 
     expect((await appliedMigrations(ds)).map((m) => m.name)).toEqual(MIGRATION_NAMES.slice(0, 1));
@@ -274,13 +384,10 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
 
     const applied = await ds.runMigrations();
     expect(applied.map((m) => m.name)).toEqual(MIGRATION_NAMES.slice(1));
-    expect(await appliedMigrations(ds)).toEqual([
-      expect.objectContaining({ name: MIGRATION_NAMES[0] }),
-      expect.objectContaining({ name: MIGRATION_NAMES[1] }),
-    ]);
+    expect(await appliedMigrations(ds)).toEqual(MIGRATION_NAMES.map((name) => expect.objectContaining({ name })));
     expect(await listTables(ds)).toEqual(allTables(ds));
     expect(await fullTextObjects(ds)).toEqual(expectedFullTextObjects(ds));
-    for (const [table, name, unique, columns] of CONTEXT_INDEXES) {
+    for (const [table, name, unique, columns] of [...CONTEXT_INDEXES, ...RESOURCE_INDEXES]) {
       expect(await listIndexes(ds, table)).toContainEqual({ name, unique, columns });
     }
     // The existing run gets the new columns as NULL; the context tables start empty and work.
@@ -299,6 +406,7 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
     const ds = await ctx.open();
     await ds.getRepository(ApiKeyEntity).insert(apiKey('before-undo'));
     await ds.getRepository(TranscriptEntity).insert(transcriptRow(1, 'before undo'));
+    await knowledgeRows(ds, 'before undo');
 
     const remaining: string[][] = [];
     for (let i = 0; i < MIGRATIONS.length; i++) {
@@ -332,6 +440,10 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
     const { identifiers } = await ds.getRepository(TranscriptEntity).insert(transcriptRow(1, 'after redo'));
     expect(await fullTextMatch(ds, 'redo')).toEqual([Number(identifiers[0].id)]);
     expect(await fullTextMatch(ds, 'before')).toEqual([]);
+    expect(await ds.getRepository(KbChunkEntity).count()).toBe(0);
+    const chunkId = await knowledgeRows(ds, 'after redo');
+    expect(await fullTextMatch(ds, 'redo', 'kb_chunks')).toEqual([chunkId]);
+    expect(await fullTextMatch(ds, 'before', 'kb_chunks')).toEqual([]);
   });
 
   it('does nothing when the migrations are run again on an up-to-date database', async () => {
