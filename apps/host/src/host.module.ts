@@ -19,6 +19,7 @@ import { KnowledgeController } from './http/admin/knowledge.controller';
 import { PluginsController } from './http/admin/plugins.controller';
 import { RunInspectionController } from './http/admin/run-inspection.controller';
 import { RunnersController } from './http/admin/runners.controller';
+import { ToolsController } from './http/admin/tools.controller';
 import { ConversationsController } from './http/conversations.controller';
 import { EventsController } from './http/events.controller';
 import { HealthController } from './http/health.controller';
@@ -73,6 +74,7 @@ export class HostModule {
         HealthController,
         RunInspectionController,
         ConversationsController,
+        ToolsController,
         KnowledgeController,
       ],
       providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }],

@@ -1,26 +1,147 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
+import type { JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { CatalogTool, GrantedTool } from '@libs/authz';
+import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { DomainError } from '@libs/protocol';
 import type { ResourceCall } from '../resource-call';
+import { callHttpTool } from './http-tools';
+import { callMcpTool } from './mcp-call';
+import { McpClientPool } from './mcp-client-pool';
+import { cappedResult, isPlainObject, type ToolResult } from './tool-result';
+import { ToolRegistryService, type ToolTarget } from './tool-registry.service';
 
-/** Tool registry (MCP servers, HTTP tools, built-ins) and tool execution for runners. */
+/** Why a call's signal fired. */
+type AbortReason = 'timeout' | 'run_ended' | 'deadline';
+
+/**
+ * Tool execution for runners. Outcomes of `call_tool`:
+ * - the tool ran → `{is_error: false, content, structured_content?}`;
+ * - the tool ran and reported a failure (MCP `isError` result or JSON-RPC error from the server,
+ *   HTTP tool non-2xx, failed fetch) → the same shape with `is_error: true`: hand it to the model;
+ * - the host could not run it → a protocol error: `invalid_argument` (parameters not an object,
+ *   or not matching the schema of an HTTP or built-in tool), `not_found` (removed, switched off,
+ *   or its name now belongs to another source), `unavailable` (server unreachable, connection
+ *   lost; retryable), `deadline_exceeded` (tool timeout, run deadline, run ended),
+ *   `payload_too_large` (result over the cap).
+ */
 @Injectable()
 export class ToolsService {
+  private readonly ajv = new AjvJsonSchemaValidator();
+  private readonly validators = new Map<string, JsonSchemaValidator<unknown>>();
+
+  constructor(
+    private readonly registry: ToolRegistryService,
+    private readonly pool: McpClientPool,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
   catalog(): Promise<CatalogTool[]> {
-    return Promise.resolve([]);
+    return this.registry.catalog();
   }
 
   /** `{name, description, parameters}` of a granted tool, from its frozen source. */
-  detail(_call: ResourceCall, _tool: GrantedTool): Promise<Record<string, unknown>> {
-    return Promise.reject(new DomainError('unavailable', 'tool detail is not available yet'));
+  async detail(_call: ResourceCall, tool: GrantedTool): Promise<Record<string, unknown>> {
+    const target = await this.registry.resolve(tool);
+    const { description, parameters } = target.kind === 'builtin' ? target.tool : target.row;
+    return { name: tool.tool_name, description, parameters };
   }
 
   /** Executes exactly the frozen `{source, source_id}` implementation of a granted tool. */
-  call(
-    _call: ResourceCall,
-    _tool: GrantedTool,
-    _parameters: Record<string, unknown>,
+  async call(
+    call: ResourceCall,
+    tool: GrantedTool,
+    parameters: Record<string, unknown>,
   ): Promise<Record<string, unknown>> {
-    return Promise.reject(new DomainError('unavailable', 'tool calls are not available yet'));
+    if (!isPlainObject(parameters)) {
+      throw new DomainError('invalid_argument', 'parameters: must be an object', { field: 'parameters' });
+    }
+    const target = await this.registry.resolve(tool);
+    if (target.kind !== 'mcp') {
+      this.validate(target.kind === 'builtin' ? target.tool.parameters : target.http.parameters, parameters);
+    }
+    const timeoutMs =
+      (target.kind === 'builtin' ? undefined : target.spec.config.timeout_ms) ?? this.config.tools.callTimeoutMs;
+    const remaining = call.deadline_at_ms === null ? Infinity : call.deadline_at_ms - Date.now();
+    if (remaining <= 0 || call.signal.aborted) {
+      throw new DomainError('deadline_exceeded', `the run ended before tool ${tool.tool_name} could run`);
+    }
+    const ms = Math.min(timeoutMs, remaining);
+    const ctl = new AbortController();
+    let reason: AbortReason | null = null;
+    const stop = (why: AbortReason) => {
+      reason ??= why;
+      ctl.abort(new DomainError('deadline_exceeded', this.abortMessage(why, tool.tool_name, ms)));
+    };
+    const timer = setTimeout(() => stop(ms < timeoutMs ? 'deadline' : 'timeout'), ms);
+    const onRunEnd = () => stop('run_ended');
+    call.signal.addEventListener('abort', onRunEnd, { once: true });
+    const aborted = new Promise<never>((_, reject) =>
+      ctl.signal.addEventListener('abort', () => reject(ctl.signal.reason as Error), { once: true }),
+    );
+    aborted.catch(() => undefined);
+    try {
+      const result = await Promise.race([this.execute(target, parameters, ctl.signal, ms), aborted]);
+      return cappedResult(result, this.config.tools.maxResultBytes, tool.tool_name);
+    } catch (e) {
+      if (reason) {
+        throw new DomainError('deadline_exceeded', this.abortMessage(reason, tool.tool_name, ms), {
+          tool_name: tool.tool_name,
+          reason,
+          timeout_ms: ms,
+        });
+      }
+      if (e instanceof DomainError) {
+        throw e;
+      }
+      throw new DomainError('runtime_error', `tool ${tool.tool_name} failed: ${(e as Error).message}`, {
+        tool_name: tool.tool_name,
+      });
+    } finally {
+      clearTimeout(timer);
+      call.signal.removeEventListener('abort', onRunEnd);
+    }
+  }
+
+  private execute(
+    target: ToolTarget,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+    timeoutMs: number,
+  ): Promise<ToolResult> {
+    const max = this.config.tools.maxResultBytes;
+    switch (target.kind) {
+      case 'builtin':
+        return target.tool.run(args, { signal, maxResultBytes: max });
+      case 'http':
+        return callHttpTool(target.sourceId, target.spec.config, target.http, args, signal, max);
+      case 'mcp':
+        return callMcpTool(this.pool, target, args, signal, timeoutMs);
+    }
+  }
+
+  private abortMessage(why: AbortReason, toolName: string, ms: number): string {
+    switch (why) {
+      case 'timeout':
+        return `tool ${toolName} did not finish within ${ms} ms`;
+      case 'deadline':
+        return `the run deadline passed while tool ${toolName} was running`;
+      case 'run_ended':
+        return `the run ended while tool ${toolName} was running`;
+    }
+  }
+
+  /** The host checks the parameters of the tools it runs itself (MCP servers check their own). */
+  private validate(schema: Record<string, unknown>, parameters: Record<string, unknown>): void {
+    const key = JSON.stringify(schema);
+    let validator = this.validators.get(key);
+    if (!validator) {
+      validator = this.ajv.getValidator<unknown>(schema);
+      this.validators.set(key, validator);
+    }
+    const r = validator(parameters);
+    if (!r.valid) {
+      throw new DomainError('invalid_argument', `parameters: ${r.errorMessage}`, { field: 'parameters' });
+    }
   }
 }

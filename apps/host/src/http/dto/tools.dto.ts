@@ -1,0 +1,57 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsBoolean, IsIn, IsNotEmpty, IsObject, IsOptional, IsString, MaxLength } from 'class-validator';
+
+const obj = { type: 'object', additionalProperties: true } as const;
+const KINDS = ['mcp_stdio', 'mcp_http', 'http'];
+
+const CONFIG_DOC = [
+  'By kind (secrets only as references {env: "HOST_VAR", prefix?: "Bearer "} to host environment variables):',
+  'mcp_stdio {command, args?, env?: {NAME: ref}, cwd?, timeout_ms?};',
+  'mcp_http {url, headers?: {Name: ref}, timeout_ms?};',
+  'http {tools: [{name, description?, method?, url, parameters? (JSON schema), parameters_in?: query|body}], headers?, timeout_ms?}',
+].join(' ');
+
+export class ToolSourceBodyDto {
+  @ApiProperty({ enum: KINDS }) @IsIn(KINDS) kind!: string;
+  @ApiProperty({ ...obj, description: CONFIG_DOC }) @IsObject() config!: Record<string, unknown>;
+  @ApiPropertyOptional({ default: true }) @IsOptional() @IsBoolean() enabled?: boolean;
+}
+
+export class CreateToolSourceDto extends ToolSourceBodyDto {
+  @ApiProperty({ example: 'github' }) @IsString() @IsNotEmpty() @MaxLength(64) source_id!: string;
+}
+
+export class SkippedToolDto {
+  @ApiProperty() name!: string;
+  @ApiProperty() reason!: string;
+}
+
+export class ToolSourceDto {
+  @ApiProperty() source_id!: string;
+  @ApiProperty({ enum: KINDS }) kind!: string;
+  @ApiProperty({ ...obj, description: 'As registered: environment-variable references, never their values' })
+  config!: Record<string, unknown>;
+  @ApiProperty() enabled!: boolean;
+  @ApiProperty({ enum: ['connected', 'connecting', 'disconnected', 'error', 'ready', 'disabled'] }) status!: string;
+  @ApiProperty({ nullable: true, type: String }) last_error!: string | null;
+  @ApiProperty({ type: [String], description: 'The names runners see for its tools' }) tools!: string[];
+  @ApiProperty({ type: [SkippedToolDto] }) skipped_tools!: SkippedToolDto[];
+  @ApiProperty() created_at!: string;
+  @ApiProperty() updated_at!: string;
+}
+
+export class ToolDto {
+  @ApiProperty({ description: 'The name runners see (and agents grant)' }) tool_name!: string;
+  @ApiProperty({ description: 'The name at its source' }) source_tool_name!: string;
+  @ApiProperty() description!: string;
+  @ApiProperty({ ...obj, nullable: true, description: 'JSON schema of the parameters' })
+  parameters!: Record<string, unknown> | null;
+  @ApiProperty({ enum: ['builtin', 'mcp', 'http'] }) source!: string;
+  @ApiProperty({ nullable: true, type: String, description: 'null for built-ins' }) source_id!: string | null;
+  @ApiProperty({ enum: ['builtin', ...KINDS] }) kind!: string;
+  @ApiProperty({ description: 'Built-ins can be off; listed tools are always on' }) enabled!: boolean;
+}
+
+export class SetBuiltinToolDto {
+  @ApiProperty() @IsBoolean() enabled!: boolean;
+}

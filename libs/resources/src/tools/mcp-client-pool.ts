@@ -1,0 +1,171 @@
+import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { DomainError } from '@libs/protocol';
+import { canonicalJson } from '@libs/authz';
+import { resolveEnvRefs, type McpSpec } from './tool-config';
+
+const CONNECT_TIMEOUT_MS = 15_000;
+const LIST_TIMEOUT_MS = 15_000;
+const MAX_LISTED_TOOLS = 1000;
+
+/** One connection to one MCP server. */
+interface Connection {
+  /** The source config it was made with: another config means another connection. */
+  key: string;
+  ready: Promise<Client>;
+  client: Client;
+  closed: boolean;
+}
+
+export type ConnectionState = 'connected' | 'connecting' | 'disconnected';
+
+/**
+ * Live MCP client connections, one per source: made on first use, kept open, and made again
+ * lazily when the last one closed or failed (a stdio child that exited, an HTTP session that is
+ * gone). The owner hears about every new connection (to re-list its tools) and about servers'
+ * `tools/list_changed` notifications. Everything is closed when the host shuts down.
+ */
+@Injectable()
+export class McpClientPool implements OnModuleDestroy {
+  private readonly logger = new Logger('McpClientPool');
+  private readonly connections = new Map<string, Connection>();
+  private readonly errors = new Map<string, string>();
+  /** Set by the registry: a new connection was made, or the server's tool list changed. */
+  onToolsChanged: (sourceId: string) => void = () => undefined;
+
+  /** The source's live client; `fresh` when this call made the connection. */
+  async acquire(sourceId: string, spec: McpSpec): Promise<{ client: Client; fresh: boolean }> {
+    const key = canonicalJson(spec);
+    const current = this.connections.get(sourceId);
+    if (current && !current.closed && current.key === key) {
+      return { client: await current.ready, fresh: false };
+    }
+    if (current) {
+      void this.discard(sourceId, current);
+    }
+    const conn = this.connect(sourceId, spec, key);
+    this.connections.set(sourceId, conn);
+    return { client: await conn.ready, fresh: true };
+  }
+
+  state(sourceId: string): ConnectionState {
+    const c = this.connections.get(sourceId);
+    if (!c || c.closed) {
+      return 'disconnected';
+    }
+    return c.client.getServerVersion() ? 'connected' : 'connecting';
+  }
+
+  /** The last connection failure of a source, until a connection succeeds. */
+  lastError(sourceId: string): string | null {
+    return this.errors.get(sourceId) ?? null;
+  }
+
+  recordError(sourceId: string, message: string): void {
+    this.errors.set(sourceId, message);
+  }
+
+  /** Drops the source's connection if it is still `client` (the next use connects again). */
+  invalidate(sourceId: string, client: Client): void {
+    const c = this.connections.get(sourceId);
+    if (c && c.client === client) {
+      void this.discard(sourceId, c);
+    }
+  }
+
+  /** Closes the source's connection (source deleted, disabled or reconfigured). */
+  async close(sourceId: string): Promise<void> {
+    const c = this.connections.get(sourceId);
+    this.errors.delete(sourceId);
+    if (c) {
+      await this.discard(sourceId, c);
+    }
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await Promise.all([...this.connections.entries()].map(([id, c]) => this.discard(id, c)));
+  }
+
+  /** Every tool the server lists (following pages, at most MAX_LISTED_TOOLS). */
+  async listTools(client: Client): Promise<Tool[]> {
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: LIST_TIMEOUT_MS });
+      tools.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor && tools.length < MAX_LISTED_TOOLS);
+    return tools.slice(0, MAX_LISTED_TOOLS);
+  }
+
+  private discard(sourceId: string, c: Connection): Promise<void> {
+    c.closed = true;
+    if (this.connections.get(sourceId) === c) {
+      this.connections.delete(sourceId);
+    }
+    return c.client.close().catch((e: unknown) => this.logger.warn(`closing MCP source ${sourceId}: ${String(e)}`));
+  }
+
+  private connect(sourceId: string, spec: McpSpec, key: string): Connection {
+    const client = new Client(
+      { name: 'runner-host', version: '1' },
+      {
+        capabilities: {},
+        listChanged: { tools: { autoRefresh: false, onChanged: () => this.onToolsChanged(sourceId) } },
+      },
+    );
+    const conn: Connection = { key, client, closed: false, ready: Promise.resolve(client) };
+    client.onclose = () => {
+      if (!conn.closed) {
+        this.logger.warn(`MCP source ${sourceId}: connection closed; the next use reconnects`);
+        conn.closed = true;
+        if (this.connections.get(sourceId) === conn) {
+          this.connections.delete(sourceId);
+        }
+      }
+    };
+    client.onerror = (e) => this.logger.debug(`MCP source ${sourceId}: ${e.message}`);
+    conn.ready = (async () => {
+      try {
+        await client.connect(this.transport(sourceId, spec), { timeout: CONNECT_TIMEOUT_MS });
+      } catch (e) {
+        this.discard(sourceId, conn).catch(() => undefined);
+        const message =
+          e instanceof DomainError ? e.message : `MCP source ${sourceId}: cannot connect: ${(e as Error).message}`;
+        this.errors.set(sourceId, message);
+        throw new DomainError('unavailable', message, { source_id: sourceId });
+      }
+      this.errors.delete(sourceId);
+      this.logger.log(`MCP source ${sourceId}: connected (${spec.kind})`);
+      this.onToolsChanged(sourceId);
+      return client;
+    })();
+    // Callers await `ready`; this keeps a failure nobody awaited from being unhandled.
+    conn.ready.catch(() => undefined);
+    return conn;
+  }
+
+  private transport(sourceId: string, spec: McpSpec): Transport {
+    if (spec.kind === 'mcp_http') {
+      const headers = resolveEnvRefs(spec.config.headers, `source ${sourceId} config.headers`);
+      return new StreamableHTTPClientTransport(new URL(spec.config.url), { requestInit: { headers } });
+    }
+    const { command, args, env, cwd } = spec.config;
+    const transport = new StdioClientTransport({
+      command,
+      args,
+      cwd,
+      env: resolveEnvRefs(env, `source ${sourceId} config.env`),
+      stderr: 'pipe',
+    });
+    // The child's stderr goes to the debug log (and must be read, or a chatty child would block).
+    transport.stderr?.on('data', (chunk: Buffer) =>
+      this.logger.debug(`MCP source ${sourceId} stderr: ${chunk.toString('utf8').trimEnd()}`),
+    );
+    return transport;
+  }
+}
