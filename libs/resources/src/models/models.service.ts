@@ -1,5 +1,8 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { ChatCompletionCreateParamsBase } from 'openai/resources/chat/completions';
 import type { CatalogModel } from '@libs/authz';
+import { APP_CONFIG, type AppConfig } from '@libs/config';
+import { ModelsRepository, type ModelEntity } from '@libs/persistence';
 import type {
   CountTokensRequest,
   CountTokensResponse,
@@ -11,29 +14,274 @@ import type {
 } from '@libs/proto';
 import { DomainError } from '@libs/protocol';
 import type { ResourceCall } from '../resource-call';
+import { CallScope } from './call-scope';
+import { fromChatMessage, toChatMessages, toChatTools, type JsonObject } from './message-mapping';
+import { ModelClients } from './model-clients';
+import { ModelRegistry } from './model-registry.service';
+import type { ModelAbilities } from './model-types';
+import { mergeExtraArgs } from './model-validation';
+import { malformed, providerError, type ProviderContext } from './provider-errors';
+import { checkRerank, parseRerank } from './rerank';
+import { StreamAssembler } from './stream-assembly';
+import { TokenCounter } from './tokenizer';
 
-/** Model registry and the model operations runners call through the host API. */
+/** Per-call timeouts when the runner sets none (the reference SDK's defaults); the run deadline bounds them. */
+const DEFAULT_TIMEOUT_MS = { invoke: 120_000, stream: 120_000, rerank: 30_000 };
+const MAX_TIMEOUT_MS = 30 * 60_000;
+
+type ChatBody = Omit<ChatCompletionCreateParamsBase, 'stream'>;
+type Operation = 'invoke' | 'stream' | 'rerank';
+
+const invalid = (field: string, rule: string) => new DomainError('invalid_argument', `${field}: ${rule}`, { field });
+
+function timeoutOf(ms: number | null | undefined, fallback: number): number {
+  if (ms === undefined || ms === null) {
+    return fallback;
+  }
+  if (!Number.isInteger(ms) || ms < 1 || ms > MAX_TIMEOUT_MS) {
+    throw invalid('timeout_ms', `must be an integer from 1 to ${MAX_TIMEOUT_MS}`);
+  }
+  return ms;
+}
+
+const count = (v: unknown): number | null => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : null);
+
+/**
+ * The model operations runners call through the host API, proxied to the registered provider
+ * with the official `openai` SDK: invoke, stream, count_tokens (local, js-tiktoken) and rerank.
+ * Every proxied call is metered (one `model_usage` row, `complete` false when the provider
+ * reported no usage); every failure leaves as a protocol error without the API key in it.
+ */
 @Injectable()
 export class ModelsService {
+  private readonly logger = new Logger('Models');
+  private readonly clients: ModelClients;
+
+  constructor(
+    private readonly registry: ModelRegistry,
+    private readonly repo: ModelsRepository,
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.clients = new ModelClients(config);
+  }
+
   catalog(): Promise<CatalogModel[]> {
-    return Promise.resolve([]);
+    return this.registry.catalog();
   }
 
-  invoke(_call: ResourceCall, _req: InvokeModelRequest): Promise<InvokeModelResponse> {
-    return Promise.reject(new DomainError('unavailable', 'model invocation is not available yet'));
+  async invoke(call: ResourceCall, req: InvokeModelRequest): Promise<InvokeModelResponse> {
+    const model = await this.registry.require(req.model_id, 'chat');
+    const { message, usage } = await this.complete(call, model, req, 'invoke');
+    return { message, ...(usage ? { usage } : {}) };
   }
 
-  // eslint-disable-next-line require-yield
-  async *stream(_call: ResourceCall, _req: InvokeModelRequest): AsyncIterable<StreamModelChunk> {
-    await Promise.resolve();
-    throw new DomainError('unavailable', 'model streaming is not available yet');
+  async *stream(call: ResourceCall, req: InvokeModelRequest): AsyncIterable<StreamModelChunk> {
+    const model = await this.registry.require(req.model_id, 'chat');
+    if (!(model.abilities as unknown as ModelAbilities).streaming) {
+      yield* this.emulatedStream(call, model, req);
+      return;
+    }
+    const body = this.chatBody(model, req);
+    const scope = new CallScope(call, timeoutOf(req.timeout_ms, DEFAULT_TIMEOUT_MS.stream), true);
+    const ctx: ProviderContext = { model_id: model.model_id, secret: null };
+    const assembler = new StreamAssembler(!!req.remove_think);
+    let sent = false;
+    try {
+      scope.check();
+      const { client, secret } = this.clients.for(model);
+      ctx.secret = secret;
+      sent = true;
+      const stream = await client.chat.completions.create(
+        { ...body, stream: true, stream_options: { include_usage: true } },
+        { signal: scope.signal },
+      );
+      for await (const chunk of stream) {
+        scope.touch();
+        ctx.streaming = true;
+        const out = assembler.push(chunk);
+        if (out) {
+          yield { chunk: out };
+        }
+      }
+      scope.check(); // the SDK ends an aborted stream without an error
+      if (!assembler.finished) {
+        throw malformed(model.model_id, 'the stream ended without a finish_reason');
+      }
+      yield { chunk: assembler.final() };
+      yield { usage: assembler.usage ?? {} };
+    } catch (e) {
+      throw providerError(e, scope, ctx);
+    } finally {
+      scope.dispose();
+      if (sent) {
+        await this.meter(call, model.model_id, 'stream', assembler.usage);
+      }
+    }
   }
 
-  countTokens(_call: ResourceCall, _req: CountTokensRequest): Promise<CountTokensResponse> {
-    return Promise.reject(new DomainError('unavailable', 'token counting is not available yet'));
+  /**
+   * Input tokens of the request invoke would send (same mapping; tools dropped for a model
+   * without tool calling). A model without a tokenizer fails closed: `unavailable`, not
+   * retryable, details {reason: 'no_tokenizer'}; the host never guesses a count.
+   */
+  async countTokens(_call: ResourceCall, req: CountTokensRequest): Promise<CountTokensResponse> {
+    const model = await this.registry.require(req.model_id, 'chat');
+    if (!model.tokenizer) {
+      throw new DomainError(
+        'unavailable',
+        `model ${model.model_id} has no tokenizer: count_tokens is not available for it`,
+        { reason: 'no_tokenizer' },
+        false,
+      );
+    }
+    const abilities = model.abilities as unknown as ModelAbilities;
+    const messages = toChatMessages(req.messages, abilities);
+    const tools = toChatTools(req.tools);
+    const counter = new TokenCounter(model.tokenizer as ConstructorParameters<typeof TokenCounter>[0]);
+    return { tokens: counter.request(messages, abilities.tool_calling ? tools : []) };
   }
 
-  rerank(_call: ResourceCall, _req: RerankRequest): Promise<RerankResponse> {
-    return Promise.reject(new DomainError('unavailable', 'rerank is not available yet'));
+  async rerank(call: ResourceCall, req: RerankRequest): Promise<RerankResponse> {
+    const model = await this.registry.require(req.model_id, 'rerank');
+    const input = checkRerank(req.query, req.documents, req.top_k);
+    if (input.documents.length === 0) {
+      return { results: [] };
+    }
+    const extra = mergeExtraArgs(model.extra_args, req.extra_args, 'rerank');
+    const scope = new CallScope(call, DEFAULT_TIMEOUT_MS.rerank);
+    const ctx: ProviderContext = { model_id: model.model_id, secret: null };
+    let usage: JsonObject | null = null;
+    let sent = false;
+    try {
+      scope.check();
+      const { client, secret } = this.clients.for(model);
+      ctx.secret = secret;
+      sent = true;
+      const raw = await client.post<unknown>('/rerank', {
+        body: {
+          ...extra,
+          model: model.model_name,
+          query: input.query,
+          documents: input.documents,
+          top_n: Math.min(input.topK ?? input.documents.length, input.documents.length),
+        },
+        signal: scope.signal,
+      });
+      const parsed = parseRerank(model.model_id, raw, input);
+      usage = parsed.usage;
+      return { results: parsed.results };
+    } catch (e) {
+      throw providerError(e, scope, ctx);
+    } finally {
+      scope.dispose();
+      if (sent) {
+        await this.meter(call, model.model_id, 'rerank', usage);
+      }
+    }
+  }
+
+  /** One non-streaming chat completion, metered as `operation`. */
+  private async complete(
+    call: ResourceCall,
+    model: ModelEntity,
+    req: InvokeModelRequest,
+    operation: Operation,
+  ): Promise<{ message: JsonObject; usage: JsonObject | null }> {
+    const body = this.chatBody(model, req);
+    const scope = new CallScope(call, timeoutOf(req.timeout_ms, DEFAULT_TIMEOUT_MS[operation]));
+    const ctx: ProviderContext = { model_id: model.model_id, secret: null };
+    let usage: JsonObject | null = null;
+    let sent = false;
+    try {
+      scope.check();
+      const { client, secret } = this.clients.for(model);
+      ctx.secret = secret;
+      sent = true;
+      const completion = await client.chat.completions.create({ ...body, stream: false }, { signal: scope.signal });
+      usage = (completion.usage as unknown as JsonObject | undefined) ?? null;
+      const choice = completion.choices?.[0];
+      if (!choice?.message) {
+        throw malformed(model.model_id, 'the completion has no choices');
+      }
+      return { message: fromChatMessage(choice.message, choice.finish_reason ?? null, !!req.remove_think), usage };
+    } catch (e) {
+      throw providerError(e, scope, ctx);
+    } finally {
+      scope.dispose();
+      if (sent) {
+        await this.meter(call, model.model_id, operation, usage);
+      }
+    }
+  }
+
+  /** A model without the streaming ability: one completion, sent as a text chunk, the final chunk and usage. */
+  private async *emulatedStream(
+    call: ResourceCall,
+    model: ModelEntity,
+    req: InvokeModelRequest,
+  ): AsyncIterable<StreamModelChunk> {
+    const { message, usage } = await this.complete(call, model, req, 'stream');
+    const text = typeof message.content === 'string' ? message.content : '';
+    let seq = 0;
+    if (text !== '') {
+      yield { chunk: { role: 'assistant', content: text, all_content: text, is_final: false, msg_sequence: ++seq } };
+    }
+    const { content: _content, role: _role, ...rest } = message;
+    yield {
+      chunk: { role: 'assistant', content: '', all_content: text, ...rest, is_final: true, msg_sequence: ++seq },
+    };
+    yield { usage: usage ?? {} };
+  }
+
+  /** The chat-completions request body of a call: mapped messages and tools over the model's extra_args. */
+  private chatBody(model: ModelEntity, req: InvokeModelRequest): ChatBody {
+    const abilities = model.abilities as unknown as ModelAbilities;
+    const messages = toChatMessages(req.messages, abilities);
+    if (messages.length === 0) {
+      throw invalid('messages', 'must not be empty');
+    }
+    // Validated either way; dropped (as the reference host does) for a model without tool calling.
+    const tools = toChatTools(req.tools);
+    const extra = mergeExtraArgs(model.extra_args, req.extra_args, 'chat');
+    for (const key of ['max_tokens', 'max_completion_tokens']) {
+      const v = extra[key];
+      if (v !== undefined && model.max_output_tokens !== null && typeof v === 'number' && v > model.max_output_tokens) {
+        throw invalid(
+          `extra_args.${key}`,
+          `must not exceed the model's max_output_tokens (${model.max_output_tokens})`,
+        );
+      }
+    }
+    return {
+      ...extra,
+      model: model.model_name,
+      messages,
+      ...(abilities.tool_calling && tools.length > 0 ? { tools } : {}),
+    };
+  }
+
+  private async meter(
+    call: ResourceCall,
+    modelId: string,
+    operation: Operation,
+    usage: JsonObject | null,
+  ): Promise<void> {
+    const prompt = count(usage?.prompt_tokens);
+    const completion = count(usage?.completion_tokens);
+    const total = count(usage?.total_tokens) ?? (prompt !== null && completion !== null ? prompt + completion : null);
+    try {
+      await this.repo.recordUsage({
+        run_id: call.run_id,
+        model_id: modelId,
+        operation,
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        total_tokens: total,
+        complete: total !== null,
+        created_at: Date.now(),
+      });
+    } catch (e) {
+      this.logger.error({ run_id: call.run_id, msg: `model_usage write failed: ${String(e)}` });
+    }
   }
 }

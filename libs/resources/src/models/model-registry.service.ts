@@ -1,0 +1,172 @@
+import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import type { CatalogModel } from '@libs/authz';
+import { APP_CONFIG, type AppConfig } from '@libs/config';
+import { ModelsRepository, type JsonObject, type ModelEntity } from '@libs/persistence';
+import { DomainError } from '@libs/protocol';
+import type { ModelAbilities, ModelInput, ModelKind, ModelView, TokenizerName } from './model-types';
+import { checkModelId, tokenizerFor, validateModel, type ValidatedModel } from './model-validation';
+
+export const DEFAULT_MODEL_ID = 'default';
+const QUICK_START = { key_env: 'OPENAI_API_KEY', base_url: 'https://api.openai.com/v1', model: 'gpt-4o-mini' };
+
+/**
+ * The model registry: admin CRUD, the catalogue grants are checked against, and the quick-start
+ * `default` model registered at boot when OPENAI_API_KEY is set. Keys are stored by reference
+ * (`api_key_env`) only; no view carries a key.
+ */
+@Injectable()
+export class ModelRegistry implements OnApplicationBootstrap {
+  private readonly logger = new Logger('Models');
+
+  constructor(
+    private readonly repo: ModelsRepository,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.registerDefault();
+  }
+
+  async create(modelId: string, input: ModelInput): Promise<ModelView> {
+    checkModelId(modelId);
+    const fields = validateModel(input);
+    if (await this.repo.get(modelId)) {
+      throw new DomainError('conflict', `model ${modelId} already exists`, { model_id: modelId });
+    }
+    const now = Date.now();
+    const entity = this.entity(modelId, fields, now, now);
+    try {
+      await this.repo.insert(entity);
+    } catch (e) {
+      if (await this.repo.get(modelId)) {
+        throw new DomainError('conflict', `model ${modelId} already exists`, { model_id: modelId });
+      }
+      throw e;
+    }
+    return this.view(entity);
+  }
+
+  /** Replaces a model's definition; runs already started keep their grant, later calls use the new one. */
+  async replace(modelId: string, input: ModelInput): Promise<ModelView> {
+    const current = await this.require(modelId);
+    const fields = validateModel(input);
+    const entity = this.entity(modelId, fields, current.created_at, Math.max(Date.now(), current.updated_at + 1));
+    if (!(await this.repo.update(entity))) {
+      throw this.notFound(modelId);
+    }
+    return this.view(entity);
+  }
+
+  async get(modelId: string): Promise<ModelView> {
+    return this.view(await this.require(modelId));
+  }
+
+  async page(after: string | null, limit: number): Promise<{ items: ModelView[]; next_cursor: string | null }> {
+    const rows = await this.repo.page(after, limit + 1);
+    const items = rows.slice(0, limit).map((m) => this.view(m));
+    return { items, next_cursor: rows.length > limit ? items[items.length - 1].model_id : null };
+  }
+
+  async remove(modelId: string): Promise<void> {
+    if (!(await this.repo.delete(modelId))) {
+      throw this.notFound(modelId);
+    }
+  }
+
+  async catalog(): Promise<CatalogModel[]> {
+    return (await this.repo.all()).map((m) => ({
+      model_id: m.model_id,
+      model_type: m.kind === 'chat' ? 'llm' : 'rerank',
+      provider: m.provider,
+    }));
+  }
+
+  /** The stored model, optionally of one kind (a granted model may have been deleted or replaced since). */
+  async require(modelId: string, kind?: ModelKind): Promise<ModelEntity> {
+    const model = await this.repo.get(modelId);
+    if (!model) {
+      throw this.notFound(modelId);
+    }
+    if (kind && model.kind !== kind) {
+      throw new DomainError('invalid_argument', `model ${modelId} is a ${model.kind} model, not a ${kind} model`, {
+        field: 'model_id',
+        model_id: modelId,
+      });
+    }
+    return model;
+  }
+
+  view(m: ModelEntity): ModelView {
+    const kind = m.kind as ModelKind;
+    return {
+      model_id: m.model_id,
+      kind,
+      model_type: kind === 'chat' ? 'llm' : 'rerank',
+      provider: m.provider,
+      base_url: m.base_url,
+      api_key_env: m.api_key_env,
+      api_key_set: m.api_key_env !== null && this.config.secret(m.api_key_env) !== null,
+      model_name: m.model_name,
+      context_window: m.context_window,
+      max_output_tokens: m.max_output_tokens,
+      abilities: kind === 'chat' ? (m.abilities as unknown as ModelAbilities) : null,
+      tokenizer: m.tokenizer as TokenizerName | null,
+      extra_args: m.extra_args,
+      created_at: new Date(m.created_at).toISOString(),
+      updated_at: new Date(m.updated_at).toISOString(),
+    };
+  }
+
+  /**
+   * Quick start: with OPENAI_API_KEY set, registers the chat model `default` (OPENAI_BASE_URL,
+   * OPENAI_MODEL, key read from OPENAI_API_KEY at call time). A `default` that still reads
+   * OPENAI_API_KEY follows the variables on every boot; one an admin repointed is left alone.
+   */
+  async registerDefault(): Promise<void> {
+    const { keySet, baseUrl, model } = this.config.openai;
+    if (!keySet) {
+      return;
+    }
+    const modelName = model ?? QUICK_START.model;
+    const input: ModelInput = {
+      kind: 'chat',
+      provider: 'openai',
+      base_url: baseUrl ?? QUICK_START.base_url,
+      api_key_env: QUICK_START.key_env,
+      model_name: modelName,
+      tokenizer: tokenizerFor(modelName),
+    };
+    const current = await this.repo.get(DEFAULT_MODEL_ID);
+    if (!current) {
+      await this.create(DEFAULT_MODEL_ID, input);
+      this.logger.log(`registered model "${DEFAULT_MODEL_ID}" (${modelName}) from OPENAI_API_KEY`);
+    } else if (
+      current.api_key_env === QUICK_START.key_env &&
+      (current.base_url !== validateModel(input).base_url || current.model_name !== modelName)
+    ) {
+      await this.replace(DEFAULT_MODEL_ID, {
+        ...input,
+        abilities: current.abilities,
+        context_window: current.context_window,
+        max_output_tokens: current.max_output_tokens,
+        extra_args: current.extra_args,
+      });
+      this.logger.log(`model "${DEFAULT_MODEL_ID}" now follows OPENAI_BASE_URL / OPENAI_MODEL (${modelName})`);
+    }
+  }
+
+  private entity(modelId: string, f: ValidatedModel, createdAt: number, updatedAt: number): ModelEntity {
+    return {
+      model_id: modelId,
+      ...f,
+      abilities: f.abilities as unknown as JsonObject,
+      extra_args: f.extra_args as JsonObject,
+      created_at: createdAt,
+      updated_at: updatedAt,
+    };
+  }
+
+  private notFound(modelId: string): DomainError {
+    return new DomainError('not_found', `model ${modelId} not found`, { model_id: modelId });
+  }
+}

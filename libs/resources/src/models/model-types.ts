@@ -1,0 +1,50 @@
+/** What a registered model is: an OpenAI-compatible chat endpoint or a `/rerank` endpoint. */
+export const MODEL_KINDS = ['chat', 'rerank'] as const;
+export type ModelKind = (typeof MODEL_KINDS)[number];
+
+/** js-tiktoken encodings a chat model may name for count_tokens. */
+export const TOKENIZERS = ['o200k_base', 'cl100k_base', 'p50k_base', 'r50k_base'] as const;
+export type TokenizerName = (typeof TOKENIZERS)[number];
+
+export interface ModelAbilities {
+  tool_calling: boolean;
+  vision: boolean;
+  streaming: boolean;
+}
+
+export const DEFAULT_ABILITIES: ModelAbilities = { tool_calling: true, vision: false, streaming: true };
+
+/** Admin input of a model (create and replace); validated by `validateModel`. */
+export interface ModelInput {
+  kind: string;
+  provider?: string;
+  base_url: string;
+  /** Name of the environment variable holding the API key (a secret reference); null: no key. */
+  api_key_env?: string | null;
+  model_name: string;
+  context_window?: number | null;
+  max_output_tokens?: number | null;
+  abilities?: Partial<ModelAbilities>;
+  tokenizer?: string | null;
+  extra_args?: Record<string, unknown>;
+}
+
+/** A model as the admin API shows it: the key reference, never the key. */
+export interface ModelView {
+  model_id: string;
+  kind: ModelKind;
+  model_type: 'llm' | 'rerank';
+  provider: string;
+  base_url: string;
+  api_key_env: string | null;
+  /** Whether the host's environment has the variable `api_key_env` names. */
+  api_key_set: boolean;
+  model_name: string;
+  context_window: number | null;
+  max_output_tokens: number | null;
+  abilities: ModelAbilities | null;
+  tokenizer: TokenizerName | null;
+  extra_args: Record<string, unknown>;
+  created_at: string;
+  updated_at: string;
+}

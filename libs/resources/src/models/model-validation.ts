@@ -1,0 +1,201 @@
+import { DomainError } from '@libs/protocol';
+import {
+  DEFAULT_ABILITIES,
+  MODEL_KINDS,
+  TOKENIZERS,
+  type ModelAbilities,
+  type ModelInput,
+  type ModelKind,
+  type TokenizerName,
+} from './model-types';
+
+export const MODEL_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+const PROVIDER_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+/** A POSIX-style environment variable name. */
+const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+/** The host's own secrets: a model must not send them to an endpoint as its API key. */
+const HOST_SECRET_ENV = /^(DATABASE_URL|ADMIN_API_KEY|RUNNERHOST_.*)$/i;
+const MAX_EXTRA_ARGS_BYTES = 16 * 1024;
+/** Request fields the host sets itself; extra_args may not override them. */
+const RESERVED_ARGS: Record<ModelKind, string[]> = {
+  chat: ['model', 'messages', 'tools', 'stream', 'stream_options', 'n'],
+  rerank: ['model', 'query', 'documents'],
+};
+
+/** The stored fields of a model, validated and normalised. */
+export interface ValidatedModel {
+  kind: ModelKind;
+  provider: string;
+  base_url: string;
+  api_key_env: string | null;
+  model_name: string;
+  context_window: number | null;
+  max_output_tokens: number | null;
+  abilities: ModelAbilities | Record<string, never>;
+  tokenizer: TokenizerName | null;
+  extra_args: Record<string, unknown>;
+}
+
+const invalid = (field: string, rule: string) => new DomainError('invalid_argument', `${field}: ${rule}`, { field });
+
+export function checkModelId(modelId: string): void {
+  if (typeof modelId !== 'string' || !MODEL_ID_PATTERN.test(modelId)) {
+    throw invalid('model_id', 'must be 1-128 letters, digits, ".", "_", ":" or "-", starting with a letter or digit');
+  }
+}
+
+/** An http(s) base URL without credentials, query or fragment; trailing slashes removed. */
+export function normaliseBaseUrl(value: unknown, field = 'base_url'): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 1000) {
+    throw invalid(field, 'must be an http(s) URL of at most 1000 characters');
+  }
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw invalid(field, 'must be an http(s) URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw invalid(field, 'must be an http(s) URL');
+  }
+  if (url.username || url.password) {
+    throw invalid(field, 'must not carry credentials (name the key with api_key_env)');
+  }
+  if (url.search || url.hash) {
+    throw invalid(field, 'must not have a query or fragment');
+  }
+  return url.toString().replace(/\/+$/, '');
+}
+
+function optionalInt(value: unknown, field: string, max: number): number | null {
+  if (value === undefined || value === null) {
+    return null;
+  }
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > max) {
+    throw invalid(field, `must be an integer from 1 to ${max}`);
+  }
+  return value;
+}
+
+function abilitiesOf(value: unknown): ModelAbilities {
+  if (value === undefined || value === null) {
+    return { ...DEFAULT_ABILITIES };
+  }
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    throw invalid('abilities', 'must be an object {tool_calling, vision, streaming}');
+  }
+  const out = { ...DEFAULT_ABILITIES };
+  for (const [key, flag] of Object.entries(value as Record<string, unknown>)) {
+    if (!(key in DEFAULT_ABILITIES)) {
+      throw invalid(`abilities.${key}`, 'is not an ability (tool_calling, vision, streaming)');
+    }
+    if (typeof flag !== 'boolean') {
+      throw invalid(`abilities.${key}`, 'must be a boolean');
+    }
+    out[key as keyof ModelAbilities] = flag;
+  }
+  return out;
+}
+
+function extraArgsOf(value: unknown, kind: ModelKind): Record<string, unknown> {
+  if (value === undefined || value === null) {
+    return {};
+  }
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    throw invalid('extra_args', 'must be an object');
+  }
+  const reserved = Object.keys(value).find((k) => RESERVED_ARGS[kind].includes(k));
+  if (reserved) {
+    throw invalid(`extra_args.${reserved}`, 'is set by the host and cannot be overridden');
+  }
+  if (Buffer.byteLength(JSON.stringify(value)) > MAX_EXTRA_ARGS_BYTES) {
+    throw invalid('extra_args', `must be at most ${MAX_EXTRA_ARGS_BYTES} bytes of JSON`);
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Request arguments of one call over the model's own: the call wins; reserved keys are refused. */
+export function mergeExtraArgs(
+  model: Record<string, unknown>,
+  call: Record<string, unknown> | undefined,
+  kind: ModelKind,
+): Record<string, unknown> {
+  const reserved = Object.keys(call ?? {}).find((k) => RESERVED_ARGS[kind].includes(k));
+  if (reserved) {
+    throw invalid(`extra_args.${reserved}`, 'is set by the host and cannot be overridden');
+  }
+  return { ...model, ...(call ?? {}) };
+}
+
+/** Validates an admin model input; every problem names its field. */
+export function validateModel(input: ModelInput): ValidatedModel {
+  if (!MODEL_KINDS.includes(input.kind as ModelKind)) {
+    throw invalid('kind', `must be one of ${MODEL_KINDS.join(', ')}`);
+  }
+  const kind = input.kind as ModelKind;
+  const provider = input.provider ?? 'openai-compatible';
+  if (typeof provider !== 'string' || !PROVIDER_PATTERN.test(provider)) {
+    throw invalid('provider', 'must be 1-64 lower-case letters, digits, ".", "_" or "-"');
+  }
+  const apiKeyEnv = input.api_key_env ?? null;
+  if (apiKeyEnv !== null) {
+    if (typeof apiKeyEnv !== 'string' || !ENV_NAME_PATTERN.test(apiKeyEnv)) {
+      throw invalid('api_key_env', 'must be an environment variable name (letters, digits, "_"; not a key value)');
+    }
+    if (HOST_SECRET_ENV.test(apiKeyEnv)) {
+      throw invalid('api_key_env', `must not name one of the host's own secrets`);
+    }
+  }
+  if (
+    typeof input.model_name !== 'string' ||
+    input.model_name.trim() === '' ||
+    input.model_name.length > 255 ||
+    /\p{Cc}/u.test(input.model_name)
+  ) {
+    throw invalid('model_name', 'must be 1-255 characters without control characters');
+  }
+  const common = {
+    kind,
+    provider,
+    base_url: normaliseBaseUrl(input.base_url),
+    api_key_env: apiKeyEnv,
+    model_name: input.model_name,
+    extra_args: extraArgsOf(input.extra_args, kind),
+  };
+  if (kind === 'rerank') {
+    for (const field of ['context_window', 'max_output_tokens', 'abilities', 'tokenizer'] as const) {
+      if (input[field] !== undefined && input[field] !== null) {
+        throw invalid(field, 'applies to chat models only');
+      }
+    }
+    return { ...common, context_window: null, max_output_tokens: null, abilities: {}, tokenizer: null };
+  }
+  const contextWindow = optionalInt(input.context_window, 'context_window', 100_000_000);
+  const maxOutput = optionalInt(input.max_output_tokens, 'max_output_tokens', 10_000_000);
+  if (contextWindow !== null && maxOutput !== null && maxOutput > contextWindow) {
+    throw invalid('max_output_tokens', 'must not exceed context_window');
+  }
+  const tokenizer = input.tokenizer ?? null;
+  if (tokenizer !== null && !TOKENIZERS.includes(tokenizer as TokenizerName)) {
+    throw invalid('tokenizer', `must be one of ${TOKENIZERS.join(', ')} (or null: count_tokens unavailable)`);
+  }
+  return {
+    ...common,
+    context_window: contextWindow,
+    max_output_tokens: maxOutput,
+    abilities: abilitiesOf(input.abilities),
+    tokenizer: tokenizer as TokenizerName | null,
+  };
+}
+
+/** The encoding OpenAI uses for a model name, when it is one of theirs; null otherwise. */
+export function tokenizerFor(modelName: string): TokenizerName | null {
+  const name = modelName.toLowerCase().replace(/^openai\//, '');
+  if (/^(gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|o1|o3|o4|chatgpt-4o)/.test(name)) {
+    return 'o200k_base';
+  }
+  if (/^(gpt-4|gpt-3\.5)/.test(name)) {
+    return 'cl100k_base';
+  }
+  return null;
+}

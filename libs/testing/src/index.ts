@@ -1,0 +1,20 @@
+export { ScriptedOpenAIServer, type RecordedRequest } from './scripted-openai-server';
+export {
+  scripts,
+  type MalformedMode,
+  type Script,
+  type ScriptedCompletion,
+  type ScriptedToolCall,
+  type ScriptedUsage,
+} from './openai-scripts';
+export {
+  MemoryModels,
+  UNIT_KEY,
+  chatModel,
+  collect,
+  failure,
+  invokeRequest,
+  modelsFixture,
+  runCall,
+  type ModelsFixture,
+} from './models-fixture';

@@ -1,0 +1,107 @@
+import type { AppConfig } from '@libs/config';
+import type { ModelEntity, ModelsRepository, NewModelUsage } from '@libs/persistence';
+import type { InvokeModelRequest, StreamModelChunk } from '@libs/proto';
+import { DomainError } from '@libs/protocol';
+import { ModelRegistry, ModelsService, type ResourceCall } from '@libs/resources';
+
+/*
+ * Unit-test wiring of the model services without Nest or a database: an in-memory
+ * ModelsRepository, a config whose secrets come from a given map, and small request helpers.
+ */
+
+export const UNIT_KEY = 'sk-unit-0123456789abcdefSECRET';
+
+/** In-memory ModelsRepository with the methods the services use. */
+export class MemoryModels {
+  readonly rows = new Map<string, ModelEntity>();
+  readonly usage: NewModelUsage[] = [];
+  insert = (m: ModelEntity) => {
+    if (this.rows.has(m.model_id)) {
+      return Promise.reject(new Error('duplicate key'));
+    }
+    this.rows.set(m.model_id, structuredClone(m));
+    return Promise.resolve();
+  };
+  get = (id: string) => Promise.resolve(this.rows.has(id) ? structuredClone(this.rows.get(id)!) : null);
+  all = () => Promise.resolve([...this.rows.values()].sort((a, b) => a.model_id.localeCompare(b.model_id)));
+  page = async (after: string | null, limit: number) =>
+    (await this.all()).filter((m) => after === null || m.model_id > after).slice(0, limit);
+  update = (m: ModelEntity) => {
+    const current = this.rows.get(m.model_id);
+    if (!current) {
+      return Promise.resolve(false);
+    }
+    this.rows.set(m.model_id, { ...structuredClone(m), created_at: current.created_at });
+    return Promise.resolve(true);
+  };
+  delete = (id: string) => Promise.resolve(this.rows.delete(id));
+  recordUsage = (row: NewModelUsage) => {
+    this.usage.push(row);
+    return Promise.resolve();
+  };
+}
+
+export interface ModelsFixture {
+  config: AppConfig;
+  repo: MemoryModels;
+  registry: ModelRegistry;
+  service: ModelsService;
+  env: Record<string, string>;
+}
+
+export function modelsFixture(
+  env: Record<string, string> = { UNIT_KEY },
+  openai: AppConfig['openai'] = { keySet: false, baseUrl: null, model: null },
+): ModelsFixture {
+  const config = { openai, secret: (name: string) => env[name] || null } as unknown as AppConfig;
+  const repo = new MemoryModels();
+  const registry = new ModelRegistry(repo as unknown as ModelsRepository, config);
+  const service = new ModelsService(registry, repo as unknown as ModelsRepository, config);
+  return { config, repo, registry, service, env };
+}
+
+export function runCall(overrides: Partial<ResourceCall> = {}): ResourceCall & { abort: AbortController } {
+  const abort = new AbortController();
+  return { run_id: 'run-1', signal: abort.signal, deadline_at_ms: null, abort, ...overrides };
+}
+
+export function chatModel(baseUrl: string, extra: Record<string, unknown> = {}) {
+  return {
+    kind: 'chat',
+    base_url: baseUrl,
+    api_key_env: 'UNIT_KEY',
+    model_name: 'gpt-4o-mini',
+    tokenizer: 'o200k_base',
+    abilities: { tool_calling: true, vision: true, streaming: true },
+    ...extra,
+  };
+}
+
+export const invokeRequest = (extra: Partial<InvokeModelRequest> = {}): InvokeModelRequest => ({
+  run_id: 'run-1',
+  model_id: 'm',
+  messages: [{ role: 'user', content: 'hello' }],
+  tools: [],
+  ...extra,
+});
+
+export async function collect(it: AsyncIterable<StreamModelChunk>): Promise<StreamModelChunk[]> {
+  const out: StreamModelChunk[] = [];
+  for await (const c of it) {
+    out.push(c);
+  }
+  return out;
+}
+
+/** The DomainError a promise rejects with (anything else fails the test). */
+export async function failure(p: Promise<unknown>): Promise<DomainError> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof DomainError) {
+      return e;
+    }
+    throw new Error(`expected a DomainError, got ${String(e)}`);
+  }
+  throw new Error('expected a DomainError, got success');
+}
