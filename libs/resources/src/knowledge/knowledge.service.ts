@@ -1,13 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { CatalogKnowledgeBase } from '@libs/authz';
-import {
-  KnowledgeRepository,
-  type JsonObject,
-  type KbDocumentEntity,
-  type KbStats,
-  type KnowledgeBaseEntity,
-} from '@libs/persistence';
+import { KnowledgeRepository, type KbDocumentEntity, type KnowledgeBaseEntity } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import type { ResourceCall } from '../resource-call';
 import { chunkDocument } from './chunker';
@@ -22,6 +16,14 @@ import {
   topK,
   type DocumentContentType,
 } from './knowledge.limits';
+import {
+  documentView,
+  kbView,
+  KB_TYPE,
+  type DocumentView,
+  type KnowledgeBaseView,
+  type RetrievalEntry,
+} from './knowledge.views';
 
 export interface RetrieveRequest {
   kb_id: string;
@@ -44,65 +46,7 @@ export interface DocumentInput {
   metadata?: Record<string, unknown>;
 }
 
-export interface KnowledgeBaseView extends KbStats {
-  kb_id: string;
-  name: string;
-  description: string;
-  kb_type: string;
-  chunk_size: number;
-  chunk_overlap: number;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface DocumentView {
-  document_id: string;
-  kb_id: string;
-  name: string;
-  content_type: string;
-  metadata: JsonObject;
-  size: number;
-  chunk_count: number;
-  created_at: string;
-}
-
-/** Protocol v1 RetrievalResultEntry. */
-export interface RetrievalEntry {
-  [key: string]: unknown;
-  id: string;
-  content: Array<{ type: 'text'; text: string }>;
-  metadata: JsonObject;
-  /** 1 - score: lower is closer. */
-  distance: number;
-  /** In [0, 1): higher is more relevant. */
-  score: number;
-}
-
-/** The retrieval behind every knowledge base: full-text search in the host database. */
-export const KB_TYPE = 'fulltext';
-
-const iso = (ms: number) => new Date(ms).toISOString();
 const notFound = (kbId: string) => new DomainError('not_found', `knowledge base ${kbId} not found`, { kb_id: kbId });
-
-function kbView(kb: KnowledgeBaseEntity, stats: KbStats | undefined): KnowledgeBaseView {
-  return {
-    kb_id: kb.kb_id,
-    name: kb.name,
-    description: kb.description,
-    kb_type: KB_TYPE,
-    chunk_size: kb.chunk_size,
-    chunk_overlap: kb.chunk_overlap,
-    document_count: stats?.document_count ?? 0,
-    chunk_count: stats?.chunk_count ?? 0,
-    created_at: iso(kb.created_at),
-    updated_at: iso(kb.updated_at),
-  };
-}
-
-function documentView(d: KbDocumentEntity): DocumentView {
-  const { created_at, ...rest } = d;
-  return { ...rest, created_at: iso(created_at) };
-}
 
 /** Time-ordered document ids: listing by id lists in upload order. */
 function newDocumentId(): string {
