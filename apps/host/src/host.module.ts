@@ -16,6 +16,7 @@ import { GrpcServerState } from './grpc-server-state';
 import { AgentsController } from './http/admin/agents.controller';
 import { ApiKeysController } from './http/admin/api-keys.controller';
 import { KnowledgeController } from './http/admin/knowledge.controller';
+import { ModelsController } from './http/admin/models.controller';
 import { PluginsController } from './http/admin/plugins.controller';
 import { RunInspectionController } from './http/admin/run-inspection.controller';
 import { RunnersController } from './http/admin/runners.controller';
@@ -76,6 +77,7 @@ export class HostModule {
         ConversationsController,
         ToolsController,
         KnowledgeController,
+        ModelsController,
       ],
       providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }],
     };

@@ -1,0 +1,53 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ModelRegistry } from '@libs/resources';
+import { PageQueryDto } from '../dto/admin.dto';
+import { ErrorResponseDto } from '../dto/error.dto';
+import { CreateModelDto, ModelDto, ModelPageDto, ReplaceModelDto } from '../dto/models.dto';
+
+@ApiTags('admin')
+@ApiBearerAuth()
+@Controller('v1/admin/models')
+export class ModelsController {
+  constructor(private readonly models: ModelRegistry) {}
+
+  @Post()
+  @ApiOperation({ summary: 'Register a model: an OpenAI-compatible chat model or a /rerank model' })
+  @ApiResponse({ status: 201, type: ModelDto })
+  @ApiResponse({ status: 400, type: ErrorResponseDto })
+  @ApiResponse({ status: 409, type: ErrorResponseDto })
+  async create(@Body() body: CreateModelDto): Promise<ModelDto> {
+    const { model_id, ...input } = body;
+    return this.models.create(model_id, input);
+  }
+
+  @Get()
+  @ApiResponse({ status: 200, type: ModelPageDto })
+  async list(@Query() q: PageQueryDto): Promise<ModelPageDto> {
+    return this.models.page(q.cursor ?? null, q.limit ?? 50);
+  }
+
+  @Get(':model_id')
+  @ApiResponse({ status: 200, type: ModelDto })
+  @ApiResponse({ status: 404, type: ErrorResponseDto })
+  async get(@Param('model_id') modelId: string): Promise<ModelDto> {
+    return this.models.get(modelId);
+  }
+
+  @Put(':model_id')
+  @ApiOperation({ summary: 'Replace a model; runs keep their grant, their next calls use the new definition' })
+  @ApiResponse({ status: 200, type: ModelDto })
+  @ApiResponse({ status: 400, type: ErrorResponseDto })
+  @ApiResponse({ status: 404, type: ErrorResponseDto })
+  async replace(@Param('model_id') modelId: string, @Body() body: ReplaceModelDto): Promise<ModelDto> {
+    return this.models.replace(modelId, body);
+  }
+
+  @Delete(':model_id')
+  @HttpCode(204)
+  @ApiResponse({ status: 204 })
+  @ApiResponse({ status: 404, type: ErrorResponseDto })
+  async remove(@Param('model_id') modelId: string): Promise<void> {
+    await this.models.remove(modelId);
+  }
+}

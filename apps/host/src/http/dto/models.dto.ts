@@ -1,0 +1,117 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsNotEmpty,
+  IsObject,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  ValidateNested,
+} from 'class-validator';
+
+const obj = { type: 'object', additionalProperties: true } as const;
+const TOKENIZERS = ['o200k_base', 'cl100k_base', 'p50k_base', 'r50k_base'];
+
+export class ModelAbilitiesDto {
+  @ApiPropertyOptional({ default: true }) @IsOptional() @IsBoolean() tool_calling?: boolean;
+  @ApiPropertyOptional({ default: false }) @IsOptional() @IsBoolean() vision?: boolean;
+  @ApiPropertyOptional({ default: true, description: 'false: stream is served from one completion' })
+  @IsOptional()
+  @IsBoolean()
+  streaming?: boolean;
+}
+
+export class ModelBodyDto {
+  @ApiProperty({ enum: ['chat', 'rerank'] }) @IsIn(['chat', 'rerank']) kind!: 'chat' | 'rerank';
+  @ApiPropertyOptional({ default: 'openai-compatible', example: 'openai' })
+  @IsOptional()
+  @Matches(/^[a-z0-9][a-z0-9._-]{0,63}$/, {
+    message: 'provider must be 1-64 lower-case letters, digits, ".", "_" or "-"',
+  })
+  provider?: string;
+  @ApiProperty({
+    example: 'https://api.openai.com/v1',
+    description: 'OpenAI-compatible base URL (…/chat/completions, …/rerank)',
+  })
+  @IsUrl({ protocols: ['http', 'https'], require_protocol: true, require_tld: false })
+  @MaxLength(1000)
+  base_url!: string;
+  @ApiPropertyOptional({
+    nullable: true,
+    type: String,
+    example: 'OPENAI_API_KEY',
+    description: "Name of the host's environment variable holding the API key (read at call time); null: no key",
+  })
+  @IsOptional()
+  @Matches(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, { message: 'api_key_env must be an environment variable name' })
+  api_key_env?: string | null;
+  @ApiProperty({ example: 'gpt-4o-mini' }) @IsString() @IsNotEmpty() @MaxLength(255) model_name!: string;
+  @ApiPropertyOptional({ nullable: true, type: Number })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(100_000_000)
+  context_window?: number | null;
+  @ApiPropertyOptional({ nullable: true, type: Number })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
+  max_output_tokens?: number | null;
+  @ApiPropertyOptional({ type: ModelAbilitiesDto, description: 'Chat models only' })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => ModelAbilitiesDto)
+  abilities?: ModelAbilitiesDto;
+  @ApiPropertyOptional({
+    enum: TOKENIZERS,
+    nullable: true,
+    description:
+      'js-tiktoken encoding for count_tokens; null: count_tokens fails with unavailable {reason: no_tokenizer}',
+  })
+  @IsOptional()
+  @IsIn(TOKENIZERS)
+  tokenizer?: string | null;
+  @ApiPropertyOptional({ ...obj, description: 'Request fields sent on every call (a call may override them)' })
+  @IsOptional()
+  @IsObject()
+  extra_args?: Record<string, unknown>;
+}
+
+export class CreateModelDto extends ModelBodyDto {
+  @ApiProperty({ example: 'gpt-small' }) @IsString() @IsNotEmpty() @MaxLength(128) model_id!: string;
+}
+
+export class ReplaceModelDto extends ModelBodyDto {}
+
+export class ModelDto {
+  @ApiProperty() model_id!: string;
+  @ApiProperty({ enum: ['chat', 'rerank'] }) kind!: string;
+  @ApiProperty({ enum: ['llm', 'rerank'] }) model_type!: string;
+  @ApiProperty() provider!: string;
+  @ApiProperty() base_url!: string;
+  @ApiProperty({ nullable: true, type: String, description: 'The key reference; the key itself is never returned' })
+  api_key_env!: string | null;
+  @ApiProperty({ description: "Whether the host's environment has the variable api_key_env names" })
+  api_key_set!: boolean;
+  @ApiProperty() model_name!: string;
+  @ApiProperty({ nullable: true, type: Number }) context_window!: number | null;
+  @ApiProperty({ nullable: true, type: Number }) max_output_tokens!: number | null;
+  @ApiProperty({ nullable: true, type: ModelAbilitiesDto }) abilities!: ModelAbilitiesDto | null;
+  @ApiProperty({ nullable: true, type: String }) tokenizer!: string | null;
+  @ApiProperty(obj) extra_args!: Record<string, unknown>;
+  @ApiProperty() created_at!: string;
+  @ApiProperty() updated_at!: string;
+}
+
+export class ModelPageDto {
+  @ApiProperty({ type: [ModelDto] }) items!: ModelDto[];
+  @ApiProperty({ nullable: true, type: String }) next_cursor!: string | null;
+}
