@@ -178,6 +178,10 @@ describe('runs over real HTTP and gRPC with the demo runner', () => {
     }
     const notJson = await host.api('POST', '/v1/events', '{"agent_id":');
     expect(notJson.status).toBe(400);
+    expect(notJson.body.error).toMatchObject({ code: 'invalid_argument', details: { field: 'body' } });
+    const huge = await host.api('POST', '/v1/events', event('echo', 'x'.repeat(6 * 1024 * 1024)));
+    expect(huge.status).toBe(413);
+    expect(huge.body.error.code).toBe('payload_too_large');
     const unknownAgent = await host.api('POST', '/v1/events', event('nobody', 'x'));
     expect(unknownAgent.status).toBe(404);
     expect(unknownAgent.body.error.details.field).toBe('agent_id');

@@ -57,6 +57,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
         return new DomainError(code, exception.message).toProtocol();
       }
     }
+    const bodyError = bodyParserError(exception);
+    if (bodyError) {
+      return bodyError.toProtocol();
+    }
     const errorId = randomUUID();
     this.logger.error({
       error_id: errorId,
@@ -69,4 +73,21 @@ export class AllExceptionsFilter implements ExceptionFilter {
       details: { error_id: errorId },
     };
   }
+}
+
+/** Errors of the JSON body parser (raised before any controller runs) as protocol errors. */
+function bodyParserError(e: unknown): DomainError | null {
+  const { type, limit } = (e ?? {}) as { type?: unknown; limit?: unknown };
+  if (type === 'entity.too.large') {
+    return new DomainError('payload_too_large', `request body: larger than the limit of ${String(limit)} bytes`, {
+      field: 'body',
+    });
+  }
+  if (type === 'entity.parse.failed') {
+    return new DomainError('invalid_argument', 'request body: not valid JSON', { field: 'body' });
+  }
+  if ((typeof type === 'string' && type.startsWith('encoding.')) || type === 'charset.unsupported') {
+    return new DomainError('invalid_argument', 'request body: unsupported encoding or charset', { field: 'body' });
+  }
+  return null;
 }
