@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { startMcpHttpServer, type McpHttpServer } from './fixtures/mcp-http-server';
 import { Host, TestDatabase, event, waitFor } from './harness';
-import { HostApiClient, type RpcResult } from './host-api-client';
+import { HostApiClient, type JsonObject, type RpcResult } from './host-api-client';
 import { RawPlugin, fromStruct, manifestFor } from './raw-plugin';
 
 /*
@@ -30,7 +30,8 @@ const TOKEN = `mcp-token-${randomBytes(6).toString('hex')}`;
 const API_KEY = `api-key-${randomBytes(6).toString('hex')}`;
 const RESULT_CAP = 65_536;
 
-function ok<T>(r: RpcResult<T>): T {
+/** The response of a successful call (loosely typed: these tests read into JSON results). */
+function ok(r: RpcResult<unknown>): any {
   if (r.err) {
     throw new Error(`expected success, got ${S[r.err.code]} (${r.err.xcode}): ${r.err.details}`);
   }
@@ -99,7 +100,7 @@ describe('tool registry and call_tool over real gRPC', () => {
     return r;
   };
   const call = (runId: string, tool: string, parameters: Record<string, unknown> = {}) =>
-    client.call('CallTool', { run_id: runId, tool_name: tool, parameters });
+    client.call('CallTool', { run_id: runId, tool_name: tool, parameters: parameters as JsonObject });
   const toolNames = async () => (await admin('GET', '/v1/admin/tools')).body.map((t: any) => t.tool_name) as string[];
 
   /** Starts a run of an agent; the plugin gets it and keeps it open. */
