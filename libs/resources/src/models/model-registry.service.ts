@@ -5,6 +5,7 @@ import { ModelsRepository, type JsonObject, type ModelEntity } from '@libs/persi
 import { DomainError } from '@libs/protocol';
 import type { ModelAbilities, ModelInput, ModelKind, ModelView, TokenizerName } from './model-types';
 import { checkModelId, tokenizerFor, validateModel, type ValidatedModel } from './model-validation';
+import { warmTokenizer } from './tokenizer';
 
 export const DEFAULT_MODEL_ID = 'default';
 const QUICK_START = { key_env: 'OPENAI_API_KEY', base_url: 'https://api.openai.com/v1', model: 'gpt-4o-mini' };
@@ -25,6 +26,9 @@ export class ModelRegistry implements OnApplicationBootstrap {
 
   async onApplicationBootstrap(): Promise<void> {
     await this.registerDefault();
+    for (const m of await this.repo.all()) {
+      warmTokenizer(m.tokenizer as TokenizerName | null);
+    }
   }
 
   async create(modelId: string, input: ModelInput): Promise<ModelView> {
@@ -35,6 +39,7 @@ export class ModelRegistry implements OnApplicationBootstrap {
     }
     const now = Date.now();
     const entity = this.entity(modelId, fields, now, now);
+    warmTokenizer(fields.tokenizer);
     try {
       await this.repo.insert(entity);
     } catch (e) {
@@ -51,6 +56,7 @@ export class ModelRegistry implements OnApplicationBootstrap {
     const current = await this.require(modelId);
     const fields = validateModel(input);
     const entity = this.entity(modelId, fields, current.created_at, Math.max(Date.now(), current.updated_at + 1));
+    warmTokenizer(fields.tokenizer);
     if (!(await this.repo.update(entity))) {
       throw this.notFound(modelId);
     }
