@@ -48,7 +48,13 @@ export function encodingFor(name: TokenizerName): Tiktoken {
  */
 export function warmTokenizer(name: TokenizerName | null): void {
   if (name && !encodings.has(name)) {
-    setImmediate(() => encodingFor(name));
+    setImmediate(() => {
+      try {
+        encodingFor(name);
+      } catch {
+        // Built (or failing, with its error) on first use instead.
+      }
+    }).unref();
   }
 }
 
