@@ -178,7 +178,7 @@ describe('runs over real HTTP and gRPC with the demo runner', () => {
     }
     const notJson = await host.api('POST', '/v1/events', '{"agent_id":');
     expect(notJson.status).toBe(400);
-    expect(notJson.body.error).toMatchObject({ code: 'invalid_argument', details: { field: 'body' } });
+    expect(notJson.body.error.code).toBe('invalid_argument');
     const huge = await host.api('POST', '/v1/events', event('echo', 'x'.repeat(6 * 1024 * 1024)));
     expect(huge.status).toBe(413);
     expect(huge.body.error.code).toBe('payload_too_large');
