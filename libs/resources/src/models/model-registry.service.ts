@@ -8,6 +8,8 @@ import { checkModelId, tokenizerFor, validateModel, type ValidatedModel } from '
 import { warmTokenizer } from './tokenizer';
 
 export const DEFAULT_MODEL_ID = 'default';
+/** How long a model call may use a definition read earlier (writes through this registry apply at once). */
+const CALL_CACHE_MS = 2000;
 const QUICK_START = { key_env: 'OPENAI_API_KEY', base_url: 'https://api.openai.com/v1', model: 'gpt-4o-mini' };
 
 /**
@@ -18,6 +20,7 @@ const QUICK_START = { key_env: 'OPENAI_API_KEY', base_url: 'https://api.openai.c
 @Injectable()
 export class ModelRegistry implements OnApplicationBootstrap {
   private readonly logger = new Logger('Models');
+  private readonly forCalls = new Map<string, { model: ModelEntity; at: number }>();
 
   constructor(
     private readonly repo: ModelsRepository,
@@ -40,6 +43,7 @@ export class ModelRegistry implements OnApplicationBootstrap {
     const now = Date.now();
     const entity = this.entity(modelId, fields, now, now);
     warmTokenizer(fields.tokenizer);
+    this.forCalls.delete(modelId);
     try {
       await this.repo.insert(entity);
     } catch (e) {
@@ -53,10 +57,11 @@ export class ModelRegistry implements OnApplicationBootstrap {
 
   /** Replaces a model's definition; runs already started keep their grant, later calls use the new one. */
   async replace(modelId: string, input: ModelInput): Promise<ModelView> {
-    const current = await this.require(modelId);
+    const current = await this.load(modelId);
     const fields = validateModel(input);
     const entity = this.entity(modelId, fields, current.created_at, Math.max(Date.now(), current.updated_at + 1));
     warmTokenizer(fields.tokenizer);
+    this.forCalls.delete(modelId);
     if (!(await this.repo.update(entity))) {
       throw this.notFound(modelId);
     }
@@ -64,7 +69,7 @@ export class ModelRegistry implements OnApplicationBootstrap {
   }
 
   async get(modelId: string): Promise<ModelView> {
-    return this.view(await this.require(modelId));
+    return this.view(await this.load(modelId));
   }
 
   async page(after: string | null, limit: number): Promise<{ items: ModelView[]; next_cursor: string | null }> {
@@ -74,6 +79,7 @@ export class ModelRegistry implements OnApplicationBootstrap {
   }
 
   async remove(modelId: string): Promise<void> {
+    this.forCalls.delete(modelId);
     if (!(await this.repo.delete(modelId))) {
       throw this.notFound(modelId);
     }
@@ -87,13 +93,18 @@ export class ModelRegistry implements OnApplicationBootstrap {
     }));
   }
 
-  /** The stored model, optionally of one kind (a granted model may have been deleted or replaced since). */
-  async require(modelId: string, kind?: ModelKind): Promise<ModelEntity> {
-    const model = await this.repo.get(modelId);
+  /**
+   * The model a call uses, of the kind the call needs (a granted model may have been deleted or
+   * replaced since the run started). Read at most CALL_CACHE_MS earlier.
+   */
+  async require(modelId: string, kind: ModelKind): Promise<ModelEntity> {
+    const hit = this.forCalls.get(modelId);
+    let model = hit && Date.now() - hit.at < CALL_CACHE_MS ? hit.model : null;
     if (!model) {
-      throw this.notFound(modelId);
+      model = await this.load(modelId);
+      this.forCalls.set(modelId, { model, at: Date.now() });
     }
-    if (kind && model.kind !== kind) {
+    if (model.kind !== kind) {
       throw new DomainError('invalid_argument', `model ${modelId} is a ${model.kind} model, not a ${kind} model`, {
         field: 'model_id',
         model_id: modelId,
@@ -170,6 +181,15 @@ export class ModelRegistry implements OnApplicationBootstrap {
       created_at: createdAt,
       updated_at: updatedAt,
     };
+  }
+
+  private async load(modelId: string): Promise<ModelEntity> {
+    const model = await this.repo.get(modelId);
+    if (!model) {
+      this.forCalls.delete(modelId);
+      throw this.notFound(modelId);
+    }
+    return model;
   }
 
   private notFound(modelId: string): DomainError {

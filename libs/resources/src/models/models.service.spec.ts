@@ -85,8 +85,8 @@ describe('ModelsService over the real openai SDK and HTTP', () => {
       ),
     );
     expect(items).toEqual([
-      { chunk: { role: 'assistant', content: 'Hel', all_content: 'Hel', is_final: false, msg_sequence: 1 } },
-      { chunk: { role: 'assistant', content: 'lo', all_content: 'Hello', is_final: false, msg_sequence: 2 } },
+      { chunk: { role: 'assistant', content: 'Hel', is_final: false, msg_sequence: 1 } },
+      { chunk: { role: 'assistant', content: 'lo', is_final: false, msg_sequence: 2 } },
       {
         chunk: {
           role: 'assistant',

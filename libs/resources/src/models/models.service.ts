@@ -224,7 +224,7 @@ export class ModelsService {
     const text = typeof message.content === 'string' ? message.content : '';
     let seq = 0;
     if (text !== '') {
-      yield { chunk: { role: 'assistant', content: text, all_content: text, is_final: false, msg_sequence: ++seq } };
+      yield { chunk: { role: 'assistant', content: text, is_final: false, msg_sequence: ++seq } };
     }
     const { content: _content, role: _role, ...rest } = message;
     yield {

@@ -59,13 +59,12 @@ describe('ToolCallAssembler', () => {
 });
 
 describe('StreamAssembler', () => {
-  it('sends text chunks with all_content, keeps usage, and ends with the final chunk', () => {
+  it('sends text chunks, keeps usage, and ends with the final chunk carrying all_content', () => {
     const s = new StreamAssembler(false);
     expect(s.push(chunk({ role: 'assistant', content: '' }))).toBeNull();
     expect(s.push(chunk({ content: 'Hi' }))).toEqual({
       role: 'assistant',
       content: 'Hi',
-      all_content: 'Hi',
       is_final: false,
       msg_sequence: 1,
     });
@@ -91,6 +90,12 @@ describe('StreamAssembler', () => {
     const s = new StreamAssembler(true);
     expect(s.push(chunk({ reasoning_content: 'private' }))).toBeNull();
     expect(s.push(chunk({ content: '<think>x</think>' }))).toBeNull();
-    expect(s.push(chunk({ content: 'Yes' }))).toMatchObject({ content: 'Yes', all_content: 'Yes' });
+    expect(s.push(chunk({ content: 'Yes' }))).toEqual({
+      role: 'assistant',
+      content: 'Yes',
+      is_final: false,
+      msg_sequence: 1,
+    });
+    expect(s.final()).toMatchObject({ content: '', all_content: 'Yes', is_final: true });
   });
 });

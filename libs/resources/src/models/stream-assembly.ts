@@ -4,10 +4,12 @@ import type { JsonObject } from './message-mapping';
 
 /*
  * Provider stream chunks → Protocol v1 MessageChunks. Each chunk with visible text becomes one
- * MessageChunk {content: the new text, all_content: all text so far, msg_sequence}; tool-call
- * fragments are assembled per provider index (id and name from the first fragment, arguments
- * concatenated) and delivered complete on the final chunk {is_final: true, tool_calls,
+ * MessageChunk {content: the new text, msg_sequence}; tool-call fragments are assembled per
+ * provider index (id and name from the first fragment, arguments concatenated) and delivered
+ * complete on the final chunk {is_final: true, all_content: the whole text, tool_calls,
  * provider_specific_fields.finish_reason}, so a consumer never has to merge partial calls.
+ * (all_content is sent once, on the final chunk: on every chunk it would make a stream's bytes
+ * grow with the square of its length.)
  */
 
 const OPEN = /<think\b[^>]*>/i;
@@ -163,7 +165,6 @@ export class StreamAssembler {
     return {
       role: 'assistant',
       content: text,
-      all_content: this.all,
       ...(reasoning ? { reasoning_content: reasoning } : {}),
       is_final: false,
       msg_sequence: ++this.seq,
