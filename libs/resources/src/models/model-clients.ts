@@ -53,10 +53,6 @@ export class ModelClients {
     return entry;
   }
 
-  forget(modelId: string): void {
-    this.cache.delete(modelId);
-  }
-
   private secretOf(model: ModelEntity): string | null {
     if (model.api_key_env === null) {
       return null;
