@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { Test, type TestingModule } from '@nestjs/testing';
-import { TypeOrmModule } from '@nestjs/typeorm';
+import type { TestingModule } from '@nestjs/testing';
 import { DataSource, QueryFailedError } from 'typeorm';
 import { buildSnapshot, type RunScope } from '@libs/authz';
 import { EventLogService, StateService, TranscriptService, type ScopeKeys } from '@libs/conversations';
 import {
   ContextRepository,
-  dataSourceOptions,
   ENTITIES,
   EventEntity,
   EventLogEntity,
@@ -21,7 +19,7 @@ import {
   Transactions,
 } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
-import { PERSISTENT_DIALECTS, type TestDatabase } from './support/databases';
+import { PERSISTENT_DIALECTS, type TestDatabase, storesModule } from './support/databases';
 
 jest.setTimeout(120_000);
 
@@ -201,21 +199,15 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
 
   beforeAll(async () => {
     db = await factory();
-    moduleRef = await Test.createTestingModule({
-      imports: [
-        TypeOrmModule.forRoot({ ...dataSourceOptions(db.config), retryAttempts: 0 }),
-        TypeOrmModule.forFeature(ENTITIES),
-      ],
-      providers: [
-        Transactions,
-        ContextRepository,
-        RunsRepository,
-        StoresRepository,
-        TranscriptService,
-        EventLogService,
-        StateService,
-      ],
-    }).compile();
+    moduleRef = await storesModule(db, [
+      Transactions,
+      ContextRepository,
+      RunsRepository,
+      StoresRepository,
+      TranscriptService,
+      EventLogService,
+      StateService,
+    ]);
     ds = moduleRef.get(DataSource);
     context = moduleRef.get(ContextRepository);
     runs = moduleRef.get(RunsRepository);
@@ -1229,13 +1221,7 @@ describe.each(PERSISTENT_DIALECTS)('transcript seq under concurrency on %s', (_n
 
   beforeAll(async () => {
     db = await factory();
-    moduleRef = await Test.createTestingModule({
-      imports: [
-        TypeOrmModule.forRoot({ ...dataSourceOptions(db.config), retryAttempts: 0 }),
-        TypeOrmModule.forFeature(ENTITIES),
-      ],
-      providers: [Transactions, ContextRepository, RunsRepository],
-    }).compile();
+    moduleRef = await storesModule(db, [Transactions, ContextRepository, RunsRepository]);
     ds = moduleRef.get(DataSource);
     context = moduleRef.get(ContextRepository);
     runs = moduleRef.get(RunsRepository);

@@ -1,10 +1,7 @@
-import { Test, type TestingModule } from '@nestjs/testing';
-import { TypeOrmModule } from '@nestjs/typeorm';
+import type { TestingModule } from '@nestjs/testing';
 import { DataSource } from 'typeorm';
 import {
   AgentEntity,
-  dataSourceOptions,
-  ENTITIES,
   KbChunkEntity,
   KbDocumentEntity,
   KnowledgeBaseEntity,
@@ -13,7 +10,7 @@ import {
 } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import { KnowledgeService, type ResourceCall } from '@libs/resources';
-import { DIALECTS, isPostgres, type TestDatabase } from './support/databases';
+import { DIALECTS, isPostgres, type TestDatabase, storesModule } from './support/databases';
 
 jest.setTimeout(120_000);
 
@@ -40,13 +37,7 @@ describe.each(DIALECTS)('knowledge bases on %s', (_name, factory) => {
 
   beforeAll(async () => {
     db = await factory();
-    moduleRef = await Test.createTestingModule({
-      imports: [
-        TypeOrmModule.forRoot({ ...dataSourceOptions(db.config), retryAttempts: 0 }),
-        TypeOrmModule.forFeature(ENTITIES),
-      ],
-      providers: [Transactions, KnowledgeRepository, KnowledgeService],
-    }).compile();
+    moduleRef = await storesModule(db, [Transactions, KnowledgeRepository, KnowledgeService]);
     ds = moduleRef.get(DataSource);
     kb = moduleRef.get(KnowledgeService);
     repo = moduleRef.get(KnowledgeRepository);

@@ -1,9 +1,8 @@
-import { Test, type TestingModule } from '@nestjs/testing';
-import { TypeOrmModule } from '@nestjs/typeorm';
+import type { TestingModule } from '@nestjs/testing';
 import type { AppConfig } from '@libs/config';
-import { dataSourceOptions, ENTITIES, ModelsRepository } from '@libs/persistence';
+import { ModelsRepository } from '@libs/persistence';
 import { ModelRegistry } from '@libs/resources';
-import { DIALECTS, type TestDatabase } from './support/databases';
+import { DIALECTS, type TestDatabase, storesModule } from './support/databases';
 
 /*
  * The model registry over the real repository, on every dialect: JSON columns (abilities,
@@ -23,13 +22,7 @@ describe.each(DIALECTS)('model registry on %s', (_name, factory) => {
 
   beforeAll(async () => {
     db = await factory();
-    moduleRef = await Test.createTestingModule({
-      imports: [
-        TypeOrmModule.forRoot({ ...dataSourceOptions(db.config), retryAttempts: 0 }),
-        TypeOrmModule.forFeature(ENTITIES),
-      ],
-      providers: [ModelsRepository],
-    }).compile();
+    moduleRef = await storesModule(db, [ModelsRepository]);
     repo = moduleRef.get(ModelsRepository);
     registry = new ModelRegistry(repo, config);
   });

@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { Test, type TestingModule } from '@nestjs/testing';
-import { TypeOrmModule } from '@nestjs/typeorm';
+import type { TestingModule } from '@nestjs/testing';
 import { DataSource, QueryFailedError } from 'typeorm';
 import {
   AgentsRepository,
   ApiKeysRepository,
   ContextRepository,
-  dataSourceOptions,
   ENTITIES,
   EventEntity,
   EventLogEntity,
@@ -23,7 +21,7 @@ import {
   type RunResultEntity,
   Transactions,
 } from '@libs/persistence';
-import { DIALECTS, type TestDatabase } from './support/databases';
+import { DIALECTS, type TestDatabase, storesModule } from './support/databases';
 
 jest.setTimeout(60_000);
 
@@ -208,20 +206,14 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
 
   beforeAll(async () => {
     db = await factory();
-    moduleRef = await Test.createTestingModule({
-      imports: [
-        TypeOrmModule.forRoot({ ...dataSourceOptions(db.config), retryAttempts: 0 }),
-        TypeOrmModule.forFeature(ENTITIES),
-      ],
-      providers: [
-        Transactions,
-        ApiKeysRepository,
-        PluginsRepository,
-        AgentsRepository,
-        ContextRepository,
-        RunsRepository,
-      ],
-    }).compile();
+    moduleRef = await storesModule(db, [
+      Transactions,
+      ApiKeysRepository,
+      PluginsRepository,
+      AgentsRepository,
+      ContextRepository,
+      RunsRepository,
+    ]);
     ds = moduleRef.get(DataSource);
     runs = moduleRef.get(RunsRepository);
     keys = moduleRef.get(ApiKeysRepository);

@@ -1,13 +1,12 @@
-import { Test, type TestingModule } from '@nestjs/testing';
-import { TypeOrmModule } from '@nestjs/typeorm';
+import type { TestingModule } from '@nestjs/testing';
 import type { GrantedTool } from '@libs/authz';
 import { APP_CONFIG } from '@libs/config';
-import { dataSourceOptions, ENTITIES, ToolsRepository, Transactions } from '@libs/persistence';
+import { ToolsRepository, Transactions } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import { ToolSourcesService, ToolsService } from '@libs/resources';
 import { McpClientPool } from '../../libs/resources/src/tools/mcp-client-pool';
 import { ToolRegistryService } from '../../libs/resources/src/tools/tool-registry.service';
-import { DIALECTS, type TestDatabase } from './support/databases';
+import { DIALECTS, type TestDatabase, storesModule } from './support/databases';
 
 jest.setTimeout(120_000);
 
@@ -36,21 +35,15 @@ describe.each(DIALECTS)('tool registry on %s', (_name, factory) => {
 
   beforeAll(async () => {
     db = await factory();
-    moduleRef = await Test.createTestingModule({
-      imports: [
-        TypeOrmModule.forRoot({ ...dataSourceOptions(db.config), retryAttempts: 0 }),
-        TypeOrmModule.forFeature(ENTITIES),
-      ],
-      providers: [
-        Transactions,
-        ToolsRepository,
-        McpClientPool,
-        ToolRegistryService,
-        ToolSourcesService,
-        ToolsService,
-        { provide: APP_CONFIG, useValue: { tools: { callTimeoutMs: 1000, maxResultBytes: 65536 } } },
-      ],
-    }).compile();
+    moduleRef = await storesModule(db, [
+      Transactions,
+      ToolsRepository,
+      McpClientPool,
+      ToolRegistryService,
+      ToolSourcesService,
+      ToolsService,
+      { provide: APP_CONFIG, useValue: { tools: { callTimeoutMs: 1000, maxResultBytes: 65536 } } },
+    ]);
     sources = moduleRef.get(ToolSourcesService);
     tools = moduleRef.get(ToolsService);
     repo = moduleRef.get(ToolsRepository);

@@ -1,10 +1,13 @@
+import type { Provider } from '@nestjs/common';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { TypeOrmModule } from '@nestjs/typeorm';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
-import type { dataSourceOptions } from '@libs/persistence';
+import { dataSourceOptions, ENTITIES } from '@libs/persistence';
 
 export type DatabaseConfig = Parameters<typeof dataSourceOptions>[0];
 
@@ -124,4 +127,15 @@ export async function listIndexes(ds: DataSource, table: string): Promise<IndexI
     });
   }
   return out;
+}
+
+/** A Nest testing module on `db` with every entity registered and the given providers. */
+export function storesModule(db: TestDatabase, providers: Provider[]): Promise<TestingModule> {
+  return Test.createTestingModule({
+    imports: [
+      TypeOrmModule.forRoot({ ...dataSourceOptions(db.config), retryAttempts: 0 }),
+      TypeOrmModule.forFeature(ENTITIES),
+    ],
+    providers,
+  }).compile();
 }
