@@ -1,8 +1,13 @@
 import { UNIT_KEY, chatModel, failure, modelsFixture } from '@libs/testing';
+import { encodingFor } from './tokenizer';
 
 const BASE = 'https://api.example.test/v1';
 
 describe('ModelRegistry', () => {
+  // Registering a model warms its encoder on a later tick; build it now so that no warm-up runs
+  // after this file's environment is torn down.
+  beforeAll(() => encodingFor('o200k_base'));
+
   it('creates, lists, replaces and deletes; views carry the key reference, never the key', async () => {
     const { registry } = modelsFixture();
     const created = await registry.create(

@@ -9,8 +9,12 @@ import {
   runCall,
   scripts,
 } from '@libs/testing';
+import { encodingFor } from './tokenizer';
 
 describe('ModelsService over the real openai SDK and HTTP', () => {
+  // A registered model warms its encoder on a later tick; build it first so none runs after teardown.
+  beforeAll(() => encodingFor('o200k_base'));
+
   let server: ScriptedOpenAIServer;
   let f: ReturnType<typeof fixture>;
 

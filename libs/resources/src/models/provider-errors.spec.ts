@@ -12,6 +12,7 @@ import {
   type Script,
 } from '@libs/testing';
 import { redact } from './provider-errors';
+import { encodingFor } from './tokenizer';
 
 async function closedPort(): Promise<number> {
   const srv = net.createServer();
@@ -22,6 +23,9 @@ async function closedPort(): Promise<number> {
 }
 
 describe('provider errors → protocol errors (real SDK, real HTTP)', () => {
+  // A registered model warms its encoder on a later tick; build it first so none runs after teardown.
+  beforeAll(() => encodingFor('o200k_base'));
+
   let server: ScriptedOpenAIServer;
   let f: ReturnType<typeof modelsFixture>;
 
