@@ -12,6 +12,22 @@ import { wrappers, type Message, type IConversionOptions, type Type } from 'prot
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type WrapperThis = Type & { fromObject(o: object): Message; toObject(m: Message, o?: IConversionOptions): object };
 
+/** Well-known types per protobufjs root, looked up once (these conversions run for every value). */
+const typeCache = new WeakMap<object, Map<string, Type>>();
+function typeOf(self: WrapperThis, name: string): Type {
+  let byName = typeCache.get(self.root);
+  if (!byName) {
+    byName = new Map();
+    typeCache.set(self.root, byName);
+  }
+  let type = byName.get(name);
+  if (!type) {
+    type = self.lookupType(name);
+    byName.set(name, type);
+  }
+  return type;
+}
+
 function isMessage(value: unknown): value is Message {
   return typeof value === 'object' && value !== null && '$type' in value;
 }
@@ -43,7 +59,7 @@ const structWrapper = {
     if (isMessage(object)) {
       return object;
     }
-    const valueType = this.lookupType('.google.protobuf.Value');
+    const valueType = typeOf(this, '.google.protobuf.Value');
     const fields: Record<string, Message> = {};
     for (const [key, value] of Object.entries((object ?? {}) as Record<string, unknown>)) {
       fields[key] = valueType.fromObject(value as object);
@@ -52,7 +68,7 @@ const structWrapper = {
   },
   toObject(this: WrapperThis, message: Message, options?: IConversionOptions): Record<string, Json> {
     const fields = (message as unknown as { fields?: Record<string, Message> }).fields ?? {};
-    const valueType = this.lookupType('.google.protobuf.Value');
+    const valueType = typeOf(this, '.google.protobuf.Value');
     const out: Record<string, Json> = {};
     for (const [key, value] of Object.entries(fields)) {
       out[key] = valueType.toObject(value, options);
@@ -68,10 +84,10 @@ const valueWrapper = {
   toObject(this: WrapperThis, message: Message, options?: IConversionOptions): Json {
     const m = message as unknown as Record<string, unknown>;
     if (m.structValue) {
-      return this.lookupType('.google.protobuf.Struct').toObject(m.structValue as Message, options);
+      return typeOf(this, '.google.protobuf.Struct').toObject(m.structValue as Message, options);
     }
     if (m.listValue) {
-      return this.lookupType('.google.protobuf.ListValue').toObject(m.listValue as Message, options);
+      return typeOf(this, '.google.protobuf.ListValue').toObject(m.listValue as Message, options);
     }
     for (const key of ['stringValue', 'numberValue', 'boolValue'] as const) {
       if (m[key] !== undefined && m[key] !== null && Object.prototype.hasOwnProperty.call(m, key)) {
@@ -87,13 +103,13 @@ const listWrapper = {
     if (isMessage(object)) {
       return object;
     }
-    const valueType = this.lookupType('.google.protobuf.Value');
+    const valueType = typeOf(this, '.google.protobuf.Value');
     const values = (Array.isArray(object) ? object : []).map((v: unknown) => valueType.fromObject(v as object));
     return this.create({ values });
   },
   toObject(this: WrapperThis, message: Message, options?: IConversionOptions): Json[] {
     const values = (message as unknown as { values?: Message[] }).values ?? [];
-    const valueType = this.lookupType('.google.protobuf.Value');
+    const valueType = typeOf(this, '.google.protobuf.Value');
     return values.map((v) => valueType.toObject(v, options) as Json);
   },
 };

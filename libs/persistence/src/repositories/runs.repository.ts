@@ -3,7 +3,10 @@ import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, In, LessThan, Repository, type FindOptionsWhere } from 'typeorm';
 import type { RunStatus } from '@libs/protocol';
 import { EventEntity, EventLogEntity, RunEntity, RunResultEntity } from '../entities';
+import { FastInsert } from '../fast-insert';
 import { Transactions } from '../transactions';
+
+const RESULT_COLUMNS = ['run_id', 'sequence', 'type', 'data', 'usage', 'source', 'timestamp', 'created_at'] as const;
 import { ContextRepository, type NewTranscriptRow } from './context.repository';
 
 export interface RunListFilter {
@@ -24,7 +27,11 @@ export class RunsRepository {
     @InjectRepository(RunResultEntity) private readonly results: Repository<RunResultEntity>,
     private readonly context: ContextRepository,
     private readonly tx: Transactions,
-  ) {}
+  ) {
+    this.resultInsert = new FastInsert(db, 'run_results', RESULT_COLUMNS);
+  }
+
+  private readonly resultInsert: FastInsert;
 
   /**
    * Records an event (new, or a retry of one whose run failed at admission), its run, its event
@@ -99,8 +106,12 @@ export class RunsRepository {
     return this.runs.find({ where: { status: In(['queued', 'running']) } });
   }
 
-  async insertResult(result: Omit<RunResultEntity, 'id'>): Promise<void> {
-    await this.results.insert(result);
+  async insertResult(r: Omit<RunResultEntity, 'id'>): Promise<void> {
+    await this.resultInsert.run({
+      ...r,
+      data: JSON.stringify(r.data),
+      usage: r.usage === null ? null : JSON.stringify(r.usage),
+    });
   }
 
   /** Results with sequence > `after`, in order. */

@@ -2,6 +2,20 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import { AuditEntity, StateEntryEntity, StorageEntryEntity } from '../entities';
+import { FastInsert } from '../fast-insert';
+
+const AUDIT_COLUMNS = [
+  'run_id',
+  'runner_id',
+  'plugin_id',
+  'action',
+  'resource',
+  'scope',
+  'outcome',
+  'error_code',
+  'duration_us',
+  'created_at',
+] as const;
 
 /**
  * `column` starts with `:prefix`, literally and case-sensitively on both dialects (no LIKE:
@@ -18,7 +32,11 @@ export class StoresRepository {
     @InjectRepository(StateEntryEntity) private readonly state: Repository<StateEntryEntity>,
     @InjectRepository(StorageEntryEntity) private readonly storage: Repository<StorageEntryEntity>,
     @InjectRepository(AuditEntity) private readonly audit: Repository<AuditEntity>,
-  ) {}
+  ) {
+    this.auditInsert = new FastInsert(audit.manager.connection, 'audit_log', AUDIT_COLUMNS);
+  }
+
+  private readonly auditInsert: FastInsert;
 
   async stateGet(scopeKey: string, key: string): Promise<string | null> {
     const row = await this.state.findOne({ where: { scope_key: scopeKey, state_key: key } });
@@ -84,7 +102,7 @@ export class StoresRepository {
   }
 
   async appendAudit(row: Omit<AuditEntity, 'id'>): Promise<void> {
-    await this.audit.insert(row);
+    await this.auditInsert.run(row);
   }
 
   async auditOf(runId: string, afterId: number, limit: number): Promise<AuditEntity[]> {
