@@ -94,6 +94,6 @@ describe.each(DIALECTS)('tool registry on %s', (_name, factory) => {
     await sources.setBuiltin('current_time', false);
     expect((await names()).filter((n) => n.startsWith('builtin'))).toEqual(['builtin:null:http_fetch']);
     expect((await repo.source('builtin'))?.config).toEqual({ enabled: ['http_fetch'] });
-    expect((await sources.list()).map((s) => s.source_id)).toEqual(['a', 'b', 'c']);
+    expect((await sources.list()).map((s) => s.source_id).sort()).toEqual(['a', 'b', 'c']);
   });
 });
