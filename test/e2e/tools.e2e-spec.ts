@@ -208,11 +208,8 @@ describe('tool registry and call_tool over real gRPC', () => {
     expect(byName.remote__echo).toMatchObject({ source: 'mcp', source_id: 'remote', source_tool_name: 'echo' });
     expect(byName.get_weather).toMatchObject({ source: 'http', source_id: 'api', kind: 'http' });
     expect(byName.api__current_time).toMatchObject({ source_id: 'api', source_tool_name: 'current_time' });
-    expect((await admin('GET', '/v1/admin/tools/sources')).body.map((s: any) => s.source_id)).toEqual([
-      'local',
-      'remote',
-      'api',
-    ]);
+    const sourceIds = (await admin('GET', '/v1/admin/tools/sources')).body.map((s: any) => s.source_id);
+    expect(sourceIds.sort()).toEqual(['api', 'local', 'remote']);
   });
 
   it('validates sources: env values are references only; duplicates, bad kinds and bad schemas are refused', async () => {
