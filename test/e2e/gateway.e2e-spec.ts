@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { toStruct } from './host-api-client';
 import { Host, TestDatabase, startDemoRunner, waitFor, type Proc } from './harness';
 
 jest.setTimeout(60_000);
@@ -12,28 +13,6 @@ const def = protoLoader.loadSync(
   { includeDirs: [PROTO], keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true },
 );
 const pkg = grpc.loadPackageDefinition(def) as any;
-
-function struct(obj: Record<string, unknown>): unknown {
-  const value = (v: unknown): unknown => {
-    if (v === null) {
-      return { nullValue: 'NULL_VALUE' };
-    }
-    if (Array.isArray(v)) {
-      return { listValue: { values: v.map(value) } };
-    }
-    if (typeof v === 'string') {
-      return { stringValue: v };
-    }
-    if (typeof v === 'number') {
-      return { numberValue: v };
-    }
-    if (typeof v === 'boolean') {
-      return { boolValue: v };
-    }
-    return { structValue: struct(v as Record<string, unknown>) };
-  };
-  return { fields: Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, value(v)])) };
-}
 
 function manifest(name: string, extra: Record<string, unknown> = {}) {
   return {
@@ -87,7 +66,7 @@ describe('runner gateway over real gRPC', () => {
     plugin_name: 'raw',
     plugin_version: '1',
     protocol_version: '1',
-    manifests: manifests.map((m) => struct(m as Record<string, unknown>)),
+    manifests: manifests.map((m) => toStruct(m as Record<string, unknown>)),
   });
 
   it('refuses a missing or wrong token with UNAUTHENTICATED', async () => {

@@ -16,51 +16,9 @@ const def = protoLoader.loadSync(['runnerhost/v1/gateway.proto', 'runnerhost/v1/
 });
 export const rawPkg = grpc.loadPackageDefinition(def) as any;
 
-/** JSON → google.protobuf.Value in protobufjs object form. */
-export function toValue(v: unknown): unknown {
-  if (v === null || v === undefined) {
-    return { nullValue: 'NULL_VALUE' };
-  }
-  if (Array.isArray(v)) {
-    return { listValue: { values: v.map(toValue) } };
-  }
-  if (typeof v === 'string') {
-    return { stringValue: v };
-  }
-  if (typeof v === 'number') {
-    return { numberValue: v };
-  }
-  if (typeof v === 'boolean') {
-    return { boolValue: v };
-  }
-  return { structValue: toStruct(v as Record<string, unknown>) };
-}
-
-export function toStruct(obj: Record<string, unknown>): unknown {
-  return { fields: Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, toValue(v)])) };
-}
-
-export function fromValue(v: any): unknown {
-  if (!v) {
-    return null;
-  }
-  if (v.structValue) {
-    return fromStruct(v.structValue);
-  }
-  if (v.listValue) {
-    return (v.listValue.values ?? []).map(fromValue);
-  }
-  for (const k of ['stringValue', 'numberValue', 'boolValue']) {
-    if (v.kind === k) {
-      return v[k];
-    }
-  }
-  return null;
-}
-
-export function fromStruct(s: any): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(s?.fields ?? {}).map(([k, v]) => [k, fromValue(v)]));
-}
+// google.protobuf.Struct / Value in protobufjs object form: one set of encoders for all e2e clients.
+export { fromStruct, fromValue, toStruct, toValue } from './host-api-client';
+import { toStruct } from './host-api-client';
 
 /** One Connect stream driven by the test. */
 export class RawPlugin {
