@@ -11,3 +11,4 @@ export {
 export { AuditService, type AuditRecord, type AuditView } from './audit.service';
 export { TokenBucket } from './rate-limiter';
 export { AuthzModule } from './authz.module';
+export { CatalogVersions } from './catalog-versions';

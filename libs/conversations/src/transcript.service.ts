@@ -129,16 +129,17 @@ function item(row: TranscriptEntity, includeAttachments: boolean): TranscriptIte
 export class TranscriptService {
   constructor(private readonly repo: ContextRepository) {}
 
-  async latestSeq(conversationId: string): Promise<number | null> {
-    return this.repo.latestSeq(conversationId);
+  /** Highest seq of the conversation's thread (null: rows without a thread). */
+  async latestSeq(conversationId: string, threadId: string | null): Promise<number | null> {
+    return this.repo.latestSeq(conversationId, threadId);
   }
 
-  /** The assistant row of a run (written once per run). */
-  async appendAssistant(
+  /** The assistant row of a run (written once per run, with the run's end). */
+  assistantRow(
     scope: { conversation_id: string; thread_id: string | null; agent_id: string; run_id: string; runner_id: string },
     message: Record<string, unknown>,
-  ): Promise<void> {
-    await this.repo.appendTranscript({
+  ): NewTranscriptRow {
+    return {
       conversation_id: scope.conversation_id,
       thread_id: scope.thread_id,
       role: 'assistant',
@@ -151,7 +152,7 @@ export class TranscriptService {
       agent_id: scope.agent_id,
       metadata: { run_id: scope.run_id, runner_id: scope.runner_id },
       created_at: Date.now(),
-    });
+    };
   }
 
   /** backward (default): newest first, `before_cursor`; forward: oldest first, `after_cursor`. */

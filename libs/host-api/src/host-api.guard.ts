@@ -148,7 +148,8 @@ export class HostApiGuard {
         : null;
     await this.audit.record({
       run_id: String(needs.run_id).slice(0, 64),
-      runner_id: run?.runner_id ?? null,
+      // Also for a denial before the run was checked: the runner the run belongs to, if it is active.
+      runner_id: (run ?? this.active.get(String(needs.run_id)))?.runner_id ?? null,
       plugin_id: pluginId,
       action: needs.action,
       resource: resource?.slice(0, 300) ?? null,

@@ -18,18 +18,28 @@ export function dataSourceOptions(db: DatabaseConfig): DataSourceOptions {
     return { ...common, type: 'postgres', url: db.url, extra: { max: 10 } };
   }
   if (db.file !== ':memory:') {
-    fs.mkdirSync(path.dirname(db.file), { recursive: true });
+    // The database holds hashed keys, transcripts and state: owner-only (0700 directory, 0600 file).
+    const dir = path.dirname(db.file);
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    fs.chmodSync(dir, 0o700);
   }
   return {
     ...common,
     type: 'better-sqlite3',
     database: db.file,
     // WAL + synchronous=NORMAL: durable across process crashes, an order of magnitude cheaper
-    // per commit than FULL (see bench/dispatch); busy_timeout covers checkpoints.
-    prepareDatabase: (sqlite: { pragma(sql: string): unknown }) => {
+    // per commit than FULL (see bench/dispatch). Auto-checkpoint is off: a worker thread
+    // checkpoints (hot/checkpointer.ts), so no commit on the event loop pays for one;
+    // journal_size_limit truncates the WAL file back after a checkpoint let it restart.
+    prepareDatabase: (sqlite: { pragma(sql: string): unknown; name: string; memory: boolean }) => {
       sqlite.pragma('journal_mode = WAL');
       sqlite.pragma('synchronous = NORMAL');
       sqlite.pragma('busy_timeout = 5000');
+      sqlite.pragma('wal_autocheckpoint = 0');
+      sqlite.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
+      if (!sqlite.memory) {
+        fs.chmodSync(sqlite.name, 0o600);
+      }
     },
   };
 }

@@ -3,6 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { dataSourceOptions } from './data-source';
 import { Transactions } from './transactions';
+import { HotStore } from './hot/hot-store';
 import { ENTITIES } from './entities';
 import { AgentsRepository } from './repositories/agents.repository';
 import { ApiKeysRepository } from './repositories/api-keys.repository';
@@ -16,6 +17,7 @@ import { KnowledgeRepository } from './repositories/knowledge.repository';
 
 const REPOSITORIES = [
   Transactions,
+  HotStore,
   ApiKeysRepository,
   PluginsRepository,
   AgentsRepository,

@@ -1,16 +1,22 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { AgentsService } from '@libs/agents';
-import { RESOURCE_CATALOG, buildSnapshot, snapshotHash, type ResourceCatalog, type RunScope } from '@libs/authz';
+import { buildSnapshot, snapshotHash, type RunScope } from '@libs/authz';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { StateService, TranscriptService } from '@libs/conversations';
-import { RunsRepository, type AgentEntity, type EventEntity, type JsonObject, type RunEntity } from '@libs/persistence';
+import {
+  RunsRepository,
+  type AgentEntity,
+  type EventEntity,
+  type JsonObject,
+  type NewRun,
+} from '@libs/persistence';
 import { DomainError, parseRunnerId, runTimeoutSeconds, type RunnerManifest } from '@libs/protocol';
 import { RunnerConnections } from '@libs/runner-gateway';
+import { AdmissionCatalog } from './admission-catalog';
 import { eventLogRow, userTranscriptRow } from './admission-records';
 import { redactSubmission, type EventSubmission } from './event-submission';
 import { buildRunContext, contextJson, type RunAccess } from './run-context.builder';
-import { RunLifecycleService } from './run-lifecycle.service';
+import { RunLifecycleService, verdictResult } from './run-lifecycle.service';
 
 export interface Admission {
   event_id: string;
@@ -26,13 +32,12 @@ export class AdmissionService {
   private readonly logger = new Logger('Admission');
 
   constructor(
-    private readonly agents: AgentsService,
+    private readonly catalog: AdmissionCatalog,
     private readonly runs: RunsRepository,
     private readonly connections: RunnerConnections,
     private readonly lifecycle: RunLifecycleService,
     private readonly transcript: TranscriptService,
     private readonly state: StateService,
-    @Inject(RESOURCE_CATALOG) private readonly catalog: ResourceCatalog,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -49,22 +54,13 @@ export class AdmissionService {
     }
     const bodyHash = createHash('sha256').update(JSON.stringify(sub)).digest('hex');
     const previous = await this.previous(sub.event.event_id ?? null, idempotencyKey);
-    const eventId = previous?.event_id ?? sub.event.event_id ?? randomUUID();
     // An event whose runner was unavailable was not accepted: the same event may be retried.
-    if (previous && !(previous.disposition === 'failed' && previous.body_hash === bodyHash)) {
-      if (previous.body_hash !== bodyHash) {
-        throw new DomainError('conflict', 'this event_id / Idempotency-Key was already used with a different body', {
-          event_id: previous.event_id,
-        });
-      }
-      return {
-        event_id: previous.event_id,
-        disposition: previous.disposition,
-        run_id: previous.run_id,
-        replayed: true,
-      };
+    const readmit = previous !== null && previous.disposition === 'failed' && previous.body_hash === bodyHash;
+    if (previous && !readmit) {
+      return this.duplicate(previous, bodyHash);
     }
-    const agent = await this.agents.getEntity(sub.agent_id).catch((e: unknown) => {
+    const eventId = previous?.event_id ?? sub.event.event_id ?? randomUUID();
+    const agent = await this.catalog.agent(sub.agent_id).catch((e: unknown) => {
       throw e instanceof DomainError ? new DomainError(e.code, e.message, { ...e.details, field: 'agent_id' }) : e;
     });
     const ref = parseRunnerId(agent.runner_id);
@@ -89,34 +85,21 @@ export class AdmissionService {
     const { context, deadlineAtMs } = buildRunContext(runId, eventId, sub, agent, access);
     const run = this.runRow(runId, event, agent, contextJson(context), now, deadlineAtMs, access);
     const logRow = eventLogRow(eventId, sub, scope, runId, now);
-    const userRow = userTranscriptRow(eventId, sub, agent.agent_id, now);
     if (!live) {
-      const reason = `runner ${agent.runner_id} is not connected`;
-      await this.runs.admit(
-        event,
-        {
-          ...run,
-          status: 'failed',
-          status_reason: reason,
-          error_code: 'runner.unavailable',
-          retryable: true,
-          finished_at: now,
-        },
-        { ...logRow, metadata: { disposition: 'failed', error_code: 'runner.unavailable' } },
-        null,
-      );
-      this.logger.warn({ run_id: runId, msg: `run failed at admission: ${reason}` });
-      throw new DomainError(
-        'unavailable',
-        `${reason}; the event was recorded and its run failed (runner.unavailable)`,
-        {
-          event_id: eventId,
-          run_id: runId,
-          error_code: 'runner.unavailable',
-        },
-      );
+      return this.failUnavailable(event, run, logRow, readmit, bodyHash);
     }
-    await this.runs.admit(event, run, logRow, userRow);
+    const outcome = await this.runs.admit({
+      event,
+      run,
+      log: logRow,
+      user: userTranscriptRow(eventId, sub, agent.agent_id, now),
+      terminal: null,
+      readmit,
+    });
+    if (!outcome.admitted) {
+      // A concurrent duplicate won the insert: answer like it.
+      return this.duplicate(outcome.existing, bodyHash);
+    }
     // Between the check above and now the runner may have gone: dispatch only on a live session.
     const session = this.connections.runner(agent.runner_id)?.session;
     const active = this.lifecycle.start(runId, agent, session ?? live.session, access.snapshot);
@@ -132,6 +115,68 @@ export class AdmissionService {
       this.logger.log({ run_id: runId, msg: `run dispatched to ${agent.runner_id}` });
     }
     return { event_id: eventId, disposition: 'started', run_id: runId, replayed: false };
+  }
+
+  private duplicate(previous: EventEntity, bodyHash: string): Admission {
+    if (previous.body_hash !== bodyHash) {
+      throw new DomainError('conflict', 'this event_id / Idempotency-Key was already used with a different body', {
+        event_id: previous.event_id,
+      });
+    }
+    if (previous.disposition === 'failed') {
+      // A concurrent retry of an event that failed at admission, still failing: the same answer.
+      throw this.unavailable(previous.event_id, previous.run_id ?? '', 'the runner is not connected');
+    }
+    return { event_id: previous.event_id, disposition: previous.disposition, run_id: previous.run_id, replayed: true };
+  }
+
+  /**
+   * No runner to take the run: the event and its run are recorded, the run failed
+   * `runner.unavailable` with its terminal result (its stream ends like any other), and the
+   * caller gets a retryable 503. The same event may be sent again.
+   */
+  private async failUnavailable(
+    event: EventEntity,
+    run: NewRun,
+    logRow: ReturnType<typeof eventLogRow>,
+    readmit: boolean,
+    bodyHash: string,
+  ): Promise<Admission> {
+    const reason = `runner ${run.runner_id} is not connected`;
+    const terminal = verdictResult(run.run_id, 1, {
+      status: 'failed',
+      code: 'runner.unavailable',
+      error: reason,
+      retryable: true,
+    });
+    const outcome = await this.runs.admit({
+      event,
+      run: {
+        ...run,
+        status: 'failed',
+        status_reason: reason,
+        error_code: 'runner.unavailable',
+        retryable: true,
+        finished_at: run.created_at,
+      },
+      log: { ...logRow, metadata: { ...logRow.metadata, disposition: 'failed', error_code: 'runner.unavailable' } },
+      user: null,
+      terminal: { ...terminal, data: terminal.data as JsonObject, usage: null, created_at: run.created_at },
+      readmit,
+    });
+    if (!outcome.admitted) {
+      return this.duplicate(outcome.existing, bodyHash);
+    }
+    this.logger.warn({ run_id: run.run_id, msg: `run failed at admission: ${reason}` });
+    throw this.unavailable(event.event_id, run.run_id, reason);
+  }
+
+  private unavailable(eventId: string, runId: string, reason: string): DomainError {
+    return new DomainError('unavailable', `${reason}; the event was recorded and its run failed (runner.unavailable)`, {
+      event_id: eventId,
+      run_id: runId,
+      error_code: 'runner.unavailable',
+    });
   }
 
   private async previous(eventId: string | null, key: string | null): Promise<EventEntity | null> {
@@ -166,17 +211,13 @@ export class AdmissionService {
     now: number,
   ): Promise<RunAccess> {
     const timeout = runTimeoutSeconds(agent.runner_config);
-    const [models, tools, knowledge_bases] = await Promise.all([
-      this.catalog.models(),
-      this.catalog.tools(),
-      this.catalog.knowledgeBases(),
-    ]);
+    const catalog = await this.catalog.resourceCatalog();
     const snapshot = buildSnapshot({
       run_id: runId,
       scope,
       manifest: manifest ?? { capabilities: {}, permissions: {} },
       policy: { resource: agent.resource_policy, state: agent.state_policy },
-      catalog: { models, tools, knowledge_bases },
+      catalog,
       limits: {
         max_payload_bytes: this.config.hostApi.maxPayloadBytes,
         max_state_value_bytes: 256 * 1024,
@@ -188,7 +229,7 @@ export class AdmissionService {
     });
     const [state, latest_seq] = await Promise.all([
       manifest ? this.state.snapshot(snapshot.state.scope_keys, scope.conversation_id) : Promise.resolve({}),
-      scope.conversation_id ? this.transcript.latestSeq(scope.conversation_id) : Promise.resolve(null),
+      scope.conversation_id ? this.transcript.latestSeq(scope.conversation_id, scope.thread_id) : Promise.resolve(null),
     ]);
     return { snapshot, state, latest_seq };
   }
@@ -201,7 +242,7 @@ export class AdmissionService {
     now: number,
     deadline: number | null,
     access: RunAccess,
-  ): Omit<RunEntity, 'id'> {
+  ): NewRun {
     return {
       run_id: runId,
       event_id: event.event_id,

@@ -4,7 +4,7 @@ import { APP_CONFIG, type AppConfig } from '@libs/config';
 import type { RunResult } from '@libs/proto';
 import { TERMINAL_RESULT_TYPES, isKnownResultType, usageSchema, validateResultPayload } from '@libs/protocol';
 import { RunnerConnections, type RunnerSession } from '@libs/runner-gateway';
-import { ActiveRuns, type ActiveRun } from './active-runs';
+import { ActiveRuns } from './active-runs';
 import { RunLifecycleService } from './run-lifecycle.service';
 import type { ResultView } from './run-stream.bus';
 
@@ -54,21 +54,34 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
       this.logger.warn({ ...log, msg: 'result dropped: the run already has a terminal result' });
       return;
     }
-    const sequence = this.normaliseSequence(run, result.sequence);
-    if (sequence === null) {
-      return;
-    }
+    const terminal = TERMINAL_RESULT_TYPES.includes(result.type);
+    // A terminal result the host cannot take still ends the run, at once, with the reason.
+    const refuse = (why: string) => {
+      this.logger.warn({ ...log, msg: `result dropped: ${why}` });
+      if (terminal) {
+        this.lifecycle.conclude(run, {
+          status: 'failed',
+          code: 'runner.invalid_result',
+          error: `the runner's ${result.type} was refused: ${why}`,
+          retryable: false,
+        });
+      }
+    };
     const checked = validateResultPayload(result.type, result.data);
     if (!checked.ok) {
-      this.logger.warn({ ...log, msg: `result dropped: invalid ${result.type} payload: ${checked.reason}` });
+      refuse(`invalid ${result.type} payload: ${checked.reason}`);
       return;
     }
     const size = Buffer.byteLength(JSON.stringify(checked.data));
     if (size > this.config.runs.maxResultBytes) {
-      this.logger.warn({
-        ...log,
-        msg: `result dropped: data is ${size} bytes, limit ${this.config.runs.maxResultBytes}`,
-      });
+      refuse(`data is ${size} bytes, limit ${this.config.runs.maxResultBytes}`);
+      return;
+    }
+    const decision = run.acceptSequence(result.sequence);
+    if (decision.warning) {
+      this.logger.warn({ ...log, msg: decision.warning });
+    }
+    if (!decision.accept) {
       return;
     }
     const usage = result.usage && usageSchema.safeParse(result.usage).success ? result.usage : null;
@@ -78,45 +91,23 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
     if (!isKnownResultType(result.type)) {
       this.logger.warn({ ...log, msg: `unknown result type ${result.type}: persisted and ignored` });
     }
-    run.seen.add(sequence);
-    run.last_sequence = Math.max(run.last_sequence, sequence);
-    const terminal = TERMINAL_RESULT_TYPES.includes(result.type);
-    if (terminal) {
-      run.ended = true;
-    }
+    const timestamp = result.timestamp ?? null;
     const row: ResultView = {
       run_id: run.run_id,
-      sequence,
+      sequence: decision.sequence,
       type: result.type,
       data: checked.data,
       usage,
       source: 'runner',
-      timestamp: result.timestamp ?? null,
+      // Seconds since the epoch; anything a BIGINT column or a JSON number cannot carry exactly is dropped.
+      timestamp: timestamp !== null && Number.isSafeInteger(timestamp) ? timestamp : null,
     };
-    this.lifecycle.enqueue(run, () =>
-      terminal ? this.lifecycle.finishFromRunner(run, row) : this.lifecycle.persist(run, row),
-    );
-  }
-
-  /** §3.5: missing/invalid → last+1; duplicate → dropped; gaps and reordering only warned. */
-  private normaliseSequence(run: ActiveRun, raw: number | undefined): number | null {
-    const log = { run_id: run.run_id, sequence: raw };
-    if (raw === undefined || raw === null) {
-      return run.last_sequence + 1;
+    if (terminal) {
+      if (run.end()) {
+        this.lifecycle.acceptTerminal(run, row);
+      }
+    } else {
+      this.lifecycle.accept(run, row);
     }
-    if (!Number.isInteger(raw) || raw <= 0) {
-      this.logger.warn({ ...log, msg: `invalid sequence ${raw}; assigned ${run.last_sequence + 1}` });
-      return run.last_sequence + 1;
-    }
-    if (run.seen.has(raw)) {
-      this.logger.warn({ ...log, msg: `duplicate sequence ${raw}: result dropped` });
-      return null;
-    }
-    if (raw > run.last_sequence + 1) {
-      this.logger.warn({ ...log, msg: `sequence gap: expected ${run.last_sequence + 1}, got ${raw}` });
-    } else if (raw < run.last_sequence) {
-      this.logger.warn({ ...log, msg: `out-of-order sequence ${raw} after ${run.last_sequence}` });
-    }
-    return raw;
   }
 }

@@ -1,11 +1,13 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import type { AuthorizationSnapshot } from '@libs/authz';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
-import { RunsRepository, type JsonObject } from '@libs/persistence';
+import { StateService, TranscriptService } from '@libs/conversations';
+import { RunsRepository, type JsonObject, type NewResult, type RunEnd } from '@libs/persistence';
 import type { RunStatus } from '@libs/protocol';
 import type { RunnerSession } from '@libs/runner-gateway';
-import { ActiveRuns, type ActiveRun } from './active-runs';
-import { ResultEffectsService } from './result-effects.service';
+import { ActiveRuns } from './active-runs';
+import type { ActiveRun } from './active-run';
+import { assistantMessageAtEnd, effectsOf } from './result-effects';
 import { RunStreamBus, type ResultView } from './run-stream.bus';
 
 /** The host's own verdicts on a run, each written as a final `run.failed` result. */
@@ -16,21 +18,31 @@ export interface HostVerdict {
   retryable: boolean;
 }
 
-const MAX_TIMER_MS = 2_147_483_647;
-
-function resultRow(r: ResultView) {
+function resultRow(r: ResultView): NewResult {
   return { ...r, data: r.data as JsonObject, usage: r.usage as JsonObject | null, created_at: Date.now() };
 }
 
-interface Outcome {
-  status: RunStatus;
-  status_reason: string | null;
-  error_code: string | null;
-  retryable: boolean | null;
-  usage: Record<string, unknown> | null;
+export function verdictResult(run_id: string, sequence: number, v: HostVerdict): ResultView {
+  return {
+    run_id,
+    sequence,
+    type: 'run.failed',
+    data: { error: v.error, code: v.code, retryable: v.retryable },
+    usage: null,
+    source: 'host',
+    timestamp: Math.floor(Date.now() / 1000),
+  };
 }
 
-/** Run state transitions: start, results persisted, deadline, cancel, disconnect, finalisation, recovery. */
+function endOf(v: HostVerdict): Omit<RunEnd, 'finished_at'> {
+  return { status: v.status, status_reason: v.error, error_code: v.code, retryable: v.retryable, usage: null };
+}
+
+/**
+ * Run state transitions: start, results persisted, deadline, cancel, disconnect, the end of a
+ * run, recovery. Every write goes through the one writer, in the run's arrival order; a reader
+ * is shown a result only after it committed.
+ */
 @Injectable()
 export class RunLifecycleService implements OnApplicationBootstrap {
   private readonly logger = new Logger('RunLifecycle');
@@ -39,11 +51,15 @@ export class RunLifecycleService implements OnApplicationBootstrap {
     private readonly runs: RunsRepository,
     private readonly active: ActiveRuns,
     private readonly bus: RunStreamBus,
-    private readonly effects: ResultEffectsService,
+    private readonly state: StateService,
+    private readonly transcript: TranscriptService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  /** SPEC §8: runs a previous process left active are finalised `interrupted`. */
+  /**
+   * SPEC §8: runs a previous process left active are finalised `interrupted`. Their next
+   * sequence follows the last committed one, the only ones a reader can have seen.
+   */
   async onApplicationBootstrap(): Promise<void> {
     for (const row of await this.runs.listActive()) {
       const sequence = (await this.runs.lastSequence(row.run_id)) + 1;
@@ -53,9 +69,8 @@ export class RunLifecycleService implements OnApplicationBootstrap {
         error: 'the host stopped while the run was active',
         retryable: true,
       };
-      await this.runs.finish(resultRow(this.verdictResult(row.run_id, sequence, verdict)), {
-        ...this.finalOf(verdict),
-        usage: null,
+      await this.runs.finish(resultRow(verdictResult(row.run_id, sequence, verdict)), {
+        ...endOf(verdict),
         finished_at: Date.now(),
       });
       this.logger.warn({ run_id: row.run_id, msg: 'run interrupted by a host restart' });
@@ -63,48 +78,59 @@ export class RunLifecycleService implements OnApplicationBootstrap {
   }
 
   /** Registers a dispatched run and arms its deadline. */
-  start(
-    run_id: string,
-    agent: { agent_id: string },
-    session: RunnerSession,
-    snapshot: AuthorizationSnapshot,
-  ): ActiveRun {
+  start(run_id: string, agent: { agent_id: string }, session: RunnerSession, snapshot: AuthorizationSnapshot): ActiveRun {
     const run = this.active.add(run_id, agent.agent_id, session, snapshot);
     this.bus.open(run_id);
     if (snapshot.deadline_at_ms !== null) {
-      this.armDeadline(run, snapshot.deadline_at_ms);
+      run.armDeadline(snapshot.deadline_at_ms, () => {
+        run.session.send({ cancel: { run_id: run.run_id, reason: 'deadline exceeded' } });
+        this.logger.warn({ run_id: run.run_id, msg: 'run deadline exceeded' });
+        this.conclude(run, {
+          status: 'timeout',
+          code: 'runner.timeout',
+          error: 'the run exceeded its deadline',
+          retryable: true,
+        });
+      });
     }
     return run;
   }
 
+  /** Queues a step of this run behind its earlier ones. */
   enqueue(run: ActiveRun, step: () => Promise<void>): void {
-    run.chain = run.chain.then(step).catch((e: unknown) => {
+    run.enqueue(step, (e: unknown) => {
       this.logger.error({ run_id: run.run_id, msg: `run step failed: ${e instanceof Error ? e.stack : String(e)}` });
     });
   }
 
-  /** Persists a non-terminal result, applies what it implies (state, transcript), then shows it to live readers. */
-  async persist(run: ActiveRun, row: ResultView): Promise<void> {
-    await this.runs.insertResult(resultRow(row));
-    await this.effects.apply(run, row);
-    this.bus.publish(row);
+  /** A non-terminal result: written with what it implies (state), then shown to live readers. */
+  accept(run: ActiveRun, row: ResultView): void {
+    const effects = effectsOf(run, row, this.state);
+    const written = this.runs.insertResult(resultRow(row), effects.state);
+    this.enqueue(run, async () => {
+      try {
+        await written;
+      } catch (e) {
+        this.logger.error({
+          run_id: run.run_id,
+          msg: `result ${row.sequence} (${row.type}) not persisted, dropped: ${e instanceof Error ? e.message : String(e)}`,
+        });
+        return;
+      }
+      this.bus.publish(row);
+    });
   }
 
   /** The runner's terminal result decides the outcome, except that a cancelled run stays cancelled. */
-  async finishFromRunner(run: ActiveRun, row: ResultView): Promise<void> {
+  acceptTerminal(run: ActiveRun, row: ResultView): void {
     const data = row.data;
     if (row.type === 'run.completed') {
       const reason = typeof data.finish_reason === 'string' ? data.finish_reason : 'stop';
-      return this.finish(run, row, {
-        status: 'completed',
-        status_reason: reason,
-        error_code: null,
-        retryable: null,
-        usage: row.usage,
-      });
+      this.finish(run, row, { status: 'completed', status_reason: reason, error_code: null, retryable: null, usage: row.usage });
+      return;
     }
     const cancelled = run.cancel_requested || data.code === 'cancelled';
-    await this.finish(run, row, {
+    this.finish(run, row, {
       status: cancelled ? 'cancelled' : 'failed',
       status_reason: typeof data.error === 'string' ? data.error : null,
       error_code: typeof data.code === 'string' ? data.code : 'runner.error',
@@ -115,13 +141,10 @@ export class RunLifecycleService implements OnApplicationBootstrap {
 
   /** Ends an active run with the host's verdict: a final run.failed result, then the status. */
   conclude(run: ActiveRun, verdict: HostVerdict): void {
-    if (run.ended) {
+    if (!run.end()) {
       return;
     }
-    run.ended = true;
-    this.enqueue(run, () =>
-      this.finish(run, this.verdictResult(run.run_id, run.last_sequence + 1, verdict), this.finalOf(verdict)),
-    );
+    this.finish(run, verdictResult(run.run_id, run.nextHostSequence(), verdict), endOf(verdict));
   }
 
   onDisconnected(session: RunnerSession, reason: string): void {
@@ -130,12 +153,7 @@ export class RunLifecycleService implements OnApplicationBootstrap {
       this.conclude(
         run,
         run.cancel_requested
-          ? {
-              status: 'cancelled',
-              code: 'cancelled',
-              error: `cancelled; the runner disconnected (${reason})`,
-              retryable: false,
-            }
+          ? { status: 'cancelled', code: 'cancelled', error: `cancelled; the runner disconnected (${reason})`, retryable: false }
           : { status: 'failed', code: 'runner.disconnected', error: `runner disconnected: ${reason}`, retryable: true },
       );
     }
@@ -146,92 +164,74 @@ export class RunLifecycleService implements OnApplicationBootstrap {
    * cancelled}`, then finalises `cancelled` regardless.
    */
   async cancel(run: ActiveRun, reason: string): Promise<void> {
-    if (!run.cancel_requested) {
-      run.cancel_requested = true;
-      run.abort.abort();
+    if (run.requestCancel()) {
       await this.runs.markCancelRequested(run.run_id, Date.now());
       run.session.send({ cancel: { run_id: run.run_id, reason } });
       this.logger.log({ run_id: run.run_id, msg: `cancel sent to the runner: ${reason}` });
-      run.grace_timer = setTimeout(() => {
+      run.armGrace(this.config.runs.cancelGraceMs, () =>
         this.conclude(run, {
           status: 'cancelled',
           code: 'cancelled',
           error: `cancelled (${reason}); the runner did not confirm within ${this.config.runs.cancelGraceMs} ms`,
           retryable: false,
-        });
-      }, this.config.runs.cancelGraceMs);
+        }),
+      );
     }
     await run.finished;
   }
 
-  private armDeadline(run: ActiveRun, deadlineAtMs: number): void {
-    const remaining = deadlineAtMs - Date.now();
-    if (remaining > MAX_TIMER_MS) {
-      run.deadline_timer = setTimeout(() => this.armDeadline(run, deadlineAtMs), MAX_TIMER_MS);
-      return;
-    }
-    run.deadline_timer = setTimeout(
-      () => {
-        if (run.ended) {
-          return;
-        }
-        run.session.send({ cancel: { run_id: run.run_id, reason: 'deadline exceeded' } });
-        this.logger.warn({ run_id: run.run_id, msg: 'run deadline exceeded' });
-        this.conclude(run, {
-          status: 'timeout',
-          code: 'runner.timeout',
-          error: 'the run exceeded its deadline',
-          retryable: true,
-        });
-      },
-      Math.max(0, remaining),
-    );
-  }
-
   /**
-   * Writes the terminal result and the run's final status in one transaction, then shows the
-   * result to live readers: whoever sees the terminal result also reads the final status.
+   * The end of a run in one commit — final status, terminal result, its state write, the
+   * assistant transcript row — queued behind the run's earlier results; then the terminal result
+   * is shown to readers (whoever sees it also reads the final status). If that commit fails the
+   * host writes its own `run.failed`, so no run is ever left without a terminal result.
    */
-  private async finish(run: ActiveRun, terminal: ResultView, final: Outcome): Promise<void> {
-    clearTimeout(run.deadline_timer);
-    clearTimeout(run.grace_timer);
-    run.ended = true;
-    run.abort.abort();
-    try {
-      await this.runs.finish(resultRow(terminal), {
-        ...final,
-        usage: final.usage as JsonObject | null,
-        finished_at: Date.now(),
-      });
-      await this.effects.apply(run, terminal);
-      if (final.status === 'completed') {
-        await this.effects.finish(run);
+  private finish(run: ActiveRun, terminal: ResultView, outcome: Omit<RunEnd, 'finished_at'>): void {
+    run.settle();
+    const effects = effectsOf(run, terminal, this.state);
+    const message = assistantMessageAtEnd(run, terminal, outcome.status === 'completed');
+    const scope = run.snapshot.scope;
+    const assistant =
+      message && scope.conversation_id !== null
+        ? this.transcript.assistantRow(
+            {
+              conversation_id: scope.conversation_id,
+              thread_id: scope.thread_id,
+              agent_id: run.agent_id,
+              run_id: run.run_id,
+              runner_id: run.runner_id,
+            },
+            message,
+          )
+        : null;
+    const end = { ...outcome, usage: outcome.usage ?? null, finished_at: Date.now() };
+    const written = this.runs.finish(resultRow(terminal), end, effects.state, assistant);
+    this.enqueue(run, async () => {
+      try {
+        await written.catch(async (e: unknown) => {
+          this.logger.error({
+            run_id: run.run_id,
+            msg: `terminal result not persisted (${e instanceof Error ? e.message : String(e)}); the host fails the run`,
+          });
+          terminal = verdictResult(run.run_id, Math.max(run.nextHostSequence(), terminal.sequence + 1), {
+            status: 'failed',
+            code: 'host.persistence_failed',
+            error: 'the host could not record the run result',
+            retryable: true,
+          });
+          outcome = { status: 'failed', status_reason: 'the host could not record the run result', error_code: 'host.persistence_failed', retryable: true };
+          await this.runs.finish(resultRow(terminal), { ...outcome, finished_at: Date.now() });
+        });
+        this.bus.publish(terminal);
+        this.logger.log({
+          run_id: run.run_id,
+          msg: `run ${outcome.status}${outcome.error_code ? ` (${outcome.error_code})` : ''}`,
+        });
+      } finally {
+        this.active.remove(run.run_id);
+        this.bus.end(run.run_id);
+        run.markFinished();
       }
-      this.bus.publish(terminal);
-      this.logger.log({
-        run_id: run.run_id,
-        msg: `run ${final.status}${final.error_code ? ` (${final.error_code})` : ''}`,
-      });
-    } finally {
-      this.active.remove(run.run_id);
-      this.bus.end(run.run_id);
-      run.markFinished();
-    }
-  }
-
-  private verdictResult(run_id: string, sequence: number, v: HostVerdict): ResultView {
-    return {
-      run_id,
-      sequence,
-      type: 'run.failed',
-      data: { error: v.error, code: v.code, retryable: v.retryable },
-      usage: null,
-      source: 'host',
-      timestamp: Math.floor(Date.now() / 1000),
-    };
-  }
-
-  private finalOf(v: HostVerdict): Outcome {
-    return { status: v.status, status_reason: v.error, error_code: v.code, retryable: v.retryable, usage: null };
+    });
   }
 }

@@ -5,7 +5,7 @@ import { ConversationsModule } from '@libs/conversations';
 import { RunnerGatewayModule } from '@libs/runner-gateway';
 import { ActiveRuns } from './active-runs';
 import { AdmissionService } from './admission.service';
-import { ResultEffectsService } from './result-effects.service';
+import { AdmissionCatalog } from './admission-catalog';
 import { ResultIngestService } from './result-ingest.service';
 import { RunLifecycleService } from './run-lifecycle.service';
 import { RunStreamBus } from './run-stream.bus';
@@ -16,7 +16,7 @@ import { RunsQueryService } from './runs-query.service';
   providers: [
     ActiveRuns,
     RunStreamBus,
-    ResultEffectsService,
+    AdmissionCatalog,
     RunLifecycleService,
     ResultIngestService,
     AdmissionService,

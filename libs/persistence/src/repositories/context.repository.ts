@@ -1,8 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, Repository, type EntityManager } from 'typeorm';
+import { DataSource, Repository } from 'typeorm';
 import { EventLogEntity, TranscriptEntity } from '../entities';
-import { Transactions } from '../transactions';
+import { HotStore } from '../hot/hot-store';
+import { SQL } from '../hot/hot-sql';
+import { appendTranscriptUnit, eventLogUnit } from '../hot/run-units';
+import { one } from '../hot/unit';
 
 export type NewTranscriptRow = Omit<TranscriptEntity, 'id' | 'seq'>;
 
@@ -23,37 +26,25 @@ export class ContextRepository {
     @InjectDataSource() private readonly db: DataSource,
     @InjectRepository(TranscriptEntity) private readonly transcript: Repository<TranscriptEntity>,
     @InjectRepository(EventLogEntity) private readonly events: Repository<EventLogEntity>,
-    private readonly tx: Transactions,
+    private readonly hot: HotStore,
   ) {}
 
-  /** Highest transcript seq of a conversation (null when empty). */
-  async latestSeq(conversationId: string, m: EntityManager = this.db.manager): Promise<number | null> {
-    const row = await m
-      .createQueryBuilder(TranscriptEntity, 't')
-      .select('MAX(t.seq)', 'max')
-      .where('t.conversation_id = :conversationId', { conversationId })
-      .getRawOne<{ max: number | string | null }>();
+  /** Highest transcript seq of a conversation's thread (`thread_id` null: rows without a thread); null when empty. */
+  async latestSeq(conversationId: string, threadId: string | null): Promise<number | null> {
+    const row = await this.hot.read(
+      one<{ max: number | string | null }>(SQL.latestThreadSeq, [conversationId, threadId]),
+    );
     return row?.max === null || row?.max === undefined ? null : Number(row.max);
   }
 
-  /** Appends a row with the next seq of its conversation (inside the caller's transaction if given). */
-  async appendTranscript(row: NewTranscriptRow, m?: EntityManager): Promise<TranscriptEntity> {
-    const write = async (tx: EntityManager) => {
-      if (this.db.options.type === 'postgres') {
-        // Concurrent appends to one conversation would read the same MAX(seq) and collide on the
-        // unique (conversation_id, seq): take the conversation's lock until the transaction ends.
-        await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`transcript:${row.conversation_id}`]);
-      }
-      const seq = ((await this.latestSeq(row.conversation_id, tx)) ?? 0) + 1;
-      const entity = { ...row, seq } as TranscriptEntity;
-      await tx.insert(TranscriptEntity, entity);
-      return entity;
-    };
-    return m ? write(m) : this.tx.run(write);
+  /** Appends a row with the next seq of its conversation, through the one writer. */
+  async appendTranscript(row: NewTranscriptRow): Promise<TranscriptEntity> {
+    const seq = await this.hot.write(() => appendTranscriptUnit(row));
+    return { ...row, seq } as TranscriptEntity;
   }
 
-  async appendEvent(row: Omit<EventLogEntity, 'id'>, m: EntityManager = this.db.manager): Promise<void> {
-    await m.insert(EventLogEntity, row);
+  appendEvent(row: Omit<EventLogEntity, 'id'>): Promise<void> {
+    return this.hot.write(() => eventLogUnit(row));
   }
 
   async transcriptPage(q: TranscriptQuery): Promise<TranscriptEntity[]> {

@@ -1,13 +1,34 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, In, LessThan, Repository, type FindOptionsWhere } from 'typeorm';
+import { In, LessThan, Repository, type FindOptionsWhere } from 'typeorm';
 import type { RunStatus } from '@libs/protocol';
-import { EventEntity, EventLogEntity, RunEntity, RunResultEntity } from '../entities';
-import { FastInsert } from '../fast-insert';
-import { Transactions } from '../transactions';
+import { EventEntity, RunEntity, RunResultEntity } from '../entities';
+import { HotStore } from '../hot/hot-store';
+import { SQL } from '../hot/hot-sql';
+import {
+  admitUnit,
+  cancelRequestedUnit,
+  eventFromRow,
+  finishUnit,
+  resultUnit,
+  type AdmitOutcome,
+  type AdmitRows,
+  type NewResult,
+  type RunEnd,
+  type StateWrite,
+} from '../hot/run-units';
+import { one, rows } from '../hot/unit';
+import type { NewTranscriptRow } from './context.repository';
 
-const RESULT_COLUMNS = ['run_id', 'sequence', 'type', 'data', 'usage', 'source', 'timestamp', 'created_at'] as const;
-import { ContextRepository, type NewTranscriptRow } from './context.repository';
+export interface StoredResult {
+  run_id: string;
+  sequence: number;
+  type: string;
+  data: Record<string, unknown>;
+  usage: Record<string, unknown> | null;
+  source: 'runner' | 'host';
+  timestamp: number | null;
+}
 
 export interface RunListFilter {
   conversation_id?: string;
@@ -15,50 +36,41 @@ export interface RunListFilter {
   agent_id?: string;
 }
 
-export type RunFinal = Pick<RunEntity, 'status' | 'status_reason' | 'error_code' | 'retryable' | 'finished_at'> &
-  Partial<Pick<RunEntity, 'usage'>>;
-
+/**
+ * Runs, events and results. The run path (admission, results, the end of a run, the stream
+ * lookups) goes through the hot store — the one writer and prepared statements; listings and the
+ * full run record through TypeORM.
+ */
 @Injectable()
 export class RunsRepository {
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
     @InjectRepository(RunEntity) private readonly runs: Repository<RunEntity>,
-    @InjectRepository(EventEntity) private readonly events: Repository<EventEntity>,
-    @InjectRepository(RunResultEntity) private readonly results: Repository<RunResultEntity>,
-    private readonly context: ContextRepository,
-    private readonly tx: Transactions,
-  ) {
-    this.resultInsert = new FastInsert(db, 'run_results', RESULT_COLUMNS);
-  }
-
-  private readonly resultInsert: FastInsert;
+    private readonly hot: HotStore,
+  ) {}
 
   /**
    * Records an event (new, or a retry of one whose run failed at admission), its run, its event
-   * log row and the user's transcript row, atomically: all or nothing.
+   * log row and the user's transcript row, atomically; a duplicate writes nothing and returns the
+   * event already recorded.
    */
-  async admit(
-    event: EventEntity,
-    run: Omit<RunEntity, 'id'>,
-    log: Omit<EventLogEntity, 'id'>,
-    userRow: NewTranscriptRow | null,
-  ): Promise<void> {
-    await this.tx.run(async (m) => {
-      await m.save(EventEntity, event);
-      await m.insert(RunEntity, run);
-      await this.context.appendEvent(log, m);
-      if (userRow) {
-        await this.context.appendTranscript(userRow, m);
-      }
-    });
+  admit(a: AdmitRows): Promise<AdmitOutcome> {
+    return this.hot.write(() => admitUnit(a));
   }
 
   async getEvent(eventId: string): Promise<EventEntity | null> {
-    return this.events.findOne({ where: { event_id: eventId } });
+    const r = await this.hot.read(one<Record<string, unknown>>(SQL.eventById, [eventId]));
+    return r ? eventFromRow(r) : null;
   }
 
   async getEventByIdempotencyKey(key: string): Promise<EventEntity | null> {
-    return this.events.findOne({ where: { idempotency_key: key } });
+    const r = await this.hot.read(one<Record<string, unknown>>(SQL.eventByKey, [key]));
+    return r ? eventFromRow(r) : null;
+  }
+
+  /** The status of a run, without reading its context and snapshot; null when unknown. */
+  async status(runId: string): Promise<RunStatus | null> {
+    const r = await this.hot.read(one<{ status: RunStatus }>(SQL.runStatus, [runId]));
+    return r?.status ?? null;
   }
 
   async get(runId: string): Promise<RunEntity | null> {
@@ -84,52 +96,47 @@ export class RunsRepository {
   }
 
   /**
-   * Records a run's terminal result and its final status atomically, if the run is still active;
-   * false (and nothing written) when it already ended.
+   * Records a run's end atomically — final status, terminal result, its state write, the
+   * assistant transcript row — if the run is still active; false (nothing written) when it ended.
    */
-  async finish(result: Omit<RunResultEntity, 'id'>, final: RunFinal): Promise<boolean> {
-    return this.tx.run(async (m) => {
-      const r = await m.update(RunEntity, { run_id: result.run_id, status: In(['queued', 'running']) }, final);
-      if ((r.affected ?? 0) === 0) {
-        return false;
-      }
-      await m.insert(RunResultEntity, result);
-      return true;
-    });
+  finish(
+    terminal: NewResult,
+    end: RunEnd,
+    state: StateWrite | null = null,
+    assistant: NewTranscriptRow | null = null,
+  ): Promise<boolean> {
+    return this.hot.write(() => finishUnit(terminal, end, state, assistant));
   }
 
-  async markCancelRequested(runId: string, at: number): Promise<void> {
-    await this.runs.update({ run_id: runId }, { cancel_requested_at: at });
+  markCancelRequested(runId: string, at: number): Promise<void> {
+    return this.hot.write(() => cancelRequestedUnit(runId, at));
   }
 
   async listActive(): Promise<RunEntity[]> {
     return this.runs.find({ where: { status: In(['queued', 'running']) } });
   }
 
-  async insertResult(r: Omit<RunResultEntity, 'id'>): Promise<void> {
-    await this.resultInsert.run({
-      ...r,
-      data: JSON.stringify(r.data),
-      usage: r.usage === null ? null : JSON.stringify(r.usage),
-    });
+  /** One non-terminal result (and the state write it implies), committed in submission order. */
+  insertResult(r: NewResult, state: StateWrite | null = null): Promise<void> {
+    return this.hot.write(() => resultUnit(r, state));
   }
 
   /** Results with sequence > `after`, in order. */
-  async resultsAfter(runId: string, after: number, limit: number): Promise<RunResultEntity[]> {
-    return this.results
-      .createQueryBuilder('r')
-      .where('r.run_id = :runId AND r.sequence > :after', { runId, after })
-      .orderBy('r.sequence', 'ASC')
-      .take(limit)
-      .getMany();
+  async resultsAfter(runId: string, after: number, limit: number): Promise<StoredResult[]> {
+    const found = await this.hot.read(rows<Record<string, unknown>>(SQL.resultsAfter, [runId, after, limit]));
+    return found.map((r) => ({
+      run_id: String(r.run_id),
+      sequence: Number(r.sequence),
+      type: String(r.type),
+      data: JSON.parse(String(r.data)) as Record<string, unknown>,
+      usage: r.usage === null ? null : (JSON.parse(String(r.usage)) as Record<string, unknown>),
+      source: r.source as 'runner' | 'host',
+      timestamp: r.timestamp === null ? null : Number(r.timestamp),
+    }));
   }
 
   async lastSequence(runId: string): Promise<number> {
-    const row = await this.results
-      .createQueryBuilder('r')
-      .select('MAX(r.sequence)', 'max')
-      .where('r.run_id = :runId', { runId })
-      .getRawOne<{ max: number | string | null }>();
-    return row?.max === null || row?.max === undefined ? 0 : Number(row.max);
+    const r = await this.hot.read(one<{ max: number | string | null }>(SQL.lastSequence, [runId]));
+    return r?.max === null || r?.max === undefined ? 0 : Number(r.max);
   }
 }

@@ -2,20 +2,10 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import { AuditEntity, StateEntryEntity, StorageEntryEntity } from '../entities';
-import { FastInsert } from '../fast-insert';
-
-const AUDIT_COLUMNS = [
-  'run_id',
-  'runner_id',
-  'plugin_id',
-  'action',
-  'resource',
-  'scope',
-  'outcome',
-  'error_code',
-  'duration_us',
-  'created_at',
-] as const;
+import { HotStore } from '../hot/hot-store';
+import { SQL } from '../hot/hot-sql';
+import { auditUnit, stateDeleteUnit, stateSetUnit, storageDeleteUnit, storageSetUnit } from '../hot/run-units';
+import { one, rows } from '../hot/unit';
 
 /**
  * `column` starts with `:prefix`, literally and case-sensitively on both dialects (no LIKE:
@@ -32,27 +22,20 @@ export class StoresRepository {
     @InjectRepository(StateEntryEntity) private readonly state: Repository<StateEntryEntity>,
     @InjectRepository(StorageEntryEntity) private readonly storage: Repository<StorageEntryEntity>,
     @InjectRepository(AuditEntity) private readonly audit: Repository<AuditEntity>,
-  ) {
-    this.auditInsert = new FastInsert(audit.manager.connection, 'audit_log', AUDIT_COLUMNS);
-  }
-
-  private readonly auditInsert: FastInsert;
+    private readonly hot: HotStore,
+  ) {}
 
   async stateGet(scopeKey: string, key: string): Promise<string | null> {
-    const row = await this.state.findOne({ where: { scope_key: scopeKey, state_key: key } });
+    const row = await this.hot.read(one<{ value: string }>(SQL.stateGet, [scopeKey, key]));
     return row ? row.value : null;
   }
 
-  async stateSet(scopeKey: string, key: string, value: string): Promise<void> {
-    await this.state.upsert({ scope_key: scopeKey, state_key: key, value, updated_at: Date.now() }, [
-      'scope_key',
-      'state_key',
-    ]);
+  stateSet(scopeKey: string, key: string, value: string): Promise<void> {
+    return this.hot.write(() => stateSetUnit({ scope_key: scopeKey, state_key: key, value }, Date.now()));
   }
 
-  async stateDelete(scopeKey: string, key: string): Promise<boolean> {
-    const r = await this.state.delete({ scope_key: scopeKey, state_key: key });
-    return (r.affected ?? 0) > 0;
+  stateDelete(scopeKey: string, key: string): Promise<boolean> {
+    return this.hot.write(() => stateDeleteUnit(scopeKey, key));
   }
 
   /** Keys (ordered) with a literal prefix; `limit + 1` rows tell whether there are more. */
@@ -69,24 +52,20 @@ export class StoresRepository {
   }
 
   /** Every key and value of a scope, up to `limit` (for the run's state snapshot). */
-  async stateEntries(scopeKey: string, limit: number): Promise<StateEntryEntity[]> {
-    return this.state.find({ where: { scope_key: scopeKey }, order: { state_key: 'ASC' }, take: limit });
+  async stateEntries(scopeKey: string, limit: number): Promise<Pick<StateEntryEntity, 'state_key' | 'value'>[]> {
+    return this.hot.read(rows<{ state_key: string; value: string }>(SQL.stateEntries, [scopeKey, limit]));
   }
 
   async storageGet(ownerKey: string, key: string): Promise<StorageEntryEntity | null> {
     return this.storage.findOne({ where: { owner_key: ownerKey, key } });
   }
 
-  async storageSet(ownerKey: string, key: string, value: Buffer): Promise<void> {
-    await this.storage.upsert(
-      { owner_key: ownerKey, key, value_base64: value.toString('base64'), size: value.length, updated_at: Date.now() },
-      ['owner_key', 'key'],
-    );
+  storageSet(ownerKey: string, key: string, value: Buffer): Promise<void> {
+    return this.hot.write(() => storageSetUnit(ownerKey, key, value, Date.now()));
   }
 
-  async storageDelete(ownerKey: string, key: string): Promise<boolean> {
-    const r = await this.storage.delete({ owner_key: ownerKey, key });
-    return (r.affected ?? 0) > 0;
+  storageDelete(ownerKey: string, key: string): Promise<boolean> {
+    return this.hot.write(() => storageDeleteUnit(ownerKey, key));
   }
 
   async storageKeys(ownerKey: string, prefix: string, limit: number): Promise<string[]> {
@@ -101,8 +80,9 @@ export class StoresRepository {
     return rows.map((r) => r.k);
   }
 
-  async appendAudit(row: Omit<AuditEntity, 'id'>): Promise<void> {
-    await this.auditInsert.run(row);
+  /** Resolves once the row is committed: a call that returned always left its audit row. */
+  appendAudit(row: Omit<AuditEntity, 'id'>): Promise<void> {
+    return this.hot.write(() => auditUnit(row));
   }
 
   async auditOf(runId: string, afterId: number, limit: number): Promise<AuditEntity[]> {

@@ -1,0 +1,186 @@
+/**
+ * The hot-path SQL of both dialects, in one place: every statement the run path runs (admission,
+ * results, finish, transcript, state, storage, audit, the SSE and host-API lookups) as fixed text
+ * with bound parameters, prepared once per connection (better-sqlite3 statements; named
+ * statements on `pg`). Written with `?` marks; PostgreSQL gets `$n` marks, or its own text where
+ * the dialects differ.
+ */
+export interface HotStatement {
+  /** Unique; also the name of the prepared statement on PostgreSQL. */
+  readonly name: string;
+  readonly sqlite: string;
+  readonly pg: string;
+}
+
+function stmt(name: string, sql: string, pgSql?: string): HotStatement {
+  let n = 0;
+  return { name: `hot_${name}`, sqlite: sql, pg: (pgSql ?? sql).replace(/\?/g, () => `$${++n}`) };
+}
+
+function insert(name: string, table: string, columns: readonly string[], tail = ''): HotStatement {
+  const cols = columns.map((c) => `"${c}"`).join(', ');
+  return stmt(name, `INSERT INTO "${table}" (${cols}) VALUES (${columns.map(() => '?').join(', ')})${tail}`);
+}
+
+export const EVENT_COLUMNS = [
+  'event_id',
+  'agent_id',
+  'event_type',
+  'conversation_id',
+  'thread_id',
+  'idempotency_key',
+  'body_hash',
+  'payload',
+  'disposition',
+  'run_id',
+  'received_at',
+] as const;
+
+export const RUN_COLUMNS = [
+  'run_id',
+  'event_id',
+  'agent_id',
+  'runner_id',
+  'conversation_id',
+  'thread_id',
+  'status',
+  'status_reason',
+  'error_code',
+  'retryable',
+  'context',
+  'usage',
+  'authorization',
+  'authorization_hash',
+  'created_at',
+  'started_at',
+  'finished_at',
+  'deadline_at',
+  'cancel_requested_at',
+] as const;
+
+export const EVENT_LOG_COLUMNS = [
+  'event_id',
+  'event_type',
+  'event_time',
+  'source',
+  'agent_id',
+  'conversation_id',
+  'thread_id',
+  'bot_id',
+  'workspace_id',
+  'actor_type',
+  'actor_id',
+  'actor_name',
+  'subject_type',
+  'subject_id',
+  'input_summary',
+  'run_id',
+  'runner_id',
+  'metadata',
+  'created_at',
+] as const;
+
+export const TRANSCRIPT_COLUMNS = [
+  'conversation_id',
+  'thread_id',
+  'role',
+  'item_type',
+  'content',
+  'content_json',
+  'attachment_refs',
+  'event_id',
+  'run_id',
+  'agent_id',
+  'metadata',
+  'created_at',
+] as const;
+
+export const RESULT_COLUMNS = ['run_id', 'sequence', 'type', 'data', 'usage', 'source', 'timestamp', 'created_at'] as const;
+
+export const AUDIT_COLUMNS = [
+  'run_id',
+  'runner_id',
+  'plugin_id',
+  'action',
+  'resource',
+  'scope',
+  'outcome',
+  'error_code',
+  'duration_us',
+  'created_at',
+] as const;
+
+const transcriptCols = TRANSCRIPT_COLUMNS.map((c) => `"${c}"`).join(', ');
+
+export const SQL = {
+  begin: stmt('begin', 'BEGIN'),
+  commit: stmt('commit', 'COMMIT'),
+  rollback: stmt('rollback', 'ROLLBACK'),
+
+  // Admission: the event row is the idempotency guard (primary key event_id, unique idempotency_key).
+  insertEvent: insert('insert_event', 'events', EVENT_COLUMNS, ' ON CONFLICT DO NOTHING'),
+  eventById: stmt('event_by_id', 'SELECT * FROM "events" WHERE "event_id" = ?'),
+  eventByKey: stmt('event_by_key', 'SELECT * FROM "events" WHERE "idempotency_key" = ?'),
+  /** Re-admits an event whose run failed at admission (runner unavailable), only from that state. */
+  readmitEvent: stmt(
+    'readmit_event',
+    `UPDATE "events" SET "disposition" = ?, "run_id" = ?, "received_at" = ?, "idempotency_key" = COALESCE("idempotency_key", ?)
+     WHERE "event_id" = ? AND "disposition" = 'failed' AND "body_hash" = ?`,
+  ),
+  insertRun: insert('insert_run', 'runs', RUN_COLUMNS),
+  insertEventLog: insert('insert_event_log', 'event_log', EVENT_LOG_COLUMNS),
+  /** Next seq of the conversation in the same statement: the one writer makes it race-free. */
+  insertTranscript: stmt(
+    'insert_transcript',
+    `INSERT INTO "transcript" (${transcriptCols}, "seq")
+     SELECT ${TRANSCRIPT_COLUMNS.map(() => '?').join(', ')}, COALESCE(MAX("seq"), 0) + 1 FROM "transcript" WHERE "conversation_id" = ?
+     RETURNING "seq"`,
+    // PostgreSQL types the parameters of a SELECT list as text: created_at needs its cast.
+    `INSERT INTO "transcript" (${transcriptCols}, "seq")
+     SELECT ${TRANSCRIPT_COLUMNS.map((c) => (c === 'created_at' ? '?::bigint' : '?')).join(', ')}, COALESCE(MAX("seq"), 0) + 1 FROM "transcript" WHERE "conversation_id" = ?
+     RETURNING "seq"`,
+  ),
+
+  // Results and the end of a run.
+  insertResult: insert('insert_result', 'run_results', RESULT_COLUMNS),
+  finishRun: stmt(
+    'finish_run',
+    `UPDATE "runs" SET "status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "usage" = ?, "finished_at" = ?
+     WHERE "run_id" = ? AND "status" IN ('queued', 'running')`,
+  ),
+  markCancelRequested: stmt('mark_cancel', 'UPDATE "runs" SET "cancel_requested_at" = ? WHERE "run_id" = ?'),
+
+  // Reads of the run path.
+  resultsAfter: stmt(
+    'results_after',
+    `SELECT "run_id", "sequence", "type", "data", "usage", "source", "timestamp" FROM "run_results"
+     WHERE "run_id" = ? AND "sequence" > ? ORDER BY "sequence" ASC LIMIT ?`,
+  ),
+  lastSequence: stmt('last_sequence', 'SELECT MAX("sequence") AS "max" FROM "run_results" WHERE "run_id" = ?'),
+  runStatus: stmt('run_status', 'SELECT "status" FROM "runs" WHERE "run_id" = ?'),
+  latestThreadSeq: stmt(
+    'latest_thread_seq',
+    'SELECT MAX("seq") AS "max" FROM "transcript" WHERE "conversation_id" = ? AND "thread_id" IS ?',
+    'SELECT MAX("seq") AS "max" FROM "transcript" WHERE "conversation_id" = ? AND "thread_id" IS NOT DISTINCT FROM ?',
+  ),
+
+  // State, storage, audit.
+  stateGet: stmt('state_get', 'SELECT "value" FROM "state_entries" WHERE "scope_key" = ? AND "state_key" = ?'),
+  stateEntries: stmt(
+    'state_entries',
+    'SELECT "state_key", "value" FROM "state_entries" WHERE "scope_key" = ? ORDER BY "state_key" ASC LIMIT ?',
+  ),
+  stateUpsert: stmt(
+    'state_upsert',
+    `INSERT INTO "state_entries" ("scope_key", "state_key", "value", "updated_at") VALUES (?, ?, ?, ?)
+     ON CONFLICT ("scope_key", "state_key") DO UPDATE SET "value" = excluded."value", "updated_at" = excluded."updated_at"`,
+  ),
+  stateDelete: stmt('state_delete', 'DELETE FROM "state_entries" WHERE "scope_key" = ? AND "state_key" = ?'),
+  storageUpsert: stmt(
+    'storage_upsert',
+    `INSERT INTO "storage_entries" ("owner_key", "key", "value_base64", "size", "updated_at") VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT ("owner_key", "key") DO UPDATE SET "value_base64" = excluded."value_base64", "size" = excluded."size", "updated_at" = excluded."updated_at"`,
+  ),
+  storageDelete: stmt('storage_delete', 'DELETE FROM "storage_entries" WHERE "owner_key" = ? AND "key" = ?'),
+  insertAudit: insert('insert_audit', 'audit_log', AUDIT_COLUMNS),
+} as const;

@@ -1,0 +1,84 @@
+import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Database } from 'better-sqlite3';
+import type { DataSource } from 'typeorm';
+import { APP_CONFIG, type AppConfig } from '@libs/config';
+import { Checkpointer, type WalStatus } from './checkpointer';
+import { PgHot } from './pg-driver';
+import { SqliteHot } from './sqlite-driver';
+import type { Unit } from './unit';
+import { WriteQueue, type WriterStats } from './write-queue';
+
+const MiB = 1024 * 1024;
+
+/**
+ * The hot-path store: one writer per database with group commit, and prepared reads. On SQLite
+ * it shares TypeORM's connection (an in-memory database has no other) and never starts while an
+ * admin transaction is open on it; its own transactions run synchronously, so they can neither
+ * join nor be joined. On PostgreSQL the writer has a connection of its own.
+ */
+@Injectable()
+export class HotStore implements OnModuleDestroy {
+  private readonly queue: WriteQueue;
+  private readonly sqlite?: SqliteHot;
+  private readonly pg?: PgHot;
+  private readonly checkpointer?: Checkpointer;
+
+  constructor(@InjectDataSource() ds: DataSource, @Inject(APP_CONFIG) config: AppConfig) {
+    if (config.database.type === 'postgres') {
+      this.pg = new PgHot(config.database.url);
+      this.queue = new WriteQueue(this.pg);
+    } else {
+      const db = (ds.driver as unknown as { databaseConnection: Database }).databaseConnection;
+      this.sqlite = new SqliteHot(db);
+      this.queue = new WriteQueue(this.sqlite);
+      if (config.database.file !== ':memory:') {
+        this.checkpointer = new Checkpointer(config.database.file, {
+          walBytesTrigger: 4 * MiB,
+          intervalMs: 1000,
+          walBytesCap: 256 * MiB,
+        });
+      }
+    }
+  }
+
+  get dialect(): 'sqlite' | 'postgres' {
+    return this.pg ? 'postgres' : 'sqlite';
+  }
+
+  /** Queues a unit of work; resolves after the transaction that carried it committed. */
+  write<T>(unit: () => Unit<T>): Promise<T> {
+    return this.queue.submit(unit);
+  }
+
+  /** A read of committed data (never a pending write of the queue). */
+  read<T>(unit: Unit<T>): Promise<T> {
+    if (this.sqlite) {
+      try {
+        return Promise.resolve(this.sqlite.read(unit));
+      } catch (e) {
+        return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+      }
+    }
+    return this.pg!.read(unit);
+  }
+
+  /** Everything submitted so far is committed (or failed). */
+  drain(): Promise<void> {
+    return this.queue.drain();
+  }
+
+  get writerStats(): WriterStats {
+    return this.queue.stats;
+  }
+
+  /** SQLite file databases: the WAL size the checkpoint worker last saw. */
+  wal(): (WalStatus & { checkpoint_error: string | null }) | null {
+    return this.checkpointer ? { ...this.checkpointer.status, checkpoint_error: this.checkpointer.lastError } : null;
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.queue.close();
+    await this.checkpointer?.stop();
+  }
+}

@@ -1,0 +1,94 @@
+import { Client, Pool, type QueryConfig } from 'pg';
+import type { HotStatement } from './hot-sql';
+import type { Op, SqlValue, Unit } from './unit';
+import type { WriterDriver } from './write-queue';
+
+function query(s: HotStatement, params: readonly SqlValue[]): QueryConfig {
+  return { name: s.name, text: s.pg, values: params as SqlValue[] };
+}
+
+async function step(c: Client | Pool, op: Op): Promise<unknown> {
+  const r = await c.query(query(op.stmt, op.params));
+  switch (op.kind) {
+    case 'run':
+      return { changes: r.rowCount ?? 0 };
+    case 'get':
+      return r.rows[0] as unknown;
+    case 'all':
+      return r.rows as unknown;
+  }
+}
+
+async function drive<T>(c: Client | Pool, unit: Unit<T>): Promise<T> {
+  let r = unit.next();
+  while (!r.done) {
+    r = unit.next(await step(c, r.value));
+  }
+  return r.value;
+}
+
+/**
+ * Hot statements on PostgreSQL: the writer owns one connection of its own (its transactions
+ * cannot meet TypeORM's pool), reads use a small pool; every statement is a named prepared
+ * statement, parsed once per connection.
+ */
+export class PgHot implements WriterDriver {
+  private connected?: Promise<void>;
+  private writer!: Client;
+  private readonly readers: Pool;
+
+  constructor(private readonly url: string) {
+    this.readers = new Pool({ connectionString: url, max: 4 });
+    // A broken pooled connection is dropped by the pool; do not crash the host on the event.
+    this.readers.on('error', () => undefined);
+  }
+
+  /** The writer's connection, made again after it broke (the failed group was already rejected). */
+  private connect(): Promise<void> {
+    if (!this.connected) {
+      const client = new Client({ connectionString: this.url });
+      client.on('error', () => {
+        this.connected = undefined;
+      });
+      this.writer = client;
+      const connecting = client.connect().then(
+        () => undefined,
+        (e: unknown) => {
+          this.connected = undefined;
+          throw e;
+        },
+      );
+      this.connected = connecting;
+      return connecting;
+    }
+    return this.connected;
+  }
+
+  ready(): boolean {
+    return true;
+  }
+
+  read<T>(unit: Unit<T>): Promise<T> {
+    return drive(this.readers, unit);
+  }
+
+  async runGroup(units: readonly (() => Unit<unknown>)[]): Promise<unknown[]> {
+    await this.connect();
+    await this.writer.query('BEGIN');
+    try {
+      const out: unknown[] = [];
+      for (const u of units) {
+        out.push(await drive(this.writer, u()));
+      }
+      await this.writer.query('COMMIT');
+      return out;
+    } catch (e) {
+      await this.writer.query('ROLLBACK').catch(() => undefined);
+      throw e;
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([this.connected ? this.writer.end() : Promise.resolve(), this.readers.end()]);
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * The units of work of the run path, for the one writer (see unit.ts). Each is one all-or-nothing
+ * step of a run: its admission, one result, its end.
+ */
+import type { AuditEntity, EventEntity, EventLogEntity, RunEntity, RunResultEntity } from '../entities';
+import type { NewTranscriptRow } from '../repositories/context.repository';
+import {
+  AUDIT_COLUMNS,
+  EVENT_COLUMNS,
+  EVENT_LOG_COLUMNS,
+  RESULT_COLUMNS,
+  RUN_COLUMNS,
+  SQL,
+  TRANSCRIPT_COLUMNS,
+} from './hot-sql';
+import { bool, exec, json, one, type SqlValue, type Unit } from './unit';
+
+export type NewRun = Omit<RunEntity, 'id'>;
+export type NewResult = Omit<RunResultEntity, 'id'>;
+export type NewAudit = Omit<AuditEntity, 'id'>;
+export type NewEventLog = Omit<EventLogEntity, 'id'>;
+
+export interface StateWrite {
+  scope_key: string;
+  state_key: string;
+  /** JSON text, already validated. */
+  value: string;
+}
+
+type Row = Record<string, unknown>;
+
+function params(columns: readonly string[], row: Row): SqlValue[] {
+  return columns.map((c) => {
+    const v = row[c];
+    if (v === undefined || v === null) {
+      return null;
+    }
+    if (typeof v === 'boolean') {
+      return bool(v);
+    }
+    if (typeof v === 'object') {
+      return json(v);
+    }
+    return v as SqlValue;
+  });
+}
+
+export function eventFromRow(r: Row): EventEntity {
+  return {
+    event_id: String(r.event_id),
+    agent_id: String(r.agent_id),
+    event_type: String(r.event_type),
+    conversation_id: (r.conversation_id as string | null) ?? null,
+    thread_id: (r.thread_id as string | null) ?? null,
+    idempotency_key: (r.idempotency_key as string | null) ?? null,
+    body_hash: String(r.body_hash),
+    payload: JSON.parse(String(r.payload)) as EventEntity['payload'],
+    disposition: String(r.disposition),
+    run_id: (r.run_id as string | null) ?? null,
+    received_at: Number(r.received_at),
+  };
+}
+
+export type AdmitOutcome = { admitted: true; transcript_seq: number | null } | { admitted: false; existing: EventEntity };
+
+export interface AdmitRows {
+  event: EventEntity;
+  run: NewRun;
+  log: NewEventLog;
+  user: NewTranscriptRow | null;
+  /** Set when the run failed at admission: its terminal result, so its stream ends like any other. */
+  terminal: NewResult | null;
+  /** Re-admits an event whose earlier run failed at admission (same id and body). */
+  readmit: boolean;
+}
+
+function* existingEvent(e: EventEntity): Unit<EventEntity | undefined> {
+  const byKey = e.idempotency_key ? yield* one<Row>(SQL.eventByKey, [e.idempotency_key]) : undefined;
+  const row = byKey ?? (yield* one<Row>(SQL.eventById, [e.event_id]));
+  return row ? eventFromRow(row) : undefined;
+}
+
+export function* appendTranscriptUnit(row: NewTranscriptRow): Unit<number> {
+  const r = yield* one<{ seq: number | string }>(SQL.insertTranscript, [
+    ...params(TRANSCRIPT_COLUMNS, row as unknown as Row),
+    row.conversation_id,
+  ]);
+  return Number(r?.seq);
+}
+
+/**
+ * Admission in one transaction: the event row is the guard — inserted, or (a duplicate, maybe a
+ * concurrent one) the existing row is returned and nothing else is written.
+ */
+export function* admitUnit(a: AdmitRows): Unit<AdmitOutcome> {
+  const e = a.event;
+  const claimed = a.readmit
+    ? yield* exec(SQL.readmitEvent, [e.disposition, e.run_id, e.received_at, e.idempotency_key, e.event_id, e.body_hash])
+    : yield* exec(SQL.insertEvent, params(EVENT_COLUMNS, e as unknown as Row));
+  if (claimed === 0) {
+    const existing = yield* existingEvent(e);
+    if (!existing) {
+      throw new Error(`event ${e.event_id} conflicted but cannot be read`);
+    }
+    return { admitted: false, existing };
+  }
+  yield* exec(SQL.insertRun, params(RUN_COLUMNS, a.run as unknown as Row));
+  yield* exec(SQL.insertEventLog, params(EVENT_LOG_COLUMNS, a.log as unknown as Row));
+  const seq = a.user ? yield* appendTranscriptUnit(a.user) : null;
+  if (a.terminal) {
+    yield* exec(SQL.insertResult, params(RESULT_COLUMNS, a.terminal as unknown as Row));
+  }
+  return { admitted: true, transcript_seq: seq };
+}
+
+/** One accepted result and what it implies (a `state.updated` write), together. */
+export function* resultUnit(r: NewResult, state: StateWrite | null): Unit<void> {
+  yield* exec(SQL.insertResult, params(RESULT_COLUMNS, r as unknown as Row));
+  if (state) {
+    yield* exec(SQL.stateUpsert, [state.scope_key, state.state_key, state.value, r.created_at]);
+  }
+}
+
+export interface RunEnd {
+  status: string;
+  status_reason: string | null;
+  error_code: string | null;
+  retryable: boolean | null;
+  usage?: Record<string, unknown> | null;
+  finished_at: number;
+}
+
+/**
+ * The end of a run in one commit: its final status, its terminal result, the state write the
+ * terminal result implies and the assistant transcript row — only while the run is still active
+ * (false, nothing written, when it already ended).
+ */
+export function* finishUnit(
+  terminal: NewResult,
+  end: RunEnd,
+  state: StateWrite | null,
+  assistant: NewTranscriptRow | null,
+): Unit<boolean> {
+  const changed = yield* exec(SQL.finishRun, [
+    end.status,
+    end.status_reason,
+    end.error_code,
+    bool(end.retryable),
+    json(end.usage),
+    end.finished_at,
+    terminal.run_id,
+  ]);
+  if (changed === 0) {
+    return false;
+  }
+  yield* resultUnit(terminal, state);
+  if (assistant) {
+    yield* appendTranscriptUnit(assistant);
+  }
+  return true;
+}
+
+export function* eventLogUnit(row: NewEventLog): Unit<void> {
+  yield* exec(SQL.insertEventLog, params(EVENT_LOG_COLUMNS, row as unknown as Row));
+}
+
+export function* auditUnit(a: NewAudit): Unit<void> {
+  yield* exec(SQL.insertAudit, params(AUDIT_COLUMNS, a as unknown as Row));
+}
+
+export function* cancelRequestedUnit(runId: string, at: number): Unit<void> {
+  yield* exec(SQL.markCancelRequested, [at, runId]);
+}
+
+export function* stateSetUnit(w: StateWrite, at: number): Unit<void> {
+  yield* exec(SQL.stateUpsert, [w.scope_key, w.state_key, w.value, at]);
+}
+
+export function* stateDeleteUnit(scopeKey: string, key: string): Unit<boolean> {
+  return (yield* exec(SQL.stateDelete, [scopeKey, key])) > 0;
+}
+
+export function* storageSetUnit(ownerKey: string, key: string, value: Buffer, at: number): Unit<void> {
+  yield* exec(SQL.storageUpsert, [ownerKey, key, value.toString('base64'), value.length, at]);
+}
+
+export function* storageDeleteUnit(ownerKey: string, key: string): Unit<boolean> {
+  return (yield* exec(SQL.storageDelete, [ownerKey, key])) > 0;
+}

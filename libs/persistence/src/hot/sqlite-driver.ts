@@ -1,0 +1,68 @@
+import type { Database, Statement } from 'better-sqlite3';
+import type { HotStatement } from './hot-sql';
+import type { Op, Unit } from './unit';
+import type { WriterDriver } from './write-queue';
+
+/**
+ * Hot statements on a better-sqlite3 connection: each prepared once. Groups run synchronously
+ * inside one transaction, so nothing else on the event loop — not even a microtask — can issue
+ * a statement between BEGIN and COMMIT, and a reader on this connection never sees an
+ * uncommitted row.
+ */
+export class SqliteHot implements WriterDriver {
+  private readonly prepared = new Map<string, Statement>();
+
+  constructor(readonly db: Database) {}
+
+  statement(s: HotStatement): Statement {
+    let p = this.prepared.get(s.name);
+    if (!p) {
+      p = this.db.prepare(s.sqlite);
+      this.prepared.set(s.name, p);
+    }
+    return p;
+  }
+
+  ready(): boolean {
+    return !this.db.inTransaction;
+  }
+
+  step(op: Op): unknown {
+    const st = this.statement(op.stmt);
+    switch (op.kind) {
+      case 'run':
+        return { changes: st.run(...op.params).changes };
+      case 'get':
+        return st.get(...op.params);
+      case 'all':
+        return st.all(...op.params);
+    }
+  }
+
+  /** Runs a unit outside the writer: for reads only (a read-only unit needs no transaction). */
+  read<T>(unit: Unit<T>): T {
+    let r = unit.next();
+    while (!r.done) {
+      r = unit.next(this.step(r.value));
+    }
+    return r.value;
+  }
+
+  runGroup(units: readonly (() => Unit<unknown>)[]): unknown[] {
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      const out = units.map((u) => this.read(u()));
+      this.db.exec('COMMIT');
+      return out;
+    } catch (e) {
+      if (this.db.inTransaction) {
+        this.db.exec('ROLLBACK');
+      }
+      throw e;
+    }
+  }
+
+  close(): void {
+    // The connection belongs to the data source; it closes it.
+  }
+}

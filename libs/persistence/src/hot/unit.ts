@@ -1,0 +1,45 @@
+/**
+ * A unit of work for the one writer, written once for both dialects: a generator that yields
+ * statements and receives their results. The SQLite driver steps it synchronously inside the
+ * batch transaction (nothing else can run between its statements), the PostgreSQL driver steps
+ * it with awaits on the writer's own connection. A unit must only touch the database through
+ * what it yields: the writer may run it twice (once in a group, once alone after the group
+ * failed), so side effects belong after its promise resolves.
+ */
+import type { HotStatement } from './hot-sql';
+
+export type SqlValue = string | number | null;
+
+export interface Changes {
+  changes: number;
+}
+
+export type Op =
+  | { kind: 'run'; stmt: HotStatement; params: readonly SqlValue[] }
+  | { kind: 'get'; stmt: HotStatement; params: readonly SqlValue[] }
+  | { kind: 'all'; stmt: HotStatement; params: readonly SqlValue[] };
+
+export type Unit<T> = Generator<Op, T, unknown>;
+
+/** Runs a statement; yields the number of rows it changed. */
+export function* exec(stmt: HotStatement, params: readonly SqlValue[]): Generator<Op, number, unknown> {
+  return ((yield { kind: 'run', stmt, params }) as Changes).changes;
+}
+
+/** The first row of a query (or of a RETURNING clause), if any. */
+export function* one<R>(stmt: HotStatement, params: readonly SqlValue[]): Generator<Op, R | undefined, unknown> {
+  return (yield { kind: 'get', stmt, params }) as R | undefined;
+}
+
+export function* rows<R>(stmt: HotStatement, params: readonly SqlValue[]): Generator<Op, R[], unknown> {
+  return (yield { kind: 'all', stmt, params }) as R[];
+}
+
+/** SQLite binds no booleans; PostgreSQL reads '1'/'0' as booleans. */
+export function bool(v: boolean | null | undefined): number | null {
+  return v === null || v === undefined ? null : v ? 1 : 0;
+}
+
+export function json(v: unknown): string | null {
+  return v === null || v === undefined ? null : JSON.stringify(v);
+}

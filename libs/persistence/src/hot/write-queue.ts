@@ -1,0 +1,132 @@
+import type { Unit } from './unit';
+
+/** A connection the writer can drive: SQLite synchronously, PostgreSQL asynchronously. */
+export interface WriterDriver {
+  /** False while the connection cannot start a transaction (another owner has one open). */
+  ready(): boolean;
+  /** Runs the units in one transaction; throws (after rolling back) if any unit throws. */
+  runGroup(units: readonly (() => Unit<unknown>)[]): unknown[] | Promise<unknown[]>;
+  close(): Promise<void> | void;
+}
+
+interface Pending {
+  unit: () => Unit<unknown>;
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+}
+
+export interface WriterStats {
+  units: number;
+  commits: number;
+  /** Groups that failed and were replayed unit by unit. */
+  replays: number;
+}
+
+/**
+ * The one writer of a database (issue: the run path at the floor). Every hot-path write is a
+ * unit queued here; the queue groups the units pending at the moment it flushes into one
+ * transaction — as soon as the event loop is idle (setImmediate), or at `maxBatch` units — so
+ * load batches naturally and an idle system pays no timer. A unit resolves only after its
+ * transaction committed, and no unit can join or be rolled back by another's transaction: a group
+ * that fails is rolled back whole and its units are replayed one transaction each, so only the
+ * failing unit fails.
+ */
+export class WriteQueue {
+  private pending: Pending[] = [];
+  private scheduled = false;
+  private flushing = false;
+  private closed = false;
+  private idleWaiters: (() => void)[] = [];
+  readonly stats: WriterStats = { units: 0, commits: 0, replays: 0 };
+
+  constructor(
+    private readonly driver: WriterDriver,
+    private readonly maxBatch = 256,
+  ) {}
+
+  submit<T>(unit: () => Unit<T>): Promise<T> {
+    if (this.closed) {
+      return Promise.reject(new Error('the database writer is closed'));
+    }
+    return new Promise<T>((resolve, reject) => {
+      this.pending.push({ unit, resolve: resolve as (v: unknown) => void, reject });
+      this.schedule();
+    });
+  }
+
+  /** Resolves once everything submitted so far is committed (or failed). */
+  drain(): Promise<void> {
+    if (this.pending.length === 0 && !this.flushing) {
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  async close(): Promise<void> {
+    await this.drain();
+    this.closed = true;
+    await this.driver.close();
+  }
+
+  private schedule(): void {
+    if (!this.scheduled && !this.flushing) {
+      this.scheduled = true;
+      setImmediate(() => void this.flush());
+    }
+  }
+
+  private async flush(): Promise<void> {
+    this.scheduled = false;
+    if (this.flushing) {
+      return;
+    }
+    this.flushing = true;
+    try {
+      while (this.pending.length > 0) {
+        await this.whenReady();
+        const batch = this.pending.splice(0, this.maxBatch);
+        await this.runBatch(batch);
+      }
+    } finally {
+      this.flushing = false;
+      if (this.pending.length > 0) {
+        this.schedule();
+      } else {
+        this.idleWaiters.splice(0).forEach((w) => w());
+      }
+    }
+  }
+
+  /** An admin transaction may hold the (shared SQLite) connection: wait for it to end. */
+  private async whenReady(): Promise<void> {
+    while (!this.driver.ready()) {
+      await new Promise((r) => setTimeout(r, 1));
+    }
+  }
+
+  private async runBatch(batch: Pending[]): Promise<void> {
+    this.stats.units += batch.length;
+    try {
+      const results = await this.driver.runGroup(batch.map((p) => p.unit));
+      this.stats.commits++;
+      batch.forEach((p, i) => p.resolve(results[i]));
+      return;
+    } catch (e) {
+      if (batch.length === 1) {
+        batch[0].reject(e);
+        return;
+      }
+    }
+    this.stats.replays++;
+    for (const p of batch) {
+      try {
+        await this.whenReady();
+        const [result] = await this.driver.runGroup([p.unit]);
+        this.stats.commits++;
+        p.resolve(result);
+      } catch (e) {
+        p.reject(e);
+      }
+    }
+  }
+}
