@@ -382,7 +382,8 @@ describe('host API conformance over real gRPC', () => {
       await expectRefused(run.full, await page({ conversation_id: C2 }), S.PERMISSION_DENIED, 'unauthorized', {
         action: 'history.page',
         plugin_id: 'demo/echo',
-        runner_id: null,
+        // Denied rows name the runner of the run they concern (issue 8 item 14).
+        runner_id: 'plugin:demo/echo/default',
       });
     });
 
@@ -971,7 +972,7 @@ describe('host API conformance over real gRPC', () => {
           {
             action,
             plugin_id: null,
-            runner_id: null,
+            runner_id: 'plugin:demo/echo/default',
           },
         );
       }
@@ -994,7 +995,7 @@ describe('host API conformance over real gRPC', () => {
           await api.call(method, req, { token: other.token }),
           S.PERMISSION_DENIED,
           'unauthorized',
-          { action, plugin_id: 'other/bot', runner_id: null },
+          { action, plugin_id: 'other/bot', runner_id: 'plugin:demo/echo/default' },
         );
       }
       expect([await stateEntries(), await storageEntries()]).toEqual(before);

@@ -3,7 +3,7 @@ import * as grpc from '@grpc/grpc-js';
 import { EchoRunner, type OutgoingResult, type ResultSink } from './echo-runner';
 import type { HostApi } from './host-api';
 import type { Logger } from './log';
-import type { ConnectCall, GatewayClient, HostMessage, PluginMessage, RunRequest, Welcome } from './proto';
+import type { ConnectCall, GatewayClient, HostMessage, PluginMessage, RunRequest, RunResult, Welcome } from './proto';
 import { fromStruct, toStruct, type JsonObject } from './struct';
 
 /*
@@ -98,25 +98,43 @@ export class Session implements ResultSink {
 
   // ---- ResultSink: what EchoRunner writes through -------------------------------------------
 
+  /**
+   * Results sent in the same tick go out as one frame (`results`), a single one as `result`:
+   * under load the host handles fewer, larger messages.
+   */
   send(result: OutgoingResult): Promise<void> {
     this.log('info', 'result', { run_id: result.run_id, type: result.type, sequence: result.sequence ?? null });
-    return this.write({
-      result: {
-        run_id: result.run_id,
-        type: result.type,
-        data: toStruct(result.data),
-        usage: result.usage ? toStruct(result.usage) : undefined,
-        sequence: result.sequence,
-        timestamp: result.timestamp,
-      },
-    });
+    const wire: RunResult = {
+      run_id: result.run_id,
+      type: result.type,
+      data: toStruct(result.data),
+      usage: result.usage ? toStruct(result.usage) : undefined,
+      sequence: result.sequence,
+      timestamp: result.timestamp,
+    };
+    if (!this.outbox) {
+      const batch: RunResult[] = [];
+      const written = new Promise<void>((resolve) =>
+        setImmediate(() => {
+          this.outbox = null;
+          const frame: PluginMessage = batch.length === 1 ? { result: batch[0] } : { results: { results: batch } };
+          void this.write(frame).then(resolve);
+        }),
+      );
+      this.outbox = { batch, written };
+    }
+    this.outbox.batch.push(wire);
+    return this.outbox.written;
   }
+
+  private outbox: { batch: RunResult[]; written: Promise<void> } | null = null;
 
   /**
    * Best effort: waits for the write callbacks, then a short grace, because grpc-js calls back
    * once HTTP/2 has taken the message, a moment before the bytes reach the socket.
    */
   async flush(): Promise<void> {
+    await Promise.race([this.outbox?.written ?? Promise.resolve(), this.done]);
     await Promise.race([this.lastWrite, this.done]);
     await sleep(FLUSH_GRACE_MS);
   }

@@ -48,6 +48,8 @@ export interface RunResult {
 export interface PluginMessage {
   hello?: Hello;
   result?: RunResult;
+  /** Several results in one frame (in order). */
+  results?: { results: RunResult[] };
   heartbeat?: { active_run_ids: string[] };
   pong?: { nonce: number };
 }

@@ -59,6 +59,10 @@ export class ConnectSessionHandler {
         session.last_seen_at = Date.now();
         if (msg.result) {
           this.connections.deliver(session, msg.result);
+        } else if (msg.results) {
+          for (const result of msg.results.results) {
+            this.connections.deliver(session, result);
+          }
         } else if (msg.hello) {
           fail('invalid_argument', 'hello may be sent only once per stream');
         }

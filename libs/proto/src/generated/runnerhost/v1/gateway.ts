@@ -17,6 +17,15 @@ export interface PluginMessage {
   result?: RunResult | undefined;
   heartbeat?: Heartbeat | undefined;
   pong?: Pong | undefined;
+  /**
+   * Several results in one frame (any runs, in order): the same rules as `result` apply to
+   * each, one after another. A runner with several results ready should send them together.
+   */
+  results?: ResultBatch | undefined;
+}
+
+export interface ResultBatch {
+  results: RunResult[];
 }
 
 export interface HostMessage {
