@@ -10,18 +10,20 @@ import {
   EventLogEntity,
   PluginsRepository,
   RunEntity,
+  RunResultEntity,
   RunsRepository,
   TranscriptEntity,
+  type AdmitOutcome,
   type AgentEntity,
   type ApiKeyEntity,
   type JsonObject,
   type NewTranscriptRow,
   type PluginEntity,
   type RunnerEntity,
-  type RunResultEntity,
+  type StoredResult,
   Transactions,
 } from '@libs/persistence';
-import { DIALECTS, type TestDatabase, storesModule } from './support/databases';
+import { DIALECTS, driverError, type TestDatabase, storesModule, UNIQUE_VIOLATION } from './support/databases';
 
 jest.setTimeout(60_000);
 
@@ -131,6 +133,12 @@ function result(runId: string, sequence: number, overrides: Partial<NewResult> =
   };
 }
 
+/** What resultsAfter returns for a stored result (no internal id, no created_at). */
+function stored(r: NewResult): StoredResult {
+  const { created_at: _createdAt, ...rest } = r;
+  return rest;
+}
+
 function apiKey(overrides: Partial<ApiKeyEntity> = {}): ApiKeyEntity {
   const id = randomUUID().replace(/-/g, '');
   return {
@@ -233,8 +241,13 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
   });
 
   /** Admits `e` with its run and event log row (and the user transcript row when given). */
-  async function admit(e: EventEntity, r: NewRun, user: NewTranscriptRow | null = null): Promise<void> {
-    await runs.admit(e, r, logRow(e), user);
+  function admit(
+    e: EventEntity,
+    r: NewRun,
+    user: NewTranscriptRow | null = null,
+    readmit = false,
+  ): Promise<AdmitOutcome> {
+    return runs.admit({ event: e, run: r, log: logRow(e), user, terminal: null, readmit });
   }
 
   it('runs on the dialect it was configured for, with the schema migrated', async () => {
@@ -285,7 +298,7 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
 
       const e = event({ run_id: existing.run_id, idempotency_key: 'idem-dup' });
       const dup = run({ run_id: existing.run_id, event_id: e.event_id, agent_id: 'agent-other' });
-      await expect(runs.admit(e, dup, logRow(e), userRow(e))).rejects.toBeInstanceOf(QueryFailedError);
+      expect(await driverError(admit(e, dup, userRow(e)))).toMatchObject({ code: expect.stringMatching(UNIQUE_VIOLATION) });
 
       expect(await runs.getEvent(e.event_id)).toBeNull();
       expect(await runs.getEventByIdempotencyKey('idem-dup')).toBeNull();
@@ -296,7 +309,7 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
       expect(await runs.get(existing.run_id)).toMatchObject({ event_id: existing.event_id, agent_id: 'agent-1' });
     });
 
-    it('updates the existing event row on a retry and adds the new run and log row', async () => {
+    it('re-admits an event whose run failed at admission: updates the event row, adds the new run and log row', async () => {
       const failedRun = run({ status: 'failed', error_code: 'runner.unavailable', retryable: true });
       const first = event({
         event_id: failedRun.event_id,
@@ -307,15 +320,10 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
       });
       await admit(first, failedRun);
 
+      // A retry is the same request again: same event id and body (hash), a new run.
       const r = run({ event_id: first.event_id });
-      const retry = {
-        ...first,
-        disposition: 'started',
-        run_id: r.run_id,
-        payload: { attempt: 2 },
-        received_at: T0 + 5,
-      };
-      await admit(retry, r);
+      const retry = { ...first, disposition: 'started', run_id: r.run_id, received_at: T0 + 5 };
+      expect(await admit(retry, r, null, true)).toEqual({ admitted: true, transcript_seq: null });
 
       expect(await count(EventEntity)).toBe(1);
       expect(await runs.getEvent(first.event_id)).toEqual(retry);
@@ -327,6 +335,32 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
         [first.event_id, failedRun.run_id],
         [first.event_id, r.run_id],
       ]);
+    });
+
+    it('does not re-admit an event that did not fail, nor one with another body: returns it, writes nothing', async () => {
+      const startedRun = run({ status: 'running' });
+      const started = event({ event_id: startedRun.event_id, run_id: startedRun.run_id, disposition: 'started' });
+      await admit(started, startedRun);
+      const failedRun = run({ status: 'failed' });
+      const failed = event({ event_id: failedRun.event_id, run_id: failedRun.run_id, disposition: 'failed' });
+      await admit(failed, failedRun);
+
+      const r1 = run({ event_id: started.event_id });
+      expect(await admit({ ...started, run_id: r1.run_id, received_at: T0 + 9 }, r1, userRow(started), true)).toEqual({
+        admitted: false,
+        existing: started,
+      });
+      const r2 = run({ event_id: failed.event_id });
+      const otherBody = { ...failed, body_hash: 'b'.repeat(64), disposition: 'started', run_id: r2.run_id };
+      expect(await admit(otherBody, r2, null, true)).toEqual({ admitted: false, existing: failed });
+
+      expect(await runs.getEvent(started.event_id)).toEqual(started);
+      expect(await runs.getEvent(failed.event_id)).toEqual(failed);
+      expect(await runs.get(r1.run_id)).toBeNull();
+      expect(await runs.get(r2.run_id)).toBeNull();
+      expect(await count(RunEntity)).toBe(2);
+      expect(await count(EventLogEntity)).toBe(2);
+      expect(await count(TranscriptEntity)).toBe(0);
     });
 
     it('rolls the retry update back when its run insert fails', async () => {
@@ -341,32 +375,69 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
       });
       await admit(first, failedRun);
 
-      const retry = { ...first, disposition: 'started', run_id: taken.run_id, payload: { attempt: 2 } };
-      await expect(admit(retry, run({ run_id: taken.run_id, event_id: first.event_id }))).rejects.toBeInstanceOf(
-        QueryFailedError,
-      );
+      const retry = { ...first, disposition: 'started', run_id: taken.run_id, received_at: T0 + 5 };
+      const failure = await driverError(admit(retry, run({ run_id: taken.run_id, event_id: first.event_id }), null, true));
+      expect(failure.code).toMatch(UNIQUE_VIOLATION);
 
       expect(await runs.getEvent(first.event_id)).toEqual(first);
       expect(await count(EventLogEntity)).toBe(2);
       expect(await count(RunEntity)).toBe(2);
     });
 
-    it('rejects a second event with the same idempotency key', async () => {
-      await admit(event({ idempotency_key: 'idem-unique' }), run());
+    it('returns the recorded event for a second event with the same idempotency key, and writes nothing', async () => {
+      const firstRun = run();
+      const first = event({ event_id: firstRun.event_id, run_id: firstRun.run_id, idempotency_key: 'idem-unique' });
+      expect(await admit(first, firstRun, userRow(first))).toEqual({ admitted: true, transcript_seq: 1 });
 
-      await expect(admit(event({ idempotency_key: 'idem-unique' }), run())).rejects.toBeInstanceOf(QueryFailedError);
+      const againRun = run();
+      const again = event({ event_id: againRun.event_id, run_id: againRun.run_id, idempotency_key: 'idem-unique' });
+      expect(await admit(again, againRun, userRow(again))).toEqual({ admitted: false, existing: first });
+
+      expect(await runs.getEvent(again.event_id)).toBeNull();
+      expect(await runs.get(againRun.run_id)).toBeNull();
       expect(await count(EventEntity)).toBe(1);
       expect(await count(RunEntity)).toBe(1);
       expect(await count(EventLogEntity)).toBe(1);
+      // The duplicate consumed no transcript seq.
+      expect(await count(TranscriptEntity)).toBe(1);
+      const next = run();
+      const third = event({ event_id: next.event_id, run_id: next.run_id });
+      expect(await admit(third, next, userRow(third))).toEqual({ admitted: true, transcript_seq: 2 });
+    });
+
+    it('returns the recorded event for a second event with the same event id (any body), and writes nothing', async () => {
+      const firstRun = run();
+      const first = event({ event_id: firstRun.event_id, run_id: firstRun.run_id });
+      await admit(first, firstRun);
+
+      const againRun = run({ event_id: first.event_id });
+      const again = event({ event_id: first.event_id, run_id: againRun.run_id, body_hash: 'c'.repeat(64) });
+      expect(await admit(again, againRun, userRow(again))).toEqual({ admitted: false, existing: first });
+
+      expect(await runs.getEvent(first.event_id)).toEqual(first);
+      expect(await runs.get(againRun.run_id)).toBeNull();
+      expect(await count(RunEntity)).toBe(1);
+      expect(await count(EventLogEntity)).toBe(1);
+      expect(await count(TranscriptEntity)).toBe(0);
+    });
+
+    it('writes the terminal result of a run that failed at admission with it', async () => {
+      const r = run({ status: 'failed', error_code: 'runner.unavailable', finished_at: T0 });
+      const e = event({ event_id: r.event_id, run_id: r.run_id, disposition: 'failed' });
+      const terminal = result(r.run_id, 1, { type: 'run.failed', data: { code: 'runner.unavailable' }, source: 'host' });
+      await runs.admit({ event: e, run: r, log: logRow(e), user: null, terminal, readmit: false });
+
+      expect(await runs.status(r.run_id)).toBe('failed');
+      expect(await runs.resultsAfter(r.run_id, 0, 10)).toEqual([stored(terminal)]);
     });
   });
+
   describe('run results', () => {
     it('enforces a unique (run_id, sequence)', async () => {
       await runs.insertResult(result('run-a', 1, { data: { original: true } }));
 
-      await expect(runs.insertResult(result('run-a', 1, { data: { original: false } }))).rejects.toBeInstanceOf(
-        QueryFailedError,
-      );
+      const failure = await driverError(runs.insertResult(result('run-a', 1, { data: { original: false } })));
+      expect(failure.code).toMatch(UNIQUE_VIOLATION);
       // The same sequence on another run is fine.
       await runs.insertResult(result('run-b', 1));
 
@@ -381,7 +452,7 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
       }
       await runs.insertResult(result('run-b', 2));
 
-      const seqs = (rows: RunResultEntity[]) => rows.map((r) => r.sequence);
+      const seqs = (rows: StoredResult[]) => rows.map((r) => r.sequence);
       expect(seqs(await runs.resultsAfter('run-a', 0, 100))).toEqual([1, 2, 3, 4, 5]);
       expect(seqs(await runs.resultsAfter('run-a', 2, 100))).toEqual([3, 4, 5]);
       expect(seqs(await runs.resultsAfter('run-a', 1, 2))).toEqual([2, 3]);
@@ -389,7 +460,7 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
       expect(await runs.resultsAfter('run-none', 0, 100)).toEqual([]);
 
       const [first] = await runs.resultsAfter('run-a', 0, 1);
-      expect(first).toEqual({ ...result('run-a', 1), id: expect.any(Number) });
+      expect(first).toEqual(stored(result('run-a', 1)));
     });
 
     it('lastSequence is 0 for a run without results, else the highest sequence', async () => {
@@ -488,6 +559,38 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
       ).toBe(false);
     });
 
+    it('finish writes the state write and the assistant transcript row in the commit of the terminal result', async () => {
+      const r = await admitted({ status: 'running' });
+      const e = (await runs.getEvent(r.event_id))!;
+      const assistant: NewTranscriptRow = { ...userRow(e, 'the answer'), role: 'assistant', run_id: r.run_id };
+      const end = {
+        status: 'completed' as const,
+        status_reason: null,
+        error_code: null,
+        retryable: null,
+        finished_at: T0 + 10,
+      };
+      const state = { scope_key: 'conversation:conv-1', state_key: 'topic', value: '"zebras"' };
+
+      expect(await runs.finish(result(r.run_id, 1, { type: 'run.completed' }), end, state, assistant)).toBe(true);
+
+      expect(await runs.status(r.run_id)).toBe('completed');
+      expect((await runs.resultsAfter(r.run_id, 0, 10)).map((x) => x.type)).toEqual(['run.completed']);
+      expect(await ds.query('SELECT "value" FROM "state_entries" WHERE "scope_key" = \'conversation:conv-1\'')).toEqual([
+        { value: '"zebras"' },
+      ]);
+      expect(await ds.getRepository(TranscriptEntity).find()).toEqual([
+        { ...assistant, id: expect.any(Number), seq: 1 },
+      ]);
+    });
+
+    it('status reads the status of a run, null for an unknown run', async () => {
+      const r = await admitted({ status: 'running' });
+
+      expect(await runs.status(r.run_id)).toBe('running');
+      expect(await runs.status('run-missing')).toBeNull();
+    });
+
     it('listActive returns exactly the queued and running runs', async () => {
       const queued = await admitted({ status: 'queued' });
       const running = await admitted({ status: 'running' });
@@ -556,7 +659,7 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
     it('JSON columns come back deep-equal (nested objects, unicode, numbers)', async () => {
       const r = run({ context: TRICKY_JSON, usage: { input: 1, output: 2.5, nested: { list: [1, 'two'] } } });
       const e = event({ event_id: r.event_id, run_id: r.run_id, payload: TRICKY_JSON });
-      await runs.admit(e, r, logRow(e), null);
+      await admit(e, r);
       await runs.insertResult(result(r.run_id, 1, { data: TRICKY_JSON, usage: { tokens: 3 } }));
       const a = agent({ runner_config: TRICKY_JSON });
       await agents.insert(a);
@@ -611,8 +714,11 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
         expect(typeof storedEvent.received_at).toBe('number');
         const [storedResult] = await runs.resultsAfter(r.run_id, 0, 1);
         expect(storedResult.timestamp).toBe(ms);
-        expect(storedResult.created_at).toBe(ms);
-        expect(typeof storedResult.created_at).toBe('number');
+        expect(typeof storedResult.timestamp).toBe('number');
+        // created_at is not on the stream's read: the full row (TypeORM) keeps it exactly.
+        const resultRow = (await ds.getRepository(RunResultEntity).findOneBy({ run_id: r.run_id }))!;
+        expect(resultRow.created_at).toBe(ms);
+        expect(typeof resultRow.created_at).toBe('number');
         // Lists go through the same transformer.
         const [listed] = await runs.page({ conversation_id: `conv-bigint-${i}` }, null, 1);
         expect(typeof listed.created_at).toBe('number');

@@ -1,13 +1,15 @@
-import type { Provider } from '@nestjs/common';
+import type { Provider, ValueProvider } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Client } from 'pg';
+import BetterSqlite3 from 'better-sqlite3';
+import { Client, DatabaseError } from 'pg';
 import type { DataSource } from 'typeorm';
-import { dataSourceOptions, ENTITIES } from '@libs/persistence';
+import { APP_CONFIG } from '@libs/config';
+import { dataSourceOptions, ENTITIES, HotStore } from '@libs/persistence';
 
 export type DatabaseConfig = Parameters<typeof dataSourceOptions>[0];
 
@@ -129,13 +131,64 @@ export async function listIndexes(ds: DataSource, table: string): Promise<IndexI
   return out;
 }
 
-/** A Nest testing module on `db` with every entity registered and the given providers. */
+/**
+ * A Nest testing module on `db` with every entity registered, the hot store (the run path's one
+ * writer, which reads only `database` from the app config) and the given providers.
+ */
 export function storesModule(db: TestDatabase, providers: Provider[]): Promise<TestingModule> {
   return Test.createTestingModule({
     imports: [
       TypeOrmModule.forRoot({ ...dataSourceOptions(db.config), retryAttempts: 0 }),
       TypeOrmModule.forFeature(ENTITIES),
     ],
-    providers,
+    providers: [
+      { provide: APP_CONFIG, useValue: { ...configOf(providers), database: db.config } },
+      HotStore,
+      ...providers.filter((p) => p !== HotStore && !isConfig(p)),
+    ],
   }).compile();
 }
+
+function isConfig(p: Provider): p is ValueProvider {
+  return typeof p === 'object' && 'provide' in p && p.provide === APP_CONFIG && 'useValue' in p;
+}
+
+/** The app config a suite gives (its own sections), which the database section is added to. */
+function configOf(providers: Provider[]): object {
+  const given = providers.find(isConfig);
+  return given ? (given.useValue as object) : {};
+}
+
+/**
+ * What the hot store rejects with when the database refuses a write: the raw driver error
+ * (better-sqlite3's SqliteError, pg's DatabaseError), never TypeORM's QueryFailedError.
+ */
+export interface DriverErrorInfo {
+  dialect: 'sqlite' | 'postgres';
+  /** SQLITE_CONSTRAINT_UNIQUE…, or the PostgreSQL SQLSTATE (23505…). */
+  code: string;
+}
+
+/** The driver error `promise` rejects with (fails the test when it resolves or throws something else). */
+export async function driverError(promise: Promise<unknown>): Promise<DriverErrorInfo> {
+  const outcome = await promise.then(
+    (value: unknown) => ({ resolved: value }),
+    (error: unknown) => ({ rejected: error }),
+  );
+  if ('resolved' in outcome) {
+    throw new Error(`expected a database error, the write resolved with ${JSON.stringify(outcome.resolved)}`);
+  }
+  const e = outcome.rejected;
+  if (e instanceof BetterSqlite3.SqliteError) {
+    return { dialect: 'sqlite', code: e.code };
+  }
+  if (e instanceof DatabaseError) {
+    return { dialect: 'postgres', code: String(e.code) };
+  }
+  throw e;
+}
+
+/** A unique (or primary key) violation, on either dialect. */
+export const UNIQUE_VIOLATION = /^(SQLITE_CONSTRAINT_(UNIQUE|PRIMARYKEY)|23505)$/;
+/** A NOT NULL violation, on either dialect. */
+export const NOT_NULL_VIOLATION = /^(SQLITE_CONSTRAINT_NOTNULL|23502)$/;
