@@ -14,12 +14,21 @@ import {
   StorageEntryEntity,
   StoresRepository,
   TranscriptEntity,
+  type AdmitOutcome,
   type AuditEntity,
+  type NewResult,
   type NewTranscriptRow,
   Transactions,
 } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
-import { PERSISTENT_DIALECTS, type TestDatabase, storesModule } from './support/databases';
+import {
+  driverError,
+  NOT_NULL_VIOLATION,
+  PERSISTENT_DIALECTS,
+  type TestDatabase,
+  storesModule,
+  UNIQUE_VIOLATION,
+} from './support/databases';
 
 jest.setTimeout(120_000);
 
@@ -134,6 +143,33 @@ function audit(runId: string, action: string, overrides: Partial<NewAudit> = {})
     created_at: T0,
     ...overrides,
   };
+}
+
+/** Admits a new event (not a retry) with its run, event log row and optional user transcript row. */
+function admit(
+  runs: RunsRepository,
+  event: EventEntity,
+  run: NewRun,
+  log: NewLogRow,
+  user: NewTranscriptRow | null,
+): Promise<AdmitOutcome> {
+  return runs.admit({ event, run, log, user, terminal: null, readmit: false });
+}
+
+/** Ends a running run as completed, writing `assistant` (built by TranscriptService.assistantRow) with it. */
+async function complete(runs: RunsRepository, runId: string, assistant: NewTranscriptRow): Promise<void> {
+  const terminal: NewResult = {
+    run_id: runId,
+    sequence: 1,
+    type: 'run.completed',
+    data: {},
+    usage: null,
+    source: 'runner',
+    timestamp: T0,
+    created_at: T0,
+  };
+  const end = { status: 'completed', status_reason: null, error_code: null, retryable: null, finished_at: T0 + 1 };
+  expect(await runs.finish(terminal, end, null, assistant)).toBe(true);
 }
 
 /** The run scope admission builds, with overrides. */
@@ -251,7 +287,7 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
 
   describe('transcript seq', () => {
     it('is per conversation, monotonic and starts at 1 (two conversations interleaved)', async () => {
-      expect(await transcript.latestSeq('conv-a')).toBeNull();
+      expect(await transcript.latestSeq('conv-a', null)).toBeNull();
 
       const order = ['conv-a', 'conv-b', 'conv-a', 'conv-a', 'conv-b', 'conv-c', 'conv-b', 'conv-a'];
       const written = await append(order.map((c, i) => transcriptRow(c, i % 2 === 0 ? null : 'th-1', `m${i}`)));
@@ -266,10 +302,15 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
         ['conv-b', 3],
         ['conv-a', 4],
       ]);
-      expect(await transcript.latestSeq('conv-a')).toBe(4);
-      expect(await transcript.latestSeq('conv-b')).toBe(3);
-      expect(await transcript.latestSeq('conv-c')).toBe(1);
-      expect(await transcript.latestSeq('conv-none')).toBeNull();
+      // latestSeq is per thread (null: the rows without a thread) over the conversation's sequence.
+      expect(await transcript.latestSeq('conv-a', null)).toBe(2);
+      expect(await transcript.latestSeq('conv-a', 'th-1')).toBe(4);
+      expect(await transcript.latestSeq('conv-b', null)).toBe(3);
+      expect(await transcript.latestSeq('conv-b', 'th-1')).toBe(1);
+      expect(await transcript.latestSeq('conv-c', 'th-1')).toBe(1);
+      expect(await transcript.latestSeq('conv-c', null)).toBeNull();
+      expect(await transcript.latestSeq('conv-a', 'th-2')).toBeNull();
+      expect(await transcript.latestSeq('conv-none', null)).toBeNull();
 
       const stored = await ds.getRepository(TranscriptEntity).find({ order: { id: 'ASC' } });
       expect(stored.map((r) => [r.conversation_id, r.seq, r.content])).toEqual(
@@ -288,13 +329,9 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
       await append([transcriptRow('conv-1', null, 'first')]);
       const r = runRow();
       const e = eventRow({ event_id: r.event_id, run_id: r.run_id });
-      await runs.admit(
-        e,
-        r,
-        logRow({ event_id: e.event_id, run_id: r.run_id }),
-        transcriptRow('conv-1', null, 'second'),
-      );
-      await transcript.appendAssistant(
+      await admit(runs, e, r, logRow({ event_id: e.event_id, run_id: r.run_id }), transcriptRow('conv-1', null, 'second'));
+      // The assistant row is built by the service and written with the run's end.
+      const assistant = transcript.assistantRow(
         {
           conversation_id: 'conv-1',
           thread_id: null,
@@ -310,6 +347,7 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
           ],
         },
       );
+      await complete(runs, r.run_id, assistant);
 
       const page = await transcript.page('conv-1', undefined, { direction: 'forward' });
       expect(page.items.map((i) => [i.seq, i.role, i.content])).toEqual([
@@ -332,6 +370,7 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
       await expect(
         ds.getRepository(TranscriptEntity).insert({ ...transcriptRow('conv-1', null, 'dup'), seq: 2 }),
       ).rejects.toBeInstanceOf(QueryFailedError);
+      expect(await transcript.latestSeq('conv-1', null)).toBe(3);
     });
   });
 
@@ -342,7 +381,7 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
       const log = logRow({ event_id: e.event_id, run_id: r.run_id });
       const user = transcriptRow('conv-1', null, 'hello there', { event_id: e.event_id });
 
-      await runs.admit(e, r, log, user);
+      expect(await admit(runs, e, r, log, user)).toEqual({ admitted: true, transcript_seq: 1 });
 
       expect(await runs.getEvent(e.event_id)).toEqual(e);
       expect(await runs.get(r.run_id)).toEqual({ ...r, id: expect.any(Number) });
@@ -353,7 +392,8 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
     it('writes none of the four when one insert fails (duplicate run_id), and consumes no seq', async () => {
       const existing = runRow();
       const existingEvent = eventRow({ event_id: existing.event_id, run_id: existing.run_id });
-      await runs.admit(
+      await admit(
+        runs,
         existingEvent,
         existing,
         logRow({ event_id: existingEvent.event_id, run_id: existing.run_id }),
@@ -362,14 +402,16 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
 
       const e = eventRow({ idempotency_key: 'idem-failed', run_id: existing.run_id });
       const dup = runRow({ run_id: existing.run_id, event_id: e.event_id });
-      await expect(
-        runs.admit(
+      const failure = await driverError(
+        admit(
+          runs,
           e,
           dup,
           logRow({ event_id: e.event_id, run_id: dup.run_id }),
           transcriptRow('conv-1', null, 'lost', { event_id: e.event_id }),
         ),
-      ).rejects.toBeInstanceOf(QueryFailedError);
+      );
+      expect(failure.code).toMatch(UNIQUE_VIOLATION);
 
       expect(await runs.getEvent(e.event_id)).toBeNull();
       expect(await runs.getEventByIdempotencyKey('idem-failed')).toBeNull();
@@ -378,7 +420,7 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
       expect(await ds.getRepository(RunEntity).count()).toBe(1);
       expect(await ds.getRepository(EventLogEntity).count()).toBe(1);
       expect((await ds.getRepository(TranscriptEntity).find()).map((t) => t.content)).toEqual(['kept']);
-      expect(await transcript.latestSeq('conv-1')).toBe(1);
+      expect(await transcript.latestSeq('conv-1', null)).toBe(1);
       expect((await context.appendTranscript(transcriptRow('conv-1', null, 'next'))).seq).toBe(2);
     });
 
@@ -388,7 +430,8 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
       // role is NOT NULL on every dialect: the user row is the last write of the transaction.
       const broken = { ...transcriptRow('conv-1', null, 'broken'), role: null } as unknown as NewTranscriptRow;
 
-      await expect(runs.admit(e, r, logRow({ event_id: e.event_id }), broken)).rejects.toBeInstanceOf(QueryFailedError);
+      const failure = await driverError(admit(runs, e, r, logRow({ event_id: e.event_id }), broken));
+      expect(failure.code).toMatch(NOT_NULL_VIOLATION);
 
       expect(await runs.getEvent(e.event_id)).toBeNull();
       expect(await runs.get(r.run_id)).toBeNull();
@@ -613,8 +656,8 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
     it('finds rows appended through admission and assistant rows (the index follows every insert)', async () => {
       const r = runRow();
       const e = eventRow({ event_id: r.event_id, run_id: r.run_id });
-      await runs.admit(e, r, logRow({ event_id: e.event_id }), transcriptRow('conv-1', null, 'question about zebras'));
-      await transcript.appendAssistant(
+      await admit(runs, e, r, logRow({ event_id: e.event_id }), transcriptRow('conv-1', null, 'question about zebras'));
+      const assistant = transcript.assistantRow(
         {
           conversation_id: 'conv-1',
           thread_id: null,
@@ -624,6 +667,7 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
         },
         { role: 'assistant', content: 'zebras have stripes' },
       );
+      await complete(runs, r.run_id, assistant);
 
       expect(contents(await transcript.search('conv-1', null, 'zebras', undefined))).toEqual([
         'zebras have stripes',
@@ -1208,9 +1252,8 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
 });
 
 /**
- * Concurrent appends and admissions: PostgreSQL runs them on pooled connections (the
- * per-conversation advisory lock orders the seqs); SQLite has one connection, so Transactions
- * runs its transactions one after another instead of letting them collide or nest.
+ * Concurrent appends and admissions: every one goes through the hot store's one writer, which
+ * groups them into few transactions and computes each seq in its insert statement.
  */
 describe.each(PERSISTENT_DIALECTS)('transcript seq under concurrency on %s', (_name, factory) => {
   let db: TestDatabase;
@@ -1239,7 +1282,8 @@ describe.each(PERSISTENT_DIALECTS)('transcript seq under concurrency on %s', (_n
     const admissions = Array.from({ length: 8 }, (_, i) => {
       const r = runRow({ conversation_id: 'conv-race' });
       const e = eventRow({ event_id: r.event_id, run_id: r.run_id, conversation_id: 'conv-race' });
-      return runs.admit(
+      return admit(
+        runs,
         e,
         r,
         logRow({ event_id: e.event_id, conversation_id: 'conv-race' }),
