@@ -329,7 +329,13 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
       await append([transcriptRow('conv-1', null, 'first')]);
       const r = runRow();
       const e = eventRow({ event_id: r.event_id, run_id: r.run_id });
-      await admit(runs, e, r, logRow({ event_id: e.event_id, run_id: r.run_id }), transcriptRow('conv-1', null, 'second'));
+      await admit(
+        runs,
+        e,
+        r,
+        logRow({ event_id: e.event_id, run_id: r.run_id }),
+        transcriptRow('conv-1', null, 'second'),
+      );
       // The assistant row is built by the service and written with the run's end.
       const assistant = transcript.assistantRow(
         {

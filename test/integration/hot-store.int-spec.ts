@@ -19,15 +19,15 @@ import {
   type Unit,
   type WriterStats,
 } from '@libs/persistence';
-import { DIALECTS, driverError, isPostgres, type TestDatabase, storesModule, UNIQUE_VIOLATION } from './support/databases';
 import {
-  admission,
-  completed,
-  eventWithRun,
-  newResult,
-  T0,
-  transcriptRow,
-} from './support/run-rows';
+  DIALECTS,
+  driverError,
+  isPostgres,
+  type TestDatabase,
+  storesModule,
+  UNIQUE_VIOLATION,
+} from './support/databases';
+import { admission, completed, eventWithRun, newResult, T0, transcriptRow } from './support/run-rows';
 
 jest.setTimeout(60_000);
 
@@ -48,12 +48,23 @@ const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The writer's counters gained since `before`. */
 function gained(hot: HotStore, before: WriterStats): WriterStats {
   const now = hot.writerStats;
-  return { units: now.units - before.units, commits: now.commits - before.commits, replays: now.replays - before.replays };
+  return {
+    units: now.units - before.units,
+    commits: now.commits - before.commits,
+    replays: now.replays - before.replays,
+  };
 }
 
 /** How each promise settled, in submission order. */
 async function settle<T>(promises: Promise<T>[]): Promise<Array<{ ok: T } | { error: unknown }>> {
-  return Promise.all(promises.map((p) => p.then((ok) => ({ ok }), (error: unknown) => ({ error }))));
+  return Promise.all(
+    promises.map((p) =>
+      p.then(
+        (ok) => ({ ok }),
+        (error: unknown) => ({ error }),
+      ),
+    ),
+  );
 }
 
 describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
@@ -127,10 +138,13 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
       await runs.insertResult(newResult('run-a', 1, { data: { original: true } }));
       const before = { ...hot.writerStats };
 
+      // A duplicate (run_id, sequence), after a result of another run in the same unit.
+      const duplicate = hot.write(() =>
+        twoResults(newResult('run-c', 1), newResult('run-a', 1, { data: { original: false } })),
+      );
       const outcomes = await settle<unknown>([
         runs.insertResult(newResult('run-a', 2)),
-        // A duplicate (run_id, sequence), after a result of another run in the same unit.
-        hot.write(() => twoResults(newResult('run-c', 1), newResult('run-a', 1, { data: { original: false } }))),
+        duplicate,
         runs.insertResult(newResult('run-b', 1)),
         hot.write(() => writesThenThrows(newResult('run-d', 1))),
         stores.stateSet('scope-1', 'k', '"v"'),
@@ -138,8 +152,7 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
       ]);
 
       expect(outcomes.map((o) => ('ok' in o ? 'ok' : 'error'))).toEqual(['ok', 'error', 'ok', 'error', 'ok', 'ok']);
-      const dup = outcomes[1] as { error: unknown };
-      expect((await driverError(Promise.reject(dup.error))).code).toMatch(UNIQUE_VIOLATION);
+      expect((await driverError(duplicate)).code).toMatch(UNIQUE_VIOLATION);
       expect(outcomes[3]).toEqual({ error: new Error('unit failed on purpose') });
       // One group, rolled back whole, then replayed one unit per transaction.
       expect(gained(hot, before)).toMatchObject({ units: 6, replays: 1 });
@@ -156,7 +169,10 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
     });
 
     it('keeps the writer working after a group failed', async () => {
-      await settle([hot.write(() => writesThenThrows(newResult('run-x', 1))), runs.insertResult(newResult('run-y', 1))]);
+      await settle([
+        hot.write(() => writesThenThrows(newResult('run-x', 1))),
+        runs.insertResult(newResult('run-y', 1)),
+      ]);
 
       await runs.insertResult(newResult('run-x', 1));
       expect(await runs.lastSequence('run-x')).toBe(1);
@@ -197,7 +213,9 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
           expect(r.existing).toEqual(recorded);
         }
         expect(await ds.getRepository(EventLogEntity).count()).toBe(1);
-        expect((await ds.getRepository(TranscriptEntity).find()).map((t) => [t.seq, t.content])).toEqual([[1, 'first']]);
+        expect((await ds.getRepository(TranscriptEntity).find()).map((t) => [t.seq, t.content])).toEqual([
+          [1, 'first'],
+        ]);
       },
     );
   });
@@ -221,7 +239,11 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
       expect(await runs.finish(terminal, completed(), state('"done"'), assistant(runId, 'done'))).toBe(true);
 
       expect(gained(hot, before)).toEqual({ units: 1, commits: 1, replays: 0 });
-      expect(await runs.get(runId)).toMatchObject({ status: 'completed', finished_at: T0 + 1000, usage: { tokens: 3 } });
+      expect(await runs.get(runId)).toMatchObject({
+        status: 'completed',
+        finished_at: T0 + 1000,
+        usage: { tokens: 3 },
+      });
       expect((await runs.resultsAfter(runId, 0, 10)).map((r) => [r.sequence, r.type])).toEqual([[4, 'run.completed']]);
       expect(await stores.stateGet('scope-run', 'answer')).toBe('"done"');
       expect((await ds.getRepository(TranscriptEntity).find()).map((t) => [t.role, t.content, t.run_id])).toEqual([
@@ -244,7 +266,12 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
     it('a second finish of the same run returns false and writes nothing', async () => {
       const runId = await running();
       expect(
-        await runs.finish(newResult(runId, 2, { type: 'run.completed' }), completed(), state('"first"'), assistant(runId, 'first')),
+        await runs.finish(
+          newResult(runId, 2, { type: 'run.completed' }),
+          completed(),
+          state('"first"'),
+          assistant(runId, 'first'),
+        ),
       ).toBe(true);
 
       const again = await runs.finish(
@@ -367,7 +394,9 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
       const order: number[] = [];
 
       await Promise.all(
-        Array.from({ length: 600 }, (_, i) => runs.insertResult(newResult('run-big', i + 1)).then(() => order.push(i + 1))),
+        Array.from({ length: 600 }, (_, i) =>
+          runs.insertResult(newResult('run-big', i + 1)).then(() => order.push(i + 1)),
+        ),
       );
 
       expect(order).toEqual(Array.from({ length: 600 }, (_, i) => i + 1));

@@ -298,7 +298,9 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
 
       const e = event({ run_id: existing.run_id, idempotency_key: 'idem-dup' });
       const dup = run({ run_id: existing.run_id, event_id: e.event_id, agent_id: 'agent-other' });
-      expect(await driverError(admit(e, dup, userRow(e)))).toMatchObject({ code: expect.stringMatching(UNIQUE_VIOLATION) });
+      expect(await driverError(admit(e, dup, userRow(e)))).toMatchObject({
+        code: expect.stringMatching(UNIQUE_VIOLATION),
+      });
 
       expect(await runs.getEvent(e.event_id)).toBeNull();
       expect(await runs.getEventByIdempotencyKey('idem-dup')).toBeNull();
@@ -376,7 +378,9 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
       await admit(first, failedRun);
 
       const retry = { ...first, disposition: 'started', run_id: taken.run_id, received_at: T0 + 5 };
-      const failure = await driverError(admit(retry, run({ run_id: taken.run_id, event_id: first.event_id }), null, true));
+      const failure = await driverError(
+        admit(retry, run({ run_id: taken.run_id, event_id: first.event_id }), null, true),
+      );
       expect(failure.code).toMatch(UNIQUE_VIOLATION);
 
       expect(await runs.getEvent(first.event_id)).toEqual(first);
@@ -424,7 +428,11 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
     it('writes the terminal result of a run that failed at admission with it', async () => {
       const r = run({ status: 'failed', error_code: 'runner.unavailable', finished_at: T0 });
       const e = event({ event_id: r.event_id, run_id: r.run_id, disposition: 'failed' });
-      const terminal = result(r.run_id, 1, { type: 'run.failed', data: { code: 'runner.unavailable' }, source: 'host' });
+      const terminal = result(r.run_id, 1, {
+        type: 'run.failed',
+        data: { code: 'runner.unavailable' },
+        source: 'host',
+      });
       await runs.admit({ event: e, run: r, log: logRow(e), user: null, terminal, readmit: false });
 
       expect(await runs.status(r.run_id)).toBe('failed');
@@ -576,9 +584,9 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
 
       expect(await runs.status(r.run_id)).toBe('completed');
       expect((await runs.resultsAfter(r.run_id, 0, 10)).map((x) => x.type)).toEqual(['run.completed']);
-      expect(await ds.query('SELECT "value" FROM "state_entries" WHERE "scope_key" = \'conversation:conv-1\'')).toEqual([
-        { value: '"zebras"' },
-      ]);
+      expect(await ds.query('SELECT "value" FROM "state_entries" WHERE "scope_key" = \'conversation:conv-1\'')).toEqual(
+        [{ value: '"zebras"' }],
+      );
       expect(await ds.getRepository(TranscriptEntity).find()).toEqual([
         { ...assistant, id: expect.any(Number), seq: 1 },
       ]);

@@ -131,5 +131,12 @@ export function newResult(runId: string, sequence: number, overrides: Partial<Ne
 }
 
 export function completed(at = T0 + 1000): RunEnd {
-  return { status: 'completed', status_reason: null, error_code: null, retryable: null, usage: { tokens: 3 }, finished_at: at };
+  return {
+    status: 'completed',
+    status_reason: null,
+    error_code: null,
+    retryable: null,
+    usage: { tokens: 3 },
+    finished_at: at,
+  };
 }
