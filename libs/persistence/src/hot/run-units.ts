@@ -82,7 +82,7 @@ function* existingEvent(e: EventEntity): Unit<EventEntity | undefined> {
 
 export function* appendTranscriptUnit(row: NewTranscriptRow): Unit<number> {
   const r = yield* one<{ seq: number | string }>(SQL.insertTranscript, [
-    ...params(TRANSCRIPT_COLUMNS, row as unknown as Row),
+    ...params(TRANSCRIPT_COLUMNS, row),
     row.conversation_id,
   ]);
   return Number(r?.seq);
@@ -104,18 +104,18 @@ export function* admitUnit(a: AdmitRows): Unit<AdmitOutcome> {
     }
     return { admitted: false, existing };
   }
-  yield* exec(SQL.insertRun, params(RUN_COLUMNS, a.run as unknown as Row));
-  yield* exec(SQL.insertEventLog, params(EVENT_LOG_COLUMNS, a.log as unknown as Row));
+  yield* exec(SQL.insertRun, params(RUN_COLUMNS, a.run));
+  yield* exec(SQL.insertEventLog, params(EVENT_LOG_COLUMNS, a.log));
   const seq = a.user ? yield* appendTranscriptUnit(a.user) : null;
   if (a.terminal) {
-    yield* exec(SQL.insertResult, params(RESULT_COLUMNS, a.terminal as unknown as Row));
+    yield* exec(SQL.insertResult, params(RESULT_COLUMNS, a.terminal));
   }
   return { admitted: true, transcript_seq: seq };
 }
 
 /** One accepted result and what it implies (a `state.updated` write), together. */
 export function* resultUnit(r: NewResult, state: StateWrite | null): Unit<void> {
-  yield* exec(SQL.insertResult, params(RESULT_COLUMNS, r as unknown as Row));
+  yield* exec(SQL.insertResult, params(RESULT_COLUMNS, r));
   if (state) {
     yield* exec(SQL.stateUpsert, [state.scope_key, state.state_key, state.value, r.created_at]);
   }
@@ -161,11 +161,11 @@ export function* finishUnit(
 }
 
 export function* eventLogUnit(row: NewEventLog): Unit<void> {
-  yield* exec(SQL.insertEventLog, params(EVENT_LOG_COLUMNS, row as unknown as Row));
+  yield* exec(SQL.insertEventLog, params(EVENT_LOG_COLUMNS, row));
 }
 
 export function* auditUnit(a: NewAudit): Unit<void> {
-  yield* exec(SQL.insertAudit, params(AUDIT_COLUMNS, a as unknown as Row));
+  yield* exec(SQL.insertAudit, params(AUDIT_COLUMNS, a));
 }
 
 export function* cancelRequestedUnit(runId: string, at: number): Unit<void> {

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { InjectRepository } from '@nestjs/typeorm';
 import { In, LessThan, Repository, type FindOptionsWhere } from 'typeorm';
 import type { RunStatus } from '@libs/protocol';
-import { EventEntity, RunEntity, RunResultEntity } from '../entities';
+import { EventEntity, RunEntity } from '../entities';
 import { HotStore } from '../hot/hot-store';
 import { SQL } from '../hot/hot-sql';
 import {
@@ -128,8 +128,8 @@ export class RunsRepository {
       run_id: String(r.run_id),
       sequence: Number(r.sequence),
       type: String(r.type),
-      data: JSON.parse(String(r.data)) as Record<string, unknown>,
-      usage: r.usage === null ? null : (JSON.parse(String(r.usage)) as Record<string, unknown>),
+      data: JSON.parse(r.data as string) as Record<string, unknown>,
+      usage: typeof r.usage === 'string' ? (JSON.parse(r.usage) as Record<string, unknown>) : null,
       source: r.source as 'runner' | 'host',
       timestamp: r.timestamp === null ? null : Number(r.timestamp),
     }));

@@ -1,0 +1,93 @@
+import { exec, type Op, type Unit } from './unit';
+import { SQL } from './hot-sql';
+import { WriteQueue, type WriterDriver } from './write-queue';
+
+/** A driver over an in-memory log: a group commits its units' ops, or none of them. */
+class FakeDriver implements WriterDriver {
+  committed: string[] = [];
+  groups: number[] = [];
+  busy = false;
+
+  ready(): boolean {
+    return !this.busy;
+  }
+
+  runGroup(units: readonly (() => Unit<unknown>)[]): unknown[] {
+    const staged: string[] = [];
+    const out = units.map((u) => {
+      const it = u();
+      let r = it.next();
+      while (!r.done) {
+        const op: Op = r.value;
+        if (op.params[0] === 'boom') {
+          throw new Error('constraint failed');
+        }
+        staged.push(String(op.params[0]));
+        r = it.next({ changes: 1 });
+      }
+      return r.value;
+    });
+    this.committed.push(...staged);
+    this.groups.push(units.length);
+    return out;
+  }
+
+  close(): void {}
+}
+
+function* write(tag: string): Unit<string> {
+  yield* exec(SQL.insertAudit, [tag]);
+  return tag;
+}
+
+describe('WriteQueue', () => {
+  it('groups what is submitted in one tick into one transaction and resolves in order', async () => {
+    const driver = new FakeDriver();
+    const q = new WriteQueue(driver);
+    const done = await Promise.all(['a', 'b', 'c'].map((t) => q.submit(() => write(t))));
+    expect(done).toEqual(['a', 'b', 'c']);
+    expect(driver.committed).toEqual(['a', 'b', 'c']);
+    expect(driver.groups).toEqual([3]);
+    expect(q.stats).toMatchObject({ units: 3, commits: 1, replays: 0 });
+  });
+
+  it('caps a group at maxBatch units', async () => {
+    const driver = new FakeDriver();
+    const q = new WriteQueue(driver, 2);
+    await Promise.all(['a', 'b', 'c', 'd', 'e'].map((t) => q.submit(() => write(t))));
+    expect(driver.groups).toEqual([2, 2, 1]);
+  });
+
+  it('fails only the failing unit of a group: the others commit, replayed one by one', async () => {
+    const driver = new FakeDriver();
+    const q = new WriteQueue(driver);
+    const results = await Promise.allSettled([
+      q.submit(() => write('a')),
+      q.submit(() => write('boom')),
+      q.submit(() => write('c')),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(driver.committed).toEqual(['a', 'c']);
+    expect(q.stats.replays).toBe(1);
+  });
+
+  it('waits while another owner holds the connection', async () => {
+    const driver = new FakeDriver();
+    driver.busy = true;
+    const q = new WriteQueue(driver);
+    const pending = q.submit(() => write('a'));
+    await new Promise((r) => setTimeout(r, 10));
+    expect(driver.committed).toEqual([]);
+    driver.busy = false;
+    await expect(pending).resolves.toBe('a');
+  });
+
+  it('drains, then refuses work once closed', async () => {
+    const driver = new FakeDriver();
+    const q = new WriteQueue(driver);
+    const pending = q.submit(() => write('a'));
+    await q.close();
+    await expect(pending).resolves.toBe('a');
+    await expect(q.submit(() => write('b'))).rejects.toThrow('closed');
+  });
+});
