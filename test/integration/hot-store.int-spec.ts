@@ -312,7 +312,13 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
         hotWrite = runs.insertResult(newResult('run-hot', 1)).then(() => {
           order.push('hot write committed');
         });
-        await delay(50);
+        if (isPostgres(ds)) {
+          // The writer has a connection of its own: the open admin transaction does not hold it up
+          // (awaiting the write here would never end on SQLite, whose writer waits for this transaction).
+          await hotWrite;
+        } else {
+          await delay(50);
+        }
         order.push('admin transaction ending');
         throw new Error('roll the admin transaction back');
       });
@@ -320,13 +326,12 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
       await expect(admin).rejects.toThrow('roll the admin transaction back');
       await hotWrite;
 
-      if (isPostgres(ds)) {
-        // The writer has a connection of its own: the admin transaction does not hold it up.
-        expect(order).toEqual(['hot write committed', 'admin transaction ending']);
-      } else {
-        // One shared connection: the writer waits for the admin transaction to end.
-        expect(order).toEqual(['admin transaction ending', 'hot write committed']);
-      }
+      expect(order).toEqual(
+        isPostgres(ds)
+          ? ['hot write committed', 'admin transaction ending']
+          : // One shared connection: the writer waits for the admin transaction to end.
+            ['admin transaction ending', 'hot write committed'],
+      );
       expect(await resultRows('run-hot')).toHaveLength(1);
       expect(await ds.getRepository(StateEntryEntity).countBy({ scope_key: 'admin' })).toBe(0);
     });
@@ -347,6 +352,42 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
 
       expect((await resultRows('run-hot')).map((r) => r.sequence)).toEqual([1, 2, 3, 4]);
       expect(await ds.getRepository(StateEntryEntity).countBy({ scope_key: 'admin' })).toBe(1);
+    });
+
+    it('an admin transaction beginning while the writer moves to its next group fails no hot write', async () => {
+      // 769 units: four groups (256 + 256 + 256 + 1). The admin transaction is started by code
+      // resuming after the first group committed (as a handler awaiting a hot write would), a
+      // varying number of microtasks later, so its BEGIN lands at every point of the writer's
+      // move to its next group, including between its readiness check and its own BEGIN.
+      const failures: string[] = [];
+      const before = { ...hot.writerStats };
+      for (let hops = 0; hops < 12; hops++) {
+        const runId = `run-hops-${hops}`;
+        const writes = Array.from({ length: 769 }, (_, i) => runs.insertResult(newResult(runId, i + 1)));
+        const admin = writes[0]
+          .then(async () => {
+            for (let k = 0; k < hops; k++) {
+              await Promise.resolve();
+            }
+            return tx.run(async (m) => {
+              await m.insert(StateEntryEntity, { scope_key: 'admin', state_key: runId, value: '1', updated_at: T0 });
+              await delay(5);
+              throw new Error('roll the admin transaction back');
+            });
+          })
+          .catch((e: Error) => e.message);
+        const settled = await settle(writes);
+        failures.push(
+          ...settled.flatMap((o, i) => ('error' in o ? [`hops=${hops} #${i + 1}: ${String(o.error)}`] : [])),
+        );
+        expect(await admin).toBe('roll the admin transaction back');
+        await hot.drain();
+      }
+
+      expect(failures).toEqual([]);
+      // No group failed either (a failed group is replayed as one transaction per unit).
+      expect(gained(hot, before).replays).toBe(0);
+      expect(await ds.getRepository(StateEntryEntity).countBy({ scope_key: 'admin' })).toBe(0);
     });
   });
 
