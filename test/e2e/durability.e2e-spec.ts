@@ -48,7 +48,11 @@ describe('durability of the run path', () => {
 
   it('answers concurrent duplicates like the first and creates exactly one run (same event_id or Idempotency-Key)', async () => {
     const { runnerId, runner } = await startDemoRunner(host, { author: 'dup' });
-    await host.api('POST', '/v1/admin/agents', { agent_id: 'dup', runner_id: runnerId, runner_config: { mode: 'echo' } });
+    await host.api('POST', '/v1/admin/agents', {
+      agent_id: 'dup',
+      runner_id: runnerId,
+      runner_config: { mode: 'echo' },
+    });
     for (const variant of ['event_id', 'idempotency_key'] as const) {
       const body = event('dup', 'once only');
       const id = `dup-${variant}-${Date.now()}`;
@@ -82,7 +86,10 @@ describe('durability of the run path', () => {
     const { plugin, agentId } = await rawAgent('refuse');
     const big = await startRun(plugin, agentId);
     plugin.result(big, 'message.delta', { chunk: { role: 'assistant', content: 'part' } });
-    plugin.result(big, 'run.completed', { finish_reason: 'stop', message: { role: 'assistant', content: 'x'.repeat(8000) } });
+    plugin.result(big, 'run.completed', {
+      finish_reason: 'stop',
+      message: { role: 'assistant', content: 'x'.repeat(8000) },
+    });
     const events = await host.sse(big);
     expect(events.map((e) => e.event)).toEqual(['message.delta', 'run.failed']);
     expect(events[1].data).toMatchObject({ source: 'host', data: { code: 'runner.invalid_result', retryable: false } });

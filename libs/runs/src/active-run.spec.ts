@@ -21,7 +21,13 @@ const snapshot = (deadline: number | null = null) =>
     manifest: { capabilities: {}, permissions: {} },
     policy: { resource: {}, state: {} },
     catalog: { models: [], tools: [], knowledge_bases: [] },
-    limits: { max_payload_bytes: 1, max_state_value_bytes: 1, max_storage_value_bytes: 1, calls_per_second: 1, burst: 1 },
+    limits: {
+      max_payload_bytes: 1,
+      max_state_value_bytes: 1,
+      max_storage_value_bytes: 1,
+      calls_per_second: 1,
+      burst: 1,
+    },
     deadline_at_ms: deadline,
   });
 
@@ -91,17 +97,24 @@ describe('ActiveRun', () => {
     const r = run();
     const order: number[] = [];
     const errors: unknown[] = [];
-    const step = (n: number, fail = false) => async () => {
-      await new Promise((resolve) => setTimeout(resolve, 5 - n));
-      order.push(n);
-      if (fail) {
-        throw new Error(`step ${n}`);
-      }
-    };
+    const step =
+      (n: number, fail = false) =>
+      async () => {
+        await new Promise((resolve) => setTimeout(resolve, 5 - n));
+        order.push(n);
+        if (fail) {
+          throw new Error(`step ${n}`);
+        }
+      };
     r.enqueue(step(1), (e) => errors.push(e));
     r.enqueue(step(2, true), (e) => errors.push(e));
     r.enqueue(step(3), (e) => errors.push(e));
-    await new Promise<void>((resolve) => r.enqueue(() => Promise.resolve(resolve()), () => undefined));
+    await new Promise<void>((resolve) =>
+      r.enqueue(
+        () => Promise.resolve(resolve()),
+        () => undefined,
+      ),
+    );
     expect(order).toEqual([1, 2, 3]);
     expect(errors).toHaveLength(1);
   });

@@ -100,11 +100,14 @@ export class ActiveRun {
       this.deadlineTimer = setTimeout(() => this.armDeadline(deadlineAtMs, onExpiry), MAX_TIMER_MS);
       return;
     }
-    this.deadlineTimer = setTimeout(() => {
-      if (!this.endedFlag) {
-        onExpiry();
-      }
-    }, Math.max(0, remaining));
+    this.deadlineTimer = setTimeout(
+      () => {
+        if (!this.endedFlag) {
+          onExpiry();
+        }
+      },
+      Math.max(0, remaining),
+    );
   }
 
   armGrace(ms: number, onExpiry: () => void): void {

@@ -3,13 +3,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { buildSnapshot, snapshotHash, type RunScope } from '@libs/authz';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { StateService, TranscriptService } from '@libs/conversations';
-import {
-  RunsRepository,
-  type AgentEntity,
-  type EventEntity,
-  type JsonObject,
-  type NewRun,
-} from '@libs/persistence';
+import { RunsRepository, type AgentEntity, type EventEntity, type JsonObject, type NewRun } from '@libs/persistence';
 import { DomainError, parseRunnerId, runTimeoutSeconds, type RunnerManifest } from '@libs/protocol';
 import { RunnerConnections } from '@libs/runner-gateway';
 import { AdmissionCatalog } from './admission-catalog';

@@ -46,7 +46,10 @@ export function effectsOf(run: ActiveRun, row: ResultView, rules: StateRules): R
           },
         };
       } catch (e) {
-        logger.warn({ run_id: run.run_id, msg: `state.updated rejected: ${e instanceof Error ? e.message : String(e)}` });
+        logger.warn({
+          run_id: run.run_id,
+          msg: `state.updated rejected: ${e instanceof Error ? e.message : String(e)}`,
+        });
         return { state: null };
       }
     default:

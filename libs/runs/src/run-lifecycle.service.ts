@@ -78,7 +78,12 @@ export class RunLifecycleService implements OnApplicationBootstrap {
   }
 
   /** Registers a dispatched run and arms its deadline. */
-  start(run_id: string, agent: { agent_id: string }, session: RunnerSession, snapshot: AuthorizationSnapshot): ActiveRun {
+  start(
+    run_id: string,
+    agent: { agent_id: string },
+    session: RunnerSession,
+    snapshot: AuthorizationSnapshot,
+  ): ActiveRun {
     const run = this.active.add(run_id, agent.agent_id, session, snapshot);
     this.bus.open(run_id);
     if (snapshot.deadline_at_ms !== null) {
@@ -126,7 +131,13 @@ export class RunLifecycleService implements OnApplicationBootstrap {
     const data = row.data;
     if (row.type === 'run.completed') {
       const reason = typeof data.finish_reason === 'string' ? data.finish_reason : 'stop';
-      this.finish(run, row, { status: 'completed', status_reason: reason, error_code: null, retryable: null, usage: row.usage });
+      this.finish(run, row, {
+        status: 'completed',
+        status_reason: reason,
+        error_code: null,
+        retryable: null,
+        usage: row.usage,
+      });
       return;
     }
     const cancelled = run.cancel_requested || data.code === 'cancelled';
@@ -153,7 +164,12 @@ export class RunLifecycleService implements OnApplicationBootstrap {
       this.conclude(
         run,
         run.cancel_requested
-          ? { status: 'cancelled', code: 'cancelled', error: `cancelled; the runner disconnected (${reason})`, retryable: false }
+          ? {
+              status: 'cancelled',
+              code: 'cancelled',
+              error: `cancelled; the runner disconnected (${reason})`,
+              retryable: false,
+            }
           : { status: 'failed', code: 'runner.disconnected', error: `runner disconnected: ${reason}`, retryable: true },
       );
     }
@@ -219,7 +235,12 @@ export class RunLifecycleService implements OnApplicationBootstrap {
             error: 'the host could not record the run result',
             retryable: true,
           });
-          outcome = { status: 'failed', status_reason: 'the host could not record the run result', error_code: 'host.persistence_failed', retryable: true };
+          outcome = {
+            status: 'failed',
+            status_reason: 'the host could not record the run result',
+            error_code: 'host.persistence_failed',
+            retryable: true,
+          };
           await this.runs.finish(resultRow(terminal), { ...outcome, finished_at: Date.now() });
         });
         this.bus.publish(terminal);

@@ -2,8 +2,7 @@
 export const MAX_SEQUENCE = 2_147_483_647;
 
 export type SequenceDecision =
-  | { accept: true; sequence: number; warning?: string }
-  | { accept: false; warning: string };
+  { accept: true; sequence: number; warning?: string } | { accept: false; warning: string };
 
 /**
  * Runner Protocol v1 §3.5 sequence rules: missing or invalid (not a positive integer, or beyond

@@ -95,7 +95,16 @@ export const TRANSCRIPT_COLUMNS = [
   'created_at',
 ] as const;
 
-export const RESULT_COLUMNS = ['run_id', 'sequence', 'type', 'data', 'usage', 'source', 'timestamp', 'created_at'] as const;
+export const RESULT_COLUMNS = [
+  'run_id',
+  'sequence',
+  'type',
+  'data',
+  'usage',
+  'source',
+  'timestamp',
+  'created_at',
+] as const;
 
 export const AUDIT_COLUMNS = [
   'run_id',

@@ -61,7 +61,8 @@ export function eventFromRow(r: Row): EventEntity {
   };
 }
 
-export type AdmitOutcome = { admitted: true; transcript_seq: number | null } | { admitted: false; existing: EventEntity };
+export type AdmitOutcome =
+  { admitted: true; transcript_seq: number | null } | { admitted: false; existing: EventEntity };
 
 export interface AdmitRows {
   event: EventEntity;
@@ -95,7 +96,14 @@ export function* appendTranscriptUnit(row: NewTranscriptRow): Unit<number> {
 export function* admitUnit(a: AdmitRows): Unit<AdmitOutcome> {
   const e = a.event;
   const claimed = a.readmit
-    ? yield* exec(SQL.readmitEvent, [e.disposition, e.run_id, e.received_at, e.idempotency_key, e.event_id, e.body_hash])
+    ? yield* exec(SQL.readmitEvent, [
+        e.disposition,
+        e.run_id,
+        e.received_at,
+        e.idempotency_key,
+        e.event_id,
+        e.body_hash,
+      ])
     : yield* exec(SQL.insertEvent, params(EVENT_COLUMNS, e as unknown as Row));
   if (claimed === 0) {
     const existing = yield* existingEvent(e);

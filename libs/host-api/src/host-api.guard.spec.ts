@@ -1,0 +1,132 @@
+import { Metadata } from '@grpc/grpc-js';
+import { buildSnapshot, type AuditRecord, type AuditService } from '@libs/authz';
+import type { PluginsService } from '@libs/runner-gateway';
+import { ActiveRuns } from '@libs/runs';
+import { DomainError } from '@libs/protocol';
+import { HostApiGuard, type CallNeeds } from './host-api.guard';
+
+const RUN = 'run-1';
+
+function setup(opts: { deadline?: number | null; burst?: number } = {}) {
+  const snapshot = buildSnapshot({
+    run_id: RUN,
+    scope: {
+      agent_id: 'a',
+      runner_id: 'plugin:acme/bot/default',
+      plugin_id: 'acme/bot',
+      conversation_id: 'c1',
+      thread_id: null,
+      bot_id: null,
+      workspace_id: null,
+      actor_type: 'user',
+      actor_id: 'u1',
+      subject_type: null,
+      subject_id: null,
+    },
+    manifest: { capabilities: {}, permissions: { history: ['page'], storage: ['plugin'] } },
+    policy: { resource: {}, state: {} },
+    catalog: { models: [], tools: [], knowledge_bases: [] },
+    limits: {
+      max_payload_bytes: 100,
+      max_state_value_bytes: 100,
+      max_storage_value_bytes: 100,
+      calls_per_second: 1,
+      burst: opts.burst ?? 10,
+    },
+    deadline_at_ms: opts.deadline === undefined ? null : opts.deadline,
+  });
+  const active = new ActiveRuns();
+  active.add(RUN, 'a', { session_id: 's', plugin_id: 'acme/bot' } as never, snapshot);
+  const tokens: Record<string, string> = { good: 'acme/bot', other: 'other/bot' };
+  const plugins = {
+    authenticate: (t: string) => Promise.resolve(tokens[t] ? { plugin_id: tokens[t] } : null),
+  } as unknown as PluginsService;
+  const audit: AuditRecord[] = [];
+  const auditService = { record: (r: AuditRecord) => Promise.resolve(void audit.push(r)) } as unknown as AuditService;
+  return { guard: new HostApiGuard(plugins, active, auditService), audit, active };
+}
+
+const md = (token: string | null) => {
+  const m = new Metadata();
+  if (token) {
+    m.set('authorization', `Bearer ${token}`);
+  }
+  return m;
+};
+
+const needs = (extra: Partial<CallNeeds> = {}): CallNeeds => ({
+  action: 'history.page',
+  run_id: RUN,
+  flag: 'history_page',
+  payload_bytes: 10,
+  ...extra,
+});
+
+describe('HostApiGuard: the SPEC §6 order, every call audited', () => {
+  // Each row breaks one check and every check after it: the first broken one must decide.
+  it.each([
+    ['no token', null, needs({ run_id: 'nope', flag: 'history_search', payload_bytes: 1e6 }), 'unauthenticated'],
+    ['unknown token', 'bad', needs({ run_id: 'nope' }), 'unauthenticated'],
+    ['missing run_id', 'good', needs({ run_id: '', flag: 'history_search' }), 'invalid_argument'],
+    ['run not active', 'good', needs({ run_id: 'nope', flag: 'history_search' }), 'not_found'],
+    ["another plugin's run", 'other', needs({ flag: 'history_search', payload_bytes: 1e6 }), 'unauthorized'],
+    ['API flag not granted', 'good', needs({ flag: 'history_search', payload_bytes: 1e6 }), 'unauthorized'],
+    [
+      'resource not granted',
+      'good',
+      needs({ flag: undefined, resource: { kind: 'model', id: 'm', operation: 'invoke' }, payload_bytes: 1e6 }),
+      'unauthorized',
+    ],
+    [
+      'storage area not granted',
+      'good',
+      needs({ flag: undefined, storage: 'workspace', payload_bytes: 1e6 }),
+      'unauthorized',
+    ],
+    ['another conversation', 'good', needs({ conversation_id: 'c2', payload_bytes: 1e6 }), 'unauthorized'],
+    ['payload too large', 'good', needs({ payload_bytes: 101 }), 'payload_too_large'],
+  ])('%s → %s', async (_name, token, call, code) => {
+    const { guard, audit } = setup();
+    const handler = jest.fn(() => Promise.resolve('ok'));
+    await expect(guard.call(md(token), call, handler)).rejects.toMatchObject({ code });
+    expect(handler).not.toHaveBeenCalled();
+    expect(audit).toEqual([expect.objectContaining({ action: call.action, outcome: 'denied', error_code: code })]);
+  });
+
+  it('rate limit after the size check, deadline last', async () => {
+    const limited = setup({ burst: 1, deadline: Date.now() - 1 });
+    await expect(limited.guard.call(md('good'), needs(), () => Promise.resolve(1))).rejects.toMatchObject({
+      code: 'deadline_exceeded',
+    });
+    await expect(limited.guard.call(md('good'), needs(), () => Promise.resolve(1))).rejects.toMatchObject({
+      code: 'rate_limited',
+    });
+  });
+
+  it('an allowed call runs its handler and is audited allowed, with the run and runner', async () => {
+    const { guard, audit } = setup();
+    await expect(guard.call(md('good'), needs(), () => Promise.resolve('ok'))).resolves.toBe('ok');
+    expect(audit).toEqual([
+      expect.objectContaining({
+        outcome: 'allowed',
+        run_id: RUN,
+        runner_id: 'plugin:acme/bot/default',
+        plugin_id: 'acme/bot',
+      }),
+    ]);
+  });
+
+  it('a handler failure is audited failed; a handler refusal is audited denied', async () => {
+    const { guard, audit } = setup();
+    await expect(
+      guard.call(md('good'), needs(), () => Promise.reject(new DomainError('not_found', 'no such event'))),
+    ).rejects.toMatchObject({ code: 'not_found' });
+    await expect(
+      guard.call(md('good'), needs(), () => Promise.reject(new DomainError('unauthorized', 'other thread'))),
+    ).rejects.toMatchObject({ code: 'unauthorized' });
+    expect(audit.map((a) => [a.outcome, a.error_code])).toEqual([
+      ['failed', 'not_found'],
+      ['denied', 'unauthorized'],
+    ]);
+  });
+});
