@@ -1,5 +1,5 @@
 import type { TestingModule } from '@nestjs/testing';
-import { DataSource } from 'typeorm';
+import { DataSource, In } from 'typeorm';
 import {
   ContextRepository,
   ENTITIES,
@@ -21,6 +21,7 @@ import {
 } from '@libs/persistence';
 import {
   DIALECTS,
+  PERSISTENT_DIALECTS,
   driverError,
   isPostgres,
   type TestDatabase,
@@ -447,5 +448,67 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
       const rows = await ds.getRepository(RunResultEntity).find({ where: { run_id: 'run-big' }, order: { id: 'ASC' } });
       expect(rows.map((r) => r.sequence)).toEqual(order);
     });
+  });
+});
+
+/**
+ * Scale-out (SPEC §2.5: many processes on PostgreSQL): each process has its own writer. Two
+ * modules on one database stand for two host processes.
+ */
+describe.each(PERSISTENT_DIALECTS)('two writers on one database (two host processes) on %s', (_name, factory) => {
+  let db: TestDatabase;
+  let modules: TestingModule[] = [];
+  let ds: DataSource;
+
+  beforeAll(async () => {
+    db = await factory();
+    modules = [
+      await storesModule(db, [ContextRepository, RunsRepository]),
+      await storesModule(db, [ContextRepository, RunsRepository]),
+    ];
+    ds = modules[0].get(DataSource);
+  });
+
+  afterAll(async () => {
+    for (const m of modules) {
+      await m.close();
+    }
+    await db?.dispose();
+  });
+
+  it('give concurrent appends to one conversation distinct, gapless seqs and reject none', async () => {
+    const [a, b] = modules.map((m) => m.get(ContextRepository));
+    const failures: string[] = [];
+    const appendMany = async (context: ContextRepository, who: string) => {
+      for (let i = 0; i < 40; i++) {
+        await context
+          .appendTranscript(transcriptRow('user', `${who} ${i}`, { conversation_id: 'conv-shared' }))
+          .catch((e: unknown) => failures.push(`${who} ${i}: ${String(e)}`));
+      }
+    };
+
+    await Promise.all([appendMany(a, 'a'), appendMany(b, 'b')]);
+
+    expect(failures).toEqual([]);
+    const seqs = (await ds.getRepository(TranscriptEntity).findBy({ conversation_id: 'conv-shared' })).map(
+      (t) => t.seq,
+    );
+    expect(seqs.sort((x, y) => x - y)).toEqual(Array.from({ length: 80 }, (_, i) => i + 1));
+  });
+
+  it('admit one of two duplicate admissions racing on two writers, the other gets the recorded event', async () => {
+    const [a, b] = modules.map((m) => m.get(RunsRepository));
+    const first = eventWithRun({ idempotency_key: 'idem-two-writers' });
+    const second = eventWithRun({ idempotency_key: 'idem-two-writers' });
+
+    const outcomes = await Promise.all([
+      a.admit(admission(first.event, first.run)),
+      b.admit(admission(second.event, second.run)),
+    ]);
+
+    expect(outcomes.filter((o) => o.admitted)).toHaveLength(1);
+    expect(
+      await ds.getRepository(RunEntity).countBy({ event_id: In([first.event.event_id, second.event.event_id]) }),
+    ).toBe(1);
   });
 });
