@@ -6,12 +6,14 @@ import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { HostHttp } from './http';
+import type { BenchDatabase } from './postgres';
 import { Child } from './proc';
 
 /*
- * The system under test: the built host (SQLite in a fresh temp DATA_DIR, free ports,
- * LOG_LEVEL=warn) and the demo runner, each a child process, plus the admin setup (plugin, token,
- * runner connected, agent). Their stdout/stderr go to files in DATA_DIR, read back afterwards.
+ * The system under test: the built host (SQLite in a fresh temp DATA_DIR, or PostgreSQL when a
+ * BenchDatabase is given; free ports, LOG_LEVEL=warn) and the demo runner, each a child process,
+ * plus the admin setup (plugin, token, runner connected, agent). Their stdout/stderr go to files in
+ * DATA_DIR, read back afterwards.
  */
 
 const DIST = path.resolve(__dirname, '..', '..');
@@ -68,9 +70,19 @@ export class HostFixture {
     readonly http: HostHttp,
     readonly host: Child,
     readonly runner: Child,
+    /** PostgreSQL database of this host; null = SQLite in dataDir. */
+    readonly pg: BenchDatabase | null,
   ) {}
 
-  static async start(agentId: string, runnerConfig: Record<string, unknown>): Promise<HostFixture> {
+  get database(): 'sqlite' | 'postgres' {
+    return this.pg ? 'postgres' : 'sqlite';
+  }
+
+  static async start(
+    agentId: string,
+    runnerConfig: Record<string, unknown>,
+    pg: BenchDatabase | null = null,
+  ): Promise<HostFixture> {
     for (const file of [HOST_MAIN, RUNNER_MAIN]) {
       if (!fs.existsSync(file)) {
         throw new Error(`${file} is missing: run npm run build first`);
@@ -90,6 +102,9 @@ export class HostFixture {
       LOG_LEVEL: 'warn',
     };
     delete hostEnv.DATABASE_URL;
+    if (pg) {
+      hostEnv.DATABASE_URL = pg.url;
+    }
     const hostLog = fs.openSync(path.join(dataDir, 'host.log'), 'a');
     // BENCH_HOST_NODE_ARGS: extra node flags for the host only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
     const nodeArgs = (process.env.BENCH_HOST_NODE_ARGS ?? '').split(/\s+/).filter((a) => a !== '');
@@ -138,7 +153,7 @@ export class HostFixture {
         runner_id: RUNNER_ID,
         runner_config: runnerConfig,
       });
-      return new HostFixture(dataDir, http, host, runner);
+      return new HostFixture(dataDir, http, host, runner, pg);
     } catch (e) {
       http.close();
       await runner?.stop();
@@ -176,8 +191,11 @@ export class HostFixture {
     return { lines: lines.length, problems, connects };
   }
 
-  /** Row count of every table of the host's SQLite file (after stop()). */
-  tableCounts(): Record<string, number> {
+  /** Row count of every table of the host's database (after stop()). */
+  async tableCounts(): Promise<Record<string, number>> {
+    if (this.pg) {
+      return this.pg.tableCounts();
+    }
     const db = new Database(path.join(this.dataDir, 'runner-host.sqlite'), { readonly: true });
     try {
       const tables = db

@@ -11,8 +11,12 @@ export class HostHttp {
     readonly baseUrl: string,
     private readonly token: string,
   ) {
-    this.agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-    this.sseAgent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+    // A `timeout` makes Node honour the server's `Keep-Alive: timeout=N` hint (idle sockets are
+    // dropped 1 s before the server would close them); without it a POST after an idle spell can
+    // race the server's close and fail with ECONNRESET on a reused socket. Requests set their own.
+    this.agent = new http.Agent({ keepAlive: true, maxSockets: 256, timeout: 60_000 });
+    // The streaming level holds 1,000 SSE streams open at once (100 runs × 10 readers).
+    this.sseAgent = new http.Agent({ keepAlive: true, maxSockets: 2048, timeout: 60_000 });
   }
 
   headers(extra: Record<string, string> = {}): Record<string, string> {

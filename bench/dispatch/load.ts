@@ -120,13 +120,14 @@ export interface LevelResult {
 /**
  * Closed loop: `concurrency` workers each start a run, wait for its terminal result, start the
  * next, until `durationMs` has passed (runs in flight then finish and count). Stops early after
- * `maxFailures` failures.
+ * `maxFailures` failures. `onRun` is called as each run completes.
  */
 export async function closedLoop(
   driver: RunDriver,
   concurrency: number,
   durationMs: number,
   maxFailures = 20,
+  onRun: () => void = () => undefined,
 ): Promise<LevelResult> {
   const timings: RunTiming[] = [];
   const failures: string[] = [];
@@ -136,6 +137,7 @@ export async function closedLoop(
     while (performance.now() < deadline && failures.length < maxFailures) {
       try {
         timings.push(await driver.run());
+        onRun();
       } catch (e) {
         failures.push(e instanceof Error ? e.message : String(e));
       }

@@ -1,143 +1,128 @@
 import * as os from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { bidiFloor, sqliteFloor } from './floors';
-import { HostFixture } from './host-fixture';
-import { closedLoop, RunDriver } from './load';
-import { cpuMs, machineBusyMs, rssMiB, selfCpuMs } from './proc';
-import {
-  afterLoadLines,
-  floorsTable,
-  groupLines,
-  levelsTable,
-  machineLine,
-  ratiosTable,
-  type AfterLoad,
-  type MeasuredLevel,
-} from './report';
+import { bidiFloor, sqliteFloor, type FloorResult } from './floors';
+import { dispatchJson, writeJson } from './json-out';
+import { parseOptions, USAGE, UsageError, type DispatchOptions } from './options';
+import { INPUT_TEXT, runDatabase, STREAMING_CASES, WARMUP_CONCURRENCY, type DatabaseRun } from './phase';
+import { postgresFloor } from './postgres';
+import { afterLoadLines, DB_LABEL, floorsTable, groupLines, levelsTable, machineLine, ratiosTable } from './report';
+import { soakLines, streamingTable } from './report-streaming';
+import { sideBySideTable, targetChecks, targetsTable } from './targets';
 
 /*
  * Dispatch benchmark of the Runner Host: POST /v1/events → run on the demo runner over gRPC →
- * results on the run's SSE stream, closed loop at concurrency 1, 16 and 64, next to the floors
- * measured in the same run (bare grpc-js bidi round trip, bare SQLite insert).
+ * results on the run's SSE stream, closed loop at concurrency 1, 16 and 64, and the streaming
+ * levels (deltas/s ingested and fanned out to 1 and 10 SSE readers), on SQLite and on PostgreSQL,
+ * next to the floors measured in the same run (bare grpc-js bidi round trip, bare SQLite and
+ * PostgreSQL inserts). Options: see options.ts or --help.
  *
- *   npm run bench:dispatch        (builds, then runs dist/bench/dispatch/main.js; about 1 minute)
+ *   npm run bench:dispatch -- [--quick] [--db sqlite,postgres] [--json FILE] [--soak SECONDS]
  *
- * Exits 1 if any run fails, gets stuck, or the stream misbehaves.
+ * Exits 1 if any run fails, gets stuck, or the stream misbehaves; 2 on a bad option.
  */
-
-const AGENT_ID = 'bench';
-const INPUT_TEXT = 'hello bench world';
-const LEVELS = [1, 16, 64];
-const LEVEL_MS = 9_000;
-const WARMUP = { concurrency: 16, ms: 3_000 };
-const RUN_TIMEOUT_MS = 15_000;
-const FLOOR_WARMUP_MS = 500;
-const FLOOR_MS = 3_000;
 
 const progress = (msg: string): void => {
   process.stderr.write(`bench: ${msg}\n`);
 };
 
-async function main(): Promise<number> {
-  const started = performance.now();
-  const loadBefore = os.loadavg()[0];
+interface Floors {
+  bidi: FloorResult;
+  sqlite: FloorResult;
+  pg: FloorResult | null;
+}
+
+async function measureFloors(opts: DispatchOptions): Promise<Floors> {
   progress('floors: grpc-js bidi ping-pong');
-  const bidi = await bidiFloor(FLOOR_WARMUP_MS, FLOOR_MS);
+  const bidi = await bidiFloor(opts.floorWarmupMs, opts.floorMs);
   progress('floors: better-sqlite3 insert');
-  const sqlite = sqliteFloor(FLOOR_WARMUP_MS, FLOOR_MS);
-
-  progress('starting host and demo runner');
-  const fixture = await HostFixture.start(AGENT_ID, { mode: 'echo' });
-  const driver = new RunDriver(fixture.http, AGENT_ID, INPUT_TEXT, RUN_TIMEOUT_MS);
-  const levels: MeasuredLevel[] = [];
-  let warmupFailures: string[] = [];
-  let leftOpen: string[] = [];
-  let rssBefore = NaN;
-  try {
-    progress(`warm-up: ${WARMUP.ms / 1000} s at concurrency ${WARMUP.concurrency}`);
-    warmupFailures = (await closedLoop(driver, WARMUP.concurrency, WARMUP.ms)).failures;
-    rssBefore = rssMiB(fixture.host.pid);
-    for (const concurrency of LEVELS) {
-      progress(`concurrency ${concurrency}: ${LEVEL_MS / 1000} s`);
-      const cpu0 = {
-        host: cpuMs(fixture.host.pid),
-        runner: cpuMs(fixture.runner.pid),
-        client: selfCpuMs(),
-        machine: machineBusyMs(),
-      };
-      const level = await closedLoop(driver, concurrency, LEVEL_MS);
-      const cpu = {
-        host: cpuMs(fixture.host.pid) - cpu0.host,
-        runner: cpuMs(fixture.runner.pid) - cpu0.runner,
-        client: selfCpuMs() - cpu0.client,
-        other: 0,
-      };
-      cpu.other = Math.max(0, machineBusyMs() - cpu0.machine - cpu.host - cpu.runner - cpu.client);
-      levels.push({ ...level, cpu, hostRssMiB: rssMiB(fixture.host.pid) });
-    }
-    await sleep(200);
-    leftOpen = [
-      ...(await fixture.runsWithStatus(AGENT_ID, 'queued')),
-      ...(await fixture.runsWithStatus(AGENT_ID, 'running')),
-    ];
-  } catch (e) {
-    progress(`host and runner logs kept in ${fixture.dataDir}`);
-    throw e;
-  } finally {
-    progress('stopping host and demo runner');
-    await fixture.stop();
+  const sqlite = sqliteFloor(opts.floorWarmupMs, opts.floorMs);
+  let pg: FloorResult | null = null;
+  if (opts.databases.includes('postgres')) {
+    progress('floors: PostgreSQL insert');
+    pg = await postgresFloor(opts.pgAdminUrl, opts.floorWarmupMs, opts.floorMs);
   }
+  return { bidi, sqlite, pg };
+}
 
-  const runnerLog = fixture.runnerLog();
-  const hostLog = fixture.hostLog();
-  const rowsPerRun = Object.fromEntries(
-    Object.entries(fixture.tableCounts())
-      .map(([table, n]) => [table, n / Math.max(1, driver.submitted)] as const)
-      .filter(([, perRun]) => perRun >= 0.01),
-  );
-  const after: AfterLoad = { submitted: driver.submitted, leftOpen, rssBefore, hostLog, runnerLog, rowsPerRun };
-  const failures = [...warmupFailures, ...levels.flatMap((l) => l.failures)];
-
+function report(opts: DispatchOptions, floors: Floors, runs: DatabaseRun[], started: number, load0: number): string {
+  const levels = runs.flatMap((r) => r.levels);
+  const streaming = STREAMING_CASES.map((c) => `${c.runs} × ${c.deltasPerRun}`).join(', ');
   const out = [
     '## Runner Host dispatch benchmark',
     '',
     `machine: ${machineLine()}; bench client, host and runner share these cores`,
-    `setup: host (SQLite WAL + synchronous=NORMAL, LOG_LEVEL=warn) and demo runner (mode echo, input "${INPUT_TEXT}") as child processes;`,
-    `       closed loop, warm-up ${WARMUP.ms / 1000} s at c${WARMUP.concurrency}, then ${LEVEL_MS / 1000} s per level; times from POST /v1/events sent`,
+    `setup: host (${runs.map((r) => DB_LABEL[r.database]).join(' and ')}; SQLite WAL + synchronous=NORMAL; PostgreSQL a fresh database on ${new URL(opts.pgAdminUrl).host}; LOG_LEVEL=warn)`,
+    `       and demo runner (mode echo, input "${INPUT_TEXT}") as child processes; closed loop, warm-up ${opts.warmupMs / 1000} s at c${WARMUP_CONCURRENCY},`,
+    `       then ${opts.levelMs / 1000} s per level; times from POST /v1/events sent${opts.streaming ? `; streaming: ${streaming} deltas (echo, chunk_delay_ms 0)` : ''}`,
     '',
     '### Floors (measured in this run)',
     '',
-    floorsTable(bidi, sqlite),
-    '',
-    '### Runner Host: POST /v1/events → results on the run’s SSE stream',
-    '',
-    levelsTable(levels),
-    '',
-    '### Ratios to the floors',
-    '',
-    ratiosTable(levels, bidi, sqlite),
-    '',
-    '### After the load',
-    '',
-    ...afterLoadLines(levels, after).map((l) => `- ${l}`),
-    '',
-    `total bench time: ${((performance.now() - started) / 1000).toFixed(1)} s; 1-min load average ${loadBefore.toFixed(2)} at start, ${os.loadavg()[0].toFixed(2)} at end`,
+    floorsTable(floors.bidi, floors.sqlite, floors.pg),
   ];
-  process.stdout.write(out.join('\n') + '\n');
+  if (levels.length > 0) {
+    out.push('', '### Runner Host: POST /v1/events → results on the run’s SSE stream', '', levelsTable(levels));
+    if (runs.length > 1) {
+      out.push('', '### PostgreSQL mode beside SQLite mode', '', sideBySideTable(runs));
+    }
+    out.push('', '### Ratios to the floors', '', ratiosTable(levels, floors.bidi, floors.sqlite));
+  }
+  if (runs.some((r) => r.streaming.length > 0)) {
+    out.push(
+      '',
+      '### Streaming: message.delta results ingested and fanned out to SSE readers',
+      '',
+      streamingTable(runs),
+    );
+  }
+  const soak = soakLines(runs);
+  if (soak.length > 0) {
+    out.push('', '### Soak (host RSS every 10 s)', '', ...soak.map((l) => `- ${l}`));
+  }
+  out.push('', '### Targets of issue 7, as same-run ratios', '', targetsTable(runs, floors.bidi));
+  out.push('', '### After the load', '');
+  for (const r of runs) {
+    out.push(...afterLoadLines(r.levels, r.after).map((l) => `- ${DB_LABEL[r.database]}: ${l}`));
+  }
+  out.push(
+    '',
+    `total bench time: ${((performance.now() - started) / 1000).toFixed(1)} s; 1-min load average ${load0.toFixed(2)} at start, ${os.loadavg()[0].toFixed(2)} at end`,
+  );
+  return out.join('\n') + '\n';
+}
 
-  const problems = [
-    ...failures.map((f) => `failed: ${f}`),
-    ...leftOpen.map((id) => `run ${id} still queued/running after the load`),
-    ...runnerLog.problems.map((l) => `runner log: ${l}`),
-    ...(runnerLog.connects > 1 ? [`the runner connected ${runnerLog.connects} times`] : []),
-  ];
-  if (problems.length > 0 || hostLog.lines > 0) {
-    const lines = groupLines([...problems, ...hostLog.problems.map((l) => `host log: ${l}`)]);
-    process.stdout.write(`\n### Problems\n\n${lines.slice(0, 40).join('\n')}\n`);
-    process.stdout.write(`\nhost and runner logs kept in ${fixture.dataDir}\n`);
-  } else {
-    fixture.removeDataDir();
+async function main(): Promise<number> {
+  const parsed = parseOptions(process.argv.slice(2));
+  if (parsed === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const opts = parsed;
+  const started = performance.now();
+  const load0 = os.loadavg()[0];
+  const floors = await measureFloors(opts);
+  const runs: DatabaseRun[] = [];
+  for (const kind of opts.databases) {
+    runs.push(await runDatabase(kind, opts));
+  }
+  process.stdout.write(report(opts, floors, runs, started, load0));
+
+  if (opts.json) {
+    const meta = {
+      options: { ...opts, pgAdminUrl: undefined },
+      total_s: Math.round(performance.now() - started) / 1000,
+    };
+    writeJson(opts.json, dispatchJson(runs, floors, meta, targetChecks(runs, floors.bidi)));
+  }
+
+  const problems = runs.flatMap((r) => r.problems);
+  for (const r of runs) {
+    if (r.problems.length > 0 || r.hostLines.length > 0) {
+      const lines = groupLines([...r.problems, ...r.hostLines]);
+      process.stdout.write(`\n### Problems (${DB_LABEL[r.database]})\n\n${lines.slice(0, 40).join('\n')}\n`);
+      process.stdout.write(`\nhost and runner logs kept in ${r.dataDir}\n`);
+    } else {
+      r.removeDataDir();
+    }
   }
   return problems.length > 0 ? 1 : 0;
 }
@@ -145,6 +130,10 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (e: unknown) => {
+    if (e instanceof UsageError) {
+      process.stderr.write(`bench: ${e.message}\n${USAGE}\n`);
+      process.exit(2);
+    }
     process.stderr.write(`bench: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
     process.exit(1);
   },

@@ -5,6 +5,7 @@ import { fmtDuration, fmtInt, fmtNum, markdownTable, summarize } from './stats';
 
 /** One closed-loop level with the CPU time the three processes spent on it (ms). */
 export interface MeasuredLevel extends LevelResult {
+  database: 'sqlite' | 'postgres';
   cpu: { host: number; runner: number; client: number; other: number };
   /** Host RSS at the end of the level. */
   hostRssMiB: number;
@@ -27,7 +28,9 @@ export function machineLine(): string {
   return `${cpus.length} cores (${model}), ${mem} GiB RAM, ${os.type()} ${os.release()} ${os.arch()}, Node ${process.version}`;
 }
 
-export function floorsTable(bidi: FloorResult, sqlite: FloorResult): string {
+export const DB_LABEL = { sqlite: 'SQLite', postgres: 'PostgreSQL' } as const;
+
+export function floorsTable(bidi: FloorResult, sqlite: FloorResult, pg: FloorResult | null): string {
   const cpu = (f: FloorResult): string =>
     Number.isNaN(f.cpuServerMs)
       ? fmtDuration(f.cpuClientMs)
@@ -51,16 +54,29 @@ export function floorsTable(bidi: FloorResult, sqlite: FloorResult): string {
         `${fmtInt(sqlite.rate)} inserts/s`,
         cpu(sqlite),
       ],
+      ...(pg
+        ? [
+            [
+              'PostgreSQL 1-row autocommit insert, one pg connection',
+              fmtInt(pg.latency.count),
+              fmtDuration(pg.latency.p50),
+              fmtDuration(pg.latency.p99),
+              `${fmtInt(pg.rate)} inserts/s`,
+              cpu(pg),
+            ],
+          ]
+        : []),
     ],
   );
 }
 
-const runsPerSecond = (l: LevelResult): number => (l.timings.length * 1000) / l.elapsedMs;
+export const runsPerSecond = (l: LevelResult): number => (l.timings.length * 1000) / l.elapsedMs;
 
 export function levelsTable(levels: MeasuredLevel[]): string {
   const cores = os.cpus().length;
   return markdownTable(
     [
+      'database',
       'concurrency',
       'runs',
       'failed',
@@ -78,6 +94,7 @@ export function levelsTable(levels: MeasuredLevel[]): string {
       const n = Math.max(1, l.timings.length);
       const pct = (ms: number): string => `${((100 * ms) / l.elapsedMs / cores).toFixed(0)} %`;
       return [
+        DB_LABEL[l.database],
         String(l.concurrency),
         fmtInt(l.timings.length),
         fmtInt(l.failures.length),
@@ -94,19 +111,19 @@ export function levelsTable(levels: MeasuredLevel[]): string {
 
 export function ratiosTable(levels: MeasuredLevel[], bidi: FloorResult, sqlite: FloorResult): string {
   const rows: string[][] = [];
-  const c1 = levels.find((l) => l.concurrency === 1);
-  if (c1) {
+  for (const c1 of levels.filter((l) => l.concurrency === 1)) {
+    const db = DB_LABEL[c1.database];
     const first = summarize(c1.timings.map((t) => t.firstMs)).p50;
     const terminal = summarize(c1.timings.map((t) => t.terminalMs)).p50;
     rows.push(
       [
-        'dispatch latency: POST → first result p50 (c1)',
+        `${db}: dispatch latency: POST → first result p50 (c1)`,
         fmtDuration(first),
         `${fmtNum(first / bidi.latency.p50)} ×`,
         `${fmtNum(first / sqlite.latency.p50)} ×`,
       ],
       [
-        'run latency: POST → terminal result p50 (c1)',
+        `${db}: run latency: POST → terminal result p50 (c1)`,
         fmtDuration(terminal),
         `${fmtNum(terminal / bidi.latency.p50)} ×`,
         `${fmtNum(terminal / sqlite.latency.p50)} ×`,
@@ -116,7 +133,7 @@ export function ratiosTable(levels: MeasuredLevel[], bidi: FloorResult, sqlite: 
   for (const l of levels) {
     const rate = runsPerSecond(l);
     rows.push([
-      `throughput c${l.concurrency}: floor rate ÷ runs/s`,
+      `${DB_LABEL[l.database]}: throughput c${l.concurrency}: floor rate ÷ runs/s`,
       `${fmtNum(rate)} runs/s`,
       `${fmtNum(bidi.rate / rate)} ×`,
       `${fmtNum(sqlite.rate / rate)} ×`,
@@ -125,7 +142,7 @@ export function ratiosTable(levels: MeasuredLevel[], bidi: FloorResult, sqlite: 
   for (const l of levels) {
     const host = l.cpu.host / Math.max(1, l.timings.length);
     rows.push([
-      `host CPU per run c${l.concurrency} ÷ floor CPU per op`,
+      `${DB_LABEL[l.database]}: host CPU per run c${l.concurrency} ÷ floor CPU per op`,
       fmtDuration(host),
       `${fmtNum(host / bidi.cpuServerMs)} ×`,
       `${fmtNum(host / sqlite.cpuClientMs)} ×`,
@@ -141,10 +158,10 @@ export function afterLoadLines(levels: MeasuredLevel[], after: AfterLoad): strin
     .map(([table, perRun]) => `${table} ${fmtNum(perRun)}`)
     .join(', ');
   return [
-    `runs: ${fmtInt(after.submitted)} submitted (warm-up included), ${fmtInt(completed)} measured and completed on SSE, ${fmtInt(failed)} failed; still queued/running afterwards: ${after.leftOpen.length}`,
-    `host RSS: ${after.rssBefore.toFixed(0)} MiB after warm-up, ${levels.map((l) => `${l.hostRssMiB.toFixed(0)} MiB after c${l.concurrency}`).join(', ')}`,
+    `runs: ${fmtInt(after.submitted)} submitted (warm-up and soak included, streaming runs not), ${fmtInt(completed)} measured and completed on SSE, ${fmtInt(failed)} failed; still queued/running afterwards: ${after.leftOpen.length}`,
+    `host RSS: ${[`${after.rssBefore.toFixed(0)} MiB after warm-up`, ...levels.map((l) => `${l.hostRssMiB.toFixed(0)} MiB after c${l.concurrency}`)].join(', ')}`,
     `host log lines (LOG_LEVEL=warn): ${after.hostLog.lines}; runner connects: ${after.runnerLog.connects} (1 = never reconnected); runner warn/error lines: ${after.runnerLog.problems.length}`,
-    `database rows per submitted run: ${rows}`,
+    `database rows per submitted run (before the streaming runs): ${rows}`,
   ];
 }
 

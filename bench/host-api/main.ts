@@ -5,6 +5,9 @@ import { HostFixture } from '../dispatch/host-fixture';
 import { groupLines, machineLine } from '../dispatch/report';
 import { cpuDelta, cpuSnapshot, type CpuSnapshot } from './cpu';
 import { measureFloors, type FloorCase, type FloorResult } from './floor';
+import { writeJson } from '../dispatch/json-out';
+import { fmtNum } from '../dispatch/stats';
+import { hostApiJson, parseOptions, STATE_GET_TARGET, stateGetRatio, USAGE, UsageError } from './json-out';
 import { floorsTable, hostApiTable, overheadTable, type HostApiLevel } from './report';
 import { runOnce } from './runs';
 
@@ -14,9 +17,9 @@ import { runOnce } from './runs';
  * and 16, next to floors measured in the same bench run with the same client and loop: a bare
  * grpc-js unary round trip (tiny RunGet), and a bare server giving the very answers the host gave.
  *
- *   npm run bench:host-api        (builds, then runs dist/bench/host-api/main.js; under a minute)
+ *   npm run bench:host-api -- [--json FILE]   (builds, then runs dist/bench/host-api/main.js; under a minute)
  *
- * Exits 1 if a run fails, a call fails, or the runner logs a problem.
+ * Exits 1 if a run fails, a call fails, or the runner logs a problem; 2 on a bad option.
  */
 
 const SEED_AGENT = 'bench-seed';
@@ -39,6 +42,11 @@ const agentId = (api: BenchApi, concurrency: number): string => `bench-${api.rep
 const EXPECTED_HOST_LINE = /unknown result type bench\.(measuring|stats): persisted and ignored/;
 
 async function main(): Promise<number> {
+  const opts = parseOptions(process.argv.slice(2));
+  if (opts === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   const started = performance.now();
   const loadBefore = os.loadavg()[0];
   // The per-run host API rate limit (default 100/s, burst 200) would cap the bench: lift it.
@@ -109,7 +117,7 @@ async function main(): Promise<number> {
     await fixture.stop();
   }
 
-  const counts = fixture.tableCounts();
+  const counts = await fixture.tableCounts();
   const expectedAudit = levels.reduce((n, l) => n + 2 + l.stats.warmup + l.stats.calls, 0);
   const runnerLog = fixture.runnerLog();
   const hostLines = fixture.hostLog().problems;
@@ -164,6 +172,8 @@ async function main(): Promise<number> {
     '',
     overheadTable(levels, floors),
     '',
+    `target of issue 7: StateGet p50 at c1 ≤ ${STATE_GET_TARGET} × the bare unary floor p50 (every call still audited): measured ${fmtNum(stateGetRatio(levels, floors))} ×`,
+    '',
     '### Checks',
     '',
     `- audit_log rows: ${counts.audit_log ?? 0} (every host API call of the bench is audited: expected ${expectedAudit} = per level 1 StateSet + 1 checked call + warm-up + measured)`,
@@ -173,6 +183,16 @@ async function main(): Promise<number> {
     `total bench time: ${((performance.now() - started) / 1000).toFixed(1)} s; 1-min load average ${loadBefore.toFixed(2)} at start, ${os.loadavg()[0].toFixed(2)} at end`,
   ];
   process.stdout.write(out.join('\n') + '\n');
+  if (opts.json) {
+    const meta = {
+      calls_per_level: CALLS,
+      warmup_calls: WARMUP_CALLS,
+      audit_rows: counts.audit_log ?? 0,
+      audit_rows_expected: expectedAudit,
+      total_s: Math.round(performance.now() - started) / 1000,
+    };
+    writeJson(opts.json, hostApiJson(levels, floors, meta));
+  }
 
   const problems = [
     ...failures.map((f) => `failed: ${f}`),
@@ -195,6 +215,10 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (e: unknown) => {
+    if (e instanceof UsageError) {
+      process.stderr.write(`bench: ${e.message}\n${USAGE}\n`);
+      process.exit(2);
+    }
     process.stderr.write(`bench: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
     process.exit(1);
   },

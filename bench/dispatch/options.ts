@@ -1,0 +1,108 @@
+import { parseArgs } from 'node:util';
+
+/*
+ * Command-line options of the dispatch bench. Defaults give the full run (both databases, c1 /
+ * c16 / c64, the streaming levels; about 3–4 minutes on a 2-core machine); `--quick` shortens
+ * every timed phase, not the sizes the targets are stated for.
+ */
+
+export type DatabaseKind = 'sqlite' | 'postgres';
+
+export interface DispatchOptions {
+  databases: DatabaseKind[];
+  levels: number[];
+  levelMs: number;
+  warmupMs: number;
+  floorMs: number;
+  floorWarmupMs: number;
+  streaming: boolean;
+  /** c64 soak length in seconds per database; 0 = no soak. */
+  soakSeconds: number;
+  json: string | null;
+  pgAdminUrl: string;
+}
+
+export const USAGE = `usage: node dist/bench/dispatch/main.js [options]
+  --db LIST           databases, comma-separated: sqlite,postgres (default both)
+  --levels LIST       closed-loop concurrencies, comma-separated (default 1,16,64; "none" skips them)
+  --level-seconds N   seconds per closed-loop level (default 9; 3 with --quick)
+  --no-streaming      skip the streaming levels (1 run × 2,000 deltas, 100 runs × 200 deltas)
+  --quick             shorter warm-up, floors and levels (about 1.5 minutes for both databases)
+  --soak SECONDS      after the levels, c64 for SECONDS on each database, host RSS every 10 s
+  --json FILE         also write the figures and the same-run floors as JSON to FILE
+  --pg-url URL        PostgreSQL admin URL (default $BENCH_PG_URL or postgres://postgres@127.0.0.1:5432/postgres)
+  -h, --help          this text`;
+
+export class UsageError extends Error {}
+
+function positiveInt(name: string, text: string, min: number): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min) {
+    throw new UsageError(`${name}: "${text}" is not an integer ≥ ${min}`);
+  }
+  return n;
+}
+
+function parseDatabases(text: string): DatabaseKind[] {
+  const names = text.split(',').map((s) => s.trim().toLowerCase());
+  const out: DatabaseKind[] = [];
+  for (const name of names) {
+    const kind = name === 'pg' || name === 'postgresql' ? 'postgres' : name;
+    if (kind !== 'sqlite' && kind !== 'postgres') {
+      throw new UsageError(`--db: "${name}" is not one of sqlite, postgres`);
+    }
+    if (!out.includes(kind)) {
+      out.push(kind);
+    }
+  }
+  return out;
+}
+
+function parseLevels(text: string): number[] {
+  if (text.trim() === 'none') {
+    return [];
+  }
+  return text.split(',').map((s) => positiveInt('--levels', s.trim(), 1));
+}
+
+/** Parses argv (without node and the script); throws UsageError with a message naming the option. */
+export function parseOptions(argv: string[]): DispatchOptions | 'help' {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        db: { type: 'string' },
+        levels: { type: 'string' },
+        'level-seconds': { type: 'string' },
+        'no-streaming': { type: 'boolean' },
+        quick: { type: 'boolean' },
+        soak: { type: 'string' },
+        json: { type: 'string' },
+        'pg-url': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (e) {
+    throw new UsageError(e instanceof Error ? e.message : String(e));
+  }
+  const v = parsed.values;
+  if (v.help) {
+    return 'help';
+  }
+  const quick = v.quick === true;
+  return {
+    databases: parseDatabases(v.db ?? 'sqlite,postgres'),
+    levels: parseLevels(v.levels ?? '1,16,64'),
+    levelMs: 1000 * (v['level-seconds'] ? positiveInt('--level-seconds', v['level-seconds'], 1) : quick ? 3 : 9),
+    warmupMs: quick ? 1_500 : 3_000,
+    floorMs: quick ? 1_500 : 3_000,
+    floorWarmupMs: quick ? 300 : 500,
+    streaming: v['no-streaming'] !== true,
+    soakSeconds: v.soak ? positiveInt('--soak', v.soak, 10) : 0,
+    json: v.json ?? null,
+    pgAdminUrl: v['pg-url'] ?? process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+  };
+}
