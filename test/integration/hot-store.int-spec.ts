@@ -219,6 +219,29 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
         ]);
       },
     );
+
+    it('re-admits a failed event once when 8 retries of it arrive at once', async () => {
+      const failed = eventWithRun({ disposition: 'failed', idempotency_key: 'idem-retry-race' }, { status: 'failed' });
+      await runs.admit(admission(failed.event, failed.run));
+
+      const retries = Array.from({ length: 8 }, () => {
+        const { run } = eventWithRun({}, { event_id: failed.event.event_id });
+        const event = { ...failed.event, disposition: 'started', run_id: run.run_id, received_at: T0 + 1 };
+        return { ...admission(event, run), readmit: true };
+      });
+      const outcomes = await Promise.all(retries.map((r) => runs.admit(r)));
+
+      expect(outcomes.filter((o) => o.admitted)).toHaveLength(1);
+      const winner = retries[outcomes.findIndex((o) => o.admitted)];
+      for (const o of outcomes.filter((x): x is Extract<AdmitOutcome, { admitted: false }> => !x.admitted)) {
+        expect(o.existing).toEqual(winner.event);
+      }
+      expect(await runs.getEvent(failed.event.event_id)).toEqual(winner.event);
+      expect((await ds.getRepository(RunEntity).find()).map((r) => r.run_id).sort()).toEqual(
+        [failed.run.run_id, winner.run.run_id].sort(),
+      );
+      expect(await ds.getRepository(EventLogEntity).count()).toBe(2);
+    });
   });
 
   describe('the end of a run', () => {
