@@ -83,7 +83,6 @@ export class WriteQueue {
     this.flushing = true;
     try {
       while (this.pending.length > 0) {
-        await this.whenReady();
         const batch = this.pending.splice(0, this.maxBatch);
         await this.runBatch(batch);
       }
@@ -97,17 +96,22 @@ export class WriteQueue {
     }
   }
 
-  /** An admin transaction may hold the (shared SQLite) connection: wait for it to end. */
-  private async whenReady(): Promise<void> {
+  /**
+   * Runs a group as soon as the connection is free. An admin transaction may hold the (shared
+   * SQLite) connection: the check and the start of the group are one synchronous step, so no
+   * other code can begin a transaction between them.
+   */
+  private async group(units: readonly (() => Unit<unknown>)[]): Promise<unknown[]> {
     while (!this.driver.ready()) {
       await new Promise((r) => setTimeout(r, 1));
     }
+    return this.driver.runGroup(units);
   }
 
   private async runBatch(batch: Pending[]): Promise<void> {
     this.stats.units += batch.length;
     try {
-      const results = await this.driver.runGroup(batch.map((p) => p.unit));
+      const results = await this.group(batch.map((p) => p.unit));
       this.stats.commits++;
       batch.forEach((p, i) => p.resolve(results[i]));
       return;
@@ -120,8 +124,7 @@ export class WriteQueue {
     this.stats.replays++;
     for (const p of batch) {
       try {
-        await this.whenReady();
-        const [result] = await this.driver.runGroup([p.unit]);
+        const [result] = await this.group([p.unit]);
         this.stats.commits++;
         p.resolve(result);
       } catch (e) {
