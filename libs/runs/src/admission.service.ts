@@ -105,8 +105,19 @@ export class AdmissionService {
         retryable: true,
       });
     } else {
-      session.send({ run: { runner_id: agent.runner_id, runner_name: live.runner.name, context } });
-      this.logger.log({ run_id: runId, msg: `run dispatched to ${agent.runner_id}` });
+      try {
+        session.send({ run: { runner_id: agent.runner_id, runner_name: live.runner.name, context } });
+        this.logger.log({ run_id: runId, msg: `run dispatched to ${agent.runner_id}` });
+      } catch (e) {
+        // One run's message that cannot be sent fails that run, never the plugin's stream.
+        this.logger.error({ run_id: runId, msg: `run not dispatched: ${e instanceof Error ? e.message : String(e)}` });
+        this.lifecycle.conclude(active, {
+          status: 'failed',
+          code: 'host.dispatch_failed',
+          error: 'the host could not send the run to its runner',
+          retryable: false,
+        });
+      }
     }
     return { event_id: eventId, disposition: 'started', run_id: runId, replayed: false };
   }
