@@ -8,6 +8,8 @@ import { cpuMs, selfCpuMs } from '../dispatch/proc';
 import { conversation, countLocally } from './conversation';
 import { MODEL_ID, ModelsFixture } from './fixture';
 import { countLoop, directStream, proxiedStream, streamLevel, type StreamSample } from './measure';
+import { writeJson } from '../dispatch/json-out';
+import { modelsJson, parseOptions, USAGE, UsageError } from './json-out';
 import { countTable, ratioTable, streamTable, type MeasuredStreamLevel } from './report';
 
 /*
@@ -17,9 +19,10 @@ import { countTable, ratioTable, streamTable, type MeasuredStreamLevel } from '.
  * count_tokens of a 100k-token conversation through the host, next to counting it in process.
  * The provider is the scripted OpenAI-compatible server (libs/testing) in its own process.
  *
- *   npm run bench:models        (builds, then runs dist/bench/models/main.js; about a minute)
+ *   npm run bench:models -- [--json FILE]   (builds, then runs dist/bench/models/main.js; about a minute)
  *
- * Exits 1 if a call fails, metering is missing, or the host logs anything (LOG_LEVEL=warn).
+ * Exits 1 if a call fails, metering is missing, or the host logs anything (LOG_LEVEL=warn); 2 on a
+ * bad option.
  */
 
 const CHUNKS = 200;
@@ -37,6 +40,11 @@ const progress = (msg: string): void => {
 };
 
 async function main(): Promise<number> {
+  const opts = parseOptions(process.argv.slice(2));
+  if (opts === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   const started = performance.now();
   const loadBefore = os.loadavg()[0];
   progress('starting the scripted provider and the host');
@@ -147,6 +155,16 @@ async function main(): Promise<number> {
     `total bench time: ${((performance.now() - started) / 1000).toFixed(1)} s; 1-min load average ${loadBefore.toFixed(2)} at start, ${os.loadavg()[0].toFixed(2)} at end`,
   ];
   process.stdout.write(out.join('\n') + '\n');
+  if (opts.json) {
+    const meta = {
+      chunks_per_stream: CHUNKS,
+      count_tokens_conversation_tokens: convo.tokens,
+      model_usage_stream_rows: streamRows.length,
+      model_usage_stream_rows_expected: proxiedCalls,
+      total_s: Math.round(performance.now() - started) / 1000,
+    };
+    writeJson(opts.json, modelsJson(levels, { host: hostCount, local: localCount }, meta));
+  }
 
   const problems = [
     ...failures.map((f) => `failed: ${f}`),
@@ -172,6 +190,10 @@ function fmtK(n: number): string {
 main().then(
   (code) => process.exit(code),
   (e: unknown) => {
+    if (e instanceof UsageError) {
+      process.stderr.write(`bench: ${e.message}\n${USAGE}\n`);
+      process.exit(2);
+    }
     process.stderr.write(`bench: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
     process.exit(1);
   },
