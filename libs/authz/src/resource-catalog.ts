@@ -2,6 +2,8 @@ export interface CatalogModel {
   model_id: string;
   model_type: 'llm' | 'rerank';
   provider: string;
+  /** Tokens the model can take (chat models); shown to runners as `model_context_window_tokens`. */
+  context_window?: number | null;
 }
 
 export interface CatalogTool {

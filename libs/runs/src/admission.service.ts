@@ -82,6 +82,7 @@ export class AdmissionService {
     if (!live) {
       return this.failUnavailable(event, run, logRow, readmit, bodyHash);
     }
+    const stored = run.context as { context: Record<string, unknown> };
     const outcome = await this.runs.admit({
       event,
       run,
@@ -89,11 +90,14 @@ export class AdmissionService {
       user: userTranscriptRow(eventId, sub, agent.agent_id, now),
       terminal: null,
       readmit,
+      // The event's position in the event log (the EventPage cursor), known once its row is written.
+      contextAt: (event_seq) => ({ ...stored, context: { ...stored.context, event_seq } }) as NewRun['context'],
     });
     if (!outcome.admitted) {
       // A concurrent duplicate won the insert: answer like it.
       return this.duplicate(outcome.existing, bodyHash);
     }
+    context.context = { ...context.context!, event_seq: outcome.event_seq };
     // Between the check above and now the runner may have gone: dispatch only on a live session.
     const session = this.connections.runner(agent.runner_id)?.session;
     const active = this.lifecycle.start(runId, agent, session ?? live.session, access.snapshot);
@@ -236,7 +240,9 @@ export class AdmissionService {
       manifest ? this.state.snapshot(snapshot.state.scope_keys, scope.conversation_id) : Promise.resolve({}),
       scope.conversation_id ? this.transcript.latestSeq(scope.conversation_id, scope.thread_id) : Promise.resolve(null),
     ]);
-    return { snapshot, state, latest_seq };
+    const firstChat = snapshot.resources.models.find((m) => m.model_type === 'llm');
+    const window = firstChat ? catalog.models.find((m) => m.model_id === firstChat.model_id)?.context_window : null;
+    return { snapshot, state, latest_seq, model_context_window_tokens: window ?? null };
   }
 
   private runRow(

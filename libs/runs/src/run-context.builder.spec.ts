@@ -61,6 +61,7 @@ const access = (deadline_at_ms: number | null, latest_seq: number | null = null)
   }),
   state: { conversation: { 'external.conversation_id': 'c1' } },
   latest_seq,
+  model_context_window_tokens: 128000,
 });
 
 describe('buildRunContext', () => {
@@ -82,6 +83,7 @@ describe('buildRunContext', () => {
     });
     expect(context.state?.conversation).toEqual({ 'external.conversation_id': 'c1' });
     expect(context.runtime).toMatchObject({ trace_id: 'run-1', deadline_at: 1010, protocol_version: '1' });
+    expect(context.runtime?.metadata).toMatchObject({ model_context_window_tokens: 128000 });
     expect(context.trigger).toEqual({ type: 'message.received', source: 'platform', timestamp: 1700000000 });
     expect(context.conversation).toMatchObject({ conversation_id: 'c1', thread_id: 't1', sender_id: 'u1' });
     expect(context.context?.inline_policy).toEqual({

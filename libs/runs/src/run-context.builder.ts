@@ -8,6 +8,8 @@ export const HOST_NAME = 'runner-host';
 /** What the run may reach, decided at admission: the frozen snapshot, the state values, the history position. */
 export interface RunAccess {
   snapshot: AuthorizationSnapshot;
+  /** The context window of the first granted chat model (SPEC §4), null without one. */
+  model_context_window_tokens: number | null;
   state: Record<string, Record<string, unknown>>;
   latest_seq: number | null;
 }
@@ -135,7 +137,7 @@ export function buildRunContext(
       deadline_at: deadlineAtMs === null ? undefined : deadlineAtMs / 1000,
       locale: sub.locale,
       timezone: sub.timezone,
-      metadata: { agent_id: agent.agent_id, model_context_window_tokens: null },
+      metadata: { agent_id: agent.agent_id, model_context_window_tokens: access.model_context_window_tokens },
     },
     config: agent.runner_config,
     metadata: { ...(sub.metadata ?? {}), agent_id: agent.agent_id },

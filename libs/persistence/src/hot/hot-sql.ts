@@ -137,7 +137,7 @@ export const SQL = {
      WHERE "event_id" = ? AND "disposition" = 'failed' AND "body_hash" = ?`,
   ),
   insertRun: insert('insert_run', 'runs', RUN_COLUMNS),
-  insertEventLog: insert('insert_event_log', 'event_log', EVENT_LOG_COLUMNS),
+  insertEventLog: insert('insert_event_log', 'event_log', EVENT_LOG_COLUMNS, ' RETURNING "id"'),
   /** Next seq of the conversation in the same statement: the one writer makes it race-free. */
   insertTranscript: stmt(
     'insert_transcript',

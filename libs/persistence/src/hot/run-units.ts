@@ -62,7 +62,7 @@ export function eventFromRow(r: Row): EventEntity {
 }
 
 export type AdmitOutcome =
-  { admitted: true; transcript_seq: number | null } | { admitted: false; existing: EventEntity };
+  { admitted: true; transcript_seq: number | null; event_seq: number } | { admitted: false; existing: EventEntity };
 
 export interface AdmitRows {
   event: EventEntity;
@@ -73,6 +73,8 @@ export interface AdmitRows {
   terminal: NewResult | null;
   /** Re-admits an event whose earlier run failed at admission (same id and body). */
   readmit: boolean;
+  /** The stored run context, given the event's event-log position (`event_seq`) once it is known. */
+  contextAt?: (eventSeq: number) => RunEntity['context'];
 }
 
 function* existingEvent(e: EventEntity): Unit<EventEntity | undefined> {
@@ -112,13 +114,14 @@ export function* admitUnit(a: AdmitRows): Unit<AdmitOutcome> {
     }
     return { admitted: false, existing };
   }
-  yield* exec(SQL.insertRun, params(RUN_COLUMNS, a.run));
-  yield* exec(SQL.insertEventLog, params(EVENT_LOG_COLUMNS, a.log));
+  const eventSeq = yield* eventLogUnit(a.log);
+  const run = a.contextAt ? { ...a.run, context: a.contextAt(eventSeq) } : a.run;
+  yield* exec(SQL.insertRun, params(RUN_COLUMNS, run));
   const seq = a.user ? yield* appendTranscriptUnit(a.user) : null;
   if (a.terminal) {
     yield* exec(SQL.insertResult, params(RESULT_COLUMNS, a.terminal));
   }
-  return { admitted: true, transcript_seq: seq };
+  return { admitted: true, transcript_seq: seq, event_seq: eventSeq };
 }
 
 /** One accepted result and what it implies (a `state.updated` write), together. */
@@ -168,8 +171,10 @@ export function* finishUnit(
   return true;
 }
 
-export function* eventLogUnit(row: NewEventLog): Unit<void> {
-  yield* exec(SQL.insertEventLog, params(EVENT_LOG_COLUMNS, row));
+/** Appends an event-log row; its id is the event's position (the EventPage cursor). */
+export function* eventLogUnit(row: NewEventLog): Unit<number> {
+  const r = yield* one<{ id: number | string }>(SQL.insertEventLog, params(EVENT_LOG_COLUMNS, row));
+  return Number(r?.id);
 }
 
 export function* auditUnit(a: NewAudit): Unit<void> {

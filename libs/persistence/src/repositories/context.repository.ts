@@ -43,7 +43,8 @@ export class ContextRepository {
     return { ...row, seq } as TranscriptEntity;
   }
 
-  appendEvent(row: Omit<EventLogEntity, 'id'>): Promise<void> {
+  /** Appends an event-log row; resolves to its id (the event's position). */
+  appendEvent(row: Omit<EventLogEntity, 'id'>): Promise<number> {
     return this.hot.write(() => eventLogUnit(row));
   }
 

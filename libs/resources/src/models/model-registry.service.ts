@@ -90,6 +90,7 @@ export class ModelRegistry implements OnApplicationBootstrap {
       model_id: m.model_id,
       model_type: m.kind === 'chat' ? 'llm' : 'rerank',
       provider: m.provider,
+      context_window: m.context_window,
     }));
   }
 
