@@ -91,7 +91,7 @@ export class AdmissionService {
       terminal: null,
       readmit,
       // The event's position in the event log (the EventPage cursor), known once its row is written.
-      contextAt: (event_seq) => ({ ...stored, context: { ...stored.context, event_seq } }) as NewRun['context'],
+      contextAt: (event_seq) => ({ ...stored, context: { ...stored.context, event_seq } }),
     });
     if (!outcome.admitted) {
       // A concurrent duplicate won the insert: answer like it.
