@@ -1,5 +1,7 @@
 import * as http from 'node:http';
 
+const IDLE_SOCKET_MS = 2_000;
+
 /** A JSON-over-HTTP client for the host API: one keep-alive agent, bearer auth. */
 export class HostHttp {
   /** Keep-alive agent for the short JSON requests (POST /v1/events, admin calls). */
@@ -11,12 +13,13 @@ export class HostHttp {
     readonly baseUrl: string,
     private readonly token: string,
   ) {
-    // A `timeout` makes Node honour the server's `Keep-Alive: timeout=N` hint (idle sockets are
-    // dropped 1 s before the server would close them); without it a POST after an idle spell can
-    // race the server's close and fail with ECONNRESET on a reused socket. Requests set their own.
-    this.agent = new http.Agent({ keepAlive: true, maxSockets: 256, timeout: 60_000 });
+    // Idle keep-alive sockets are dropped after 2 s, before the server's keep-alive timeout (5 s
+    // in Node) closes them: otherwise a request after an idle spell can race the server's close
+    // and fail with ECONNRESET on a reused socket. (Node also honours a shorter `Keep-Alive:
+    // timeout=N` hint, but only when the agent has a timeout.) Requests set their own timeouts.
+    this.agent = new http.Agent({ keepAlive: true, maxSockets: 256, timeout: IDLE_SOCKET_MS });
     // The streaming level holds 1,000 SSE streams open at once (100 runs × 10 readers).
-    this.sseAgent = new http.Agent({ keepAlive: true, maxSockets: 2048, timeout: 60_000 });
+    this.sseAgent = new http.Agent({ keepAlive: true, maxSockets: 2048, timeout: IDLE_SOCKET_MS });
   }
 
   headers(extra: Record<string, string> = {}): Record<string, string> {

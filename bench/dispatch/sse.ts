@@ -58,18 +58,23 @@ function parseBlock(block: string): SseEvent | null {
 /**
  * GETs an SSE stream and calls `onEvent` for each event as it arrives. Resolves when the server
  * ends the stream; rejects on a non-200 answer, a socket error or `timeoutMs` without the end.
+ * A GET that fails on a reused keep-alive socket before any answer (the server closed the idle
+ * socket as the request went out) is sent once more on a fresh one, as Node's docs advise.
  */
 export function readSse(
   client: HostHttp,
   path: string,
   onEvent: (e: SseEvent) => void,
   timeoutMs: number,
+  retryOnStaleSocket = true,
 ): Promise<void> {
   return new Promise((resolve, reject) => {
+    let answered = false;
     const req = http.request(
       client.url(path),
       { method: 'GET', agent: client.sseAgent, headers: client.headers({ accept: 'text/event-stream' }) },
       (res) => {
+        answered = true;
         res.setEncoding('utf8');
         if (res.statusCode !== 200) {
           let text = '';
@@ -96,8 +101,17 @@ export function readSse(
     );
     req.on('error', (e) => {
       clearTimeout(timer);
+      if (!answered && req.reusedSocket && retryOnStaleSocket && isStaleSocketError(e)) {
+        readSse(client, path, onEvent, timeoutMs, false).then(resolve, reject);
+        return;
+      }
       reject(new Error(`GET ${path}: ${e.message}${describeSocket(req)}`));
     });
     req.end();
   });
+}
+
+function isStaleSocketError(e: Error): boolean {
+  const code = (e as NodeJS.ErrnoException).code;
+  return code === 'ECONNRESET' || code === 'EPIPE' || e.message === 'socket hang up';
 }
