@@ -1,5 +1,5 @@
-import { ValidationPipe, type ValidationError } from '@nestjs/common';
-import { DomainError } from '@libs/protocol';
+import { ValidationPipe, type ArgumentMetadata, type ValidationError } from '@nestjs/common';
+import { checkJson, DomainError } from '@libs/protocol';
 
 function flatten(errors: ValidationError[], parent = ''): { field: string; rule: string }[] {
   return errors.flatMap((e) => {
@@ -13,18 +13,40 @@ function flatten(errors: ValidationError[], parent = ''): { field: string; rule:
   });
 }
 
-/** The one request validation pipe: strips nothing silently — unknown fields are errors naming the field. */
-export function validationPipe(): ValidationPipe {
-  return new ValidationPipe({
-    transform: true,
-    whitelist: true,
-    forbidNonWhitelisted: true,
-    exceptionFactory: (errors) => {
-      const problems = flatten(errors);
-      return new DomainError('invalid_argument', problems.map((p) => `${p.field}: ${p.rule}`).join('; '), {
-        field: problems[0]?.field,
-        problems,
-      });
-    },
+function invalid(problems: { field: string; rule: string }[]): DomainError {
+  return new DomainError('invalid_argument', problems.map((p) => `${p.field}: ${p.rule}`).join('; '), {
+    field: problems[0]?.field,
+    problems,
   });
+}
+
+/**
+ * The one request validation pipe. First the shared JSON limits (depth, NUL and lone surrogates,
+ * finite numbers) on the raw body, query and path parameters — iteratively, before
+ * class-transformer recurses into the value —, then the DTO rules. Strips nothing silently:
+ * unknown fields are errors naming the field.
+ */
+export class HostValidationPipe extends ValidationPipe {
+  constructor() {
+    super({
+      transform: true,
+      whitelist: true,
+      forbidNonWhitelisted: true,
+      exceptionFactory: (errors) => invalid(flatten(errors)),
+    });
+  }
+
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    if (metadata.type === 'body' || metadata.type === 'query' || metadata.type === 'param') {
+      const problem = checkJson(value, metadata.data ?? '');
+      if (problem) {
+        throw invalid([problem]);
+      }
+    }
+    return super.transform(value, metadata);
+  }
+}
+
+export function validationPipe(): ValidationPipe {
+  return new HostValidationPipe();
 }
