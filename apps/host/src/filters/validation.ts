@@ -1,13 +1,10 @@
 import { ValidationPipe, type ArgumentMetadata, type ValidationError } from '@nestjs/common';
-import { checkJson, DomainError } from '@libs/protocol';
+import { checkJson, DomainError, joinPath } from '@libs/protocol';
 
 function flatten(errors: ValidationError[], parent = ''): { field: string; rule: string }[] {
   return errors.flatMap((e) => {
-    const field = parent
-      ? /^\d+$/.test(e.property)
-        ? `${parent}[${e.property}]`
-        : `${parent}.${e.property}`
-      : e.property;
+    // Same path syntax as the JSON checker: a[0].b, a["odd key"] (an empty query key is `[""]`).
+    const field = joinPath(parent, parent && /^\d+$/.test(e.property) ? Number(e.property) : e.property);
     const own = Object.values(e.constraints ?? {}).map((rule) => ({ field, rule }));
     return [...own, ...flatten(e.children ?? [], field)];
   });
