@@ -58,7 +58,8 @@ export function httpViolation(status: number, text: string): string | null {
 
 function errorMessageOf(text: string): string {
   try {
-    return String((JSON.parse(text) as { error?: { message?: unknown } }).error?.message ?? text.slice(0, 100));
+    const message = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
+    return typeof message === 'string' ? message : text.slice(0, 100);
   } catch {
     return text.slice(0, 100);
   }

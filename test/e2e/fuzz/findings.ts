@@ -28,5 +28,8 @@ export function shape(message: string): string {
     .replace(/"[^"]*"|'[^']*'/g, '…')
     .replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '<id>')
     .replace(/\d+/g, 'N')
-    .slice(0, 140);
+    .split(/\s+/)
+    .filter((w) => /^[\x20-\x7e…]+$/.test(w) && !w.includes('…'))
+    .slice(0, 8)
+    .join(' ');
 }
