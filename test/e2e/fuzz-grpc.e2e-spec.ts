@@ -102,7 +102,7 @@ describe('fuzz: gRPC', () => {
     runId = await startRawRun('host api fuzz run');
     api = new HostApiClient(host.grpc, rawToken);
     generic = new grpc.Client(host.grpc, grpc.credentials.createInsecure());
-    const words = Array.from({ length: 500 }, (_, i) => `w${i}`).join(' ');
+    const words = Array.from({ length: 350 }, (_, i) => `w${i}`).join(' ');
     longRunId = (await host.api('POST', '/v1/events', event('fuzz-long', words))).body.run_id;
     rssStart = rssMiB(host.proc.child.pid!);
   });

@@ -4,7 +4,7 @@ import { deepJsonText } from './fuzz/arbitraries';
 import { countChanges, httpViolation, RowCounter, rssMiB, RSS_GROWTH_LIMIT_MIB } from './fuzz/checks';
 import { params } from './fuzz/config';
 import { Findings, shape } from './fuzz/findings';
-import { routeGroups, type FuzzRequest } from './fuzz/http-routes';
+import { knownRunIds, routeGroups, type FuzzRequest } from './fuzz/http-routes';
 
 jest.setTimeout(240_000);
 
@@ -102,11 +102,13 @@ describe('fuzz: HTTP', () => {
     }
     expect((await host.api('POST', '/v1/admin/knowledge-bases', { kb_id: 'fuzz-kb', name: 'kb' })).status).toBe(201);
     platformKey = (await host.api('POST', '/v1/admin/api-keys', { name: 'fuzz', role: 'platform' })).body.key;
-    // The long run: 500 words, one delta every 40 ms (~20 s) — it must live through the fuzzing.
-    const words = Array.from({ length: 500 }, (_, i) => `w${i}`).join(' ');
+    // The long run: 350 words, one delta every 40 ms (~14 s) — it must live through the fuzzing.
+    const words = Array.from({ length: 350 }, (_, i) => `w${i}`).join(' ');
     const started = await host.api('POST', '/v1/events', event('fuzz-long', words));
     expect(started.status).toBe(202);
     longRunId = started.body.run_id;
+    const finished = await host.api('POST', '/v1/events', event('fuzz-agent', 'a finished run'));
+    knownRunIds.push(finished.body.run_id as string);
     rssStart = rssMiB(host.proc.child.pid!);
   });
 
@@ -220,7 +222,7 @@ describe('fuzz: HTTP', () => {
       const findings = new Findings();
       await fc.assert(
         fc.asyncProperty(arb, (r) => check(findings, r)),
-        params(group === 'events' ? 60 : 25),
+        params(group === 'events' ? 60 : group === 'inspection' ? 60 : 25),
       );
       expect(findings.list()).toEqual([]);
     });

@@ -1,5 +1,5 @@
 import * as fc from 'fast-check';
-import { headerValue, mutated, nastyString, pathSegment, queryString, serialise } from './arbitraries';
+import { extremeNumber, headerValue, mutated, nastyString, pathSegment, queryString, serialise } from './arbitraries';
 
 /** One generated HTTP request. */
 export interface FuzzRequest {
@@ -133,6 +133,12 @@ function req(
     }));
 }
 
+/** Ids of real runs, filled in by the test once it has them: paths then reach past the 404. */
+export const knownRunIds: string[] = [];
+const runSeg = fc.oneof(
+  pathSegment,
+  fc.nat().map((i) => (knownRunIds.length > 0 ? knownRunIds[i % knownRunIds.length] : 'no-run-yet')),
+);
 const seg = pathSegment;
 const q = queryString;
 const p = (...parts: (string | fc.Arbitrary<string>)[]) =>
@@ -152,11 +158,11 @@ export function routeGroups(runnerId: string): Record<string, fc.Arbitrary<FuzzR
     ),
     runs: fc.oneof(
       req('GET', p('/v1/runs', q)),
-      req('GET', p('/v1/runs/', seg)),
-      req('POST', p('/v1/runs/', seg, '/cancel'), body(t.cancel)),
+      req('GET', p('/v1/runs/', runSeg)),
+      req('POST', p('/v1/runs/', runSeg, '/cancel'), body(t.cancel)),
       req(
         'GET',
-        p('/v1/runs/', seg, '/events', q),
+        p('/v1/runs/', runSeg, '/events', q),
         undefined,
         headerValue.map((v) => ({ 'last-event-id': v })),
       ),
@@ -208,8 +214,18 @@ export function routeGroups(runnerId: string): Record<string, fc.Arbitrary<FuzzR
       req('POST', p('/v1/admin/tools/sources/', seg, '/refresh')),
     ),
     inspection: fc.oneof(
-      req('GET', p('/v1/admin/runs/', seg, '/authorization')),
-      req('GET', p('/v1/admin/runs/', seg, '/audit', q)),
+      req('GET', p('/v1/admin/runs/', runSeg, '/authorization')),
+      req('GET', p('/v1/admin/runs/', runSeg, '/audit', q)),
+      // Cursors and limits at the edges of the integer columns, on a run that exists.
+      req(
+        'GET',
+        p(
+          '/v1/admin/runs/',
+          runSeg.filter(() => knownRunIds.length > 0).map(() => knownRunIds[0]),
+          '/audit?cursor=',
+          fc.oneof(extremeNumber.map(String), fc.constantFrom('1e23', '99999999999', '-1', '0x10')),
+        ),
+      ),
     ),
     healthAndUnknown: fc.oneof(
       req('GET', fc.constant('/health/live')),
