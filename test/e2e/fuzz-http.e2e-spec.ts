@@ -1,4 +1,5 @@
 import * as fc from 'fast-check';
+import { concurrencyPolicySchema, deliveryPolicySchema, resourcePolicySchema, statePolicySchema } from '@libs/agents';
 import { ADMIN_KEY, Host, TestDatabase, event, startDemoRunner, waitFor, type Proc } from './harness';
 import { deepJsonText } from './fuzz/arbitraries';
 import { countChanges, httpViolation, RowCounter, rssMiB, RSS_GROWTH_LIMIT_MIB } from './fuzz/checks';
@@ -227,6 +228,24 @@ describe('fuzz: HTTP', () => {
       expect(findings.list()).toEqual([]);
     });
   }
+
+  it('the OpenAPI document types every grant field of the agent policies (issue 8 item 14)', async () => {
+    const doc = (await (await fetch(`${host.http}/openapi.json`)).json()) as any;
+    const agent = doc.components.schemas.CreateAgentDto.properties;
+    for (const [field, schema] of [
+      ['resource_policy', resourcePolicySchema],
+      ['state_policy', statePolicySchema],
+      ['delivery_policy', deliveryPolicySchema],
+      ['concurrency_policy', concurrencyPolicySchema],
+    ] as const) {
+      const documented = agent[field].properties as Record<string, { type?: string; description?: string }>;
+      expect(Object.keys(documented).sort()).toEqual(Object.keys(schema.shape).sort());
+      for (const [name, prop] of Object.entries(documented)) {
+        expect([name, typeof prop.type, typeof prop.description]).toEqual([name, 'string', 'string']);
+      }
+      expect(agent[field].additionalProperties).toBe(false);
+    }
+  });
 
   it('a body above the 5 MB limit is 413 naming the body', async () => {
     const res = await host.api('POST', '/v1/events', `{"agent_id":"${'x'.repeat(6 * 1024 * 1024)}"}`);
