@@ -141,7 +141,7 @@ describe('fuzz: gRPC', () => {
           }
         }
       }),
-      params(150),
+      params(120),
     );
     await checkRawRun(findings, 'the host API fuzz');
     expect(findings.list()).toEqual([]);
