@@ -149,7 +149,9 @@ export class AgentsService {
     const manifest = await this.manifestOf(input.runner_id);
     const problems = validateRunnerConfig(runnerConfig, manifest?.config_schema ?? []);
     if (problems.length > 0) {
-      throw new DomainError('invalid_argument', problems.join('; '), { field: 'runner_config', problems });
+      // Each problem reads "runner_config.<key>: <rule>": the first one names the field.
+      const field = problems[0].slice(0, problems[0].indexOf(':'));
+      throw new DomainError('invalid_argument', problems.join('; '), { field, problems });
     }
     const resourcePolicy = parsePolicy(
       resourcePolicySchema,

@@ -1,47 +1,122 @@
 import { z } from 'zod';
 import { STATE_SCOPES } from '@libs/protocol';
 
+/** The largest value an INTEGER column or an int32 field holds. */
+const INT32_MAX = 2_147_483_647;
 const ids = z.array(z.string().min(1).max(255)).max(1000);
 
 /**
  * Agent policies (SPEC §5). Strict: unknown keys are errors. The snapshot builder, stores,
- * delivery and steering read them; resource ids are checked against the registries once those
- * exist.
+ * delivery and steering read them; resource ids are checked against the registries. The
+ * descriptions are the documentation of each grant: the OpenAPI document is generated from
+ * these schemas (see `policyOpenApiSchema`), so they must say what the host does with them.
  */
 export const resourcePolicySchema = z.strictObject({
-  allowed_model_ids: ids.optional(),
-  allowed_tool_names: ids.optional(),
-  allow_all_tools: z.boolean().default(false),
-  allowed_kb_ids: ids.optional(),
-  allow_plugin_storage: z.boolean().default(true),
-  allow_workspace_storage: z.boolean().default(false),
-  allow_binding_storage: z.boolean().default(false),
-  history: z.array(z.enum(['page', 'search'])).optional(),
-  events: z.array(z.enum(['get', 'page'])).optional(),
+  allowed_model_ids: ids
+    .optional()
+    .describe(
+      'Registered models (model_id) the runner may call: chat models for invoke/stream/count_tokens, rerank models for rerank — as far as the runner manifest asks for those permissions.',
+    ),
+  allowed_tool_names: ids
+    .optional()
+    .describe(
+      'Registered tools (tool_name) the runner may see and call, if its manifest declares tool_calling. Ignored when allow_all_tools is true.',
+    ),
+  allow_all_tools: z
+    .boolean()
+    .default(false)
+    .describe('Grant every registered tool (as of the run start) instead of the allowed_tool_names list.'),
+  allowed_kb_ids: ids
+    .optional()
+    .describe(
+      'Registered knowledge bases (kb_id) the runner may list and retrieve from (manifest: knowledge_retrieval).',
+    ),
+  allow_plugin_storage: z
+    .boolean()
+    .default(true)
+    .describe("Storage area `plugin`: the plugin's own key/value area, shared by all its agents."),
+  allow_workspace_storage: z
+    .boolean()
+    .default(false)
+    .describe(
+      'Storage area `workspace`: shared by every plugin in the conversation workspace (default workspace when none).',
+    ),
+  allow_binding_storage: z
+    .boolean()
+    .default(false)
+    .describe('Storage area `binding`: private to this agent (this runner binding).'),
+  history: z
+    .array(z.enum(['page', 'search']))
+    .optional()
+    .describe(
+      'Conversation history APIs the runner may call (default both: page and search); only in runs with a conversation.',
+    ),
+  events: z
+    .array(z.enum(['get', 'page']))
+    .optional()
+    .describe(
+      'Event log APIs the runner may call (default both: get and page; page only in runs with a conversation).',
+    ),
   prompt: z
-    .array(z.strictObject({ role: z.enum(['system', 'user', 'assistant']), content: z.string() }))
+    .array(
+      z.strictObject({
+        role: z.enum(['system', 'user', 'assistant']),
+        content: z.string().max(100_000),
+      }),
+    )
     .max(100)
-    .optional(),
+    .optional()
+    .describe('Prompt messages the runner reads with the prompt API (prompt_get is available when non-empty).'),
 });
 
 export const statePolicySchema = z.strictObject({
-  enable_state: z.boolean().default(true),
-  state_scopes: z.array(z.enum(STATE_SCOPES)).default(['conversation', 'actor']),
+  enable_state: z.boolean().default(true).describe('false: no state API at all.'),
+  state_scopes: z
+    .array(z.enum(STATE_SCOPES))
+    .default(['conversation', 'actor'])
+    .describe('State scopes the runner may read and write; a scope is available only when the run has its dimension.'),
 });
 
 export const deliveryPolicySchema = z.strictObject({
-  enable_streaming: z.boolean().default(true),
-  edit_interval_ms: z.number().int().min(0).max(60_000).default(1000),
-  max_message_size: z.number().int().positive().nullable().default(null),
-  failure_notice: z.boolean().default(true),
-  cancel_notice: z.boolean().default(true),
+  enable_streaming: z.boolean().default(true).describe('Deliver partial results as they stream.'),
+  edit_interval_ms: z
+    .number()
+    .int()
+    .min(0)
+    .max(60_000)
+    .default(1000)
+    .describe('Least interval between two edits of a streamed message.'),
+  max_message_size: z
+    .number()
+    .int()
+    .positive()
+    .max(INT32_MAX)
+    .nullable()
+    .default(null)
+    .describe('Characters per delivered message; null: the platform decides.'),
+  failure_notice: z.boolean().default(true).describe('Tell the user when a run fails.'),
+  cancel_notice: z.boolean().default(true).describe('Tell the user when a run is cancelled.'),
 });
 
 export const concurrencyPolicySchema = z.strictObject({
-  mode: z.enum(['steer', 'queue', 'interrupt', 'reject']).optional(),
+  mode: z
+    .enum(['steer', 'queue', 'interrupt', 'reject'])
+    .optional()
+    .describe(
+      'What a follow-up event does while a run of its conversation is active: steer it into the run, queue it, interrupt the run, or reject it. Stored with the agent; the host does not act on it yet.',
+    ),
 });
 
 export type ResourcePolicy = z.infer<typeof resourcePolicySchema>;
 export type StatePolicy = z.infer<typeof statePolicySchema>;
 export type DeliveryPolicy = z.infer<typeof deliveryPolicySchema>;
 export type ConcurrencyPolicy = z.infer<typeof concurrencyPolicySchema>;
+
+/** An OpenAPI 3.0 schema object of a policy, as a request accepts it (defaults shown). */
+export function policyOpenApiSchema(schema: z.ZodType): Record<string, unknown> {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { target: 'openapi-3.0', io: 'input' }) as Record<
+    string,
+    unknown
+  >;
+  return rest;
+}

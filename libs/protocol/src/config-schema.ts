@@ -1,6 +1,11 @@
 import type { ConfigSchemaItem } from './manifest';
 
 export const DEFAULT_RUN_TIMEOUT_SECONDS = 300;
+/**
+ * One year. The deadline is stored as epoch milliseconds (BIGINT) and sent as a double: a larger
+ * timeout (1e300) would overflow both, and no run is meant to outlive a year.
+ */
+export const MAX_RUN_TIMEOUT_SECONDS = 31_536_000;
 
 type Check = (value: unknown, item: ConfigSchemaItem) => string | null;
 
@@ -66,8 +71,14 @@ export function validateRunnerConfig(config: Record<string, unknown>, schema: Co
     }
   }
   const timeout = config.timeout;
-  if (timeout !== undefined && timeout !== null && (typeof timeout !== 'number' || !(timeout >= 0))) {
-    problems.push('runner_config.timeout: must be a number of seconds >= 0, or null for no deadline');
+  if (
+    timeout !== undefined &&
+    timeout !== null &&
+    (typeof timeout !== 'number' || !(timeout >= 0) || !(timeout <= MAX_RUN_TIMEOUT_SECONDS))
+  ) {
+    problems.push(
+      `runner_config.timeout: must be a number of seconds from 0 to ${MAX_RUN_TIMEOUT_SECONDS} (0 or null: no deadline)`,
+    );
   }
   return problems;
 }

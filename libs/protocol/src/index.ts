@@ -5,3 +5,4 @@ export * from './manifest';
 export * from './results';
 export * from './config-schema';
 export { describeIssues } from './zod-issues';
+export * from './json-limits';

@@ -84,7 +84,7 @@ describe('runner config', () => {
     expect(validateRunnerConfig({ mode: 'c', n: 1.5, timeout: -1 }, schema)).toEqual([
       'runner_config.mode: must be one of "a", "b"',
       'runner_config.n: must be an integer',
-      'runner_config.timeout: must be a number of seconds >= 0, or null for no deadline',
+      'runner_config.timeout: must be a number of seconds from 0 to 31536000 (0 or null: no deadline)',
     ]);
     expect(validateRunnerConfig({}, schema)).toEqual(['runner_config.mode: is required']);
     expect(validateRunnerConfig({ mode: 'a' }, schema)).toEqual([]);

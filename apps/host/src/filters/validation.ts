@@ -1,30 +1,49 @@
-import { ValidationPipe, type ValidationError } from '@nestjs/common';
-import { DomainError } from '@libs/protocol';
+import { ValidationPipe, type ArgumentMetadata, type ValidationError } from '@nestjs/common';
+import { checkJson, DomainError, joinPath } from '@libs/protocol';
 
 function flatten(errors: ValidationError[], parent = ''): { field: string; rule: string }[] {
   return errors.flatMap((e) => {
-    const field = parent
-      ? /^\d+$/.test(e.property)
-        ? `${parent}[${e.property}]`
-        : `${parent}.${e.property}`
-      : e.property;
+    // Same path syntax as the JSON checker: a[0].b, a["odd key"] (an empty query key is `[""]`).
+    const field = joinPath(parent, parent && /^\d+$/.test(e.property) ? Number(e.property) : e.property);
     const own = Object.values(e.constraints ?? {}).map((rule) => ({ field, rule }));
     return [...own, ...flatten(e.children ?? [], field)];
   });
 }
 
-/** The one request validation pipe: strips nothing silently — unknown fields are errors naming the field. */
-export function validationPipe(): ValidationPipe {
-  return new ValidationPipe({
-    transform: true,
-    whitelist: true,
-    forbidNonWhitelisted: true,
-    exceptionFactory: (errors) => {
-      const problems = flatten(errors);
-      return new DomainError('invalid_argument', problems.map((p) => `${p.field}: ${p.rule}`).join('; '), {
-        field: problems[0]?.field,
-        problems,
-      });
-    },
+function invalid(problems: { field: string; rule: string }[]): DomainError {
+  return new DomainError('invalid_argument', problems.map((p) => `${p.field}: ${p.rule}`).join('; '), {
+    field: problems[0]?.field,
+    problems,
   });
+}
+
+/**
+ * The one request validation pipe. First the shared JSON limits (depth, NUL and lone surrogates,
+ * finite numbers) on the raw body, query and path parameters — iteratively, before
+ * class-transformer recurses into the value —, then the DTO rules. Strips nothing silently:
+ * unknown fields are errors naming the field.
+ */
+export class HostValidationPipe extends ValidationPipe {
+  constructor() {
+    super({
+      transform: true,
+      whitelist: true,
+      forbidNonWhitelisted: true,
+      exceptionFactory: (errors) => invalid(flatten(errors)),
+    });
+  }
+
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    if (metadata.type === 'body' || metadata.type === 'query' || metadata.type === 'param') {
+      const problem = checkJson(value, metadata.data ?? '');
+      if (problem) {
+        throw invalid([problem]);
+      }
+    }
+    return super.transform(value, metadata);
+  }
+}
+
+export function validationPipe(): ValidationPipe {
+  return new HostValidationPipe();
 }

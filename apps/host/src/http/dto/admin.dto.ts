@@ -1,22 +1,53 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import {
+  concurrencyPolicySchema,
+  deliveryPolicySchema,
+  policyOpenApiSchema,
+  resourcePolicySchema,
+  statePolicySchema,
+} from '@libs/agents';
+import { INT32_MAX, IsJsonMap } from './rules';
 
 const obj = { type: 'object', additionalProperties: true } as const;
+
+/** A policy in the OpenAPI document: its grant fields typed and described, generated from the zod schema that validates it. */
+function policy(schema: Parameters<typeof policyOpenApiSchema>[0], description: string) {
+  return { ...policyOpenApiSchema(schema), description } as ApiPropertyOptions;
+}
 
 export class AgentBodyDto {
   @ApiProperty({ example: 'plugin:demo/echo/default' }) @IsString() @IsNotEmpty() @MaxLength(200) runner_id!: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(1000) description?: string;
-  @ApiPropertyOptional({ ...obj, description: "Validated against the runner's config_schema when the runner is known" })
+  @ApiPropertyOptional({
+    ...obj,
+    description:
+      "Validated against the runner's config_schema when the runner is known. `timeout`: seconds until the run's deadline (default 300; 0 or null: none; at most 31536000).",
+  })
   @IsOptional()
-  @IsObject()
+  @IsJsonMap()
   runner_config?: Record<string, unknown>;
-  @ApiPropertyOptional(obj) @IsOptional() @IsObject() resource_policy?: Record<string, unknown>;
-  @ApiPropertyOptional(obj) @IsOptional() @IsObject() state_policy?: Record<string, unknown>;
-  @ApiPropertyOptional(obj) @IsOptional() @IsObject() delivery_policy?: Record<string, unknown>;
-  @ApiPropertyOptional({ ...obj, description: '{mode: steer | queue | interrupt | reject}' })
+  @ApiPropertyOptional(
+    policy(
+      resourcePolicySchema,
+      'What the runner may use: models, tools, knowledge bases, history, events, storage areas, prompt',
+    ),
+  )
   @IsOptional()
-  @IsObject()
+  @IsJsonMap()
+  resource_policy?: Record<string, unknown>;
+  @ApiPropertyOptional(policy(statePolicySchema, 'State API grants'))
+  @IsOptional()
+  @IsJsonMap()
+  state_policy?: Record<string, unknown>;
+  @ApiPropertyOptional(policy(deliveryPolicySchema, 'How results are delivered to the platform surface'))
+  @IsOptional()
+  @IsJsonMap()
+  delivery_policy?: Record<string, unknown>;
+  @ApiPropertyOptional(policy(concurrencyPolicySchema, 'Follow-up events while a run is active'))
+  @IsOptional()
+  @IsJsonMap()
   concurrency_policy?: Record<string, unknown>;
 }
 
@@ -29,6 +60,7 @@ export class ReplaceAgentDto extends AgentBodyDto {
   @IsOptional()
   @IsInt()
   @Min(1)
+  @Max(INT32_MAX)
   version?: number;
 }
 

@@ -4,6 +4,7 @@ import {
   ArrayMaxSize,
   IsArray,
   IsBoolean,
+  IsDefined,
   IsIn,
   IsInt,
   IsNotEmpty,
@@ -11,14 +12,21 @@ import {
   IsOptional,
   IsString,
   Matches,
+  Max,
   MaxLength,
   Min,
   ValidateNested,
 } from 'class-validator';
 import type { EventSubmission } from '@libs/runs';
+import { INT32_MAX, IsJsonMap, MAX_EPOCH_SECONDS, OPEN_MAP_MAX_BYTES } from './rules';
 
 export const TRIGGER_SOURCES = ['platform', 'webui', 'api', 'scheduler', 'system', 'host_adapter'];
 const ID = /^[^\s].{0,254}$/;
+const openMap = {
+  type: 'object',
+  additionalProperties: true,
+  description: `Open JSON object: at most ${OPEN_MAP_MAX_BYTES} bytes; the whole body at most 32 levels deep`,
+} as const;
 
 export class RawEventRefDto {
   @ApiProperty() @IsString() @IsNotEmpty() @MaxLength(255) ref_id!: string;
@@ -39,7 +47,12 @@ export class EventContextDto {
   @Matches(/^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$/, { message: 'event_type must be a dotted name such as message.received' })
   event_type!: string;
 
-  @ApiPropertyOptional({ description: 'Epoch seconds' }) @IsOptional() @IsInt() @Min(0) event_time?: number;
+  @ApiPropertyOptional({ description: 'Epoch seconds', minimum: 0, maximum: MAX_EPOCH_SECONDS })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(MAX_EPOCH_SECONDS)
+  event_time?: number;
 
   @ApiProperty({ enum: TRIGGER_SOURCES }) @IsIn(TRIGGER_SOURCES) source!: string;
 
@@ -51,10 +64,7 @@ export class EventContextDto {
   @Type(() => RawEventRefDto)
   raw_ref?: RawEventRefDto;
 
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() @IsObject() data?: Record<
-    string,
-    unknown
-  >;
+  @ApiPropertyOptional(openMap) @IsOptional() @IsJsonMap() data?: Record<string, unknown>;
 }
 
 export class ConversationDto {
@@ -75,23 +85,17 @@ export class ActorDto {
   @ApiProperty({ example: 'user' }) @IsString() @IsNotEmpty() @MaxLength(64) actor_type!: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(255) actor_id?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(255) actor_name?: string;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() @IsObject() metadata?: Record<
-    string,
-    unknown
-  >;
+  @ApiPropertyOptional(openMap) @IsOptional() @IsJsonMap() metadata?: Record<string, unknown>;
 }
 
 export class SubjectDto {
   @ApiProperty() @IsString() @IsNotEmpty() @MaxLength(64) subject_type!: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(255) subject_id?: string;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() @IsObject() data?: Record<
-    string,
-    unknown
-  >;
+  @ApiPropertyOptional(openMap) @IsOptional() @IsJsonMap() data?: Record<string, unknown>;
 }
 
 export class ImageUrlDto {
-  @ApiProperty() @IsString() @IsNotEmpty() url!: string;
+  @ApiProperty() @IsString() @IsNotEmpty() @MaxLength(8192) url!: string;
 }
 
 export class ContentElementDto {
@@ -105,24 +109,29 @@ export class ContentElementDto {
   @Type(() => ImageUrlDto)
   image_url?: ImageUrlDto;
   @ApiPropertyOptional() @IsOptional() @IsString() image_base64?: string;
-  @ApiPropertyOptional() @IsOptional() @IsString() file_url?: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(8192) file_url?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() file_base64?: string;
-  @ApiPropertyOptional() @IsOptional() @IsString() file_name?: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(1024) file_name?: string;
 }
 
 export class AttachmentDto {
   @ApiProperty({ enum: ['image', 'file', 'voice'] }) @IsIn(['image', 'file', 'voice']) type!: string;
-  @ApiPropertyOptional() @IsOptional() @IsString() mime_type?: string;
-  @ApiPropertyOptional() @IsOptional() @IsInt() @Min(0) size?: number;
-  @ApiPropertyOptional() @IsOptional() @IsString() name?: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(255) mime_type?: string;
+  @ApiPropertyOptional({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(Number.MAX_SAFE_INTEGER)
+  size?: number;
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(1024) name?: string;
   @ApiPropertyOptional({ enum: ['url', 'base64', 'message_chain'] })
   @IsOptional()
   @IsIn(['url', 'base64', 'message_chain'])
   source?: string;
-  @ApiPropertyOptional() @IsOptional() @IsString() url?: string;
-  @ApiPropertyOptional() @IsOptional() @IsString() path?: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(8192) url?: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(8192) path?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() content?: string;
-  @ApiPropertyOptional() @IsOptional() @IsString() id?: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(255) id?: string;
 }
 
 export class InputDto {
@@ -145,17 +154,19 @@ export class InputDto {
 
 export class DeliveryDto {
   @ApiPropertyOptional({ default: 'api' }) @IsOptional() @IsString() @MaxLength(64) surface?: string;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() @IsObject() reply_target?: Record<
-    string,
-    unknown
-  >;
+  @ApiPropertyOptional(openMap) @IsOptional() @IsJsonMap() reply_target?: Record<string, unknown>;
   @ApiPropertyOptional({ default: true }) @IsOptional() @IsBoolean() supports_streaming?: boolean;
   @ApiPropertyOptional({ default: false }) @IsOptional() @IsBoolean() supports_edit?: boolean;
   @ApiPropertyOptional({ default: false }) @IsOptional() @IsBoolean() supports_reaction?: boolean;
-  @ApiPropertyOptional() @IsOptional() @IsInt() @Min(1) max_message_size?: number;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true })
+  @ApiPropertyOptional({ minimum: 1, maximum: INT32_MAX })
   @IsOptional()
-  @IsObject()
+  @IsInt()
+  @Min(1)
+  @Max(INT32_MAX)
+  max_message_size?: number;
+  @ApiPropertyOptional(openMap)
+  @IsOptional()
+  @IsJsonMap()
   platform_capabilities?: Record<string, unknown>;
 }
 
@@ -165,7 +176,12 @@ export class SubmitEventDto implements EventSubmission {
   @IsNotEmpty()
   @MaxLength(128)
   agent_id!: string;
-  @ApiProperty({ type: EventContextDto }) @ValidateNested() @Type(() => EventContextDto) event!: EventContextDto;
+  @ApiProperty({ type: EventContextDto })
+  @IsDefined()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => EventContextDto)
+  event!: EventContextDto;
   @ApiPropertyOptional({ type: ConversationDto })
   @IsOptional()
   @ValidateNested()
@@ -177,7 +193,12 @@ export class SubmitEventDto implements EventSubmission {
   @ValidateNested()
   @Type(() => SubjectDto)
   subject?: SubjectDto;
-  @ApiProperty({ type: InputDto }) @ValidateNested() @Type(() => InputDto) input!: InputDto;
+  @ApiProperty({ type: InputDto })
+  @IsDefined()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => InputDto)
+  input!: InputDto;
   @ApiPropertyOptional({ type: DeliveryDto })
   @IsOptional()
   @ValidateNested()
@@ -185,10 +206,7 @@ export class SubmitEventDto implements EventSubmission {
   delivery?: DeliveryDto;
   @ApiPropertyOptional({ example: 'en_US' }) @IsOptional() @IsString() @MaxLength(32) locale?: string;
   @ApiPropertyOptional({ example: 'Europe/Berlin' }) @IsOptional() @IsString() @MaxLength(64) timezone?: string;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() @IsObject() metadata?: Record<
-    string,
-    unknown
-  >;
+  @ApiPropertyOptional(openMap) @IsOptional() @IsJsonMap() metadata?: Record<string, unknown>;
 }
 
 export class AdmissionDto {

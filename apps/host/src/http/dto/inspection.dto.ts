@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { IsIntCursor } from './rules';
 
 export class AuthorizationDto {
   @ApiProperty() run_id!: string;
@@ -48,11 +49,11 @@ export class TranscriptQueryDto {
   thread_id?: string;
   @ApiPropertyOptional({ description: 'Items with seq < before (newest first)' })
   @IsOptional()
-  @Matches(/^\d{1,15}$/, { message: 'before must be a cursor' })
+  @IsIntCursor()
   before?: string;
   @ApiPropertyOptional({ description: 'Items with seq > after (oldest first)' })
   @IsOptional()
-  @Matches(/^\d{1,15}$/, { message: 'after must be a cursor' })
+  @IsIntCursor()
   after?: string;
   @ApiPropertyOptional({ enum: ['newest', 'oldest'], default: 'newest' })
   @IsOptional()

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsIn, IsInt, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsJsonMap } from './rules';
 
 const obj = { type: 'object', additionalProperties: true } as const;
 
@@ -61,7 +62,7 @@ export class UploadDocumentDto {
     description: 'Flat {key: string | number | boolean | null}; copied onto every chunk, usable as a retrieval filter',
   })
   @IsOptional()
-  @IsObject()
+  @IsJsonMap()
   metadata?: Record<string, unknown>;
 }
 
@@ -86,7 +87,7 @@ export class KnowledgeSearchDto {
   @ApiPropertyOptional({ default: 5, minimum: 1, maximum: 50 }) @IsOptional() @IsInt() top_k?: number;
   @ApiPropertyOptional({ ...obj, description: 'Equality on chunk metadata keys, e.g. {"document_id": "doc_…"}' })
   @IsOptional()
-  @IsObject()
+  @IsJsonMap()
   filters?: Record<string, unknown>;
 }
 

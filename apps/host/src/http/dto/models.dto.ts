@@ -5,7 +5,6 @@ import {
   IsIn,
   IsInt,
   IsNotEmpty,
-  IsObject,
   IsOptional,
   IsString,
   IsUrl,
@@ -15,6 +14,7 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
+import { IsJsonMap } from './rules';
 
 const obj = { type: 'object', additionalProperties: true } as const;
 const TOKENIZERS = ['o200k_base', 'cl100k_base', 'p50k_base', 'r50k_base'];
@@ -81,7 +81,7 @@ export class ModelBodyDto {
   tokenizer?: string | null;
   @ApiPropertyOptional({ ...obj, description: 'Request fields sent on every call (a call may override them)' })
   @IsOptional()
-  @IsObject()
+  @IsJsonMap()
   extra_args?: Record<string, unknown>;
 }
 

@@ -2,6 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { RUN_STATUSES } from '@libs/protocol';
+import { INT32_MAX, IsIntCursor } from './rules';
 
 export class RunErrorDto {
   @ApiProperty() code!: string;
@@ -44,7 +45,10 @@ export class ListRunsQueryDto {
   @Transform(({ value }: { value: unknown }) => (typeof value === 'string' ? value.split(',') : value))
   @IsIn(RUN_STATUSES, { each: true })
   status?: string[];
-  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(32) cursor?: string;
+  @ApiPropertyOptional({ description: 'next_cursor of the previous page' })
+  @IsOptional()
+  @IsIntCursor()
+  cursor?: string;
   @ApiPropertyOptional({ default: 50, maximum: 100 })
   @IsOptional()
   @Transform(toInt)
@@ -60,6 +64,7 @@ export class RunEventsQueryDto {
   @Transform(toInt)
   @IsInt()
   @Min(0)
+  @Max(INT32_MAX)
   after?: number;
 }
 

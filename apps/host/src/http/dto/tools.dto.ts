@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsIn, IsNotEmpty, IsObject, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsBoolean, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsJsonMap } from './rules';
 
 const obj = { type: 'object', additionalProperties: true } as const;
 const KINDS = ['mcp_stdio', 'mcp_http', 'http'];
@@ -13,7 +14,7 @@ const CONFIG_DOC = [
 
 export class ToolSourceBodyDto {
   @ApiProperty({ enum: KINDS }) @IsIn(KINDS) kind!: string;
-  @ApiProperty({ ...obj, description: CONFIG_DOC }) @IsObject() config!: Record<string, unknown>;
+  @ApiProperty({ ...obj, description: CONFIG_DOC }) @IsJsonMap() config!: Record<string, unknown>;
   @ApiPropertyOptional({ default: true }) @IsOptional() @IsBoolean() enabled?: boolean;
 }
 

@@ -1,0 +1,135 @@
+import 'reflect-metadata';
+import type { ArgumentMetadata } from '@nestjs/common';
+import { DomainError } from '@libs/protocol';
+import { CreateAgentDto, PageQueryDto } from '../http/dto/admin.dto';
+import { SubmitEventDto } from '../http/dto/event.dto';
+import { TranscriptQueryDto } from '../http/dto/inspection.dto';
+import { ListRunsQueryDto, RunEventsQueryDto } from '../http/dto/run.dto';
+import { validationPipe } from './validation';
+
+const pipe = validationPipe();
+const body = (metatype: ArgumentMetadata['metatype']): ArgumentMetadata => ({ type: 'body', metatype });
+const query = (metatype: ArgumentMetadata['metatype']): ArgumentMetadata => ({ type: 'query', metatype });
+const event = (over: Record<string, unknown> = {}, eventOver: Record<string, unknown> = {}) => ({
+  agent_id: 'a',
+  event: { event_type: 'message.received', source: 'api', ...eventOver },
+  input: { text: 'hi' },
+  ...over,
+});
+function nested(levels: number): unknown {
+  let v: unknown = 'leaf';
+  for (let i = 0; i < levels; i++) {
+    v = { k: v };
+  }
+  return v;
+}
+
+async function refusal(value: unknown, meta: ArgumentMetadata): Promise<{ field: unknown; message: string }> {
+  try {
+    await pipe.transform(value, meta);
+  } catch (e) {
+    expect(e).toBeInstanceOf(DomainError);
+    const d = e as DomainError;
+    expect(d.code).toBe('invalid_argument');
+    return { field: d.details.field, message: d.message };
+  }
+  throw new Error('admitted');
+}
+
+describe('validation pipe: every refusal is invalid_argument naming the field', () => {
+  it.each<[string, unknown, ArgumentMetadata, string, RegExp]>([
+    [
+      'event without input',
+      { agent_id: 'a', event: { event_type: 'message.received', source: 'api' } },
+      body(SubmitEventDto),
+      'input',
+      /input/,
+    ],
+    ['event without event', { agent_id: 'a', input: {} }, body(SubmitEventDto), 'event', /event/],
+    ['NUL in event.data', event({}, { data: { foo: 'x\u0000' } }), body(SubmitEventDto), 'event.data.foo', /NUL/],
+    ['NUL in agent_id', event({ agent_id: 'a\u0000' }), body(SubmitEventDto), 'agent_id', /NUL/],
+    [
+      'lone surrogate in input.text',
+      event({ input: { text: '\uDFFF' } }),
+      body(SubmitEventDto),
+      'input.text',
+      /surrogate/,
+    ],
+    [
+      'event_time 1e308',
+      event({}, { event_time: 1e308 }),
+      body(SubmitEventDto),
+      'event.event_time',
+      /event_time must not be greater than 253402300799/,
+    ],
+    [
+      'event_time 2^53+1',
+      event({}, { event_time: 2 ** 53 + 1 }),
+      body(SubmitEventDto),
+      'event.event_time',
+      /greater than/,
+    ],
+    ['negative event_time', event({}, { event_time: -1 }), body(SubmitEventDto), 'event.event_time', /less than 0/],
+    ['deep event.data (49 levels)', event({}, { data: nested(49) }), body(SubmitEventDto), 'event.data.k', /32 levels/],
+    ['20,000-level JSON', event({ metadata: nested(20_000) }), body(SubmitEventDto), 'metadata.k', /32 levels/],
+    ['event.data an array', event({}, { data: [1] }), body(SubmitEventDto), 'event.data', /JSON object/],
+    [
+      'event.data over 256 KiB',
+      event({}, { data: { s: 'x'.repeat(300_000) } }),
+      body(SubmitEventDto),
+      'event.data',
+      /262144 bytes/,
+    ],
+    [
+      'max_message_size above int32',
+      event({ delivery: { max_message_size: 2 ** 31 } }),
+      body(SubmitEventDto),
+      'delivery.max_message_size',
+      /greater than/,
+    ],
+    ['runs cursor 1e23', { cursor: '1e23' }, query(ListRunsQueryDto), 'cursor', /cursor/],
+    ['runs cursor above int32', { cursor: '2147483648' }, query(ListRunsQueryDto), 'cursor', /2147483647/],
+    ['runs cursor with NUL', { cursor: '1\u0000' }, query(ListRunsQueryDto), 'cursor', /NUL/],
+    ['events after above int32', { after: '99999999999' }, query(RunEventsQueryDto), 'after', /greater than/],
+    ['transcript before of 15 digits', { before: '999999999999999' }, query(TranscriptQueryDto), 'before', /cursor/],
+    ['page limit 1e3', { limit: '1000' }, query(PageQueryDto), 'limit', /100/],
+    [
+      'agent runner_config too deep',
+      { agent_id: 'x', runner_id: 'plugin:a/b/c', runner_config: nested(40) },
+      body(CreateAgentDto),
+      'runner_config.k',
+      /32 levels/,
+    ],
+    [
+      'agent policy not an object',
+      { agent_id: 'x', runner_id: 'plugin:a/b/c', resource_policy: 'all' },
+      body(CreateAgentDto),
+      'resource_policy',
+      /JSON object/,
+    ],
+  ])('%s', async (_name, value, meta, field, message) => {
+    const r = await refusal(value, meta);
+    expect(String(r.field).startsWith(field)).toBe(true);
+    expect(r.message).toMatch(message);
+    expect(r.message.startsWith(String(r.field))).toBe(true);
+  });
+
+  it.each<[string, unknown, ArgumentMetadata]>([
+    ['a minimal event', event(), body(SubmitEventDto)],
+    [
+      'extreme but storable numbers in open maps',
+      event({}, { data: { a: 1e308, b: -0, c: 2 ** 53 + 1, d: 1e23 } }),
+      body(SubmitEventDto),
+    ],
+    ['RTL and emoji text', event({ input: { text: '\u202Eabc 😀' } }), body(SubmitEventDto)],
+    ['a runs cursor at int32 max', { cursor: '2147483647' }, query(ListRunsQueryDto)],
+    ['event.data 30 levels deep (body depth 32)', event({}, { data: nested(29) }), body(SubmitEventDto)],
+  ])('admits %s', async (_name, value, meta) => {
+    await expect(pipe.transform(value, meta)).resolves.toBeDefined();
+  });
+
+  it('checks path parameters too', async () => {
+    const r = await refusal('ab\u0000', { type: 'param', data: 'agent_id', metatype: String });
+    expect(r.field).toBe('agent_id');
+  });
+});

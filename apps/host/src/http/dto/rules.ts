@@ -1,0 +1,47 @@
+import { ValidateBy, type ValidationOptions } from 'class-validator';
+import { jsonBytes } from '@libs/protocol';
+
+/** The largest value of an INTEGER column (SQLite and PostgreSQL `integer`: 32-bit on PostgreSQL). */
+export const INT32_MAX = 2_147_483_647;
+/** 9999-12-31T23:59:59Z: epoch seconds any BIGINT column, Date and int64 can hold. */
+export const MAX_EPOCH_SECONDS = 253_402_300_799;
+/** Serialised size of one open map (`event.data`, `metadata`, `runner_config`, a policy …). */
+export const OPEN_MAP_MAX_BYTES = 256 * 1024;
+
+/**
+ * An open JSON object (not an array, not null) of at most `maxBytes` UTF-8 bytes of JSON. Depth,
+ * NUL characters and lone surrogates inside it are checked once for the whole body by the
+ * validation pipe (libs/protocol json-limits).
+ */
+export function IsJsonMap(maxBytes = OPEN_MAP_MAX_BYTES, options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isJsonMap',
+      validator: {
+        validate: (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v) && jsonBytes(v) <= maxBytes,
+        defaultMessage: (args) =>
+          typeof args?.value === 'object' && args.value !== null && !Array.isArray(args.value)
+            ? `must be at most ${maxBytes} bytes of JSON`
+            : 'must be a JSON object',
+      },
+    },
+    options,
+  );
+}
+
+/**
+ * A cursor naming a row of an INTEGER key: 1 to 2147483647 in decimal digits. Larger values
+ * cannot name a row, and PostgreSQL refuses to compare them with an integer column.
+ */
+export function IsIntCursor(options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isIntCursor',
+      validator: {
+        validate: (v: unknown) => typeof v === 'string' && /^\d{1,10}$/.test(v) && Number(v) <= INT32_MAX,
+        defaultMessage: () => `must be a cursor returned by a previous page (an integer from 0 to ${INT32_MAX})`,
+      },
+    },
+    options,
+  );
+}

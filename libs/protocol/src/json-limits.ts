@@ -1,0 +1,102 @@
+/**
+ * Limits every JSON value entering the host must respect, checked by one iterative walk (no
+ * recursion, so a 20,000-level document cannot overflow the stack) before any other validation.
+ *
+ * - Depth: a run context travels as protobuf, where every JSON level of an open map costs two
+ *   message levels (Struct → Value); decoders stop at 100. 32 JSON levels for a whole request
+ *   body keep `event.data`, `metadata`, `runner_config`, policies … carriable.
+ * - Strings (values and keys): no NUL (PostgreSQL text cannot hold U+0000) and no lone UTF-16
+ *   surrogates (they cannot be encoded as UTF-8 for the database or protobuf: they would be
+ *   silently replaced, so ids would no longer match).
+ * - Numbers: finite (JSON.parse turns 1e400 into Infinity).
+ */
+export const MAX_JSON_DEPTH = 32;
+
+export interface JsonProblem {
+  field: string;
+  rule: string;
+}
+
+// A lone high surrogate (not followed by a low one) or a lone low surrogate (not preceded by a high one).
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const SIMPLE_KEY = /^[A-Za-z0-9_$-]+$/;
+const MAX_FIELD_CHARS = 200;
+
+/** Why a string cannot be stored, or null. */
+export function stringProblem(s: string): string | null {
+  if (s.includes('\u0000')) {
+    return 'must not contain NUL characters';
+  }
+  if (LONE_SURROGATE.test(s)) {
+    return 'must not contain lone UTF-16 surrogates (not valid Unicode)';
+  }
+  return null;
+}
+
+/** `a.b[0]["odd key"]`; long paths are cut (a 20,000-level path is no use in an error). */
+export function joinPath(parent: string, key: string | number): string {
+  if (parent.length > MAX_FIELD_CHARS) {
+    return parent;
+  }
+  let next: string;
+  if (typeof key === 'number') {
+    next = `${parent}[${key}]`;
+  } else if (SIMPLE_KEY.test(key)) {
+    next = parent ? `${parent}.${key}` : key;
+  } else {
+    next = `${parent}[${JSON.stringify(key.length > 40 ? `${key.slice(0, 40)}…` : key)}]`;
+  }
+  return next.length > MAX_FIELD_CHARS ? `${next.slice(0, MAX_FIELD_CHARS)}…` : next;
+}
+
+/**
+ * The first problem of a parsed JSON value, or null. `root` names the value itself (`''` for a
+ * request body, whose top-level keys are then the field names).
+ */
+export function checkJson(value: unknown, root = '', maxDepth = MAX_JSON_DEPTH): JsonProblem | null {
+  const stack: { v: unknown; path: string; depth: number }[] = [{ v: value, path: root, depth: 0 }];
+  while (stack.length > 0) {
+    const { v, path, depth } = stack.pop()!;
+    const field = path || 'body';
+    if (typeof v === 'string') {
+      const rule = stringProblem(v);
+      if (rule) {
+        return { field, rule };
+      }
+    } else if (typeof v === 'number') {
+      if (!Number.isFinite(v)) {
+        return { field, rule: 'must be a finite number' };
+      }
+    } else if (typeof v === 'object' && v !== null) {
+      if (depth >= maxDepth) {
+        return { field, rule: `JSON nested deeper than ${maxDepth} levels (the limit)` };
+      }
+      if (Array.isArray(v)) {
+        for (let i = v.length - 1; i >= 0; i--) {
+          stack.push({ v: v[i], path: joinPath(path, i), depth: depth + 1 });
+        }
+      } else {
+        const keys = Object.keys(v);
+        for (let i = keys.length - 1; i >= 0; i--) {
+          const key = keys[i];
+          const keyRule = stringProblem(key);
+          const childPath = joinPath(path, key);
+          if (keyRule) {
+            return { field: childPath, rule: `key ${keyRule}` };
+          }
+          stack.push({ v: (v as Record<string, unknown>)[key], path: childPath, depth: depth + 1 });
+        }
+      }
+    }
+  }
+  return null;
+}
+
+/** UTF-8 size of a value's JSON, or Infinity when it cannot be serialised. */
+export function jsonBytes(value: unknown): number {
+  try {
+    return Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
+  } catch {
+    return Infinity;
+  }
+}
