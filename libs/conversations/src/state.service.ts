@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { StoresRepository } from '@libs/persistence';
-import { DomainError, STATE_SCOPES } from '@libs/protocol';
+import { DomainError, STATE_SCOPES, checkJson } from '@libs/protocol';
 
 export const STATE_VALUE_LIMIT = 256 * 1024;
 export const STATE_LIST_LIMIT = 100;
@@ -44,6 +44,11 @@ export class StateService {
       throw new DomainError('invalid_argument', 'value: is required (use state_delete to remove a key)', {
         field: 'value',
       });
+    }
+    // Values reach later runs' contexts (protobuf): the same depth and string rules as any JSON entering the host.
+    const problem = checkJson(value, 'value');
+    if (problem) {
+      throw new DomainError('invalid_argument', `${problem.field}: ${problem.rule}`, { field: problem.field });
     }
     let text: string;
     try {

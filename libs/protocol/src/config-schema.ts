@@ -89,5 +89,6 @@ export function runTimeoutSeconds(config: Record<string, unknown>): number | nul
     return DEFAULT_RUN_TIMEOUT_SECONDS;
   }
   const t = config.timeout;
-  return typeof t === 'number' && t > 0 ? t : null;
+  // An agent stored before the range check could hold any number: never past the largest allowed.
+  return typeof t === 'number' && t > 0 ? Math.min(t, MAX_RUN_TIMEOUT_SECONDS) : null;
 }

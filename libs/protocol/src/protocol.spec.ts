@@ -94,6 +94,8 @@ describe('runner config', () => {
     expect(runTimeoutSeconds({ timeout: 0 })).toBeNull();
     expect(runTimeoutSeconds({ timeout: null })).toBeNull();
     expect(runTimeoutSeconds({ timeout: 2.5 })).toBe(2.5);
+    // Stored before the range check: never a deadline past the largest allowed timeout.
+    expect(runTimeoutSeconds({ timeout: 1e300 })).toBe(31_536_000);
   });
   it('parses runner ids strictly', () => {
     expect(parseRunnerId('plugin:a/b/c')).toEqual({ author: 'a', plugin: 'b', runner: 'c' });

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } f
 import type { Subscription } from 'rxjs';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import type { RunResult } from '@libs/proto';
-import { TERMINAL_RESULT_TYPES, isKnownResultType, usageSchema, validateResultPayload } from '@libs/protocol';
+import { TERMINAL_RESULT_TYPES, checkJson, isKnownResultType, usageSchema, validateResultPayload } from '@libs/protocol';
 import { RunnerConnections, type RunnerSession } from '@libs/runner-gateway';
 import { ActiveRuns } from './active-runs';
 import { RunLifecycleService } from './run-lifecycle.service';
@@ -70,6 +70,12 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
     const checked = validateResultPayload(result.type, result.data);
     if (!checked.ok) {
       refuse(`invalid ${result.type} payload: ${checked.reason}`);
+      return;
+    }
+    // What the databases and later protobuf messages cannot carry (NUL, lone surrogates, depth).
+    const problem = checkJson(checked.data, 'data') ?? (result.usage ? checkJson(result.usage, 'usage') : null);
+    if (problem) {
+      refuse(`${problem.field}: ${problem.rule}`);
       return;
     }
     const size = Buffer.byteLength(JSON.stringify(checked.data));

@@ -35,7 +35,7 @@ export class RunInspectionController {
   async auditLog(@Param('run_id', uuid) runId: string, @Query() q: PageQueryDto): Promise<AuditPageDto> {
     await this.runs.get(runId);
     const after = q.cursor === undefined ? 0 : Number(q.cursor);
-    if (!Number.isInteger(after) || after < 0) {
+    if (!Number.isInteger(after) || after < 0 || after > 2_147_483_647) {
       throw new DomainError('invalid_argument', 'cursor: must be a cursor returned by a previous page', {
         field: 'cursor',
       });
