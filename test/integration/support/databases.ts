@@ -5,7 +5,6 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
 import { Client, DatabaseError } from 'pg';
 import type { DataSource } from 'typeorm';
 import { APP_CONFIG } from '@libs/config';
@@ -179,8 +178,16 @@ export async function driverError(promise: Promise<unknown>): Promise<DriverErro
     throw new Error(`expected a database error, the write resolved with ${JSON.stringify(outcome.resolved)}`);
   }
   const e = outcome.rejected;
-  if (e instanceof BetterSqlite3.SqliteError) {
-    return { dialect: 'sqlite', code: e.code };
+  // Not `instanceof`: the native addon keeps the SqliteError class (and so the Error global) of
+  // the first test file's context that loaded it; a later file in the same jest worker sees others.
+  const sqlite = e as { name?: unknown; code?: unknown } | null;
+  if (
+    typeof sqlite === 'object' &&
+    sqlite !== null &&
+    sqlite.name === 'SqliteError' &&
+    typeof sqlite.code === 'string'
+  ) {
+    return { dialect: 'sqlite', code: sqlite.code };
   }
   if (e instanceof DatabaseError) {
     return { dialect: 'postgres', code: String(e.code) };
