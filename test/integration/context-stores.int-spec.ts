@@ -1112,13 +1112,27 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
         });
       }
       await state.set(keys, 'conversation', 'k'.repeat(255), 1);
-      const circular: Record<string, unknown> = {};
-      circular.self = circular;
-      for (const value of [undefined, circular, 10n]) {
+      for (const value of [undefined, 10n, 'nul \u0000 inside', 'lone \ud800 surrogate']) {
         expect(await domainError(state.set(keys, 'conversation', 'v', value))).toMatchObject({
           code: 'invalid_argument',
           details: { field: 'value' },
         });
+      }
+      // Values are checked like any JSON entering the host: a circular value is refused by the
+      // depth limit, the error naming the path where it went too deep.
+      const circular: Record<string, unknown> = {};
+      circular.self = circular;
+      let deep: unknown = 'bottom';
+      for (let i = 0; i < 40; i++) {
+        deep = { down: deep };
+      }
+      for (const [value, path] of [
+        [circular, /^value(\.self)+/],
+        [deep, /^value(\.down)+/],
+      ] as const) {
+        const error = await domainError(state.set(keys, 'conversation', 'v', value));
+        expect(error).toMatchObject({ code: 'invalid_argument', details: { field: expect.stringMatching(path) } });
+        expect(error.message).toMatch(/deeper than 32 levels/);
       }
       expect(await ds.getRepository(StateEntryEntity).count()).toBe(1);
     });
