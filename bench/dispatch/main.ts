@@ -7,6 +7,7 @@ import { INPUT_TEXT, runDatabase, STREAMING_CASES, WARMUP_CONCURRENCY, type Data
 import { postgresFloor } from './postgres';
 import { afterLoadLines, DB_LABEL, floorsTable, groupLines, levelsTable, machineLine, ratiosTable } from './report';
 import { soakLines, streamingTable } from './report-streaming';
+import { fmtInt } from './stats';
 import { sideBySideTable, targetChecks, targetsTable } from './targets';
 
 /*
@@ -46,14 +47,16 @@ async function measureFloors(opts: DispatchOptions): Promise<Floors> {
 
 function report(opts: DispatchOptions, floors: Floors, runs: DatabaseRun[], started: number, load0: number): string {
   const levels = runs.flatMap((r) => r.levels);
-  const streaming = STREAMING_CASES.map((c) => `${c.runs} × ${c.deltasPerRun}`).join(', ');
+  const sizes = [...new Set(STREAMING_CASES.map((c) => `${c.runs} × ${fmtInt(c.deltasPerRun)}`))].join(' and ');
+  const readers = [...new Set(STREAMING_CASES.map((c) => c.readers))].join(' and ');
+  const streaming = `${sizes} deltas with ${readers} SSE readers per run`;
   const out = [
     '## Runner Host dispatch benchmark',
     '',
     `machine: ${machineLine()}; bench client, host and runner share these cores`,
     `setup: host (${runs.map((r) => DB_LABEL[r.database]).join(' and ')}; SQLite WAL + synchronous=NORMAL; PostgreSQL a fresh database on ${new URL(opts.pgAdminUrl).host}; LOG_LEVEL=warn)`,
     `       and demo runner (mode echo, input "${INPUT_TEXT}") as child processes; closed loop, warm-up ${opts.warmupMs / 1000} s at c${WARMUP_CONCURRENCY},`,
-    `       then ${opts.levelMs / 1000} s per level; times from POST /v1/events sent${opts.streaming ? `; streaming: ${streaming} deltas (echo, chunk_delay_ms 0)` : ''}`,
+    `       then ${opts.levelMs / 1000} s per level; times from POST /v1/events sent${opts.streaming ? `; streaming: ${streaming} (echo, chunk_delay_ms 0)` : ''}`,
     '',
     '### Floors (measured in this run)',
     '',
