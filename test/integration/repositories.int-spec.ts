@@ -365,6 +365,25 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
       expect(await count(TranscriptEntity)).toBe(0);
     });
 
+    it('returns the event holding the key when a retry brings an idempotency key taken meanwhile, and writes nothing', async () => {
+      // Admission looks the key up first; another request can claim the key between that read
+      // and the admission unit. The unit's contract: a duplicate returns the recorded event.
+      const failedRun = run({ status: 'failed' });
+      const failed = event({ event_id: failedRun.event_id, run_id: failedRun.run_id, disposition: 'failed' });
+      await admit(failed, failedRun);
+      const holderRun = run();
+      const holder = event({ event_id: holderRun.event_id, run_id: holderRun.run_id, idempotency_key: 'idem-taken' });
+      await admit(holder, holderRun);
+
+      const r = run({ event_id: failed.event_id });
+      const retry = { ...failed, disposition: 'started', run_id: r.run_id, idempotency_key: 'idem-taken' };
+      expect(await admit(retry, r, null, true)).toEqual({ admitted: false, existing: holder });
+
+      expect(await runs.getEvent(failed.event_id)).toEqual(failed);
+      expect(await runs.get(r.run_id)).toBeNull();
+      expect(await count(EventLogEntity)).toBe(2);
+    });
+
     it('rolls the retry update back when its run insert fails', async () => {
       const taken = run();
       await admit(event({ event_id: taken.event_id, run_id: taken.run_id }), taken);
