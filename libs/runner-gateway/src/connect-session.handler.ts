@@ -8,6 +8,7 @@ import { PluginsRepository, type PluginEntity } from '@libs/persistence';
 import type { Hello, HostMessage, PluginMessage } from '@libs/proto';
 import { parseManifest, pluginRunnerId, type ErrorCode } from '@libs/protocol';
 import { grpcErrorOf } from './grpc-error';
+import { isMalformed, malformedError } from './malformed-request';
 import { PluginsService } from './plugins.service';
 import { RunnerConnections, type ConnectedRunner, type RunnerSession } from './runner-connections';
 
@@ -41,6 +42,11 @@ export class ConnectSessionHandler {
       let pingTimer: NodeJS.Timeout | undefined;
 
       const handle = (msg: PluginMessage): void => {
+        if (isMalformed(msg)) {
+          // Before or after authentication alike: the stream cannot be trusted to be in step.
+          const error = malformedError(msg);
+          return fail(error.code, error.message);
+        }
         if (!plugin) {
           pending.push(msg);
           return;
