@@ -252,6 +252,52 @@ describe('security over real HTTP and gRPC', () => {
     });
   });
 
+  describe('env references (SECRET_ENV_ALLOWLIST, default RUNNERHOST_SECRET_*,OPENAI_API_KEY)', () => {
+    it.each([
+      [
+        'mcp_http',
+        { url: 'http://127.0.0.1:9/mcp', headers: { Authorization: { env: 'ADMIN_API_KEY' } } },
+        'config.headers.Authorization.env',
+      ],
+      [
+        'http',
+        { tools: [{ name: 't', url: 'http://127.0.0.1:9/t' }], headers: { 'X-Key': { env: 'HOME' } } },
+        'config.headers.X-Key.env',
+      ],
+      ['mcp_stdio', { command: 'node', env: { DB: { env: 'DATABASE_URL' } } }, 'config.env.DB.env'],
+    ])(
+      'refuses a %s source referencing a variable outside the allowlist (400 naming %#), storing nothing',
+      async (kind, config, field) => {
+        const r = await host.api('POST', '/v1/admin/tools/sources', {
+          source_id: `bad-${kind.replace('_', '-')}`,
+          kind,
+          config,
+          enabled: false,
+        });
+        expect(r.status).toBe(400);
+        expect(r.body.error).toMatchObject({ code: 'invalid_argument', details: { field } });
+        expect(r.body.error.message).toContain('SECRET_ENV_ALLOWLIST');
+        expect((await host.api('GET', `/v1/admin/tools/sources/bad-${kind.replace('_', '-')}`)).status).toBe(404);
+      },
+    );
+
+    it('refuses a model api_key_env outside the allowlist and takes one inside it', async () => {
+      const model = (model_id: string, api_key_env: string) => ({
+        model_id,
+        kind: 'chat',
+        base_url: 'http://127.0.0.1:9/v1',
+        api_key_env,
+        model_name: 'm',
+      });
+      for (const name of ['ADMIN_API_KEY', 'DATABASE_URL', 'HOME', 'RUNNERHOST_PLUGIN_TOKEN']) {
+        const r = await host.api('POST', '/v1/admin/models', model(`m-${name.toLowerCase()}`, name));
+        expect([name, r.status, r.body.error?.details?.field]).toEqual([name, 400, 'api_key_env']);
+      }
+      expect((await host.api('POST', '/v1/admin/models', model('m-ok', 'RUNNERHOST_SECRET_OPENAI'))).status).toBe(201);
+      expect((await host.api('POST', '/v1/admin/models', model('m-openai', 'OPENAI_API_KEY'))).status).toBe(201);
+    });
+  });
+
   describe('listings and public endpoints', () => {
     it('shows no part of the operator-chosen ADMIN_API_KEY in the api-keys listing', async () => {
       const created = await host.api('POST', '/v1/admin/api-keys', { name: 'platform', role: 'platform' });

@@ -37,10 +37,7 @@ export class GrpcStatusError extends Error {
  * Without this, building the trailer throws and the call ends UNKNOWN without `x-error-code`.
  */
 function asciiJson(value: unknown): string {
-  return JSON.stringify(value).replace(
-    /[^\x20-\x7e]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
+  return JSON.stringify(value).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 export function grpcErrorOf(code: ErrorCode, message: string, retryable?: boolean): GrpcStatusError {

@@ -1,9 +1,4 @@
-import {
-  Injectable,
-  type CallHandler,
-  type ExecutionContext,
-  type NestInterceptor,
-} from '@nestjs/common';
+import { Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import type { PackageDefinition, ServiceDefinition } from '@grpc/proto-loader';
 import type { Observable } from 'rxjs';
 import { DomainError } from '@libs/protocol';
