@@ -32,21 +32,37 @@ describe.each(DIALECTS)('knowledge search with stemming on %s', (_name, factory)
 
   const names = (hits: Array<{ metadata: Record<string, unknown> }>) => hits.map((h) => h.metadata.document_name);
 
-  it('indexes chunks stored before the migration again, with stemming; undo restores the plain index', async () => {
+  it('indexes chunks stored before the migration again, with stemming', async () => {
     expect(MIGRATIONS.at(-1)!.name).toBe('KbStemming1764800000000');
     await ds.undoLastMigration();
     await kb.create('old', { name: 'Stored before stemming' });
     await kb.addDocument('old', { name: 'etna', content_type: 'text/plain', content: 'Mount Etna erupts often.' });
-    // Without stemming, the word has to be the same.
-    expect(names(await kb.retrieve(CALL, { kb_id: 'old', query_text: 'erupt' }))).toEqual([]);
+    const indexDef = async () =>
+      (
+        (await ds.query(`SELECT indexdef FROM pg_indexes WHERE indexname = 'idx_kb_chunks_fts'`)) as {
+          indexdef: string;
+        }[]
+      )[0].indexdef;
+    if (isPostgres(ds)) {
+      // The query names its configuration itself; the migration moves the index to the same one.
+      expect(await indexDef()).toContain(`to_tsvector('simple'::regconfig, content)`);
+    } else {
+      // The FTS5 table decides: without porter, the word has to be the same.
+      expect(names(await kb.retrieve(CALL, { kb_id: 'old', query_text: 'erupt' }))).toEqual([]);
+    }
 
     expect((await ds.runMigrations()).map((m) => m.name)).toEqual(['KbStemming1764800000000']);
     expect(names(await kb.retrieve(CALL, { kb_id: 'old', query_text: 'erupt' }))).toEqual(['etna']);
     if (isPostgres(ds)) {
-      const [index] = (await ds.query(`SELECT indexdef FROM pg_indexes WHERE indexname = 'idx_kb_chunks_fts'`)) as {
-        indexdef: string;
-      }[];
-      expect(index.indexdef).toContain(`to_tsvector('english'::regconfig, content)`);
+      expect(await indexDef()).toContain(`to_tsvector('english'::regconfig, content)`);
+      // The search can use the index (the query's expression is the index's); one connection for SET LOCAL.
+      const plan = await ds.transaction(async (m) => {
+        await m.query('SET LOCAL enable_seqscan = off');
+        return (await m.query(
+          `EXPLAIN SELECT id FROM kb_chunks WHERE to_tsvector('english', content) @@ to_tsquery('english', 'erupt')`,
+        )) as Array<Record<string, string>>;
+      });
+      expect(JSON.stringify(plan)).toContain('idx_kb_chunks_fts');
     } else {
       await ds.query(`INSERT INTO kb_chunks_fts(kb_chunks_fts) VALUES ('integrity-check')`);
     }
