@@ -49,10 +49,11 @@ describe('README Quick start, pasted as one block', () => {
     const script = `set -u\nexport RUNNERHOST_GRPC_URL=${host.grpc}\n${block}\nkill $RUNNER\nwait $RUNNER\n`;
     const child = spawn('bash', ['-c', script], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
+    let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString())); // curl's progress meter
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-    expect({ code, out: code === 0 ? '' : out }).toEqual({ code: 0, out: '' });
+    expect({ code, out: code === 0 ? '' : out + err }).toEqual({ code: 0, out: '' });
 
     // The runner's last line before the event was its "connected" line.
     const connected = out.split('\n').find((l) => l.includes('"msg":"connected"'));
@@ -64,7 +65,9 @@ describe('README Quick start, pasted as one block', () => {
     const events = parseSse(out.slice(out.indexOf('id:')));
     expect(events.map((e) => e.event)).toContain('message.delta');
     expect(events.at(-1)!.event).toBe('run.completed');
-    expect(events.map((e) => e.data.data?.text ?? '').join('')).toContain('hello there, runner');
+    expect(events.find((e) => e.event === 'message.completed')!.data.data).toEqual({
+      message: { role: 'assistant', content: 'hello there, runner' },
+    });
   });
 
   it('a demo runner with a bad token exits 2 and says why', () => {
