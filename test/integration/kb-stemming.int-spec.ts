@@ -39,9 +39,7 @@ describe.each(DIALECTS)('knowledge search with stemming on %s', (_name, factory)
     await kb.addDocument('old', { name: 'etna', content_type: 'text/plain', content: 'Mount Etna erupts often.' });
     const indexDef = async () =>
       (
-        (await ds.query(`SELECT indexdef FROM pg_indexes WHERE indexname = 'idx_kb_chunks_fts'`)) as {
-          indexdef: string;
-        }[]
+        await ds.query<{ indexdef: string }[]>(`SELECT indexdef FROM pg_indexes WHERE indexname = 'idx_kb_chunks_fts'`)
       )[0].indexdef;
     if (isPostgres(ds)) {
       // The query names its configuration itself; the migration moves the index to the same one.
@@ -58,9 +56,9 @@ describe.each(DIALECTS)('knowledge search with stemming on %s', (_name, factory)
       // The search can use the index (the query's expression is the index's); one connection for SET LOCAL.
       const plan = await ds.transaction(async (m) => {
         await m.query('SET LOCAL enable_seqscan = off');
-        return (await m.query(
+        return m.query<Array<Record<string, string>>>(
           `EXPLAIN SELECT id FROM kb_chunks WHERE to_tsvector('english', content) @@ to_tsquery('english', 'erupt')`,
-        )) as Array<Record<string, string>>;
+        );
       });
       expect(JSON.stringify(plan)).toContain('idx_kb_chunks_fts');
     } else {

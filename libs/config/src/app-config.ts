@@ -20,7 +20,7 @@ export interface AppConfig {
    * A secret named by reference (a model's `api_key_env`, a tool source's env reference), read
    * from the environment at call time; null when unset or not allowed by `secretEnv`.
    */
-  secret(name: string): string | null;
+  secret: (name: string) => string | null;
   /** Which host variables may be referenced at all (SECRET_ENV_ALLOWLIST). */
   secretEnv: SecretEnvPolicy;
   runs: { cancelGraceMs: number; heartbeatIntervalMs: number; maxResultBytes: number };

@@ -48,7 +48,8 @@ export function tolerateMalformedRequests(definition: PackageDefinition): void {
           return deserialize(bytes);
         } catch (e) {
           const reason = e instanceof Error ? e.message.slice(0, 200) : 'undecodable';
-          return { [MALFORMED]: { message_type: `${messageType} request`, reason } } as MalformedRequest;
+          const marker: MalformedRequest = { [MALFORMED]: { message_type: `${messageType} request`, reason } };
+          return marker;
         }
       };
     }
