@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import { Client } from 'pg';
 import { ADMIN_KEY, Host, TestDatabase, event, waitFor } from './harness';
 import { HostApiClient, type RpcResult } from './host-api-client';
 import { manifestFor, rawPkg, toStruct } from './raw-plugin';
@@ -311,6 +312,35 @@ describe('security over real HTTP and gRPC', () => {
       // A generated key keeps its prefix (a part of 256 random bits), to tell keys apart.
       const generated = list.body.find((k) => k.id === created.body.id);
       expect((created.body.key as string).startsWith(generated.key_prefix as string)).toBe(true);
+    });
+
+    it('answers /health/ready without the database error text (PostgreSQL: with the database refusing connections)', async () => {
+      const ready = async () => {
+        const res = await fetch(`${host.http}/health/ready`);
+        return { status: res.status, body: (await res.json()) };
+      };
+      expect(await ready()).toEqual({ status: 200, body: { status: 'ok', checks: { database: 'ok', grpc: 'ok' } } });
+      const url = await db.url();
+      if (!url) {
+        return; // SQLite in-process: its check cannot fail from outside (the unit test covers the shape).
+      }
+      const name = new URL(url).pathname.slice(1);
+      const admin = new Client({ connectionString: url.replace(/\/[^/]*$/, '/test') });
+      await admin.connect();
+      try {
+        await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+        await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, [name]);
+        const down = await waitFor('readiness failing', async () => {
+          const r = await ready();
+          return r.status === 503 ? r : null;
+        });
+        expect(down.body).toEqual({ status: 'unavailable', checks: { database: 'unreachable', grpc: 'ok' } });
+        expect(host.proc.logs()).toContain('readiness: database check failed');
+      } finally {
+        await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+        await admin.end();
+      }
+      await waitFor('readiness back', async () => (await ready()).status === 200);
     });
   });
 });
