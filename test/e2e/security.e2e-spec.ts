@@ -123,6 +123,9 @@ describe('security over real HTTP and gRPC', () => {
     it('rotating the token closes the live session, fails its run runner.disconnected, and the old token stops working at once', async () => {
       const p = await plugin('sec', 'rot');
       const { stream, runId } = await connectedWithRun('sec', 'rot', p.token, p.agentId);
+      // A stream opened with the same token whose hello comes only after the rotation.
+      const late = connect(host.grpc, p.token);
+      await new Promise((r) => setTimeout(r, 300));
       const api = new HostApiClient(host.grpc, p.token);
       // The old token is in the host's 10 s authentication cache now.
       expect((await api.call('RunGet', { run_id: runId })).err).toBeUndefined();
@@ -132,6 +135,8 @@ describe('security over real HTTP and gRPC', () => {
       expect(await stream.ended).toMatchObject({ code: S.UNAVAILABLE, xcode: 'unavailable' });
       const last = (await host.sse(runId)).at(-1)!;
       expect(last.data).toMatchObject({ type: 'run.failed', source: 'host', data: { code: 'runner.disconnected' } });
+      hello(late, 'sec', 'rot');
+      expect(await late.ended).toMatchObject({ code: S.UNAUTHENTICATED, xcode: 'unauthenticated' });
 
       const old = await api.call('RunGet', { run_id: runId });
       expect(old.err).toMatchObject({ code: S.UNAUTHENTICATED, xcode: 'unauthenticated' });
@@ -267,7 +272,7 @@ describe('security over real HTTP and gRPC', () => {
       ],
       ['mcp_stdio', { command: 'node', env: { DB: { env: 'DATABASE_URL' } } }, 'config.env.DB.env'],
     ])(
-      'refuses a %s source referencing a variable outside the allowlist (400 naming %#), storing nothing',
+      'refuses a %s source referencing a variable outside the allowlist (400 naming the field), storing nothing',
       async (kind, config, field) => {
         const r = await host.api('POST', '/v1/admin/tools/sources', {
           source_id: `bad-${kind.replace('_', '-')}`,
@@ -317,7 +322,7 @@ describe('security over real HTTP and gRPC', () => {
     it('answers /health/ready without the database error text (PostgreSQL: with the database refusing connections)', async () => {
       const ready = async () => {
         const res = await fetch(`${host.http}/health/ready`);
-        return { status: res.status, body: (await res.json()) };
+        return { status: res.status, body: await res.json() };
       };
       expect(await ready()).toEqual({ status: 200, body: { status: 'ok', checks: { database: 'ok', grpc: 'ok' } } });
       const url = await db.url();

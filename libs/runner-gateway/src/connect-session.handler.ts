@@ -33,6 +33,7 @@ export class ConnectSessionHandler {
     return new Observable<HostMessage>((out) => {
       let session: RunnerSession | null = null;
       let plugin: PluginEntity | null = null;
+      let revision = 0;
       const pending: PluginMessage[] = [];
       const fail = (code: ErrorCode, message: string) => {
         this.logger.warn(`closing plugin stream: ${message}`);
@@ -56,6 +57,9 @@ export class ConnectSessionHandler {
             return fail('invalid_argument', 'the first message on the stream must be hello');
           }
           clearTimeout(helloTimer);
+          if (this.plugins.revisionOf(plugin.plugin_id) !== revision) {
+            return fail('unauthenticated', 'invalid plugin token (rotated or removed since the stream opened)');
+          }
           session = this.welcome(plugin, msg.hello, out, fail);
           if (session) {
             pingTimer = this.startPings(session, out, fail);
@@ -89,6 +93,7 @@ export class ConnectSessionHandler {
             );
           }
           plugin = found;
+          revision = this.plugins.revisionOf(found.plugin_id);
           pending.splice(0).forEach(handle);
         },
         (e: unknown) => fail('unavailable', `authentication failed: ${String(e)}`),

@@ -36,6 +36,8 @@ export class PluginsService {
    * token's row and must not put it back into the cache.
    */
   private revocations = 0;
+  /** Per plugin: how many times its token was revoked (rotation, removal) in this process. */
+  private readonly revisions = new Map<string, number>();
 
   constructor(
     private readonly plugins: PluginsRepository,
@@ -131,8 +133,17 @@ export class PluginsService {
     return plugin;
   }
 
+  /**
+   * Changes whenever the plugin's token is revoked: a Connect stream authenticated before a
+   * rotation must not be welcomed after it (its hello may come later than its token check).
+   */
+  revisionOf(pluginId: string): number {
+    return this.revisions.get(pluginId) ?? 0;
+  }
+
   private forget(pluginId: string): void {
     this.revocations++;
+    this.revisions.set(pluginId, this.revisionOf(pluginId) + 1);
     for (const [hash, entry] of this.authCache) {
       if (entry.plugin.plugin_id === pluginId) {
         this.authCache.delete(hash);
