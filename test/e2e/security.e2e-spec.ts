@@ -340,7 +340,10 @@ describe('security over real HTTP and gRPC', () => {
           return r.status === 503 ? r : null;
         });
         expect(down.body).toEqual({ status: 'unavailable', checks: { database: 'unreachable', grpc: 'ok' } });
-        expect(host.proc.logs()).toContain('readiness: database check failed');
+        // The details are in the host's log (written asynchronously).
+        await waitFor('the logged reason', () =>
+          Promise.resolve(host.proc.logs().includes('readiness: database check failed')),
+        );
       } finally {
         await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
         await admin.end();
