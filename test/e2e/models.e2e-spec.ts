@@ -39,7 +39,7 @@ function rawError(e: grpc.ServiceError): RawError {
 
 describe('models through the host (admin API, gRPC model RPCs, scripted provider)', () => {
   const db = new TestDatabase();
-  const host = new Host(db, { SCRIPTED_KEY: KEY });
+  const host = new Host(db, { SCRIPTED_KEY: KEY, SECRET_ENV_ALLOWLIST: 'SCRIPTED_KEY' });
   let server: ScriptedOpenAIServer;
   let plugin: RawPlugin;
   let token: string;

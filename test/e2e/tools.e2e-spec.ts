@@ -85,6 +85,7 @@ describe('tool registry and call_tool over real gRPC', () => {
     E2E_CHILD_SECRET: SECRET,
     E2E_MCP_TOKEN: TOKEN,
     E2E_API_KEY: API_KEY,
+    SECRET_ENV_ALLOWLIST: 'E2E_*',
   });
   const extraToolsFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rh-tools-')), 'extra-tools');
   let mcpHttp: McpHttpServer;

@@ -396,9 +396,11 @@ describe.each(DIALECTS)('knowledge bases on %s', (_name, factory) => {
           score: expect.any(Number),
         });
         expect(h.score).toBeGreaterThan(0);
-        expect(h.score).toBeLessThan(1);
+        expect(h.score).toBeLessThanOrEqual(1);
         expect(h.distance).toBeCloseTo(1 - h.score, 10);
       }
+      // Scores are relative to the best hit of the search.
+      expect(hits[0].score).toBe(1);
       const single = await kb.retrieve(CALL, { kb_id: 'zoo', query_text: 'penguin' });
       expect(names(single)).toEqual(['penguins', 'both', 'penguin-once']);
       // Only this knowledge base's chunks.

@@ -1,5 +1,5 @@
 import type { TestingModule } from '@nestjs/testing';
-import type { AppConfig } from '@libs/config';
+import { secretEnvPolicy, type AppConfig } from '@libs/config';
 import { ModelsRepository } from '@libs/persistence';
 import { ModelRegistry } from '@libs/resources';
 import { DIALECTS, type TestDatabase, storesModule } from './support/databases';
@@ -12,7 +12,11 @@ import { DIALECTS, type TestDatabase, storesModule } from './support/databases';
 
 jest.setTimeout(60_000);
 
-const config = { openai: { keySet: false, baseUrl: null, model: null }, secret: () => 'sk-x' } as unknown as AppConfig;
+const config = {
+  openai: { keySet: false, baseUrl: null, model: null },
+  secret: () => 'sk-x',
+  secretEnv: secretEnvPolicy(['*']),
+} as unknown as AppConfig;
 
 describe.each(DIALECTS)('model registry on %s', (_name, factory) => {
   let db: TestDatabase;

@@ -1,6 +1,6 @@
 import type { TestingModule } from '@nestjs/testing';
 import type { GrantedTool } from '@libs/authz';
-import { APP_CONFIG } from '@libs/config';
+import { APP_CONFIG, secretEnvPolicy } from '@libs/config';
 import { ToolsRepository, Transactions } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import { ToolSourcesService, ToolsService } from '@libs/resources';
@@ -42,7 +42,14 @@ describe.each(DIALECTS)('tool registry on %s', (_name, factory) => {
       ToolRegistryService,
       ToolSourcesService,
       ToolsService,
-      { provide: APP_CONFIG, useValue: { tools: { callTimeoutMs: 1000, maxResultBytes: 65536 } } },
+      {
+        provide: APP_CONFIG,
+        useValue: {
+          tools: { callTimeoutMs: 1000, maxResultBytes: 65536 },
+          secretEnv: secretEnvPolicy(['*']),
+          secret: (name: string) => process.env[name] ?? null,
+        },
+      },
     ]);
     sources = moduleRef.get(ToolSourcesService);
     tools = moduleRef.get(ToolsService);

@@ -169,6 +169,8 @@ export class Session implements ResultSink {
     for (const rejected of welcome.rejected) {
       this.log('warn', 'manifest rejected', { ...rejected });
     }
+    // The line to wait for (README, Quick start): the host accepted the plugin and its runners.
+    this.log('info', 'connected', { runners: welcome.runners.map((r) => r.runner_id) });
     if (welcome.heartbeat_interval_ms > 0 && !this.heartbeat) {
       this.heartbeat = setInterval(() => {
         void this.write({ heartbeat: { active_run_ids: this.runner.activeRunIds() } });

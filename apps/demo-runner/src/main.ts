@@ -61,7 +61,10 @@ async function main(): Promise<number> {
       break;
     }
     if (end.code === grpc.status.UNAUTHENTICATED || end.code === grpc.status.PERMISSION_DENIED) {
-      log('error', 'the host refused this plugin (token or identity); not retrying', { details: end.details });
+      const reason = `${grpc.status[end.code]}: ${end.details}`;
+      log('error', 'not connected: the host refused this plugin (token or identity); not retrying', { reason });
+      // Also in plain words on stderr, for whoever started it by hand.
+      process.stderr.write(`demo-runner: not connected: the host refused the plugin (${reason}); exiting with 2\n`);
       client.close();
       hostApi.close();
       return 2;

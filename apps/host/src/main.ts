@@ -6,7 +6,8 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
 import { ConfigError, loadConfig, type AppConfig } from '@libs/config';
 import { LOADER_OPTIONS, protoPath } from '@libs/proto';
-import { HOST_VERSION } from '@libs/runner-gateway';
+import { grpcMessageLimit } from '@libs/host-api';
+import { HOST_VERSION, tolerateMalformedRequests } from '@libs/runner-gateway';
 import { validationPipe } from './filters/validation';
 import { GrpcServerState } from './grpc-server-state';
 import { HostModule } from './host.module';
@@ -50,9 +51,11 @@ async function bootstrap(): Promise<void> {
         package: ['runnerhost.v1', 'grpc.health.v1'],
         protoPath: protoPath(),
         loader: LOADER_OPTIONS,
-        // Room for a storage value at its limit plus the request around it.
-        maxReceiveMessageLength: config.hostApi.maxStorageValueBytes + 1024 * 1024,
-        maxSendMessageLength: config.hostApi.maxStorageValueBytes + 1024 * 1024,
+        // Above every host-API limit, so that the guard (not grpc-js) refuses and audits a request
+        // a little over it; malformed requests become INVALID_ARGUMENT, not INTERNAL.
+        maxReceiveMessageLength: grpcMessageLimit(config),
+        maxSendMessageLength: grpcMessageLimit(config),
+        onLoadPackageDefinition: tolerateMalformedRequests,
       },
     },
     { inheritAppConfig: true },

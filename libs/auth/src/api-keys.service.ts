@@ -11,7 +11,11 @@ export interface ApiKeyView {
   id: string;
   name: string;
   role: ApiKeyRole;
-  key_prefix: string;
+  /**
+   * The first characters of a key the host generated (`rhk_…`, 256 random bits, so a prefix gives
+   * nothing away); null for the operator-chosen ADMIN_API_KEY, of which no part is ever shown.
+   */
+  key_prefix: string | null;
   created_at: string;
   revoked_at: string | null;
 }
@@ -25,12 +29,17 @@ const ENV_ADMIN_KEY_ID = 'env-admin';
 const AUTH_CACHE_MS = 10_000;
 export const ADMIN_KEY_FILE = 'admin-api-key';
 
+/** The row of ADMIN_API_KEY (ids `env-admin`, `env-admin-<ms>` after a change of the variable). */
+function isEnvAdminKey(k: ApiKeyEntity): boolean {
+  return k.id === ENV_ADMIN_KEY_ID || k.id.startsWith(`${ENV_ADMIN_KEY_ID}-`);
+}
+
 function view(k: ApiKeyEntity): ApiKeyView {
   return {
     id: k.id,
     name: k.name,
     role: k.role,
-    key_prefix: k.key_prefix,
+    key_prefix: isEnvAdminKey(k) ? null : k.key_prefix,
     created_at: new Date(k.created_at).toISOString(),
     revoked_at: k.revoked_at === null ? null : new Date(k.revoked_at).toISOString(),
   };
@@ -60,7 +69,8 @@ export class ApiKeysService implements OnApplicationBootstrap {
           name: 'ADMIN_API_KEY',
           role: 'admin',
           key_hash: hash,
-          key_prefix: secretPrefix(this.config.adminApiKey),
+          // No part of a secret the host did not generate is stored or listed (it may be weak or reused).
+          key_prefix: '',
           created_at: Date.now(),
           revoked_at: null,
         });

@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { EnvDto } from './env.dto';
+import { parseSecretEnvAllowlist, secretEnvPolicy, type SecretEnvPolicy } from './secret-env';
 
 export type DatabaseConfig = { type: 'sqlite'; file: string } | { type: 'postgres'; url: string };
 
@@ -15,8 +16,13 @@ export interface AppConfig {
   logLevel: string;
   /** Quick start (OPENAI_*): a `default` chat model is registered at boot when the key is set. */
   openai: { keySet: boolean; baseUrl: string | null; model: string | null };
-  /** A secret named by reference (a model's `api_key_env`), read from the environment at call time; null when unset. */
-  secret(name: string): string | null;
+  /**
+   * A secret named by reference (a model's `api_key_env`, a tool source's env reference), read
+   * from the environment at call time; null when unset or not allowed by `secretEnv`.
+   */
+  secret: (name: string) => string | null;
+  /** Which host variables may be referenced at all (SECRET_ENV_ALLOWLIST). */
+  secretEnv: SecretEnvPolicy;
   runs: { cancelGraceMs: number; heartbeatIntervalMs: number; maxResultBytes: number };
   hostApi: { maxPayloadBytes: number; maxStorageValueBytes: number; callsPerSecond: number; burst: number };
   /** Tool calls: default timeout (a source may set its own; the run deadline bounds both) and result cap. */
@@ -50,6 +56,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     );
   }
   const dataDir = path.resolve(dto.DATA_DIR ?? './data');
+  const secretEnv = secretEnvPolicy(parseSecretEnvAllowlist(dto.SECRET_ENV_ALLOWLIST));
   return {
     http: { host: dto.HOST ?? '0.0.0.0', port: dto.PORT ?? 3000 },
     grpc: { host: dto.GRPC_HOST ?? '0.0.0.0', port: dto.GRPC_PORT ?? 50051 },
@@ -58,7 +65,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     adminApiKey: dto.ADMIN_API_KEY ?? null,
     logLevel: dto.LOG_LEVEL ?? 'info',
     openai: { keySet: !!dto.OPENAI_API_KEY, baseUrl: dto.OPENAI_BASE_URL ?? null, model: dto.OPENAI_MODEL ?? null },
-    secret: (name) => env[name] || null,
+    secret: (name) => (secretEnv.allows(name) ? env[name] || null : null),
+    secretEnv,
     runs: {
       cancelGraceMs: dto.CANCEL_GRACE_MS ?? 5000,
       heartbeatIntervalMs: dto.HEARTBEAT_INTERVAL_MS ?? 15000,

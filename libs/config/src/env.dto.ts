@@ -46,6 +46,13 @@ export class EnvDto {
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL?: string;
 
+  /** Host variables models and tools may be handed by reference (see secret-env.ts). */
+  @IsOptional()
+  @Matches(/^\s*[A-Za-z_][A-Za-z0-9_]*\*?\s*(,\s*[A-Za-z_][A-Za-z0-9_]*\*?\s*)*$/, {
+    message: 'SECRET_ENV_ALLOWLIST must be comma-separated variable names, each optionally ending in * (a prefix)',
+  })
+  SECRET_ENV_ALLOWLIST?: string;
+
   /** Quick start: when set, a chat model `default` is registered at boot (its key is read at call time). */
   @IsOptional()
   @IsString()

@@ -1,4 +1,4 @@
-import { Controller } from '@nestjs/common';
+import { Controller, UseInterceptors } from '@nestjs/common';
 import type { Metadata } from '@grpc/grpc-js';
 import { Root, common } from 'protobufjs';
 import { from, mergeMap, type Observable } from 'rxjs';
@@ -50,7 +50,7 @@ import {
   type StreamModelChunk,
 } from '@libs/proto';
 import { KnowledgeService, ModelsService, ToolsService, type ResourceCall } from '@libs/resources';
-import { GrpcStatusError } from '@libs/runner-gateway';
+import { GrpcStatusError, MalformedRequestInterceptor } from '@libs/runner-gateway';
 import type { ActiveRun } from '@libs/runs';
 import { ContextApiService } from './context-api.service';
 import { HostApiGuard, type CallNeeds } from './host-api.guard';
@@ -99,6 +99,9 @@ const grantedTool = (run: ActiveRun, name: string) => run.snapshot.resources.too
  */
 @Controller()
 @HostApiServiceControllerMethods()
+// A request that is not valid protobuf is refused INVALID_ARGUMENT before the guard: no run_id
+// can be read from it, so it has no audit row (README, Security).
+@UseInterceptors(MalformedRequestInterceptor)
 export class HostApiController implements HostApiServiceController {
   constructor(
     private readonly guard: HostApiGuard,

@@ -8,6 +8,7 @@ import { PluginsRepository, type PluginEntity } from '@libs/persistence';
 import type { Hello, HostMessage, PluginMessage } from '@libs/proto';
 import { parseManifest, pluginRunnerId, type ErrorCode } from '@libs/protocol';
 import { grpcErrorOf } from './grpc-error';
+import { isMalformed, malformedError } from './malformed-request';
 import { PluginsService } from './plugins.service';
 import { RunnerConnections, type ConnectedRunner, type RunnerSession } from './runner-connections';
 
@@ -32,6 +33,7 @@ export class ConnectSessionHandler {
     return new Observable<HostMessage>((out) => {
       let session: RunnerSession | null = null;
       let plugin: PluginEntity | null = null;
+      let revision = 0;
       const pending: PluginMessage[] = [];
       const fail = (code: ErrorCode, message: string) => {
         this.logger.warn(`closing plugin stream: ${message}`);
@@ -41,6 +43,11 @@ export class ConnectSessionHandler {
       let pingTimer: NodeJS.Timeout | undefined;
 
       const handle = (msg: PluginMessage): void => {
+        if (isMalformed(msg)) {
+          // Before or after authentication alike: the stream cannot be trusted to be in step.
+          const error = malformedError(msg);
+          return fail(error.code, error.message);
+        }
         if (!plugin) {
           pending.push(msg);
           return;
@@ -50,6 +57,9 @@ export class ConnectSessionHandler {
             return fail('invalid_argument', 'the first message on the stream must be hello');
           }
           clearTimeout(helloTimer);
+          if (this.plugins.revisionOf(plugin.plugin_id) !== revision) {
+            return fail('unauthenticated', 'invalid plugin token (rotated or removed since the stream opened)');
+          }
           session = this.welcome(plugin, msg.hello, out, fail);
           if (session) {
             pingTimer = this.startPings(session, out, fail);
@@ -87,6 +97,7 @@ export class ConnectSessionHandler {
             );
           }
           plugin = found;
+          revision = this.plugins.revisionOf(found.plugin_id);
           pending.splice(0).forEach(handle);
         },
         (e: unknown) => fail('unavailable', `authentication failed: ${String(e)}`),

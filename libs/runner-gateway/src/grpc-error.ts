@@ -21,7 +21,7 @@ export class GrpcStatusError extends Error {
     this.metadata.set('x-error-retryable', String(error.retryable));
     if (Object.keys(error.details).length > 0) {
       // Machine-readable detail for the runner (e.g. {reason: "context_length_exceeded"}).
-      this.metadata.set('x-error-details', JSON.stringify(error.details));
+      this.metadata.set('x-error-details', asciiJson(error.details));
     }
   }
 
@@ -29,6 +29,15 @@ export class GrpcStatusError extends Error {
   static unimplemented(message: string): GrpcStatusError {
     return new GrpcStatusError(new DomainError('runtime_error', message, {}, false), status.UNIMPLEMENTED);
   }
+}
+
+/**
+ * JSON with every character outside printable ASCII escaped: a non-binary metadata value may hold
+ * nothing else, and details echo caller input (a run_id of invalid UTF-8 decodes to U+FFFD).
+ * Without this, building the trailer throws and the call ends UNKNOWN without `x-error-code`.
+ */
+function asciiJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 export function grpcErrorOf(code: ErrorCode, message: string, retryable?: boolean): GrpcStatusError {

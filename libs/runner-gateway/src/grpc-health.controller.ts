@@ -1,12 +1,14 @@
-import { Controller } from '@nestjs/common';
+import { Controller, UseInterceptors } from '@nestjs/common';
 import { GrpcMethod } from '@nestjs/microservices';
 import { of, type Observable } from 'rxjs';
 import { health } from '@libs/proto';
+import { MalformedRequestInterceptor } from './malformed-request';
 
 const SERVICES = new Set(['', 'runnerhost.v1.RunnerGatewayService', 'runnerhost.v1.HostApiService']);
 
 /** Standard grpc.health.v1.Health: SERVING for the whole server and each runnerhost service. */
 @Controller()
+@UseInterceptors(MalformedRequestInterceptor)
 export class GrpcHealthController {
   @GrpcMethod('Health', 'Check')
   check(request: health.HealthCheckRequest): health.HealthCheckResponse {

@@ -4,3 +4,10 @@ export { RunnerConnections, type RunnerSession, type ConnectedRunner, type Inbou
 export { grpcErrorOf, GrpcStatusError } from './grpc-error';
 export { HOST_VERSION } from './connect-session.handler';
 export { RunnerCatalogService, type RunnerView } from './runner-catalog.service';
+export {
+  isMalformed,
+  malformedError,
+  MalformedRequestInterceptor,
+  tolerateMalformedRequests,
+  type MalformedRequest,
+} from './malformed-request';

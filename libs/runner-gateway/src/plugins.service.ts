@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { hashSecret, newSecret, secretPrefix } from '@libs/auth';
 import { PluginsRepository, type PluginEntity } from '@libs/persistence';
 import { DomainError, isValidSegment, pluginIdOf } from '@libs/protocol';
+import { RunnerConnections } from './runner-connections';
 
 export interface PluginView {
   plugin_id: string;
@@ -30,8 +31,18 @@ const AUTH_CACHE_MS = 10_000;
 export class PluginsService {
   /** token hash → plugin, for host API calls; dropped on rotation and removal. */
   private readonly authCache = new Map<string, { plugin: PluginEntity; until: number }>();
+  /**
+   * Bumped on every rotation and removal: a lookup that started before one may have read the old
+   * token's row and must not put it back into the cache.
+   */
+  private revocations = 0;
+  /** Per plugin: how many times its token was revoked (rotation, removal) in this process. */
+  private readonly revisions = new Map<string, number>();
 
-  constructor(private readonly plugins: PluginsRepository) {}
+  constructor(
+    private readonly plugins: PluginsRepository,
+    private readonly connections: RunnerConnections,
+  ) {}
 
   async register(author: string, name: string): Promise<PluginView & { token: string }> {
     for (const [field, value] of [
@@ -68,13 +79,17 @@ export class PluginsService {
     return { ...pluginView(row), token };
   }
 
-  /** Issues a new token; the old one stops working at once (live connections stay until they drop). */
+  /**
+   * Issues a new token; the old one stops working at once, and the live Connect session opened
+   * with it is closed (its runs fail `runner.disconnected`), so the plugin reconnects with the new one.
+   */
   async rotateToken(pluginId: string): Promise<PluginView & { token: string }> {
     const plugin = await this.get(pluginId);
     const token = newSecret('rhp');
     const now = Date.now();
     await this.plugins.replaceToken(pluginId, hashSecret(token), secretPrefix(token), now);
     this.forget(pluginId);
+    this.connections.closePlugin(pluginId, 'the plugin token was rotated');
     return { ...pluginView({ ...plugin, token_prefix: secretPrefix(token), token_issued_at: now }), token };
   }
 
@@ -95,6 +110,7 @@ export class PluginsService {
       throw new DomainError('not_found', `plugin ${pluginId} not found`, { plugin_id: pluginId });
     }
     this.forget(pluginId);
+    this.connections.closePlugin(pluginId, 'the plugin was deleted');
   }
 
   async authenticate(token: string): Promise<PluginEntity | null> {
@@ -103,7 +119,12 @@ export class PluginsService {
     if (cached && cached.until > Date.now()) {
       return cached.plugin;
     }
+    const revocations = this.revocations;
     const plugin = await this.plugins.findByTokenHash(hash);
+    if (revocations !== this.revocations) {
+      // A rotation or removal ran meanwhile: read again rather than trust (or cache) the old row.
+      return this.authenticate(token);
+    }
     if (plugin) {
       this.authCache.set(hash, { plugin, until: Date.now() + AUTH_CACHE_MS });
     } else {
@@ -112,7 +133,17 @@ export class PluginsService {
     return plugin;
   }
 
+  /**
+   * Changes whenever the plugin's token is revoked: a Connect stream authenticated before a
+   * rotation must not be welcomed after it (its hello may come later than its token check).
+   */
+  revisionOf(pluginId: string): number {
+    return this.revisions.get(pluginId) ?? 0;
+  }
+
   private forget(pluginId: string): void {
+    this.revocations++;
+    this.revisions.set(pluginId, this.revisionOf(pluginId) + 1);
     for (const [hash, entry] of this.authCache) {
       if (entry.plugin.plugin_id === pluginId) {
         this.authCache.delete(hash);

@@ -65,6 +65,19 @@ export class RunnerConnections {
     this.inbound$.next({ kind: 'disconnected', session, reason });
   }
 
+  /**
+   * Closes the plugin's live session (rotated token, removed plugin): its runs fail as on any
+   * disconnect and the plugin has to connect again with a valid token.
+   */
+  closePlugin(pluginId: string, reason: string): void {
+    const session = this.byPlugin.get(pluginId);
+    if (session) {
+      this.logger.warn(`closing session ${session.session_id} of plugin ${pluginId}: ${reason}`);
+      this.detach(session, reason);
+      session.close(reason);
+    }
+  }
+
   deliver(session: RunnerSession, result: RunResult): void {
     session.last_seen_at = Date.now();
     this.inbound$.next({ kind: 'result', session, result });

@@ -1,4 +1,4 @@
-import type { AppConfig } from '@libs/config';
+import { secretEnvPolicy, type AppConfig } from '@libs/config';
 import type { ModelEntity, ModelsRepository, NewModelUsage } from '@libs/persistence';
 import type { InvokeModelRequest, StreamModelChunk } from '@libs/proto';
 import { DomainError } from '@libs/protocol';
@@ -53,7 +53,13 @@ export function modelsFixture(
   env: Record<string, string> = { UNIT_KEY },
   openai: AppConfig['openai'] = { keySet: false, baseUrl: null, model: null },
 ): ModelsFixture {
-  const config = { openai, secret: (name: string) => env[name] || null } as unknown as AppConfig;
+  // Every name but the host's own secrets may be referenced here (SECRET_ENV_ALLOWLIST has its own tests).
+  const secretEnv = secretEnvPolicy(['*']);
+  const config = {
+    openai,
+    secretEnv,
+    secret: (name: string) => (secretEnv.allows(name) ? env[name] || null : null),
+  } as unknown as AppConfig;
   const repo = new MemoryModels();
   const registry = new ModelRegistry(repo as unknown as ModelsRepository, config);
   const service = new ModelsService(registry, repo as unknown as ModelsRepository, config);

@@ -1,4 +1,4 @@
-import { Controller, Get, Res } from '@nestjs/common';
+import { Controller, Get, Logger, Res } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Response } from 'express';
@@ -10,6 +10,8 @@ import { GrpcServerState } from '../grpc-server-state';
 @Public()
 @Controller('health')
 export class HealthController {
+  private readonly logger = new Logger('Health');
+
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly grpc: GrpcServerState,
@@ -29,7 +31,11 @@ export class HealthController {
   async ready(@Res({ passthrough: true }) res: Response) {
     const database = await this.db.query('SELECT 1').then(
       () => 'ok',
-      (e: unknown) => `error: ${e instanceof Error ? e.message : String(e)}`,
+      (e: unknown) => {
+        // The endpoint is public: the database's own text (host names, users, paths) stays in the log.
+        this.logger.error(`readiness: database check failed: ${e instanceof Error ? e.message : String(e)}`);
+        return 'unreachable';
+      },
     );
     const grpc = this.grpc.listening ? 'ok' : 'not listening';
     const ok = database === 'ok' && grpc === 'ok';

@@ -1,6 +1,12 @@
 import { InitialSchema1764500000000 } from './1764500000000-initial-schema';
 import { ContextStores1764600000000 } from './1764600000000-context-stores';
 import { Resources1764700000000 } from './1764700000000-resources';
+import { KbStemming1764800000000 } from './1764800000000-kb-stemming';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
-export const MIGRATIONS = [InitialSchema1764500000000, ContextStores1764600000000, Resources1764700000000];
+export const MIGRATIONS = [
+  InitialSchema1764500000000,
+  ContextStores1764600000000,
+  Resources1764700000000,
+  KbStemming1764800000000,
+];

@@ -12,7 +12,7 @@ export interface KbChunkHit {
   id: number;
   content: string;
   metadata: JsonObject;
-  /** Relevance in [0, 1), higher is better. */
+  /** Relevance relative to the best hit of the same search: 1 for it, in (0, 1] for the others. */
   score: number;
 }
 
@@ -171,8 +171,10 @@ export class KnowledgeRepository {
   /**
    * Chunks of one knowledge base matching any of `words` and every filter, best first, at most
    * `limit`. Words are plain words (letters, digits, marks): each goes in quoted, so nothing the
-   * caller typed is read as full-text syntax. SQLite ranks by bm25 (negative, lower is better),
-   * PostgreSQL by ts_rank; both become a score in [0, 1) where higher is better.
+   * caller typed is read as full-text syntax. Both sides stem (FTS5 `porter`, PostgreSQL `english`:
+   * migration KbStemming), so "erupt" finds "erupts". SQLite ranks by bm25 (negative, lower is
+   * better), PostgreSQL by ts_rank; either raw figure means little to a reader (bm25 of a few
+   * chunks is ~1e-6), so the score is each hit's relevance as a share of the best hit's.
    */
   async search(kbId: string, words: string[], filters: KbMetadataFilter[], limit: number): Promise<KbChunkHit[]> {
     if (words.length === 0) {
@@ -185,9 +187,9 @@ export class KnowledgeRepository {
     };
     const rows: Array<{ id: number | string; content: string; metadata: string; rank: number | string }> = this.pg
       ? await this.db.query(
-          `SELECT c."id", c."content", c."metadata", ts_rank(to_tsvector('simple', c."content"), q, 32) AS "rank"
-             FROM "kb_chunks" c CROSS JOIN to_tsquery('simple', ${p(words.map((w) => `'${w}'`).join(' | '))}) q
-            WHERE to_tsvector('simple', c."content") @@ q AND c."kb_id" = ${p(kbId)}
+          `SELECT c."id", c."content", c."metadata", ts_rank(to_tsvector('english', c."content"), q) AS "rank"
+             FROM "kb_chunks" c CROSS JOIN to_tsquery('english', ${p(words.map((w) => `'${w}'`).join(' | '))}) q
+            WHERE to_tsvector('english', c."content") @@ q AND c."kb_id" = ${p(kbId)}
               ${filters.map(([k, v]) => `AND (c."metadata"::jsonb -> ${p(k)}::text) = ${p(JSON.stringify(v))}::jsonb`).join(' ')}
             ORDER BY "rank" DESC, c."id" ASC LIMIT ${p(limit)}`,
           params,
@@ -200,11 +202,16 @@ export class KnowledgeRepository {
             ORDER BY "rank" ASC, c."id" ASC LIMIT ${p(limit)}`,
           params,
         );
-    return rows.map((r) => {
-      const rank = Number(r.rank);
-      const score = this.pg ? rank : Math.max(0, -rank) / (1 + Math.max(0, -rank));
-      return { id: Number(r.id), content: r.content, metadata: JSON.parse(r.metadata) as JsonObject, score };
-    });
+    // Relevance, higher is better: ts_rank as is, bm25 negated.
+    const relevance = rows.map((r) => (this.pg ? Number(r.rank) : -Number(r.rank)));
+    const best = relevance[0] ?? 0;
+    return rows.map((r, i) => ({
+      id: Number(r.id),
+      content: r.content,
+      metadata: JSON.parse(r.metadata) as JsonObject,
+      // Rows come best first; a degenerate best (0) makes every hit equally good.
+      score: best > 0 ? Math.min(1, Math.max(relevance[i], 0) / best) : 1,
+    }));
   }
 }
 

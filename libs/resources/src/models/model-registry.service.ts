@@ -36,7 +36,7 @@ export class ModelRegistry implements OnApplicationBootstrap {
 
   async create(modelId: string, input: ModelInput): Promise<ModelView> {
     checkModelId(modelId);
-    const fields = validateModel(input);
+    const fields = validateModel(input, this.config.secretEnv);
     if (await this.repo.get(modelId)) {
       throw new DomainError('conflict', `model ${modelId} already exists`, { model_id: modelId });
     }
@@ -58,7 +58,7 @@ export class ModelRegistry implements OnApplicationBootstrap {
   /** Replaces a model's definition; runs already started keep their grant, later calls use the new one. */
   async replace(modelId: string, input: ModelInput): Promise<ModelView> {
     const current = await this.load(modelId);
-    const fields = validateModel(input);
+    const fields = validateModel(input, this.config.secretEnv);
     const entity = this.entity(modelId, fields, current.created_at, Math.max(Date.now(), current.updated_at + 1));
     warmTokenizer(fields.tokenizer);
     this.forCalls.delete(modelId);
@@ -145,6 +145,12 @@ export class ModelRegistry implements OnApplicationBootstrap {
     if (!keySet) {
       return;
     }
+    if (!this.config.secretEnv.allows(QUICK_START.key_env)) {
+      this.logger.warn(
+        `OPENAI_API_KEY is set but not on SECRET_ENV_ALLOWLIST: no "${DEFAULT_MODEL_ID}" model registered`,
+      );
+      return;
+    }
     const modelName = model ?? QUICK_START.model;
     const input: ModelInput = {
       kind: 'chat',
@@ -160,7 +166,7 @@ export class ModelRegistry implements OnApplicationBootstrap {
       this.logger.log(`registered model "${DEFAULT_MODEL_ID}" (${modelName}) from OPENAI_API_KEY`);
     } else if (
       current.api_key_env === QUICK_START.key_env &&
-      (current.base_url !== validateModel(input).base_url || current.model_name !== modelName)
+      (current.base_url !== validateModel(input, this.config.secretEnv).base_url || current.model_name !== modelName)
     ) {
       await this.replace(DEFAULT_MODEL_ID, {
         ...input,

@@ -1,4 +1,6 @@
+import type { SecretEnvPolicy } from '@libs/config';
 import { DomainError } from '@libs/protocol';
+import { checkEnvReference } from '../env-reference';
 import {
   DEFAULT_ABILITIES,
   MODEL_KINDS,
@@ -13,8 +15,6 @@ export const MODEL_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const PROVIDER_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 /** A POSIX-style environment variable name. */
 const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
-/** The host's own secrets: a model must not send them to an endpoint as its API key. */
-const HOST_SECRET_ENV = /^(DATABASE_URL|ADMIN_API_KEY|RUNNERHOST_.*)$/i;
 const MAX_EXTRA_ARGS_BYTES = 16 * 1024;
 /** Request fields the host sets itself; extra_args may not override them. */
 const RESERVED_ARGS: Record<ModelKind, string[]> = {
@@ -128,7 +128,7 @@ export function mergeExtraArgs(
 }
 
 /** Validates an admin model input; every problem names its field. */
-export function validateModel(input: ModelInput): ValidatedModel {
+export function validateModel(input: ModelInput, secretEnv: SecretEnvPolicy): ValidatedModel {
   if (!MODEL_KINDS.includes(input.kind as ModelKind)) {
     throw invalid('kind', `must be one of ${MODEL_KINDS.join(', ')}`);
   }
@@ -142,9 +142,7 @@ export function validateModel(input: ModelInput): ValidatedModel {
     if (typeof apiKeyEnv !== 'string' || !ENV_NAME_PATTERN.test(apiKeyEnv)) {
       throw invalid('api_key_env', 'must be an environment variable name (letters, digits, "_"; not a key value)');
     }
-    if (HOST_SECRET_ENV.test(apiKeyEnv)) {
-      throw invalid('api_key_env', `must not name one of the host's own secrets`);
-    }
+    checkEnvReference(apiKeyEnv, 'api_key_env', secretEnv);
   }
   if (
     typeof input.model_name !== 'string' ||

@@ -23,10 +23,11 @@ export async function callHttpTool(
   args: Record<string, unknown>,
   signal: AbortSignal,
   maxBytes: number,
+  secret: (name: string) => string | null,
 ): Promise<ToolResult> {
   const headers: Record<string, string> = {
     accept: 'application/json, text/*;q=0.9, */*;q=0.5',
-    ...resolveEnvRefs(config.headers, `source ${sourceId} headers`),
+    ...resolveEnvRefs(config.headers, `source ${sourceId} headers`, secret),
   };
   const url = new URL(spec.url);
   let body: string | undefined;

@@ -1,9 +1,10 @@
-import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { DomainError } from '@libs/protocol';
 import { canonicalJson } from '@libs/authz';
 import { resolveEnvRefs, type McpSpec } from './tool-config';
@@ -36,6 +37,8 @@ export class McpClientPool implements OnModuleDestroy {
   private readonly errors = new Map<string, string>();
   /** Set by the registry: a new connection was made, or the server's tool list changed. */
   onToolsChanged: (sourceId: string) => void = () => undefined;
+
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
   /** The source's live client; `fresh` when this call made the connection. */
   async acquire(sourceId: string, spec: McpSpec): Promise<{ client: Client; fresh: boolean }> {
@@ -151,7 +154,7 @@ export class McpClientPool implements OnModuleDestroy {
 
   private transport(sourceId: string, spec: McpSpec): Transport {
     if (spec.kind === 'mcp_http') {
-      const headers = resolveEnvRefs(spec.config.headers, `source ${sourceId} config.headers`);
+      const headers = resolveEnvRefs(spec.config.headers, `source ${sourceId} config.headers`, this.config.secret);
       return new StreamableHTTPClientTransport(new URL(spec.config.url), { requestInit: { headers } });
     }
     const { command, args, env, cwd } = spec.config;
@@ -159,7 +162,7 @@ export class McpClientPool implements OnModuleDestroy {
       command,
       args,
       cwd,
-      env: resolveEnvRefs(env, `source ${sourceId} config.env`),
+      env: resolveEnvRefs(env, `source ${sourceId} config.env`, this.config.secret),
       stderr: 'pipe',
     });
     // The child's stderr goes to the debug log (and must be read, or a chatty child would block).

@@ -1,5 +1,6 @@
 import { DomainError } from '@libs/protocol';
-import { parseSource, resolveEnvRefs, validateSourceId } from './tool-config';
+import { parseSecretEnvAllowlist, secretEnvPolicy } from '@libs/config';
+import { checkSourceEnvRefs, parseSource, resolveEnvRefs, validateSourceId } from './tool-config';
 
 const fails = (fn: () => unknown) => {
   try {
@@ -48,6 +49,38 @@ describe('tool source config', () => {
     ).toMatch(/parameters/);
   });
 
+  it('allows only SECRET_ENV_ALLOWLIST references, naming the field', () => {
+    const policy = secretEnvPolicy(parseSecretEnvAllowlist(undefined));
+    const stdio = parseSource('mcp_stdio', { command: 'node', env: { TOKEN: { env: 'ADMIN_API_KEY' } } });
+    expect(fails(() => checkSourceEnvRefs(stdio, policy))).toMatch(
+      /^invalid_argument: config\.env\.TOKEN\.env: ADMIN_API_KEY/,
+    );
+    const http = parseSource('mcp_http', { url: 'http://x.test', headers: { Authorization: { env: 'HOME' } } });
+    expect(fails(() => checkSourceEnvRefs(http, policy))).toMatch(
+      /^invalid_argument: config\.headers\.Authorization\.env/,
+    );
+    const fine = parseSource('mcp_http', { url: 'http://x.test', headers: { A: { env: 'RUNNERHOST_SECRET_GH' } } });
+    expect(fails(() => checkSourceEnvRefs(fine, policy))).toBe('no error');
+  });
+
+  it("never allows the host's own secrets, whatever the allowlist says", () => {
+    const everything = secretEnvPolicy(['A*', 'D*', 'T*', 'G*', 'P*', 'S*', 'R*', 'OPENAI_API_KEY']);
+    for (const name of [
+      'ADMIN_API_KEY',
+      'DATABASE_URL',
+      'TLS_KEY_FILE',
+      'GRPC_TLS_CLIENT_CA_FILE',
+      'PGPASSWORD',
+      'SECRET_ENV_ALLOWLIST',
+      'RUNNERHOST_PLUGIN_TOKEN',
+    ]) {
+      expect([name, everything.allows(name)]).toEqual([name, false]);
+    }
+    expect(everything.allows('OPENAI_API_KEY')).toBe(true);
+    expect(everything.allows('ANTHROPIC_KEY')).toBe(true);
+    expect(secretEnvPolicy(parseSecretEnvAllowlist(' X_KEY , Y_* ')).entries).toEqual(['X_KEY', 'Y_*']);
+  });
+
   it('validates source ids', () => {
     expect(fails(() => validateSourceId('github-1'))).toBe('no error');
     for (const bad of ['builtin', 'Upper', '', '-x', 'a'.repeat(65), 'a b']) {
@@ -56,11 +89,12 @@ describe('tool source config', () => {
   });
 
   it('resolves references, naming a missing variable and never a value', () => {
-    expect(resolveEnvRefs({ Authorization: { env: 'T', prefix: 'Bearer ' } }, 'h', { T: 's3cret' })).toEqual({
+    const secret = (name: string) => ({ T: 's3cret' })[name] ?? null;
+    expect(resolveEnvRefs({ Authorization: { env: 'T', prefix: 'Bearer ' } }, 'h', secret)).toEqual({
       Authorization: 'Bearer s3cret',
     });
-    expect(fails(() => resolveEnvRefs({ A: { env: 'MISSING' } }, 'source s config.env', {}))).toBe(
-      'unavailable: source s config.env.A: host environment variable MISSING is not set',
+    expect(fails(() => resolveEnvRefs({ A: { env: 'MISSING' } }, 'source s config.env', secret))).toBe(
+      'unavailable: source s config.env.A: host environment variable MISSING is not set or not allowed',
     );
   });
 });

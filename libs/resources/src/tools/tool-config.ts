@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import type { SecretEnvPolicy } from '@libs/config';
 import { DomainError, describeIssues } from '@libs/protocol';
+import { checkEnvReference } from '../env-reference';
 
 /**
  * Tool source configurations, one schema per kind. Secrets are never stored: environment
@@ -102,6 +104,17 @@ export function parseSource(kind: string, config: unknown): SourceSpec {
   return { kind, config: r.data } as SourceSpec;
 }
 
+/** Every env reference of a source must be allowed (SECRET_ENV_ALLOWLIST); 400 naming the field otherwise. */
+export function checkSourceEnvRefs(spec: SourceSpec, policy: SecretEnvPolicy): void {
+  const refs: [string, Record<string, EnvRef>][] =
+    spec.kind === 'mcp_stdio' ? [['config.env', spec.config.env]] : [['config.headers', spec.config.headers]];
+  for (const [where, map] of refs) {
+    for (const [key, ref] of Object.entries(map)) {
+      checkEnvReference(ref.env, `${where}.${key}.env`, policy);
+    }
+  }
+}
+
 export function validateSourceId(sourceId: string): void {
   if (!SOURCE_ID_PATTERN.test(sourceId) || RESERVED_SOURCE_IDS.has(sourceId)) {
     throw new DomainError(
@@ -113,21 +126,26 @@ export function validateSourceId(sourceId: string): void {
 }
 
 /**
- * Resolves `{NAME: {env, prefix}}` references against the host environment. A variable that is
- * not set fails the connection (naming the variable, never a value).
+ * Resolves `{NAME: {env, prefix}}` references through `secret` (AppConfig.secret: the host
+ * environment, within SECRET_ENV_ALLOWLIST). A variable that is not set or no longer allowed
+ * fails the connection (naming the variable, never a value).
  */
 export function resolveEnvRefs(
   refs: Record<string, EnvRef>,
   what: string,
-  env: NodeJS.ProcessEnv = process.env,
+  secret: (name: string) => string | null,
 ): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, ref] of Object.entries(refs)) {
-    const value = env[ref.env];
-    if (value === undefined) {
-      throw new DomainError('unavailable', `${what}.${key}: host environment variable ${ref.env} is not set`, {
-        env: ref.env,
-      });
+    const value = secret(ref.env);
+    if (value === null) {
+      throw new DomainError(
+        'unavailable',
+        `${what}.${key}: host environment variable ${ref.env} is not set or not allowed`,
+        {
+          env: ref.env,
+        },
+      );
     }
     out[key] = `${ref.prefix ?? ''}${value}`;
   }

@@ -1,10 +1,18 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
+import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { ToolsRepository, type ToolSourceEntity } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import { BUILTINS } from './builtin-tools';
 import { McpClientPool } from './mcp-client-pool';
-import { SOURCE_OF, isSourceKind, parseSource, validateSourceId, type SourceSpec } from './tool-config';
+import {
+  SOURCE_OF,
+  checkSourceEnvRefs,
+  isSourceKind,
+  parseSource,
+  validateSourceId,
+  type SourceSpec,
+} from './tool-config';
 import { ToolRegistryService } from './tool-registry.service';
 
 export interface ToolSourceInput {
@@ -52,6 +60,7 @@ export class ToolSourcesService {
     private readonly repo: ToolsRepository,
     private readonly registry: ToolRegistryService,
     private readonly pool: McpClientPool,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   /** Registers a source and lists its tools; a server that cannot be reached still registers (status `error`). */
@@ -166,6 +175,7 @@ export class ToolSourcesService {
 
   private parse(input: ToolSourceInput): SourceSpec {
     const spec = parseSource(input.kind, input.config);
+    checkSourceEnvRefs(spec, this.config.secretEnv);
     if (spec.kind === 'http') {
       spec.config.tools.forEach((t, i) => {
         try {

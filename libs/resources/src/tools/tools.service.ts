@@ -114,7 +114,7 @@ export class ToolsService {
       case 'builtin':
         return target.tool.run(args, { signal, maxResultBytes: max });
       case 'http':
-        return callHttpTool(target.sourceId, target.spec.config, target.http, args, signal, max);
+        return callHttpTool(target.sourceId, target.spec.config, target.http, args, signal, max, this.config.secret);
       case 'mcp':
         return callMcpTool(this.pool, target, args, signal, timeoutMs);
     }

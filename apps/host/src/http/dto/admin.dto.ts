@@ -128,7 +128,12 @@ export class ApiKeyDto {
   @ApiProperty() id!: string;
   @ApiProperty() name!: string;
   @ApiProperty({ enum: ['platform', 'admin'] }) role!: string;
-  @ApiProperty() key_prefix!: string;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    description: 'first characters of a generated key; null for ADMIN_API_KEY (no part of it is shown)',
+  })
+  key_prefix!: string | null;
   @ApiProperty() created_at!: string;
   @ApiProperty({ nullable: true, type: String }) revoked_at!: string | null;
 }

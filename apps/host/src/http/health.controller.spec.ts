@@ -1,0 +1,41 @@
+import { Logger } from '@nestjs/common';
+import type { Response } from 'express';
+import type { DataSource } from 'typeorm';
+import { GrpcServerState } from '../grpc-server-state';
+import { HealthController } from './health.controller';
+
+/** The readiness answer is public: a failing database check must not carry the driver's text. */
+describe('HealthController.ready', () => {
+  const DRIVER_TEXT = 'password authentication failed for user "runner" at db.internal:5432 (/var/lib/secret)';
+
+  const answer = async (query: () => Promise<unknown>) => {
+    const grpc = new GrpcServerState();
+    grpc.listening = true;
+    let status = 0;
+    const res = { status: (s: number) => (status = s) } as unknown as Response;
+    const body = await new HealthController({ query } as unknown as DataSource, grpc).ready(res);
+    return { status, body };
+  };
+
+  it('says ok when the database answers', async () => {
+    expect(await answer(() => Promise.resolve([{ 1: 1 }]))).toEqual({
+      status: 200,
+      body: { status: 'ok', checks: { database: 'ok', grpc: 'ok' } },
+    });
+  });
+
+  it('says "unreachable" without the error text, which goes to the log only', async () => {
+    const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    try {
+      const r = await answer(() => Promise.reject(new Error(DRIVER_TEXT)));
+      expect(r).toEqual({
+        status: 503,
+        body: { status: 'unavailable', checks: { database: 'unreachable', grpc: 'ok' } },
+      });
+      expect(JSON.stringify(r)).not.toContain('password');
+      expect(logged).toHaveBeenCalledWith(expect.stringContaining(DRIVER_TEXT));
+    } finally {
+      logged.mockRestore();
+    }
+  });
+});
