@@ -138,7 +138,12 @@ export const SQL = {
   ),
   insertRun: insert('insert_run', 'runs', RUN_COLUMNS),
   insertEventLog: insert('insert_event_log', 'event_log', EVENT_LOG_COLUMNS, ' RETURNING "id"'),
-  /** Next seq of the conversation in the same statement: the one writer makes it race-free. */
+  /**
+   * Taken before a transcript append: on PostgreSQL the conversation's transaction lock, so
+   * writers of several host processes cannot compute the same next seq; SQLite has one writer.
+   */
+  lockConversation: stmt('lock_conversation', 'SELECT ? AS "k"', `SELECT pg_advisory_xact_lock(hashtext(?)) AS "k"`),
+  /** Next seq of the conversation in the same statement. */
   insertTranscript: stmt(
     'insert_transcript',
     `INSERT INTO "transcript" (${transcriptCols}, "seq")

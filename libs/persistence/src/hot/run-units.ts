@@ -84,6 +84,7 @@ function* existingEvent(e: EventEntity): Unit<EventEntity | undefined> {
 }
 
 export function* appendTranscriptUnit(row: NewTranscriptRow): Unit<number> {
+  yield* one(SQL.lockConversation, [`transcript:${row.conversation_id}`]);
   const r = yield* one<{ seq: number | string }>(SQL.insertTranscript, [
     ...params(TRANSCRIPT_COLUMNS, row),
     row.conversation_id,
@@ -97,6 +98,13 @@ export function* appendTranscriptUnit(row: NewTranscriptRow): Unit<number> {
  */
 export function* admitUnit(a: AdmitRows): Unit<AdmitOutcome> {
   const e = a.event;
+  if (a.readmit && e.idempotency_key) {
+    // The retry brings a key another event took meanwhile: that event is the answer.
+    const holder = yield* one<Row>(SQL.eventByKey, [e.idempotency_key]);
+    if (holder && holder.event_id !== e.event_id) {
+      return { admitted: false, existing: eventFromRow(holder) };
+    }
+  }
   const claimed = a.readmit
     ? yield* exec(SQL.readmitEvent, [
         e.disposition,
