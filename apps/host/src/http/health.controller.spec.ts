@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { Response } from 'express';
 import type { DataSource } from 'typeorm';
+import type { HotStore } from '@libs/persistence';
 import { GrpcServerState } from '../grpc-server-state';
 import { HealthController } from './health.controller';
 
@@ -8,12 +9,13 @@ import { HealthController } from './health.controller';
 describe('HealthController.ready', () => {
   const DRIVER_TEXT = 'password authentication failed for user "runner" at db.internal:5432 (/var/lib/secret)';
 
-  const answer = async (query: () => Promise<unknown>) => {
+  const answer = async (query: () => Promise<unknown>, wal: ReturnType<HotStore['wal']> = null) => {
     const grpc = new GrpcServerState();
     grpc.listening = true;
     let status = 0;
     const res = { status: (s: number) => (status = s) } as unknown as Response;
-    const body = await new HealthController({ query } as unknown as DataSource, grpc).ready(res);
+    const hot = { wal: () => wal } as unknown as HotStore;
+    const body = await new HealthController({ query } as unknown as DataSource, grpc, hot).ready(res);
     return { status, body };
   };
 
@@ -21,6 +23,14 @@ describe('HealthController.ready', () => {
     expect(await answer(() => Promise.resolve([{ 1: 1 }]))).toEqual({
       status: 200,
       body: { status: 'ok', checks: { database: 'ok', grpc: 'ok' } },
+    });
+  });
+
+  it('shows the SQLite WAL size the checkpoint worker last saw', async () => {
+    const wal = { wal_bytes: 4096, checkpoints: 3, last_checkpoint_at: 1_700_000_000_000, checkpoint_error: null };
+    expect((await answer(() => Promise.resolve([]), wal)).body).toMatchObject({
+      status: 'ok',
+      details: { wal_bytes: 4096, checkpoints: 3, last_checkpoint_at: 1_700_000_000_000 },
     });
   });
 

@@ -4,6 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { Response } from 'express';
 import type { DataSource } from 'typeorm';
 import { Public } from '@libs/auth';
+import { HotStore } from '@libs/persistence';
 import { GrpcServerState } from '../grpc-server-state';
 
 @ApiTags('health')
@@ -15,6 +16,7 @@ export class HealthController {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly grpc: GrpcServerState,
+    private readonly hot: HotStore,
   ) {}
 
   @Get('live')
@@ -40,6 +42,20 @@ export class HealthController {
     const grpc = this.grpc.listening ? 'ok' : 'not listening';
     const ok = database === 'ok' && grpc === 'ok';
     res.status(ok ? 200 : 503);
-    return { status: ok ? 'ok' : 'unavailable', checks: { database, grpc } };
+    // SQLite: the WAL the checkpoint worker keeps small (a growing one means checkpoints cannot keep up).
+    const wal = this.hot.wal();
+    return {
+      status: ok ? 'ok' : 'unavailable',
+      checks: { database, grpc },
+      ...(wal
+        ? {
+            details: {
+              wal_bytes: wal.wal_bytes,
+              checkpoints: wal.checkpoints,
+              last_checkpoint_at: wal.last_checkpoint_at,
+            },
+          }
+        : {}),
+    };
   }
 }
