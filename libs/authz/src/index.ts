@@ -12,3 +12,4 @@ export { AuditService, type AuditRecord, type AuditView } from './audit.service'
 export { TokenBucket } from './rate-limiter';
 export { AuthzModule } from './authz.module';
 export { CatalogVersions } from './catalog-versions';
+export { CatalogInvalidationInterceptor, InvalidatesCatalog } from './catalog-invalidation.interceptor';

@@ -1,4 +1,4 @@
-import { Controller, UseInterceptors } from '@nestjs/common';
+import { Controller } from '@nestjs/common';
 import type { Metadata } from '@grpc/grpc-js';
 import { Root, common } from 'protobufjs';
 import { from, mergeMap, type Observable } from 'rxjs';
@@ -50,14 +50,14 @@ import {
   type StreamModelChunk,
 } from '@libs/proto';
 import { KnowledgeService, ModelsService, ToolsService, type ResourceCall } from '@libs/resources';
-import { GrpcStatusError, MalformedRequestInterceptor } from '@libs/runner-gateway';
+import { GrpcStatusError, isMalformed, malformedError, wireBytes } from '@libs/runner-gateway';
 import type { ActiveRun } from '@libs/runs';
 import { ContextApiService } from './context-api.service';
 import { HostApiGuard, type CallNeeds } from './host-api.guard';
 import type { StorageArea } from '@libs/authz';
 import { StorageApiService } from './storage-api.service';
 
-const size = (req: object) => Buffer.byteLength(JSON.stringify(req));
+const size = (req: object) => wireBytes(req) ?? Buffer.byteLength(JSON.stringify(req));
 /** Page cursors: absent rather than null on the wire. */
 const cursors = <T extends { next_cursor: string | null; prev_cursor?: string | null }>(page: T) => ({
   ...page,
@@ -99,9 +99,6 @@ const grantedTool = (run: ActiveRun, name: string) => run.snapshot.resources.too
  */
 @Controller()
 @HostApiServiceControllerMethods()
-// A request that is not valid protobuf is refused INVALID_ARGUMENT before the guard: no run_id
-// can be read from it, so it has no audit row (README, Security).
-@UseInterceptors(MalformedRequestInterceptor)
 export class HostApiController implements HostApiServiceController {
   constructor(
     private readonly guard: HostApiGuard,
@@ -113,6 +110,12 @@ export class HostApiController implements HostApiServiceController {
   ) {}
 
   private needs(action: string, req: { run_id: string }, extra: Partial<CallNeeds> = {}): CallNeeds {
+    // A request that is not valid protobuf is refused INVALID_ARGUMENT before the guard: no run_id
+    // can be read from it, so it has no audit row (README, Security). Checked here rather than by
+    // an interceptor, which would cost every call an async-resource binding.
+    if (isMalformed(req)) {
+      throw malformedError(req);
+    }
     return { action, run_id: req.run_id, payload_bytes: size(req), ...extra };
   }
 

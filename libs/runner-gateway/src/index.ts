@@ -9,5 +9,6 @@ export {
   malformedError,
   MalformedRequestInterceptor,
   tolerateMalformedRequests,
+  wireBytes,
   type MalformedRequest,
 } from './malformed-request';

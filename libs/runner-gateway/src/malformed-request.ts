@@ -15,6 +15,13 @@ export interface MalformedRequest {
   readonly [MALFORMED]: { message_type: string; reason: string };
 }
 
+const WIRE_BYTES = Symbol('request size on the wire');
+
+/** The size of a request as it came over the wire (set by the tolerant deserializer), if known. */
+export function wireBytes(value: object): number | undefined {
+  return (value as { [WIRE_BYTES]?: number })[WIRE_BYTES];
+}
+
 export function isMalformed(value: unknown): value is MalformedRequest {
   return typeof value === 'object' && value !== null && MALFORMED in value;
 }
@@ -45,7 +52,10 @@ export function tolerateMalformedRequests(definition: PackageDefinition): void {
       const messageType = method.path.split('/').pop() ?? method.path;
       method.requestDeserialize = (bytes: Buffer) => {
         try {
-          return deserialize(bytes);
+          const request = deserialize(bytes);
+          // The guard's payload limit is about these bytes; measuring them again would cost an encode.
+          Object.defineProperty(request, WIRE_BYTES, { value: bytes.length });
+          return request;
         } catch (e) {
           const reason = e instanceof Error ? e.message.slice(0, 200) : 'undecodable';
           const marker: MalformedRequest = { [MALFORMED]: { message_type: `${messageType} request`, reason } };
@@ -56,7 +66,7 @@ export function tolerateMalformedRequests(definition: PackageDefinition): void {
   }
 }
 
-/** Refuses a unary or server-streaming call whose request could not be decoded. */
+/** Refuses a unary or server-streaming call whose request could not be decoded (health checks). */
 @Injectable()
 export class MalformedRequestInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {

@@ -2,7 +2,13 @@ import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } f
 import type { Subscription } from 'rxjs';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import type { RunResult } from '@libs/proto';
-import { TERMINAL_RESULT_TYPES, checkJson, isKnownResultType, usageSchema, validateResultPayload } from '@libs/protocol';
+import {
+  TERMINAL_RESULT_TYPES,
+  checkJson,
+  isKnownResultType,
+  usageSchema,
+  validateResultPayload,
+} from '@libs/protocol';
 import { RunnerConnections, type RunnerSession } from '@libs/runner-gateway';
 import { ActiveRuns } from './active-runs';
 import { RunLifecycleService } from './run-lifecycle.service';

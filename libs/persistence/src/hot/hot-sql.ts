@@ -178,6 +178,18 @@ export const SQL = {
     'SELECT MAX("seq") AS "max" FROM "transcript" WHERE "conversation_id" = ? AND "thread_id" IS NOT DISTINCT FROM ?',
   ),
 
+  /** A transcript page (HistoryPage, the transcript API): every thread when the flag is 1, else one thread. */
+  transcriptNewest: stmt(
+    'transcript_newest',
+    `SELECT * FROM "transcript" WHERE "conversation_id" = ? AND (? = 1 OR "thread_id" IS ?) AND "seq" < ? AND "seq" > ? ORDER BY "seq" DESC LIMIT ?`,
+    `SELECT * FROM "transcript" WHERE "conversation_id" = ? AND (? = 1 OR "thread_id" IS NOT DISTINCT FROM ?) AND "seq" < ? AND "seq" > ? ORDER BY "seq" DESC LIMIT ?`,
+  ),
+  transcriptOldest: stmt(
+    'transcript_oldest',
+    `SELECT * FROM "transcript" WHERE "conversation_id" = ? AND (? = 1 OR "thread_id" IS ?) AND "seq" < ? AND "seq" > ? ORDER BY "seq" ASC LIMIT ?`,
+    `SELECT * FROM "transcript" WHERE "conversation_id" = ? AND (? = 1 OR "thread_id" IS NOT DISTINCT FROM ?) AND "seq" < ? AND "seq" > ? ORDER BY "seq" ASC LIMIT ?`,
+  ),
+
   // State, storage, audit.
   stateGet: stmt('state_get', 'SELECT "value" FROM "state_entries" WHERE "scope_key" = ? AND "state_key" = ?'),
   stateEntries: stmt(

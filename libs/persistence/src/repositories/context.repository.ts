@@ -5,7 +5,7 @@ import { EventLogEntity, TranscriptEntity } from '../entities';
 import { HotStore } from '../hot/hot-store';
 import { SQL } from '../hot/hot-sql';
 import { appendTranscriptUnit, eventLogUnit } from '../hot/run-units';
-import { one } from '../hot/unit';
+import { one, rows } from '../hot/unit';
 
 export type NewTranscriptRow = Omit<TranscriptEntity, 'id' | 'seq'>;
 
@@ -48,21 +48,20 @@ export class ContextRepository {
     return this.hot.write(() => eventLogUnit(row));
   }
 
+  /** A page of the transcript, by prepared statement (HistoryPage is on the run path). */
   async transcriptPage(q: TranscriptQuery): Promise<TranscriptEntity[]> {
-    const qb = this.transcript.createQueryBuilder('t').where('t.conversation_id = :c', { c: q.conversation_id });
-    if (q.thread_id !== undefined) {
-      qb.andWhere(q.thread_id === null ? 't.thread_id IS NULL' : 't.thread_id = :th', { th: q.thread_id });
-    }
-    if (q.before !== undefined) {
-      qb.andWhere('t.seq < :before', { before: q.before });
-    }
-    if (q.after !== undefined) {
-      qb.andWhere('t.seq > :after', { after: q.after });
-    }
-    return qb
-      .orderBy('t.seq', q.direction === 'forward' ? 'ASC' : 'DESC')
-      .take(q.limit)
-      .getMany();
+    const stmt = q.direction === 'forward' ? SQL.transcriptOldest : SQL.transcriptNewest;
+    const found = await this.hot.read(
+      rows<Record<string, unknown>>(stmt, [
+        q.conversation_id,
+        q.thread_id === undefined ? 1 : 0,
+        q.thread_id ?? null,
+        q.before ?? MAX_SEQ,
+        q.after ?? 0,
+        q.limit,
+      ]),
+    );
+    return found.map(transcriptFromRow);
   }
 
   /** Full-text search in one conversation: FTS5 on SQLite, tsvector on PostgreSQL; newest first. */
@@ -104,6 +103,28 @@ export class ContextRepository {
     }
     return qb.orderBy('e.id', 'DESC').take(limit).getMany();
   }
+}
+
+/** Above every seq either database stores (INTEGER). */
+const MAX_SEQ = 2_147_483_647;
+
+function transcriptFromRow(r: Record<string, unknown>): TranscriptEntity {
+  return {
+    id: Number(r.id),
+    conversation_id: String(r.conversation_id),
+    thread_id: (r.thread_id as string | null) ?? null,
+    seq: Number(r.seq),
+    role: String(r.role),
+    item_type: String(r.item_type),
+    content: String(r.content),
+    content_json: JSON.parse(String(r.content_json)) as TranscriptEntity['content_json'],
+    attachment_refs: JSON.parse(String(r.attachment_refs)) as TranscriptEntity['attachment_refs'],
+    event_id: (r.event_id as string | null) ?? null,
+    run_id: (r.run_id as string | null) ?? null,
+    agent_id: String(r.agent_id),
+    metadata: JSON.parse(String(r.metadata)) as TranscriptEntity['metadata'],
+    created_at: Number(r.created_at),
+  };
 }
 
 /** Each word as a quoted FTS5 phrase, AND-ed: user text never becomes FTS5 syntax. */

@@ -1,11 +1,13 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { InvalidatesCatalog } from '@libs/authz';
 import { AgentsService } from '@libs/agents';
 import { ErrorResponseDto } from '../dto/error.dto';
 import { AgentDto, AgentPageDto, CreateAgentDto, PageQueryDto, ReplaceAgentDto } from '../dto/admin.dto';
 
 @ApiTags('admin')
 @ApiBearerAuth()
+@InvalidatesCatalog()
 @Controller('v1/admin/agents')
 export class AgentsController {
   constructor(private readonly agents: AgentsService) {}

@@ -14,6 +14,7 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import { ApiBearerAuth, ApiConsumes, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { InvalidatesCatalog } from '@libs/authz';
 import type { Request } from 'express';
 import type { Observable } from 'rxjs';
 import { DomainError } from '@libs/protocol';
@@ -83,6 +84,7 @@ class TextDocumentInterceptor implements NestInterceptor {
 
 @ApiTags('admin')
 @ApiBearerAuth()
+@InvalidatesCatalog()
 @Controller('v1/admin/knowledge-bases')
 export class KnowledgeController {
   constructor(private readonly knowledge: KnowledgeService) {}

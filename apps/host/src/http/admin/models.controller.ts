@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { InvalidatesCatalog } from '@libs/authz';
 import { ModelRegistry } from '@libs/resources';
 import { PageQueryDto } from '../dto/admin.dto';
 import { ErrorResponseDto } from '../dto/error.dto';
@@ -7,6 +8,7 @@ import { CreateModelDto, ModelDto, ModelPageDto, ReplaceModelDto } from '../dto/
 
 @ApiTags('admin')
 @ApiBearerAuth()
+@InvalidatesCatalog()
 @Controller('v1/admin/models')
 export class ModelsController {
   constructor(private readonly models: ModelRegistry) {}

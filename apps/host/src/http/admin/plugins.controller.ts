@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { InvalidatesCatalog } from '@libs/authz';
 import { pluginIdOf } from '@libs/protocol';
 import { PluginsService, RunnerConnections } from '@libs/runner-gateway';
 import { ErrorResponseDto } from '../dto/error.dto';
@@ -7,6 +8,7 @@ import { PluginDto, PluginWithTokenDto, RegisterPluginDto } from '../dto/admin.d
 
 @ApiTags('admin')
 @ApiBearerAuth()
+@InvalidatesCatalog()
 @Controller('v1/admin/plugins')
 export class PluginsController {
   constructor(

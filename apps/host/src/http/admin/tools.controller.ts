@@ -1,11 +1,13 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { InvalidatesCatalog } from '@libs/authz';
 import { ToolSourcesService } from '@libs/resources';
 import { ErrorResponseDto } from '../dto/error.dto';
 import { CreateToolSourceDto, SetBuiltinToolDto, ToolDto, ToolSourceBodyDto, ToolSourceDto } from '../dto/tools.dto';
 
 @ApiTags('admin')
 @ApiBearerAuth()
+@InvalidatesCatalog()
 @Controller('v1/admin/tools')
 export class ToolsController {
   constructor(private readonly sources: ToolSourcesService) {}
