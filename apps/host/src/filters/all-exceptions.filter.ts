@@ -46,7 +46,16 @@ export class AllExceptionsFilter implements ExceptionFilter {
       reply.raw.end();
       return;
     }
-    void reply.status(httpStatusOf(error.code)).send({ error });
+    const send = () => void reply.status(httpStatusOf(error.code)).send({ error });
+    const req = reply.request.raw;
+    if (req.complete || req.destroyed) {
+      send();
+      return;
+    }
+    // Refused before the body was read (too large, wrong type): read it off first, as the former
+    // body parser did, so the client can finish sending and then read the answer (no EPIPE).
+    req.once('end', send);
+    req.resume();
   }
 
   private toProtocol(exception: unknown): ProtocolError {
