@@ -22,7 +22,9 @@ describe('SSE backpressure: stalled readers cannot exhaust the host', () => {
   });
   let runner: Proc;
   let runnerId: string;
-  const text = Array.from({ length: WORDS }, (_, i) => `${String(i).padStart(4, '0')}${'x'.repeat(WORD - 5)} `).join('');
+  const text = Array.from({ length: WORDS }, (_, i) => `${String(i).padStart(4, '0')}${'x'.repeat(WORD - 5)} `).join(
+    '',
+  );
 
   const start = async (agentId: string, body = text) => {
     const r = await host.api('POST', '/v1/events', event(agentId, body));
@@ -68,11 +70,20 @@ describe('SSE backpressure: stalled readers cannot exhaust the host', () => {
     const runIds = await Promise.all(Array.from({ length: RUNS }, () => start('slow')));
     const readers = await Promise.all(
       runIds.flatMap((runId) =>
-        Array.from({ length: READERS_PER_RUN }, () => RawSseReader.open(host.http, `/v1/runs/${runId}/events`, ADMIN_KEY)),
+        Array.from({ length: READERS_PER_RUN }, () =>
+          RawSseReader.open(host.http, `/v1/runs/${runId}/events`, ADMIN_KEY),
+        ),
       ),
     );
     expect(readers.map((r) => r.status)).toEqual(readers.map(() => 200));
+    try {
+      await stalledReadersAreCut(runIds, readers, pid, baseline);
+    } finally {
+      readers.forEach((r) => r.close());
+    }
+  });
 
+  async function stalledReadersAreCut(runIds: string[], readers: RawSseReader[], pid: number, baseline: number) {
     let peak = 0;
     let slowLive = 0;
     await waitFor(
@@ -110,7 +121,7 @@ describe('SSE backpressure: stalled readers cannot exhaust the host', () => {
       expect(ids.length).toBe(full.length);
     }
     expect(host.proc.logs()).toContain('SSE reader disconnected');
-  });
+  }
 
   it('replays a finished run to stalled readers page by page, without holding it in memory', async () => {
     const runId = await start('echo');
@@ -120,15 +131,18 @@ describe('SSE backpressure: stalled readers cannot exhaust the host', () => {
     const readers = await Promise.all(
       Array.from({ length: 12 }, () => RawSseReader.open(host.http, `/v1/runs/${runId}/events`, ADMIN_KEY)),
     );
-    await new Promise((r) => setTimeout(r, 1_500));
-    expect(await liveAnswersWithin(2_000)).toBe(true);
-    // 12 x 12.5 MB would be 150 MB if the replay were buffered.
-    expect((await rssOf(pid)) - before).toBeLessThan(80 * 1024 * 1024);
-    // A replay reader is not cut (nothing is queued for it beyond one page): it reads everything.
-    const all = await readers[0].readToEnd();
-    expect(all.at(-1)!.event).toBe('run.completed');
-    expect(all.map((e) => e.id)).toEqual(all.map((_, k) => k + 1));
-    readers.slice(1).forEach((r) => r.close());
+    try {
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(await liveAnswersWithin(2_000)).toBe(true);
+      // 12 x 12.5 MB would be 150 MB if the replay were buffered.
+      expect((await rssOf(pid)) - before).toBeLessThan(80 * 1024 * 1024);
+      // A replay reader is not cut (nothing is queued for it beyond one page): it reads everything.
+      const all = await readers[0].readToEnd();
+      expect(all.at(-1)!.event).toBe('run.completed');
+      expect(all.map((e) => e.id)).toEqual(all.map((_, k) => k + 1));
+    } finally {
+      readers.forEach((r) => r.close());
+    }
   });
 
   it(`caps open streams per API key (SSE_MAX_STREAMS_PER_KEY) with 429 rate_limited`, async () => {
@@ -144,7 +158,10 @@ describe('SSE backpressure: stalled readers cannot exhaust the host', () => {
 
     const refused = await fetch(`${host.http}${path}`, { headers: { authorization: `Bearer ${key}` } });
     expect(refused.status).toBe(429);
-    expect(((await refused.json()) as { error: unknown }).error).toMatchObject({ code: 'rate_limited', retryable: true });
+    expect(((await refused.json()) as { error: unknown }).error).toMatchObject({
+      code: 'rate_limited',
+      retryable: true,
+    });
 
     const otherKey = await RawSseReader.open(host.http, path, other);
     expect(otherKey.status).toBe(200);

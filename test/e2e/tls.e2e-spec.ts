@@ -20,11 +20,52 @@ const health = grpc.loadPackageDefinition(
 function makeCertificates(dir: string) {
   const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
   const selfSigned = (name: string) =>
-    openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=${name}`, '-keyout', `${name}.key`, '-out', `${name}.crt`);
+    openssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${name}`,
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.crt`,
+    );
   const signed = (name: string, ca: string, ext: string) => {
-    openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${name}`, '-keyout', `${name}.key`, '-out', `${name}.csr`);
+    openssl(
+      'req',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      `/CN=${name}`,
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.csr`,
+    );
     fs.writeFileSync(path.join(dir, `${name}.ext`), ext);
-    openssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-days', '2', '-extfile', `${name}.ext`, '-out', `${name}.crt`);
+    openssl(
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      `${ca}.crt`,
+      '-CAkey',
+      `${ca}.key`,
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-extfile',
+      `${name}.ext`,
+      '-out',
+      `${name}.crt`,
+    );
   };
   selfSigned('ca');
   selfSigned('stranger-ca');
@@ -69,6 +110,7 @@ describe('TLS: HTTPS and gRPC over TLS, client certificates for plugins', () => 
         {
           method,
           ca,
+          servername: 'localhost', // SNI takes a name, not an IP address
           headers: {
             authorization: `Bearer ${ADMIN_KEY}`,
             ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
@@ -160,7 +202,9 @@ describe('TLS: HTTPS and gRPC over TLS, client certificates for plugins', () => 
   });
 
   it('refuses gRPC clients without a certificate signed by GRPC_TLS_CLIENT_CA_FILE, and plaintext', async () => {
-    expect(await healthCheck(grpc.credentials.createSsl(ca, certs.read('plugin.key'), certs.read('plugin.crt')))).toBeNull();
+    expect(
+      await healthCheck(grpc.credentials.createSsl(ca, certs.read('plugin.key'), certs.read('plugin.crt'))),
+    ).toBeNull();
     const noCert = await healthCheck(grpc.credentials.createSsl(ca));
     expect(noCert?.code).toBe(grpc.status.UNAVAILABLE);
     const stranger = await healthCheck(

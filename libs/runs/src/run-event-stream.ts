@@ -3,10 +3,13 @@ import type { Observable } from 'rxjs';
 import { TERMINAL_RESULT_TYPES } from '@libs/protocol';
 import type { ResultView } from './run-stream.bus';
 
-/** Replay pages: rows per read, adapted so that a page stays around PAGE_TARGET_BYTES of frames. */
-const FIRST_PAGE = 64;
+/**
+ * Replay pages: rows per read, sized from the rows just read so that a page holds about
+ * PAGE_TARGET_BYTES of frames (results range from bytes to MAX_RESULT_BYTES each).
+ */
+const FIRST_PAGE = 16;
 const MAX_PAGE = 512;
-const PAGE_TARGET_BYTES = 1024 * 1024;
+const PAGE_TARGET_BYTES = 256 * 1024;
 
 export interface EventStreamLimits {
   /** Unsent live frames (our queue + the socket's buffer) above which the reader is cut. */
@@ -98,15 +101,16 @@ export class RunEventStream {
         return;
       }
       this.dropPendingUpTo(rows.length > 0 ? rows[rows.length - 1].sequence : this.sent);
-      const bytes = this.writeFrames(rows);
-      if (bytes < 0 || (this.awaitingDrain && !(await this.drained()))) {
+      if (this.writeFrames(rows) < 0 || (this.awaitingDrain && !(await this.drained()))) {
         return;
       }
       if (rows.length < limit) {
         break;
       }
-      // Large results: fewer rows per page; small ones: more.
-      limit = bytes > PAGE_TARGET_BYTES ? Math.max(1, limit >> 1) : Math.min(MAX_PAGE, limit * 2);
+      // Large results: fewer rows per page; small ones: more. The largest row of this page is the
+      // best guess for the next one (cumulative deltas only grow).
+      const largest = Math.max(1, ...rows.map((r) => sseFrame(r).length));
+      limit = Math.min(MAX_PAGE, Math.max(1, Math.floor(PAGE_TARGET_BYTES / largest)));
     }
     this.replaying = false;
     this.queueFlush();

@@ -7,7 +7,6 @@ import { TEXT_BODY, TEXT_TYPES } from '../http/text-body';
 /** Every request body (JSON or a raw text document) is capped at 5 MiB. */
 export const BODY_LIMIT_BYTES = 5 * 1024 * 1024;
 
-
 /**
  * The HTTP server: Fastify with the body rules the API has always had — JSON objects or arrays
  * only, an empty JSON body reads as `{}`, UTF-8 only, 5 MiB — and every refusal as the protocol

@@ -65,9 +65,13 @@ export class AllExceptionsFilter implements ExceptionFilter {
     if (exception instanceof HttpException) {
       if (exception.getStatus() === 413) {
         // Fastify's body limit (checked before any parser or controller runs).
-        return new DomainError('payload_too_large', `request body: larger than the limit of ${BODY_LIMIT_BYTES} bytes`, {
-          field: 'body',
-        }).toProtocol();
+        return new DomainError(
+          'payload_too_large',
+          `request body: larger than the limit of ${BODY_LIMIT_BYTES} bytes`,
+          {
+            field: 'body',
+          },
+        ).toProtocol();
       }
       const code = HTTP_CODES[exception.getStatus()];
       if (code) {

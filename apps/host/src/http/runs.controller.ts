@@ -14,6 +14,8 @@ import {
   Res,
 } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { ServerResponse } from 'node:http';
+import type { BeforeApplicationShutdown } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { Roles, type AuthenticatedRequest } from '@libs/auth';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
@@ -31,9 +33,11 @@ const uuid = new ParseUUIDPipe({
 @ApiBearerAuth()
 @Roles('platform', 'admin')
 @Controller('v1/runs')
-export class RunsController {
+export class RunsController implements BeforeApplicationShutdown {
   private readonly logger = new Logger('RunEvents');
   private readonly slots: StreamSlots;
+  /** Open SSE responses: the server cannot close while they are open. */
+  private readonly open = new Set<ServerResponse>();
 
   constructor(
     private readonly runs: RunsQueryService,
@@ -107,14 +111,29 @@ export class RunsController {
       'x-accel-buffering': 'no',
     });
     res.flushHeaders();
+    this.open.add(res);
     const end = await this.runs
-      .stream(runId, after, res, { maxBacklogBytes: this.config.sse.maxBacklogBytes, keepAliveMs: this.config.sse.keepAliveMs })
-      .finally(release);
+      .stream(runId, after, res, {
+        maxBacklogBytes: this.config.sse.maxBacklogBytes,
+        keepAliveMs: this.config.sse.keepAliveMs,
+      })
+      .finally(() => {
+        release();
+        this.open.delete(res);
+      });
     if (end === 'cut') {
       this.logger.warn({ run_id: runId, msg: 'SSE reader disconnected: unsent backlog over SSE_MAX_BACKLOG_BYTES' });
     } else if (end === 'failed') {
       this.logger.error({ run_id: runId, msg: 'SSE replay failed' });
       res.destroy();
     }
+  }
+
+  /** Shutdown: end every open stream (readers resume with Last-Event-ID), or the server would wait for them forever. */
+  beforeApplicationShutdown(): void {
+    for (const res of this.open) {
+      res.destroy();
+    }
+    this.open.clear();
   }
 }
