@@ -89,7 +89,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     },
     sse: {
       maxBacklogBytes: dto.SSE_MAX_BACKLOG_BYTES ?? 8 * 1024 * 1024,
-      maxStreamsPerKey: dto.SSE_MAX_STREAMS_PER_KEY ?? 32,
+      maxStreamsPerKey: dto.SSE_MAX_STREAMS_PER_KEY ?? 256,
       keepAliveMs: dto.SSE_KEEPALIVE_MS ?? 15_000,
     },
     tls,

@@ -23,10 +23,10 @@ describe('loadConfig: SSE limits and TLS files', () => {
   fs.writeFileSync(notPem, 'hello');
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  it('defaults: plaintext, 8 MiB SSE backlog, 32 streams per key, 15 s keep-alive', () => {
+  it('defaults: plaintext, 8 MiB SSE backlog, 256 streams per key, 15 s keep-alive', () => {
     const c = loadConfig({});
     expect(c.tls).toBeNull();
-    expect(c.sse).toEqual({ maxBacklogBytes: 8 * 1024 * 1024, maxStreamsPerKey: 32, keepAliveMs: 15_000 });
+    expect(c.sse).toEqual({ maxBacklogBytes: 8 * 1024 * 1024, maxStreamsPerKey: 256, keepAliveMs: 15_000 });
   });
 
   it('reads the certificate, key and client CA at boot', () => {
