@@ -5,6 +5,7 @@ import { HostApi } from './host-api';
 import { stdoutLogger as log } from './log';
 import { demoManifest, parseExtraManifests } from './manifest';
 import { createGatewayClient } from './proto';
+import { channelCredentials } from './tls';
 
 /*
  * Demo runner plugin: connects to the Runner Host, announces one runner (`default`), runs what
@@ -28,6 +29,7 @@ function readSettings(env: NodeJS.ProcessEnv) {
   const plugin = env.RUNNERHOST_PLUGIN_NAME || 'echo';
   return {
     url: env.RUNNERHOST_GRPC_URL || '127.0.0.1:50051',
+    credentials: channelCredentials(env),
     token,
     author,
     plugin,
@@ -37,8 +39,8 @@ function readSettings(env: NodeJS.ProcessEnv) {
 
 async function main(): Promise<number> {
   const settings = readSettings(process.env);
-  const client = createGatewayClient(settings.url);
-  const hostApi = new HostApi(settings.url, settings.token);
+  const client = createGatewayClient(settings.url, settings.credentials);
+  const hostApi = new HostApi(settings.url, settings.token, settings.credentials);
   const stopping = new AbortController();
   let session: Session | undefined;
 

@@ -1,6 +1,5 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
-import { LoggerModule } from 'nestjs-pino';
 import { AgentsModule } from '@libs/agents';
 import { AuthModule } from '@libs/auth';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
@@ -46,15 +45,6 @@ export class HostModule {
       module: HostModule,
       imports: [
         ConfigModule.of(config),
-        LoggerModule.forRoot({
-          pinoHttp: {
-            level: config.logLevel,
-            autoLogging: false,
-            quietReqLogger: true,
-            base: { service: 'runner-host' },
-            redact: ['req.headers.authorization', 'req.headers["idempotency-key"]'],
-          },
-        }),
         PersistenceModule.forRoot(),
         AuthModule,
         RunnerGatewayModule,

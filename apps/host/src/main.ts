@@ -1,16 +1,18 @@
 import 'reflect-metadata';
+import * as grpc from '@grpc/grpc-js';
 import { NestFactory } from '@nestjs/core';
-import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Transport, type MicroserviceOptions } from '@nestjs/microservices';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import { Logger } from 'nestjs-pino';
 import { ConfigError, loadConfig, type AppConfig } from '@libs/config';
 import { LOADER_OPTIONS, protoPath } from '@libs/proto';
 import { grpcMessageLimit } from '@libs/host-api';
 import { HOST_VERSION, tolerateMalformedRequests } from '@libs/runner-gateway';
+import { createHttpAdapter } from './edge/http-adapter';
 import { validationPipe } from './filters/validation';
 import { GrpcServerState } from './grpc-server-state';
 import { HostModule } from './host.module';
+import { JsonLogger } from './logging/json-logger';
 
 function configOrExit(): AppConfig {
   try {
@@ -24,11 +26,24 @@ function configOrExit(): AppConfig {
   }
 }
 
+/** gRPC credentials: plaintext by default; TLS from the same files as HTTP, client certificates when a CA is set. */
+function grpcCredentials(config: AppConfig): grpc.ServerCredentials {
+  if (!config.tls) {
+    return grpc.ServerCredentials.createInsecure();
+  }
+  const { cert, key, clientCa } = config.tls;
+  return grpc.ServerCredentials.createSsl(clientCa, [{ cert_chain: cert, private_key: key }], clientCa !== null);
+}
+
 async function bootstrap(): Promise<void> {
   const config = configOrExit();
-  const app = await NestFactory.create<NestExpressApplication>(HostModule.forRoot(config), { bufferLogs: true });
-  app.useLogger(app.get(Logger));
-  app.useBodyParser('json', { limit: '5mb' });
+  // The logger is set before anything boots, so every line (TypeORM's connection retries
+  // included) is one JSON line.
+  const logger = new JsonLogger(config.logLevel);
+  const app = await NestFactory.create<NestFastifyApplication>(HostModule.forRoot(config), createHttpAdapter(config), {
+    logger,
+    bodyParser: false, // the adapter registers the API's own body parsers
+  });
   app.useGlobalPipes(validationPipe());
   app.enableShutdownHooks();
 
@@ -38,7 +53,13 @@ async function bootstrap(): Promise<void> {
       .setTitle('Runner Host')
       .setDescription('Host side of an agent platform: events in, runs on runner plugins over gRPC, results out.')
       .setVersion(HOST_VERSION)
-      .addBearerAuth()
+      .addBearerAuth({
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'API key',
+        description:
+          'An opaque API key (`Authorization: Bearer <key>`), created with POST /v1/admin/api-keys or given as ADMIN_API_KEY. Not a JWT.',
+      })
       .build(),
   );
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'openapi.json' });
@@ -51,6 +72,7 @@ async function bootstrap(): Promise<void> {
         package: ['runnerhost.v1', 'grpc.health.v1'],
         protoPath: protoPath(),
         loader: LOADER_OPTIONS,
+        credentials: grpcCredentials(config),
         // Above every host-API limit, so that the guard (not grpc-js) refuses and audits a request
         // a little over it; malformed requests become INVALID_ARGUMENT, not INTERNAL.
         maxReceiveMessageLength: grpcMessageLimit(config),
@@ -64,11 +86,10 @@ async function bootstrap(): Promise<void> {
   await app.startAllMicroservices();
   app.get(GrpcServerState).listening = true;
   await app.listen(config.http.port, config.http.host);
-  app
-    .get(Logger)
-    .log(
-      `runner-host listening: http ${config.http.host}:${config.http.port}, grpc ${config.grpc.host}:${config.grpc.port}, database ${config.database.type}`,
-    );
+  const scheme = config.tls ? 'https' : 'http';
+  logger.log(
+    `runner-host listening: ${scheme} ${config.http.host}:${config.http.port}, grpc${config.tls ? ' (tls)' : ''} ${config.grpc.host}:${config.grpc.port}, database ${config.database.type}`,
+  );
 }
 
 void bootstrap();

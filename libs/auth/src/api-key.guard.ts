@@ -1,6 +1,6 @@
 import { type CanActivate, type ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { Request } from 'express';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { ApiKeyRole } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import { ApiKeysService, type Principal } from './api-keys.service';
@@ -14,7 +14,11 @@ export const Roles = (...roles: ApiKeyRole[]) => SetMetadata(ROLES, roles);
 /** No authentication (health, OpenAPI). */
 export const Public = () => SetMetadata(PUBLIC, true);
 
-export type AuthenticatedRequest = Request & { principal?: Principal };
+/** The HTTP request as the guard sees it (any adapter): its headers, and the principal once authenticated. */
+export interface AuthenticatedRequest {
+  headers: IncomingHttpHeaders;
+  principal?: Principal;
+}
 
 /** Bearer API key check for every HTTP route (gRPC authenticates plugins itself). */
 @Injectable()

@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
@@ -27,6 +28,17 @@ export interface AppConfig {
   hostApi: { maxPayloadBytes: number; maxStorageValueBytes: number; callsPerSecond: number; burst: number };
   /** Tool calls: default timeout (a source may set its own; the run deadline bounds both) and result cap. */
   tools: { callTimeoutMs: number; maxResultBytes: number };
+  /** SSE readers: unsent live backlog before a reader is cut, streams per API key, keep-alive period. */
+  sse: { maxBacklogBytes: number; maxStreamsPerKey: number; keepAliveMs: number };
+  /** TLS for HTTP and gRPC (PEM contents, read at boot); null = plaintext. */
+  tls: TlsConfig | null;
+}
+
+export interface TlsConfig {
+  cert: Buffer;
+  key: Buffer;
+  /** When set, gRPC requires a client certificate signed by this CA. */
+  clientCa: Buffer | null;
 }
 
 export const APP_CONFIG = Symbol('APP_CONFIG');
@@ -55,6 +67,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       ),
     );
   }
+  const tls = tlsOf(dto);
   const dataDir = path.resolve(dto.DATA_DIR ?? './data');
   const secretEnv = secretEnvPolicy(parseSecretEnvAllowlist(dto.SECRET_ENV_ALLOWLIST));
   return {
@@ -82,7 +95,46 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       callTimeoutMs: dto.TOOL_CALL_TIMEOUT_MS ?? 60_000,
       maxResultBytes: dto.TOOL_RESULT_MAX_BYTES ?? 1024 * 1024,
     },
+    sse: {
+      maxBacklogBytes: dto.SSE_MAX_BACKLOG_BYTES ?? 8 * 1024 * 1024,
+      maxStreamsPerKey: dto.SSE_MAX_STREAMS_PER_KEY ?? 256,
+      keepAliveMs: dto.SSE_KEEPALIVE_MS ?? 15_000,
+    },
+    tls,
   };
+}
+
+/** Reads the TLS files now, so that a missing or unreadable file stops the boot naming its variable. */
+function tlsOf(dto: EnvDto): TlsConfig | null {
+  const problems: string[] = [];
+  const read = (name: 'TLS_CERT_FILE' | 'TLS_KEY_FILE' | 'GRPC_TLS_CLIENT_CA_FILE'): Buffer | null => {
+    const file = dto[name];
+    if (!file) {
+      return null;
+    }
+    try {
+      const pem = fs.readFileSync(file);
+      if (!pem.includes('-----BEGIN ')) {
+        problems.push(`${name}=${JSON.stringify(file)}: not a PEM file`);
+        return null;
+      }
+      return pem;
+    } catch (e) {
+      problems.push(`${name}=${JSON.stringify(file)}: cannot read (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+      return null;
+    }
+  };
+  const [cert, key, clientCa] = [read('TLS_CERT_FILE'), read('TLS_KEY_FILE'), read('GRPC_TLS_CLIENT_CA_FILE')];
+  if (!dto.TLS_CERT_FILE !== !dto.TLS_KEY_FILE) {
+    problems.push(`${dto.TLS_CERT_FILE ? 'TLS_KEY_FILE' : 'TLS_CERT_FILE'}: required when the other TLS file is set`);
+  }
+  if (dto.GRPC_TLS_CLIENT_CA_FILE && !dto.TLS_CERT_FILE) {
+    problems.push('GRPC_TLS_CLIENT_CA_FILE: requires TLS_CERT_FILE and TLS_KEY_FILE (client certificates need TLS)');
+  }
+  if (problems.length > 0) {
+    throw new ConfigError(problems);
+  }
+  return cert && key ? { cert, key, clientCa } : null;
 }
 
 function databaseOf(url: string | undefined, dataDir: string): DatabaseConfig {

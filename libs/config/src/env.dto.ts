@@ -120,4 +120,37 @@ export class EnvDto {
   @IsInt()
   @Min(1024)
   TOOL_RESULT_MAX_BYTES?: number;
+
+  /** Bytes of results a live SSE reader may have unsent before it is disconnected. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(64 * 1024)
+  SSE_MAX_BACKLOG_BYTES?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  SSE_MAX_STREAMS_PER_KEY?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  SSE_KEEPALIVE_MS?: number;
+
+  /** PEM certificate chain and key: HTTP and gRPC serve TLS when both are set. */
+  @IsOptional()
+  @IsString()
+  TLS_CERT_FILE?: string;
+
+  @IsOptional()
+  @IsString()
+  TLS_KEY_FILE?: string;
+
+  /** PEM CA: plugins must present a client certificate it signed (gRPC), besides their token. */
+  @IsOptional()
+  @IsString()
+  GRPC_TLS_CLIENT_CA_FILE?: string;
 }

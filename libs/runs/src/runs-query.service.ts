@@ -1,14 +1,13 @@
+import type { Writable } from 'node:stream';
 import { Injectable } from '@nestjs/common';
-import { Observable } from 'rxjs';
 import { snapshotHash, type AuthorizationSnapshot } from '@libs/authz';
 import { RunsRepository, type RunListFilter } from '@libs/persistence';
-import { DomainError, TERMINAL_RESULT_TYPES, isTerminal } from '@libs/protocol';
+import { DomainError, isTerminal } from '@libs/protocol';
 import { ActiveRuns } from './active-runs';
 import { RunLifecycleService } from './run-lifecycle.service';
+import { RunEventStream, type EventStreamLimits, type StreamEnd } from './run-event-stream';
 import { RunStreamBus, type ResultView } from './run-stream.bus';
 import { runView, type RunView } from './run-view';
-
-const REPLAY_PAGE = 500;
 
 /** Reading runs and their result streams; cancelling them. */
 @Injectable()
@@ -76,62 +75,37 @@ export class RunsQueryService {
   }
 
   /**
-   * The run's results with sequence > `after`: persisted ones first, then live ones as they are
-   * accepted; completes after the terminal result. Works during and after the run.
+   * not_found unless the run exists. A run active in this process is answered from memory: an SSE
+   * reader attaching to a live run costs no database read.
    */
-  stream(runId: string, after: number): Observable<ResultView> {
-    return new Observable<ResultView>((out) => {
-      const sent = new Set<number>();
-      const buffered: ResultView[] = [];
-      let replaying = true;
-      let liveEnded = false;
-      const emit = (r: ResultView) => {
-        if (out.closed || r.sequence <= after || sent.has(r.sequence)) {
-          return;
-        }
-        sent.add(r.sequence);
-        out.next(r);
-        if (TERMINAL_RESULT_TYPES.includes(r.type)) {
-          out.complete();
-        }
-      };
-      // Follow first, then replay, so nothing falls between the two.
-      const live = this.bus.follow(runId)?.subscribe({
-        next: (r) => (replaying ? buffered.push(r) : emit(r)),
-        complete: () => {
-          liveEnded = true;
-          if (!replaying) {
-            out.complete();
-          }
-        },
-      });
-      void (async () => {
-        let cursor = after;
-        for (;;) {
-          const rows = await this.runs.resultsAfter(runId, cursor, REPLAY_PAGE);
-          for (const row of rows) {
-            emit({
-              run_id: row.run_id,
-              sequence: row.sequence,
-              type: row.type,
-              data: row.data,
-              usage: row.usage,
-              source: row.source,
-              timestamp: row.timestamp,
-            });
-            cursor = row.sequence;
-          }
-          if (rows.length < REPLAY_PAGE || out.closed) {
-            break;
-          }
-        }
-        replaying = false;
-        buffered.splice(0).forEach(emit);
-        if (!live || liveEnded) {
-          out.complete();
-        }
-      })().catch((e: unknown) => out.error(e));
-      return () => live?.unsubscribe();
-    });
+  async assertExists(runId: string): Promise<void> {
+    if (this.active.get(runId)) {
+      return;
+    }
+    if (!(await this.runs.get(runId))) {
+      throw new DomainError('not_found', `run ${runId} not found`, { run_id: runId });
+    }
+  }
+
+  /**
+   * Writes the run's results with sequence > `after` to `out` as SSE frames: persisted ones first
+   * (paged from the database as the socket drains), then live ones as they are accepted; ends
+   * `out` after the terminal result. Works during and after the run. Resolves with how it ended.
+   */
+  stream(runId: string, after: number, out: Writable, limits: EventStreamLimits): Promise<StreamEnd> {
+    const source = {
+      follow: () => this.bus.follow(runId),
+      page: async (cursor: number, limit: number): Promise<ResultView[]> =>
+        (await this.runs.resultsAfter(runId, cursor, limit)).map((row) => ({
+          run_id: row.run_id,
+          sequence: row.sequence,
+          type: row.type,
+          data: row.data,
+          usage: row.usage,
+          source: row.source,
+          timestamp: row.timestamp,
+        })),
+    };
+    return new RunEventStream(out, after, source, limits).run();
   }
 }

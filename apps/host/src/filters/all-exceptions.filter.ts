@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
-import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
 import { throwError, type Observable } from 'rxjs';
 import { DomainError, httpStatusOf, type ErrorCode, type ProtocolError } from '@libs/protocol';
 import { GrpcStatusError } from '@libs/runner-gateway';
+import { BODY_LIMIT_BYTES } from '../edge/http-adapter';
 
 const HTTP_CODES: Record<number, ErrorCode> = {
   400: 'invalid_argument',
@@ -39,12 +40,22 @@ export class AllExceptionsFilter implements ExceptionFilter {
     if (host.getType() !== 'http') {
       return;
     }
-    const res = host.switchToHttp().getResponse<Response>();
-    if (res.headersSent) {
-      res.end();
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    if (reply.sent || reply.raw.headersSent) {
+      // A streaming answer (SSE) already started: all that is left is to end it.
+      reply.raw.end();
       return;
     }
-    res.status(httpStatusOf(error.code)).json({ error });
+    const send = () => void reply.status(httpStatusOf(error.code)).send({ error });
+    const req = reply.request.raw;
+    if (req.complete || req.destroyed) {
+      send();
+      return;
+    }
+    // Refused before the body was read (too large, wrong type): read it off first, as the former
+    // body parser did, so the client can finish sending and then read the answer (no EPIPE).
+    req.once('end', send);
+    req.resume();
   }
 
   private toProtocol(exception: unknown): ProtocolError {
@@ -52,14 +63,20 @@ export class AllExceptionsFilter implements ExceptionFilter {
       return exception.toProtocol();
     }
     if (exception instanceof HttpException) {
+      if (exception.getStatus() === 413) {
+        // Fastify's body limit (checked before any parser or controller runs).
+        return new DomainError(
+          'payload_too_large',
+          `request body: larger than the limit of ${BODY_LIMIT_BYTES} bytes`,
+          {
+            field: 'body',
+          },
+        ).toProtocol();
+      }
       const code = HTTP_CODES[exception.getStatus()];
       if (code) {
         return new DomainError(code, exception.message).toProtocol();
       }
-    }
-    const bodyError = bodyParserError(exception);
-    if (bodyError) {
-      return bodyError.toProtocol();
     }
     const errorId = randomUUID();
     this.logger.error({
@@ -73,21 +90,4 @@ export class AllExceptionsFilter implements ExceptionFilter {
       details: { error_id: errorId },
     };
   }
-}
-
-/** Errors of the JSON body parser (raised before any controller runs) as protocol errors. */
-function bodyParserError(e: unknown): DomainError | null {
-  const { type, limit } = (e ?? {}) as { type?: unknown; limit?: unknown };
-  if (type === 'entity.too.large') {
-    return new DomainError('payload_too_large', `request body: larger than the limit of ${String(limit)} bytes`, {
-      field: 'body',
-    });
-  }
-  if (type === 'entity.parse.failed') {
-    return new DomainError('invalid_argument', 'request body: not valid JSON', { field: 'body' });
-  }
-  if ((typeof type === 'string' && type.startsWith('encoding.')) || type === 'charset.unsupported') {
-    return new DomainError('invalid_argument', 'request body: unsupported encoding or charset', { field: 'body' });
-  }
-  return null;
 }

@@ -1,6 +1,6 @@
 import { Body, Controller, Headers, HttpCode, Post, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
 import { Roles } from '@libs/auth';
 import { DomainError } from '@libs/protocol';
 import { AdmissionService } from '@libs/runs';
@@ -27,7 +27,7 @@ export class EventsController {
   async submit(
     @Body() body: SubmitEventDto,
     @Headers('idempotency-key') key: string | undefined,
-    @Res({ passthrough: true }) res: Response,
+    @Res({ passthrough: true }) res: FastifyReply,
   ): Promise<AdmissionDto> {
     if (key !== undefined && (key.length === 0 || key.length > 255)) {
       throw new DomainError('invalid_argument', 'Idempotency-Key: must be 1-255 characters', {
@@ -36,7 +36,7 @@ export class EventsController {
     }
     const a = await this.admission.submit(body, key ?? null);
     if (a.replayed) {
-      res.status(200);
+      void res.status(200);
     }
     return { event_id: a.event_id, disposition: a.disposition, run_id: a.run_id };
   }

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
 import type { DataSource } from 'typeorm';
 import type { HotStore } from '@libs/persistence';
 import { GrpcServerState } from '../grpc-server-state';
@@ -13,7 +13,7 @@ describe('HealthController.ready', () => {
     const grpc = new GrpcServerState();
     grpc.listening = true;
     let status = 0;
-    const res = { status: (s: number) => (status = s) } as unknown as Response;
+    const res = { status: (s: number) => (status = s) } as unknown as FastifyReply;
     const hot = { wal: () => wal } as unknown as HotStore;
     const body = await new HealthController({ query } as unknown as DataSource, grpc, hot).ready(res);
     return { status, body };

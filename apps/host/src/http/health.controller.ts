@@ -1,7 +1,7 @@
 import { Controller, Get, Logger, Res } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
 import type { DataSource } from 'typeorm';
 import { Public } from '@libs/auth';
 import { HotStore } from '@libs/persistence';
@@ -30,7 +30,7 @@ export class HealthController {
   @ApiOperation({ summary: 'Readiness: database reachable and gRPC server listening' })
   @ApiResponse({ status: 200 })
   @ApiResponse({ status: 503 })
-  async ready(@Res({ passthrough: true }) res: Response) {
+  async ready(@Res({ passthrough: true }) res: FastifyReply) {
     const database = await this.db.query('SELECT 1').then(
       () => 'ok',
       (e: unknown) => {

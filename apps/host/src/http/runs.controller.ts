@@ -1,10 +1,28 @@
-import { Body, Controller, Get, Headers, HttpCode, Param, ParseUUIDPipe, Post, Query, Req, Res } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Get,
+  Headers,
+  HttpCode,
+  Inject,
+  Logger,
+  Param,
+  ParseUUIDPipe,
+  Post,
+  Query,
+  Req,
+  Res,
+} from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { Request, Response } from 'express';
-import { Roles } from '@libs/auth';
+import type { ServerResponse } from 'node:http';
+import type { BeforeApplicationShutdown } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { Roles, type AuthenticatedRequest } from '@libs/auth';
+import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { DomainError, type RunStatus } from '@libs/protocol';
 import { RunsQueryService } from '@libs/runs';
 import { ErrorResponseDto } from './dto/error.dto';
+import { StreamSlots } from './stream-slots';
 import { CancelRunDto, ListRunsQueryDto, RunDto, RunEventsQueryDto, RunPageDto } from './dto/run.dto';
 
 const uuid = new ParseUUIDPipe({
@@ -15,8 +33,18 @@ const uuid = new ParseUUIDPipe({
 @ApiBearerAuth()
 @Roles('platform', 'admin')
 @Controller('v1/runs')
-export class RunsController {
-  constructor(private readonly runs: RunsQueryService) {}
+export class RunsController implements BeforeApplicationShutdown {
+  private readonly logger = new Logger('RunEvents');
+  private readonly slots: StreamSlots;
+  /** Open SSE responses: the server cannot close while they are open. */
+  private readonly open = new Set<ServerResponse>();
+
+  constructor(
+    private readonly runs: RunsQueryService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {
+    this.slots = new StreamSlots(config.sse.maxStreamsPerKey);
+  }
 
   @Get()
   @ApiOperation({ summary: 'List runs, newest first, cursor-paged' })
@@ -56,14 +84,15 @@ export class RunsController {
   @ApiProduces('text/event-stream')
   @ApiResponse({ status: 200, description: 'text/event-stream of results' })
   @ApiResponse({ status: 404, type: ErrorResponseDto })
+  @ApiResponse({ status: 429, type: ErrorResponseDto, description: 'Too many open streams for this API key' })
   async events(
     @Param('run_id', uuid) runId: string,
     @Query() q: RunEventsQueryDto,
     @Headers('last-event-id') lastEventId: string | undefined,
-    @Req() req: Request,
-    @Res() res: Response,
+    @Req() req: AuthenticatedRequest,
+    @Res() reply: FastifyReply,
   ): Promise<void> {
-    await this.runs.get(runId);
+    await this.runs.assertExists(runId);
     const fromHeader = lastEventId !== undefined && /^\d+$/.test(lastEventId.trim()) ? Number(lastEventId) : undefined;
     if (lastEventId !== undefined && fromHeader === undefined) {
       throw new DomainError('invalid_argument', 'Last-Event-ID: must be a result sequence number', {
@@ -71,6 +100,10 @@ export class RunsController {
       });
     }
     const after = q.after ?? fromHeader ?? 0;
+    const release = this.slots.take(req.principal?.key_id ?? 'anonymous');
+    // From here on the raw response is ours: Fastify must not answer it too.
+    reply.hijack();
+    const res = reply.raw;
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
@@ -78,21 +111,29 @@ export class RunsController {
       'x-accel-buffering': 'no',
     });
     res.flushHeaders();
-    const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
-    const sub = this.runs.stream(runId, after).subscribe({
-      next: (r) => res.write(`id: ${r.sequence}\nevent: ${r.type}\ndata: ${JSON.stringify(r)}\n\n`),
-      error: () => {
-        clearInterval(keepAlive);
-        res.end();
-      },
-      complete: () => {
-        clearInterval(keepAlive);
-        res.end();
-      },
-    });
-    req.on('close', () => {
-      clearInterval(keepAlive);
-      sub.unsubscribe();
-    });
+    this.open.add(res);
+    const end = await this.runs
+      .stream(runId, after, res, {
+        maxBacklogBytes: this.config.sse.maxBacklogBytes,
+        keepAliveMs: this.config.sse.keepAliveMs,
+      })
+      .finally(() => {
+        release();
+        this.open.delete(res);
+      });
+    if (end === 'cut') {
+      this.logger.warn({ run_id: runId, msg: 'SSE reader disconnected: unsent backlog over SSE_MAX_BACKLOG_BYTES' });
+    } else if (end === 'failed') {
+      this.logger.error({ run_id: runId, msg: 'SSE replay failed' });
+      res.destroy();
+    }
+  }
+
+  /** Shutdown: end every open stream (readers resume with Last-Event-ID), or the server would wait for them forever. */
+  beforeApplicationShutdown(): void {
+    for (const res of this.open) {
+      res.destroy();
+    }
+    this.open.clear();
   }
 }

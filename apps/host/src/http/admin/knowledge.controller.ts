@@ -15,11 +15,13 @@ import {
 } from '@nestjs/common';
 import { ApiBearerAuth, ApiConsumes, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { InvalidatesCatalog } from '@libs/authz';
-import type { Request } from 'express';
+import { RouteConfig } from '@nestjs/platform-fastify';
+import type { FastifyRequest } from 'fastify';
 import type { Observable } from 'rxjs';
 import { DomainError } from '@libs/protocol';
 import { KnowledgeService } from '@libs/resources';
 import { PageQueryDto } from '../dto/admin.dto';
+import { TEXT_BODY, TEXT_TYPES } from '../text-body';
 import { ErrorResponseDto } from '../dto/error.dto';
 import {
   CreateKnowledgeBaseDto,
@@ -32,35 +34,18 @@ import {
   UploadDocumentDto,
 } from '../dto/knowledge.dto';
 
-/** The document size limit (KnowledgeService checks it again on the decoded text). */
+/** The document size limit (the HTTP body limit is the same 5 MiB; KnowledgeService checks the decoded text). */
 const MAX_DOCUMENT_BYTES = 5 * 1024 * 1024;
-const TEXT_TYPES = ['text/plain', 'text/markdown'];
 
-const tooLarge = () =>
-  new DomainError('payload_too_large', `the document is larger than ${MAX_DOCUMENT_BYTES} bytes`, {
-    limit: MAX_DOCUMENT_BYTES,
-  });
-
-/** A text/plain or text/markdown body, read up to the limit and decoded as UTF-8. */
-async function readText(req: Request): Promise<string> {
-  if (Number(req.headers['content-length'] ?? 0) > MAX_DOCUMENT_BYTES) {
-    throw tooLarge();
-  }
-  const charset = /;\s*charset="?([^";]+)/i.exec(req.headers['content-type'] ?? '')?.[1];
-  if (charset && !/^utf-?8$/i.test(charset)) {
-    throw new DomainError('invalid_argument', `charset ${charset} is not supported; send UTF-8`);
-  }
-  const parts: Buffer[] = [];
-  let total = 0;
-  for await (const part of req as AsyncIterable<Buffer>) {
-    total += part.length;
-    if (total > MAX_DOCUMENT_BYTES) {
-      throw tooLarge();
-    }
-    parts.push(part);
+/** A raw text/plain or text/markdown body (a Buffer from the edge's text parser), decoded as UTF-8. */
+function decodeText(body: Buffer): string {
+  if (body.length > MAX_DOCUMENT_BYTES) {
+    throw new DomainError('payload_too_large', `the document is larger than ${MAX_DOCUMENT_BYTES} bytes`, {
+      limit: MAX_DOCUMENT_BYTES,
+    });
   }
   try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(parts));
+    return new TextDecoder('utf-8', { fatal: true }).decode(body);
   } catch {
     throw new DomainError('invalid_argument', 'the body is not valid UTF-8');
   }
@@ -72,11 +57,15 @@ async function readText(req: Request): Promise<string> {
  */
 @Injectable()
 class TextDocumentInterceptor implements NestInterceptor {
-  async intercept(ctx: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
-    const req = ctx.switchToHttp().getRequest<Request>();
-    const type = req.is(TEXT_TYPES);
-    if (type) {
-      req.body = { name: req.query.name, content_type: type, content: await readText(req) };
+  intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const req = ctx.switchToHttp().getRequest<FastifyRequest<{ Querystring: { name?: unknown } }>>();
+    if (Buffer.isBuffer(req.body)) {
+      const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+      req.body = {
+        name: req.query.name,
+        content_type: TEXT_TYPES.includes(type) ? type : 'text/plain',
+        content: decodeText(req.body),
+      };
     }
     return next.handle();
   }
@@ -126,6 +115,7 @@ export class KnowledgeController {
   }
 
   @Post(':kb_id/documents')
+  @RouteConfig({ [TEXT_BODY]: true })
   @UseInterceptors(TextDocumentInterceptor)
   @ApiOperation({
     summary: 'Add a document: chunked and indexed in one transaction',

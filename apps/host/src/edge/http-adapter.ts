@@ -1,0 +1,103 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import type { AppConfig } from '@libs/config';
+import { DomainError } from '@libs/protocol';
+import { TEXT_BODY, TEXT_TYPES } from '../http/text-body';
+
+/** Every request body (JSON or a raw text document) is capped at 5 MiB. */
+export const BODY_LIMIT_BYTES = 5 * 1024 * 1024;
+
+/**
+ * The HTTP server: Fastify with the body rules the API has always had — JSON objects or arrays
+ * only, an empty JSON body reads as `{}`, UTF-8 only, 5 MiB — and every refusal as the protocol
+ * error (400 invalid_argument / 413 payload_too_large), never Fastify's own 415 or 500.
+ */
+export function createHttpAdapter(config: AppConfig): FastifyAdapter {
+  const adapter = new FastifyAdapter({
+    bodyLimit: BODY_LIMIT_BYTES,
+    // Express matched paths case-insensitively and ignored a trailing slash; clients may rely on it.
+    routerOptions: { caseSensitive: false, ignoreTrailingSlash: true },
+    frameworkErrors: frameworkError as never, // typed against the adapter's own copy of fastify
+    ...(config.tls ? { https: { cert: config.tls.cert, key: config.tls.key } } : {}),
+  });
+  registerBodyParsers(adapter.getInstance());
+  return adapter;
+}
+
+/** Requests that never reach a route (a malformed URL) still answer with the error model. */
+function frameworkError(error: FastifyError, _req: FastifyRequest, reply: FastifyReply): void {
+  void reply.code(400).send({
+    error: { code: 'invalid_argument', message: error.message, retryable: false, details: {} },
+  });
+}
+
+function charsetOf(contentType: string | undefined): string | undefined {
+  return /;\s*charset="?([^";]+)/i.exec(contentType ?? '')?.[1];
+}
+
+function requireUtf8(req: FastifyRequest): void {
+  const charset = charsetOf(req.headers['content-type']);
+  if (charset && !/^utf-?8$/i.test(charset)) {
+    throw new DomainError('invalid_argument', `request body: charset ${charset} is not supported; send UTF-8`, {
+      field: 'Content-Type',
+    });
+  }
+}
+
+function acceptsText(req: FastifyRequest): boolean {
+  return (req.routeOptions.config as unknown as Record<string, unknown> | undefined)?.[TEXT_BODY] === true;
+}
+
+function wrongType(req: FastifyRequest): DomainError {
+  const got = req.headers['content-type'] ?? 'none';
+  const wanted = acceptsText(req) ? 'application/json, text/plain or text/markdown' : 'application/json';
+  return new DomainError('invalid_argument', `Content-Type: must be ${wanted} (got ${got})`, {
+    field: 'Content-Type',
+  });
+}
+
+function registerBodyParsers(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body: string, done) => {
+    try {
+      requireUtf8(req);
+      done(null, parseJsonBody(body));
+    } catch (e) {
+      done(e as Error, undefined);
+    }
+  });
+  // Raw documents (knowledge uploads) are handed to the route as a Buffer; other routes refuse them.
+  app.addContentTypeParser(TEXT_TYPES, { parseAs: 'buffer' }, (req, body: Buffer, done) => {
+    if (!acceptsText(req)) {
+      done(wrongType(req), undefined);
+      return;
+    }
+    try {
+      requireUtf8(req);
+      done(null, body);
+    } catch (e) {
+      done(e as Error, undefined);
+    }
+  });
+  app.addContentTypeParser('*', (req: FastifyRequest, _payload, done) => done(wrongType(req), undefined));
+}
+
+/** The JSON rules of the former body parser: empty is `{}`, and only an object or an array is a body. */
+export function parseJsonBody(body: string): unknown {
+  const text = body.trim();
+  if (text === '') {
+    return {};
+  }
+  if (text[0] !== '{' && text[0] !== '[') {
+    throw new DomainError('invalid_argument', 'request body: not valid JSON (an object or an array)', {
+      field: 'body',
+    });
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new DomainError('invalid_argument', 'request body: not valid JSON', { field: 'body' });
+  }
+}
+
+export type { FastifyReply, FastifyRequest };

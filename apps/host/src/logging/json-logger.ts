@@ -1,0 +1,84 @@
+import type { LoggerService, LogLevel } from '@nestjs/common';
+import pino, { type Logger as Pino } from 'pino';
+
+type PinoLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+
+/**
+ * The host's Nest logger: one JSON line per call through pino, no per-request context
+ * (no AsyncLocalStorage), no colour. Object messages keep their fields (`run_id`, ...);
+ * a stack (Nest's `error(message, stack, context)`) becomes a field, never extra lines.
+ */
+export class JsonLogger implements LoggerService {
+  private readonly pino: Pino;
+
+  constructor(level: string, destination?: pino.DestinationStream) {
+    this.pino = pino(
+      {
+        level,
+        base: { service: 'runner-host' },
+        // Nothing logs requests today; kept so a later request log cannot leak credentials.
+        redact: ['req.headers.authorization', 'req.headers["idempotency-key"]', 'headers.authorization'],
+      },
+      destination,
+    );
+  }
+
+  log(message: unknown, ...params: unknown[]): void {
+    this.write('info', message, params);
+  }
+  error(message: unknown, ...params: unknown[]): void {
+    this.write('error', message, params);
+  }
+  warn(message: unknown, ...params: unknown[]): void {
+    this.write('warn', message, params);
+  }
+  debug(message: unknown, ...params: unknown[]): void {
+    this.write('debug', message, params);
+  }
+  verbose(message: unknown, ...params: unknown[]): void {
+    this.write('trace', message, params);
+  }
+  fatal(message: unknown, ...params: unknown[]): void {
+    this.write('fatal', message, params);
+  }
+
+  setLogLevels(levels: LogLevel[]): void {
+    // Nest passes the enabled levels; pino needs the lowest one.
+    const order: [LogLevel, PinoLevel][] = [
+      ['verbose', 'trace'],
+      ['debug', 'debug'],
+      ['log', 'info'],
+      ['warn', 'warn'],
+      ['error', 'error'],
+      ['fatal', 'fatal'],
+    ];
+    const lowest = order.find(([nest]) => levels.includes(nest));
+    this.pino.level = lowest ? lowest[1] : 'silent';
+  }
+
+  private write(level: PinoLevel, message: unknown, params: unknown[]): void {
+    if (!this.pino.isLevelEnabled(level)) {
+      return;
+    }
+    const rest = [...params];
+    // Nest appends the logger's context as the last string argument.
+    const context =
+      rest.length > 0 && typeof rest[rest.length - 1] === 'string' && !String(rest[rest.length - 1]).includes('\n')
+        ? (rest.pop() as string)
+        : undefined;
+    const fields: Record<string, unknown> = context ? { context } : {};
+    if (level === 'error' && typeof rest[0] === 'string') {
+      fields.stack = rest.shift();
+    }
+    if (rest.length > 0) {
+      fields.params = rest;
+    }
+    if (message instanceof Error) {
+      this.pino[level]({ ...fields, err: message }, message.message);
+    } else if (message !== null && typeof message === 'object') {
+      this.pino[level]({ ...fields, ...(message as Record<string, unknown>) });
+    } else {
+      this.pino[level](fields, String(message));
+    }
+  }
+}

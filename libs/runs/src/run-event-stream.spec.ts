@@ -1,0 +1,157 @@
+import { EventEmitter } from 'node:events';
+import type { Writable } from 'node:stream';
+import { Subject } from 'rxjs';
+import { RunEventStream, type StreamEnd } from './run-event-stream';
+import type { ResultView } from './run-stream.bus';
+
+/** A socket stand-in: records writes; `full` makes write() return false until drain(). */
+class FakeSocket extends EventEmitter {
+  writes: string[] = [];
+  full = false;
+  writableLength = 0;
+  ended = false;
+  destroyed = false;
+
+  write(chunk: string): boolean {
+    this.writes.push(chunk);
+    if (this.full) {
+      this.writableLength += chunk.length;
+    }
+    return !this.full;
+  }
+  drain(): void {
+    this.full = false;
+    this.writableLength = 0;
+    this.emit('drain');
+  }
+  end(): void {
+    this.ended = true;
+    this.emit('close');
+  }
+  destroy(): void {
+    this.destroyed = true;
+    this.emit('close');
+  }
+  ids(): number[] {
+    return [...this.writes.join('').matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+  }
+}
+
+const result = (sequence: number, type = 'message.delta', size = 10): ResultView => ({
+  run_id: 'r1',
+  sequence,
+  type,
+  data: { chunk: { content: 'x'.repeat(size) } },
+  usage: null,
+  source: 'runner',
+  timestamp: null,
+});
+
+function setup(stored: ResultView[], live: Subject<ResultView> | null, after = 0, maxBacklogBytes = 1 << 20) {
+  const socket = new FakeSocket();
+  const pages: [number, number][] = [];
+  const source = {
+    follow: () => live?.asObservable() ?? null,
+    page: (cursor: number, limit: number) => {
+      pages.push([cursor, limit]);
+      return Promise.resolve(stored.filter((r) => r.sequence > cursor).slice(0, limit));
+    },
+  };
+  const stream = new RunEventStream(socket as unknown as Writable, after, source, {
+    maxBacklogBytes,
+    keepAliveMs: 60_000,
+  });
+  const done: Promise<StreamEnd> = stream.run();
+  return { socket, pages, done };
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe('RunEventStream', () => {
+  it('replays a finished run page by page after `after` and ends after the terminal result', async () => {
+    const stored = [...Array.from({ length: 40 }, (_, i) => result(i + 1)), result(41, 'run.completed')];
+    const { socket, pages, done } = setup(stored, null, 5);
+    expect(await done).toBe('completed');
+    expect(socket.ids()).toEqual(Array.from({ length: 36 }, (_, i) => i + 6));
+    expect(socket.ended).toBe(true);
+    expect(pages.length).toBeGreaterThan(1);
+    expect(pages[0]).toEqual([5, 16]);
+  });
+
+  it('reads the next replay page only after the socket drained', async () => {
+    const stored = [...Array.from({ length: 40 }, (_, i) => result(i + 1)), result(41, 'run.completed')];
+    const { socket, pages, done } = setup(stored, null);
+    socket.full = true; // before the first page is written (it is read asynchronously)
+    await tick();
+    await tick();
+    expect(pages).toHaveLength(1);
+    expect(socket.writes).toHaveLength(1);
+    socket.drain();
+    await tick();
+    expect(pages.length).toBeGreaterThan(1);
+    while (!socket.ended) {
+      socket.drain();
+      await tick();
+    }
+    expect(await done).toBe('completed');
+    expect(socket.ids()).toEqual(Array.from({ length: 41 }, (_, i) => i + 1));
+  });
+
+  it('follows live results after the replay, skipping what was replayed, frames of one tick in one write', async () => {
+    const live = new Subject<ResultView>();
+    const { socket, done } = setup([result(1), result(2)], live);
+    live.next(result(2)); // already in the replay
+    await tick();
+    await tick();
+    const before = socket.writes.length;
+    live.next(result(3));
+    live.next(result(4));
+    live.next(result(5, 'run.failed'));
+    live.next(result(6)); // after the terminal result: never sent
+    expect(await done).toBe('completed');
+    expect(socket.writes.length).toBe(before + 1);
+    expect(socket.ids()).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('holds live frames while the socket has not drained, then sends them in one write', async () => {
+    const live = new Subject<ResultView>();
+    const { socket, done } = setup([], live);
+    await tick();
+    socket.full = true;
+    live.next(result(1));
+    await tick();
+    live.next(result(2));
+    live.next(result(3));
+    await tick();
+    expect(socket.ids()).toEqual([1]);
+    socket.drain();
+    await tick();
+    expect(socket.ids()).toEqual([1, 2, 3]);
+    expect(socket.writes).toHaveLength(2);
+    live.complete();
+    expect(await done).toBe('completed');
+  });
+
+  it('cuts a reader whose unsent backlog passes the bound', async () => {
+    const live = new Subject<ResultView>();
+    const { socket, done } = setup([], live, 0, 64 * 1024);
+    await tick();
+    socket.full = true;
+    for (let i = 1; i <= 20; i++) {
+      live.next(result(i, 'message.delta', 8 * 1024));
+    }
+    expect(await done).toBe('cut');
+    expect(socket.destroyed).toBe(true);
+    expect(live.observed).toBe(false); // unsubscribed
+  });
+
+  it('ends when the live channel completes without a terminal result (the run ended elsewhere)', async () => {
+    const live = new Subject<ResultView>();
+    const { socket, done } = setup([result(1)], live);
+    await tick();
+    live.complete();
+    expect(await done).toBe('completed');
+    expect(socket.ended).toBe(true);
+    expect(socket.ids()).toEqual([1]);
+  });
+});

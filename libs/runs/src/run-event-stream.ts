@@ -1,0 +1,228 @@
+import type { Writable } from 'node:stream';
+import type { Observable } from 'rxjs';
+import { TERMINAL_RESULT_TYPES } from '@libs/protocol';
+import type { ResultView } from './run-stream.bus';
+
+/**
+ * Replay pages: rows per read, sized from the rows just read so that a page holds about
+ * PAGE_TARGET_BYTES of frames (results range from bytes to MAX_RESULT_BYTES each).
+ */
+const FIRST_PAGE = 16;
+const MAX_PAGE = 512;
+const PAGE_TARGET_BYTES = 256 * 1024;
+
+export interface EventStreamLimits {
+  /** Unsent live frames (our queue + the socket's buffer) above which the reader is cut. */
+  maxBacklogBytes: number;
+  keepAliveMs: number;
+}
+
+export interface EventStreamSource {
+  /** Live results of the run from now on; null when the run is not active in this process. */
+  follow(): Observable<ResultView> | null;
+  /** Persisted results with sequence > after, in sequence order, at most `limit`. */
+  page(after: number, limit: number): Promise<ResultView[]>;
+}
+
+export type StreamEnd = 'completed' | 'closed' | 'cut' | 'failed';
+
+/** A live result is one object shared by every reader: its frame is built once for all of them. */
+const frames = new WeakMap<ResultView, string>();
+
+export function sseFrame(r: ResultView): string {
+  let text = frames.get(r);
+  if (text === undefined) {
+    text = `id: ${r.sequence}\nevent: ${r.type}\ndata: ${JSON.stringify(r)}\n\n`;
+    frames.set(r, text);
+  }
+  return text;
+}
+
+/**
+ * One SSE reader of one run, with backpressure: replay pages from the database one at a time and
+ * only when the socket has drained, then live frames from the bus, all frames of one tick in one
+ * write. A reader whose unsent backlog passes the bound is disconnected; it resumes with
+ * Last-Event-ID. Ends (response ended) after the terminal result.
+ */
+export class RunEventStream {
+  private sent: number;
+  private pending: ResultView[] = [];
+  private pendingBytes = 0;
+  private replaying = true;
+  private liveEnded = false;
+  private flushQueued = false;
+  private awaitingDrain = false;
+  private finished = false;
+  private readonly done: Promise<StreamEnd>;
+  private resolveDone!: (end: StreamEnd) => void;
+
+  constructor(
+    private readonly out: Writable,
+    after: number,
+    private readonly source: EventStreamSource,
+    private readonly limits: EventStreamLimits,
+  ) {
+    this.sent = after;
+    this.done = new Promise((resolve) => (this.resolveDone = resolve));
+  }
+
+  /** Runs the stream; resolves with how it ended. */
+  run(): Promise<StreamEnd> {
+    const keepAlive = setInterval(() => {
+      if (!this.finished && this.out.writableLength === 0) {
+        this.out.write(': keep-alive\n\n');
+      }
+    }, this.limits.keepAliveMs);
+    // Follow first, then replay, so that nothing falls between the two.
+    const live = this.source.follow()?.subscribe({
+      next: (r) => this.onLive(r),
+      complete: () => {
+        this.liveEnded = true;
+        this.queueFlush();
+      },
+    });
+    if (!live) {
+      this.liveEnded = true;
+    }
+    this.out.once('close', () => this.finish('closed'));
+    void this.done.then(() => {
+      clearInterval(keepAlive);
+      live?.unsubscribe();
+    });
+    this.replay().catch(() => this.finish('failed'));
+    return this.done;
+  }
+
+  private async replay(): Promise<void> {
+    let limit = FIRST_PAGE;
+    for (;;) {
+      const rows = await this.source.page(this.sent, limit);
+      if (this.finished) {
+        return;
+      }
+      this.dropPendingUpTo(rows.length > 0 ? rows[rows.length - 1].sequence : this.sent);
+      if (this.writeFrames(rows) < 0 || (this.awaitingDrain && !(await this.drained()))) {
+        return;
+      }
+      if (rows.length < limit) {
+        break;
+      }
+      // Large results: fewer rows per page; small ones: more. The largest row of this page is the
+      // best guess for the next one (cumulative deltas only grow).
+      const largest = Math.max(1, ...rows.map((r) => sseFrame(r).length));
+      limit = Math.min(MAX_PAGE, Math.max(1, Math.floor(PAGE_TARGET_BYTES / largest)));
+    }
+    this.replaying = false;
+    this.queueFlush();
+  }
+
+  private onLive(r: ResultView): void {
+    if (this.finished || r.sequence <= this.sent) {
+      return;
+    }
+    this.pending.push(r);
+    this.pendingBytes += sseFrame(r).length; // characters: close enough to bytes for a bound
+    if (this.pendingBytes + this.out.writableLength > this.limits.maxBacklogBytes) {
+      // The reader does not keep up: cut it rather than hold the run in memory for it.
+      this.finish('cut');
+      this.out.destroy();
+      return;
+    }
+    this.queueFlush();
+  }
+
+  /** Live frames arriving in the same tick leave in one write. */
+  private queueFlush(): void {
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      setImmediate(() => {
+        this.flushQueued = false;
+        this.flush();
+      });
+    }
+  }
+
+  private flush(): void {
+    if (this.finished || this.replaying || this.awaitingDrain) {
+      return;
+    }
+    const rows = this.pending.filter((r) => r.sequence > this.sent);
+    this.pending = [];
+    this.pendingBytes = 0;
+    if (this.writeFrames(rows) < 0) {
+      return;
+    }
+    if (this.awaitingDrain) {
+      void this.drained().then((ok) => ok && this.flush());
+      return;
+    }
+    if (this.liveEnded) {
+      // The run ended without a terminal result reaching this reader (e.g. it ended elsewhere).
+      this.finish('completed');
+      this.out.end();
+    }
+  }
+
+  /** Writes frames in one write; the characters written, or -1 when the stream is over (terminal written or closed). */
+  private writeFrames(rows: ResultView[]): number {
+    if (this.finished) {
+      return -1;
+    }
+    let text = '';
+    let terminal = false;
+    for (const r of rows) {
+      if (r.sequence <= this.sent) {
+        continue;
+      }
+      text += sseFrame(r);
+      this.sent = r.sequence;
+      if (TERMINAL_RESULT_TYPES.includes(r.type)) {
+        terminal = true;
+        break;
+      }
+    }
+    if (text !== '' && !this.out.write(text)) {
+      this.awaitingDrain = true;
+    }
+    if (terminal) {
+      this.finish('completed');
+      this.out.end();
+      return -1;
+    }
+    return text.length;
+  }
+
+  /** Resolves true on 'drain', false when the stream ended first. */
+  private drained(): Promise<boolean> {
+    if (!this.awaitingDrain) {
+      return Promise.resolve(true);
+    }
+    return new Promise((resolve) => {
+      const onDrain = () => {
+        this.out.off('close', onClose);
+        this.awaitingDrain = false;
+        resolve(!this.finished);
+      };
+      const onClose = () => {
+        this.out.off('drain', onDrain);
+        resolve(false);
+      };
+      this.out.once('drain', onDrain);
+      this.out.once('close', onClose);
+    });
+  }
+
+  private dropPendingUpTo(sequence: number): void {
+    if (this.pending.length > 0 && this.pending[0].sequence <= sequence) {
+      this.pending = this.pending.filter((r) => r.sequence > sequence);
+      this.pendingBytes = this.pending.reduce((n, r) => n + sseFrame(r).length, 0);
+    }
+  }
+
+  private finish(end: StreamEnd): void {
+    if (!this.finished) {
+      this.finished = true;
+      this.resolveDone(end);
+    }
+  }
+}
