@@ -233,12 +233,7 @@ export class HostApiController implements HostApiServiceController {
   storageSet(req: StorageSetRequest, md?: Metadata): Promise<StorageSetResponse> {
     const area = req.area as StorageArea;
     const needs: CallNeeds = {
-      action: 'storage.set',
-      run_id: req.run_id,
-      flag: 'storage',
-      storage: area,
-      scope: req.key,
-      payload_bytes: req.value.length + Buffer.byteLength(req.key),
+      ...this.needs('storage.set', req, { flag: 'storage', storage: area, scope: req.key }),
       max_payload_bytes: Number.MAX_SAFE_INTEGER, // the value limit is checked by the storage service
     };
     return this.guard.call(md, needs, (run) => this.storage.set(run, area, req.key, Buffer.from(req.value)));

@@ -15,13 +15,17 @@ export class GrpcStatusError extends Error {
     super(error.message);
     this.name = 'GrpcStatusError';
     this.code = code;
-    this.details = error.message;
+    // Message and details travel in HTTP/2 trailers: a message echoing a huge input (a 70,000-
+    // character plugin name) would pass the peer's header-list limit and break the whole
+    // connection, with every other call on it.
+    this.details = clip(error.message, MAX_MESSAGE_CHARS);
     this.metadata = new Metadata();
     this.metadata.set('x-error-code', error.code);
     this.metadata.set('x-error-retryable', String(error.retryable));
     if (Object.keys(error.details).length > 0) {
       // Machine-readable detail for the runner (e.g. {reason: "context_length_exceeded"}).
-      this.metadata.set('x-error-details', asciiJson(error.details));
+      const json = asciiJson(error.details);
+      this.metadata.set('x-error-details', json.length <= MAX_DETAILS_CHARS ? json : '{"truncated":true}');
     }
   }
 
@@ -29,6 +33,13 @@ export class GrpcStatusError extends Error {
   static unimplemented(message: string): GrpcStatusError {
     return new GrpcStatusError(new DomainError('runtime_error', message, {}, false), status.UNIMPLEMENTED);
   }
+}
+
+const MAX_MESSAGE_CHARS = 1024;
+const MAX_DETAILS_CHARS = 2048;
+
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
 /**

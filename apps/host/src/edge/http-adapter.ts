@@ -16,7 +16,8 @@ export function createHttpAdapter(config: AppConfig): FastifyAdapter {
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
     // Express matched paths case-insensitively and ignored a trailing slash; clients may rely on it.
-    routerOptions: { caseSensitive: false, ignoreTrailingSlash: true },
+    // Path ids go up to 255 characters (conversation ids), longer than Fastify's default of 100.
+    routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: 1024 },
     frameworkErrors: frameworkError as never, // typed against the adapter's own copy of fastify
     ...(config.tls ? { https: { cert: config.tls.cert, key: config.tls.key } } : {}),
   });
@@ -26,8 +27,10 @@ export function createHttpAdapter(config: AppConfig): FastifyAdapter {
 
 /** Requests that never reach a route (a malformed URL) still answer with the error model. */
 function frameworkError(error: FastifyError, _req: FastifyRequest, reply: FastifyReply): void {
+  // The input at fault is the URL itself (not decodable, a path segment over the limit).
+  const message = error.message.length > 300 ? `${error.message.slice(0, 299)}…` : error.message;
   void reply.code(400).send({
-    error: { code: 'invalid_argument', message: error.message, retryable: false, details: {} },
+    error: { code: 'invalid_argument', message: `url: ${message}`, retryable: false, details: { field: 'url' } },
   });
 }
 
