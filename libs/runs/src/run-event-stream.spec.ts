@@ -132,17 +132,31 @@ describe('RunEventStream', () => {
     expect(await done).toBe('completed');
   });
 
-  it('cuts a reader whose unsent backlog passes the bound', async () => {
+  it('cuts a reader whose socket refuses more while its unsent backlog passes the bound', async () => {
     const live = new Subject<ResultView>();
     const { socket, done } = setup([], live, 0, 64 * 1024);
     await tick();
     socket.full = true;
-    for (let i = 1; i <= 20; i++) {
+    live.next(result(1, 'message.delta', 8 * 1024));
+    await tick(); // written: the socket now awaits 'drain'
+    for (let i = 2; i <= 20; i++) {
       live.next(result(i, 'message.delta', 8 * 1024));
     }
     expect(await done).toBe('cut');
     expect(socket.destroyed).toBe(true);
     expect(live.observed).toBe(false); // unsubscribed
+  });
+
+  it('does not cut a reader for a burst its socket takes in one write', async () => {
+    const live = new Subject<ResultView>();
+    const { socket } = setup([], live, 0, 64 * 1024);
+    await tick();
+    for (let i = 1; i <= 20; i++) {
+      live.next(result(i, 'message.delta', 8 * 1024));
+    }
+    await tick();
+    expect(socket.destroyed).toBe(false);
+    expect(socket.ids()).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
   });
 
   it('ends when the live channel completes without a terminal result (the run ended elsewhere)', async () => {

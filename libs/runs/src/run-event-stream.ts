@@ -48,6 +48,8 @@ export class RunEventStream {
   private sent: number;
   private pending: ResultView[] = [];
   private pendingBytes = 0;
+  /** Live frames were dropped during the replay (the replay then reads on). */
+  private missedLive = false;
   private replaying = true;
   private liveEnded = false;
   private flushQueued = false;
@@ -96,6 +98,7 @@ export class RunEventStream {
   private async replay(): Promise<void> {
     let limit = FIRST_PAGE;
     for (;;) {
+      this.missedLive = false;
       const rows = await this.source.page(this.sent, limit);
       if (this.finished) {
         return;
@@ -104,7 +107,8 @@ export class RunEventStream {
       if (this.writeFrames(rows) < 0 || (this.awaitingDrain && !(await this.drained()))) {
         return;
       }
-      if (rows.length < limit) {
+      // Live frames dropped while this page was read are in the database: read on for them.
+      if (rows.length < limit && !this.missedLive) {
         break;
       }
       // Large results: fewer rows per page; small ones: more. The largest row of this page is the
@@ -122,7 +126,16 @@ export class RunEventStream {
     }
     this.pending.push(r);
     this.pendingBytes += sseFrame(r).length; // characters: close enough to bytes for a bound
-    if (this.pendingBytes + this.out.writableLength > this.limits.maxBacklogBytes) {
+    if (this.replaying && this.pendingBytes > this.limits.maxBacklogBytes) {
+      // Every published result is committed: the replay reads these from the database instead.
+      this.pending = [];
+      this.pendingBytes = 0;
+      this.missedLive = true;
+      return;
+    }
+    // Behind = the socket refuses more (awaiting 'drain') and the queue passed the bound; frames of
+    // a tick that the socket takes are not a backlog.
+    if (this.awaitingDrain && this.pendingBytes + this.out.writableLength > this.limits.maxBacklogBytes) {
       // The reader does not keep up: cut it rather than hold the run in memory for it.
       this.finish('cut');
       this.out.destroy();
