@@ -100,6 +100,9 @@ export class HostFixture {
       DATA_DIR: dataDir,
       ADMIN_API_KEY: adminKey,
       LOG_LEVEL: 'warn',
+      // The streaming level follows 100 runs with 10 readers each under one API key: 1,000 streams,
+      // above the per-key default (256) that bounds what one key can make the host hold.
+      SSE_MAX_STREAMS_PER_KEY: '2048',
     };
     delete hostEnv.DATABASE_URL;
     if (pg) {
