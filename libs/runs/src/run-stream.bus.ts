@@ -1,16 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { Subject, type Observable } from 'rxjs';
+import type { StoredResult } from '@libs/persistence';
 
-/** A persisted result as clients see it (SSE, API). */
-export interface ResultView {
-  run_id: string;
-  sequence: number;
-  type: string;
-  data: Record<string, unknown>;
-  usage: Record<string, unknown> | null;
-  source: 'runner' | 'host';
-  timestamp: number | null;
-}
+/** A persisted result as clients see it (SSE, API): the stored result, without its row metadata. */
+export type ResultView = StoredResult;
 
 /** In-process fan-out of each active run's persisted results to live readers. */
 @Injectable()
