@@ -3,9 +3,11 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 
 /**
- * Runs work in a database transaction. TypeORM drives better-sqlite3 through one connection, so
- * two transactions started concurrently would collide ("cannot start a transaction within a
- * transaction") or nest; on SQLite they therefore run one after another. PostgreSQL uses the pool.
+ * Runs admin work (TypeORM) in a database transaction. TypeORM drives better-sqlite3 through one
+ * connection, so two transactions started concurrently would collide ("cannot start a transaction
+ * within a transaction") or nest; on SQLite they therefore run one after another. PostgreSQL uses
+ * the pool. The run path does not come here: its writes go through the one writer (hot/), which
+ * waits while such a transaction is open on the shared SQLite connection.
  */
 @Injectable()
 export class Transactions {
