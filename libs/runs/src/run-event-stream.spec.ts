@@ -149,7 +149,7 @@ describe('RunEventStream', () => {
 
   it('does not cut a reader for a burst its socket takes in one write', async () => {
     const live = new Subject<ResultView>();
-    const { socket } = setup([], live, 0, 64 * 1024);
+    const { socket, done } = setup([], live, 0, 64 * 1024);
     await tick();
     for (let i = 1; i <= 20; i++) {
       live.next(result(i, 'message.delta', 8 * 1024));
@@ -157,6 +157,8 @@ describe('RunEventStream', () => {
     await tick();
     expect(socket.destroyed).toBe(false);
     expect(socket.ids()).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    live.complete();
+    expect(await done).toBe('completed');
   });
 
   it('ends when the live channel completes without a terminal result (the run ended elsewhere)', async () => {
