@@ -24,6 +24,7 @@ import {
   Transactions,
 } from '@libs/persistence';
 import { DIALECTS, driverError, type TestDatabase, storesModule, UNIQUE_VIOLATION } from './support/databases';
+import { logOf } from './support/run-rows';
 
 jest.setTimeout(60_000);
 
@@ -74,33 +75,8 @@ function run(overrides: Partial<NewRun> = {}): NewRun {
   };
 }
 
-type NewLogRow = Omit<EventLogEntity, 'id'>;
-
-/** The event log row admission writes for `e` (and its run). */
-function logRow(e: EventEntity, overrides: Partial<NewLogRow> = {}): NewLogRow {
-  return {
-    event_id: e.event_id,
-    event_type: e.event_type,
-    event_time: null,
-    source: 'api',
-    agent_id: e.agent_id,
-    conversation_id: e.conversation_id,
-    thread_id: e.thread_id,
-    bot_id: null,
-    workspace_id: null,
-    actor_type: null,
-    actor_id: null,
-    actor_name: null,
-    subject_type: null,
-    subject_id: null,
-    input_summary: 'hello',
-    run_id: e.run_id,
-    runner_id: 'acme/echo/echo',
-    metadata: {},
-    created_at: e.received_at,
-    ...overrides,
-  };
-}
+/** The event-log row admission writes for `e` (and its run). */
+const logRow = logOf;
 
 function userRow(e: EventEntity, text = 'hello'): NewTranscriptRow {
   return {

@@ -55,7 +55,8 @@ export function newEvent(overrides: Partial<EventEntity> = {}): EventEntity {
   };
 }
 
-function logOf(e: EventEntity): NewEventLog {
+/** The event-log row admission writes for `e` (and its run). */
+export function logOf(e: EventEntity, overrides: Partial<NewEventLog> = {}): NewEventLog {
   return {
     event_id: e.event_id,
     event_type: e.event_type,
@@ -76,6 +77,7 @@ function logOf(e: EventEntity): NewEventLog {
     runner_id: 'acme/echo/echo',
     metadata: {},
     created_at: e.received_at,
+    ...overrides,
   };
 }
 
