@@ -12,6 +12,12 @@ export interface CatalogTool {
   parameters: Record<string, unknown> | null;
   source: string;
   source_id: string | null;
+  /** MCP metadata, present only when the server gave it. */
+  title?: string;
+  /** MCP ToolAnnotations: readOnlyHint, destructiveHint, idempotentHint, openWorldHint, title. */
+  annotations?: Record<string, unknown>;
+  /** JSON schema of the tool's `structured_content`. */
+  output_schema?: Record<string, unknown>;
 }
 
 export interface CatalogKnowledgeBase {

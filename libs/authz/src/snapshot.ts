@@ -31,6 +31,10 @@ export interface GrantedTool {
   parameters: Record<string, unknown> | null;
   source: string;
   source_id: string | null;
+  /** MCP metadata, when the server gave it (see CatalogTool). */
+  title?: string;
+  annotations?: Record<string, unknown>;
+  output_schema?: Record<string, unknown>;
 }
 
 export interface GrantedKnowledgeBase {

@@ -27,7 +27,7 @@ export interface AppConfig {
   runs: { cancelGraceMs: number; heartbeatIntervalMs: number; maxResultBytes: number };
   hostApi: { maxPayloadBytes: number; maxStorageValueBytes: number; callsPerSecond: number; burst: number };
   /** Tool calls: default timeout (a source may set its own; the run deadline bounds both) and result cap. */
-  tools: { callTimeoutMs: number; maxResultBytes: number };
+  tools: { callTimeoutMs: number; maxResultBytes: number; mcpConnectTimeoutMs: number };
   /** SSE readers: unsent live backlog before a reader is cut, streams per API key, keep-alive period. */
   sse: { maxBacklogBytes: number; maxStreamsPerKey: number; keepAliveMs: number };
   /** TLS for HTTP and gRPC (PEM contents, read at boot); null = plaintext. */
@@ -94,6 +94,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     tools: {
       callTimeoutMs: dto.TOOL_CALL_TIMEOUT_MS ?? 60_000,
       maxResultBytes: dto.TOOL_RESULT_MAX_BYTES ?? 1024 * 1024,
+      mcpConnectTimeoutMs: dto.MCP_CONNECT_TIMEOUT_MS ?? 10_000,
     },
     sse: {
       maxBacklogBytes: dto.SSE_MAX_BACKLOG_BYTES ?? 8 * 1024 * 1024,

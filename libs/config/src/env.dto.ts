@@ -121,6 +121,14 @@ export class EnvDto {
   @Min(1024)
   TOOL_RESULT_MAX_BYTES?: number;
 
+  /** How long an MCP server gets to answer `initialize` (and its first tool listing). */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(600_000)
+  MCP_CONNECT_TIMEOUT_MS?: number;
+
   /** Bytes of results a live SSE reader may have unsent before it is disconnected. */
   @IsOptional()
   @Transform(toInt)

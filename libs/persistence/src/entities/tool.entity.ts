@@ -51,6 +51,10 @@ export class ToolEntity {
   @Column({ type: 'simple-json' })
   parameters!: JsonObject;
 
+  /** MCP metadata: `{title?, annotations?, output_schema?, task_support?}` (`{}` when none). */
+  @Column({ type: 'simple-json' })
+  metadata!: JsonObject;
+
   @Column({ type: 'bigint', transformer: epochMs })
   updated_at!: number;
 }

@@ -14,7 +14,7 @@ function queryValue(v: unknown): string {
 /**
  * Calls one HTTP tool: one request with the parameters as query string or JSON body. A non-2xx
  * status is a tool failure (`is_error`); an unreachable server is `unavailable`; a body over
- * `maxBytes` is `payload_too_large`.
+ * `maxBytes` is read no further and comes back cut, with a marker (ToolsService bounds the rest).
  */
 export async function callHttpTool(
   sourceId: string,
@@ -54,16 +54,16 @@ export async function callHttpTool(
     });
   }
   const { bytes, truncated } = await readCapped(res.body, maxBytes);
-  if (truncated) {
-    throw new DomainError(
-      'payload_too_large',
-      `the response of HTTP tool ${spec.name} is over the ${maxBytes}-byte result limit`,
-      { limit: maxBytes },
-    );
-  }
   const contentType = res.headers.get('content-type');
   const bodyString = bodyText(bytes, contentType);
   const result: ToolResult = { is_error: !res.ok, status: res.status, content: [text(bodyString)] };
+  if (truncated) {
+    result.content.push(
+      text(`[tool result truncated: the response body is over the ${maxBytes}-byte limit; only its first bytes are included.]`),
+    );
+    result.truncated = true;
+    return result;
+  }
   if (contentType && /json/i.test(contentType)) {
     try {
       const parsed: unknown = JSON.parse(bodyString);

@@ -3,15 +3,22 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { DomainError } from '@libs/protocol';
 import { canonicalJson } from '@libs/authz';
+import { StderrTail } from './stderr-tail';
 import { resolveEnvRefs, type McpSpec } from './tool-config';
 
-const CONNECT_TIMEOUT_MS = 15_000;
-const LIST_TIMEOUT_MS = 15_000;
 const MAX_LISTED_TOOLS = 1000;
+
+/**
+ * What the host tells MCP servers it can do: nothing beyond calling tools. No `sampling` (the
+ * host does not lend a run's model to a server; see README "MCP compatibility"), no `roots`, no
+ * `elicitation` (they need a human in the loop the host does not have yet). Servers hide the
+ * tools that need them; a server that asks anyway gets JSON-RPC "method not found".
+ */
+const CLIENT_CAPABILITIES = {};
 
 /** One connection to one MCP server. */
 interface Connection {
@@ -98,7 +105,9 @@ export class McpClientPool implements OnModuleDestroy {
     const tools: Tool[] = [];
     let cursor: string | undefined;
     do {
-      const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: LIST_TIMEOUT_MS });
+      const page = await client.listTools(cursor ? { cursor } : undefined, {
+        timeout: this.config.tools.mcpConnectTimeoutMs,
+      });
       tools.push(...page.tools);
       cursor = page.nextCursor;
     } while (cursor && tools.length < MAX_LISTED_TOOLS);
@@ -117,14 +126,17 @@ export class McpClientPool implements OnModuleDestroy {
     const client = new Client(
       { name: 'runner-host', version: '1' },
       {
-        capabilities: {},
+        capabilities: CLIENT_CAPABILITIES,
         listChanged: { tools: { autoRefresh: false, onChanged: () => this.onToolsChanged(sourceId) } },
       },
     );
+    const stderr = new StderrTail();
     const conn: Connection = { key, client, closed: false, ready: Promise.resolve(client) };
     client.onclose = () => {
       if (!conn.closed) {
-        this.logger.warn(`MCP source ${sourceId}: connection closed; the next use reconnects`);
+        const why = `MCP source ${sourceId}: the server closed the connection${stderr.suffix()}`;
+        this.logger.warn(`${why}; the next use reconnects`);
+        this.errors.set(sourceId, why);
         conn.closed = true;
         if (this.connections.get(sourceId) === conn) {
           this.connections.delete(sourceId);
@@ -132,13 +144,18 @@ export class McpClientPool implements OnModuleDestroy {
       }
     };
     client.onerror = (e) => this.logger.debug(`MCP source ${sourceId}: ${e.message}`);
+    const timeout = this.config.tools.mcpConnectTimeoutMs;
     conn.ready = (async () => {
       try {
-        await client.connect(this.transport(sourceId, spec), { timeout: CONNECT_TIMEOUT_MS });
+        await client.connect(this.transport(sourceId, spec, stderr), { timeout });
       } catch (e) {
         this.discard(sourceId, conn).catch(() => undefined);
+        const timedOut = e instanceof McpError && e.code === (ErrorCode.RequestTimeout as number);
+        const why = timedOut
+          ? `no answer to MCP initialize within ${timeout} ms (MCP_CONNECT_TIMEOUT_MS)`
+          : (e as Error).message;
         const message =
-          e instanceof DomainError ? e.message : `MCP source ${sourceId}: cannot connect: ${(e as Error).message}`;
+          e instanceof DomainError ? e.message : `MCP source ${sourceId}: cannot connect: ${why}${stderr.suffix()}`;
         this.errors.set(sourceId, message);
         throw new DomainError('unavailable', message, { source_id: sourceId });
       }
@@ -152,7 +169,7 @@ export class McpClientPool implements OnModuleDestroy {
     return conn;
   }
 
-  private transport(sourceId: string, spec: McpSpec): Transport {
+  private transport(sourceId: string, spec: McpSpec, tail: StderrTail): Transport {
     if (spec.kind === 'mcp_http') {
       const headers = resolveEnvRefs(spec.config.headers, `source ${sourceId} config.headers`, this.config.secret);
       return new StreamableHTTPClientTransport(new URL(spec.config.url), { requestInit: { headers } });
@@ -165,10 +182,13 @@ export class McpClientPool implements OnModuleDestroy {
       env: resolveEnvRefs(env, `source ${sourceId} config.env`, this.config.secret),
       stderr: 'pipe',
     });
-    // The child's stderr goes to the debug log (and must be read, or a chatty child would block).
-    transport.stderr?.on('data', (chunk: Buffer) =>
-      this.logger.debug(`MCP source ${sourceId} stderr: ${chunk.toString('utf8').trimEnd()}`),
-    );
+    // The child's stderr goes to the debug log and its tail to last_error (and must be read, or a
+    // chatty child would block).
+    transport.stderr?.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      tail.push(text);
+      this.logger.debug(`MCP source ${sourceId} stderr: ${text.trimEnd()}`);
+    });
     return transport;
   }
 }

@@ -1,8 +1,22 @@
+import { createHash } from 'node:crypto';
+
 /** A tool as its source lists it. */
 export interface ListedTool {
   name: string;
   description: string;
   parameters: Record<string, unknown>;
+  /** MCP metadata kept for the admin listing, the run context and GetToolDetail. */
+  metadata?: ToolMetadata;
+}
+
+/** What an MCP server says about a tool besides its name, description and input schema. */
+export interface ToolMetadata {
+  title?: string;
+  /** MCP ToolAnnotations (readOnlyHint, destructiveHint, idempotentHint, openWorldHint, title). */
+  annotations?: Record<string, unknown>;
+  output_schema?: Record<string, unknown>;
+  /** MCP `execution.taskSupport`: `required` tools are called as tasks. */
+  task_support?: 'required' | 'optional' | 'forbidden';
 }
 
 export interface NamedTool extends ListedTool {
@@ -16,18 +30,37 @@ export interface Naming {
   skipped: { name: string; reason: string }[];
 }
 
-/** Longest source tool name taken (with the `<source_id>__` prefix it still fits the 255-character column). */
-export const MAX_SOURCE_TOOL_NAME = 180;
+/** Longest source tool name taken (the `source_tool_name` column holds 255). */
+export const MAX_SOURCE_TOOL_NAME = 255;
+
+/** What OpenAI and Anthropic accept as a function name: every exposed name matches it. */
+export const EXPOSED_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 export const prefixedName = (sourceId: string, name: string) => `${sourceId}__${name}`;
 
 /**
- * The collision rule. A source's tool keeps its own name unless that name is reserved (a built-in
- * tool's name, whether the built-in is on or not) or a tool of another source already holds it —
- * the source registered (listed) first keeps the plain name; later ones get
- * `<source_id>__<name>`. If even that is taken the tool is skipped. Within one source a repeated
- * name is skipped. The rule runs each time a source is (re)listed, so a name freed by a deleted
- * source goes to the next source listed that offers it.
+ * The derived name of a tool whose own and prefixed names cannot be used: its name with every
+ * character outside `[A-Za-z0-9_-]` made `_`, cut to 55 characters, then `_` and 8 hex digits of
+ * SHA-256 over the source id and the original name — so it is valid, stable across restarts and
+ * re-listings, and distinct for distinct originals.
+ */
+export function hashedName(sourceId: string, name: string): string {
+  const hash = createHash('sha256').update(`${sourceId}\n${name}`).digest('hex').slice(0, 8);
+  const readable = name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 55);
+  return `${readable}_${hash}`;
+}
+
+/**
+ * The naming rule. Every exposed name is 1-64 characters of `[A-Za-z0-9_-]` (valid for the
+ * OpenAI and Anthropic function-calling APIs) and unique; calls use the tool's original name.
+ * In order, a tool gets the first of these that is valid and free:
+ * 1. its own name (not reserved for a built-in, not held by another source);
+ * 2. `<source_id>__<name>`;
+ * 3. `hashedName(source_id, name)` (names too long or with other characters land here).
+ * A tool for which none is free, or listed twice by its source, or whose name is empty or over
+ * MAX_SOURCE_TOOL_NAME characters, is skipped (shown in `skipped_tools`). The rule runs each time
+ * a source is (re)listed, against the names other sources hold, so the source registered first
+ * keeps a plain name, and a name freed by a deleted source goes to the next source listed.
  */
 export function nameTools(
   sourceId: string,
@@ -39,7 +72,7 @@ export function nameTools(
   const seen = new Set<string>();
   const named: NamedTool[] = [];
   const skipped: Naming['skipped'] = [];
-  const free = (n: string) => !reserved.has(n) && !taken.has(n) && !used.has(n);
+  const free = (n: string) => EXPOSED_NAME.test(n) && !reserved.has(n) && !taken.has(n) && !used.has(n);
   for (const tool of listed) {
     if (!tool.name || tool.name.length > MAX_SOURCE_TOOL_NAME) {
       skipped.push({ name: tool.name, reason: `the name must be 1-${MAX_SOURCE_TOOL_NAME} characters` });
@@ -50,9 +83,10 @@ export function nameTools(
       continue;
     }
     seen.add(tool.name);
-    const toolName = [tool.name, prefixedName(sourceId, tool.name)].find(free);
+    const candidates = [tool.name, prefixedName(sourceId, tool.name), hashedName(sourceId, tool.name)];
+    const toolName = candidates.find(free);
     if (!toolName) {
-      skipped.push({ name: tool.name, reason: `both "${tool.name}" and its prefixed name are taken` });
+      skipped.push({ name: tool.name, reason: `"${tool.name}", its prefixed and its hashed names are all taken` });
       continue;
     }
     used.add(toolName);

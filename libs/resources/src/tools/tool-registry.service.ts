@@ -5,6 +5,7 @@ import { DomainError } from '@libs/protocol';
 import { BUILTINS, type BuiltinTool } from './builtin-tools';
 import { McpClientPool } from './mcp-client-pool';
 import { SOURCE_OF, parseSource, type HttpToolSpec, type McpSpec, type SourceSpec } from './tool-config';
+import { catalogMetadata, mcpMetadata } from './tool-metadata';
 import { nameTools, type ListedTool, type Naming } from './tool-naming';
 
 /** The row of `tool_sources` that holds which built-ins are on (absent: the defaults). */
@@ -129,6 +130,7 @@ export class ToolRegistryService implements OnApplicationBootstrap {
         parameters: r.parameters,
         source: r.source,
         source_id: r.source_id,
+        ...catalogMetadata(r.metadata),
       })),
     ];
   }
@@ -194,6 +196,7 @@ export class ToolRegistryService implements OnApplicationBootstrap {
         name: t.name,
         description: t.description ?? t.title ?? '',
         parameters: t.inputSchema,
+        metadata: mcpMetadata(t),
       }));
     } catch (e) {
       if (client) {
@@ -217,6 +220,7 @@ export class ToolRegistryService implements OnApplicationBootstrap {
           source_id: sourceId,
           description: t.description,
           parameters: t.parameters as JsonObject,
+          metadata: (t.metadata ?? {}) as JsonObject,
           updated_at: now,
         }));
       });

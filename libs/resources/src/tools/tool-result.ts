@@ -1,5 +1,3 @@
-import { DomainError } from '@libs/protocol';
-
 /**
  * What `call_tool` returns as `result`, whatever the source: MCP-style content blocks, the
  * structured content when the tool gave one, and `is_error` when the tool ran and reported a
@@ -11,6 +9,10 @@ export interface ToolResult {
   content: Record<string, unknown>[];
   structured_content?: Record<string, unknown>;
   status?: number;
+  /** Set when the result was over TOOL_RESULT_MAX_BYTES and was cut to fit (see boundResult). */
+  truncated?: boolean;
+  /** Bytes of JSON the full result had, when it was cut. */
+  original_bytes?: number;
 }
 
 export const text = (t: string) => ({ type: 'text', text: t });
@@ -22,21 +24,9 @@ export function errorResult(message: string, extra: Partial<ToolResult> = {}): T
 export const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/**
- * The result as plain JSON (undefined dropped, so it encodes as a google.protobuf.Struct), or
- * payload_too_large when its JSON is over the cap.
- */
-export function cappedResult(result: ToolResult, maxBytes: number, toolName: string): Record<string, unknown> {
-  const json = JSON.stringify(result);
-  const size = Buffer.byteLength(json);
-  if (size > maxBytes) {
-    throw new DomainError(
-      'payload_too_large',
-      `the result of tool ${toolName} is ${size} bytes of JSON; the limit is ${maxBytes}`,
-      { tool_name: toolName, size, limit: maxBytes },
-    );
-  }
-  return JSON.parse(json) as Record<string, unknown>;
+/** The result as plain JSON (undefined dropped, so it encodes as a google.protobuf.Struct). */
+export function plainResult(result: ToolResult): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(result)) as Record<string, unknown>;
 }
 
 /** Reads a response body up to `maxBytes`; `truncated` tells that there was more (the rest is not read). */

@@ -13,6 +13,7 @@ import {
   validateSourceId,
   type SourceSpec,
 } from './tool-config';
+import { catalogMetadata } from './tool-metadata';
 import { ToolRegistryService } from './tool-registry.service';
 
 export interface ToolSourceInput {
@@ -47,6 +48,10 @@ export interface ToolView {
   source_id: string | null;
   kind: string;
   enabled: boolean;
+  /** MCP metadata, only the keys the server gave. */
+  title?: string;
+  annotations?: Record<string, unknown>;
+  output_schema?: Record<string, unknown>;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -163,6 +168,7 @@ export class ToolSourcesService {
         source_id: r.source_id,
         kind: kindOf.get(r.source_id) ?? r.source,
         enabled: true,
+        ...catalogMetadata(r.metadata),
       })),
     ];
   }

@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { Subject, type Observable } from 'rxjs';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import type { JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { CatalogTool, GrantedTool } from '@libs/authz';
@@ -8,7 +9,10 @@ import type { ResourceCall } from '../resource-call';
 import { callHttpTool } from './http-tools';
 import { callMcpTool } from './mcp-call';
 import { McpClientPool } from './mcp-client-pool';
-import { cappedResult, isPlainObject, type ToolResult } from './tool-result';
+import { boundResult } from './result-bound';
+import { catalogMetadata } from './tool-metadata';
+import { progressReporter, type ToolProgress, type ToolProgressEvent } from './tool-progress';
+import { isPlainObject, plainResult, type ToolResult } from './tool-result';
 import { ToolRegistryService, type ToolTarget } from './tool-registry.service';
 
 /** Why a call's signal fired. */
@@ -22,13 +26,16 @@ type AbortReason = 'timeout' | 'run_ended' | 'deadline';
  * - the host could not run it → a protocol error: `invalid_argument` (parameters not an object,
  *   or not matching the schema of an HTTP or built-in tool), `not_found` (removed, switched off,
  *   or its name now belongs to another source), `unavailable` (server unreachable, connection
- *   lost; retryable), `deadline_exceeded` (tool timeout, run deadline, run ended),
- *   `payload_too_large` (result over the cap).
+ *   lost; retryable), `deadline_exceeded` (tool timeout, run deadline, run ended).
+ * A result over TOOL_RESULT_MAX_BYTES is cut to fit, with a marker (`boundResult`), never refused.
  */
 @Injectable()
 export class ToolsService {
   private readonly ajv = new AjvJsonSchemaValidator();
   private readonly validators = new Map<string, JsonSchemaValidator<unknown>>();
+  private readonly progress = new Subject<ToolProgressEvent>();
+  /** Progress reports of tool calls in flight, for the run's live result stream. */
+  readonly progress$: Observable<ToolProgressEvent> = this.progress.asObservable();
 
   constructor(
     private readonly registry: ToolRegistryService,
@@ -40,14 +47,22 @@ export class ToolsService {
     return this.registry.catalog();
   }
 
-  /** `{name, description, parameters}` of a granted tool, from its frozen source. */
+  /** `{name, description, parameters}` of a granted tool, from its frozen source, with its MCP metadata. */
   async detail(_call: ResourceCall, tool: GrantedTool): Promise<Record<string, unknown>> {
     const target = await this.registry.resolve(tool);
-    const { description, parameters } = target.kind === 'builtin' ? target.tool : target.row;
-    return { name: tool.tool_name, description, parameters };
+    if (target.kind === 'builtin') {
+      const { description, parameters } = target.tool;
+      return { name: tool.tool_name, description, parameters };
+    }
+    const { description, parameters, metadata } = target.row;
+    return { name: tool.tool_name, description, parameters, ...catalogMetadata(metadata) };
   }
 
-  /** Executes exactly the frozen `{source, source_id}` implementation of a granted tool. */
+  /**
+   * Executes exactly the frozen `{source, source_id}` implementation of a granted tool. The
+   * timeout restarts on each progress report of the tool (never past the run deadline), and each
+   * report goes out on `progress$`.
+   */
   async call(
     call: ResourceCall,
     tool: GrantedTool,
@@ -62,18 +77,33 @@ export class ToolsService {
     }
     const timeoutMs =
       (target.kind === 'builtin' ? undefined : target.spec.config.timeout_ms) ?? this.config.tools.callTimeoutMs;
-    const remaining = call.deadline_at_ms === null ? Infinity : call.deadline_at_ms - Date.now();
-    if (remaining <= 0 || call.signal.aborted) {
+    const remaining = () => (call.deadline_at_ms === null ? Infinity : call.deadline_at_ms - Date.now());
+    if (remaining() <= 0 || call.signal.aborted) {
       throw new DomainError('deadline_exceeded', `the run ended before tool ${tool.tool_name} could run`);
     }
-    const ms = Math.min(timeoutMs, remaining);
     const ctl = new AbortController();
     let reason: AbortReason | null = null;
+    let ms = 0;
     const stop = (why: AbortReason) => {
       reason ??= why;
       ctl.abort(new DomainError('deadline_exceeded', this.abortMessage(why, tool.tool_name, ms)));
     };
-    const timer = setTimeout(() => stop(ms < timeoutMs ? 'deadline' : 'timeout'), ms);
+    let timer: NodeJS.Timeout | undefined;
+    // (Re)arms the call's timer: the tool timeout, cut short by the run deadline.
+    const arm = () => {
+      clearTimeout(timer);
+      ms = Math.max(0, Math.min(timeoutMs, remaining()));
+      const why = ms < timeoutMs ? 'deadline' : 'timeout';
+      timer = setTimeout(() => stop(why), ms);
+    };
+    arm();
+    const report = progressReporter(call.run_id, tool.tool_name, (e) => this.progress.next(e));
+    const onProgress = (p: ToolProgress) => {
+      if (reason === null) {
+        arm();
+        report(p);
+      }
+    };
     const onRunEnd = () => stop('run_ended');
     call.signal.addEventListener('abort', onRunEnd, { once: true });
     const aborted = new Promise<never>((_, reject) =>
@@ -81,8 +111,8 @@ export class ToolsService {
     );
     aborted.catch(() => undefined);
     try {
-      const result = await Promise.race([this.execute(target, parameters, ctl.signal, ms), aborted]);
-      return cappedResult(result, this.config.tools.maxResultBytes, tool.tool_name);
+      const result = await Promise.race([this.execute(target, parameters, ctl.signal, timeoutMs, onProgress), aborted]);
+      return plainResult(boundResult(result, this.config.tools.maxResultBytes));
     } catch (e) {
       if (reason) {
         throw new DomainError('deadline_exceeded', this.abortMessage(reason, tool.tool_name, ms), {
@@ -108,6 +138,7 @@ export class ToolsService {
     args: Record<string, unknown>,
     signal: AbortSignal,
     timeoutMs: number,
+    onProgress: (p: ToolProgress) => void,
   ): Promise<ToolResult> {
     const max = this.config.tools.maxResultBytes;
     switch (target.kind) {
@@ -116,7 +147,7 @@ export class ToolsService {
       case 'http':
         return callHttpTool(target.sourceId, target.spec.config, target.http, args, signal, max, this.config.secret);
       case 'mcp':
-        return callMcpTool(this.pool, target, args, signal, timeoutMs);
+        return callMcpTool(this.pool, target, args, { signal, timeoutMs, onProgress });
     }
   }
 

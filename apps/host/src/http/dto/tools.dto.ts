@@ -51,6 +51,14 @@ export class ToolDto {
   @ApiProperty({ nullable: true, type: String, description: 'null for built-ins' }) source_id!: string | null;
   @ApiProperty({ enum: ['builtin', ...KINDS] }) kind!: string;
   @ApiProperty({ description: 'Built-ins can be off; listed tools are always on' }) enabled!: boolean;
+  @ApiPropertyOptional({ description: "The MCP tool's display title, when the server gave one" }) title?: string;
+  @ApiPropertyOptional({
+    ...obj,
+    description: 'MCP tool annotations as the server gave them: readOnlyHint, destructiveHint, idempotentHint, openWorldHint',
+  })
+  annotations?: Record<string, unknown>;
+  @ApiPropertyOptional({ ...obj, description: "JSON schema of the MCP tool's structured_content" })
+  output_schema?: Record<string, unknown>;
 }
 
 export class SetBuiltinToolDto {

@@ -128,6 +128,13 @@ export interface ToolResource {
   parameters?: { [key: string]: any } | undefined;
   source: string;
   source_id?: string | undefined;
+  /**
+   * MCP tool metadata, when the server gave it: display title, annotations (readOnlyHint,
+   * destructiveHint, idempotentHint, openWorldHint) and the JSON schema of structured_content.
+   */
+  title?: string | undefined;
+  annotations?: { [key: string]: any } | undefined;
+  output_schema?: { [key: string]: any } | undefined;
 }
 
 export interface KnowledgeBaseResource {
