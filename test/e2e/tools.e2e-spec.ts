@@ -298,17 +298,17 @@ describe('tool registry and call_tool over real gRPC', () => {
     expect(ok(await call(ctx.run_id, 'boom')).result).toMatchObject({ is_error: true });
     expect(ok(await call(ctx.run_id, 'add', { a: 'x' })).result).toMatchObject({ is_error: true });
 
-    // A timeout and an oversized result are errors; the connection stays usable.
+    // A timeout is an error; an oversized result comes back cut, with a marker; the connection stays usable.
     const t0 = Date.now();
     expect(refused(await call(ctx.run_id, 'slow', { ms: 20_000 }))).toMatchObject({
       code: 'DEADLINE_EXCEEDED',
       xcode: 'deadline_exceeded',
     });
     expect(Date.now() - t0).toBeLessThan(8_000);
-    expect(refused(await call(ctx.run_id, 'big', { bytes: RESULT_CAP + 10 }))).toMatchObject({
-      code: 'RESOURCE_EXHAUSTED',
-      xcode: 'payload_too_large',
-    });
+    const big = ok(await call(ctx.run_id, 'big', { bytes: RESULT_CAP + 10 })).result;
+    expect(big).toMatchObject({ is_error: false, truncated: true });
+    expect(Buffer.byteLength(JSON.stringify(big))).toBeLessThanOrEqual(RESULT_CAP);
+    expect(big.content.at(-1).text).toContain(`over the ${RESULT_CAP}-byte limit`);
     expect(ok(await call(ctx.run_id, 'big', { bytes: 1000 })).result.is_error).toBe(false);
     expect(ok(await call(ctx.run_id, 'add', { a: 1, b: 1 })).result.content).toEqual([{ type: 'text', text: '2' }]);
 
@@ -348,7 +348,10 @@ describe('tool registry and call_tool over real gRPC', () => {
       code: 'INVALID_ARGUMENT',
       xcode: 'invalid_argument',
     });
-    expect(refused(await call(ctx.run_id, 'large'))).toMatchObject({ xcode: 'payload_too_large' });
+    const large = ok(await call(ctx.run_id, 'large')).result;
+    expect(large).toMatchObject({ is_error: false, status: 200, truncated: true });
+    expect(large.content[0].text).toMatch(/^y+$/);
+    expect(Buffer.byteLength(JSON.stringify(large))).toBeLessThanOrEqual(RESULT_CAP);
     const t0 = Date.now();
     expect(refused(await call(ctx.run_id, 'slow_api'))).toMatchObject({ xcode: 'deadline_exceeded' });
     expect(Date.now() - t0).toBeLessThan(4_000);

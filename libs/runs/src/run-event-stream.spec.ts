@@ -171,3 +171,47 @@ describe('RunEventStream', () => {
     expect(socket.ids()).toEqual([1]);
   });
 });
+
+describe('RunEventStream and live-only telemetry', () => {
+  const progress = (sequence: number): ResultView => ({
+    ...result(sequence, 'tool.call.progress'),
+    data: { tool_name: 't', progress: 1, total: 2 },
+    source: 'host',
+    ephemeral: true,
+  });
+
+  it('sends ephemeral frames live without an id, and never advances the sequence with them', async () => {
+    const live = new Subject<ResultView>();
+    const { socket, done } = setup([], live, 0);
+    await tick();
+    await tick();
+    live.next(progress(0));
+    live.next(result(1));
+    live.next(progress(1));
+    live.next(result(2, 'run.completed'));
+    live.complete();
+    expect(await done).toBe('completed');
+    const text = socket.writes.join('');
+    expect(socket.ids()).toEqual([1, 2]);
+    expect(text.match(/event: tool\.call\.progress\ndata: /g)).toHaveLength(2);
+    expect(text).not.toMatch(/id: 0/);
+    expect(text.indexOf('tool.call.progress')).toBeLessThan(text.indexOf('id: 1'));
+  });
+
+  it('drops ephemeral frames for a reader that is behind instead of queueing them', async () => {
+    const live = new Subject<ResultView>();
+    const { socket, done } = setup([], live, 0);
+    await tick();
+    await tick();
+    socket.full = true;
+    live.next(result(1));
+    await tick();
+    live.next(progress(1));
+    socket.drain();
+    live.next(result(2, 'run.completed'));
+    live.complete();
+    expect(await done).toBe('completed');
+    expect(socket.ids()).toEqual([1, 2]);
+    expect(socket.writes.join('')).not.toContain('tool.call.progress');
+  });
+});

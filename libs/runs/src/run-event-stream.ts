@@ -32,7 +32,8 @@ const frames = new WeakMap<ResultView, string>();
 export function sseFrame(r: ResultView): string {
   let text = frames.get(r);
   if (text === undefined) {
-    text = `id: ${r.sequence}\nevent: ${r.type}\ndata: ${JSON.stringify(r)}\n\n`;
+    // An ephemeral frame has no id: EventSource keeps the last one for Last-Event-ID.
+    text = `${r.ephemeral ? '' : `id: ${r.sequence}\n`}event: ${r.type}\ndata: ${JSON.stringify(r)}\n\n`;
     frames.set(r, text);
   }
   return text;
@@ -121,6 +122,14 @@ export class RunEventStream {
   }
 
   private onLive(r: ResultView): void {
+    if (r.ephemeral) {
+      // Live telemetry is lossy: a reader that is replaying or behind does not get it.
+      if (!this.finished && !this.replaying && !this.awaitingDrain) {
+        this.pending.push(r);
+        this.queueFlush();
+      }
+      return;
+    }
     if (this.finished || r.sequence <= this.sent) {
       return;
     }
@@ -159,7 +168,7 @@ export class RunEventStream {
     if (this.finished || this.replaying || this.awaitingDrain) {
       return;
     }
-    const rows = this.pending.filter((r) => r.sequence > this.sent);
+    const rows = this.pending.filter((r) => r.ephemeral || r.sequence > this.sent);
     this.pending = [];
     this.pendingBytes = 0;
     if (this.writeFrames(rows) < 0) {
@@ -184,6 +193,10 @@ export class RunEventStream {
     let text = '';
     let terminal = false;
     for (const r of rows) {
+      if (r.ephemeral) {
+        text += sseFrame(r);
+        continue;
+      }
       if (r.sequence <= this.sent) {
         continue;
       }

@@ -2,8 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { Subject, type Observable } from 'rxjs';
 import type { StoredResult } from '@libs/persistence';
 
-/** A persisted result as clients see it (SSE, API): the stored result, without its row metadata. */
-export type ResultView = StoredResult;
+/**
+ * A persisted result as clients see it (SSE, API): the stored result, without its row metadata.
+ * `ephemeral` marks host telemetry for live readers only (tool progress): never persisted, it
+ * carries the run's last sequence and goes out as an SSE frame without an id.
+ */
+export type ResultView = StoredResult & { ephemeral?: true };
 
 /** In-process fan-out of each active run's persisted results to live readers. */
 @Injectable()

@@ -10,6 +10,7 @@ import { ResultIngestService } from './result-ingest.service';
 import { RunLifecycleService } from './run-lifecycle.service';
 import { RunStreamBus } from './run-stream.bus';
 import { RunsQueryService } from './runs-query.service';
+import { ToolTelemetryForwarder } from './tool-telemetry';
 
 @Module({
   imports: [AgentsModule, RunnerGatewayModule, AuthzModule, ConversationsModule],
@@ -21,6 +22,7 @@ import { RunsQueryService } from './runs-query.service';
     ResultIngestService,
     AdmissionService,
     RunsQueryService,
+    ToolTelemetryForwarder,
   ],
   exports: [AdmissionService, RunsQueryService, ActiveRuns],
 })
