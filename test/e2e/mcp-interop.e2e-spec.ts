@@ -51,7 +51,7 @@ class EverythingHttp {
     this.child = child;
     let err = '';
     await new Promise<void>((resolve, reject) => {
-      child.stderr!.on('data', (d: Buffer) => {
+      child.stderr.on('data', (d: Buffer) => {
         err += d.toString();
         if (err.includes('listening on port')) {
           resolve();
@@ -208,15 +208,22 @@ describe('MCP interoperability with the reference servers', () => {
 
     expect(ok(await call(ctx.run_id, 'get-structured-content', { location: 'Chicago' })).result).toEqual({
       is_error: false,
-      content: [{ type: 'text', text: JSON.stringify({ temperature: 36, conditions: 'Light rain / drizzle', humidity: 82 }) }],
+      content: [
+        { type: 'text', text: JSON.stringify({ temperature: 36, conditions: 'Light rain / drizzle', humidity: 82 }) },
+      ],
       structured_content: { temperature: 36, conditions: 'Light rain / drizzle', humidity: 82 },
     });
     const image = ok(await call(ctx.run_id, 'get-tiny-image')).result;
     expect(image.content.map((b: any) => b.type)).toEqual(['text', 'image', 'text']);
-    expect(image.content[1]).toMatchObject({ mimeType: 'image/png', data: expect.stringMatching(/^[A-Za-z0-9+/]+=*$/) });
+    expect(image.content[1]).toMatchObject({
+      mimeType: 'image/png',
+      data: expect.stringMatching(/^[A-Za-z0-9+/]+=*$/),
+    });
     const links = ok(await call(ctx.run_id, 'get-resource-links', { count: 2 })).result;
     expect(links.content.filter((b: any) => b.type === 'resource_link')).toHaveLength(2);
-    const embedded = ok(await call(ctx.run_id, 'get-resource-reference', { resourceType: 'Text', resourceId: 1 })).result;
+    const embedded = ok(
+      await call(ctx.run_id, 'get-resource-reference', { resourceType: 'Text', resourceId: 1 }),
+    ).result;
     expect(embedded.content.find((b: any) => b.type === 'resource')).toMatchObject({
       resource: { uri: expect.stringContaining('1'), text: expect.any(String) },
     });
@@ -260,7 +267,9 @@ describe('MCP interoperability with the reference servers', () => {
     expect(huge.original_bytes).toBeGreaterThan(6_000_000);
     expect(Buffer.byteLength(JSON.stringify(huge))).toBeLessThanOrEqual(1024 * 1024);
     expect(huge.content[0].text).toMatch(/^b{1000000,}$/);
-    expect(huge.content.at(-1).text).toMatch(/^\[tool result truncated: \d+ bytes of JSON is over the 1048576-byte limit/);
+    expect(huge.content.at(-1).text).toMatch(
+      /^\[tool result truncated: \d+ bytes of JSON is over the 1048576-byte limit/,
+    );
     // The sandbox of the server itself still holds.
     expect(ok(await call(ctx.run_id, 'read_text_file', { path: '/etc/passwd' })).result.is_error).toBe(true);
     await finish(ctx.run_id);
@@ -308,7 +317,9 @@ describe('MCP interoperability with the reference servers', () => {
       args: ['-e', "console.error('listening on nothing'); setInterval(() => {}, 1000)"],
     });
     expect(mute).toMatchObject({ status: 'error', tools: [] });
-    expect(mute.last_error).toContain(`no answer to MCP initialize within ${CONNECT_TIMEOUT_MS} ms (MCP_CONNECT_TIMEOUT_MS)`);
+    expect(mute.last_error).toContain(
+      `no answer to MCP initialize within ${CONNECT_TIMEOUT_MS} ms (MCP_CONNECT_TIMEOUT_MS)`,
+    );
     expect(mute.last_error).toContain('listening on nothing');
 
     const ctx = await run('crash', { allowed_tool_names: ['read_graph'] });

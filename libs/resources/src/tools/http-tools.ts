@@ -59,7 +59,9 @@ export async function callHttpTool(
   const result: ToolResult = { is_error: !res.ok, status: res.status, content: [text(bodyString)] };
   if (truncated) {
     result.content.push(
-      text(`[tool result truncated: the response body is over the ${maxBytes}-byte limit; only its first bytes are included.]`),
+      text(
+        `[tool result truncated: the response body is over the ${maxBytes}-byte limit; only its first bytes are included.]`,
+      ),
     );
     result.truncated = true;
     return result;

@@ -66,7 +66,10 @@ describe('boundResult', () => {
     const out = boundResult(image, 2048);
     expect(out.content).toHaveLength(1);
     expect(out.content[0].text).toContain('image block (image/gif, ');
-    const structured = boundResult({ is_error: false, content: [], structured_content: { rows: 'z'.repeat(5000) } }, 2048);
+    const structured = boundResult(
+      { is_error: false, content: [], structured_content: { rows: 'z'.repeat(5000) } },
+      2048,
+    );
     expect(size(structured)).toBeLessThanOrEqual(2048);
     expect(String(structured.content[0].text)).toMatch(/^\{"rows":"z+$/);
   });

@@ -26,7 +26,9 @@ export function structuredRepeatsContent(result: ToolResult): boolean {
   if (!sc) {
     return false;
   }
-  const texts = result.content.filter((b) => b.type === 'text' && typeof b.text === 'string').map((b) => b.text as string);
+  const texts = result.content
+    .filter((b) => b.type === 'text' && typeof b.text === 'string')
+    .map((b) => b.text as string);
   const key = canonicalJson(sc);
   if (texts.some((t) => parsed(t) !== undefined && canonicalJson(parsed(t)) === key)) {
     return true;

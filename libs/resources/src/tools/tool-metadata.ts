@@ -21,7 +21,7 @@ export function mcpMetadata(t: Tool): ToolMetadata {
     m.annotations = { ...t.annotations };
   }
   if (t.outputSchema) {
-    m.output_schema = t.outputSchema as Record<string, unknown>;
+    m.output_schema = t.outputSchema;
   }
   if (t.execution?.taskSupport) {
     m.task_support = t.execution.taskSupport;

@@ -36,7 +36,8 @@ export function progressReporter(
   return (p) => {
     const now = Date.now();
     const important =
-      (p.total !== undefined && p.progress === p.total) || (p.task_status !== undefined && p.task_status !== lastStatus);
+      (p.total !== undefined && p.progress === p.total) ||
+      (p.task_status !== undefined && p.task_status !== lastStatus);
     if (!important && now - last < MIN_INTERVAL_MS) {
       return;
     }

@@ -128,7 +128,10 @@ describe('ToolsService.call on an MCP tool that reports progress', () => {
     const seen: ToolProgressEvent[] = [];
     svc.progress$.subscribe((e) => seen.push(e));
     // 20 reports 20 ms apart: longer in all than the 300 ms timeout, never 300 ms without one.
-    expect(await svc.call(runCall(), mcpTool, {})).toEqual({ is_error: false, content: [{ type: 'text', text: 'done' }] });
+    expect(await svc.call(runCall(), mcpTool, {})).toEqual({
+      is_error: false,
+      content: [{ type: 'text', text: 'done' }],
+    });
     expect(seen.length).toBeGreaterThan(0);
     expect(seen.at(-1)).toMatchObject({ run_id: 'r1', tool_name: 'long', progress: 20, total: 20, message: 'step 20' });
     expect(new Set(seen.map((e) => e.call_id)).size).toBe(1);

@@ -54,7 +54,8 @@ export class ToolDto {
   @ApiPropertyOptional({ description: "The MCP tool's display title, when the server gave one" }) title?: string;
   @ApiPropertyOptional({
     ...obj,
-    description: 'MCP tool annotations as the server gave them: readOnlyHint, destructiveHint, idempotentHint, openWorldHint',
+    description:
+      'MCP tool annotations as the server gave them: readOnlyHint, destructiveHint, idempotentHint, openWorldHint',
   })
   annotations?: Record<string, unknown>;
   @ApiPropertyOptional({ ...obj, description: "JSON schema of the MCP tool's structured_content" })
