@@ -223,6 +223,13 @@ async function appliedMigrations(ds: DataSource): Promise<Array<{ id: number; ti
   return rows.map((r) => ({ id: Number(r.id), timestamp: Number(r.timestamp), name: r.name }));
 }
 
+/** Undoes the migrations after `name`, newest first (each later one has its own tests). */
+async function undoNewerThan(ds: DataSource, name: string): Promise<void> {
+  while ((await appliedMigrations(ds)).at(-1)?.name !== name) {
+    await ds.undoLastMigration();
+  }
+}
+
 function run(runId: string): Omit<RunEntity, 'id'> {
   return {
     run_id: runId,
@@ -330,7 +337,7 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
     const { identifiers } = await ds.getRepository(TranscriptEntity).insert(transcriptRow(1, 'kept transcript'));
     await knowledgeRows(ds, 'dropped knowledge chunk');
 
-    await ds.undoLastMigration(); // kb stemming (its own tests: kb-stemming.int-spec.ts)
+    await undoNewerThan(ds, 'Resources1764700000000'); // kb stemming (kb-stemming.int-spec.ts), tool metadata
     await ds.undoLastMigration();
 
     expect((await appliedMigrations(ds)).map((m) => m.name)).toEqual(MIGRATION_NAMES.slice(0, 2));
@@ -369,7 +376,7 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
     await ds.getRepository(RunEntity).insert(run('run-kept'));
     await ds.getRepository(TranscriptEntity).insert(transcriptRow(1, 'dropped with its table'));
 
-    await ds.undoLastMigration(); // kb stemming (its own tests: kb-stemming.int-spec.ts)
+    await undoNewerThan(ds, 'Resources1764700000000'); // kb stemming (kb-stemming.int-spec.ts), tool metadata
     await ds.undoLastMigration();
     await ds.undoLastMigration();
 

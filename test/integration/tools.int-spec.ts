@@ -45,7 +45,7 @@ describe.each(DIALECTS)('tool registry on %s', (_name, factory) => {
       {
         provide: APP_CONFIG,
         useValue: {
-          tools: { callTimeoutMs: 1000, maxResultBytes: 65536 },
+          tools: { callTimeoutMs: 1000, maxResultBytes: 65536, mcpConnectTimeoutMs: 2000 },
           secretEnv: secretEnvPolicy(['*']),
           secret: (name: string) => process.env[name] ?? null,
         },

@@ -52,7 +52,7 @@ export class ToolEntity {
   parameters!: JsonObject;
 
   /** MCP metadata: `{title?, annotations?, output_schema?, task_support?}` (`{}` when none). */
-  @Column({ type: 'simple-json' })
+  @Column({ type: 'simple-json', default: '{}' })
   metadata!: JsonObject;
 
   @Column({ type: 'bigint', transformer: epochMs })
