@@ -3,6 +3,7 @@ import type { CatalogTool, GrantedTool } from '@libs/authz';
 import { ToolsRepository, type JsonObject, type ToolEntity, type ToolSourceEntity } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import { BUILTINS, type BuiltinTool } from './builtin-tools';
+import { isLostSession } from './mcp-call';
 import { McpClientPool } from './mcp-client-pool';
 import { SOURCE_OF, parseSource, type HttpToolSpec, type McpSpec, type SourceSpec } from './tool-config';
 import { catalogMetadata, mcpMetadata } from './tool-metadata';
@@ -187,23 +188,29 @@ export class ToolRegistryService implements OnApplicationBootstrap {
     await this.store(sourceId, listed, SOURCE_OF[spec.kind]);
   }
 
+  /** The server's tools; a listing on an HTTP session the server forgot is made once more on a new one. */
   private async mcpListing(source: ToolSourceEntity, spec: McpSpec): Promise<ListedTool[]> {
-    let client: Awaited<ReturnType<McpClientPool['acquire']>>['client'] | undefined;
-    try {
-      client = (await this.pool.acquire(source.source_id, spec)).client;
-      const tools = await this.pool.listTools(client);
-      return tools.map((t) => ({
-        name: t.name,
-        description: t.description ?? t.title ?? '',
-        parameters: t.inputSchema,
-        metadata: mcpMetadata(t),
-      }));
-    } catch (e) {
-      if (client) {
-        this.pool.invalidate(source.source_id, client);
-        this.pool.recordError(source.source_id, `listing tools failed: ${(e as Error).message}`);
+    for (let attempt = 0; ; attempt++) {
+      let client: Awaited<ReturnType<McpClientPool['acquire']>>['client'] | undefined;
+      try {
+        client = (await this.pool.acquire(source.source_id, spec)).client;
+        const tools = await this.pool.listTools(client);
+        return tools.map((t) => ({
+          name: t.name,
+          description: t.description ?? t.title ?? '',
+          parameters: t.inputSchema,
+          metadata: mcpMetadata(t),
+        }));
+      } catch (e) {
+        if (client) {
+          this.pool.invalidate(source.source_id, client);
+          if (attempt === 0 && isLostSession(e, true)) {
+            continue;
+          }
+          this.pool.recordError(source.source_id, `listing tools failed: ${(e as Error).message}`);
+        }
+        throw e;
       }
-      throw e;
     }
   }
 
