@@ -89,7 +89,7 @@ describe('callMcpTool', () => {
       transport: session,
       experimental: {
         tasks: {
-          async *callToolStream(_p: unknown, _s: unknown, o: { task?: object }) {
+          *callToolStream(_p: unknown, _s: unknown, o: { task?: object }) {
             expect(o.task).toEqual({});
             yield { type: 'taskCreated', task: task('working') };
             yield { type: 'taskStatus', task: task('completed') };
@@ -114,7 +114,7 @@ describe('callMcpTool', () => {
       experimental: {
         tasks: {
           cancelTask: (id: string) => (cancelled.push(id), Promise.resolve({})),
-          async *callToolStream() {
+          *callToolStream() {
             yield { type: 'taskCreated', task: task('working') };
             ctl.abort();
             yield { type: 'error', error: new Error('aborted') };
