@@ -122,6 +122,11 @@ export class ApiKeysService implements OnApplicationBootstrap {
     this.cache.delete(key.key_hash);
   }
 
+  /** Whether the key exists and is not revoked (stream tokens end with the key that minted them). */
+  async isActive(keyId: string): Promise<boolean> {
+    return (await this.keys.get(keyId))?.revoked_at === null;
+  }
+
   /**
    * The key's principal, or null. Valid keys are cached for AUTH_CACHE_MS (a revocation takes
    * effect at once in this process, and within that time in others); unknown keys are not.

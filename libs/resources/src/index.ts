@@ -5,3 +5,5 @@ export { ModelRegistry } from './models/model-registry.service';
 export { ToolsService } from './tools/tools.service';
 export { ToolSourcesService, type ToolSourceView, type ToolView } from './tools/tool-sources.service';
 export { KnowledgeService, type RetrieveRequest } from './knowledge/knowledge.service';
+// The tool-source config schemas, for the OpenAPI document (one per kind).
+export { SOURCE_KINDS, mcpStdioConfig, mcpHttpConfig, httpSourceConfig } from './tools/tool-config';
