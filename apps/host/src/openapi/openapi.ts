@@ -26,7 +26,7 @@ export function createOpenApiDocument(app: INestApplication): OpenAPIObject {
     .addBearerAuth({
       type: 'http',
       scheme: 'bearer',
-      bearerFormat: 'opaque API key',
+      bearerFormat: 'API key',
       description:
         'An opaque API key (`Authorization: Bearer <key>`), created with POST /v1/admin/api-keys or given as ' +
         'ADMIN_API_KEY. Not a JWT: it carries nothing and is looked up (hashed) by the host.',
