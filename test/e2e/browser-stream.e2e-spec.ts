@@ -57,7 +57,7 @@ describe('browser streams: run-scoped stream tokens and 204 after the end', () =
     const { token } = (await mint(a)).body;
     const other = await get(`/v1/runs/${b}/events?stream_token=${token}`);
     expect(other.status).toBe(403);
-    expect((await other.json()).error).toMatchObject({
+    expect(((await other.json()) as any).error).toMatchObject({
       code: 'unauthorized',
       message: 'stream_token: issued for another run',
     });
@@ -65,11 +65,11 @@ describe('browser streams: run-scoped stream tokens and 204 after the end', () =
     for (const path of [`/v1/runs/${a}`, '/v1/runs', `/v1/conversations/c1/transcript`]) {
       const res = await get(`${path}?stream_token=${token}`);
       expect([path, res.status]).toEqual([path, 401]);
-      expect((await res.json()).error.message).toContain('missing bearer API key');
+      expect(((await res.json()) as any).error.message).toContain('missing bearer API key');
     }
     const bad = await get(`/v1/runs/${a}/events?stream_token=rhst_bogus.${'A'.repeat(43)}`);
     expect(bad.status).toBe(401);
-    expect((await bad.json()).error.details).toEqual({ field: 'stream_token' });
+    expect(((await bad.json()) as any).error.details).toEqual({ field: 'stream_token' });
   });
 
   it('refuses a token for an unknown run, without a key, and with a revoked key', async () => {
@@ -82,7 +82,7 @@ describe('browser streams: run-scoped stream tokens and 204 after the end', () =
     expect((await host.api('DELETE', `/v1/admin/api-keys/${temp.body.id}`)).status).toBe(204);
     const revoked = await get(`/v1/runs/${runId}/events?stream_token=${token}`);
     expect(revoked.status).toBe(401);
-    expect((await revoked.json()).error.message).toContain('revoked');
+    expect(((await revoked.json()) as any).error.message).toContain('revoked');
   });
 
   it('answers 204 to a resume at or past the terminal result (EventSource stops), 200 with the rest before it', async () => {

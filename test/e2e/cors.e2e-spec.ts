@@ -64,7 +64,7 @@ describe('CORS: off by default, configured origins only', () => {
       const pre = await preflight(host, 'https://evil.example.test');
       expect(pre.status).toBe(403);
       expect(pre.headers.get('access-control-allow-origin')).toBeNull();
-      expect(await pre.json()).toEqual({
+      expect((await pre.json()) as any).toEqual({
         error: {
           code: 'unauthorized',
           message: 'origin https://evil.example.test is not allowed (CORS_ALLOWED_ORIGINS)',

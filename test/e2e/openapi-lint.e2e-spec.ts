@@ -113,7 +113,10 @@ describe('OpenAPI document: Redocly-clean and describing what the API does', () 
       'total_tokens',
     ]);
     expect(s.RunDto.properties.usage.nullable).toBe(true);
-    expect(s.RunnerDto.properties.manifest.required).toEqual(expect.arrayContaining(['id', 'protocol_version']));
+    expect(s.RunnerDto.required).toContain('manifest');
+    expect(s.RunnerDto.properties.manifest.allOf[0].required).toEqual(
+      expect.arrayContaining(['id', 'protocol_version']),
+    );
     const status = doc.paths['/v1/runs'].get.parameters.find((p: any) => p.name === 'status');
     expect(status.schema).toMatchObject({ type: 'array', items: { enum: expect.arrayContaining(['running']) } });
     expect(s.TranscriptItemDto.properties.attachment_refs).toEqual({

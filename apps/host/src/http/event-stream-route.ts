@@ -1,5 +1,5 @@
 import { applyDecorators, type Type } from '@nestjs/common';
-import { ApiExtraModels, ApiResponse, getSchemaPath } from '@nestjs/swagger';
+import { ApiExtraModels, ApiHeader, ApiResponse, getSchemaPath } from '@nestjs/swagger';
 import { AcceptsStreamToken } from '@libs/auth';
 
 /**
@@ -12,6 +12,12 @@ export function EventStreamRoute(frame: Type<unknown>, description: string): Met
   return applyDecorators(
     AcceptsStreamToken(),
     ApiExtraModels(frame),
+    ApiHeader({
+      name: 'Last-Event-ID',
+      required: false,
+      description: 'Resume after this sequence (EventSource sends it when it reconnects); ?after= wins',
+      schema: { type: 'string', pattern: '^\\d+$' },
+    }),
     ApiResponse({
       status: 200,
       description,

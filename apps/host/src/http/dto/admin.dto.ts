@@ -118,8 +118,9 @@ export class RunnerDto {
   @ApiProperty({ nullable: true, type: String }) session_id!: string | null;
   @ApiProperty({ nullable: true, type: String }) connected_at!: string | null;
   @ApiProperty() last_seen_at!: string;
+  // allOf: the manifest's own `required` list must not be read as this property's required flag.
   @ApiProperty({
-    ...openApiSchemaOf(runnerManifestSchema, 'output'),
+    allOf: [openApiSchemaOf(runnerManifestSchema, 'output')],
     description: 'The Runner Protocol v1 manifest the plugin announced (as the host accepted it)',
   })
   manifest!: Record<string, unknown>;
