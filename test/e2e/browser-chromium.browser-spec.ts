@@ -97,7 +97,7 @@ describe('browser: a page in headless Chromium follows runs (EventSource + strea
         return new Promise<Followed>((resolve) => {
           for (const type of ['message.delta', 'message.completed', 'run.completed', 'run.failed']) {
             source.addEventListener(type, (e) => {
-              const m = e as MessageEvent<string>;
+              const m = e as unknown as { lastEventId: string; type: string; data: string };
               out.frames.push({ id: m.lastEventId, event: m.type, data: JSON.parse(m.data) });
             });
           }
