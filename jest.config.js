@@ -14,5 +14,7 @@ module.exports = {
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs}/**/*.spec.ts'] },
     { ...base, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.int-spec.ts'] },
     { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'] },
+    // Headless Chromium (scripts/browser-test.sh installs Debian's chromium when missing).
+    { ...base, displayName: 'browser', testMatch: ['<rootDir>/test/e2e/**/*.browser-spec.ts'] },
   ],
 };

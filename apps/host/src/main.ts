@@ -3,16 +3,16 @@ import * as grpc from '@grpc/grpc-js';
 import { NestFactory } from '@nestjs/core';
 import { Transport, type MicroserviceOptions } from '@nestjs/microservices';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { ConfigError, loadConfig, type AppConfig } from '@libs/config';
 import { LOADER_OPTIONS, protoPath } from '@libs/proto';
 import { grpcMessageLimit } from '@libs/host-api';
-import { HOST_VERSION, tolerateMalformedRequests } from '@libs/runner-gateway';
+import { tolerateMalformedRequests } from '@libs/runner-gateway';
 import { createHttpAdapter } from './edge/http-adapter';
 import { validationPipe } from './filters/validation';
 import { GrpcServerState } from './grpc-server-state';
 import { HostModule } from './host.module';
 import { JsonLogger } from './logging/json-logger';
+import { setupOpenApi } from './openapi/openapi';
 
 function configOrExit(): AppConfig {
   try {
@@ -47,22 +47,7 @@ async function bootstrap(): Promise<void> {
   app.useGlobalPipes(validationPipe());
   app.enableShutdownHooks();
 
-  const document = SwaggerModule.createDocument(
-    app,
-    new DocumentBuilder()
-      .setTitle('Runner Host')
-      .setDescription('Host side of an agent platform: events in, runs on runner plugins over gRPC, results out.')
-      .setVersion(HOST_VERSION)
-      .addBearerAuth({
-        type: 'http',
-        scheme: 'bearer',
-        bearerFormat: 'API key',
-        description:
-          'An opaque API key (`Authorization: Bearer <key>`), created with POST /v1/admin/api-keys or given as ADMIN_API_KEY. Not a JWT.',
-      })
-      .build(),
-  );
-  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'openapi.json' });
+  setupOpenApi(app);
 
   app.connectMicroservice<MicroserviceOptions>(
     {

@@ -4,19 +4,28 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { ApiKeyRole } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import { ApiKeysService, type Principal } from './api-keys.service';
+import { StreamTokensService } from './stream-tokens';
 import { bearerToken } from './secrets';
 
 const ROLES = 'runnerhost:roles';
 const PUBLIC = 'runnerhost:public';
+const STREAM_TOKEN = 'runnerhost:stream-token';
 
 /** Roles allowed on a route or controller. Routes without it are admin-only. */
 export const Roles = (...roles: ApiKeyRole[]) => SetMetadata(ROLES, roles);
 /** No authentication (health, OpenAPI). */
 export const Public = () => SetMetadata(PUBLIC, true);
+/**
+ * A run's event stream: without an Authorization header, a stream token for the route's `:run_id`
+ * in `?stream_token=` authenticates (EventSource cannot send headers). Nowhere else.
+ */
+export const AcceptsStreamToken = () => SetMetadata(STREAM_TOKEN, true);
 
 /** The HTTP request as the guard sees it (any adapter): its headers, and the principal once authenticated. */
 export interface AuthenticatedRequest {
   headers: IncomingHttpHeaders;
+  query?: unknown;
+  params?: unknown;
   principal?: Principal;
 }
 
@@ -26,6 +35,7 @@ export class ApiKeyGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly keys: ApiKeysService,
+    private readonly streamTokens: StreamTokensService,
   ) {}
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
@@ -38,12 +48,23 @@ export class ApiKeyGuard implements CanActivate {
     }
     const req = ctx.switchToHttp().getRequest<AuthenticatedRequest>();
     const token = bearerToken(req.headers.authorization);
-    if (!token) {
-      throw new DomainError('unauthenticated', 'missing bearer API key (Authorization: Bearer <key>)');
-    }
-    const principal = await this.keys.authenticate(token);
-    if (!principal) {
-      throw new DomainError('unauthenticated', 'invalid or revoked API key');
+    const streamToken = (req.query as Record<string, unknown> | undefined)?.stream_token;
+    let principal: Principal | null;
+    if (!token && typeof streamToken === 'string' && this.reflector.getAllAndOverride<boolean>(STREAM_TOKEN, targets)) {
+      principal = this.streamTokens.verify(streamToken, (req.params as Record<string, string> | undefined)?.run_id);
+      if (!(await this.keys.isActive(principal.key_id))) {
+        throw new DomainError('unauthenticated', 'stream_token: the API key that minted it was revoked', {
+          field: 'stream_token',
+        });
+      }
+    } else {
+      if (!token) {
+        throw new DomainError('unauthenticated', 'missing bearer API key (Authorization: Bearer <key>)');
+      }
+      principal = await this.keys.authenticate(token);
+      if (!principal) {
+        throw new DomainError('unauthenticated', 'invalid or revoked API key');
+      }
     }
     const roles = this.reflector.getAllAndOverride<ApiKeyRole[] | undefined>(ROLES, targets) ?? ['admin'];
     if (!roles.includes(principal.role)) {

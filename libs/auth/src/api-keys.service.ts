@@ -49,6 +49,8 @@ function view(k: ApiKeyEntity): ApiKeyView {
 export class ApiKeysService implements OnApplicationBootstrap {
   private readonly logger = new Logger(ApiKeysService.name);
   private readonly cache = new Map<string, { principal: Principal; until: number }>();
+  /** Key ids seen active (stream tokens), until when: the same AUTH_CACHE_MS as keys. */
+  private readonly active = new Map<string, number>();
 
   constructor(
     private readonly keys: ApiKeysRepository,
@@ -120,6 +122,24 @@ export class ApiKeysService implements OnApplicationBootstrap {
       throw new DomainError('conflict', `API key ${id} is already revoked`, { id });
     }
     this.cache.delete(key.key_hash);
+    this.active.delete(id);
+  }
+
+  /**
+   * Whether the key exists and is not revoked (stream tokens end with the key that minted them);
+   * cached like authenticate(), so a revocation takes effect at once here, within AUTH_CACHE_MS elsewhere.
+   */
+  async isActive(keyId: string): Promise<boolean> {
+    if ((this.active.get(keyId) ?? 0) > Date.now()) {
+      return true;
+    }
+    const active = (await this.keys.get(keyId))?.revoked_at === null;
+    if (active) {
+      this.active.set(keyId, Date.now() + AUTH_CACHE_MS);
+    } else {
+      this.active.delete(keyId);
+    }
+    return active;
   }
 
   /**

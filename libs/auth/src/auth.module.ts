@@ -2,9 +2,10 @@ import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { ApiKeyGuard } from './api-key.guard';
 import { ApiKeysService } from './api-keys.service';
+import { StreamTokensService } from './stream-tokens';
 
 @Module({
-  providers: [ApiKeysService, { provide: APP_GUARD, useClass: ApiKeyGuard }],
-  exports: [ApiKeysService],
+  providers: [ApiKeysService, StreamTokensService, { provide: APP_GUARD, useClass: ApiKeyGuard }],
+  exports: [ApiKeysService, StreamTokensService],
 })
 export class AuthModule {}

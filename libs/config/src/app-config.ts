@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
+import { browserConfigOf, type BrowserConfig } from './browser-config';
 import { EnvDto } from './env.dto';
 import { parseSecretEnvAllowlist, secretEnvPolicy, type SecretEnvPolicy } from './secret-env';
 
@@ -32,6 +33,8 @@ export interface AppConfig {
   sse: { maxBacklogBytes: number; maxStreamsPerKey: number; keepAliveMs: number };
   /** TLS for HTTP and gRPC (PEM contents, read at boot); null = plaintext. */
   tls: TlsConfig | null;
+  /** CORS origins and stream-token lifetime (see browser-config.ts). */
+  browser: BrowserConfig;
 }
 
 export interface TlsConfig {
@@ -102,6 +105,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       keepAliveMs: dto.SSE_KEEPALIVE_MS ?? 15_000,
     },
     tls,
+    browser: browserConfigOf(dto.CORS_ALLOWED_ORIGINS, dto.STREAM_TOKEN_TTL_SECONDS),
   };
 }
 

@@ -1,5 +1,6 @@
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, MinLength } from 'class-validator';
+import { CORS_ORIGINS_PATTERN } from './browser-config';
 
 const toInt = ({ value }: { value: unknown }): unknown =>
   typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value;
@@ -147,6 +148,21 @@ export class EnvDto {
   @IsInt()
   @Min(100)
   SSE_KEEPALIVE_MS?: number;
+
+  /** Origins allowed to call the API from a browser: `*` or comma-separated `https://host[:port]`; unset = CORS off. */
+  @IsOptional()
+  @Matches(CORS_ORIGINS_PATTERN, {
+    message: 'CORS_ALLOWED_ORIGINS must be * or comma-separated origins like https://console.example.com (no path)',
+  })
+  CORS_ALLOWED_ORIGINS?: string;
+
+  /** Lifetime of a run-scoped stream token (POST /v1/runs/{run_id}/stream-tokens). */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(10)
+  @Max(86_400)
+  STREAM_TOKEN_TTL_SECONDS?: number;
 
   /** PEM certificate chain and key: HTTP and gRPC serve TLS when both are set. */
   @IsOptional()

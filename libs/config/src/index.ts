@@ -1,2 +1,3 @@
 export * from './app-config';
 export * from './secret-env';
+export * from './browser-config';

@@ -6,3 +6,5 @@ export { ToolsService } from './tools/tools.service';
 export type { ToolProgressEvent } from './tools/tool-progress';
 export { ToolSourcesService, type ToolSourceView, type ToolView } from './tools/tool-sources.service';
 export { KnowledgeService, type RetrieveRequest } from './knowledge/knowledge.service';
+// The tool-source config schemas, for the OpenAPI document (one per kind).
+export { SOURCE_KINDS, mcpStdioConfig, mcpHttpConfig, httpSourceConfig } from './tools/tool-config';

@@ -75,6 +75,18 @@ export class RunsQueryService {
   }
 
   /**
+   * The run has ended and has no result after `after`: a reader resuming there has everything, and
+   * the SSE route answers 204 so that EventSource stops reconnecting.
+   */
+  async streamIsOver(runId: string, after: number): Promise<boolean> {
+    if (this.active.get(runId)) {
+      return false;
+    }
+    const run = await this.runs.get(runId);
+    return run !== null && isTerminal(run.status) && (await this.runs.resultsAfter(runId, after, 1)).length === 0;
+  }
+
+  /**
    * not_found unless the run exists. A run active in this process is answered from memory: an SSE
    * reader attaching to a live run costs no database read.
    */

@@ -160,6 +160,7 @@ export function routeGroups(runnerId: string): Record<string, fc.Arbitrary<FuzzR
       req('GET', p('/v1/runs', q)),
       req('GET', p('/v1/runs/', runSeg)),
       req('POST', p('/v1/runs/', runSeg, '/cancel'), body(t.cancel)),
+      req('POST', p('/v1/runs/', runSeg, '/stream-tokens')),
       req(
         'GET',
         p('/v1/runs/', runSeg, '/events', q),

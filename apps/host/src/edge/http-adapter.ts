@@ -3,6 +3,7 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { AppConfig } from '@libs/config';
 import { DomainError } from '@libs/protocol';
 import { TEXT_BODY, TEXT_TYPES } from '../http/text-body';
+import { registerCors } from './cors';
 
 /** Every request body (JSON or a raw text document) is capped at 5 MiB. */
 export const BODY_LIMIT_BYTES = 5 * 1024 * 1024;
@@ -22,6 +23,7 @@ export function createHttpAdapter(config: AppConfig): FastifyAdapter {
     ...(config.tls ? { https: { cert: config.tls.cert, key: config.tls.key } } : {}),
   });
   registerBodyParsers(adapter.getInstance());
+  registerCors(adapter.getInstance(), config.browser);
   return adapter;
 }
 

@@ -19,12 +19,14 @@ export class ConversationsController {
     @Query() q: TranscriptQueryDto,
   ): Promise<TranscriptPageDto> {
     const forward = q.order === 'oldest' || (q.after !== undefined && q.order === undefined);
-    return this.transcript.page(conversationId, q.thread_id, {
+    // Stored attachment_refs and metadata are the shapes admission wrote (see TranscriptItemDto).
+    const page = await this.transcript.page(conversationId, q.thread_id, {
       before_cursor: q.before,
       after_cursor: q.after,
       direction: forward ? 'forward' : 'backward',
       limit: q.limit,
       include_attachments: true,
     });
+    return page as unknown as TranscriptPageDto;
   }
 }

@@ -1,11 +1,35 @@
 import { Controller, Get, Logger, Res } from '@nestjs/common';
-import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiProperty, ApiPropertyOptional, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { FastifyReply } from 'fastify';
 import type { DataSource } from 'typeorm';
 import { Public } from '@libs/auth';
 import { HotStore } from '@libs/persistence';
 import { GrpcServerState } from '../grpc-server-state';
+
+class LivenessDto {
+  @ApiProperty({ enum: ['ok'] }) status!: 'ok';
+}
+
+class ReadinessChecksDto {
+  @ApiProperty({ enum: ['ok', 'unreachable'] }) database!: string;
+  @ApiProperty({ enum: ['ok', 'not listening'] }) grpc!: string;
+}
+
+class WalDetailsDto {
+  @ApiProperty({ description: 'Size of the SQLite write-ahead log' }) wal_bytes!: number;
+  @ApiProperty() checkpoints!: number;
+  @ApiProperty({ nullable: true, type: Number, description: 'Epoch milliseconds' }) last_checkpoint_at!: number | null;
+}
+
+class ReadinessDto {
+  @ApiProperty({ enum: ['ok', 'unavailable'] }) status!: string;
+  @ApiProperty({ type: ReadinessChecksDto }) checks!: ReadinessChecksDto;
+  @ApiPropertyOptional({ type: WalDetailsDto, description: 'SQLite only' }) details?: WalDetailsDto;
+}
+
+/** The probes need no key: `security: []` in the document. */
+const PUBLIC_OPERATION = { security: [] };
 
 @ApiTags('health')
 @Public()
@@ -20,17 +44,17 @@ export class HealthController {
   ) {}
 
   @Get('live')
-  @ApiOperation({ summary: 'Liveness: the process answers' })
-  @ApiResponse({ status: 200 })
+  @ApiOperation({ summary: 'Liveness: the process answers', ...PUBLIC_OPERATION })
+  @ApiResponse({ status: 200, type: LivenessDto, description: 'Alive' })
   live(): { status: 'ok' } {
     return { status: 'ok' };
   }
 
   @Get('ready')
-  @ApiOperation({ summary: 'Readiness: database reachable and gRPC server listening' })
-  @ApiResponse({ status: 200 })
-  @ApiResponse({ status: 503 })
-  async ready(@Res({ passthrough: true }) res: FastifyReply) {
+  @ApiOperation({ summary: 'Readiness: database reachable and gRPC server listening', ...PUBLIC_OPERATION })
+  @ApiResponse({ status: 200, type: ReadinessDto, description: 'Ready' })
+  @ApiResponse({ status: 503, type: ReadinessDto, description: 'Not ready: `checks` says what is not' })
+  async ready(@Res({ passthrough: true }) res: FastifyReply): Promise<ReadinessDto> {
     const database = await this.db.query('SELECT 1').then(
       () => 'ok',
       (e: unknown) => {

@@ -13,17 +13,26 @@ import {
   Req,
   Res,
 } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { ServerResponse } from 'node:http';
 import type { BeforeApplicationShutdown } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { Roles, type AuthenticatedRequest } from '@libs/auth';
+import { Roles, StreamTokensService, type AuthenticatedRequest } from '@libs/auth';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { DomainError, type RunStatus } from '@libs/protocol';
 import { RunsQueryService } from '@libs/runs';
 import { ErrorResponseDto } from './dto/error.dto';
 import { StreamSlots } from './stream-slots';
-import { CancelRunDto, ListRunsQueryDto, RunDto, RunEventsQueryDto, RunPageDto } from './dto/run.dto';
+import { EventStreamRoute } from './event-stream-route';
+import {
+  CancelRunDto,
+  ListRunsQueryDto,
+  RunDto,
+  RunEventFrameDto,
+  RunEventsQueryDto,
+  RunPageDto,
+  StreamTokenDto,
+} from './dto/run.dto';
 
 const uuid = new ParseUUIDPipe({
   exceptionFactory: () => new DomainError('invalid_argument', 'run_id: must be a UUID', { field: 'run_id' }),
@@ -41,6 +50,7 @@ export class RunsController implements BeforeApplicationShutdown {
 
   constructor(
     private readonly runs: RunsQueryService,
+    private readonly streamTokens: StreamTokensService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     this.slots = new StreamSlots(config.sse.maxStreamsPerKey);
@@ -75,15 +85,44 @@ export class RunsController implements BeforeApplicationShutdown {
     return this.runs.cancel(runId, body.reason ?? 'cancelled by request');
   }
 
+  @Post(':run_id/stream-tokens')
+  @HttpCode(201)
+  @ApiOperation({
+    summary: "Mint a short-lived stream token for the run's event streams (for EventSource in a browser)",
+    description:
+      "The token stands for the calling key on this run's streams only (`?stream_token=`), until `expires_at` " +
+      '(STREAM_TOKEN_TTL_SECONDS); a stream open at expiry goes on. Streams opened with it count against the ' +
+      "key's SSE_MAX_STREAMS_PER_KEY, and revoking the key ends its tokens.",
+  })
+  @ApiResponse({ status: 201, type: StreamTokenDto })
+  @ApiResponse({ status: 404, type: ErrorResponseDto, description: 'Unknown run' })
+  async mintStreamToken(
+    @Param('run_id', uuid) runId: string,
+    @Req() req: AuthenticatedRequest,
+  ): Promise<StreamTokenDto> {
+    await this.runs.assertExists(runId);
+    const minted = this.streamTokens.mint(runId, req.principal!);
+    return {
+      token: minted.token,
+      run_id: runId,
+      expires_at: minted.expires_at,
+      events_url: `/v1/runs/${runId}/events?stream_token=${encodeURIComponent(minted.token)}`,
+    };
+  }
+
   @Get(':run_id/events')
   @ApiOperation({
     summary: 'SSE of the run results: replay from a position, then live; ends after the terminal result',
     description:
-      'Each event: `id:` = sequence, `event:` = result type, `data:` = the result JSON. Resume with Last-Event-ID or ?after=.',
+      'Each frame: `id:` = sequence, `event:` = result type, `data:` = the result JSON (RunResultDto). Frames are ' +
+      'named by result type, so `EventSource.onmessage` never fires: listen with `addEventListener(type)` ' +
+      '(message.delta, message.completed, tool.call.started, tool.call.completed, run.completed, run.failed, …). ' +
+      'Comments (`: keep-alive`) keep idle connections open. Resume with Last-Event-ID or ?after=; once the run ' +
+      'has ended and nothing is left after that position, the answer is 204. Authenticate with ' +
+      '`Authorization: Bearer <key>` or `?stream_token=`.',
   })
-  @ApiProduces('text/event-stream')
-  @ApiResponse({ status: 200, description: 'text/event-stream of results' })
-  @ApiResponse({ status: 404, type: ErrorResponseDto })
+  @EventStreamRoute(RunEventFrameDto, 'text/event-stream of the run results, one frame per result (fields shown)')
+  @ApiResponse({ status: 404, type: ErrorResponseDto, description: 'Unknown run' })
   @ApiResponse({ status: 429, type: ErrorResponseDto, description: 'Too many open streams for this API key' })
   async events(
     @Param('run_id', uuid) runId: string,
@@ -100,6 +139,11 @@ export class RunsController implements BeforeApplicationShutdown {
       });
     }
     const after = q.after ?? fromHeader ?? 0;
+    if (after > 0 && (await this.runs.streamIsOver(runId, after))) {
+      // EventSource reconnects after every end of stream; 204 is the one answer that stops it.
+      void reply.code(204).send();
+      return;
+    }
     const release = this.slots.take(req.principal?.key_id ?? 'anonymous');
     // From here on the raw response is ours: Fastify must not answer it too.
     reply.hijack();

@@ -3,6 +3,28 @@ import pino, { type Logger as Pino } from 'pino';
 
 type PinoLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 
+/** A stream token (`rhst_<claims>.<signature>`) or a `stream_token=` query value, wherever it appears in a string. */
+const STREAM_TOKENS = /rhst_[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]*)?|(stream_token=)[^&\s"']*/g;
+
+/** Stream tokens travel in URLs (EventSource cannot send headers): no log line may carry one. */
+export function scrubStreamTokens(text: string): string {
+  return text.includes('rhst_') || text.includes('stream_token=')
+    ? text.replace(STREAM_TOKENS, (_m, _sig, param?: string) => (param ? `${param}[Redacted]` : 'rhst_[Redacted]'))
+    : text;
+}
+
+/** Credentials by field; URLs keep everything but their stream token. */
+const REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers["idempotency-key"]',
+  'headers.authorization',
+  'stream_token',
+  'query.stream_token',
+  'req.query.stream_token',
+  'url',
+  'req.url',
+];
+
 /**
  * The host's Nest logger: one JSON line per call through pino, no per-request context
  * (no AsyncLocalStorage), no colour. Object messages keep their fields (`run_id`, ...);
@@ -17,7 +39,11 @@ export class JsonLogger implements LoggerService {
         level,
         base: { service: 'runner-host' },
         // Nothing logs requests today; kept so a later request log cannot leak credentials.
-        redact: ['req.headers.authorization', 'req.headers["idempotency-key"]', 'headers.authorization'],
+        redact: {
+          paths: REDACT_PATHS,
+          censor: (value: unknown, path: string[]) =>
+            path[path.length - 1] === 'url' && typeof value === 'string' ? scrubStreamTokens(value) : '[Redacted]',
+        },
       },
       destination,
     );
@@ -68,17 +94,21 @@ export class JsonLogger implements LoggerService {
         : undefined;
     const fields: Record<string, unknown> = context ? { context } : {};
     if (level === 'error' && typeof rest[0] === 'string') {
-      fields.stack = rest.shift();
+      fields.stack = scrubStreamTokens(rest.shift() as string);
     }
     if (rest.length > 0) {
       fields.params = rest;
     }
     if (message instanceof Error) {
-      this.pino[level]({ ...fields, err: message }, message.message);
+      this.pino[level]({ ...fields, err: message }, scrubStreamTokens(message.message));
     } else if (message !== null && typeof message === 'object') {
-      this.pino[level]({ ...fields, ...(message as Record<string, unknown>) });
+      const record = { ...fields, ...(message as Record<string, unknown>) };
+      if (typeof record.msg === 'string') {
+        record.msg = scrubStreamTokens(record.msg);
+      }
+      this.pino[level](record);
     } else {
-      this.pino[level](fields, String(message));
+      this.pino[level](fields, scrubStreamTokens(String(message)));
     }
   }
 }

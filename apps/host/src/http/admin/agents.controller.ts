@@ -23,12 +23,14 @@ export class AgentsController {
   }
 
   @Get()
+  @ApiOperation({ summary: 'List agents, cursor-paged' })
   @ApiResponse({ status: 200, type: AgentPageDto })
   async list(@Query() q: PageQueryDto): Promise<AgentPageDto> {
     return this.agents.page(q.cursor ?? null, q.limit ?? 50);
   }
 
   @Get(':agent_id')
+  @ApiOperation({ summary: 'An agent: its runner, config, policies and version' })
   @ApiResponse({ status: 200, type: AgentDto })
   @ApiResponse({ status: 404, type: ErrorResponseDto })
   async get(@Param('agent_id') agentId: string): Promise<AgentDto> {
@@ -45,6 +47,7 @@ export class AgentsController {
   }
 
   @Delete(':agent_id')
+  @ApiOperation({ summary: 'Delete an agent; runs already started go on' })
   @HttpCode(204)
   @ApiResponse({ status: 204 })
   @ApiResponse({ status: 404, type: ErrorResponseDto })

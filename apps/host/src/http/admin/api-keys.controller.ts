@@ -18,6 +18,7 @@ export class ApiKeysController {
   }
 
   @Get()
+  @ApiOperation({ summary: 'List API keys (never the keys themselves)' })
   @ApiResponse({ status: 200, type: [ApiKeyDto] })
   async list(): Promise<ApiKeyDto[]> {
     return this.keys.list();

@@ -89,12 +89,14 @@ export class KnowledgeController {
   }
 
   @Get()
+  @ApiOperation({ summary: 'List knowledge bases, cursor-paged' })
   @ApiResponse({ status: 200, type: KnowledgeBasePageDto })
   async list(@Query() q: PageQueryDto): Promise<KnowledgeBasePageDto> {
     return this.knowledge.page(q.cursor ?? null, q.limit ?? 50);
   }
 
   @Get(':kb_id')
+  @ApiOperation({ summary: 'A knowledge base with its document and chunk counts' })
   @ApiResponse({ status: 200, type: KnowledgeBaseDto })
   @ApiResponse({ status: 404, type: ErrorResponseDto })
   async get(@Param('kb_id') kbId: string): Promise<KnowledgeBaseDto> {
@@ -133,6 +135,7 @@ export class KnowledgeController {
   }
 
   @Get(':kb_id/documents')
+  @ApiOperation({ summary: "List a knowledge base's documents, cursor-paged" })
   @ApiResponse({ status: 200, type: DocumentPageDto })
   @ApiResponse({ status: 404, type: ErrorResponseDto })
   async documents(@Param('kb_id') kbId: string, @Query() q: PageQueryDto): Promise<DocumentPageDto> {
@@ -140,6 +143,7 @@ export class KnowledgeController {
   }
 
   @Get(':kb_id/documents/:document_id')
+  @ApiOperation({ summary: 'A document of a knowledge base' })
   @ApiResponse({ status: 200, type: DocumentDto })
   @ApiResponse({ status: 404, type: ErrorResponseDto })
   async document(@Param('kb_id') kbId: string, @Param('document_id') documentId: string): Promise<DocumentDto> {

@@ -24,12 +24,14 @@ export class ModelsController {
   }
 
   @Get()
+  @ApiOperation({ summary: 'List models, cursor-paged' })
   @ApiResponse({ status: 200, type: ModelPageDto })
   async list(@Query() q: PageQueryDto): Promise<ModelPageDto> {
     return this.models.page(q.cursor ?? null, q.limit ?? 50);
   }
 
   @Get(':model_id')
+  @ApiOperation({ summary: 'A model: kind, endpoint, abilities (never its key)' })
   @ApiResponse({ status: 200, type: ModelDto })
   @ApiResponse({ status: 404, type: ErrorResponseDto })
   async get(@Param('model_id') modelId: string): Promise<ModelDto> {
@@ -46,6 +48,7 @@ export class ModelsController {
   }
 
   @Delete(':model_id')
+  @ApiOperation({ summary: 'Delete a model; runs granted it get not_found on their next call' })
   @HttpCode(204)
   @ApiResponse({ status: 204 })
   @ApiResponse({ status: 404, type: ErrorResponseDto })

@@ -25,6 +25,7 @@ export class PluginsController {
   }
 
   @Get()
+  @ApiOperation({ summary: 'List plugin registrations (token prefixes only)' })
   @ApiResponse({ status: 200, type: [PluginDto] })
   async list(): Promise<PluginDto[]> {
     return this.plugins.list();

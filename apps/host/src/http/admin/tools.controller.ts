@@ -41,12 +41,14 @@ export class ToolsController {
   }
 
   @Get('sources')
+  @ApiOperation({ summary: 'List tool sources with their status and tools' })
   @ApiResponse({ status: 200, type: [ToolSourceDto] })
   async list(): Promise<ToolSourceDto[]> {
     return this.sources.list();
   }
 
   @Get('sources/:source_id')
+  @ApiOperation({ summary: 'A tool source: status, last error, tools' })
   @ApiResponse({ status: 200, type: ToolSourceDto })
   @ApiResponse({ status: 404, type: ErrorResponseDto })
   async get(@Param('source_id') sourceId: string): Promise<ToolSourceDto> {

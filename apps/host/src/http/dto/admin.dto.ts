@@ -8,6 +8,8 @@ import {
   resourcePolicySchema,
   statePolicySchema,
 } from '@libs/agents';
+import { runnerManifestSchema } from '@libs/protocol';
+import { openApiSchemaOf } from './zod-schema';
 import { INT32_MAX, IsJsonMap } from './rules';
 
 const obj = { type: 'object', additionalProperties: true } as const;
@@ -116,7 +118,12 @@ export class RunnerDto {
   @ApiProperty({ nullable: true, type: String }) session_id!: string | null;
   @ApiProperty({ nullable: true, type: String }) connected_at!: string | null;
   @ApiProperty() last_seen_at!: string;
-  @ApiProperty(obj) manifest!: Record<string, unknown>;
+  // allOf: the manifest's own `required` list must not be read as this property's required flag.
+  @ApiProperty({
+    allOf: [openApiSchemaOf(runnerManifestSchema, 'output')],
+    description: 'The Runner Protocol v1 manifest the plugin announced (as the host accepted it)',
+  })
+  manifest!: Record<string, unknown>;
 }
 
 export class CreateApiKeyDto {

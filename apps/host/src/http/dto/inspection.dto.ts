@@ -68,6 +68,29 @@ export class TranscriptQueryDto {
   limit?: number;
 }
 
+/** An attachment of a user message as recorded: inline contents are never kept (`content: null`, `content_redacted`). */
+export class TranscriptAttachmentDto {
+  @ApiProperty({ enum: ['image', 'file', 'voice'] }) type!: string;
+  @ApiPropertyOptional() mime_type?: string;
+  @ApiPropertyOptional() size?: number;
+  @ApiPropertyOptional() name?: string;
+  @ApiPropertyOptional({ enum: ['url', 'base64', 'message_chain'] }) source?: string;
+  @ApiPropertyOptional() url?: string;
+  @ApiPropertyOptional() path?: string;
+  @ApiPropertyOptional({ nullable: true, type: String, description: 'null: the inline content was not kept' })
+  content?: string | null;
+  @ApiPropertyOptional({ description: 'true when an inline content was dropped' }) content_redacted?: boolean;
+  @ApiPropertyOptional() id?: string;
+}
+
+/** Who wrote a transcript item: the actor for user messages, the run and runner for assistant ones. */
+export class TranscriptMetadataDto {
+  @ApiPropertyOptional({ nullable: true, type: String, description: 'User messages' }) actor_type?: string | null;
+  @ApiPropertyOptional({ nullable: true, type: String, description: 'User messages' }) actor_id?: string | null;
+  @ApiPropertyOptional({ description: 'Assistant messages' }) run_id?: string;
+  @ApiPropertyOptional({ description: 'Assistant messages' }) runner_id?: string;
+}
+
 export class TranscriptItemDto {
   @ApiProperty() transcript_id!: string;
   @ApiProperty({ nullable: true, type: String }) event_id!: string | null;
@@ -76,7 +99,14 @@ export class TranscriptItemDto {
   @ApiProperty({ enum: ['user', 'assistant'] }) role!: string;
   @ApiProperty() item_type!: string;
   @ApiProperty({ description: 'Text, at most 4000 characters' }) content!: string;
-  @ApiProperty({ type: 'object', additionalProperties: true }) content_json!: object;
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    description: 'The message as the runner sees it ({role, content}); base64 payloads replaced by null',
+  })
+  content_json!: object;
+  @ApiProperty({ type: [TranscriptAttachmentDto] }) attachment_refs!: TranscriptAttachmentDto[];
+  @ApiProperty({ type: TranscriptMetadataDto }) metadata!: TranscriptMetadataDto;
   @ApiProperty() seq!: number;
   @ApiProperty() cursor!: string;
   @ApiProperty({ description: 'Epoch seconds' }) created_at!: number;

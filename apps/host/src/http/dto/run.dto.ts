@@ -1,8 +1,12 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
-import { RUN_STATUSES } from '@libs/protocol';
+import { RUN_STATUSES, usageSchema } from '@libs/protocol';
+import { openApiSchemaOf } from './zod-schema';
 import { INT32_MAX, IsIntCursor } from './rules';
+
+/** Token counts; extra provider fields are kept. */
+const USAGE = openApiSchemaOf(usageSchema, 'output');
 
 export class RunErrorDto {
   @ApiProperty() code!: string;
@@ -19,7 +23,7 @@ export class RunDto {
   @ApiProperty({ enum: RUN_STATUSES }) status!: string;
   @ApiProperty({ nullable: true, type: String }) status_reason!: string | null;
   @ApiProperty({ nullable: true, type: RunErrorDto }) error!: RunErrorDto | null;
-  @ApiProperty({ nullable: true, type: 'object', additionalProperties: true, description: 'null = unknown' })
+  @ApiProperty({ ...USAGE, nullable: true, description: 'Token usage of the run; null = unknown' })
   usage!: Record<string, unknown> | null;
   @ApiProperty() created_at!: string;
   @ApiProperty({ nullable: true, type: String }) started_at!: string | null;
@@ -40,7 +44,11 @@ const toInt = ({ value }: { value: unknown }) =>
 export class ListRunsQueryDto {
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(255) conversation_id?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(128) agent_id?: string;
-  @ApiPropertyOptional({ enum: RUN_STATUSES, description: 'One status, or several separated by commas' })
+  @ApiPropertyOptional({
+    enum: RUN_STATUSES,
+    isArray: true,
+    description: 'Any of these statuses: the parameter repeated (`status=running&status=queued`) or comma-separated',
+  })
   @IsOptional()
   @Transform(({ value }: { value: unknown }) => (typeof value === 'string' ? value.split(',') : value))
   @IsIn(RUN_STATUSES, { each: true })
@@ -59,6 +67,15 @@ export class ListRunsQueryDto {
 }
 
 export class RunEventsQueryDto {
+  @ApiPropertyOptional({
+    description:
+      'A stream token from POST /v1/runs/{run_id}/stream-tokens, instead of the Authorization header (EventSource ' +
+      "cannot send headers). Valid for this run's streams only, until it expires; never logged.",
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(1024)
+  stream_token?: string;
   @ApiPropertyOptional({ description: 'Resume after this sequence (same as the Last-Event-ID header)' })
   @IsOptional()
   @Transform(toInt)
@@ -70,4 +87,44 @@ export class RunEventsQueryDto {
 
 export class CancelRunDto {
   @ApiPropertyOptional({ maxLength: 500 }) @IsOptional() @IsString() @MaxLength(500) reason?: string;
+}
+
+/** One result of a run, as the `data:` of an SSE frame. */
+export class RunResultDto {
+  @ApiProperty() run_id!: string;
+  @ApiProperty({ description: 'Position in the run, from 1; the frame `id:`' }) sequence!: number;
+  @ApiProperty({
+    description:
+      'Result type, the frame `event:` (message.delta, message.completed, tool.call.started, …, run.completed, run.failed)',
+    example: 'message.delta',
+  })
+  type!: string;
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'The payload of the result type' })
+  data!: Record<string, unknown>;
+  @ApiProperty({ ...USAGE, nullable: true, description: 'Usage reported with this result, if any' })
+  usage!: Record<string, unknown> | null;
+  @ApiProperty({ enum: ['runner', 'host'], description: 'host: a verdict of the host (timeout, cancel, …)' })
+  source!: string;
+  @ApiProperty({ nullable: true, type: Number, description: 'Epoch milliseconds given by the runner' })
+  timestamp!: number | null;
+}
+
+/**
+ * One SSE frame of GET /v1/runs/{run_id}/events, as its fields: the body is `text/event-stream`
+ * (`id: …\nevent: …\ndata: …\n\n`), not JSON.
+ */
+export class RunEventFrameDto {
+  @ApiProperty({ description: 'The result sequence; resume with Last-Event-ID or ?after=' }) id!: number;
+  @ApiProperty({ description: 'The result type: frames are named, so EventSource.onmessage never fires' })
+  event!: string;
+  @ApiProperty({ type: RunResultDto, description: 'The result, one line of JSON' }) data!: RunResultDto;
+}
+
+export class StreamTokenDto {
+  @ApiProperty({ description: "Pass as ?stream_token= on this run's event stream" }) token!: string;
+  @ApiProperty() run_id!: string;
+  @ApiProperty({ description: 'After this the token is refused (a stream already open goes on)' })
+  expires_at!: string;
+  @ApiProperty({ description: "The run's event stream with the token, relative to the API root" })
+  events_url!: string;
 }

@@ -1,5 +1,7 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
 import { IsBoolean, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
+import { httpSourceConfig, mcpHttpConfig, mcpStdioConfig } from '@libs/resources';
+import { openApiSchemaOf } from './zod-schema';
 import { IsJsonMap } from './rules';
 
 const obj = { type: 'object', additionalProperties: true } as const;
@@ -12,9 +14,21 @@ const CONFIG_DOC = [
   'http {tools: [{name, description?, method?, url, parameters? (JSON schema), parameters_in?: query|body}], headers?, timeout_ms?}',
 ].join(' ');
 
+/** The config of each kind, from the schemas that validate it (input: defaults may be left out; output: filled in). */
+function configSchema(io: 'input' | 'output', description: string): ApiPropertyOptions {
+  const of = (kind: string, schema: Parameters<typeof openApiSchemaOf>[0]) => ({
+    title: kind,
+    ...openApiSchemaOf(schema, io),
+  });
+  return {
+    oneOf: [of('mcp_stdio', mcpStdioConfig), of('mcp_http', mcpHttpConfig), of('http', httpSourceConfig)],
+    description,
+  };
+}
+
 export class ToolSourceBodyDto {
   @ApiProperty({ enum: KINDS }) @IsIn(KINDS) kind!: string;
-  @ApiProperty({ ...obj, description: CONFIG_DOC }) @IsJsonMap() config!: Record<string, unknown>;
+  @ApiProperty(configSchema('input', CONFIG_DOC)) @IsJsonMap() config!: Record<string, unknown>;
   @ApiPropertyOptional({ default: true }) @IsOptional() @IsBoolean() enabled?: boolean;
 }
 
@@ -30,7 +44,7 @@ export class SkippedToolDto {
 export class ToolSourceDto {
   @ApiProperty() source_id!: string;
   @ApiProperty({ enum: KINDS }) kind!: string;
-  @ApiProperty({ ...obj, description: 'As registered: environment-variable references, never their values' })
+  @ApiProperty(configSchema('output', 'As registered (by kind): environment-variable references, never their values'))
   config!: Record<string, unknown>;
   @ApiProperty() enabled!: boolean;
   @ApiProperty({ enum: ['connected', 'connecting', 'disconnected', 'error', 'ready', 'disabled'] }) status!: string;
