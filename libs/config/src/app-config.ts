@@ -32,6 +32,17 @@ export interface AppConfig {
   sse: { maxBacklogBytes: number; maxStreamsPerKey: number; keepAliveMs: number };
   /** TLS for HTTP and gRPC (PEM contents, read at boot); null = plaintext. */
   tls: TlsConfig | null;
+  /** Delivery webhooks: per-attempt timeout, backoff base and cap, attempts, runs pushed at once, SSRF guard. */
+  webhooks: WebhookConfig;
+}
+
+export interface WebhookConfig {
+  timeoutMs: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  maxAttempts: number;
+  concurrency: number;
+  allowPrivate: boolean;
 }
 
 export interface TlsConfig {
@@ -101,6 +112,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       keepAliveMs: dto.SSE_KEEPALIVE_MS ?? 15_000,
     },
     tls,
+    webhooks: {
+      timeoutMs: dto.WEBHOOK_TIMEOUT_MS ?? 10_000,
+      retryBaseMs: dto.WEBHOOK_RETRY_BASE_MS ?? 1000,
+      retryMaxMs: dto.WEBHOOK_RETRY_MAX_MS ?? 300_000,
+      maxAttempts: dto.WEBHOOK_MAX_ATTEMPTS ?? 15,
+      concurrency: dto.WEBHOOK_CONCURRENCY ?? 16,
+      allowPrivate: dto.WEBHOOK_ALLOW_PRIVATE === 'true',
+    },
   };
 }
 
