@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { completedParagraphs, measure, splitText, type SizeUnit } from './split';
+import { completedParagraphs, graphemeEnds, measure, splitText, type SizeUnit } from './split';
 
 const graphemes = (s: string) => [...new Intl.Segmenter(undefined, { granularity: 'grapheme' }).segment(s)].map((g) => g.index);
 const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -100,5 +100,19 @@ describe('completedParagraphs', () => {
     ['after a closed fence', '```\na\n```\n\nnext', 11],
   ])('%s', (_name, t, end) => {
     expect(completedParagraphs(t)).toBe(end);
+  });
+});
+
+describe('graphemeEnds', () => {
+  it('equals Intl.Segmenter on any text (the ASCII fast path and the chunking change nothing)', () => {
+    const reference = (t: string) => graphemes(t).slice(1).concat(t.length > 0 ? [t.length] : []);
+    fc.assert(
+      fc.property(fc.oneof(text, fc.string({ unit: 'grapheme', maxLength: 600 }), fc.string({ maxLength: 300 })), (t) => {
+        expect(graphemeEnds(t)).toEqual(reference(t));
+      }),
+      { numRuns: 400 },
+    );
+    const long = 'a\r\nb e\u0301 👩‍👩‍👧‍👦 你好'.repeat(200);
+    expect(graphemeEnds(long)).toEqual(reference(long));
   });
 });

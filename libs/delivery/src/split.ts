@@ -77,6 +77,48 @@ function rankAt(text: string, i: number, inFence: boolean): Rank {
   return CJK_SENTENCE_END.test(prev) ? Rank.Sentence : Rank.Grapheme;
 }
 
+/** A grapheme boundary is certain between two ASCII characters other than CR LF (UAX #29 GB3-GB5, GB999). */
+function asciiBoundary(text: string, p: number): boolean {
+  const a = text.charCodeAt(p - 1);
+  const b = text.charCodeAt(p);
+  return a < 0x80 && b < 0x80 && !(a === 13 && b === 10);
+}
+
+/** Longest run handed to Intl.Segmenter at once: its cost grows faster than linearly with the input. */
+const SEGMENT_CHUNK = 256;
+
+/**
+ * The end offsets of the graphemes of `text`, in linear time: ASCII runs need no segmenter; the
+ * rest is segmented in short chunks, each starting at a known boundary (its last, maybe cut,
+ * grapheme is segmented again with the next chunk).
+ */
+export function graphemeEnds(text: string): number[] {
+  const ends: number[] = [];
+  let i = 0;
+  while (i < text.length) {
+    if (i + 1 >= text.length || asciiBoundary(text, i + 1)) {
+      ends.push(++i);
+      continue;
+    }
+    let p = i + 1;
+    while (p < text.length && p - i < SEGMENT_CHUNK && !asciiBoundary(text, p)) {
+      p++;
+    }
+    const high = text.charCodeAt(p - 1);
+    if (p < text.length && high >= 0xd800 && high <= 0xdbff) {
+      p++; // never cut a surrogate pair
+    }
+    const certain = p >= text.length || asciiBoundary(text, p);
+    const segs = [...segmenter.segment(text.slice(i, p))];
+    const complete = certain || segs.length === 1 ? segs : segs.slice(0, -1);
+    for (const g of complete) {
+      ends.push(i + g.index + g.segment.length);
+    }
+    i = ends[ends.length - 1];
+  }
+  return ends;
+}
+
 /** Code-point boundaries of a (too large) grapheme, for the last resort. */
 function codePointEnds(g: string, from: number): number[] {
   const ends: number[] = [];
@@ -106,19 +148,20 @@ export function splitText(text: string, limit: number | null, unit: SizeUnit = '
   const ends: number[] = [];
   const sizes: number[] = [];
   let prevEnd = 0;
-  for (const { segment, index } of segmenter.segment(text)) {
-    const size = measure(segment, unit);
+  for (const end of graphemeEnds(text)) {
+    const size = measure(text.slice(prevEnd, end), unit);
     if (size > limit) {
-      for (const e of codePointEnds(segment, index)) {
+      let last = prevEnd;
+      for (const e of codePointEnds(text.slice(prevEnd, end), prevEnd)) {
         ends.push(e);
-        sizes.push(measure(text.slice(prevEnd, e), unit));
-        prevEnd = e;
+        sizes.push(measure(text.slice(last, e), unit));
+        last = e;
       }
     } else {
-      ends.push(index + segment.length);
+      ends.push(end);
       sizes.push(size);
-      prevEnd = index + segment.length;
     }
+    prevEnd = end;
   }
   const { starts, fenced, closes } = fencedLines(text);
   const fenceAt = (pos: number): boolean => {
