@@ -5,6 +5,7 @@ import type { OutboxRow } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import { RunsQueryService } from '@libs/runs';
 import { PageQueryDto } from '../dto/admin.dto';
+import { INT32_MAX } from '../dto/rules';
 import { DeliveryRecordDto, DeliveryRecordPageDto } from '../dto/delivery.dto';
 import { ErrorResponseDto } from '../dto/error.dto';
 
@@ -40,8 +41,9 @@ export class AdminDeliveriesController {
   })
   @ApiResponse({ status: 200, type: DeliveryRecordPageDto })
   async failed(@Query() q: PageQueryDto): Promise<DeliveryRecordPageDto> {
-    const before = q.cursor === undefined ? Number.MAX_SAFE_INTEGER : Number(q.cursor);
-    if (!Number.isSafeInteger(before) || before <= 0) {
+    // Ids are INTEGER (SERIAL on PostgreSQL): the first page starts above the largest one.
+    const before = q.cursor === undefined ? INT32_MAX : Number(q.cursor);
+    if (!Number.isInteger(before) || before <= 0 || before > INT32_MAX) {
       throw new DomainError('invalid_argument', 'cursor: must be a cursor returned by a previous page', {
         field: 'cursor',
       });
