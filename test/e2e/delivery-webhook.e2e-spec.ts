@@ -16,7 +16,12 @@ const WEBHOOK_ENV = {
 };
 
 /** Every op the SSE shows for the run (the outbox), to compare with what the webhook got. */
-async function outbox(host: Host, runId: string): Promise<{ sequence: number; delivery_id: string; webhook_state: string; attempts: number; last_error: string | null }[]> {
+async function outbox(
+  host: Host,
+  runId: string,
+): Promise<
+  { sequence: number; delivery_id: string; webhook_state: string; attempts: number; last_error: string | null }[]
+> {
   const r = await host.api('GET', `/v1/admin/runs/${runId}/deliveries`);
   expect(r.status).toBe(200);
   return r.body;
@@ -52,7 +57,11 @@ describe('webhook delivery against a real local receiver', () => {
   let runner: Proc;
 
   const start = async (text: string) => {
-    const r = await host.api('POST', '/v1/events', event('hooked', text, { delivery: { surface: 'telegram', reply_target: { chat_id: 7 } } }));
+    const r = await host.api(
+      'POST',
+      '/v1/events',
+      event('hooked', text, { delivery: { surface: 'telegram', reply_target: { chat_id: 7 } } }),
+    );
     expect(r.status).toBe(202);
     return r.body.run_id as string;
   };
@@ -77,7 +86,11 @@ describe('webhook delivery against a real local receiver', () => {
       agent_id: 'hooked',
       runner_id: runnerId,
       runner_config: { mode: 'echo', chunk_delay_ms: 5 },
-      delivery_policy: { edit_interval_ms: 100, min_edit_chars: 0, webhook: { url: receiver.url, secret_env: 'RUNNERHOST_SECRET_HOOK' } },
+      delivery_policy: {
+        edit_interval_ms: 100,
+        min_edit_chars: 0,
+        webhook: { url: receiver.url, secret_env: 'RUNNERHOST_SECRET_HOOK' },
+      },
     });
     expect(r.status).toBe(201);
   });
@@ -92,9 +105,13 @@ describe('webhook delivery against a real local receiver', () => {
   it('a receiver that fails, then times out, then recovers gets every op once acknowledged, in order', async () => {
     receiver.mode = 'fail';
     const runId = await start(Array.from({ length: 300 }, (_, i) => `word${i}`).join(' '));
-    await waitFor('failed attempts', async () => receiver.ofRun(runId).filter((r) => r.answer === 500).length >= 3);
+    await waitFor('failed attempts', () =>
+      Promise.resolve(receiver.ofRun(runId).filter((r) => r.answer === 500).length >= 3),
+    );
     receiver.mode = 'hang';
-    await waitFor('timed-out attempts', async () => receiver.ofRun(runId).filter((r) => r.answer === 'hang').length >= 2);
+    await waitFor('timed-out attempts', () =>
+      Promise.resolve(receiver.ofRun(runId).filter((r) => r.answer === 'hang').length >= 2),
+    );
     receiver.mode = 'ok';
     await ended(runId);
     const ops = await allDelivered(runId);
@@ -170,7 +187,11 @@ describe('webhook delivery: SSRF guard and exhausted retries', () => {
   });
 
   it('refuses a loopback webhook by default; the ops fail after their retries and are listed for the admin', async () => {
-    const r = await host.api('POST', '/v1/events', event('loopback', 'Para one.\n\nPara two.', { delivery: { surface: 'api' } }));
+    const r = await host.api(
+      'POST',
+      '/v1/events',
+      event('loopback', 'Para one.\n\nPara two.', { delivery: { surface: 'api' } }),
+    );
     expect(r.status).toBe(202);
     const runId = r.body.run_id as string;
     const failed = await waitFor('failed ops', async () => {
@@ -178,7 +199,12 @@ describe('webhook delivery: SSRF guard and exhausted retries', () => {
       const mine = (page.body.items as { run_id: string }[]).filter((i) => i.run_id === runId);
       return mine.length === 2 && page.body.items;
     });
-    const [second, first] = failed as { sequence: number; attempts: number; last_error: string; webhook_state: string }[];
+    const [second, first] = failed as {
+      sequence: number;
+      attempts: number;
+      last_error: string;
+      webhook_state: string;
+    }[];
     expect(first).toMatchObject({ sequence: 1, attempts: 2, webhook_state: 'failed' });
     expect(first.last_error).toMatch(/private or loopback/);
     // The op after it was never sent ahead of it.

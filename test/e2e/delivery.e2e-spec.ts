@@ -1,4 +1,4 @@
-import { ADMIN_KEY, Host, TestDatabase, event, parseSse, startDemoRunner, waitFor, type Proc } from './harness';
+import { ADMIN_KEY, Host, TestDatabase, event, parseSse, startDemoRunner, type Proc } from './harness';
 
 jest.setTimeout(120_000);
 
@@ -36,7 +36,10 @@ describe('delivery normalisation over real HTTP and gRPC', () => {
   const deliveries = async (runId: string, opts: { after?: number; lastEventId?: string } = {}): Promise<Op[]> => {
     const q = opts.after !== undefined ? `?after=${opts.after}` : '';
     const res = await fetch(`${host.http}/v1/runs/${runId}/deliveries${q}`, {
-      headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}) },
+      headers: {
+        authorization: `Bearer ${ADMIN_KEY}`,
+        ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}),
+      },
     });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/event-stream');
@@ -136,14 +139,21 @@ describe('delivery normalisation over real HTTP and gRPC', () => {
   it('POST /v1/events with Accept: text/event-stream answers with the admission, then the deliveries', async () => {
     const res = await fetch(`${host.http}/v1/events`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+      headers: {
+        authorization: `Bearer ${ADMIN_KEY}`,
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+      },
       body: JSON.stringify(event('echo', 'Para one.\n\nPara two.', { delivery: { surface: 'api' } })),
     });
     expect(res.status).toBe(200);
     const body = await res.text();
     const [admission, ...rest] = body.split('\n\n').filter((b) => b.trim() && !b.startsWith(':'));
     expect(admission).toMatch(/^event: admission\ndata: /);
-    const answer = JSON.parse(admission.slice(admission.indexOf('data: ') + 6)) as { run_id: string; disposition: string };
+    const answer = JSON.parse(admission.slice(admission.indexOf('data: ') + 6)) as {
+      run_id: string;
+      disposition: string;
+    };
     expect(answer.disposition).toBe('started');
     const ops = parseSse(rest.join('\n\n') + '\n\n').map((e) => e.data as unknown as Op);
     expect(ops.map((o) => [o.op, o.payload.text])).toEqual([

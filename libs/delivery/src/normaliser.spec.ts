@@ -58,13 +58,23 @@ function play(plan: DeliveryPlan, steps: Step[]): DeliveryOp[] {
 }
 
 let seq = 0;
-const result = (type: string, data: Record<string, unknown>): ResultLike => ({ run_id: RUN, sequence: ++seq, type, data });
+const result = (type: string, data: Record<string, unknown>): ResultLike => ({
+  run_id: RUN,
+  sequence: ++seq,
+  type,
+  data,
+});
 const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}${i % 40 === 39 ? '.\n\n' : ' '}`);
 
 type Pattern = 'cumulative' | 'incremental' | 'completed_only' | 'terminal_message';
 type Ending = 'completed' | 'failed' | 'cancelled' | 'timeout';
 
-function script(pattern: Pattern, ending: Ending, pieces: string[], spacingMs: number): { steps: Step[]; text: string } {
+function script(
+  pattern: Pattern,
+  ending: Ending,
+  pieces: string[],
+  spacingMs: number,
+): { steps: Step[]; text: string } {
   const text = pieces.join('');
   const steps: Step[] = [];
   let t = 0;
@@ -78,14 +88,20 @@ function script(pattern: Pattern, ending: Ending, pieces: string[], spacingMs: n
   }
   if (ending === 'completed') {
     if (pattern !== 'terminal_message') {
-      steps.push({ at: (t += 1), result: result('message.completed', { message: { role: 'assistant', content: text } }) });
+      steps.push({
+        at: (t += 1),
+        result: result('message.completed', { message: { role: 'assistant', content: text } }),
+      });
     }
     const data = pattern === 'terminal_message' ? { message: { role: 'assistant', content: text } } : {};
     steps.push({ at: (t += 1), end: { result: result('run.completed', data), status: 'completed' } });
   } else {
     const code = ending === 'cancelled' ? 'cancelled' : ending === 'timeout' ? 'runner.timeout' : 'runner.error';
     const error = 'Traceback: secret-token-123 at /srv/app.py';
-    steps.push({ at: (t += 1), end: { result: result('run.failed', { error, code, retryable: true }), status: ending } });
+    steps.push({
+      at: (t += 1),
+      end: { result: result('run.failed', { error, code, retryable: true }), status: ending },
+    });
   }
   return { steps, text };
 }
@@ -176,7 +192,9 @@ describe('normalise: rules', () => {
 
   it('a 100 KB answer to a 4096 limit: ordered parts within the limit whose concatenation is the answer', () => {
     const plan = deliveryPlan(policy(), deliveryContextOf({ surface: 'webhook', max_message_size: 4096 }));
-    const answer = words(17_000).join('').slice(0, 100 * 1024);
+    const answer = words(17_000)
+      .join('')
+      .slice(0, 100 * 1024);
     const ops = play(plan, script('completed_only', 'completed', [answer], 0).steps);
     expect(ops.length).toBeGreaterThanOrEqual(25);
     expect(ops.every((o) => (o.payload.text as string).length <= 4096)).toBe(true);
@@ -211,7 +229,12 @@ describe('normalise: rules', () => {
     );
     let state = initialState(RUN);
     const step = (text: string, at: number) => {
-      const r = normalise(plan, state, { kind: 'result', result: result('message.delta', { chunk: { all_content: text } }) }, at);
+      const r = normalise(
+        plan,
+        state,
+        { kind: 'result', result: result('message.delta', { chunk: { all_content: text } }) },
+        at,
+      );
       state = r.state;
       return r.ops;
     };
@@ -277,7 +300,13 @@ describe('normalise: rules', () => {
     const ctx = deliveryContextOf({ surface: 'Telegram', supports_edit: false, max_message_size: 1000 });
     expect(ctx).toMatchObject({ supports_streaming: true, supports_edit: false, max_message_size: 1000 });
     expect(deliveryContextOf({ surface: 'lark' })).toMatchObject({ supports_edit: true, max_message_size: 30_000 });
-    expect(deliveryContextOf(undefined)).toMatchObject({ surface: 'api', supports_streaming: true, supports_edit: false });
-    expect(deliveryPlan(policy({ edit_interval_ms: 0 }), deliveryContextOf({ surface: 'slack' })).edit_interval_ms).toBe(1200);
+    expect(deliveryContextOf(undefined)).toMatchObject({
+      surface: 'api',
+      supports_streaming: true,
+      supports_edit: false,
+    });
+    expect(
+      deliveryPlan(policy({ edit_interval_ms: 0 }), deliveryContextOf({ surface: 'slack' })).edit_interval_ms,
+    ).toBe(1200);
   });
 });

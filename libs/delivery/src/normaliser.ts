@@ -27,9 +27,7 @@ export interface ResultLike {
 }
 
 export type NormaliserInput =
-  | { kind: 'result'; result: ResultLike }
-  | { kind: 'end'; result: ResultLike; status: RunStatus }
-  | { kind: 'tick' };
+  { kind: 'result'; result: ResultLike } | { kind: 'end'; result: ResultLike; status: RunStatus } | { kind: 'tick' };
 
 /** The answer being streamed. */
 export interface OpenMessage {
@@ -63,7 +61,15 @@ export function initialState(runId: string): NormaliserState {
   return { run_id: runId, seq: 0, parts: 0, open: null, last_final: null, ended: false };
 }
 
-const EMPTY_MESSAGE: OpenMessage = { text: '', base: 0, current: null, current_part: 0, shown: '', last_edit_at: 0, sent: 0 };
+const EMPTY_MESSAGE: OpenMessage = {
+  text: '',
+  base: 0,
+  current: null,
+  current_part: 0,
+  shown: '',
+  last_edit_at: 0,
+  sent: 0,
+};
 
 /** Text of a message `content`: a string, or the text elements of a content list. */
 export function textOf(content: unknown): string {

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { completedParagraphs, graphemeEnds, measure, splitText, type SizeUnit } from './split';
 
-const graphemes = (s: string) => [...new Intl.Segmenter(undefined, { granularity: 'grapheme' }).segment(s)].map((g) => g.index);
+const graphemes = (s: string) =>
+  [...new Intl.Segmenter(undefined, { granularity: 'grapheme' }).segment(s)].map((g) => g.index);
 const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Text the splitter meets: words, punctuation, paragraphs, code fences, emoji (ZWJ, flags), CJK, combining marks. */
@@ -58,7 +59,12 @@ describe('splitText (boundaries)', () => {
     ['within the limit: one part', 'short text', 100, ['short text']],
     ['empty: no parts', '', 10, []],
     ['no limit: one part', 'x'.repeat(10_000), null, ['x'.repeat(10_000)]],
-    ['a paragraph beats a later sentence', 'First para.\n\nSecond one. Third', 24, ['First para.\n\n', 'Second one. Third']],
+    [
+      'a paragraph beats a later sentence',
+      'First para.\n\nSecond one. Third',
+      24,
+      ['First para.\n\n', 'Second one. Third'],
+    ],
     ['a sentence beats a later word', 'One two three. Four five six', 20, ['One two three. ', 'Four five six']],
     ['a word when nothing better', 'alpha beta gamma delta', 12, ['alpha beta ', 'gamma delta']],
     ['hard cut in an unbroken run', 'abcdefghij', 4, ['abcd', 'efgh', 'ij']],
@@ -105,11 +111,17 @@ describe('completedParagraphs', () => {
 
 describe('graphemeEnds', () => {
   it('equals Intl.Segmenter on any text (the ASCII fast path and the chunking change nothing)', () => {
-    const reference = (t: string) => graphemes(t).slice(1).concat(t.length > 0 ? [t.length] : []);
+    const reference = (t: string) =>
+      graphemes(t)
+        .slice(1)
+        .concat(t.length > 0 ? [t.length] : []);
     fc.assert(
-      fc.property(fc.oneof(text, fc.string({ unit: 'grapheme', maxLength: 600 }), fc.string({ maxLength: 300 })), (t) => {
-        expect(graphemeEnds(t)).toEqual(reference(t));
-      }),
+      fc.property(
+        fc.oneof(text, fc.string({ unit: 'grapheme', maxLength: 600 }), fc.string({ maxLength: 300 })),
+        (t) => {
+          expect(graphemeEnds(t)).toEqual(reference(t));
+        },
+      ),
       { numRuns: 400 },
     );
     const long = 'a\r\nb e\u0301 👩‍👩‍👧‍👦 你好'.repeat(200);

@@ -201,7 +201,7 @@ export function splitText(text: string, limit: number | null, unit: SizeUnit = '
     const windowEnd = ends[j - 1];
     const minPos = start + Math.floor((windowEnd - start) * MIN_FILL);
     let best = j - 1;
-    let bestRank = -1;
+    let bestRank: Rank | -1 = -1;
     for (let c = j - 1; c >= k; c--) {
       const pos = ends[c];
       const rank = rankAt(text, pos, fenceAt(pos));

@@ -4,10 +4,22 @@ describe('run usage', () => {
   it.each([
     ['all counts', { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 }, { total_tokens: 7, complete: true }],
     ['total derived from the parts', { prompt_tokens: 3, completion_tokens: 4 }, { total_tokens: 7, complete: true }],
-    ['a count missing: unknown, not 0', { prompt_tokens: 3, total_tokens: 7 }, { completion_tokens: null, complete: false }],
+    [
+      'a count missing: unknown, not 0',
+      { prompt_tokens: 3, total_tokens: 7 },
+      { completion_tokens: null, complete: false },
+    ],
     ['no report', null, { prompt_tokens: null, total_tokens: null, complete: false }],
-    ['provider counters kept', { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 9 }, { cached_tokens: 9, complete: true }],
-    ['negative is not a count', { prompt_tokens: -1, completion_tokens: 1, total_tokens: 0 }, { prompt_tokens: null, complete: false }],
+    [
+      'provider counters kept',
+      { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 9 },
+      { cached_tokens: 9, complete: true },
+    ],
+    [
+      'negative is not a count',
+      { prompt_tokens: -1, completion_tokens: 1, total_tokens: 0 },
+      { prompt_tokens: null, complete: false },
+    ],
   ])('runner: %s', (_n, reported, expected) => {
     expect(runnerUsage(reported as Record<string, unknown> | null)).toMatchObject(expected);
   });
@@ -23,7 +35,13 @@ describe('run usage', () => {
     });
     const unknown = { prompt_tokens: null, completion_tokens: null, total_tokens: null, complete: false };
     expect(hostMetered([known, unknown])).toMatchObject({ calls: 2, total_tokens: null, complete: false });
-    expect(hostMetered([])).toEqual({ calls: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, complete: true });
+    expect(hostMetered([])).toEqual({
+      calls: 0,
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      total_tokens: 0,
+      complete: true,
+    });
   });
 
   it('the two sources stay independent on the run record', () => {

@@ -59,7 +59,10 @@ export class RunsQueryService {
     }
     const rows = await this.runs.page(filter, before, limit + 1);
     const page = rows.slice(0, limit);
-    return { items: page.map((r) => runView(r)), next_cursor: rows.length > limit ? String(page[page.length - 1].id) : null };
+    return {
+      items: page.map((r) => runView(r)),
+      next_cursor: rows.length > limit ? String(page[page.length - 1].id) : null,
+    };
   }
 
   async cancel(runId: string, reason: string): Promise<RunView> {

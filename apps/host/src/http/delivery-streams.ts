@@ -73,7 +73,10 @@ export class DeliveryStreams implements BeforeApplicationShutdown {
         this.open.delete(res);
       });
     if (end === 'cut') {
-      this.logger.warn({ run_id: runId, msg: 'delivery SSE reader disconnected: unsent backlog over SSE_MAX_BACKLOG_BYTES' });
+      this.logger.warn({
+        run_id: runId,
+        msg: 'delivery SSE reader disconnected: unsent backlog over SSE_MAX_BACKLOG_BYTES',
+      });
     } else if (end === 'failed') {
       this.logger.error({ run_id: runId, msg: 'delivery SSE replay failed' });
       res.destroy();

@@ -30,7 +30,11 @@ export function postWebhook(
     }
     const literal = opts.allowPrivate ? null : literalBlocked(target.hostname);
     if (literal) {
-      resolve({ ok: false, status: null, error: `${literal} is a private or loopback address (WEBHOOK_ALLOW_PRIVATE=false)` });
+      resolve({
+        ok: false,
+        status: null,
+        error: `${literal} is a private or loopback address (WEBHOOK_ALLOW_PRIVATE=false)`,
+      });
       return;
     }
     const lib = target.protocol === 'https:' ? https : http;

@@ -115,7 +115,10 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
       const error = result.error ?? 'failed';
       if (attempts >= maxAttempts) {
         const skipped = await this.hot.write(() => webhookFailedUnit(op, attempts, error));
-        this.logger.error({ ...log, msg: `webhook op failed after ${attempts} attempts (${error}); ${skipped} later op(s) of the run not sent` });
+        this.logger.error({
+          ...log,
+          msg: `webhook op failed after ${attempts} attempts (${error}); ${skipped} later op(s) of the run not sent`,
+        });
         return;
       }
       const wait = backoffMs(attempts, retryBaseMs, retryMaxMs);

@@ -37,7 +37,8 @@ export class AdminDeliveriesController {
 
   @Get('deliveries/failed')
   @ApiOperation({
-    summary: 'Delivery ops whose webhook push failed (retries exhausted, or after such an op of their run), newest first',
+    summary:
+      'Delivery ops whose webhook push failed (retries exhausted, or after such an op of their run), newest first',
   })
   @ApiResponse({ status: 200, type: DeliveryRecordPageDto })
   async failed(@Query() q: PageQueryDto): Promise<DeliveryRecordPageDto> {

@@ -11,7 +11,8 @@ export class RunErrorDto {
 
 export class HostMeteredDto {
   @ApiProperty({ description: 'Model calls the host proxied for the run' }) calls!: number;
-  @ApiProperty({ nullable: true, type: Number, description: 'null: some call reported none' }) prompt_tokens!: number | null;
+  @ApiProperty({ nullable: true, type: Number, description: 'null: some call reported none' }) prompt_tokens!:
+    number | null;
   @ApiProperty({ nullable: true, type: Number }) completion_tokens!: number | null;
   @ApiProperty({ nullable: true, type: Number }) total_tokens!: number | null;
   @ApiProperty({ description: 'false when any call had no usage' }) complete!: boolean;
