@@ -61,7 +61,7 @@ describe('delivery normalisation over real HTTP and gRPC', () => {
     for (const [agent_id, mode, delivery_policy] of [
       ['echo', 'echo', {}],
       ['slow', 'echo', {}],
-      ['fail', 'fail', { failure_notice: 'Something broke, sorry.' }],
+      ['fail', 'fail', { notice_texts: { failed: 'Something broke, sorry.' } }],
     ] as const) {
       const r = await host.api('POST', '/v1/admin/agents', {
         agent_id,

@@ -77,12 +77,7 @@ export const statePolicySchema = z.strictObject({
     .describe('State scopes the runner may read and write; a scope is available only when the run has its dimension.'),
 });
 
-/** A notice setting: on (the host's short default text), off, or a custom text. */
-const notice = (what: string) =>
-  z
-    .union([z.boolean(), z.string().trim().min(1).max(1000)])
-    .default(true)
-    .describe(`${what}: true (the host's short default text, no internals), false (none), or a custom text.`);
+const noticeText = z.string().trim().min(1).max(1000);
 
 /** The agent's webhook: every delivery op of its runs is POSTed here, signed (README: Webhooks). */
 export const webhookPolicySchema = z.strictObject({
@@ -135,9 +130,19 @@ export const deliveryPolicySchema = z.strictObject({
     .nullable()
     .default(null)
     .describe("Characters per delivered message; null: the surface's limit (the smaller of both applies)."),
-  failure_notice: notice('Notice when a run fails'),
-  cancel_notice: notice('Notice when a run is cancelled'),
-  timeout_notice: notice('Notice when a run times out'),
+  failure_notice: z.boolean().default(true).describe('Tell the user when a run fails.'),
+  cancel_notice: z.boolean().default(true).describe('Tell the user when a run is cancelled.'),
+  timeout_notice: z.boolean().default(true).describe('Tell the user when a run times out.'),
+  notice_texts: z
+    .strictObject({
+      failed: noticeText.optional().describe('Instead of the default failure notice.'),
+      cancelled: noticeText.optional().describe('Instead of the default cancel notice.'),
+      timeout: noticeText.optional().describe('Instead of the default timeout notice.'),
+    })
+    .default({})
+    .describe(
+      "Custom notice texts by kind; otherwise the host's short defaults (no internals; a retry hint when retrying can help).",
+    ),
   webhook: webhookPolicySchema
     .nullable()
     .default(null)

@@ -250,11 +250,11 @@ describe('normalise: rules', () => {
       const end = result('run.failed', { error: 'boom', code: status === 'cancelled' ? 'cancelled' : 'x', retryable });
       return normalise(plan, initialState(RUN), { kind: 'end', result: end, status }, 0).ops;
     };
-    expect(run({ failure_notice: 'Oops!' }, 'failed', false)[0].payload.text).toBe('Oops!');
+    expect(run({ notice_texts: { failed: 'Oops!' } }, 'failed', false)[0].payload.text).toBe('Oops!');
     expect(run({ cancel_notice: false }, 'cancelled', false)).toEqual([]);
     expect(run({}, 'failed', true)[0].payload.text).toMatch(/try again/);
     expect(run({}, 'failed', false)[0].payload.text).not.toMatch(/try again/);
-    expect(run({ timeout_notice: 'Too slow' }, 'timeout', true)[0].payload).toEqual({
+    expect(run({ notice_texts: { timeout: 'Too slow' } }, 'timeout', true)[0].payload).toEqual({
       kind: 'timeout',
       text: 'Too slow',
       retryable: true,

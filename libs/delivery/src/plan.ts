@@ -40,7 +40,11 @@ export function deliveryPlan(policy: DeliveryPolicy, ctx: DeliveryContext): Deli
     max_message_size: max,
     size_unit: unit,
     reply_target: ctx.reply_target ?? null,
-    notices: { failed: policy.failure_notice, cancelled: policy.cancel_notice, timeout: policy.timeout_notice },
+    notices: {
+      failed: policy.failure_notice && (policy.notice_texts.failed ?? true),
+      cancelled: policy.cancel_notice && (policy.notice_texts.cancelled ?? true),
+      timeout: policy.timeout_notice && (policy.notice_texts.timeout ?? true),
+    },
     webhook: policy.webhook,
   };
 }
