@@ -33,8 +33,12 @@ describe.each(DIALECTS)('knowledge search with stemming on %s', (_name, factory)
   const names = (hits: Array<{ metadata: Record<string, unknown> }>) => hits.map((h) => h.metadata.document_name);
 
   it('indexes chunks stored before the migration again, with stemming', async () => {
-    expect(MIGRATIONS.at(-1)!.name).toBe('KbStemming1764800000000');
-    await ds.undoLastMigration();
+    // Later migrations (e.g. the delivery outbox) are undone first, then the stemming one.
+    const at = MIGRATIONS.findIndex((m) => m.name === 'KbStemming1764800000000');
+    expect(at).toBeGreaterThanOrEqual(0);
+    for (let n = MIGRATIONS.length; n > at; n--) {
+      await ds.undoLastMigration();
+    }
     await kb.create('old', { name: 'Stored before stemming' });
     await kb.addDocument('old', { name: 'etna', content_type: 'text/plain', content: 'Mount Etna erupts often.' });
     const indexDef = async () =>
@@ -49,7 +53,7 @@ describe.each(DIALECTS)('knowledge search with stemming on %s', (_name, factory)
       expect(names(await kb.retrieve(CALL, { kb_id: 'old', query_text: 'erupt' }))).toEqual([]);
     }
 
-    expect((await ds.runMigrations()).map((m) => m.name)).toEqual(['KbStemming1764800000000']);
+    expect((await ds.runMigrations()).map((m) => m.name)).toEqual(MIGRATIONS.slice(at).map((m) => m.name));
     expect(names(await kb.retrieve(CALL, { kb_id: 'old', query_text: 'erupt' }))).toEqual(['etna']);
     if (isPostgres(ds)) {
       expect(await indexDef()).toContain(`to_tsvector('english'::regconfig, content)`);
