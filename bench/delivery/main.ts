@@ -10,9 +10,10 @@ import { scenario, type ScenarioResult } from './measure';
 /*
  * Delivery benchmark (issue 10): deltas/s through normaliser → outbox → delivery SSE for one run
  * and for 100 concurrent runs, and the delay the delivery path adds per delta (p50/p99), measured
- * against the raw result SSE of the same runs (the same-run baseline). The agent's policy edits on
- * every delta (edit_interval_ms 0, min_edit_chars 0 on an edit surface): one outbox op per delta,
- * the heaviest delivery load a run can cause.
+ * against the raw result SSE of the same runs (the same-run baseline). Two deliveries: an edit surface
+ * with an agent policy that edits on every delta (edit_interval_ms 0, min_edit_chars 0: one outbox op
+ * per delta, the heaviest load a run can cause), and a final-only surface (one op per run) whose
+ * result throughput is the run path nearly without delivery work.
  *
  *   npm run bench:delivery -- [--db sqlite,postgres] [--json FILE] [--pg-url URL]
  *
@@ -25,7 +26,12 @@ const CASES = [
   { runs: 100, deltas: 200 },
 ];
 const WARMUP = { runs: 4, deltas: 200 };
-const DELIVERY = { surface: 'bench', supports_streaming: true, supports_edit: true };
+/** The heaviest delivery load (one op per delta), and the lightest (one op per run) as a second baseline. */
+const POLICIES = [
+  { name: 'edit every delta', delivery: { surface: 'bench', supports_streaming: true, supports_edit: true } },
+  { name: 'telegram preset', delivery: { surface: 'telegram' } },
+  { name: 'final only', delivery: { surface: 'webhook' } },
+];
 
 const progress = (msg: string): void => void process.stderr.write(`bench: ${msg}\n`);
 
@@ -76,6 +82,7 @@ function figures(r: ScenarioResult) {
     added_delay_p50_ms: num(added.p50),
     added_delay_p99_ms: num(added.p99),
     added_delay_samples: added.count,
+    added_delay_note: added.count === 0 ? 'no op per delta (final only)' : null,
     final_equals_completed: r.times.every((t) => t.finalText !== null && t.finalText === t.completedText),
   };
 }
@@ -84,7 +91,7 @@ async function main(): Promise<number> {
   const opts = parseOptions(process.argv.slice(2));
   const started = performance.now();
   const load0 = os.loadavg()[0];
-  const rows: (ReturnType<typeof figures> & { database: string })[] = [];
+  const rows: (ReturnType<typeof figures> & { database: string; policy: string })[] = [];
   for (const database of opts.databases) {
     const pg = database === 'postgres' ? await BenchDatabase.create(opts.pgUrl) : null;
     progress(`${database}: starting host and demo runner`);
@@ -97,10 +104,13 @@ async function main(): Promise<number> {
         delivery_policy: { edit_interval_ms: 0, min_edit_chars: 0 },
       });
       progress(`${database}: warm-up ${WARMUP.runs} × ${WARMUP.deltas}`);
-      await scenario(fixture.http, AGENT, WARMUP.runs, WARMUP.deltas, DELIVERY);
+      await scenario(fixture.http, AGENT, WARMUP.runs, WARMUP.deltas, POLICIES[0].delivery);
       for (const c of CASES) {
-        progress(`${database}: ${c.runs} run(s) × ${c.deltas} deltas`);
-        rows.push({ database, ...figures(await scenario(fixture.http, AGENT, c.runs, c.deltas, DELIVERY)) });
+        for (const p of POLICIES) {
+          progress(`${database}: ${c.runs} run(s) × ${c.deltas} deltas, ${p.name}`);
+          const r = await scenario(fixture.http, AGENT, c.runs, c.deltas, p.delivery);
+          rows.push({ database, policy: p.name, ...figures(r) });
+        }
       }
     } finally {
       await fixture.stop();
@@ -109,11 +119,11 @@ async function main(): Promise<number> {
     }
   }
   const table = [
-    '| database | runs × deltas | ops | raw result SSE deltas/s (baseline) | delivery SSE deltas/s | added delay per delta p50 / p99 |',
-    '| --- | --- | ---: | ---: | ---: | ---: |',
+    '| database | runs × deltas | delivery | ops | raw result SSE deltas/s (baseline) | delivery SSE deltas/s | added delay per delta p50 / p99 |',
+    '| --- | --- | --- | ---: | ---: | ---: | ---: |',
     ...rows.map(
       (r) =>
-        `| ${r.database} | ${r.runs} × ${fmtInt(r.deltas_per_run)} | ${fmtInt(r.ops)} | ${fmtInt(r.results_deltas_per_s ?? NaN)} | ${fmtInt(r.deliveries_deltas_per_s ?? NaN)} | ${fmtDuration(r.added_delay_p50_ms ?? NaN)} / ${fmtDuration(r.added_delay_p99_ms ?? NaN)} |`,
+        `| ${r.database} | ${r.runs} × ${fmtInt(r.deltas_per_run)} | ${r.policy} | ${fmtInt(r.ops)} | ${fmtInt(r.results_deltas_per_s ?? NaN)} | ${fmtInt(r.deliveries_deltas_per_s ?? NaN)} | ${fmtDuration(r.added_delay_p50_ms ?? NaN)} / ${fmtDuration(r.added_delay_p99_ms ?? NaN)} |`,
     ),
   ];
   const seconds = (performance.now() - started) / 1000;
@@ -122,7 +132,9 @@ async function main(): Promise<number> {
       '## Runner Host delivery benchmark',
       '',
       `machine: ${machineLine()}; bench client, host and runner share these cores; load ${load0.toFixed(2)} → ${os.loadavg()[0].toFixed(2)}`,
-      'policy: an edit surface, edit_interval_ms 0, min_edit_chars 0 (one message.edit op per delta, the heaviest case);',
+      'agent policy edit_interval_ms 0, min_edit_chars 0; "edit every delta": an edit surface (one message.edit op per delta,',
+      'the heaviest case); "telegram preset": edits at most once per 1 s, 4096-character messages (the realistic case);',
+      '"final only": surface webhook (one op per run, the lightest: the run path nearly without delivery);',
       'echo runner, chunk_delay_ms 0; both SSE streams of a run read side by side from its admission',
       '',
       ...table,

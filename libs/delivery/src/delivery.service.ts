@@ -37,7 +37,7 @@ export class DeliveryService {
         const written = this.store.write(this.rows(run.agent_id, plan, ops));
         run.enqueue(async () => {
           await written;
-          this.published(ops);
+          this.published(ops, plan);
         });
       }
     });
@@ -49,11 +49,11 @@ export class DeliveryService {
   }
 
   /** Committed ops: to live readers, and to the webhook when the run has one. */
-  published(ops: readonly DeliveryOp[]): void {
+  published(ops: readonly DeliveryOp[], plan: DeliveryPlan | null): void {
     for (const op of ops) {
       this.bus.publish(op);
     }
-    if (ops.length > 0) {
+    if (ops.length > 0 && plan?.webhook) {
       this.webhooks.wake();
     }
   }

@@ -133,7 +133,7 @@ export class RunLifecycleService implements OnApplicationBootstrap {
         return;
       }
       this.bus.publish(row);
-      this.deliveries.published(ops);
+      this.deliveries.published(ops, run.delivery?.plan ?? null);
     });
   }
 
@@ -260,7 +260,7 @@ export class RunLifecycleService implements OnApplicationBootstrap {
           await this.runs.finish(resultRow(terminal), { ...outcome, finished_at: Date.now() });
         });
         this.bus.publish(terminal);
-        this.deliveries.published(ops);
+        this.deliveries.published(ops, run.delivery?.plan ?? null);
         this.logger.log({
           run_id: run.run_id,
           msg: `run ${outcome.status}${outcome.error_code ? ` (${outcome.error_code})` : ''}`,
