@@ -19,7 +19,8 @@ export interface RunTimes {
   deliveriesDoneMs: number;
   /** Per delta that produced an op: op arrival − delta arrival, ms. */
   addedMs: number[];
-  finalText: string | null;
+  /** What a platform applying the ops shows at the end: its messages' texts joined. */
+  shownText: string;
   completedText: string | null;
 }
 
@@ -55,7 +56,7 @@ async function oneRun(
   let deliveriesDone = 0;
   let deltas = 0;
   let ops = 0;
-  let finalText: string | null = null;
+  const messages = new Map<string, string>();
   let completedText: string | null = null;
   await Promise.all([
     readSse(
@@ -80,12 +81,18 @@ async function oneRun(
         const now = performance.now();
         deliveriesDone = now - t0;
         ops++;
-        const op = JSON.parse(e.data) as { result_sequence: number | null; op: string; payload: { text?: string } };
+        const op = JSON.parse(e.data) as {
+          delivery_id: string;
+          target_delivery_id: string | null;
+          result_sequence: number | null;
+          op: string;
+          payload: { text?: string };
+        };
         if (op.result_sequence !== null && !opAt.has(op.result_sequence)) {
           opAt.set(op.result_sequence, now);
         }
-        if (op.op === 'message.final') {
-          finalText = op.payload.text ?? null;
+        if (op.op.startsWith('message.')) {
+          messages.set(op.target_delivery_id ?? op.delivery_id, op.payload.text ?? '');
         }
       },
       STREAM_TIMEOUT_MS,
@@ -105,7 +112,7 @@ async function oneRun(
     resultsDoneMs: resultsDone,
     deliveriesDoneMs: deliveriesDone,
     addedMs,
-    finalText,
+    shownText: [...messages.values()].join(''),
     completedText,
   };
 }
