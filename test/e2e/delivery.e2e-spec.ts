@@ -162,6 +162,12 @@ describe('delivery normalisation over real HTTP and gRPC', () => {
     ]);
     expect(ops.every((o) => o.run_id === answer.run_id)).toBe(true);
     expect(await deliveries(answer.run_id)).toEqual(ops);
+    // The streamed answer is the whole response: the framework does not try to answer it again.
+    expect(host.proc.logs()).not.toMatch(/already sent|FST_ERR_REP/i);
+    // Without the Accept header: the JSON answer, as before.
+    const plain = await host.api('POST', '/v1/events', event('echo', 'json please'));
+    expect(plain.status).toBe(202);
+    expect(Object.keys(plain.body).sort()).toEqual(['disposition', 'event_id', 'run_id']);
   });
 
   it('a failed run: what streamed ends incomplete, then the agent notice without internals', async () => {

@@ -39,23 +39,21 @@ export class EventsController {
     @Headers('idempotency-key') key: string | undefined,
     @Headers('accept') accept: string | undefined,
     @Req() req: AuthenticatedRequest,
-    @Res({ passthrough: true }) res: FastifyReply,
-  ): Promise<AdmissionDto | undefined> {
+    // The handler answers itself: JSON, or (Accept: text/event-stream) a stream it writes to the end.
+    @Res() res: FastifyReply,
+  ): Promise<void> {
     if (key !== undefined && (key.length === 0 || key.length > 255)) {
       throw new DomainError('invalid_argument', 'Idempotency-Key: must be 1-255 characters', {
         field: 'Idempotency-Key',
       });
     }
     const a = await this.admission.submit(body, key ?? null);
-    const answer = { event_id: a.event_id, disposition: a.disposition, run_id: a.run_id };
+    const answer: AdmissionDto = { event_id: a.event_id, disposition: a.disposition, run_id: a.run_id };
     if (a.run_id !== null && /\btext\/event-stream\b/i.test(accept ?? '')) {
       const preamble = `event: admission\ndata: ${JSON.stringify({ ...answer, replayed: a.replayed })}\n\n`;
       await this.streams.serve(a.run_id, 0, req, res, preamble);
-      return undefined;
+      return;
     }
-    if (a.replayed) {
-      void res.status(200);
-    }
-    return answer;
+    await res.status(a.replayed ? 200 : 202).send(answer);
   }
 }
