@@ -56,6 +56,7 @@ function allTables(ds: DataSource, applied = MIGRATIONS.length): string[] {
     ...INITIAL_TABLES,
     ...(applied >= 2 ? [...CONTEXT_TABLES, ...(sqlite ? SQLITE_FTS_TABLES : [])] : []),
     ...(applied >= 3 ? [...RESOURCE_TABLES, ...(sqlite ? SQLITE_KB_FTS_TABLES : [])] : []),
+    ...(applied >= 5 ? DELIVERY_TABLES : []),
     'migrations',
   ].sort();
 }
@@ -86,7 +87,16 @@ const RESOURCE_INDEXES: Array<[string, string, boolean, string[]]> = [
   ['kb_chunks', 'idx_kb_chunks_doc', false, ['document_id', 'position']],
 ];
 
-const NAMED_INDEXES = [...INITIAL_INDEXES, ...CONTEXT_INDEXES, ...RESOURCE_INDEXES];
+/** The delivery outbox (issue 10, fifth migration) and its indexes (two partial ones for the worker and the admin). */
+const DELIVERY_TABLES = ['delivery_outbox'];
+const DELIVERY_INDEXES: Array<[string, string, boolean, string[]]> = [
+  ['delivery_outbox', 'uq_delivery_outbox_id', true, ['delivery_id']],
+  ['delivery_outbox', 'uq_delivery_outbox_run_seq', true, ['run_id', 'sequence']],
+  ['delivery_outbox', 'idx_delivery_outbox_pending', false, ['run_id', 'sequence']],
+  ['delivery_outbox', 'idx_delivery_outbox_failed', false, ['id']],
+];
+
+const NAMED_INDEXES = [...INITIAL_INDEXES, ...CONTEXT_INDEXES, ...RESOURCE_INDEXES, ...DELIVERY_INDEXES];
 
 /** The tables with full-text search: the transcript (second migration), knowledge chunks (third). */
 const FULL_TEXT_TABLES = ['transcript', 'kb_chunks'] as const;
@@ -355,7 +365,7 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
     expect((await appliedMigrations(ds)).map((m) => m.name)).toEqual(MIGRATION_NAMES);
     expect(await listTables(ds)).toEqual(allTables(ds));
     expect(await fullTextObjects(ds)).toEqual(expectedFullTextObjects(ds));
-    for (const [table, name, unique, columns] of RESOURCE_INDEXES) {
+    for (const [table, name, unique, columns] of [...RESOURCE_INDEXES, ...DELIVERY_INDEXES]) {
       expect(await listIndexes(ds, table)).toContainEqual({ name, unique, columns });
     }
     // The resource tables start empty, and the chunk index follows inserts and deletes.

@@ -5,6 +5,7 @@ import { AuthModule } from '@libs/auth';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { AuthzModule } from '@libs/authz';
 import { ConversationsModule } from '@libs/conversations';
+import { DeliveryModule } from '@libs/delivery';
 import { HostApiModule } from '@libs/host-api';
 import { PersistenceModule } from '@libs/persistence';
 import { ResourcesModule } from '@libs/resources';
@@ -13,6 +14,7 @@ import { RunsModule } from '@libs/runs';
 import { AllExceptionsFilter } from './filters/all-exceptions.filter';
 import { GrpcServerState } from './grpc-server-state';
 import { AgentsController } from './http/admin/agents.controller';
+import { AdminDeliveriesController } from './http/admin/deliveries.controller';
 import { ApiKeysController } from './http/admin/api-keys.controller';
 import { KnowledgeController } from './http/admin/knowledge.controller';
 import { ModelsController } from './http/admin/models.controller';
@@ -21,6 +23,8 @@ import { RunInspectionController } from './http/admin/run-inspection.controller'
 import { RunnersController } from './http/admin/runners.controller';
 import { ToolsController } from './http/admin/tools.controller';
 import { ConversationsController } from './http/conversations.controller';
+import { DeliveriesController } from './http/deliveries.controller';
+import { DeliveryStreams } from './http/delivery-streams';
 import { EventsController } from './http/events.controller';
 import { HealthController } from './http/health.controller';
 import { RunsController } from './http/runs.controller';
@@ -54,6 +58,7 @@ export class HostModule {
         ConversationsModule,
         HostApiModule,
         ResourcesModule,
+        DeliveryModule,
       ],
       controllers: [
         EventsController,
@@ -68,8 +73,10 @@ export class HostModule {
         ToolsController,
         KnowledgeController,
         ModelsController,
+        DeliveriesController,
+        AdminDeliveriesController,
       ],
-      providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }],
+      providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }, DeliveryStreams],
     };
   }
 }

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { RESOURCE_CATALOG, type ResourceCatalog } from '@libs/authz';
+import { APP_CONFIG, type AppConfig } from '@libs/config';
 import type { z } from 'zod';
 import { AgentsRepository, PluginsRepository, type AgentEntity, type JsonObject } from '@libs/persistence';
 import { DomainError, describeIssues, parseRunnerId, validateRunnerConfig, type RunnerManifest } from '@libs/protocol';
@@ -9,6 +10,7 @@ import {
   deliveryPolicySchema,
   resourcePolicySchema,
   statePolicySchema,
+  type DeliveryPolicy,
   type ResourcePolicy,
 } from './policies';
 
@@ -70,6 +72,7 @@ export class AgentsService {
     private readonly runnerStore: PluginsRepository,
     private readonly connections: RunnerConnections,
     @Inject(RESOURCE_CATALOG) private readonly catalog: ResourceCatalog,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   async create(agentId: string, input: AgentInput): Promise<AgentView> {
@@ -165,9 +168,25 @@ export class AgentsService {
       runner_config: runnerConfig,
       resource_policy: resourcePolicy as JsonObject,
       state_policy: parsePolicy(statePolicySchema, input.state_policy, 'state_policy'),
-      delivery_policy: parsePolicy(deliveryPolicySchema, input.delivery_policy, 'delivery_policy'),
+      delivery_policy: this.deliveryPolicy(input.delivery_policy),
       concurrency_policy: parsePolicy(concurrencyPolicySchema, input.concurrency_policy, 'concurrency_policy'),
     };
+  }
+
+  /** The delivery policy; its webhook secret is an env reference held to SECRET_ENV_ALLOWLIST. */
+  private deliveryPolicy(value: unknown): JsonObject {
+    const policy = parsePolicy(deliveryPolicySchema, value, 'delivery_policy') as DeliveryPolicy & JsonObject;
+    const name = policy.webhook?.secret_env;
+    if (name !== undefined && !this.config.secretEnv.allows(name)) {
+      const field = 'delivery_policy.webhook.secret_env';
+      throw new DomainError(
+        'invalid_argument',
+        `${field}: ${name} is not a host variable a webhook may use: it must match SECRET_ENV_ALLOWLIST ` +
+          `(${this.config.secretEnv.entries.join(', ') || 'empty'}), and the host's own secrets are never allowed`,
+        { field },
+      );
+    }
+    return policy;
   }
 
   /** Every resource a policy names must be registered (SPEC §5). */

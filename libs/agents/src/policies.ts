@@ -77,6 +77,27 @@ export const statePolicySchema = z.strictObject({
     .describe('State scopes the runner may read and write; a scope is available only when the run has its dimension.'),
 });
 
+const noticeText = z.string().trim().min(1).max(1000);
+
+/** The agent's webhook: every delivery op of its runs is POSTed here, signed (README: Webhooks). */
+export const webhookPolicySchema = z.strictObject({
+  url: z
+    .string()
+    .max(2000)
+    .refine((u) => URL.canParse(u) && ['http:', 'https:'].includes(new URL(u).protocol), 'must be an http(s) URL')
+    .refine((u) => !URL.canParse(u) || (new URL(u).username === '' && new URL(u).password === ''), {
+      message: 'must not carry credentials (use secret_env)',
+    })
+    .describe('Where delivery ops are POSTed (JSON). Private and loopback addresses need WEBHOOK_ALLOW_PRIVATE.'),
+  secret_env: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+    .max(128)
+    .describe(
+      'Host environment variable holding the HMAC-SHA256 signing secret; must match SECRET_ENV_ALLOWLIST (read at send time).',
+    ),
+});
+
 export const deliveryPolicySchema = z.strictObject({
   enable_streaming: z.boolean().default(true).describe('Deliver partial results as they stream.'),
   edit_interval_ms: z
@@ -85,17 +106,47 @@ export const deliveryPolicySchema = z.strictObject({
     .min(0)
     .max(60_000)
     .default(1000)
-    .describe('Least interval between two edits of a streamed message.'),
+    .describe(
+      "Least interval between two edits of a streamed message; the surface preset's interval is a floor (platform rate limits).",
+    ),
+  min_edit_chars: z
+    .number()
+    .int()
+    .min(0)
+    .max(100_000)
+    .default(16)
+    .describe('Least new characters before a streamed message is edited again (the last edit is always sent).'),
+  streaming_mode: z
+    .enum(['parts', 'final'])
+    .default('parts')
+    .describe(
+      'Surfaces that stream but cannot edit: send the answer in parts at paragraph boundaries as it completes, or only the final message.',
+    ),
   max_message_size: z
     .number()
     .int()
-    .positive()
+    .min(16)
     .max(INT32_MAX)
     .nullable()
     .default(null)
-    .describe('Characters per delivered message; null: the platform decides.'),
+    .describe("Characters per delivered message; null: the surface's limit (the smaller of both applies)."),
   failure_notice: z.boolean().default(true).describe('Tell the user when a run fails.'),
   cancel_notice: z.boolean().default(true).describe('Tell the user when a run is cancelled.'),
+  timeout_notice: z.boolean().default(true).describe('Tell the user when a run times out.'),
+  notice_texts: z
+    .strictObject({
+      failed: noticeText.optional().describe('Instead of the default failure notice.'),
+      cancelled: noticeText.optional().describe('Instead of the default cancel notice.'),
+      timeout: noticeText.optional().describe('Instead of the default timeout notice.'),
+    })
+    .default({})
+    .describe(
+      "Custom notice texts by kind; otherwise the host's short defaults (no internals; a retry hint when retrying can help).",
+    ),
+  webhook: webhookPolicySchema
+    .nullable()
+    .default(null)
+    .describe('Push every delivery op to this webhook (signed, retried, ordered per run); null: SSE only.'),
 });
 
 export const concurrencyPolicySchema = z.strictObject({
@@ -110,6 +161,7 @@ export const concurrencyPolicySchema = z.strictObject({
 export type ResourcePolicy = z.infer<typeof resourcePolicySchema>;
 export type StatePolicy = z.infer<typeof statePolicySchema>;
 export type DeliveryPolicy = z.infer<typeof deliveryPolicySchema>;
+export type WebhookPolicy = z.infer<typeof webhookPolicySchema>;
 export type ConcurrencyPolicy = z.infer<typeof concurrencyPolicySchema>;
 
 /** An OpenAPI 3.0 schema object of a policy, as a request accepts it (defaults shown). */

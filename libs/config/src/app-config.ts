@@ -35,6 +35,17 @@ export interface AppConfig {
   tls: TlsConfig | null;
   /** CORS origins and stream-token lifetime (see browser-config.ts). */
   browser: BrowserConfig;
+  /** Delivery webhooks: per-attempt timeout, backoff base and cap, attempts, runs pushed at once, SSRF guard. */
+  webhooks: WebhookConfig;
+}
+
+export interface WebhookConfig {
+  timeoutMs: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  maxAttempts: number;
+  concurrency: number;
+  allowPrivate: boolean;
 }
 
 export interface TlsConfig {
@@ -106,6 +117,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     },
     tls,
     browser: browserConfigOf(dto.CORS_ALLOWED_ORIGINS, dto.STREAM_TOKEN_TTL_SECONDS),
+    webhooks: {
+      timeoutMs: dto.WEBHOOK_TIMEOUT_MS ?? 10_000,
+      retryBaseMs: dto.WEBHOOK_RETRY_BASE_MS ?? 1000,
+      retryMaxMs: dto.WEBHOOK_RETRY_MAX_MS ?? 300_000,
+      maxAttempts: dto.WEBHOOK_MAX_ATTEMPTS ?? 15,
+      concurrency: dto.WEBHOOK_CONCURRENCY ?? 16,
+      allowPrivate: dto.WEBHOOK_ALLOW_PRIVATE === 'true',
+    },
   };
 }
 

@@ -177,4 +177,44 @@ export class EnvDto {
   @IsOptional()
   @IsString()
   GRPC_TLS_CLIENT_CA_FILE?: string;
+  // Delivery webhooks (issue 10): timeouts, retries with exponential backoff and a cap, SSRF guard.
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(300_000)
+  WEBHOOK_TIMEOUT_MS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(3_600_000)
+  WEBHOOK_RETRY_BASE_MS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(86_400_000)
+  WEBHOOK_RETRY_MAX_MS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  WEBHOOK_MAX_ATTEMPTS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1024)
+  WEBHOOK_CONCURRENCY?: number;
+
+  /** true: webhooks may target private, loopback and link-local addresses (single-machine setups, tests). */
+  @IsOptional()
+  @IsIn(['true', 'false'])
+  WEBHOOK_ALLOW_PRIVATE?: string;
 }

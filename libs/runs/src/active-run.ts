@@ -1,4 +1,5 @@
 import { TokenBucket, type AuthorizationSnapshot } from '@libs/authz';
+import type { RunDelivery } from '@libs/delivery';
 import type { RunnerSession } from '@libs/runner-gateway';
 import { decideSequence, MAX_SEQUENCE, type SequenceDecision } from './sequence-rules';
 
@@ -28,6 +29,7 @@ export class ActiveRun {
   private streamedText = '';
   private firstCompleted: Record<string, unknown> | null = null;
   private resolveFinished!: () => void;
+  private deliveryState: RunDelivery | null = null;
 
   constructor(
     readonly run_id: string,
@@ -132,6 +134,15 @@ export class ActiveRun {
 
   get streamed(): string {
     return this.streamedText;
+  }
+
+  /** The run's delivery (normaliser state and edit timer), attached once at its start. */
+  attachDelivery(delivery: RunDelivery): void {
+    this.deliveryState ??= delivery;
+  }
+
+  get delivery(): RunDelivery | null {
+    return this.deliveryState;
   }
 
   /** The first completed message of the run (its assistant transcript row). */

@@ -5,6 +5,7 @@ import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { StateService, TranscriptService } from '@libs/conversations';
 import { RunsRepository, type AgentEntity, type EventEntity, type JsonObject, type NewRun } from '@libs/persistence';
 import { DomainError, parseRunnerId, runTimeoutSeconds, type RunnerManifest } from '@libs/protocol';
+import { planOf, type DeliveryContext } from '@libs/delivery';
 import { RunnerConnections } from '@libs/runner-gateway';
 import { AdmissionCatalog } from './admission-catalog';
 import { eventLogRow, userTranscriptRow } from './admission-records';
@@ -100,7 +101,8 @@ export class AdmissionService {
     context.context = { ...context.context!, event_seq: outcome.event_seq };
     // Between the check above and now the runner may have gone: dispatch only on a live session.
     const session = this.connections.runner(agent.runner_id)?.session;
-    const active = this.lifecycle.start(runId, agent, session ?? live.session, access.snapshot);
+    const delivery = planOf(agent.delivery_policy, context.delivery as DeliveryContext);
+    const active = this.lifecycle.start(runId, agent, session ?? live.session, access.snapshot, delivery);
     if (session !== live.session) {
       this.lifecycle.conclude(active, {
         status: 'failed',

@@ -1,4 +1,5 @@
 import type { AuthorizationSnapshot } from '@libs/authz';
+import { deliveryContextOf } from '@libs/delivery';
 import type { AgentEntity } from '@libs/persistence';
 import type { RunContext } from '@libs/proto';
 import type { EventSubmission } from './event-submission';
@@ -85,15 +86,8 @@ export function buildRunContext(
       attachments: sub.input.attachments ?? [],
       interaction: undefined,
     },
-    delivery: {
-      surface: sub.delivery?.surface ?? 'api',
-      reply_target: sub.delivery?.reply_target,
-      supports_streaming: sub.delivery?.supports_streaming ?? true,
-      supports_edit: sub.delivery?.supports_edit ?? false,
-      supports_reaction: sub.delivery?.supports_reaction ?? false,
-      max_message_size: sub.delivery?.max_message_size,
-      platform_capabilities: sub.delivery?.platform_capabilities ?? {},
-    },
+    // The surface preset named by `delivery.surface`, each field the event sets overriding it.
+    delivery: deliveryContextOf(sub.delivery),
     resources: {
       models: snapshot.resources.models,
       tools: snapshot.resources.tools.map((t) => ({

@@ -17,27 +17,48 @@ export interface EventStreamLimits {
   keepAliveMs: number;
 }
 
-export interface EventStreamSource {
-  /** Live results of the run from now on; null when the run is not active in this process. */
-  follow(): Observable<ResultView> | null;
-  /** Persisted results with sequence > after, in sequence order, at most `limit`. */
-  page(after: number, limit: number): Promise<ResultView[]>;
+/** What a stream carries: results, or anything else with a per-run sequence (delivery ops). */
+export interface StreamItem {
+  sequence: number;
+  /** Live-only telemetry (tool progress): no id, never persisted, dropped for readers behind. */
+  ephemeral?: true;
+}
+
+export interface EventStreamSource<T extends StreamItem = ResultView> {
+  /** Live items of the run from now on; null when the run is not active in this process. */
+  follow(): Observable<T> | null;
+  /** Persisted items with sequence > after, in sequence order, at most `limit`. */
+  page(after: number, limit: number): Promise<T[]>;
+  /** The SSE frame of an item (default: a result's, `sseFrame`). */
+  frame?(item: T): string;
+  /** Whether an item is the stream's last (default: a terminal result). */
+  isLast?(item: T): boolean;
 }
 
 export type StreamEnd = 'completed' | 'closed' | 'cut' | 'failed';
 
-/** A live result is one object shared by every reader: its frame is built once for all of them. */
-const frames = new WeakMap<ResultView, string>();
+/** A live item is one object shared by every reader: its frame is built once for all of them. */
+const frames = new WeakMap<object, string>();
 
-export function sseFrame(r: ResultView): string {
-  let text = frames.get(r);
+/** The frame of any stream item, built once per object. */
+export function cachedFrame<T extends object>(item: T, build: (item: T) => string): string {
+  let text = frames.get(item);
   if (text === undefined) {
-    // An ephemeral frame has no id: EventSource keeps the last one for Last-Event-ID.
-    text = `${r.ephemeral ? '' : `id: ${r.sequence}\n`}event: ${r.type}\ndata: ${JSON.stringify(r)}\n\n`;
-    frames.set(r, text);
+    text = build(item);
+    frames.set(item, text);
   }
   return text;
 }
+
+export function sseFrame(r: ResultView): string {
+  // An ephemeral frame has no id: EventSource keeps the last one for Last-Event-ID.
+  return cachedFrame(r, (x) => `${x.ephemeral ? '' : `id: ${x.sequence}\n`}event: ${x.type}\ndata: ${JSON.stringify(x)}\n\n`);
+}
+
+const resultSource = {
+  frame: (r: StreamItem) => sseFrame(r as ResultView),
+  isLast: (r: StreamItem) => TERMINAL_RESULT_TYPES.includes((r as ResultView).type),
+};
 
 /**
  * One SSE reader of one run, with backpressure: replay pages from the database one at a time and
@@ -45,9 +66,9 @@ export function sseFrame(r: ResultView): string {
  * write. A reader whose unsent backlog passes the bound is disconnected; it resumes with
  * Last-Event-ID. Ends (response ended) after the terminal result.
  */
-export class RunEventStream {
+export class RunEventStream<T extends StreamItem = ResultView> {
   private sent: number;
-  private pending: ResultView[] = [];
+  private pending: T[] = [];
   private pendingBytes = 0;
   /** Live frames were dropped during the replay (the replay then reads on). */
   private missedLive = false;
@@ -58,14 +79,18 @@ export class RunEventStream {
   private finished = false;
   private readonly done: Promise<StreamEnd>;
   private resolveDone!: (end: StreamEnd) => void;
+  private readonly frameOf: (item: T) => string;
+  private readonly isLast: (item: T) => boolean;
 
   constructor(
     private readonly out: Writable,
     after: number,
-    private readonly source: EventStreamSource,
+    private readonly source: EventStreamSource<T>,
     private readonly limits: EventStreamLimits,
   ) {
     this.sent = after;
+    this.frameOf = source.frame?.bind(source) ?? resultSource.frame;
+    this.isLast = source.isLast?.bind(source) ?? resultSource.isLast;
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
   }
 
@@ -114,14 +139,14 @@ export class RunEventStream {
       }
       // Large results: fewer rows per page; small ones: more. The largest row of this page is the
       // best guess for the next one (cumulative deltas only grow).
-      const largest = Math.max(1, ...rows.map((r) => sseFrame(r).length));
+      const largest = Math.max(1, ...rows.map((r) => this.frameOf(r).length));
       limit = Math.min(MAX_PAGE, Math.max(1, Math.floor(PAGE_TARGET_BYTES / largest)));
     }
     this.replaying = false;
     this.queueFlush();
   }
 
-  private onLive(r: ResultView): void {
+  private onLive(r: T): void {
     if (r.ephemeral) {
       // Live telemetry is lossy: a reader that is replaying or behind does not get it.
       if (!this.finished && !this.replaying && !this.awaitingDrain) {
@@ -134,7 +159,7 @@ export class RunEventStream {
       return;
     }
     this.pending.push(r);
-    this.pendingBytes += sseFrame(r).length; // characters: close enough to bytes for a bound
+    this.pendingBytes += this.frameOf(r).length; // characters: close enough to bytes for a bound
     if (this.replaying && this.pendingBytes > this.limits.maxBacklogBytes) {
       // Every published result is committed: the replay reads these from the database instead.
       this.pending = [];
@@ -186,7 +211,7 @@ export class RunEventStream {
   }
 
   /** Writes frames in one write; the characters written, or -1 when the stream is over (terminal written or closed). */
-  private writeFrames(rows: ResultView[]): number {
+  private writeFrames(rows: T[]): number {
     if (this.finished) {
       return -1;
     }
@@ -194,15 +219,15 @@ export class RunEventStream {
     let terminal = false;
     for (const r of rows) {
       if (r.ephemeral) {
-        text += sseFrame(r);
+        text += this.frameOf(r);
         continue;
       }
       if (r.sequence <= this.sent) {
         continue;
       }
-      text += sseFrame(r);
+      text += this.frameOf(r);
       this.sent = r.sequence;
-      if (TERMINAL_RESULT_TYPES.includes(r.type)) {
+      if (this.isLast(r)) {
         terminal = true;
         break;
       }
@@ -241,7 +266,7 @@ export class RunEventStream {
   private dropPendingUpTo(sequence: number): void {
     if (this.pending.length > 0 && this.pending[0].sequence <= sequence) {
       this.pending = this.pending.filter((r) => r.sequence > sequence);
-      this.pendingBytes = this.pending.reduce((n, r) => n + sseFrame(r).length, 0);
+      this.pendingBytes = this.pending.reduce((n, r) => n + this.frameOf(r).length, 0);
     }
   }
 

@@ -1,5 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import type { AuthorizationSnapshot } from '@libs/authz';
+import { deliveryPolicySchema } from '@libs/agents';
+import { DeliveryService, deliveryPlan, deliveryContextOf, type DeliveryOp, type DeliveryPlan } from '@libs/delivery';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { StateService, TranscriptService } from '@libs/conversations';
 import { RunsRepository, type JsonObject, type NewResult, type RunEnd } from '@libs/persistence';
@@ -34,6 +36,9 @@ export function verdictResult(run_id: string, sequence: number, v: HostVerdict):
   };
 }
 
+/** A run started without a plan: the protocol's default surface and the default policy. */
+const DEFAULT_DELIVERY = deliveryPlan(deliveryPolicySchema.parse({}), deliveryContextOf(undefined));
+
 function endOf(v: HostVerdict): Omit<RunEnd, 'finished_at'> {
   return { status: v.status, status_reason: v.error, error_code: v.code, retryable: v.retryable, usage: null };
 }
@@ -53,6 +58,7 @@ export class RunLifecycleService implements OnApplicationBootstrap {
     private readonly bus: RunStreamBus,
     private readonly state: StateService,
     private readonly transcript: TranscriptService,
+    private readonly deliveries: DeliveryService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -83,9 +89,12 @@ export class RunLifecycleService implements OnApplicationBootstrap {
     agent: { agent_id: string },
     session: RunnerSession,
     snapshot: AuthorizationSnapshot,
+    delivery: DeliveryPlan = DEFAULT_DELIVERY,
   ): ActiveRun {
     const run = this.active.add(run_id, agent.agent_id, session, snapshot);
     this.bus.open(run_id);
+    const host = { run_id, agent_id: agent.agent_id, enqueue: (step: () => Promise<void>) => this.enqueue(run, step) };
+    run.attachDelivery(this.deliveries.open(host, delivery));
     if (snapshot.deadline_at_ms !== null) {
       run.armDeadline(snapshot.deadline_at_ms, () => {
         run.session.send({ cancel: { run_id: run.run_id, reason: 'deadline exceeded' } });
@@ -111,7 +120,8 @@ export class RunLifecycleService implements OnApplicationBootstrap {
   /** A non-terminal result: written with what it implies (state), then shown to live readers. */
   accept(run: ActiveRun, row: ResultView): void {
     const effects = effectsOf(run, row, this.state);
-    const written = this.runs.insertResult(resultRow(row), effects.state);
+    const ops = run.delivery?.onResult(row) ?? [];
+    const written = this.runs.insertResult(resultRow(row), effects.state, this.outboxRows(run, ops));
     this.enqueue(run, async () => {
       try {
         await written;
@@ -123,7 +133,12 @@ export class RunLifecycleService implements OnApplicationBootstrap {
         return;
       }
       this.bus.publish(row);
+      this.deliveries.published(ops, run.delivery?.plan ?? null);
     });
+  }
+
+  private outboxRows(run: ActiveRun, ops: DeliveryOp[]) {
+    return run.delivery ? this.deliveries.rows(run.agent_id, run.delivery.plan, ops) : [];
   }
 
   /** The runner's terminal result decides the outcome, except that a cancelled run stays cancelled. */
@@ -221,7 +236,8 @@ export class RunLifecycleService implements OnApplicationBootstrap {
           )
         : null;
     const end = { ...outcome, usage: outcome.usage ?? null, finished_at: Date.now() };
-    const written = this.runs.finish(resultRow(terminal), end, effects.state, assistant);
+    const ops = run.delivery?.onEnd(terminal, outcome.status as RunStatus) ?? [];
+    const written = this.runs.finish(resultRow(terminal), end, effects.state, assistant, this.outboxRows(run, ops));
     this.enqueue(run, async () => {
       try {
         await written.catch(async (e: unknown) => {
@@ -244,6 +260,7 @@ export class RunLifecycleService implements OnApplicationBootstrap {
           await this.runs.finish(resultRow(terminal), { ...outcome, finished_at: Date.now() });
         });
         this.bus.publish(terminal);
+        this.deliveries.published(ops, run.delivery?.plan ?? null);
         this.logger.log({
           run_id: run.run_id,
           msg: `run ${outcome.status}${outcome.error_code ? ` (${outcome.error_code})` : ''}`,
@@ -251,6 +268,7 @@ export class RunLifecycleService implements OnApplicationBootstrap {
       } finally {
         this.active.remove(run.run_id);
         this.bus.end(run.run_id);
+        this.deliveries.end(run.run_id);
         run.markFinished();
       }
     });

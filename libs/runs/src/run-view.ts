@@ -1,5 +1,6 @@
 import type { RunEntity } from '@libs/persistence';
 import type { RunStatus } from '@libs/protocol';
+import { runUsage, type MeteredCall, type RunUsage } from './run-usage';
 
 export interface RunView {
   run_id: string;
@@ -11,7 +12,7 @@ export interface RunView {
   status: RunStatus;
   status_reason: string | null;
   error: { code: string; retryable: boolean } | null;
-  usage: Record<string, unknown> | null;
+  usage: RunUsage;
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
@@ -22,7 +23,8 @@ export interface RunView {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-export function runView(r: RunEntity): RunView {
+/** The run record; with the host's metering of its proxied model calls when given (GET /v1/runs/{id}). */
+export function runView(r: RunEntity, metered?: readonly MeteredCall[]): RunView {
   return {
     run_id: r.run_id,
     event_id: r.event_id,
@@ -33,7 +35,7 @@ export function runView(r: RunEntity): RunView {
     status: r.status,
     status_reason: r.status_reason,
     error: r.error_code ? { code: r.error_code, retryable: Boolean(r.retryable) } : null,
-    usage: r.usage,
+    usage: runUsage(r.usage, metered),
     created_at: new Date(r.created_at).toISOString(),
     started_at: iso(r.started_at),
     finished_at: iso(r.finished_at),

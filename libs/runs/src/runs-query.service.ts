@@ -1,11 +1,12 @@
 import type { Writable } from 'node:stream';
 import { Injectable } from '@nestjs/common';
 import { snapshotHash, type AuthorizationSnapshot } from '@libs/authz';
-import { RunsRepository, type RunListFilter } from '@libs/persistence';
+import { ModelsRepository, RunsRepository, type RunListFilter } from '@libs/persistence';
 import { DomainError, isTerminal } from '@libs/protocol';
 import { ActiveRuns } from './active-runs';
 import { RunLifecycleService } from './run-lifecycle.service';
-import { RunEventStream, type EventStreamLimits, type StreamEnd } from './run-event-stream';
+import { DeliveryBus, OutboxStore, type DeliveryOp } from '@libs/delivery';
+import { cachedFrame, RunEventStream, type EventStreamLimits, type StreamEnd } from './run-event-stream';
 import { RunStreamBus, type ResultView } from './run-stream.bus';
 import { runView, type RunView } from './run-view';
 
@@ -17,6 +18,9 @@ export class RunsQueryService {
     private readonly active: ActiveRuns,
     private readonly lifecycle: RunLifecycleService,
     private readonly bus: RunStreamBus,
+    private readonly deliveryBus: DeliveryBus,
+    private readonly outbox: OutboxStore,
+    private readonly models: ModelsRepository,
   ) {}
 
   async get(runId: string): Promise<RunView> {
@@ -24,7 +28,7 @@ export class RunsQueryService {
     if (!run) {
       throw new DomainError('not_found', `run ${runId} not found`, { run_id: runId });
     }
-    return runView(run);
+    return runView(run, await this.models.usageOfRun(runId));
   }
 
   /** The run's frozen authorization snapshot, its stored hash, and whether the content still matches it. */
@@ -55,7 +59,10 @@ export class RunsQueryService {
     }
     const rows = await this.runs.page(filter, before, limit + 1);
     const page = rows.slice(0, limit);
-    return { items: page.map(runView), next_cursor: rows.length > limit ? String(page[page.length - 1].id) : null };
+    return {
+      items: page.map((r) => runView(r)),
+      next_cursor: rows.length > limit ? String(page[page.length - 1].id) : null,
+    };
   }
 
   async cancel(runId: string, reason: string): Promise<RunView> {
@@ -117,6 +124,23 @@ export class RunsQueryService {
           source: row.source,
           timestamp: row.timestamp,
         })),
+    };
+    return new RunEventStream(out, after, source, limits).run();
+  }
+
+  /**
+   * Writes the run's delivery ops with sequence > `after` to `out` as SSE frames (`id:` the op's
+   * sequence, `event:` its type, `data:` the op): committed ones first, then live ones, with the
+   * same paging, backpressure and resumption as the result stream; ends `out` once the run ended
+   * and its last op was written.
+   */
+  deliveries(runId: string, after: number, out: Writable, limits: EventStreamLimits): Promise<StreamEnd> {
+    const source = {
+      follow: () => this.deliveryBus.follow(runId),
+      page: (cursor: number, limit: number) => this.outbox.after(runId, cursor, limit),
+      frame: (op: DeliveryOp) =>
+        cachedFrame(op, (o) => `id: ${o.sequence}\nevent: ${o.op}\ndata: ${JSON.stringify(o)}\n\n`),
+      isLast: () => false,
     };
     return new RunEventStream(out, after, source, limits).run();
   }

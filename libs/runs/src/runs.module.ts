@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { AgentsModule } from '@libs/agents';
 import { AuthzModule } from '@libs/authz';
 import { ConversationsModule } from '@libs/conversations';
+import { DeliveryModule } from '@libs/delivery';
 import { RunnerGatewayModule } from '@libs/runner-gateway';
 import { ActiveRuns } from './active-runs';
 import { AdmissionService } from './admission.service';
@@ -13,7 +14,7 @@ import { RunsQueryService } from './runs-query.service';
 import { ToolTelemetryForwarder } from './tool-telemetry';
 
 @Module({
-  imports: [AgentsModule, RunnerGatewayModule, AuthzModule, ConversationsModule],
+  imports: [AgentsModule, RunnerGatewayModule, AuthzModule, ConversationsModule, DeliveryModule],
   providers: [
     ActiveRuns,
     RunStreamBus,

@@ -1,22 +1,32 @@
-import { Body, Controller, Headers, HttpCode, Post, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Headers, HttpCode, Post, Req, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiHeader, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { Roles } from '@libs/auth';
+import { Roles, type AuthenticatedRequest } from '@libs/auth';
 import { DomainError } from '@libs/protocol';
 import { AdmissionService } from '@libs/runs';
 import { AdmissionDto, SubmitEventDto } from './dto/event.dto';
 import { ErrorResponseDto } from './dto/error.dto';
+import { DeliveryStreams } from './delivery-streams';
 
 @ApiTags('events')
 @ApiBearerAuth()
 @Controller('v1/events')
 export class EventsController {
-  constructor(private readonly admission: AdmissionService) {}
+  constructor(
+    private readonly admission: AdmissionService,
+    private readonly streams: DeliveryStreams,
+  ) {}
 
   @Post()
   @Roles('platform', 'admin')
   @HttpCode(202)
-  @ApiOperation({ summary: 'Ingest an event for an agent; starts a run on its runner' })
+  @ApiOperation({
+    summary: 'Ingest an event for an agent; starts a run on its runner',
+    description:
+      'With `Accept: text/event-stream` the answer is 200 and an SSE stream: first an `admission` event ' +
+      "(the JSON below), then the run's delivery ops as GET /v1/runs/{run_id}/deliveries streams them.",
+  })
+  @ApiProduces('application/json', 'text/event-stream')
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Replays return the original answer' })
   @ApiResponse({ status: 202, type: AdmissionDto, description: 'Accepted: the event is recorded and its run started' })
   @ApiResponse({ status: 200, type: AdmissionDto, description: 'Duplicate of an event already accepted' })
@@ -27,17 +37,23 @@ export class EventsController {
   async submit(
     @Body() body: SubmitEventDto,
     @Headers('idempotency-key') key: string | undefined,
-    @Res({ passthrough: true }) res: FastifyReply,
-  ): Promise<AdmissionDto> {
+    @Headers('accept') accept: string | undefined,
+    @Req() req: AuthenticatedRequest,
+    // The handler answers itself: JSON, or (Accept: text/event-stream) a stream it writes to the end.
+    @Res() res: FastifyReply,
+  ): Promise<void> {
     if (key !== undefined && (key.length === 0 || key.length > 255)) {
       throw new DomainError('invalid_argument', 'Idempotency-Key: must be 1-255 characters', {
         field: 'Idempotency-Key',
       });
     }
     const a = await this.admission.submit(body, key ?? null);
-    if (a.replayed) {
-      void res.status(200);
+    const answer: AdmissionDto = { event_id: a.event_id, disposition: a.disposition, run_id: a.run_id };
+    if (a.run_id !== null && /\btext\/event-stream\b/i.test(accept ?? '')) {
+      const preamble = `event: admission\ndata: ${JSON.stringify({ ...answer, replayed: a.replayed })}\n\n`;
+      await this.streams.serve(a.run_id, 0, req, res, preamble);
+      return;
     }
-    return { event_id: a.event_id, disposition: a.disposition, run_id: a.run_id };
+    await res.status(a.replayed ? 200 : 202).send(answer);
   }
 }

@@ -13,6 +13,7 @@ import {
   SQL,
   TRANSCRIPT_COLUMNS,
 } from './hot-sql';
+import { outboxUnit, type NewOutboxRow } from './outbox-units';
 import { bool, exec, json, one, type SqlValue, type Unit } from './unit';
 
 export type NewRun = Omit<RunEntity, 'id'>;
@@ -132,12 +133,13 @@ export function* admitUnit(a: AdmitRows): Unit<AdmitOutcome> {
   return { admitted: true, transcript_seq: seq, event_seq: eventSeq };
 }
 
-/** One accepted result and what it implies (a `state.updated` write), together. */
-export function* resultUnit(r: NewResult, state: StateWrite | null): Unit<void> {
+/** One accepted result and what it implies (a `state.updated` write, delivery ops), together. */
+export function* resultUnit(r: NewResult, state: StateWrite | null, outbox: readonly NewOutboxRow[] = []): Unit<void> {
   yield* exec(SQL.insertResult, params(RESULT_COLUMNS, r));
   if (state) {
     yield* exec(SQL.stateUpsert, [state.scope_key, state.state_key, state.value, r.created_at]);
   }
+  yield* outboxUnit(outbox);
 }
 
 export interface RunEnd {
@@ -151,7 +153,7 @@ export interface RunEnd {
 
 /**
  * The end of a run in one commit: its final status, its terminal result, the state write the
- * terminal result implies and the assistant transcript row — only while the run is still active
+ * terminal result implies, its last delivery ops and the assistant transcript row — only while the run is still active
  * (false, nothing written, when it already ended).
  */
 export function* finishUnit(
@@ -159,6 +161,7 @@ export function* finishUnit(
   end: RunEnd,
   state: StateWrite | null,
   assistant: NewTranscriptRow | null,
+  outbox: readonly NewOutboxRow[] = [],
 ): Unit<boolean> {
   const changed = yield* exec(SQL.finishRun, [
     end.status,
@@ -172,7 +175,7 @@ export function* finishUnit(
   if (changed === 0) {
     return false;
   }
-  yield* resultUnit(terminal, state);
+  yield* resultUnit(terminal, state, outbox);
   if (assistant) {
     yield* appendTranscriptUnit(assistant);
   }

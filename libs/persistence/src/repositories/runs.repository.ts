@@ -17,6 +17,7 @@ import {
   type RunEnd,
   type StateWrite,
 } from '../hot/run-units';
+import type { NewOutboxRow } from '../hot/outbox-units';
 import { one, rows } from '../hot/unit';
 import type { NewTranscriptRow } from './context.repository';
 
@@ -104,8 +105,9 @@ export class RunsRepository {
     end: RunEnd,
     state: StateWrite | null = null,
     assistant: NewTranscriptRow | null = null,
+    outbox: readonly NewOutboxRow[] = [],
   ): Promise<boolean> {
-    return this.hot.write(() => finishUnit(terminal, end, state, assistant));
+    return this.hot.write(() => finishUnit(terminal, end, state, assistant, outbox));
   }
 
   markCancelRequested(runId: string, at: number): Promise<void> {
@@ -116,9 +118,9 @@ export class RunsRepository {
     return this.runs.find({ where: { status: In(['queued', 'running']) } });
   }
 
-  /** One non-terminal result (and the state write it implies), committed in submission order. */
-  insertResult(r: NewResult, state: StateWrite | null = null): Promise<void> {
-    return this.hot.write(() => resultUnit(r, state));
+  /** One non-terminal result (and the state write and delivery ops it implies), committed in submission order. */
+  insertResult(r: NewResult, state: StateWrite | null = null, outbox: readonly NewOutboxRow[] = []): Promise<void> {
+    return this.hot.write(() => resultUnit(r, state, outbox));
   }
 
   /** Results with sequence > `after`, in order. */

@@ -13,6 +13,29 @@ export class RunErrorDto {
   @ApiProperty() retryable!: boolean;
 }
 
+export class HostMeteredDto {
+  @ApiProperty({ description: 'Model calls the host proxied for the run' }) calls!: number;
+  @ApiProperty({ nullable: true, type: Number, description: 'null: some call reported none' }) prompt_tokens!:
+    number | null;
+  @ApiProperty({ nullable: true, type: Number }) completion_tokens!: number | null;
+  @ApiProperty({ nullable: true, type: Number }) total_tokens!: number | null;
+  @ApiProperty({ description: 'false when any call had no usage' }) complete!: boolean;
+}
+
+export class RunUsageDto {
+  @ApiProperty({ nullable: true, type: Number, description: "The runner's report (terminal result); null = unknown" })
+  prompt_tokens!: number | null;
+  @ApiProperty({ nullable: true, type: Number }) completion_tokens!: number | null;
+  @ApiProperty({ nullable: true, type: Number }) total_tokens!: number | null;
+  @ApiProperty({ description: "false when the runner's report is missing or lacks a count" }) complete!: boolean;
+  @ApiPropertyOptional({
+    type: HostMeteredDto,
+    description: "The host's own metering of proxied model calls (GET /v1/runs/{id} only)",
+  })
+  host_metered?: HostMeteredDto;
+  [counter: string]: unknown;
+}
+
 export class RunDto {
   @ApiProperty() run_id!: string;
   @ApiProperty() event_id!: string;
@@ -23,8 +46,11 @@ export class RunDto {
   @ApiProperty({ enum: RUN_STATUSES }) status!: string;
   @ApiProperty({ nullable: true, type: String }) status_reason!: string | null;
   @ApiProperty({ nullable: true, type: RunErrorDto }) error!: RunErrorDto | null;
-  @ApiProperty({ ...USAGE, nullable: true, description: 'Token usage of the run; null = unknown' })
-  usage!: Record<string, unknown> | null;
+  @ApiProperty({
+    type: RunUsageDto,
+    description: "Token usage: the runner's report (provider counters kept) and the host's metering, independently",
+  })
+  usage!: RunUsageDto;
   @ApiProperty() created_at!: string;
   @ApiProperty({ nullable: true, type: String }) started_at!: string | null;
   @ApiProperty({ nullable: true, type: String }) finished_at!: string | null;

@@ -1,0 +1,46 @@
+import { Controller, Get, Headers, Param, ParseUUIDPipe, Query, Req, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { Roles, type AuthenticatedRequest } from '@libs/auth';
+import { DomainError } from '@libs/protocol';
+import { RunsQueryService } from '@libs/runs';
+import { ErrorResponseDto } from './dto/error.dto';
+import { RunEventsQueryDto } from './dto/run.dto';
+import { DeliveryStreams, resumeAfter } from './delivery-streams';
+
+const uuid = new ParseUUIDPipe({
+  exceptionFactory: () => new DomainError('invalid_argument', 'run_id: must be a UUID', { field: 'run_id' }),
+});
+
+@ApiTags('runs')
+@ApiBearerAuth()
+@Roles('platform', 'admin')
+@Controller('v1/runs')
+export class DeliveriesController {
+  constructor(
+    private readonly runs: RunsQueryService,
+    private readonly streams: DeliveryStreams,
+  ) {}
+
+  @Get(':run_id/deliveries')
+  @ApiOperation({
+    summary: "SSE of the run's delivery ops: replay from a position, then live; ends after the run's last op",
+    description:
+      'Each event: `id:` = op sequence, `event:` = op (`message.send`, `message.edit`, `message.final`, ' +
+      '`attachment.send`, `notice.send`), `data:` = the op JSON. Resume with Last-Event-ID or ?after=.',
+  })
+  @ApiProduces('text/event-stream')
+  @ApiResponse({ status: 200, description: 'text/event-stream of delivery ops' })
+  @ApiResponse({ status: 404, type: ErrorResponseDto })
+  @ApiResponse({ status: 429, type: ErrorResponseDto, description: 'Too many open streams for this API key' })
+  async deliveries(
+    @Param('run_id', uuid) runId: string,
+    @Query() q: RunEventsQueryDto,
+    @Headers('last-event-id') lastEventId: string | undefined,
+    @Req() req: AuthenticatedRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    await this.runs.assertExists(runId);
+    await this.streams.serve(runId, resumeAfter(q.after, lastEventId), req, reply);
+  }
+}

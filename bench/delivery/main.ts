@@ -1,0 +1,163 @@
+import * as os from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { HostFixture } from '../dispatch/host-fixture';
+import { num, writeJson } from '../dispatch/json-out';
+import { BenchDatabase } from '../dispatch/postgres';
+import { machineLine } from '../dispatch/report';
+import { fmtDuration, fmtInt, summarize } from '../dispatch/stats';
+import { scenario, type ScenarioResult } from './measure';
+
+/*
+ * Delivery benchmark (issue 10): deltas/s through normaliser → outbox → delivery SSE for one run
+ * and for 100 concurrent runs, and the delay the delivery path adds per delta (p50/p99), measured
+ * against the raw result SSE of the same runs (the same-run baseline). Two deliveries: an edit surface
+ * with an agent policy that edits on every delta (edit_interval_ms 0, min_edit_chars 0: one outbox op
+ * per delta, the heaviest load a run can cause), and a final-only surface (one op per run) whose
+ * result throughput is the run path nearly without delivery work.
+ *
+ *   npm run bench:delivery -- [--db sqlite,postgres] [--json FILE] [--pg-url URL]
+ *
+ * Exits 1 if what the ops show (their messages joined) differs from a run's completed message; 2 on a bad option.
+ */
+
+const AGENT = 'bench-delivery';
+const CASES = [
+  { runs: 1, deltas: 2000 },
+  { runs: 100, deltas: 200 },
+];
+const WARMUP = { runs: 4, deltas: 200 };
+/** The heaviest delivery load (one op per delta), and the lightest (one op per run) as a second baseline. */
+const POLICIES = [
+  { name: 'edit every delta', delivery: { surface: 'bench', supports_streaming: true, supports_edit: true } },
+  { name: 'telegram preset', delivery: { surface: 'telegram' } },
+  { name: 'final only', delivery: { surface: 'webhook' } },
+];
+
+const progress = (msg: string): void => void process.stderr.write(`bench: ${msg}\n`);
+
+interface Options {
+  databases: ('sqlite' | 'postgres')[];
+  json: string | null;
+  pgUrl: string;
+}
+
+function parseOptions(argv: string[]): Options {
+  const opts: Options = {
+    databases: ['sqlite'],
+    json: null,
+    pgUrl: process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, value] = [argv[i], argv[i + 1]];
+    if (flag === '--db' && value) {
+      opts.databases = value.split(',').map((d) => {
+        if (d !== 'sqlite' && d !== 'postgres') {
+          throw new Error(`--db: unknown database ${d}`);
+        }
+        return d;
+      });
+      i++;
+    } else if (flag === '--json' && value) {
+      opts.json = value;
+      i++;
+    } else if (flag === '--pg-url' && value) {
+      opts.pgUrl = value;
+      i++;
+    } else {
+      throw new Error(`unknown option ${flag}; usage: [--db sqlite,postgres] [--json FILE] [--pg-url URL]`);
+    }
+  }
+  return opts;
+}
+
+function figures(r: ScenarioResult) {
+  const deltas = r.runs * r.deltasPerRun;
+  const added = summarize(r.times.flatMap((t) => t.addedMs));
+  return {
+    runs: r.runs,
+    deltas_per_run: r.deltasPerRun,
+    ops: r.times.reduce((n, t) => n + t.ops, 0),
+    results_deltas_per_s: num((deltas * 1000) / r.resultsWallMs),
+    deliveries_deltas_per_s: num((deltas * 1000) / r.deliveriesWallMs),
+    added_delay_p50_ms: num(added.p50),
+    added_delay_p99_ms: num(added.p99),
+    added_delay_samples: added.count,
+    added_delay_note: added.count === 0 ? 'no op per delta (final only)' : null,
+    shown_equals_completed: r.times.every((t) => t.completedText !== null && t.shownText === t.completedText),
+  };
+}
+
+async function main(): Promise<number> {
+  const opts = parseOptions(process.argv.slice(2));
+  const started = performance.now();
+  const load0 = os.loadavg()[0];
+  const rows: (ReturnType<typeof figures> & { database: string; policy: string })[] = [];
+  for (const database of opts.databases) {
+    const pg = database === 'postgres' ? await BenchDatabase.create(opts.pgUrl) : null;
+    progress(`${database}: starting host and demo runner`);
+    const fixture = await HostFixture.start('bench-raw', { mode: 'echo' }, pg);
+    try {
+      await fixture.http.expect(201, 'POST', '/v1/admin/agents', {
+        agent_id: AGENT,
+        runner_id: 'plugin:demo/echo/default',
+        runner_config: { mode: 'echo' },
+        delivery_policy: { edit_interval_ms: 0, min_edit_chars: 0 },
+      });
+      progress(`${database}: warm-up ${WARMUP.runs} × ${WARMUP.deltas}`);
+      await scenario(fixture.http, AGENT, WARMUP.runs, WARMUP.deltas, POLICIES[0].delivery);
+      for (const c of CASES) {
+        for (const p of POLICIES) {
+          progress(`${database}: ${c.runs} run(s) × ${c.deltas} deltas, ${p.name}`);
+          const r = await scenario(fixture.http, AGENT, c.runs, c.deltas, p.delivery);
+          rows.push({ database, policy: p.name, ...figures(r) });
+        }
+      }
+    } finally {
+      await fixture.stop();
+      fixture.removeDataDir();
+      await pg?.drop();
+    }
+  }
+  const table = [
+    '| database | runs × deltas | delivery | ops | raw result SSE deltas/s (baseline) | delivery SSE deltas/s | added delay per delta p50 / p99 |',
+    '| --- | --- | --- | ---: | ---: | ---: | ---: |',
+    ...rows.map(
+      (r) =>
+        `| ${r.database} | ${r.runs} × ${fmtInt(r.deltas_per_run)} | ${r.policy} | ${fmtInt(r.ops)} | ${fmtInt(r.results_deltas_per_s ?? NaN)} | ${fmtInt(r.deliveries_deltas_per_s ?? NaN)} | ${fmtDuration(r.added_delay_p50_ms ?? NaN)} / ${fmtDuration(r.added_delay_p99_ms ?? NaN)} |`,
+    ),
+  ];
+  const seconds = (performance.now() - started) / 1000;
+  process.stdout.write(
+    [
+      '## Runner Host delivery benchmark',
+      '',
+      `machine: ${machineLine()}; bench client, host and runner share these cores; load ${load0.toFixed(2)} → ${os.loadavg()[0].toFixed(2)}`,
+      'agent policy edit_interval_ms 0, min_edit_chars 0; "edit every delta": an edit surface (one message.edit op per delta,',
+      'the heaviest case); "telegram preset": edits at most once per 1 s, 4096-character messages (the realistic case);',
+      '"final only": surface webhook (one op per run, the lightest: the run path nearly without delivery);',
+      'echo runner, chunk_delay_ms 0; both SSE streams of a run read side by side from its admission',
+      '',
+      ...table,
+      '',
+      `${seconds.toFixed(0)} s`,
+      '',
+    ].join('\n'),
+  );
+  if (opts.json) {
+    writeJson(opts.json, { bench: 'delivery', machine: machineLine(), seconds: num(seconds), cases: rows });
+  }
+  const bad = rows.filter((r) => !r.shown_equals_completed);
+  if (bad.length > 0) {
+    process.stderr.write(`bench: the delivered messages differ from the completed message (${bad.length} case(s))\n`);
+    return 1;
+  }
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    process.stderr.write(`bench: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(2);
+  },
+);

@@ -1,0 +1,20 @@
+export { DeliveryModule } from './delivery.module';
+export { DeliveryService, type DeliveryHost } from './delivery.service';
+export { DeliveryBus } from './delivery-bus';
+export { OutboxStore, opOf } from './outbox-store';
+export { RunDelivery, planOf, type RunDeliveryView } from './run-delivery';
+export { deliveryPlan, type DeliveryPlan, type DeliveryMode } from './plan';
+export { normalise, initialState, type NormaliserState, type NormaliserInput } from './normaliser';
+export { DELIVERY_OP_TYPES, type DeliveryOp, type DeliveryOpType } from './ops';
+export { splitText, measure, type SizeUnit } from './split';
+export {
+  SURFACE_PRESETS,
+  deliveryContextOf,
+  surfacePreset,
+  type DeliveryContext,
+  type DeliveryRequest,
+  type SurfacePreset,
+} from './surfaces';
+export { WEBHOOK_HEADERS, signature, signedString, verifySignature } from './webhook/signature';
+export { backoffMs } from './webhook/backoff';
+export { isPrivateAddress } from './webhook/address-guard';

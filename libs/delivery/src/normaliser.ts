@@ -1,0 +1,410 @@
+/**
+ * The delivery normaliser (SPEC §11): a pure function from a run's results to delivery ops. Given
+ * the run's plan, its state so far, one input and the time, it returns the new state and the ops
+ * that input implies; nothing else is read or changed. `RunDelivery` owns the state of a live run.
+ *
+ * Rules: text comes from `message.delta` (`all_content` when present — cumulative — else the
+ * chunk's `content` appended), `message.completed`, `run.completed.message`. In `edit` mode the
+ * first visible text is sent, then edits follow at most once per `edit_interval_ms` and only
+ * after `min_edit_chars` new characters (a timed `tick` sends what is pending), and the answer
+ * ends with a `message.final` whose text is the completed message's. In `parts` mode complete
+ * paragraphs are sent as the answer grows; in `final` mode only the completed message. Any text
+ * over `max_message_size` is split (split.ts). Non-text content of a completed message becomes
+ * attachments. A failed, cancelled or timed-out run ends what was shown (`incomplete`) and gets
+ * its notice, never the runner's error text.
+ */
+import type { RunStatus } from '@libs/protocol';
+import { deliveryId, idempotencyKey, type DeliveryOp, type DeliveryOpType } from './ops';
+import type { DeliveryPlan, NoticeKind } from './plan';
+import { completedParagraphs, measure, splitText, visible } from './split';
+
+/** The part of a stored result the normaliser reads. */
+export interface ResultLike {
+  run_id: string;
+  sequence: number;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+export type NormaliserInput =
+  { kind: 'result'; result: ResultLike } | { kind: 'end'; result: ResultLike; status: RunStatus } | { kind: 'tick' };
+
+/** The answer being streamed. */
+export interface OpenMessage {
+  /** The answer's text so far. */
+  readonly text: string;
+  /** edit: where the current platform message starts in `text`. */
+  readonly base: number;
+  /** edit: delivery id of the current platform message (null before the first send). */
+  readonly current: string | null;
+  readonly current_part: number;
+  /** edit: what the current platform message shows. */
+  readonly shown: string;
+  readonly last_edit_at: number;
+  /** parts: how much of `text` was sent. */
+  readonly sent: number;
+}
+
+export interface NormaliserState {
+  readonly run_id: string;
+  /** Sequence of the last op. */
+  readonly seq: number;
+  /** Platform messages sent so far (the next one's `part`). */
+  readonly parts: number;
+  readonly open: OpenMessage | null;
+  /** The text of the last completed answer (a `run.completed.message` repeating it is not sent again). */
+  readonly last_final: string | null;
+  readonly ended: boolean;
+}
+
+export function initialState(runId: string): NormaliserState {
+  return { run_id: runId, seq: 0, parts: 0, open: null, last_final: null, ended: false };
+}
+
+const EMPTY_MESSAGE: OpenMessage = {
+  text: '',
+  base: 0,
+  current: null,
+  current_part: 0,
+  shown: '',
+  last_edit_at: 0,
+  sent: 0,
+};
+
+/** Text of a message `content`: a string, or the text elements of a content list. */
+export function textOf(content: unknown): string {
+  if (typeof content === 'string') {
+    return content;
+  }
+  if (Array.isArray(content)) {
+    return content
+      .map((e: unknown) => {
+        const el = e as { type?: unknown; text?: unknown } | null;
+        return el?.type === 'text' && typeof el.text === 'string' ? el.text : '';
+      })
+      .join('');
+  }
+  return '';
+}
+
+/** Images and files of a message's content list, as attachments. */
+export function attachmentsOf(content: unknown): Record<string, unknown>[] {
+  if (!Array.isArray(content)) {
+    return [];
+  }
+  const out: Record<string, unknown>[] = [];
+  for (const e of content as Record<string, unknown>[]) {
+    const name = typeof e?.file_name === 'string' ? { name: e.file_name } : {};
+    switch (e?.type) {
+      case 'image_url': {
+        const url = (e.image_url as { url?: unknown } | undefined)?.url;
+        if (typeof url === 'string') {
+          out.push({ type: 'image', url, ...name });
+        }
+        break;
+      }
+      case 'image_base64':
+        if (typeof e.image_base64 === 'string') {
+          out.push({ type: 'image', base64: e.image_base64, ...name });
+        }
+        break;
+      case 'file_url':
+        if (typeof e.file_url === 'string') {
+          out.push({ type: 'file', url: e.file_url, ...name });
+        }
+        break;
+      case 'file_base64':
+        if (typeof e.file_base64 === 'string') {
+          out.push({ type: 'file', base64: e.file_base64, ...name });
+        }
+        break;
+    }
+  }
+  return out;
+}
+
+/** The default notices: short, no internals; a retry hint when retrying can help. */
+export function noticeText(kind: NoticeKind, retryable: boolean): string {
+  switch (kind) {
+    case 'failed':
+      return `Sorry, something went wrong and the answer could not be completed.${retryable ? ' Please try again.' : ''}`;
+    case 'timeout':
+      return 'Sorry, this took too long and was stopped. Please try again.';
+    case 'cancelled':
+      return 'The answer was cancelled.';
+  }
+}
+
+/** Collects ops while one input is normalised. */
+class Emitter {
+  readonly ops: DeliveryOp[] = [];
+
+  constructor(
+    private readonly plan: DeliveryPlan,
+    private readonly runId: string,
+    public seq: number,
+    private readonly resultSequence: number | null,
+    private readonly now: number,
+  ) {}
+
+  emit(op: DeliveryOpType, payload: Record<string, unknown>, target: string | null = null): string {
+    const sequence = ++this.seq;
+    const id = deliveryId(this.runId, sequence);
+    this.ops.push({
+      delivery_id: id,
+      run_id: this.runId,
+      sequence,
+      op,
+      idempotency_key: idempotencyKey(this.runId, sequence),
+      reply_target: this.plan.reply_target,
+      target_delivery_id: target,
+      result_sequence: this.resultSequence,
+      payload,
+      created_at: this.now,
+    });
+    return id;
+  }
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+interface Draft {
+  plan: DeliveryPlan;
+  now: number;
+  out: Emitter;
+  state: Mutable<NormaliserState>;
+}
+
+function split(d: Draft, text: string): string[] {
+  return splitText(text, d.plan.max_message_size, d.plan.size_unit);
+}
+
+function over(d: Draft, text: string): boolean {
+  return d.plan.max_message_size !== null && measure(text, d.plan.size_unit) > d.plan.max_message_size;
+}
+
+/** Sends one new platform message; returns its delivery id. */
+function sendNew(d: Draft, text: string, op: 'message.send' | 'message.final', extra = {}): string {
+  return d.out.emit(op, { text, part: d.state.parts++, ...extra });
+}
+
+/** edit mode: shows the answer's new text — first send, overflow into new messages, coalesced edits. */
+function showEdit(d: Draft, m: Mutable<OpenMessage>, force: boolean): void {
+  let tail = m.text.slice(m.base);
+  if (m.current !== null && over(d, tail)) {
+    // The current message is full: it keeps its first part, the rest goes to new messages.
+    const parts = split(d, tail);
+    d.out.emit('message.edit', { text: parts[0], part: m.current_part }, m.current);
+    m.base += parts[0].length;
+    for (const p of parts.slice(1, -1)) {
+      sendNew(d, p, 'message.send');
+      m.base += p.length;
+    }
+    tail = parts[parts.length - 1];
+    m.current = null;
+  }
+  if (m.current === null) {
+    if (!visible(tail)) {
+      return;
+    }
+    const parts = split(d, tail);
+    for (const p of parts.slice(0, -1)) {
+      sendNew(d, p, 'message.send');
+      m.base += p.length;
+    }
+    const last = parts[parts.length - 1];
+    m.current_part = d.state.parts;
+    m.current = sendNew(d, last, 'message.send');
+    m.shown = last;
+    m.last_edit_at = d.now;
+    return;
+  }
+  if (tail === m.shown) {
+    return;
+  }
+  const due = d.now - m.last_edit_at >= d.plan.edit_interval_ms;
+  const enough = force || tail.length - m.shown.length >= d.plan.min_edit_chars || !tail.startsWith(m.shown);
+  if (due && enough) {
+    d.out.emit('message.edit', { text: tail, part: m.current_part }, m.current);
+    m.shown = tail;
+    m.last_edit_at = d.now;
+  }
+}
+
+/** parts mode: sends the complete paragraphs of the answer not yet sent (and whatever overflows). */
+function showParts(d: Draft, m: Mutable<OpenMessage>): void {
+  const unsent = m.text.slice(m.sent);
+  let ready = completedParagraphs(unsent);
+  if (over(d, unsent)) {
+    const parts = split(d, unsent);
+    ready = Math.max(ready, unsent.length - parts[parts.length - 1].length);
+  }
+  if (ready === 0) {
+    return;
+  }
+  for (const p of split(d, unsent.slice(0, ready))) {
+    sendNew(d, p, 'message.send');
+  }
+  m.sent += ready;
+}
+
+/** The answer's text changed (a delta). */
+function onText(d: Draft, text: string): void {
+  const m: Mutable<OpenMessage> = { ...(d.state.open ?? EMPTY_MESSAGE), text };
+  d.state.open = m;
+  if (d.plan.mode === 'edit') {
+    showEdit(d, m, false);
+  } else if (d.plan.mode === 'parts') {
+    showParts(d, m);
+  }
+}
+
+/**
+ * Ends the open answer with its final text (the completed message, or what streamed): every
+ * remaining part, the last as `message.final` — an edit of the current message when there is one.
+ */
+function finishAnswer(d: Draft, finalText: string, incomplete: boolean): void {
+  const m = d.state.open ?? EMPTY_MESSAGE;
+  const extra = incomplete ? { incomplete: true } : {};
+  d.state.open = null;
+  if (d.plan.mode === 'final' && incomplete) {
+    return; // nothing was shown: a partial answer is not sent
+  }
+  const from = d.plan.mode === 'edit' ? m.base : d.plan.mode === 'parts' ? m.sent : 0;
+  // The final text normally extends what was sent; if the runner changed it, what is left of it.
+  const remaining = finalText.slice(Math.min(from, finalText.length));
+  const parts = visible(remaining) ? split(d, remaining) : [];
+  if (d.plan.mode === 'edit' && m.current !== null) {
+    const [first, ...rest] = parts.length > 0 ? parts : [m.shown];
+    if (rest.length === 0) {
+      d.out.emit('message.final', { text: first, part: m.current_part, ...extra }, m.current);
+      return;
+    }
+    d.out.emit('message.edit', { text: first, part: m.current_part }, m.current);
+    rest.slice(0, -1).forEach((p) => sendNew(d, p, 'message.send'));
+    sendNew(d, rest[rest.length - 1], 'message.final', extra);
+    return;
+  }
+  parts.slice(0, -1).forEach((p) => sendNew(d, p, 'message.send'));
+  if (parts.length > 0) {
+    sendNew(d, parts[parts.length - 1], 'message.final', extra);
+  }
+}
+
+/** A completed message: its text ends the answer, its images and files follow it. */
+function onCompleted(d: Draft, message: Record<string, unknown> | undefined, repeatable: boolean): void {
+  const content = message?.content;
+  const text = textOf(content);
+  const open = d.state.open;
+  if (!repeatable && open === null && text === d.state.last_final) {
+    return; // run.completed repeating the message already delivered
+  }
+  if (visible(text)) {
+    finishAnswer(d, text, false);
+    d.state.last_final = text;
+  } else if (open !== null && visible(open.text)) {
+    // A message without text (tool calls only) ends what streamed before it as it stands.
+    finishAnswer(d, open.text, false);
+    d.state.last_final = open.text;
+  }
+  for (const a of attachmentsOf(content)) {
+    d.out.emit('attachment.send', { attachment: a });
+  }
+}
+
+function noticeKind(status: RunStatus, code: unknown): NoticeKind {
+  if (status === 'cancelled' || code === 'cancelled') {
+    return 'cancelled';
+  }
+  return status === 'timeout' ? 'timeout' : 'failed';
+}
+
+function onEnd(d: Draft, result: ResultLike, status: RunStatus): void {
+  d.state.ended = true;
+  if (status === 'completed') {
+    const message = result.data.message as Record<string, unknown> | undefined;
+    if (message) {
+      onCompleted(d, message, false);
+    }
+    const open = d.state.open;
+    if (open !== null && visible(open.text)) {
+      finishAnswer(d, open.text, false);
+    }
+    d.state.open = null;
+    return;
+  }
+  const open = d.state.open;
+  if (open !== null && visible(open.text)) {
+    finishAnswer(d, open.text, true);
+  }
+  d.state.open = null;
+  const kind = noticeKind(status, result.data.code);
+  const setting = d.plan.notices[kind];
+  if (setting !== false) {
+    const retryable = kind === 'timeout' || (kind === 'failed' && result.data.retryable === true);
+    const text = typeof setting === 'string' ? setting : noticeText(kind, retryable);
+    d.out.emit('notice.send', { kind, text, retryable });
+  }
+}
+
+function onResult(d: Draft, r: ResultLike): void {
+  switch (r.type) {
+    case 'message.delta': {
+      const chunk = (r.data.chunk ?? {}) as Record<string, unknown>;
+      const all = chunk.all_content;
+      const before = d.state.open?.text ?? '';
+      const text = typeof all === 'string' ? all : before + textOf(chunk.content);
+      if (chunk.is_final === true) {
+        onCompleted(d, { content: text }, true);
+      } else if (text !== before) {
+        onText(d, text);
+      }
+      return;
+    }
+    case 'message.completed':
+      onCompleted(d, r.data.message as Record<string, unknown> | undefined, true);
+      return;
+    default:
+      return; // tool calls, state, actions, unknown types: nothing to deliver
+  }
+}
+
+/** One step of the normaliser: the state after `input` and the ops it implies. */
+export function normalise(
+  plan: DeliveryPlan,
+  state: NormaliserState,
+  input: NormaliserInput,
+  now: number,
+): { state: NormaliserState; ops: DeliveryOp[] } {
+  if (state.ended) {
+    return { state, ops: [] };
+  }
+  const out = new Emitter(plan, state.run_id, state.seq, input.kind === 'tick' ? null : input.result.sequence, now);
+  const d: Draft = { plan, now, out, state: { ...state } };
+  switch (input.kind) {
+    case 'result':
+      onResult(d, input.result);
+      break;
+    case 'end':
+      onEnd(d, input.result, input.status);
+      break;
+    case 'tick':
+      if (plan.mode === 'edit' && d.state.open !== null) {
+        const m = { ...d.state.open };
+        d.state.open = m;
+        showEdit(d, m, true);
+      }
+      break;
+  }
+  d.state.seq = out.seq;
+  return { state: d.state, ops: out.ops };
+}
+
+/** When a `tick` would send a pending edit (edit mode, text not yet shown); null when nothing is pending. */
+export function nextDueAt(plan: DeliveryPlan, state: NormaliserState): number | null {
+  const m = state.open;
+  if (plan.mode !== 'edit' || state.ended || m === null || m.current === null) {
+    return null;
+  }
+  return m.text.slice(m.base) === m.shown ? null : m.last_edit_at + plan.edit_interval_ms;
+}

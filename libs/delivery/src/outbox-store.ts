@@ -1,0 +1,64 @@
+import { Injectable } from '@nestjs/common';
+import {
+  failedPageUnit,
+  HotStore,
+  outboxAfterUnit,
+  outboxOfRunUnit,
+  outboxUnit,
+  type NewOutboxRow,
+  type OutboxRow,
+} from '@libs/persistence';
+import type { DeliveryOp, DeliveryOpType } from './ops';
+
+/** A stored op as readers see it (SSE, admin): the op without the webhook bookkeeping. */
+export function opOf(r: OutboxRow): DeliveryOp {
+  return {
+    delivery_id: r.delivery_id,
+    run_id: r.run_id,
+    sequence: r.sequence,
+    op: r.op as DeliveryOpType,
+    idempotency_key: r.idempotency_key,
+    reply_target: r.reply_target,
+    target_delivery_id: r.target_delivery_id,
+    result_sequence: r.result_sequence,
+    payload: r.payload,
+    created_at: r.created_at,
+  };
+}
+
+/** Outbox rows of ops, with the run's webhook (frozen at the run's start) when it has one. */
+export function outboxRows(
+  ops: readonly DeliveryOp[],
+  agentId: string,
+  webhook: { url: string; secret_env: string } | null,
+): NewOutboxRow[] {
+  return ops.map((o) => ({
+    ...o,
+    agent_id: agentId,
+    webhook_url: webhook?.url ?? null,
+    webhook_secret_env: webhook?.secret_env ?? null,
+    webhook_state: webhook ? 'pending' : 'none',
+  }));
+}
+
+/** Reads and writes of the outbox outside a result's unit, through the one writer. */
+@Injectable()
+export class OutboxStore {
+  constructor(readonly hot: HotStore) {}
+
+  write(rows: readonly NewOutboxRow[]): Promise<void> {
+    return this.hot.write(() => outboxUnit(rows));
+  }
+
+  async after(runId: string, after: number, limit: number): Promise<DeliveryOp[]> {
+    return (await this.hot.read(outboxAfterUnit(runId, after, limit))).map(opOf);
+  }
+
+  ofRun(runId: string, limit: number): Promise<OutboxRow[]> {
+    return this.hot.read(outboxOfRunUnit(runId, limit));
+  }
+
+  failedPage(beforeId: number, limit: number): Promise<OutboxRow[]> {
+    return this.hot.read(failedPageUnit(beforeId, limit));
+  }
+}

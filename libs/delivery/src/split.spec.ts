@@ -1,0 +1,130 @@
+import fc from 'fast-check';
+import { completedParagraphs, graphemeEnds, measure, splitText, type SizeUnit } from './split';
+
+const graphemes = (s: string) =>
+  [...new Intl.Segmenter(undefined, { granularity: 'grapheme' }).segment(s)].map((g) => g.index);
+const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Text the splitter meets: words, punctuation, paragraphs, code fences, emoji (ZWJ, flags), CJK, combining marks. */
+const piece = fc.constantFrom(
+  'word ',
+  'Hello, world. ',
+  'Why? ',
+  'a',
+  ' ',
+  '\n',
+  '\n\n',
+  '```ts\nconst x = 1;\n```\n',
+  '👍',
+  '👩‍👩‍👧‍👦',
+  '🇩🇪',
+  'é',
+  'e\u0301',
+  '你好。',
+  'ß',
+  'x'.repeat(37),
+);
+const text = fc.array(fc.oneof(piece, fc.string({ unit: 'grapheme' })), { maxLength: 120 }).map((a) => a.join(''));
+
+describe('splitText (properties)', () => {
+  for (const unit of ['chars', 'bytes'] as SizeUnit[]) {
+    it(`${unit}: parts join to the input, each within the limit, no lone surrogate, grapheme ends`, () => {
+      fc.assert(
+        fc.property(text, fc.integer({ min: unit === 'chars' ? 2 : 4, max: 120 }), (t, limit) => {
+          const parts = splitText(t, limit, unit);
+          expect(parts.join('')).toBe(t);
+          const starts = new Set(graphemes(t));
+          let at = 0;
+          for (const p of parts) {
+            expect(p.length).toBeGreaterThan(0);
+            expect(measure(p, unit)).toBeLessThanOrEqual(limit);
+            expect(loneSurrogate.test(p)).toBe(false);
+            at += p.length;
+            // A part ends at a grapheme boundary unless one grapheme alone is larger than the limit.
+            if (at < t.length && !starts.has(at)) {
+              const g = [...starts].filter((s) => s < at).pop()!;
+              const next = [...starts].find((s) => s > at) ?? t.length;
+              expect(measure(t.slice(g, next), unit)).toBeGreaterThan(limit);
+            }
+          }
+        }),
+        { numRuns: 400 },
+      );
+    });
+  }
+});
+
+describe('splitText (boundaries)', () => {
+  it.each([
+    ['within the limit: one part', 'short text', 100, ['short text']],
+    ['empty: no parts', '', 10, []],
+    ['no limit: one part', 'x'.repeat(10_000), null, ['x'.repeat(10_000)]],
+    [
+      'a paragraph beats a later sentence',
+      'First para.\n\nSecond one. Third',
+      24,
+      ['First para.\n\n', 'Second one. Third'],
+    ],
+    ['a sentence beats a later word', 'One two three. Four five six', 20, ['One two three. ', 'Four five six']],
+    ['a word when nothing better', 'alpha beta gamma delta', 12, ['alpha beta ', 'gamma delta']],
+    ['hard cut in an unbroken run', 'abcdefghij', 4, ['abcd', 'efgh', 'ij']],
+    ['CJK sentence end', '你好。世界很大', 4, ['你好。', '世界很大']],
+  ] as [string, string, number | null, string[]][])('%s', (_name, input, limit, expected) => {
+    expect(splitText(input, limit)).toEqual(expected);
+  });
+
+  it('splits before a code fence rather than inside it, and inside one only at a line end', () => {
+    const code = '```\nline one of code\nline two of code\n```\n';
+    const t = `Intro text here.\n${code}After.`;
+    const parts = splitText(t, 40);
+    expect(parts.join('')).toBe(t);
+    expect(parts[0]).toBe('Intro text here.\n');
+    for (const p of parts.slice(1, -1)) {
+      expect(p.endsWith('\n')).toBe(true);
+    }
+  });
+
+  it('never splits a surrogate pair or a ZWJ emoji that fits', () => {
+    const family = '👩‍👩‍👧‍👦';
+    const parts = splitText(`ab${family}cd`, family.length + 1);
+    expect(parts.join('')).toBe(`ab${family}cd`);
+    expect(parts.filter((p) => p.includes(family))).toHaveLength(1);
+  });
+
+  it('counts UTF-8 bytes for byte-limited surfaces', () => {
+    const parts = splitText('你好你好你好', 7, 'bytes');
+    expect(parts).toEqual(['你好', '你好', '你好']);
+  });
+});
+
+describe('completedParagraphs', () => {
+  it.each([
+    ['no paragraph yet', 'one line', 0],
+    ['a paragraph followed by text', 'one\n\ntwo', 5],
+    ['a paragraph not yet followed by text', 'one\n\n', 0],
+    ['the blank line inside a fence is no boundary', '```\na\n\nb', 0],
+    ['after a closed fence', '```\na\n```\n\nnext', 11],
+  ])('%s', (_name, t, end) => {
+    expect(completedParagraphs(t)).toBe(end);
+  });
+});
+
+describe('graphemeEnds', () => {
+  it('equals Intl.Segmenter on any text (the ASCII fast path and the chunking change nothing)', () => {
+    const reference = (t: string) =>
+      graphemes(t)
+        .slice(1)
+        .concat(t.length > 0 ? [t.length] : []);
+    fc.assert(
+      fc.property(
+        fc.oneof(text, fc.string({ unit: 'grapheme', maxLength: 600 }), fc.string({ maxLength: 300 })),
+        (t) => {
+          expect(graphemeEnds(t)).toEqual(reference(t));
+        },
+      ),
+      { numRuns: 400 },
+    );
+    const long = 'a\r\nb e\u0301 👩‍👩‍👧‍👦 你好'.repeat(200);
+    expect(graphemeEnds(long)).toEqual(reference(long));
+  });
+});

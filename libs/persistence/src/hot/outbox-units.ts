@@ -1,0 +1,176 @@
+/**
+ * The delivery outbox on the one writer (issue 10): a run's delivery ops are inserted in the same
+ * unit — so the same group commit — as the result they derive from (see `resultUnit` and
+ * `finishUnit`); the webhook worker's state changes are units of their own. SQL of both dialects.
+ */
+import { insert, stmt } from './hot-sql';
+import { exec, json, rows, type SqlValue, type Unit } from './unit';
+
+export const OUTBOX_COLUMNS = [
+  'delivery_id',
+  'run_id',
+  'agent_id',
+  'sequence',
+  'op',
+  'idempotency_key',
+  'reply_target',
+  'target_delivery_id',
+  'result_sequence',
+  'payload',
+  'created_at',
+  'webhook_url',
+  'webhook_secret_env',
+  'webhook_state',
+] as const;
+
+export type WebhookState = 'none' | 'pending' | 'delivered' | 'failed';
+
+export interface NewOutboxRow {
+  delivery_id: string;
+  run_id: string;
+  agent_id: string;
+  sequence: number;
+  op: string;
+  idempotency_key: string;
+  reply_target: Record<string, unknown> | null;
+  target_delivery_id: string | null;
+  result_sequence: number | null;
+  payload: Record<string, unknown>;
+  created_at: number;
+  webhook_url: string | null;
+  webhook_secret_env: string | null;
+  webhook_state: 'none' | 'pending';
+}
+
+export interface OutboxRow extends Omit<NewOutboxRow, 'webhook_state'> {
+  id: number;
+  webhook_state: WebhookState;
+  attempts: number;
+  next_attempt_at: number | null;
+  last_error: string | null;
+  delivered_at: number | null;
+}
+
+const SELECT = `SELECT * FROM "delivery_outbox"`;
+
+export const OUTBOX_SQL = {
+  insert: insert('outbox_insert', 'delivery_outbox', OUTBOX_COLUMNS),
+  /** A run's ops after a sequence (the deliveries SSE). */
+  after: stmt('outbox_after', `${SELECT} WHERE "run_id" = ? AND "sequence" > ? ORDER BY "sequence" ASC LIMIT ?`),
+  /**
+   * The webhook worker's queue: of each run with pending ops, the first one (ops of a run are
+   * pushed in order), due soonest first.
+   */
+  pendingHeads: stmt(
+    'outbox_pending_heads',
+    `${SELECT} AS o WHERE o."webhook_state" = 'pending' AND o."sequence" = (
+       SELECT MIN(p."sequence") FROM "delivery_outbox" AS p WHERE p."run_id" = o."run_id" AND p."webhook_state" = 'pending')
+     ORDER BY COALESCE(o."next_attempt_at", o."created_at") ASC, o."id" ASC LIMIT ?`,
+  ),
+  delivered: stmt(
+    'outbox_delivered',
+    `UPDATE "delivery_outbox" SET "webhook_state" = 'delivered', "attempts" = ?, "delivered_at" = ?, "last_error" = ?
+     WHERE "delivery_id" = ? AND "webhook_state" = 'pending'`,
+  ),
+  retry: stmt(
+    'outbox_retry',
+    `UPDATE "delivery_outbox" SET "attempts" = ?, "next_attempt_at" = ?, "last_error" = ?
+     WHERE "delivery_id" = ? AND "webhook_state" = 'pending'`,
+  ),
+  failed: stmt(
+    'outbox_failed',
+    `UPDATE "delivery_outbox" SET "webhook_state" = 'failed', "attempts" = ?, "last_error" = ?
+     WHERE "delivery_id" = ? AND "webhook_state" = 'pending'`,
+  ),
+  /** The ops of a run after one that failed: failed too, so nothing arrives out of order. */
+  failAfter: stmt(
+    'outbox_fail_after',
+    `UPDATE "delivery_outbox" SET "webhook_state" = 'failed', "last_error" = ?
+     WHERE "run_id" = ? AND "sequence" > ? AND "webhook_state" = 'pending'`,
+  ),
+  /** Failed webhook ops, newest first, for the admin API (cursor: the last id of the previous page). */
+  failedPage: stmt(
+    'outbox_failed_page',
+    `${SELECT} WHERE "webhook_state" = 'failed' AND "id" < ? ORDER BY "id" DESC LIMIT ?`,
+  ),
+  /** Every op of one run (admin), in order. */
+  ofRun: stmt('outbox_of_run', `${SELECT} WHERE "run_id" = ? ORDER BY "sequence" ASC LIMIT ?`),
+} as const;
+
+type Row = Record<string, unknown>;
+
+const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+const obj = (v: unknown): Record<string, unknown> | null =>
+  typeof v === 'string' ? (JSON.parse(v) as Record<string, unknown>) : null;
+
+export function outboxFromRow(r: Row): OutboxRow {
+  return {
+    id: Number(r.id),
+    delivery_id: String(r.delivery_id),
+    run_id: String(r.run_id),
+    agent_id: String(r.agent_id),
+    sequence: Number(r.sequence),
+    op: String(r.op),
+    idempotency_key: String(r.idempotency_key),
+    reply_target: obj(r.reply_target),
+    target_delivery_id: (r.target_delivery_id as string | null) ?? null,
+    result_sequence: num(r.result_sequence),
+    payload: obj(r.payload) ?? {},
+    created_at: Number(r.created_at),
+    webhook_url: (r.webhook_url as string | null) ?? null,
+    webhook_secret_env: (r.webhook_secret_env as string | null) ?? null,
+    webhook_state: String(r.webhook_state) as WebhookState,
+    attempts: Number(r.attempts),
+    next_attempt_at: num(r.next_attempt_at),
+    last_error: (r.last_error as string | null) ?? null,
+    delivered_at: num(r.delivered_at),
+  };
+}
+
+function values(r: NewOutboxRow): SqlValue[] {
+  return OUTBOX_COLUMNS.map((c) => {
+    const v = r[c];
+    return v === null || typeof v !== 'object' ? v : json(v);
+  });
+}
+
+/** Appends delivery ops; called inside the unit of the result they derive from, or alone (timed edits). */
+export function* outboxUnit(ops: readonly NewOutboxRow[]): Unit<void> {
+  for (const r of ops) {
+    yield* exec(OUTBOX_SQL.insert, values(r));
+  }
+}
+
+export function* outboxAfterUnit(runId: string, after: number, limit: number): Unit<OutboxRow[]> {
+  return (yield* rows<Row>(OUTBOX_SQL.after, [runId, after, limit])).map(outboxFromRow);
+}
+
+export function* pendingHeadsUnit(limit: number): Unit<OutboxRow[]> {
+  return (yield* rows<Row>(OUTBOX_SQL.pendingHeads, [limit])).map(outboxFromRow);
+}
+
+export function* webhookDeliveredUnit(id: string, attempts: number, at: number, note: string | null): Unit<void> {
+  yield* exec(OUTBOX_SQL.delivered, [attempts, at, note, id]);
+}
+
+export function* webhookRetryUnit(id: string, attempts: number, nextAt: number, error: string): Unit<void> {
+  yield* exec(OUTBOX_SQL.retry, [attempts, nextAt, error, id]);
+}
+
+/** An op out of retries: failed, with every later op of its run (they are never sent before it). */
+export function* webhookFailedUnit(op: OutboxRow, attempts: number, error: string): Unit<number> {
+  yield* exec(OUTBOX_SQL.failed, [attempts, error, op.delivery_id]);
+  return yield* exec(OUTBOX_SQL.failAfter, [
+    `not sent: op ${op.sequence} of the run failed before it`,
+    op.run_id,
+    op.sequence,
+  ]);
+}
+
+export function* failedPageUnit(beforeId: number, limit: number): Unit<OutboxRow[]> {
+  return (yield* rows<Row>(OUTBOX_SQL.failedPage, [beforeId, limit])).map(outboxFromRow);
+}
+
+export function* outboxOfRunUnit(runId: string, limit: number): Unit<OutboxRow[]> {
+  return (yield* rows<Row>(OUTBOX_SQL.ofRun, [runId, limit])).map(outboxFromRow);
+}
