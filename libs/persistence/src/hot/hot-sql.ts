@@ -12,12 +12,12 @@ export interface HotStatement {
   readonly pg: string;
 }
 
-function stmt(name: string, sql: string, pgSql?: string): HotStatement {
+export function stmt(name: string, sql: string, pgSql?: string): HotStatement {
   let n = 0;
   return { name: `hot_${name}`, sqlite: sql, pg: (pgSql ?? sql).replace(/\?/g, () => `$${++n}`) };
 }
 
-function insert(name: string, table: string, columns: readonly string[], tail = ''): HotStatement {
+export function insert(name: string, table: string, columns: readonly string[], tail = ''): HotStatement {
   const cols = columns.map((c) => `"${c}"`).join(', ');
   return stmt(name, `INSERT INTO "${table}" (${cols}) VALUES (${columns.map(() => '?').join(', ')})${tail}`);
 }

@@ -3,3 +3,4 @@ export { SQL, type HotStatement } from './hot-sql';
 export { exec, one, rows, type Unit, type SqlValue } from './unit';
 export { WriteQueue, type WriterDriver, type WriterStats } from './write-queue';
 export * from './run-units';
+export * from './steering-units';
