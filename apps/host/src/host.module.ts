@@ -19,6 +19,7 @@ import { ModelsController } from './http/admin/models.controller';
 import { PluginsController } from './http/admin/plugins.controller';
 import { RunInspectionController } from './http/admin/run-inspection.controller';
 import { RunnersController } from './http/admin/runners.controller';
+import { SteeringController } from './http/admin/steering.controller';
 import { ToolsController } from './http/admin/tools.controller';
 import { ConversationsController } from './http/conversations.controller';
 import { EventsController } from './http/events.controller';
@@ -68,6 +69,7 @@ export class HostModule {
         ToolsController,
         KnowledgeController,
         ModelsController,
+        SteeringController,
       ],
       providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }],
     };

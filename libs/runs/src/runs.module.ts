@@ -10,6 +10,12 @@ import { ResultIngestService } from './result-ingest.service';
 import { RunLifecycleService } from './run-lifecycle.service';
 import { RunStreamBus } from './run-stream.bus';
 import { RunsQueryService } from './runs-query.service';
+import { RunStarter } from './run-start';
+import { ConversationAdmission } from './conversations/conversation-admission';
+import { ConversationDispatcher } from './conversations/conversation-dispatcher';
+import { SteeringService } from './conversations/steering.service';
+import { SteeringAdminService } from './conversations/steering-admin.service';
+import { InProcessSignals, SIGNAL_PORT } from './conversations/signal-port';
 
 @Module({
   imports: [AgentsModule, RunnerGatewayModule, AuthzModule, ConversationsModule],
@@ -21,7 +27,13 @@ import { RunsQueryService } from './runs-query.service';
     ResultIngestService,
     AdmissionService,
     RunsQueryService,
+    RunStarter,
+    ConversationAdmission,
+    ConversationDispatcher,
+    SteeringService,
+    SteeringAdminService,
+    { provide: SIGNAL_PORT, useClass: InProcessSignals },
   ],
-  exports: [AdmissionService, RunsQueryService, ActiveRuns],
+  exports: [AdmissionService, RunsQueryService, ActiveRuns, SteeringService, SteeringAdminService],
 })
 export class RunsModule {}

@@ -72,7 +72,8 @@ export type ConversationAdmitOutcome =
   | {
       admitted: true;
       disposition: Disposition | 'failed';
-      run_id: string;
+      /** The run it concerns: started, steered into, queued as; the running run for a rejection (if any). */
+      run_id: string | null;
       event_seq: number;
       position: number | null;
       /** The running run (steered into, rejected by, or to interrupt). */
@@ -165,7 +166,14 @@ function* claimEvent(e: EventEntity, readmit: boolean): Unit<EventEntity | undef
     }
   }
   const claimed = readmit
-    ? yield* exec(STEERING_SQL.readmitEvent, [e.disposition, e.run_id, e.received_at, e.idempotency_key, e.event_id, e.body_hash])
+    ? yield* exec(STEERING_SQL.readmitEvent, [
+        e.disposition,
+        e.run_id,
+        e.received_at,
+        e.idempotency_key,
+        e.event_id,
+        e.body_hash,
+      ])
     : yield* exec(SQL.insertEvent, params(EVENT_COLUMNS, e as unknown as Row));
   if (claimed > 0) {
     return undefined;
@@ -177,7 +185,6 @@ function* claimEvent(e: EventEntity, readmit: boolean): Unit<EventEntity | undef
   }
   return eventFromRow(row);
 }
-
 
 /**
  * Admission of an event into a conversation, under the conversation's lock: the policy decides
@@ -197,12 +204,13 @@ export function* admitConversationUnit(a: ConversationAdmitRows): Unit<Conversat
         ? a.unavailable.run.run_id
         : disposition === 'queued'
           ? a.queuedRun.run_id
-          : s.running_run_id!;
+          : s.running_run_id;
   const existing = yield* claimEvent({ ...a.event, disposition, run_id: runId }, a.readmit);
   if (existing) {
     return { admitted: false, existing };
   }
-  const queue = disposition === 'steered' ? yield* one<{ last: number | string }>(STEERING_SQL.runQueue, [runId]) : null;
+  const queue =
+    disposition === 'steered' && runId ? yield* one<{ last: number | string }>(STEERING_SQL.runQueue, [runId]) : null;
   const position = queue ? Number(queue.last) + 1 : null;
   const steering =
     disposition === 'steered'
@@ -251,7 +259,7 @@ export function* admitConversationUnit(a: ConversationAdmitRows): Unit<Conversat
           position,
           next_run_id: disposition === 'queued' ? runId : null,
           dispatch: disposition === 'queued' ? 'waiting' : null,
-          item: a.item(runId, position ?? 0),
+          item: a.item(runId!, position ?? 0),
           submission: a.submission,
           pull_mode: null,
           created_at: a.event.received_at,
@@ -277,7 +285,13 @@ export function* admitConversationUnit(a: ConversationAdmitRows): Unit<Conversat
 }
 
 /** The event-log row of a steering transition of an item. */
-function transition(item: SteeringRow, type: string, runId: string | null, metadata: JsonObject, at: number): NewEventLog {
+function transition(
+  item: SteeringRow,
+  type: string,
+  runId: string | null,
+  metadata: JsonObject,
+  at: number,
+): NewEventLog {
   return {
     event_id: item.event_id,
     event_type: type,
@@ -308,7 +322,13 @@ export function* pullUnit(runId: string, limit: number, mode: string, at: number
   for (const item of found) {
     if ((yield* exec(STEERING_SQL.markInjected, [at, mode, item.id])) === 1) {
       yield* eventLogUnit(
-        transition(item, 'steering.injected', runId, { status: 'injected', pull_mode: mode, position: item.position }, at),
+        transition(
+          item,
+          'steering.injected',
+          runId,
+          { status: 'injected', pull_mode: mode, position: item.position },
+          at,
+        ),
       );
       out.push(item);
     }
@@ -317,12 +337,7 @@ export function* pullUnit(runId: string, limit: number, mode: string, at: number
 }
 
 /** A run's row when it has to wait (started later by the conversation dispatcher). */
-export function queuedRunRow(
-  runId: string,
-  eventId: string,
-  c: Omit<ConversationRef, 'key'>,
-  at: number,
-): NewRun {
+export function queuedRunRow(runId: string, eventId: string, c: Omit<ConversationRef, 'key'>, at: number): NewRun {
   return {
     run_id: runId,
     event_id: eventId,
@@ -363,7 +378,13 @@ export function* releaseRunUnit(runId: string, at: number): Unit<number> {
       transition(item, 'steering.dropped', runId, { status: 'dropped', reason: 'run_ended', position }, at),
     );
     yield* eventLogUnit(
-      transition(item, 'steering.redispatched', next, { status: 'redispatched', from_run_id: runId, next_run_id: next }, at),
+      transition(
+        item,
+        'steering.redispatched',
+        next,
+        { status: 'redispatched', from_run_id: runId, next_run_id: next },
+        at,
+      ),
     );
   }
   return left.length;
