@@ -128,6 +128,8 @@ export class SteeringAdminService {
   /** A conversation's events (with their dispositions), runs and steering transitions, oldest first. */
   async timeline(conversationId: string, agentId?: string): Promise<TimelineView> {
     const t = await this.steering.timeline(conversationId, agentId);
+    // Ties within one millisecond: an event before what it caused; a run's end before the release of
+    // its queue; a released item before the run it became; a run created before it started.
     const entries: (TimelineEntry & { ms: number; order: number })[] = [];
     const add = (ms: number, order: number, e: TimelineEntry) => entries.push({ ...e, ms, order });
     for (const e of t.events) {
@@ -141,12 +143,12 @@ export class SteeringAdminService {
     }
     for (const r of t.runs) {
       const base = { event_id: r.event_id, run_id: r.run_id };
-      add(r.created_at, 1, { ...base, at: iso(r.created_at)!, type: 'run.created', detail: { agent_id: r.agent_id } });
+      add(r.created_at, 3, { ...base, at: iso(r.created_at)!, type: 'run.created', detail: { agent_id: r.agent_id } });
       if (r.started_at !== null) {
-        add(r.started_at, 2, { ...base, at: iso(r.started_at)!, type: 'run.started', detail: {} });
+        add(r.started_at, 4, { ...base, at: iso(r.started_at)!, type: 'run.started', detail: {} });
       }
       if (r.finished_at !== null) {
-        add(r.finished_at, 4, {
+        add(r.finished_at, 1, {
           ...base,
           at: iso(r.finished_at)!,
           type: 'run.ended',
@@ -156,7 +158,7 @@ export class SteeringAdminService {
     }
     for (const l of t.log) {
       if (l.event_type.startsWith('steering.')) {
-        add(l.created_at, 3, {
+        add(l.created_at, 2, {
           at: iso(l.created_at)!,
           type: l.event_type,
           event_id: l.event_id,
