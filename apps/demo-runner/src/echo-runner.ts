@@ -210,10 +210,8 @@ export class EchoRunner {
         break;
       }
       for (const item of items.map(fromStruct)) {
-        const text =
-          typeof (item.input as JsonObject | undefined)?.text === 'string'
-            ? String((item.input as JsonObject).text)
-            : '';
+        const given = (item.input as JsonObject | undefined)?.text;
+        const text = typeof given === 'string' ? given : '';
         this.options.log('info', 'steering item', {
           run_id: input.runId,
           item_id: item.item_id,
