@@ -95,6 +95,7 @@ export class BenchRunner {
       this.complete(runId);
     }
     await Promise.allSettled([...this.pending]);
+    this.finishing = false;
   }
 
   close(): void {
