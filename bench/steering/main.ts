@@ -177,11 +177,11 @@ async function main(): Promise<void> {
     const total = conversations * perConversation;
     const seenOf = () => r.arrivals.slice(before).filter((a) => a.text.startsWith('burst-'));
     // Let the running runs pull what is queued on them, then end them: anything left is re-dispatched.
-    await until('the burst to be pulled', 30_000, async () =>
-      seenOf().filter((a) => a.via === 'steered').length >= (dispositions.get('steered') ?? 0) ? true : undefined,
+    await until('the burst to be pulled', 30_000, () =>
+      Promise.resolve(seenOf().filter((a) => a.via === 'steered').length >= (dispositions.get('steered') ?? 0)),
     ).catch(() => undefined);
     await r.finishAll();
-    await until('every follow-up to arrive', 60_000, async () => (seenOf().length >= total ? true : undefined)).catch(
+    await until('every follow-up to arrive', 60_000, () => Promise.resolve(seenOf().length >= total)).catch(
       () => undefined,
     );
     await sleep(500); // a duplicate would arrive late

@@ -48,6 +48,8 @@ const RESOURCE_TABLES = [
 /** SQLite only: the FTS5 virtual table over kb_chunks.content and its shadow tables. */
 const SQLITE_KB_FTS_TABLES = SQLITE_FTS_TABLES.map((t) => t.replace(/^transcript/, 'kb_chunks'));
 const MIGRATION_NAMES = MIGRATIONS.map((m) => new m().name);
+/** The fifth migration (conversations and steering; its own tests: steering.int-spec.ts). */
+const STEERING_TABLES = ['steering_items'];
 
 /** Every table after the first `applied` migrations (all by default) on this dialect, with `migrations`, sorted. */
 function allTables(ds: DataSource, applied = MIGRATIONS.length): string[] {
@@ -56,6 +58,7 @@ function allTables(ds: DataSource, applied = MIGRATIONS.length): string[] {
     ...INITIAL_TABLES,
     ...(applied >= 2 ? [...CONTEXT_TABLES, ...(sqlite ? SQLITE_FTS_TABLES : [])] : []),
     ...(applied >= 3 ? [...RESOURCE_TABLES, ...(sqlite ? SQLITE_KB_FTS_TABLES : [])] : []),
+    ...(applied >= 5 ? STEERING_TABLES : []),
     'migrations',
   ].sort();
 }
@@ -86,7 +89,14 @@ const RESOURCE_INDEXES: Array<[string, string, boolean, string[]]> = [
   ['kb_chunks', 'idx_kb_chunks_doc', false, ['document_id', 'position']],
 ];
 
-const NAMED_INDEXES = [...INITIAL_INDEXES, ...CONTEXT_INDEXES, ...RESOURCE_INDEXES];
+/** Named secondary indexes of the fifth migration (the unique running run per conversation is an expression index). */
+const STEERING_INDEXES: Array<[string, string, boolean, string[]]> = [
+  ['steering_items', 'idx_steering_items_run', false, ['run_id', 'state', 'position']],
+  ['steering_items', 'idx_steering_items_waiting', false, ['conversation_key', 'dispatch', 'id']],
+  ['steering_items', 'idx_steering_items_dispatch', false, ['dispatch']],
+];
+
+const NAMED_INDEXES = [...INITIAL_INDEXES, ...CONTEXT_INDEXES, ...RESOURCE_INDEXES, ...STEERING_INDEXES];
 
 /** The tables with full-text search: the transcript (second migration), knowledge chunks (third). */
 const FULL_TEXT_TABLES = ['transcript', 'kb_chunks'] as const;
@@ -330,6 +340,7 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
     const { identifiers } = await ds.getRepository(TranscriptEntity).insert(transcriptRow(1, 'kept transcript'));
     await knowledgeRows(ds, 'dropped knowledge chunk');
 
+    await ds.undoLastMigration(); // conversation steering (its own tests: steering.int-spec.ts)
     await ds.undoLastMigration(); // kb stemming (its own tests: kb-stemming.int-spec.ts)
     await ds.undoLastMigration();
 
@@ -369,6 +380,7 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
     await ds.getRepository(RunEntity).insert(run('run-kept'));
     await ds.getRepository(TranscriptEntity).insert(transcriptRow(1, 'dropped with its table'));
 
+    await ds.undoLastMigration(); // conversation steering (its own tests: steering.int-spec.ts)
     await ds.undoLastMigration(); // kb stemming (its own tests: kb-stemming.int-spec.ts)
     await ds.undoLastMigration();
     await ds.undoLastMigration();
