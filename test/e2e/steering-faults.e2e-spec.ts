@@ -192,4 +192,29 @@ describe('conversations and steering: faults', () => {
     expect(dup.status).toBe(200);
     expect(dup.body).toEqual({ event_id: 'kill-0', disposition: 'steered', run_id: first.body.run_id });
   });
+
+  it('waiting runs whose runner does not come back in time fail runner.unavailable (bounded wait)', async () => {
+    const conv = 'c-gone';
+    await host.api('POST', '/v1/events', message('never', conv, long(60)));
+    for (const t of ['gone 1', 'gone 2']) {
+      expect((await host.api('POST', '/v1/events', message('never', conv, t))).body.disposition).toBe('steered');
+    }
+    await host.stop('SIGKILL');
+    await runner.stop();
+    host = await new Host(db, { QUEUED_RUN_RUNNER_WAIT_MS: '1000' }).start();
+    const runs = await conversationRuns(host, conv);
+    // The waiting runs never started (they sort first, without a start time).
+    expect(runs.map((r) => r.status)).toEqual(['failed', 'failed', 'interrupted']);
+    for (const r of runs.slice(0, 2)) {
+      expect((await host.api('GET', `/v1/runs/${r.run_id}`)).body.error).toEqual({
+        code: 'runner.unavailable',
+        retryable: true,
+      });
+    }
+    const view = await admin(host, `/v1/admin/steering?conversation_id=${conv}&limit=100`);
+    expect(view.items.map((i: any) => [i.state, i.dispatch])).toEqual([
+      ['redispatched', 'failed'],
+      ['redispatched', 'failed'],
+    ]);
+  });
 });

@@ -144,4 +144,25 @@ describe('conversations and steering: policies', () => {
     ]);
     expect(runs[1].answers).toEqual(['stop that and do this']);
   });
+
+  it('a waiting run can be cancelled before it starts; the others still run in order', async () => {
+    const conv = 'c-cancel-waiting';
+    const long = Array.from({ length: 10 }, (_, i) => `word${i}`).join(' ');
+    const first = await host.api('POST', '/v1/events', message('slow', conv, long));
+    const second = await host.api('POST', '/v1/events', message('slow', conv, 'second', { concurrency: 'queue' }));
+    const third = await host.api('POST', '/v1/events', message('slow', conv, 'third', { concurrency: 'queue' }));
+    expect([first, second, third].map((r) => r.body.disposition)).toEqual(['started', 'queued', 'queued']);
+    expect((await host.api('GET', `/v1/runs/${second.body.run_id}`)).body.status).toBe('queued');
+    const cancelled = await host.api('POST', `/v1/runs/${second.body.run_id}/cancel`, { reason: 'not needed' });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toMatchObject({ status: 'cancelled', error: { code: 'cancelled' } });
+    const runs = await conversationRuns(host, conv);
+    expect(runs.map((r) => [r.run_id, r.status])).toEqual([
+      [second.body.run_id, 'cancelled'], // never started: no start time, first in start order
+      [first.body.run_id, 'completed'],
+      [third.body.run_id, 'completed'],
+    ]);
+    const events = await host.sse(second.body.run_id);
+    expect(events.map((e) => [e.data.type, e.data.data.code])).toEqual([['run.failed', 'cancelled']]);
+  });
 });

@@ -48,6 +48,11 @@ export function scopeOf(sub: EventSubmission, agent: AgentEntity, pluginId: stri
 @Injectable()
 export class RunStarter {
   private readonly logger = new Logger('Admission');
+  /**
+   * Runs whose start is being committed, and whether they may pull steering: a follow-up admitted
+   * in the same commit as the start (before the run is registered) can already be steered into it.
+   */
+  private readonly starting = new Map<string, boolean>();
 
   constructor(
     private readonly catalog: AdmissionCatalog,
@@ -92,6 +97,22 @@ export class RunStarter {
       cancel_requested_at: null,
     };
     return { scope, access, context, run };
+  }
+
+  /** Marks a prepared run as starting (see `starting`) until `done` settles. */
+  async whileStarting<T>(prepared: PreparedRun, done: Promise<T>): Promise<T> {
+    const runId = prepared.run.run_id;
+    this.starting.set(runId, prepared.access.snapshot.available_apis.steering_pull);
+    try {
+      return await done;
+    } finally {
+      this.starting.delete(runId);
+    }
+  }
+
+  /** True while a run's start is being committed and its grants allow steering. */
+  startingSteerable(runId: string): boolean {
+    return this.starting.get(runId) === true;
   }
 
   /**

@@ -4,6 +4,7 @@ import { snapshotHash, type AuthorizationSnapshot } from '@libs/authz';
 import { RunsRepository, type RunListFilter } from '@libs/persistence';
 import { DomainError, isTerminal } from '@libs/protocol';
 import { ActiveRuns } from './active-runs';
+import { ConversationDispatcher } from './conversations/conversation-dispatcher';
 import { RunLifecycleService } from './run-lifecycle.service';
 import { RunEventStream, type EventStreamLimits, type StreamEnd } from './run-event-stream';
 import { RunStreamBus, type ResultView } from './run-stream.bus';
@@ -17,6 +18,7 @@ export class RunsQueryService {
     private readonly active: ActiveRuns,
     private readonly lifecycle: RunLifecycleService,
     private readonly bus: RunStreamBus,
+    private readonly dispatcher: ConversationDispatcher,
   ) {}
 
   async get(runId: string): Promise<RunView> {
@@ -62,6 +64,10 @@ export class RunsQueryService {
     const run = await this.runs.get(runId);
     if (!run) {
       throw new DomainError('not_found', `run ${runId} not found`, { run_id: runId });
+    }
+    // A run waiting in its conversation ends before it starts (if it starts meanwhile: cancelled as active).
+    if (run.status === 'queued' && (await this.dispatcher.cancelWaiting(runId, reason))) {
+      return this.get(runId);
     }
     const active = this.active.get(runId);
     if (isTerminal(run.status) || !active) {

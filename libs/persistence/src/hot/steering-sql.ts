@@ -81,6 +81,17 @@ export const STEERING_SQL = {
     `UPDATE "runs" SET "status" = 'running', "context" = ?, "authorization" = ?, "authorization_hash" = ?, "started_at" = ?, "deadline_at" = ?
      WHERE "run_id" = ? AND "status" = 'queued'`,
   ),
+  /** A waiting run ends before it started (no runner in time, its agent gone, cancelled). */
+  finishQueuedRun: stmt(
+    'finish_queued_run',
+    `UPDATE "runs" SET "status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "finished_at" = ?
+     WHERE "run_id" = ? AND "status" = 'queued'`,
+  ),
+  /** The item a waiting run was made for. */
+  itemOfNextRun: stmt(
+    'item_of_next_run',
+    `SELECT ${ITEM} FROM "steering_items" WHERE "next_run_id" = ?`,
+  ),
   /** Runs that ended (any way) with items still queued on them (boot recovery). */
   endedWithQueued: stmt(
     'ended_with_queued',

@@ -439,10 +439,25 @@ export function* startQueuedUnit(s: QueuedStart): Unit<'started' | 'busy' | 'mov
   return changed ? 'started' : 'gone';
 }
 
-/** A waiting run that cannot start (no runner in time, agent gone, cancelled): failed with its terminal result. */
+/**
+ * A waiting run that cannot start (no runner in time, agent gone, cancelled) ends with its
+ * terminal result — only while it is still `queued` (false, nothing written, once it started).
+ */
 export function* failQueuedUnit(itemId: number, terminal: NewResult, end: RunEnd): Unit<boolean> {
+  const changed = yield* exec(STEERING_SQL.finishQueuedRun, [
+    end.status,
+    end.status_reason,
+    end.error_code,
+    bool(end.retryable),
+    end.finished_at,
+    terminal.run_id,
+  ]);
+  if (changed === 0) {
+    return false;
+  }
   yield* exec(STEERING_SQL.markDispatched, ['failed', end.finished_at, itemId]);
-  return yield* finishUnit(terminal, end, null, null);
+  yield* exec(SQL.insertResult, params(RESULT_COLUMNS, terminal));
+  return true;
 }
 
 /** Boot: runs that ended with items queued (a crash between the end and the release) are released. */

@@ -91,6 +91,11 @@ export class SteeringRepository {
     return r ? steeringFromRow(r) : null;
   }
 
+  async itemOfNextRun(runId: string): Promise<SteeringRow | null> {
+    const r = await this.hot.read(one<Record<string, unknown>>(STEERING_SQL.itemOfNextRun, [runId]));
+    return r ? steeringFromRow(r) : null;
+  }
+
   async waitingConversations(): Promise<string[]> {
     const found = await this.hot.read(rows<{ conversation_key: string }>(STEERING_SQL.waitingConversations, []));
     return found.map((r) => r.conversation_key);

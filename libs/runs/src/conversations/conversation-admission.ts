@@ -106,12 +106,13 @@ export class ConversationAdmission {
     const isMessage = sub.event.event_type === 'message.received';
     const canSteerInto = (runId: string) => {
       const run = this.active.get(runId);
-      return isMessage && !!run && !run.ended && run.snapshot.available_apis.steering_pull;
+      const steerable = run ? !run.ended && run.snapshot.available_apis.steering_pull : this.starter.startingSteerable(runId);
+      return isMessage && steerable;
     };
     const stored = prepared.run.context as { context: Record<string, unknown> };
     const failed = unavailableRun(prepared.run);
     const now = event.received_at;
-    const outcome = await this.steering.admit({
+    const admitted = this.steering.admit({
       conversation: c,
       event,
       readmit: i.readmit,
@@ -129,6 +130,8 @@ export class ConversationAdmission {
       item: (runId, position) => steeringItem(event.event_id, sub, agent.runner_id, runId, position, now),
       submission: sub as unknown as JsonObject,
     });
+    // Until it is dispatched (registered active), the run this event may start can take follow-ups.
+    const outcome = await this.starter.whileStarting(prepared, admitted);
     if (!outcome.admitted) {
       return outcome;
     }

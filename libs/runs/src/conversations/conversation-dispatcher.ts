@@ -120,16 +120,19 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnApplica
     }
     const sub = item.submission as unknown as EventSubmission;
     const prepared = await this.starter.prepare(runId, item.event_id, sub, agent, live, Date.now());
-    const started = await this.steering.startQueued({
+    const started = await this.starter.whileStarting(
+      prepared,
+      this.steering.startQueued({
       conversation,
       item_id: item.id,
       run_id: runId,
       context: prepared.run.context,
       authorization: prepared.run.authorization as JsonObject,
       authorization_hash: prepared.run.authorization_hash!,
-      started_at: prepared.run.started_at!,
-      deadline_at: prepared.run.deadline_at,
-    });
+        started_at: prepared.run.started_at!,
+        deadline_at: prepared.run.deadline_at,
+      }),
+    );
     if (started === 'started') {
       this.logger.log({ run_id: runId, msg: `waiting run started (event ${item.event_id})` });
       this.starter.dispatch(prepared, agent, live);
@@ -153,20 +156,48 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnApplica
     }
   }
 
+  /**
+   * Cancel of a run that waits in its conversation (POST /v1/runs/:id/cancel): it ends
+   * `cancelled` before it started. False when it is not waiting (it started meanwhile).
+   */
+  async cancelWaiting(runId: string, reason: string): Promise<boolean> {
+    const item = await this.steering.itemOfNextRun(runId);
+    if (!item) {
+      return false;
+    }
+    const done = await this.end(item, { status: 'cancelled', code: 'cancelled', error: reason, retryable: false });
+    if (done) {
+      this.signals.publish({ kind: 'conversation', key: item.conversation_key });
+    }
+    return done;
+  }
+
   /** A waiting run that cannot start ends `failed` with its terminal result; its readers see it. */
   private async fail(item: SteeringRow, why: { code: string; error: string }): Promise<'failed'> {
+    await this.end(item, { status: 'failed', code: why.code, error: why.error, retryable: true });
+    return 'failed';
+  }
+
+  private async end(item: SteeringRow, verdict: HostVerdict): Promise<boolean> {
     const runId = item.next_run_id!;
-    const verdict: HostVerdict = { status: 'failed', code: why.code, error: why.error, retryable: true };
     const terminal = verdictResult(runId, 1, verdict);
     const now = Date.now();
-    await this.steering.failQueued(
+    const ended = await this.steering.failQueued(
       item.id,
       { ...terminal, data: terminal.data as JsonObject, usage: null, created_at: now },
-      { status: 'failed', status_reason: why.error, error_code: why.code, retryable: true, finished_at: now },
+      {
+        status: verdict.status,
+        status_reason: verdict.error,
+        error_code: verdict.code,
+        retryable: verdict.retryable,
+        finished_at: now,
+      },
     );
-    this.logger.warn({ run_id: runId, msg: `waiting run failed: ${why.error}` });
-    this.bus.publish(terminal);
-    this.bus.end(runId);
-    return 'failed';
+    if (ended) {
+      this.logger.warn({ run_id: runId, msg: `waiting run ended ${verdict.status}: ${verdict.error}` });
+      this.bus.publish(terminal);
+      this.bus.end(runId);
+    }
+    return ended;
   }
 }
