@@ -88,10 +88,7 @@ export const STEERING_SQL = {
      WHERE "run_id" = ? AND "status" = 'queued'`,
   ),
   /** The item a waiting run was made for. */
-  itemOfNextRun: stmt(
-    'item_of_next_run',
-    `SELECT ${ITEM} FROM "steering_items" WHERE "next_run_id" = ?`,
-  ),
+  itemOfNextRun: stmt('item_of_next_run', `SELECT ${ITEM} FROM "steering_items" WHERE "next_run_id" = ?`),
   /** Runs that ended (any way) with items still queued on them (boot recovery). */
   endedWithQueued: stmt(
     'ended_with_queued',

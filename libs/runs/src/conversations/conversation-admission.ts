@@ -106,7 +106,9 @@ export class ConversationAdmission {
     const isMessage = sub.event.event_type === 'message.received';
     const canSteerInto = (runId: string) => {
       const run = this.active.get(runId);
-      const steerable = run ? !run.ended && run.snapshot.available_apis.steering_pull : this.starter.startingSteerable(runId);
+      const steerable = run
+        ? !run.ended && run.snapshot.available_apis.steering_pull
+        : this.starter.startingSteerable(runId);
       return isMessage && steerable;
     };
     const stored = prepared.run.context as { context: Record<string, unknown> };

@@ -123,12 +123,12 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnApplica
     const started = await this.starter.whileStarting(
       prepared,
       this.steering.startQueued({
-      conversation,
-      item_id: item.id,
-      run_id: runId,
-      context: prepared.run.context,
-      authorization: prepared.run.authorization as JsonObject,
-      authorization_hash: prepared.run.authorization_hash!,
+        conversation,
+        item_id: item.id,
+        run_id: runId,
+        context: prepared.run.context,
+        authorization: prepared.run.authorization as JsonObject,
+        authorization_hash: prepared.run.authorization_hash!,
         started_at: prepared.run.started_at!,
         deadline_at: prepared.run.deadline_at,
       }),
