@@ -18,7 +18,8 @@ import { BenchRunner, BENCH_RUNNER_ID, type Arrival } from './runner';
  *  2. a burst of follow-ups (default 1,000 over 50 conversations) into busy conversations: every
  *     message must reach the runner exactly once (pulled into the running run, or run as its own
  *     after the run ended), in arrival order per conversation — prints lost, duplicated, out of order.
- * Options: --samples N (200), --conversations N (50), --per-conversation N (20), --json FILE,
+ * Options: --samples N (200), --conversations N (50), --per-conversation N (20), --end-after N (7:
+ * a pulling run ends after N items, so the burst also crosses run ends), --json FILE,
  * --database-url URL (PostgreSQL; default SQLite in a temp dir).
  */
 
@@ -67,6 +68,7 @@ async function main(): Promise<void> {
       samples: { type: 'string', default: '200' },
       conversations: { type: 'string', default: '50' },
       'per-conversation': { type: 'string', default: '20' },
+      'end-after': { type: 'string', default: '7' },
       json: { type: 'string' },
       'database-url': { type: 'string' },
     },
@@ -74,6 +76,7 @@ async function main(): Promise<void> {
   const samples = Number(values.samples);
   const conversations = Number(values.conversations);
   const perConversation = Number(values['per-conversation']);
+  const endAfter = Number(values['end-after']);
   if (!fs.existsSync(HOST_MAIN)) {
     throw new Error(`${HOST_MAIN} is missing: run npm run build first`);
   }
@@ -157,6 +160,11 @@ async function main(): Promise<void> {
     await r.finishAll();
 
     // 2. Burst: busy conversations, follow-ups posted concurrently across them (in order within each).
+    // Runs end every `endAfter` pulled items while follow-ups keep coming: the burst also goes
+    // through run ends (queue release, re-dispatch) and waiting runs, not only the steering queue.
+    r.pullPrefixes = ['pull:', 'burst-'];
+    r.endAfter = endAfter;
+    r.waitMs = 1_000;
     const convs = Array.from({ length: conversations }, (_, c) => `burst-${c}`);
     const openers = convs.map((c) => arrival(`pull: open ${c}`));
     await Promise.all(convs.map((c) => post(event('bench', c, `pull: open ${c}`))));
@@ -176,11 +184,8 @@ async function main(): Promise<void> {
     const postSeconds = (performance.now() - t0) / 1000;
     const total = conversations * perConversation;
     const seenOf = () => r.arrivals.slice(before).filter((a) => a.text.startsWith('burst-'));
-    // Let the running runs pull what is queued on them, then end them: anything left is re-dispatched.
-    await until('the burst to be pulled', 30_000, () =>
-      Promise.resolve(seenOf().filter((a) => a.via === 'steered').length >= (dispositions.get('steered') ?? 0)),
-    ).catch(() => undefined);
-    await r.finishAll();
+    // From now on a run ends at its first empty pull; what is left on it is re-dispatched.
+    r.draining = true;
     await until('every follow-up to arrive', 60_000, () => Promise.resolve(seenOf().length >= total)).catch(
       () => undefined,
     );
@@ -226,7 +231,8 @@ async function main(): Promise<void> {
     );
     process.stdout.write(
       `\nBurst: ${total} follow-ups over ${conversations} busy conversations, posted in ${postSeconds.toFixed(2)} s ` +
-        `(${[...dispositions].map(([k, v]) => `${k} ${v}`).join(', ')}); ${seen.length - viaRun} pulled into running runs, ${viaRun} run on their own\n`,
+        `(${[...dispositions].map(([k, v]) => `${k} ${v}`).join(', ')}); runs end after ${endAfter} pulled items; ` +
+        `${seen.length - viaRun} pulled into running runs, ${viaRun} run on their own\n`,
     );
     process.stdout.write(`lost=${lost} duplicated=${duplicated} out_of_order=${outOfOrder}\n`);
     if (values.json) {
@@ -239,6 +245,7 @@ async function main(): Promise<void> {
         burst: {
           follow_ups: total,
           conversations,
+          end_after: endAfter,
           post_seconds: num(postSeconds),
           dispositions: Object.fromEntries(dispositions),
           pulled: seen.length - viaRun,

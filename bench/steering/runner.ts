@@ -7,7 +7,9 @@ import { fromStruct, toStruct, type JsonObject } from '../../apps/demo-runner/sr
  * The bench's runner, in the bench process so that the moment a steering item reaches the runner
  * is measured on the same clock as the POST that sent it. It speaks the Runner Protocol over the
  * real gRPC stream (hello/welcome/run/result) and pulls with a waiting SteeringPull (wait_ms).
- * Runs whose input starts with `pull:` keep pulling until `finishAll()`; others complete at once.
+ * Runs whose input starts with one of `pullPrefixes` keep pulling — until `finishAll()`, until
+ * they pulled `endAfter` items (then they complete, and what is still queued on them is the
+ * host's to re-dispatch), or, once `draining`, until a pull comes back empty; others complete at once.
  */
 
 export const BENCH_RUNNER_ID = 'plugin:bench/steer/default';
@@ -29,13 +31,18 @@ export class BenchRunner {
   private call!: ConnectCall;
   private readonly pulling = new Set<string>();
   private finishing = false;
+  pullPrefixes = ['pull:'];
+  /** A pulling run completes after this many items (Infinity: never on its own). */
+  endAfter = Number.POSITIVE_INFINITY;
+  /** Runs complete on an empty pull, and new runs at once. */
+  draining = false;
   private pulls = 0;
   private pending = new Set<Promise<void>>();
 
   constructor(
     url: string,
     private readonly token: string,
-    private readonly waitMs: number,
+    public waitMs: number,
   ) {
     this.client = createGatewayClient(url);
     this.hostApi = new HostApi(url, token);
@@ -106,7 +113,7 @@ export class BenchRunner {
 
   private onRun(runId: string, text: string): void {
     this.record({ run_id: runId, via: 'run', text, at: performance.now() });
-    if (!text.startsWith('pull:') || this.finishing) {
+    if (!this.pullPrefixes.some((p) => text.startsWith(p)) || this.finishing || this.draining) {
       this.complete(runId);
       return;
     }
@@ -116,6 +123,7 @@ export class BenchRunner {
   }
 
   private async pullLoop(runId: string): Promise<void> {
+    let pulled = 0;
     while (this.pulling.has(runId)) {
       this.pulls++;
       const res = await this.hostApi
@@ -125,6 +133,10 @@ export class BenchRunner {
       for (const item of res.items.map(fromStruct)) {
         const text = (item.input as JsonObject | undefined)?.text;
         this.record({ run_id: runId, via: 'steered', text: typeof text === 'string' ? text : '', at });
+      }
+      pulled += res.items.length;
+      if (this.pulling.has(runId) && (pulled >= this.endAfter || (this.draining && res.items.length === 0))) {
+        this.complete(runId);
       }
     }
   }
