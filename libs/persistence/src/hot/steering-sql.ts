@@ -87,6 +87,8 @@ export const STEERING_SQL = {
     `UPDATE "runs" SET "status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "finished_at" = ?
      WHERE "run_id" = ? AND "status" = 'queued'`,
   ),
+  /** An event's position in the event log (its first row: the EventPage cursor of the run context). */
+  eventSeq: stmt('event_seq', `SELECT MIN("id") AS "id" FROM "event_log" WHERE "event_id" = ?`),
   /** The item a waiting run was made for. */
   itemOfNextRun: stmt('item_of_next_run', `SELECT ${ITEM} FROM "steering_items" WHERE "next_run_id" = ?`),
   /** Runs that ended (any way) with items still queued on them (boot recovery). */

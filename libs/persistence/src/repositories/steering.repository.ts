@@ -91,6 +91,11 @@ export class SteeringRepository {
     return r ? steeringFromRow(r) : null;
   }
 
+  async eventSeq(eventId: string): Promise<number | null> {
+    const r = await this.hot.read(one<{ id: number | string | null }>(STEERING_SQL.eventSeq, [eventId]));
+    return r?.id === null || r?.id === undefined ? null : Number(r.id);
+  }
+
   async itemOfNextRun(runId: string): Promise<SteeringRow | null> {
     const r = await this.hot.read(one<Record<string, unknown>>(STEERING_SQL.itemOfNextRun, [runId]));
     return r ? steeringFromRow(r) : null;

@@ -120,6 +120,13 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnApplica
     }
     const sub = item.submission as unknown as EventSubmission;
     const prepared = await this.starter.prepare(runId, item.event_id, sub, agent, live, Date.now());
+    // The event's position in the event log, as a run started at admission has it.
+    const eventSeq = await this.steering.eventSeq(item.event_id);
+    if (eventSeq !== null) {
+      prepared.context.context = { ...prepared.context.context!, event_seq: eventSeq };
+      const stored = prepared.run.context as { context: Record<string, unknown> };
+      prepared.run.context = { ...stored, context: { ...stored.context, event_seq: eventSeq } };
+    }
     const started = await this.starter.whileStarting(
       prepared,
       this.steering.startQueued({
