@@ -22,7 +22,7 @@ const RUNNER_POLL_MS = 100;
  * the database (lock + unique running run) decides between processes.
  */
 @Injectable()
-export class ConversationDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
+export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('Conversations');
   private readonly drivers = new Map<string, Promise<void>>();
   private readonly again = new Set<string>();
@@ -54,7 +54,8 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnApplica
     }
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Stops at the first shutdown hook: a run waiting for its runner must not hold the process. */
+  async onModuleDestroy(): Promise<void> {
     this.stopping.abort();
     this.unsubscribe?.();
     await Promise.allSettled([...this.drivers.values()]);
