@@ -6,20 +6,24 @@ import { HotStore } from '../hot/hot-store';
 import type { NewResult, RunEnd, StateWrite } from '../hot/run-units';
 import { STEERING_SQL } from '../hot/steering-sql';
 import {
-  admitConversationUnit,
   endRunUnit,
   failQueuedUnit,
   pullUnit,
   releaseOrphansUnit,
-  situationOf,
   startQueuedUnit,
+  type QueuedStart,
+} from '../hot/steering-queue-units';
+import {
+  situationOf,
   steeringFromRow,
-  type ConversationAdmitOutcome,
-  type ConversationAdmitRows,
   type ConversationRef,
   type ConversationSituation,
-  type QueuedStart,
   type SteeringRow,
+} from '../hot/steering-rows';
+import {
+  admitConversationUnit,
+  type ConversationAdmitOutcome,
+  type ConversationAdmitRows,
 } from '../hot/steering-units';
 import { one, rows } from '../hot/unit';
 import type { NewTranscriptRow } from './context.repository';
