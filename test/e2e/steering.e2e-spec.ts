@@ -145,6 +145,40 @@ describe('conversations and steering: policies', () => {
     expect(runs[1].answers).toEqual(['stop that and do this']);
   });
 
+  it('interrupt burst: every event runs once, in arrival order; the last one completes', async () => {
+    const conv = 'c-interrupt-burst';
+    const long = Array.from({ length: 100 }, (_, i) => `word${i}`).join(' ');
+    const first = await host.api('POST', '/v1/events', message('slow', conv, long));
+    const burst = [];
+    for (const t of ['interrupt one', 'interrupt two', 'interrupt three']) {
+      burst.push(await host.api('POST', '/v1/events', message('slow', conv, t, { concurrency: 'interrupt' })));
+    }
+    expect(burst.map((b) => b.body.disposition)).toEqual(['queued', 'queued', 'queued']);
+    expect(burst[0].body.interrupted_run_id).toBe(first.body.run_id);
+    const runs = await conversationRuns(host, conv);
+    expect(runs.map((r) => r.event_id)).toEqual([first.body.event_id, ...burst.map((b) => b.body.event_id)]);
+    expect(runs[0].status).toBe('cancelled');
+    expect(runs.slice(1, 3).every((r) => ['cancelled', 'completed'].includes(r.status))).toBe(true);
+    expect(runs[3]).toMatchObject({ status: 'completed', answers: ['interrupt three'] });
+  });
+
+  it('reject burst: every follow-up is refused and nothing is recorded for it', async () => {
+    const conv = 'c-reject-burst';
+    const first = await host.api('POST', '/v1/events', message('reject', conv, 'one two three four five six'));
+    const refused = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => host.api('POST', '/v1/events', message('reject', conv, `no ${i}`))),
+    );
+    expect(refused.map((r) => [r.status, r.body.error.details.run_id])).toEqual(
+      refused.map(() => [409, first.body.run_id]),
+    );
+    const runs = await conversationRuns(host, conv);
+    expect(runs.map((r) => [r.run_id, r.status])).toEqual([[first.body.run_id, 'completed']]);
+    const transcript = await host.api('GET', `/v1/conversations/${conv}/transcript`);
+    expect(transcript.body.items.filter((i: any) => i.role === 'user').map((i: any) => i.content)).toEqual([
+      'one two three four five six',
+    ]);
+  });
+
   it('a waiting run can be cancelled before it starts; the others still run in order', async () => {
     const conv = 'c-cancel-waiting';
     const long = Array.from({ length: 10 }, (_, i) => `word${i}`).join(' ');
