@@ -1073,7 +1073,8 @@ describe('host API conformance over real gRPC', () => {
     });
 
     it('NOT_FOUND after the run ended (cancelled over HTTP)', async () => {
-      const ended = (await post('full', 'victor', inConv(C1))).run_id;
+      // A conversation of its own: the agent's run in C1 is still active (one run per conversation).
+      const ended = (await post('full', 'victor', inConv('C-victor'))).run_id;
       ok(await api.call('StateSet', { run_id: ended, scope: 'conversation', key: 'probe', value: 'before end' }));
       expect(ok(await api.call('RunGet', { run_id: ended })).status).toBe('running');
       await cancel(ended);
@@ -1083,7 +1084,7 @@ describe('host API conformance over real gRPC', () => {
       }
       expect([await stateEntries(), await storageEntries()]).toEqual(before);
       // the state it wrote is still there for the next run of the agent in this conversation
-      const next = (await post('full', 'whiskey', inConv(C1))).run_id;
+      const next = (await post('full', 'whiskey', inConv('C-victor'))).run_id;
       expect(ok(await api.call('StateGet', { run_id: next, scope: 'conversation', key: 'probe' })).value).toBe(
         'before end',
       );
@@ -1153,7 +1154,9 @@ describe('host API conformance over real gRPC', () => {
       const listed = ok(await api.call('StorageList', { run_id: runId, area: 'plugin', prefix: 'edited/' }));
       expect(listed.keys).toEqual(['edited/1']);
       // a run started after the edit gets the restricted grants
-      const next = (await post('editable', 'zebra two', inConv(C1))).run_id;
+      // Another thread: the first run of this conversation is still active (one run per conversation).
+      const next = (await post('editable', 'zebra two', { conversation: { conversation_id: C1, thread_id: 'edit-2' } }))
+        .run_id;
       expect((await authz(next)).authorization.available_apis).toEqual(RESTRICTED_APIS);
       await expectRefused(next, await api.call('PromptGet', { run_id: next }), S.PERMISSION_DENIED, 'unauthorized', {
         action: 'prompt.get',

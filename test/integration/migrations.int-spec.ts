@@ -48,6 +48,8 @@ const RESOURCE_TABLES = [
 /** SQLite only: the FTS5 virtual table over kb_chunks.content and its shadow tables. */
 const SQLITE_KB_FTS_TABLES = SQLITE_FTS_TABLES.map((t) => t.replace(/^transcript/, 'kb_chunks'));
 const MIGRATION_NAMES = MIGRATIONS.map((m) => new m().name);
+/** The fifth migration (conversations and steering; its own tests: steering.int-spec.ts). */
+const STEERING_TABLES = ['steering_items'];
 
 /** Every table after the first `applied` migrations (all by default) on this dialect, with `migrations`, sorted. */
 function allTables(ds: DataSource, applied = MIGRATIONS.length): string[] {
@@ -56,7 +58,8 @@ function allTables(ds: DataSource, applied = MIGRATIONS.length): string[] {
     ...INITIAL_TABLES,
     ...(applied >= 2 ? [...CONTEXT_TABLES, ...(sqlite ? SQLITE_FTS_TABLES : [])] : []),
     ...(applied >= 3 ? [...RESOURCE_TABLES, ...(sqlite ? SQLITE_KB_FTS_TABLES : [])] : []),
-    ...(applied >= 5 ? DELIVERY_TABLES : []),
+    ...(applied >= 5 ? STEERING_TABLES : []),
+    ...(applied >= 6 ? DELIVERY_TABLES : []),
     'migrations',
   ].sort();
 }
@@ -87,7 +90,14 @@ const RESOURCE_INDEXES: Array<[string, string, boolean, string[]]> = [
   ['kb_chunks', 'idx_kb_chunks_doc', false, ['document_id', 'position']],
 ];
 
-/** The delivery outbox (issue 10, fifth migration) and its indexes (two partial ones for the worker and the admin). */
+/** Named secondary indexes of the fifth migration (the unique running run per conversation is an expression index). */
+const STEERING_INDEXES: Array<[string, string, boolean, string[]]> = [
+  ['steering_items', 'idx_steering_items_run', false, ['run_id', 'state', 'position']],
+  ['steering_items', 'idx_steering_items_waiting', false, ['conversation_key', 'dispatch', 'id']],
+  ['steering_items', 'idx_steering_items_dispatch', false, ['dispatch']],
+];
+
+/** The delivery outbox (issue 10, sixth migration) and its indexes (two partial ones for the worker and the admin). */
 const DELIVERY_TABLES = ['delivery_outbox'];
 const DELIVERY_INDEXES: Array<[string, string, boolean, string[]]> = [
   ['delivery_outbox', 'uq_delivery_outbox_id', true, ['delivery_id']],
@@ -96,7 +106,13 @@ const DELIVERY_INDEXES: Array<[string, string, boolean, string[]]> = [
   ['delivery_outbox', 'idx_delivery_outbox_failed', false, ['id']],
 ];
 
-const NAMED_INDEXES = [...INITIAL_INDEXES, ...CONTEXT_INDEXES, ...RESOURCE_INDEXES, ...DELIVERY_INDEXES];
+const NAMED_INDEXES = [
+  ...INITIAL_INDEXES,
+  ...CONTEXT_INDEXES,
+  ...RESOURCE_INDEXES,
+  ...STEERING_INDEXES,
+  ...DELIVERY_INDEXES,
+];
 
 /** The tables with full-text search: the transcript (second migration), knowledge chunks (third). */
 const FULL_TEXT_TABLES = ['transcript', 'kb_chunks'] as const;
@@ -365,7 +381,7 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
     expect((await appliedMigrations(ds)).map((m) => m.name)).toEqual(MIGRATION_NAMES);
     expect(await listTables(ds)).toEqual(allTables(ds));
     expect(await fullTextObjects(ds)).toEqual(expectedFullTextObjects(ds));
-    for (const [table, name, unique, columns] of [...RESOURCE_INDEXES, ...DELIVERY_INDEXES]) {
+    for (const [table, name, unique, columns] of [...RESOURCE_INDEXES, ...STEERING_INDEXES, ...DELIVERY_INDEXES]) {
       expect(await listIndexes(ds, table)).toContainEqual({ name, unique, columns });
     }
     // The resource tables start empty, and the chunk index follows inserts and deletes.

@@ -1,6 +1,7 @@
 import { EchoRunner, splitIntoChunks, type OutgoingResult, type ResultSink } from './echo-runner';
 import { silentLogger } from './log';
-import type { JsonObject } from './struct';
+import type { HostApi } from './host-api';
+import { toStruct, type JsonObject } from './struct';
 
 /** Records results; `onSend` lets a test act (e.g. cancel) when a given result goes out. */
 class FakeSink implements ResultSink {
@@ -215,5 +216,51 @@ describe('EchoRunner', () => {
     const { sink, run } = setup();
     await run('r1', 'a', { mode: 'nope' });
     expect(sink.results).toEqual([expect.objectContaining({ type: 'run.failed', sequence: 1 })]);
+  });
+});
+
+describe('EchoRunner steer mode', () => {
+  it('echoes the input, then each pulled follow-up as a turn, until a pull comes back empty', async () => {
+    const sink = new FakeSink();
+    const pulls: unknown[] = [];
+    const batches = [
+      [
+        { item_id: 'e2', position: 1, input: { text: 'second' } },
+        { item_id: 'e3', position: 2, input: { text: 'third' } },
+      ],
+      [],
+    ];
+    const hostApi = {
+      call: (method: string, req: unknown) => {
+        pulls.push([method, req]);
+        const items = (batches.shift() ?? []).map((i) => toStruct(i));
+        return Promise.resolve({ items });
+      },
+    } as unknown as HostApi;
+    const runner = new EchoRunner(sink, { log: silentLogger, hostApi });
+    await runner.start({
+      runId: 'r1',
+      text: 'first',
+      config: { mode: 'steer', steer_wait_ms: 250, steer_mode: 'one' },
+    });
+
+    const results = sink.of('r1');
+    const completed = results.filter((r) => r.type === 'message.completed').map((r) => r.data.message);
+    expect(completed).toEqual([
+      { role: 'assistant', content: 'first' },
+      { role: 'assistant', content: 'second', steering_item_id: 'e2' },
+      { role: 'assistant', content: 'third', steering_item_id: 'e3' },
+    ]);
+    expect(types(results).at(-1)).toBe('run.completed');
+    expect(pulls).toEqual([
+      ['SteeringPull', { run_id: 'r1', mode: 'one', wait_ms: 250 }],
+      ['SteeringPull', { run_id: 'r1', mode: 'one', wait_ms: 250 }],
+    ]);
+  });
+
+  it('fails the run without a host API client', async () => {
+    const sink = new FakeSink();
+    await new EchoRunner(sink, { log: silentLogger }).start({ runId: 'r2', text: 'x', config: { mode: 'steer' } });
+    expect(sink.of('r2').map((r) => [r.type, r.data.code])).toEqual([['run.failed', 'runner.invalid_config']]);
   });
 });

@@ -3,7 +3,7 @@ import type { HostApi } from './host-api';
 import { hostApiBench, parseBenchConfig } from './host-api-bench';
 import type { Logger } from './log';
 import { MODES, type Mode } from './manifest';
-import type { JsonObject } from './struct';
+import { fromStruct, type JsonObject } from './struct';
 
 /*
  * The runner's behaviour, independent of gRPC: turns one run request into a series of Runner
@@ -178,7 +178,56 @@ export class EchoRunner {
       case 'host_api_bench':
         await this.hostApiBench(input, emitter);
         return;
+      case 'steer':
+        await this.steer(input, emitter, chunks, delayMs);
+        return;
     }
+  }
+
+  /**
+   * Mode `steer`: echoes the input, then at each turn boundary pulls the follow-ups steered into
+   * the run (SteeringPull, waiting up to `steer_wait_ms` for one) and echoes each as a turn of
+   * its own; ends when a pull comes back empty.
+   */
+  private async steer(input: RunInput, emitter: RunEmitter, chunks: string[], delayMs: number): Promise<void> {
+    const hostApi = this.options.hostApi;
+    if (!hostApi) {
+      await emitter.terminal('run.failed', {
+        error: 'steer: no host API client in this runner',
+        code: 'runner.invalid_config',
+      });
+      return;
+    }
+    const waitMs = typeof input.config.steer_wait_ms === 'number' ? input.config.steer_wait_ms : 1000;
+    const mode = typeof input.config.steer_mode === 'string' ? input.config.steer_mode : 'all';
+    let turns = 1;
+    await streamDeltas(emitter, chunks, delayMs);
+    await emitter.send('message.completed', { message: { role: 'assistant', content: chunks.join('') } });
+    for (;;) {
+      emitter.signal.throwIfAborted();
+      const { items } = await hostApi.call('SteeringPull', { run_id: input.runId, mode, wait_ms: waitMs });
+      if (items.length === 0) {
+        break;
+      }
+      for (const item of items.map(fromStruct)) {
+        const given = (item.input as JsonObject | undefined)?.text;
+        const text = typeof given === 'string' ? given : '';
+        this.options.log('info', 'steering item', {
+          run_id: input.runId,
+          item_id: item.item_id,
+          position: item.position,
+        });
+        const turn = splitIntoChunks(text);
+        await streamDeltas(emitter, turn, delayMs);
+        // The message says which follow-up it answers (messages are open objects).
+        await emitter.send('message.completed', {
+          message: { role: 'assistant', content: text, steering_item_id: item.item_id ?? null },
+        });
+        turns++;
+      }
+    }
+    this.options.log('info', 'steer run done', { run_id: input.runId, turns });
+    await emitter.terminal('run.completed', { finish_reason: 'stop' });
   }
 
   /** Calls the host API many times and reports the latency seen here (see host-api-bench.ts). */

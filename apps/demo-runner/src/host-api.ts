@@ -28,12 +28,21 @@ export interface HistoryPageRequest {
   include_attachments?: boolean;
 }
 
+export interface SteeringPullRequest {
+  run_id: string;
+  mode?: string;
+  limit?: number;
+  /** Wait up to this long for a follow-up when none is queued (host bound: 30 s). */
+  wait_ms?: number;
+}
+
 /** The methods this runner calls: request and response types. Unset message fields decode as null. */
 export interface HostApiMethods {
   StateGet: [StateGetRequest, { value: Value | null }];
   StateSet: [StateSetRequest, { success: boolean }];
   HistoryPage: [HistoryPageRequest, { items: Struct[]; next_cursor?: string; prev_cursor?: string; has_more: boolean }];
   RunGet: [{ run_id: string }, { run_id: string; status: string; cancel_requested: boolean }];
+  SteeringPull: [SteeringPullRequest, { items: Struct[] }];
 }
 export type HostApiMethod = keyof HostApiMethods;
 

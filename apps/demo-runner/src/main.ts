@@ -33,7 +33,10 @@ function readSettings(env: NodeJS.ProcessEnv) {
     token,
     author,
     plugin,
-    manifests: [demoManifest(author, plugin), ...parseExtraManifests(env.DEMO_EXTRA_MANIFESTS)],
+    manifests: [
+      demoManifest(author, plugin, { steering: env.DEMO_STEERING === '1' }),
+      ...parseExtraManifests(env.DEMO_EXTRA_MANIFESTS),
+    ],
   };
 }
 

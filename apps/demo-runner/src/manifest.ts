@@ -11,6 +11,7 @@ export const MODES = [
   'crash',
   'ignore_cancel',
   'host_api_bench',
+  'steer',
 ] as const;
 export type Mode = (typeof MODES)[number];
 
@@ -18,7 +19,7 @@ export type Mode = (typeof MODES)[number];
  * The Runner Protocol v1 manifest of this plugin's one runner, `default`. The host validates it
  * strictly (unknown keys are rejected) and requires `id` = `plugin:<author>/<plugin>/<runner>`.
  */
-export function demoManifest(author: string, plugin: string): JsonObject {
+export function demoManifest(author: string, plugin: string, opts: { steering?: boolean } = {}): JsonObject {
   return {
     id: `plugin:${author}/${plugin}/default`,
     name: 'default',
@@ -27,7 +28,10 @@ export function demoManifest(author: string, plugin: string): JsonObject {
       en_US: 'Demo runner: streams the input text back word by word. `mode` selects a test behaviour.',
     },
     protocol_version: '1',
-    capabilities: { streaming: true, interrupt: true },
+    // `steering` (DEMO_STEERING=1): follow-ups of a busy conversation are steered into its run by
+    // default; mode `steer` pulls them at turn boundaries, other modes never pull (the host then
+    // re-dispatches them as runs of their own when the run ends).
+    capabilities: { streaming: true, interrupt: true, ...(opts.steering ? { steering: true } : {}) },
     // Upper bounds of what its runs may pull from the host; each agent's policy narrows them further.
     permissions: { history: ['page', 'search'], events: ['get', 'page'], storage: ['plugin'] },
     config_schema: [
@@ -40,6 +44,8 @@ export function demoManifest(author: string, plugin: string): JsonObject {
       },
       { type: 'integer', name: 'chunk_delay_ms', required: false, default: 0 },
       { type: 'integer', name: 'timeout', required: false, default: 300 },
+      { type: 'integer', name: 'steer_wait_ms', required: false, default: 1000 },
+      { type: 'string', name: 'steer_mode', required: false, default: 'all' },
     ],
     metadata: {},
   };

@@ -21,6 +21,7 @@ import { ModelsController } from './http/admin/models.controller';
 import { PluginsController } from './http/admin/plugins.controller';
 import { RunInspectionController } from './http/admin/run-inspection.controller';
 import { RunnersController } from './http/admin/runners.controller';
+import { SteeringController } from './http/admin/steering.controller';
 import { ToolsController } from './http/admin/tools.controller';
 import { ConversationsController } from './http/conversations.controller';
 import { DeliveriesController } from './http/deliveries.controller';
@@ -75,6 +76,7 @@ export class HostModule {
         ModelsController,
         DeliveriesController,
         AdminDeliveriesController,
+        SteeringController,
       ],
       providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }, DeliveryStreams],
     };

@@ -154,7 +154,7 @@ export const concurrencyPolicySchema = z.strictObject({
     .enum(['steer', 'queue', 'interrupt', 'reject'])
     .optional()
     .describe(
-      'What a follow-up event does while a run of its conversation is active: steer it into the run, queue it, interrupt the run, or reject it. Stored with the agent; the host does not act on it yet.',
+      'What a follow-up event does while its conversation is busy (a run running or messages waiting): steer it into the running run (the runner pulls it), queue it as the next run, interrupt the running run (cancelled; the event runs next), or reject it (409). Default: steer when the runner declares capabilities.steering, else queue. An event may override it (`concurrency`).',
     ),
 });
 

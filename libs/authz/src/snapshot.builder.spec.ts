@@ -117,7 +117,7 @@ function makeCase(g: Gen, i: number): Case {
     subject_id: withSubject ? g.pick(['doc-1', 'doc-2']) : null,
   };
   const manifest: Manifest = {
-    capabilities: { tool_calling: g.bool(), knowledge_retrieval: g.bool(), streaming: g.bool() },
+    capabilities: { tool_calling: g.bool(), knowledge_retrieval: g.bool(), streaming: g.bool(), steering: g.bool() },
     permissions: {
       models: g.maybe(() => g.subset(MODEL_OPS)),
       tools: g.maybe(() => g.subset(TOOL_OPS)),
@@ -245,7 +245,7 @@ function expectedGrants(c: Case) {
       event_page: inManifest(perms.events, 'page') && policyEvents.includes('page') && hasConversation,
       state: stateScopes.length > 0,
       storage: Object.keys(storage).length > 0,
-      steering_pull: false,
+      steering_pull: caps.steering === true && hasConversation,
       run_get: true,
     },
     state_scopes: sorted(stateScopes),
@@ -329,7 +329,7 @@ describe('buildSnapshot: the three-layer rule', () => {
       note('workspace default owner', e.storage.workspace === 'default');
     }
     for (const [what, values] of seen) {
-      const expected = ['steering_pull', 'run_get'].includes(what) ? 1 : 2;
+      const expected = what === 'run_get' ? 1 : 2;
       expect({ what, outcomes: values.size }).toEqual({ what, outcomes: expected });
     }
   });

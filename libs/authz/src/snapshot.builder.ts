@@ -132,8 +132,8 @@ export function buildSnapshot(input: SnapshotInput): AuthorizationSnapshot {
     event_page: events.includes('page') && hasConversation,
     state: scopes.length > 0,
     storage: Object.keys(storage).length > 0,
-    // Steering queues are not part of the host yet: the flag stays off until they are.
-    steering_pull: false,
+    // SPEC §9 / reference §4.2: the runner declares steering and the run has a conversation to steer.
+    steering_pull: input.manifest.capabilities?.steering === true && hasConversation,
     run_get: true,
   };
 

@@ -25,7 +25,13 @@ export interface AppConfig {
   secret: (name: string) => string | null;
   /** Which host variables may be referenced at all (SECRET_ENV_ALLOWLIST). */
   secretEnv: SecretEnvPolicy;
-  runs: { cancelGraceMs: number; heartbeatIntervalMs: number; maxResultBytes: number };
+  runs: {
+    cancelGraceMs: number;
+    heartbeatIntervalMs: number;
+    maxResultBytes: number;
+    /** A run waiting in its conversation waits this long for its runner to connect (then fails runner.unavailable). */
+    runnerWaitMs: number;
+  };
   hostApi: { maxPayloadBytes: number; maxStorageValueBytes: number; callsPerSecond: number; burst: number };
   /** Tool calls: default timeout (a source may set its own; the run deadline bounds both) and result cap. */
   tools: { callTimeoutMs: number; maxResultBytes: number; mcpConnectTimeoutMs: number };
@@ -98,6 +104,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       cancelGraceMs: dto.CANCEL_GRACE_MS ?? 5000,
       heartbeatIntervalMs: dto.HEARTBEAT_INTERVAL_MS ?? 15000,
       maxResultBytes: dto.MAX_RESULT_BYTES ?? 1024 * 1024,
+      runnerWaitMs: dto.QUEUED_RUN_RUNNER_WAIT_MS ?? 120_000,
     },
     hostApi: {
       maxPayloadBytes: dto.HOSTAPI_MAX_PAYLOAD_BYTES ?? 1024 * 1024,

@@ -79,6 +79,14 @@ export class EnvDto {
   @Min(1000)
   HEARTBEAT_INTERVAL_MS?: number;
 
+  /** How long a run that waits in a conversation (queued, re-dispatched) waits for its runner to connect. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(86_400_000)
+  QUEUED_RUN_RUNNER_WAIT_MS?: number;
+
   @IsOptional()
   @Transform(toInt)
   @IsInt()

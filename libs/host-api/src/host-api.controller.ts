@@ -50,8 +50,8 @@ import {
   type StreamModelChunk,
 } from '@libs/proto';
 import { KnowledgeService, ModelsService, ToolsService, type ResourceCall } from '@libs/resources';
-import { GrpcStatusError, isMalformed, malformedError, wireBytes } from '@libs/runner-gateway';
-import type { ActiveRun } from '@libs/runs';
+import { isMalformed, malformedError, wireBytes } from '@libs/runner-gateway';
+import { SteeringService, type ActiveRun } from '@libs/runs';
 import { ContextApiService } from './context-api.service';
 import { HostApiGuard, type CallNeeds } from './host-api.guard';
 import type { StorageArea } from '@libs/authz';
@@ -83,8 +83,6 @@ function wireValue(value: unknown): unknown {
   }
   return value ?? undefined;
 }
-const notServed = (what: string) => () =>
-  Promise.reject(GrpcStatusError.unimplemented(`${what} is not served by this host yet`));
 /** The run-side handle a resource operation gets: its abort signal and deadline. */
 const callOf = (run: ActiveRun): ResourceCall => ({
   run_id: run.run_id,
@@ -107,6 +105,7 @@ export class HostApiController implements HostApiServiceController {
     private readonly models: ModelsService,
     private readonly tools: ToolsService,
     private readonly knowledge: KnowledgeService,
+    private readonly steering: SteeringService,
   ) {}
 
   private needs(action: string, req: { run_id: string }, extra: Partial<CallNeeds> = {}): CallNeeds {
@@ -258,7 +257,7 @@ export class HostApiController implements HostApiServiceController {
 
   steeringPull(req: SteeringPullRequest, md?: Metadata): Promise<SteeringPullResponse> {
     const needs = this.needs('steering.pull', req, { flag: 'steering_pull' });
-    return this.guard.call(md, needs, notServed('steering'));
+    return this.guard.call(md, needs, async (run) => ({ items: await this.steering.pull(run, req) }));
   }
 
   runGet(req: RunGetRequest, md?: Metadata): Promise<RunGetResponse> {

@@ -11,5 +11,6 @@ export { StoresRepository } from './repositories/stores.repository';
 export { ToolsRepository, type NewToolRow } from './repositories/tools.repository';
 export { ModelsRepository, type NewModelUsage } from './repositories/models.repository';
 export { KnowledgeRepository, type KbChunkHit, type KbStats } from './repositories/knowledge.repository';
+export { SteeringRepository, type ConversationTimeline, type SteeringFilter } from './repositories/steering.repository';
 export { Transactions } from './transactions';
 export * from './hot';

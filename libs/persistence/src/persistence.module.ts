@@ -14,6 +14,7 @@ import { RunsRepository } from './repositories/runs.repository';
 import { ModelsRepository } from './repositories/models.repository';
 import { ToolsRepository } from './repositories/tools.repository';
 import { KnowledgeRepository } from './repositories/knowledge.repository';
+import { SteeringRepository } from './repositories/steering.repository';
 
 const REPOSITORIES = [
   Transactions,
@@ -27,6 +28,7 @@ const REPOSITORIES = [
   ToolsRepository,
   ModelsRepository,
   KnowledgeRepository,
+  SteeringRepository,
 ];
 
 @Global()

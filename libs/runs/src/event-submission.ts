@@ -39,6 +39,8 @@ export interface EventSubmission {
   locale?: string;
   timezone?: string;
   metadata?: Record<string, unknown>;
+  /** Overrides the agent's concurrency policy for this event (SPEC §9). */
+  concurrency?: 'steer' | 'queue' | 'interrupt' | 'reject';
 }
 
 export interface ContentElementInput {

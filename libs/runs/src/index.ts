@@ -6,3 +6,7 @@ export type { ActiveRun, ActiveRunView } from './active-run';
 export type { ResultView } from './run-stream.bus';
 export { runView, type RunView } from './run-view';
 export type { EventSubmission, ContentElementInput, AttachmentInput } from './event-submission';
+export { SteeringService, steeringPullSchema, MAX_PULL_WAIT_MS } from './conversations/steering.service';
+export { SteeringAdminService, type SteeringView, type TimelineView } from './conversations/steering-admin.service';
+export { CONCURRENCY_MODES, MAX_STEERING_QUEUE, type ConcurrencyMode } from './conversations/concurrency';
+export { SIGNAL_PORT, type SignalPort, type Signal } from './conversations/signal-port';

@@ -1,16 +1,24 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { AuthorizationSnapshot } from '@libs/authz';
 import { deliveryPolicySchema } from '@libs/agents';
 import { DeliveryService, deliveryPlan, deliveryContextOf, type DeliveryOp, type DeliveryPlan } from '@libs/delivery';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { StateService, TranscriptService } from '@libs/conversations';
-import { RunsRepository, type JsonObject, type NewResult, type RunEnd } from '@libs/persistence';
+import {
+  RunsRepository,
+  SteeringRepository,
+  conversationKey,
+  type JsonObject,
+  type NewResult,
+  type RunEnd,
+} from '@libs/persistence';
 import type { RunStatus } from '@libs/protocol';
 import type { RunnerSession } from '@libs/runner-gateway';
 import { ActiveRuns } from './active-runs';
 import type { ActiveRun } from './active-run';
 import { assistantMessageAtEnd, effectsOf } from './result-effects';
 import { RunStreamBus, type ResultView } from './run-stream.bus';
+import { SIGNAL_PORT, type SignalPort } from './conversations/signal-port';
 
 /** The host's own verdicts on a run, each written as a final `run.failed` result. */
 export interface HostVerdict {
@@ -49,11 +57,14 @@ function endOf(v: HostVerdict): Omit<RunEnd, 'finished_at'> {
  * is shown a result only after it committed.
  */
 @Injectable()
-export class RunLifecycleService implements OnApplicationBootstrap {
+export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('RunLifecycle');
+  private unsubscribe?: () => void;
 
   constructor(
     private readonly runs: RunsRepository,
+    private readonly steering: SteeringRepository,
+    @Inject(SIGNAL_PORT) private readonly signals: SignalPort,
     private readonly active: ActiveRuns,
     private readonly bus: RunStreamBus,
     private readonly state: StateService,
@@ -62,12 +73,36 @@ export class RunLifecycleService implements OnApplicationBootstrap {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
+  /** Interrupt (SPEC §9): a cancel signal goes through the real cancel path of the run, if it is active here. */
+  onModuleInit(): void {
+    this.unsubscribe = this.signals.subscribe('cancel', (s) => {
+      const run = this.active.get(s.run_id);
+      if (run && !run.ended) {
+        void this.cancel(run, s.reason).catch((e: unknown) =>
+          this.logger.error({
+            run_id: s.run_id,
+            msg: `interrupt failed: ${e instanceof Error ? e.message : String(e)}`,
+          }),
+        );
+      }
+    });
+  }
+
+  onModuleDestroy(): void {
+    this.unsubscribe?.();
+  }
+
   /**
-   * SPEC §8: runs a previous process left active are finalised `interrupted`. Their next
-   * sequence follows the last committed one, the only ones a reader can have seen.
+   * SPEC §8: runs a previous process left running are finalised `interrupted`, and their
+   * undrained steering items re-dispatched (same commit). Their next sequence follows the last
+   * committed one, the only ones a reader can have seen. Runs that were waiting (`queued`) are
+   * left to the conversation dispatcher, which starts them.
    */
-  async onApplicationBootstrap(): Promise<void> {
+  async recoverInterrupted(): Promise<void> {
     for (const row of await this.runs.listActive()) {
+      if (row.status !== 'running') {
+        continue;
+      }
       const sequence = (await this.runs.lastSequence(row.run_id)) + 1;
       const verdict: HostVerdict = {
         status: 'interrupted',
@@ -75,11 +110,14 @@ export class RunLifecycleService implements OnApplicationBootstrap {
         error: 'the host stopped while the run was active',
         retryable: true,
       };
-      await this.runs.finish(resultRow(verdictResult(row.run_id, sequence, verdict)), {
+      const { released } = await this.steering.endRun(resultRow(verdictResult(row.run_id, sequence, verdict)), {
         ...endOf(verdict),
         finished_at: Date.now(),
       });
-      this.logger.warn({ run_id: row.run_id, msg: 'run interrupted by a host restart' });
+      this.logger.warn({
+        run_id: row.run_id,
+        msg: `run interrupted by a host restart${released ? `; ${released} steering item(s) re-dispatched` : ''}`,
+      });
     }
   }
 
@@ -237,7 +275,7 @@ export class RunLifecycleService implements OnApplicationBootstrap {
         : null;
     const end = { ...outcome, usage: outcome.usage ?? null, finished_at: Date.now() };
     const ops = run.delivery?.onEnd(terminal, outcome.status as RunStatus) ?? [];
-    const written = this.runs.finish(resultRow(terminal), end, effects.state, assistant, this.outboxRows(run, ops));
+    const written = this.steering.endRun(resultRow(terminal), end, effects.state, assistant, this.outboxRows(run, ops));
     this.enqueue(run, async () => {
       try {
         await written.catch(async (e: unknown) => {
@@ -257,7 +295,7 @@ export class RunLifecycleService implements OnApplicationBootstrap {
             error_code: 'host.persistence_failed',
             retryable: true,
           };
-          await this.runs.finish(resultRow(terminal), { ...outcome, finished_at: Date.now() });
+          return this.steering.endRun(resultRow(terminal), { ...outcome, finished_at: Date.now() });
         });
         this.bus.publish(terminal);
         this.deliveries.published(ops, run.delivery?.plan ?? null);
@@ -270,6 +308,13 @@ export class RunLifecycleService implements OnApplicationBootstrap {
         this.bus.end(run.run_id);
         this.deliveries.end(run.run_id);
         run.markFinished();
+        if (scope.conversation_id !== null) {
+          // The conversation is free: its next waiting run (re-dispatched items first, by arrival) may start.
+          this.signals.publish({
+            kind: 'conversation',
+            key: conversationKey(run.agent_id, scope.conversation_id, scope.thread_id),
+          });
+        }
       }
     });
   }

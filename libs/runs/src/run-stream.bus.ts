@@ -18,9 +18,11 @@ export class RunStreamBus {
     this.subjects.get(result.run_id)?.next(result);
   }
 
-  /** Opens the live channel of a run when it becomes active. */
+  /** Opens the live channel of a run when it becomes active (or is queued); its readers stay on it when it starts. */
   open(runId: string): void {
-    this.subjects.set(runId, new Subject<ResultView>());
+    if (!this.subjects.has(runId)) {
+      this.subjects.set(runId, new Subject<ResultView>());
+    }
   }
 
   /** Live results of an active run from now on; null when the run is not active here. */

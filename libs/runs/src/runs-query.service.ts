@@ -4,6 +4,7 @@ import { snapshotHash, type AuthorizationSnapshot } from '@libs/authz';
 import { ModelsRepository, RunsRepository, type RunListFilter } from '@libs/persistence';
 import { DomainError, isTerminal } from '@libs/protocol';
 import { ActiveRuns } from './active-runs';
+import { ConversationDispatcher } from './conversations/conversation-dispatcher';
 import { RunLifecycleService } from './run-lifecycle.service';
 import { DeliveryBus, OutboxStore, type DeliveryOp } from '@libs/delivery';
 import { cachedFrame, RunEventStream, type EventStreamLimits, type StreamEnd } from './run-event-stream';
@@ -21,6 +22,7 @@ export class RunsQueryService {
     private readonly deliveryBus: DeliveryBus,
     private readonly outbox: OutboxStore,
     private readonly models: ModelsRepository,
+    private readonly dispatcher: ConversationDispatcher,
   ) {}
 
   async get(runId: string): Promise<RunView> {
@@ -69,6 +71,10 @@ export class RunsQueryService {
     const run = await this.runs.get(runId);
     if (!run) {
       throw new DomainError('not_found', `run ${runId} not found`, { run_id: runId });
+    }
+    // A run waiting in its conversation ends before it starts (if it starts meanwhile: cancelled as active).
+    if (run.status === 'queued' && (await this.dispatcher.cancelWaiting(runId, reason))) {
+      return this.get(runId);
     }
     const active = this.active.get(runId);
     if (isTerminal(run.status) || !active) {

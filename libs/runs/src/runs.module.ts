@@ -12,6 +12,12 @@ import { RunLifecycleService } from './run-lifecycle.service';
 import { RunStreamBus } from './run-stream.bus';
 import { RunsQueryService } from './runs-query.service';
 import { ToolTelemetryForwarder } from './tool-telemetry';
+import { RunStarter } from './run-start';
+import { ConversationAdmission } from './conversations/conversation-admission';
+import { ConversationDispatcher } from './conversations/conversation-dispatcher';
+import { SteeringService } from './conversations/steering.service';
+import { SteeringAdminService } from './conversations/steering-admin.service';
+import { InProcessSignals, SIGNAL_PORT } from './conversations/signal-port';
 
 @Module({
   imports: [AgentsModule, RunnerGatewayModule, AuthzModule, ConversationsModule, DeliveryModule],
@@ -24,7 +30,13 @@ import { ToolTelemetryForwarder } from './tool-telemetry';
     AdmissionService,
     RunsQueryService,
     ToolTelemetryForwarder,
+    RunStarter,
+    ConversationAdmission,
+    ConversationDispatcher,
+    SteeringService,
+    SteeringAdminService,
+    { provide: SIGNAL_PORT, useClass: InProcessSignals },
   ],
-  exports: [AdmissionService, RunsQueryService, ActiveRuns],
+  exports: [AdmissionService, RunsQueryService, ActiveRuns, SteeringService, SteeringAdminService],
 })
 export class RunsModule {}

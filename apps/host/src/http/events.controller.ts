@@ -21,18 +21,28 @@ export class EventsController {
   @Roles('platform', 'admin')
   @HttpCode(202)
   @ApiOperation({
-    summary: 'Ingest an event for an agent; starts a run on its runner',
+    summary: 'Ingest an event for an agent: starts a run, or — its conversation busy — steers, queues or rejects it',
     description:
+      'One conversation (agent + conversation_id + thread_id) has at most one running run. A follow-up is handled by the concurrency policy (event `concurrency`, else the agent policy, else `steer` when the runner declares steering and `queue` otherwise). ' +
       'With `Accept: text/event-stream` the answer is 200 and an SSE stream: first an `admission` event ' +
       "(the JSON below), then the run's delivery ops as GET /v1/runs/{run_id}/deliveries streams them.",
   })
   @ApiProduces('application/json', 'text/event-stream')
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Replays return the original answer' })
-  @ApiResponse({ status: 202, type: AdmissionDto, description: 'Accepted: the event is recorded and its run started' })
+  @ApiResponse({
+    status: 202,
+    type: AdmissionDto,
+    description: 'Accepted: recorded, and its run started, or the event steered into the active run, or queued',
+  })
   @ApiResponse({ status: 200, type: AdmissionDto, description: 'Duplicate of an event already accepted' })
   @ApiResponse({ status: 400, type: ErrorResponseDto })
   @ApiResponse({ status: 404, type: ErrorResponseDto, description: 'Unknown agent' })
-  @ApiResponse({ status: 409, type: ErrorResponseDto, description: 'event_id or key reused with another body' })
+  @ApiResponse({
+    status: 409,
+    type: ErrorResponseDto,
+    description:
+      'event_id or key reused with another body; or policy reject while the conversation is busy (details.disposition = rejected, details.run_id)',
+  })
   @ApiResponse({ status: 503, type: ErrorResponseDto, description: 'Runner not connected (recorded; retryable)' })
   async submit(
     @Body() body: SubmitEventDto,
@@ -48,11 +58,20 @@ export class EventsController {
       });
     }
     const a = await this.admission.submit(body, key ?? null);
-    const answer: AdmissionDto = { event_id: a.event_id, disposition: a.disposition, run_id: a.run_id };
+    const answer: AdmissionDto = {
+      event_id: a.event_id,
+      disposition: a.disposition,
+      run_id: a.run_id,
+      ...(a.position !== undefined ? { position: a.position } : {}),
+      ...(a.interrupted_run_id ? { interrupted_run_id: a.interrupted_run_id } : {}),
+    };
     if (a.run_id !== null && /\btext\/event-stream\b/i.test(accept ?? '')) {
       const preamble = `event: admission\ndata: ${JSON.stringify({ ...answer, replayed: a.replayed })}\n\n`;
       await this.streams.serve(a.run_id, 0, req, res, preamble);
       return;
+    }
+    if (a.replayed) {
+      void res.header('idempotent-replayed', 'true');
     }
     await res.status(a.replayed ? 200 : 202).send(answer);
   }

@@ -10,6 +10,7 @@ import { EventLogEntity } from './event-log.entity';
 import { StateEntryEntity } from './state-entry.entity';
 import { StorageEntryEntity } from './storage-entry.entity';
 import { TranscriptEntity } from './transcript.entity';
+import { SteeringItemEntity } from './steering-item.entity';
 import { KbChunkEntity, KbDocumentEntity, KnowledgeBaseEntity } from './knowledge.entity';
 import { ModelEntity, ModelUsageEntity } from './model.entity';
 import { ToolEntity, ToolSourceEntity } from './tool.entity';
@@ -34,6 +35,7 @@ export {
   StateEntryEntity,
   StorageEntryEntity,
   TranscriptEntity,
+  SteeringItemEntity,
 };
 export type { ApiKeyRole } from './api-key.entity';
 export type { JsonObject, JsonValue } from './columns';
@@ -58,4 +60,5 @@ export const ENTITIES = [
   KnowledgeBaseEntity,
   KbDocumentEntity,
   KbChunkEntity,
+  SteeringItemEntity,
 ];

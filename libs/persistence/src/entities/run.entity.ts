@@ -5,6 +5,8 @@ import { epochMs, type JsonObject } from './columns';
 @Entity('runs')
 @Index('idx_runs_conversation_status', ['conversation_id', 'status'])
 @Index('idx_runs_status', ['status'])
+// One running run per conversation: a unique partial expression index the migration creates.
+@Index('uq_runs_running_conversation', { synchronize: false })
 export class RunEntity {
   /** Internal order key (cursor for listings). */
   @PrimaryGeneratedColumn()

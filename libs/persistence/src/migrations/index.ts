@@ -2,6 +2,7 @@ import { InitialSchema1764500000000 } from './1764500000000-initial-schema';
 import { ContextStores1764600000000 } from './1764600000000-context-stores';
 import { Resources1764700000000 } from './1764700000000-resources';
 import { KbStemming1764800000000 } from './1764800000000-kb-stemming';
+import { ConversationSteering1765000000000 } from './1765000000000-conversation-steering';
 import { DeliveryOutbox1765100000000 } from './1765100000000-delivery-outbox';
 import { ToolMetadata1765300000000 } from './1765300000000-tool-metadata';
 
@@ -11,6 +12,7 @@ export const MIGRATIONS = [
   ContextStores1764600000000,
   Resources1764700000000,
   KbStemming1764800000000,
+  ConversationSteering1765000000000,
   DeliveryOutbox1765100000000,
   ToolMetadata1765300000000,
 ];

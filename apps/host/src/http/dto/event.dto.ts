@@ -17,7 +17,7 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
-import type { EventSubmission } from '@libs/runs';
+import { CONCURRENCY_MODES, type ConcurrencyMode, type EventSubmission } from '@libs/runs';
 import { INT32_MAX, IsJsonMap, MAX_EPOCH_SECONDS, OPEN_MAP_MAX_BYTES } from './rules';
 
 export const TRIGGER_SOURCES = ['platform', 'webui', 'api', 'scheduler', 'system', 'host_adapter'];
@@ -207,10 +207,32 @@ export class SubmitEventDto implements EventSubmission {
   @ApiPropertyOptional({ example: 'en_US' }) @IsOptional() @IsString() @MaxLength(32) locale?: string;
   @ApiPropertyOptional({ example: 'Europe/Berlin' }) @IsOptional() @IsString() @MaxLength(64) timezone?: string;
   @ApiPropertyOptional(openMap) @IsOptional() @IsJsonMap() metadata?: Record<string, unknown>;
+  @ApiPropertyOptional({
+    enum: CONCURRENCY_MODES,
+    description:
+      "Overrides the agent's concurrency policy for this event while its conversation is busy: steer it into the active run, queue it as the next run, interrupt the active run, or reject it (409)",
+  })
+  @IsOptional()
+  @IsIn(CONCURRENCY_MODES)
+  concurrency?: ConcurrencyMode;
 }
 
 export class AdmissionDto {
   @ApiProperty() event_id!: string;
-  @ApiProperty({ enum: ['started', 'failed'], description: 'What the host did with the event' }) disposition!: string;
-  @ApiProperty({ nullable: true, type: String }) run_id!: string | null;
+  @ApiProperty({
+    enum: ['started', 'steered', 'queued'],
+    description:
+      'What the host did with the event: started a run; steered it into the active run of its conversation (the runner pulls it); queued it as a run that starts when the conversation is free. A duplicate (HTTP 200) answers the original disposition; rejected events get 409.',
+  })
+  disposition!: string;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    description: 'The run it concerns: the run started, the run it was steered into, or the run it will start as',
+  })
+  run_id!: string | null;
+  @ApiPropertyOptional({ description: "steered: the item's position in the run's steering queue (1 = first)" })
+  position?: number;
+  @ApiPropertyOptional({ description: 'interrupt: the active run being cancelled for this event' })
+  interrupted_run_id?: string;
 }

@@ -248,9 +248,15 @@ export interface PromptGetResponse {
 
 export interface SteeringPullRequest {
   run_id: string;
-  /** "all" (default) or "one". */
+  /** "all" (default) or "one" ("one-at-a-time", "one_at_a_time"). */
   mode?: string | undefined;
+  /** 1..100 items at most (default: all pending, up to 100). */
   limit?: number | undefined;
+  /**
+   * When nothing is queued: wait up to this long (0..30000 ms, bounded by the run deadline) for an
+   * item before answering an empty list. Default 0: answer at once.
+   */
+  wait_ms?: number | undefined;
 }
 
 export interface SteeringPullResponse {

@@ -1,0 +1,217 @@
+/**
+ * The steering queue of a run and the runs that wait in a conversation (SPEC §9), for the one
+ * writer: a pull (each item handed out once), the release of a run's undrained items at its end,
+ * the start or failure of a waiting run, and the release of orphans at boot. Each is one transaction.
+ */
+import { randomUUID } from 'node:crypto';
+import type { JsonObject } from '../entities';
+import type { NewTranscriptRow } from '../repositories/context.repository';
+import type { NewOutboxRow } from './outbox-units';
+import { RESULT_COLUMNS, RUN_COLUMNS, SQL } from './hot-sql';
+import {
+  eventLogUnit,
+  finishUnit,
+  type NewEventLog,
+  type NewResult,
+  type NewRun,
+  type RunEnd,
+  type StateWrite,
+} from './run-units';
+import { STEERING_SQL } from './steering-sql';
+import {
+  conversationLock,
+  rowParams,
+  situationOf,
+  steeringFromRow,
+  type ConversationRef,
+  type Row,
+  type SteeringRow,
+} from './steering-rows';
+import { bool, exec, json, one, rows, type Unit } from './unit';
+
+/** The event-log row of a steering transition of an item. */
+function transition(
+  item: SteeringRow,
+  type: string,
+  runId: string | null,
+  metadata: JsonObject,
+  at: number,
+): NewEventLog {
+  return {
+    event_id: item.event_id,
+    event_type: type,
+    event_time: null,
+    source: 'system',
+    agent_id: item.agent_id,
+    conversation_id: item.conversation_id,
+    thread_id: item.thread_id,
+    bot_id: null,
+    workspace_id: null,
+    actor_type: null,
+    actor_id: null,
+    actor_name: null,
+    subject_type: null,
+    subject_id: null,
+    input_summary: '',
+    run_id: runId,
+    runner_id: item.runner_id,
+    metadata: { steering: metadata },
+    created_at: at,
+  };
+}
+
+/** Up to `limit` queued items of the run, oldest first, each handed out exactly once (`steering.injected`). */
+export function* pullUnit(runId: string, limit: number, mode: string, at: number): Unit<SteeringRow[]> {
+  const found = (yield* rows<Row>(STEERING_SQL.queuedOfRun, [runId, limit])).map(steeringFromRow);
+  const out: SteeringRow[] = [];
+  for (const item of found) {
+    if ((yield* exec(STEERING_SQL.markInjected, [at, mode, item.id])) === 1) {
+      yield* eventLogUnit(
+        transition(
+          item,
+          'steering.injected',
+          runId,
+          { status: 'injected', pull_mode: mode, position: item.position },
+          at,
+        ),
+      );
+      out.push(item);
+    }
+  }
+  return out;
+}
+
+/** A run's row when it has to wait (started later by the conversation dispatcher). */
+export function queuedRunRow(runId: string, eventId: string, c: Omit<ConversationRef, 'key'>, at: number): NewRun {
+  return {
+    run_id: runId,
+    event_id: eventId,
+    agent_id: c.agent_id,
+    runner_id: c.runner_id,
+    conversation_id: c.conversation_id,
+    thread_id: c.thread_id,
+    status: 'queued',
+    status_reason: 'waiting for the conversation',
+    error_code: null,
+    retryable: null,
+    context: {},
+    usage: null,
+    authorization: null,
+    authorization_hash: null,
+    created_at: at,
+    started_at: null,
+    finished_at: null,
+    deadline_at: null,
+    cancel_requested_at: null,
+  };
+}
+
+/**
+ * Zero loss at a run's end: every item still queued on it is recorded `steering.dropped`, then
+ * re-dispatched as a run of its own (queued, started in arrival order). Returns their number.
+ */
+export function* releaseRunUnit(runId: string, at: number): Unit<number> {
+  const left = (yield* rows<Row>(STEERING_SQL.queuedOfRun, [runId, 1_000_000])).map(steeringFromRow);
+  for (const item of left) {
+    const next = randomUUID();
+    if ((yield* exec(STEERING_SQL.markRedispatched, [at, at, next, item.id])) !== 1) {
+      continue;
+    }
+    yield* exec(SQL.insertRun, rowParams(RUN_COLUMNS, queuedRunRow(next, item.event_id, item, at)));
+    const position = item.position;
+    yield* eventLogUnit(
+      transition(item, 'steering.dropped', runId, { status: 'dropped', reason: 'run_ended', position }, at),
+    );
+    yield* eventLogUnit(
+      transition(
+        item,
+        'steering.redispatched',
+        next,
+        { status: 'redispatched', from_run_id: runId, next_run_id: next },
+        at,
+      ),
+    );
+  }
+  return left.length;
+}
+
+/** The end of a run (finishUnit) and, when it ended now, the release of its steering queue. */
+export function* endRunUnit(
+  terminal: NewResult,
+  end: RunEnd,
+  state: StateWrite | null,
+  assistant: NewTranscriptRow | null,
+  outbox: readonly NewOutboxRow[] = [],
+): Unit<{ ended: boolean; released: number }> {
+  const ended = yield* finishUnit(terminal, end, state, assistant, outbox);
+  const released = ended ? yield* releaseRunUnit(terminal.run_id, end.finished_at) : 0;
+  return { ended, released };
+}
+
+export interface QueuedStart {
+  conversation: ConversationRef;
+  item_id: number;
+  run_id: string;
+  context: JsonObject;
+  authorization: JsonObject;
+  authorization_hash: string;
+  started_at: number;
+  deadline_at: number | null;
+}
+
+/**
+ * A waiting run starts — only if the conversation has no running run and it is still the
+ * conversation's next item (else 'busy' / 'moved', nothing written); 'gone' when the run ended meanwhile.
+ */
+export function* startQueuedUnit(s: QueuedStart): Unit<'started' | 'busy' | 'moved' | 'gone'> {
+  yield* conversationLock(s.conversation);
+  const situation = yield* situationOf(s.conversation);
+  if (situation.running_run_id) {
+    return 'busy';
+  }
+  const next = yield* one<Row>(STEERING_SQL.nextWaiting, [s.conversation.key]);
+  if (!next || Number(next.id) !== s.item_id) {
+    return 'moved';
+  }
+  const changed = yield* exec(STEERING_SQL.startQueuedRun, [
+    json(s.context),
+    json(s.authorization),
+    s.authorization_hash,
+    s.started_at,
+    s.deadline_at,
+    s.run_id,
+  ]);
+  yield* exec(STEERING_SQL.markDispatched, [changed ? 'started' : 'failed', s.started_at, s.item_id]);
+  return changed ? 'started' : 'gone';
+}
+
+/**
+ * A waiting run that cannot start (no runner in time, agent gone, cancelled) ends with its
+ * terminal result — only while it is still `queued` (false, nothing written, once it started).
+ */
+export function* failQueuedUnit(itemId: number, terminal: NewResult, end: RunEnd): Unit<boolean> {
+  const changed = yield* exec(STEERING_SQL.finishQueuedRun, [
+    end.status,
+    end.status_reason,
+    end.error_code,
+    bool(end.retryable),
+    end.finished_at,
+    terminal.run_id,
+  ]);
+  if (changed === 0) {
+    return false;
+  }
+  yield* exec(STEERING_SQL.markDispatched, ['failed', end.finished_at, itemId]);
+  yield* exec(SQL.insertResult, rowParams(RESULT_COLUMNS, terminal));
+  return true;
+}
+
+/** Boot: runs that ended with items queued (a crash between the end and the release) are released. */
+export function* releaseOrphansUnit(at: number): Unit<number> {
+  const runs = yield* rows<{ run_id: string }>(STEERING_SQL.endedWithQueued, []);
+  let n = 0;
+  for (const r of runs) {
+    n += yield* releaseRunUnit(r.run_id, at);
+  }
+  return n;
+}

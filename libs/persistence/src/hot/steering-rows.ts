@@ -1,0 +1,106 @@
+/** Conversations and their steering items as the hot path reads them (SPEC §9). */
+import type { JsonObject } from '../entities';
+import { SQL } from './hot-sql';
+import { STEERING_SQL } from './steering-sql';
+import { bool, json, one, type SqlValue, type Unit } from './unit';
+
+/** One conversation: agent + conversation_id + thread_id, and the runner its agent binds. */
+export interface ConversationRef {
+  /** Canonical key of the three ids (see conversationKey). */
+  key: string;
+  agent_id: string;
+  runner_id: string;
+  conversation_id: string;
+  thread_id: string | null;
+}
+
+export function conversationKey(agentId: string, conversationId: string, threadId: string | null): string {
+  return JSON.stringify([agentId, conversationId, threadId ?? '']);
+}
+
+/** What admission sees of a conversation, under its lock. */
+export interface ConversationSituation {
+  running_run_id: string | null;
+  /** Items queued on the running run and not pulled yet. */
+  queued_on_run: number;
+  /** Items waiting to start as runs of their own. */
+  waiting: number;
+}
+
+export type Disposition = 'started' | 'steered' | 'queued' | 'rejected';
+export type Row = Record<string, unknown>;
+
+export interface SteeringRow {
+  id: number;
+  conversation_key: string;
+  agent_id: string;
+  runner_id: string;
+  conversation_id: string;
+  thread_id: string | null;
+  event_id: string;
+  kind: 'steer' | 'queue';
+  state: string;
+  run_id: string | null;
+  position: number | null;
+  next_run_id: string | null;
+  dispatch: string | null;
+  item: JsonObject;
+  submission: JsonObject;
+  created_at: number;
+  redispatched_at: number | null;
+}
+
+export function steeringFromRow(r: Row): SteeringRow {
+  const n = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+  return {
+    id: Number(r.id),
+    conversation_key: String(r.conversation_key),
+    agent_id: String(r.agent_id),
+    runner_id: String(r.runner_id),
+    conversation_id: String(r.conversation_id),
+    thread_id: (r.thread_id as string | null) ?? null,
+    event_id: String(r.event_id),
+    kind: r.kind as 'steer' | 'queue',
+    state: String(r.state),
+    run_id: (r.run_id as string | null) ?? null,
+    position: n(r.position),
+    next_run_id: (r.next_run_id as string | null) ?? null,
+    dispatch: (r.dispatch as string | null) ?? null,
+    item: JSON.parse(String(r.item)) as JsonObject,
+    submission: JSON.parse(String(r.submission)) as JsonObject,
+    created_at: Number(r.created_at),
+    redispatched_at: n(r.redispatched_at),
+  };
+}
+
+export function rowParams(columns: readonly string[], row: Row): SqlValue[] {
+  return columns.map((c) => {
+    const v = row[c];
+    if (v === undefined || v === null) {
+      return null;
+    }
+    if (typeof v === 'boolean') {
+      return bool(v);
+    }
+    return typeof v === 'object' ? json(v) : (v as SqlValue);
+  });
+}
+
+export function* conversationLock(c: ConversationRef): Unit<void> {
+  yield* one(SQL.lockConversation, [`conversation:${c.key}`]);
+}
+
+export function* situationOf(c: ConversationRef): Unit<ConversationSituation> {
+  const running = yield* one<{ run_id: string }>(STEERING_SQL.runningRun, [
+    c.agent_id,
+    c.conversation_id,
+    c.thread_id ?? '',
+  ]);
+  const waiting = yield* one<{ n: number | string }>(STEERING_SQL.waitingCount, [c.key]);
+  const queue = running ? yield* one<{ queued: number | string }>(STEERING_SQL.runQueue, [running.run_id]) : undefined;
+  return {
+    running_run_id: running?.run_id ?? null,
+    queued_on_run: Number(queue?.queued ?? 0),
+    waiting: Number(waiting?.n ?? 0),
+  };
+}

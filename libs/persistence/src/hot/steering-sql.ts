@@ -1,0 +1,105 @@
+/**
+ * The hot-path SQL of conversations and steering (SPEC §9), both dialects: the conversation's
+ * running run, its waiting items, the steering queue of a run, and the runs that start later.
+ */
+import { insert, stmt } from './hot-sql';
+
+export const STEERING_COLUMNS = [
+  'conversation_key',
+  'agent_id',
+  'runner_id',
+  'conversation_id',
+  'thread_id',
+  'event_id',
+  'kind',
+  'state',
+  'run_id',
+  'position',
+  'next_run_id',
+  'dispatch',
+  'item',
+  'submission',
+  'pull_mode',
+  'created_at',
+] as const;
+
+const ITEM = `"id", "conversation_key", "agent_id", "runner_id", "conversation_id", "thread_id", "event_id", "kind",
+  "state", "run_id", "position", "next_run_id", "dispatch", "item", "submission", "created_at", "redispatched_at"`;
+
+export const STEERING_SQL = {
+  /** Events not accepted (runner unavailable, rejected) may be sent again with the same body. */
+  readmitEvent: stmt(
+    'readmit_event_conversation',
+    `UPDATE "events" SET "disposition" = ?, "run_id" = ?, "received_at" = ?, "idempotency_key" = COALESCE("idempotency_key", ?)
+     WHERE "event_id" = ? AND "disposition" IN ('failed', 'rejected') AND "body_hash" = ?`,
+  ),
+  /** The running run of a conversation (at most one: uq_runs_running_conversation). */
+  runningRun: stmt(
+    'running_run',
+    `SELECT "run_id" FROM "runs" WHERE "agent_id" = ? AND "conversation_id" = ? AND COALESCE("thread_id", '') = ? AND "status" = 'running'`,
+  ),
+  /** Items of the conversation waiting to start as runs of their own. */
+  waitingCount: stmt(
+    'waiting_count',
+    `SELECT COUNT(*) AS "n" FROM "steering_items" WHERE "conversation_key" = ? AND "dispatch" = 'waiting'`,
+  ),
+  /** The run's steering queue: items not pulled yet, and the last position given. */
+  runQueue: stmt(
+    'run_queue',
+    `SELECT COUNT(CASE WHEN "state" = 'queued' THEN 1 END) AS "queued", COALESCE(MAX("position"), 0) AS "last"
+     FROM "steering_items" WHERE "run_id" = ?`,
+  ),
+  insertItem: insert('insert_steering_item', 'steering_items', STEERING_COLUMNS),
+  /** FIFO: the oldest items not pulled yet. */
+  queuedOfRun: stmt(
+    'queued_of_run',
+    `SELECT ${ITEM} FROM "steering_items" WHERE "run_id" = ? AND "state" = 'queued' ORDER BY "position" ASC LIMIT ?`,
+  ),
+  /** Hands an item out once: only from `queued`. */
+  markInjected: stmt(
+    'mark_injected',
+    `UPDATE "steering_items" SET "state" = 'injected', "injected_at" = ?, "pull_mode" = ? WHERE "id" = ? AND "state" = 'queued'`,
+  ),
+  /** A run ended with the item still queued: dropped, and due as a run of its own. */
+  markRedispatched: stmt(
+    'mark_redispatched',
+    `UPDATE "steering_items" SET "state" = 'redispatched', "dropped_at" = ?, "redispatched_at" = ?, "next_run_id" = ?, "dispatch" = 'waiting'
+     WHERE "id" = ? AND "state" = 'queued'`,
+  ),
+  /** The conversation's next item to run (arrival order). */
+  nextWaiting: stmt(
+    'next_waiting',
+    `SELECT ${ITEM} FROM "steering_items" WHERE "conversation_key" = ? AND "dispatch" = 'waiting' ORDER BY "id" ASC LIMIT 1`,
+  ),
+  markDispatched: stmt(
+    'mark_dispatched',
+    `UPDATE "steering_items" SET "dispatch" = ?, "started_at" = ? WHERE "id" = ? AND "dispatch" = 'waiting'`,
+  ),
+  /** A queued run starts: its context and grants are frozen now. */
+  startQueuedRun: stmt(
+    'start_queued_run',
+    `UPDATE "runs" SET "status" = 'running', "context" = ?, "authorization" = ?, "authorization_hash" = ?, "started_at" = ?, "deadline_at" = ?
+     WHERE "run_id" = ? AND "status" = 'queued'`,
+  ),
+  /** A waiting run ends before it started (no runner in time, its agent gone, cancelled). */
+  finishQueuedRun: stmt(
+    'finish_queued_run',
+    `UPDATE "runs" SET "status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "finished_at" = ?
+     WHERE "run_id" = ? AND "status" = 'queued'`,
+  ),
+  /** An event's position in the event log (its first row: the EventPage cursor of the run context). */
+  eventSeq: stmt('event_seq', `SELECT MIN("id") AS "id" FROM "event_log" WHERE "event_id" = ?`),
+  /** The item a waiting run was made for. */
+  itemOfNextRun: stmt('item_of_next_run', `SELECT ${ITEM} FROM "steering_items" WHERE "next_run_id" = ?`),
+  /** Runs that ended (any way) with items still queued on them (boot recovery). */
+  endedWithQueued: stmt(
+    'ended_with_queued',
+    `SELECT DISTINCT s."run_id" AS "run_id" FROM "steering_items" s JOIN "runs" r ON r."run_id" = s."run_id"
+     WHERE s."state" = 'queued' AND r."status" <> 'running'`,
+  ),
+  /** Conversations with items waiting to run. */
+  waitingConversations: stmt(
+    'waiting_conversations',
+    `SELECT DISTINCT "conversation_key" FROM "steering_items" WHERE "dispatch" = 'waiting'`,
+  ),
+} as const;

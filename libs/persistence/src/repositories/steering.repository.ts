@@ -1,0 +1,153 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { In, LessThan, Repository, type FindOptionsWhere } from 'typeorm';
+import { EventEntity, EventLogEntity, RunEntity, SteeringItemEntity } from '../entities';
+import { HotStore } from '../hot/hot-store';
+import type { NewOutboxRow } from '../hot/outbox-units';
+import type { NewResult, RunEnd, StateWrite } from '../hot/run-units';
+import { STEERING_SQL } from '../hot/steering-sql';
+import {
+  endRunUnit,
+  failQueuedUnit,
+  pullUnit,
+  releaseOrphansUnit,
+  startQueuedUnit,
+  type QueuedStart,
+} from '../hot/steering-queue-units';
+import {
+  situationOf,
+  steeringFromRow,
+  type ConversationRef,
+  type ConversationSituation,
+  type SteeringRow,
+} from '../hot/steering-rows';
+import {
+  admitConversationUnit,
+  type ConversationAdmitOutcome,
+  type ConversationAdmitRows,
+} from '../hot/steering-units';
+import { one, rows } from '../hot/unit';
+import type { NewTranscriptRow } from './context.repository';
+
+export interface SteeringFilter {
+  run_id?: string;
+  conversation_id?: string;
+  agent_id?: string;
+  states?: string[];
+}
+
+export interface ConversationTimeline {
+  events: EventEntity[];
+  runs: RunEntity[];
+  items: SteeringItemEntity[];
+  log: EventLogEntity[];
+}
+
+/**
+ * Conversations and steering queues: the hot path (admission, pulls, the end of a run, waiting
+ * runs) through the one writer; the admin views through TypeORM.
+ */
+@Injectable()
+export class SteeringRepository {
+  constructor(
+    private readonly hot: HotStore,
+    @InjectRepository(SteeringItemEntity) private readonly items: Repository<SteeringItemEntity>,
+    @InjectRepository(EventEntity) private readonly events: Repository<EventEntity>,
+    @InjectRepository(RunEntity) private readonly runs: Repository<RunEntity>,
+    @InjectRepository(EventLogEntity) private readonly log: Repository<EventLogEntity>,
+  ) {}
+
+  admit(a: ConversationAdmitRows): Promise<ConversationAdmitOutcome> {
+    return this.hot.write(() => admitConversationUnit(a));
+  }
+
+  pull(runId: string, limit: number, mode: string): Promise<SteeringRow[]> {
+    return this.hot.write(() => pullUnit(runId, limit, mode, Date.now()));
+  }
+
+  /** The end of a run and the release of its undrained steering items, in one commit. */
+  endRun(
+    terminal: NewResult,
+    end: RunEnd,
+    state: StateWrite | null = null,
+    assistant: NewTranscriptRow | null = null,
+    outbox: readonly NewOutboxRow[] = [],
+  ): Promise<{ ended: boolean; released: number }> {
+    return this.hot.write(() => endRunUnit(terminal, end, state, assistant, outbox));
+  }
+
+  releaseOrphans(): Promise<number> {
+    return this.hot.write(() => releaseOrphansUnit(Date.now()));
+  }
+
+  startQueued(s: QueuedStart): Promise<'started' | 'busy' | 'moved' | 'gone'> {
+    return this.hot.write(() => startQueuedUnit(s));
+  }
+
+  failQueued(itemId: number, terminal: NewResult, end: RunEnd): Promise<boolean> {
+    return this.hot.write(() => failQueuedUnit(itemId, terminal, end));
+  }
+
+  situation(c: ConversationRef): Promise<ConversationSituation> {
+    return this.hot.read(situationOf(c));
+  }
+
+  async nextWaiting(key: string): Promise<SteeringRow | null> {
+    const r = await this.hot.read(one<Record<string, unknown>>(STEERING_SQL.nextWaiting, [key]));
+    return r ? steeringFromRow(r) : null;
+  }
+
+  async eventSeq(eventId: string): Promise<number | null> {
+    const r = await this.hot.read(one<{ id: number | string | null }>(STEERING_SQL.eventSeq, [eventId]));
+    return r?.id === null || r?.id === undefined ? null : Number(r.id);
+  }
+
+  async itemOfNextRun(runId: string): Promise<SteeringRow | null> {
+    const r = await this.hot.read(one<Record<string, unknown>>(STEERING_SQL.itemOfNextRun, [runId]));
+    return r ? steeringFromRow(r) : null;
+  }
+
+  async waitingConversations(): Promise<string[]> {
+    const found = await this.hot.read(rows<{ conversation_key: string }>(STEERING_SQL.waitingConversations, []));
+    return found.map((r) => r.conversation_key);
+  }
+
+  /** Admin: items, newest first; `beforeId` is the cursor. */
+  page(filter: SteeringFilter, beforeId: number | null, limit: number): Promise<SteeringItemEntity[]> {
+    const where: FindOptionsWhere<SteeringItemEntity> = {};
+    if (filter.run_id !== undefined) {
+      where.run_id = filter.run_id;
+    }
+    if (filter.conversation_id !== undefined) {
+      where.conversation_id = filter.conversation_id;
+    }
+    if (filter.agent_id !== undefined) {
+      where.agent_id = filter.agent_id;
+    }
+    if (filter.states?.length) {
+      where.state = In(filter.states);
+    }
+    if (beforeId !== null) {
+      where.id = LessThan(beforeId);
+    }
+    return this.items.find({ where, order: { id: 'DESC' }, take: limit });
+  }
+
+  /** Admin: runs by id (for the queues' runs). */
+  runsByIds(ids: string[]): Promise<RunEntity[]> {
+    return ids.length ? this.runs.find({ where: { run_id: In(ids) } }) : Promise.resolve([]);
+  }
+
+  /** Admin: everything recorded about one conversation of an agent (optionally one thread), oldest first. */
+  async timeline(conversationId: string, agentId?: string, limit = 500): Promise<ConversationTimeline> {
+    const scoped = <T extends { conversation_id: string | null; agent_id: string }>() =>
+      ({ conversation_id: conversationId, ...(agentId ? { agent_id: agentId } : {}) }) as FindOptionsWhere<T>;
+    const [events, runs, items, log] = await Promise.all([
+      this.events.find({ where: scoped<EventEntity>(), order: { received_at: 'ASC' }, take: limit }),
+      this.runs.find({ where: scoped<RunEntity>(), order: { id: 'ASC' }, take: limit }),
+      this.items.find({ where: scoped<SteeringItemEntity>(), order: { id: 'ASC' }, take: limit }),
+      this.log.find({ where: scoped<EventLogEntity>(), order: { id: 'ASC' }, take: limit }),
+    ]);
+    return { events, runs, items, log };
+  }
+}

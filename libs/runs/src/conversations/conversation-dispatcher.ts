@@ -1,0 +1,211 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '@libs/config';
+import { SteeringRepository, type JsonObject, type SteeringRow } from '@libs/persistence';
+import { RunnerConnections } from '@libs/runner-gateway';
+import { AdmissionCatalog } from '../admission-catalog';
+import type { EventSubmission } from '../event-submission';
+import { RunLifecycleService, verdictResult, type HostVerdict } from '../run-lifecycle.service';
+import { RunStarter, type LiveRunner } from '../run-start';
+import { RunStreamBus } from '../run-stream.bus';
+import { SIGNAL_PORT, type SignalPort } from './signal-port';
+
+const RUNNER_POLL_MS = 100;
+
+/**
+ * Starts a conversation's waiting runs (queued events, re-dispatched steering items) one at a
+ * time, in arrival order, whenever the conversation is free: after a run ends, after an event
+ * was queued, and at boot (after the interrupted runs were finalised and their items released).
+ * A waiting run whose runner is not connected (right after a restart, before plugins reconnect)
+ * waits for it, up to QUEUED_RUN_RUNNER_WAIT_MS from when it became due, then fails
+ * `runner.unavailable`; the next one is then tried. One driver per conversation in this process;
+ * the database (lock + unique running run) decides between processes.
+ */
+@Injectable()
+export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('Conversations');
+  private readonly drivers = new Map<string, Promise<void>>();
+  private readonly again = new Set<string>();
+  private readonly stopping = new AbortController();
+  private readonly bootAt = Date.now();
+  private unsubscribe?: () => void;
+
+  constructor(
+    private readonly steering: SteeringRepository,
+    private readonly lifecycle: RunLifecycleService,
+    private readonly starter: RunStarter,
+    private readonly catalog: AdmissionCatalog,
+    private readonly connections: RunnerConnections,
+    private readonly bus: RunStreamBus,
+    @Inject(SIGNAL_PORT) private readonly signals: SignalPort,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  /** SPEC §8 recovery, in order: interrupted runs (and their queues), orphaned queues, then the waiting runs. */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.lifecycle.recoverInterrupted();
+    const released = await this.steering.releaseOrphans();
+    if (released > 0) {
+      this.logger.warn({ msg: `${released} steering item(s) of ended runs re-dispatched` });
+    }
+    this.unsubscribe = this.signals.subscribe('conversation', (s) => this.kick(s.key));
+    for (const key of await this.steering.waitingConversations()) {
+      this.kick(key);
+    }
+  }
+
+  /** Stops at the first shutdown hook: a run waiting for its runner must not hold the process. */
+  async onModuleDestroy(): Promise<void> {
+    this.stopping.abort();
+    this.unsubscribe?.();
+    await Promise.allSettled([...this.drivers.values()]);
+  }
+
+  /** Starts the conversation's next waiting run if it is free (coalesced: one driver per conversation). */
+  kick(key: string): void {
+    if (this.stopping.signal.aborted) {
+      return;
+    }
+    if (this.drivers.has(key)) {
+      this.again.add(key);
+      return;
+    }
+    const driver = this.drive(key)
+      .catch((e: unknown) =>
+        this.logger.error({ msg: `conversation dispatch failed: ${e instanceof Error ? e.stack : String(e)}` }),
+      )
+      .finally(() => {
+        this.drivers.delete(key);
+        if (this.again.delete(key)) {
+          this.kick(key);
+        }
+      });
+    this.drivers.set(key, driver);
+  }
+
+  private async drive(key: string): Promise<void> {
+    while (!this.stopping.signal.aborted) {
+      const next = await this.steering.nextWaiting(key);
+      if (!next) {
+        return;
+      }
+      const outcome = await this.startOne(next);
+      if (outcome === 'started' || outcome === 'busy') {
+        return;
+      }
+    }
+  }
+
+  private async startOne(item: SteeringRow): Promise<'started' | 'busy' | 'failed' | 'moved'> {
+    const conversation = {
+      key: item.conversation_key,
+      agent_id: item.agent_id,
+      runner_id: item.runner_id,
+      conversation_id: item.conversation_id,
+      thread_id: item.thread_id,
+    };
+    if ((await this.steering.situation(conversation)).running_run_id) {
+      return 'busy';
+    }
+    const runId = item.next_run_id!;
+    const agent = await this.catalog.agent(item.agent_id).catch(() => null);
+    if (!agent) {
+      return this.fail(item, { code: 'agent.not_found', error: `agent ${item.agent_id} no longer exists` });
+    }
+    const live = await this.runnerOf(agent.runner_id, item);
+    if (!live) {
+      return this.fail(item, {
+        code: 'runner.unavailable',
+        error: `runner ${agent.runner_id} did not connect within ${this.config.runs.runnerWaitMs} ms`,
+      });
+    }
+    const sub = item.submission as unknown as EventSubmission;
+    const prepared = await this.starter.prepare(runId, item.event_id, sub, agent, live, Date.now());
+    // The event's position in the event log, as a run started at admission has it.
+    const eventSeq = await this.steering.eventSeq(item.event_id);
+    if (eventSeq !== null) {
+      prepared.context.context = { ...prepared.context.context!, event_seq: eventSeq };
+      const stored = prepared.run.context as { context: Record<string, unknown> };
+      prepared.run.context = { ...stored, context: { ...stored.context, event_seq: eventSeq } };
+    }
+    const started = await this.starter.whileStarting(
+      prepared,
+      this.steering.startQueued({
+        conversation,
+        item_id: item.id,
+        run_id: runId,
+        context: prepared.run.context,
+        authorization: prepared.run.authorization as JsonObject,
+        authorization_hash: prepared.run.authorization_hash!,
+        started_at: prepared.run.started_at!,
+        deadline_at: prepared.run.deadline_at,
+      }),
+    );
+    if (started === 'started') {
+      this.logger.log({ run_id: runId, msg: `waiting run started (event ${item.event_id})` });
+      this.starter.dispatch(prepared, agent, live);
+      return 'started';
+    }
+    return started === 'busy' ? 'busy' : 'moved';
+  }
+
+  /** The runner's live session, waiting for it to connect until the item's bound passes. */
+  private async runnerOf(runnerId: string, item: SteeringRow): Promise<LiveRunner | undefined> {
+    const due = Math.max(item.redispatched_at ?? item.created_at, this.bootAt);
+    const until = due + this.config.runs.runnerWaitMs;
+    for (;;) {
+      const live = this.connections.runner(runnerId);
+      if (live || Date.now() >= until || this.stopping.signal.aborted) {
+        return live;
+      }
+      await sleep(Math.min(RUNNER_POLL_MS, until - Date.now()), undefined, { signal: this.stopping.signal }).catch(
+        () => undefined,
+      );
+    }
+  }
+
+  /**
+   * Cancel of a run that waits in its conversation (POST /v1/runs/:id/cancel): it ends
+   * `cancelled` before it started. False when it is not waiting (it started meanwhile).
+   */
+  async cancelWaiting(runId: string, reason: string): Promise<boolean> {
+    const item = await this.steering.itemOfNextRun(runId);
+    if (!item) {
+      return false;
+    }
+    const done = await this.end(item, { status: 'cancelled', code: 'cancelled', error: reason, retryable: false });
+    if (done) {
+      this.signals.publish({ kind: 'conversation', key: item.conversation_key });
+    }
+    return done;
+  }
+
+  /** A waiting run that cannot start ends `failed` with its terminal result; its readers see it. */
+  private async fail(item: SteeringRow, why: { code: string; error: string }): Promise<'failed'> {
+    await this.end(item, { status: 'failed', code: why.code, error: why.error, retryable: true });
+    return 'failed';
+  }
+
+  private async end(item: SteeringRow, verdict: HostVerdict): Promise<boolean> {
+    const runId = item.next_run_id!;
+    const terminal = verdictResult(runId, 1, verdict);
+    const now = Date.now();
+    const ended = await this.steering.failQueued(
+      item.id,
+      { ...terminal, data: terminal.data as JsonObject, usage: null, created_at: now },
+      {
+        status: verdict.status,
+        status_reason: verdict.error,
+        error_code: verdict.code,
+        retryable: verdict.retryable,
+        finished_at: now,
+      },
+    );
+    if (ended) {
+      this.logger.warn({ run_id: runId, msg: `waiting run ended ${verdict.status}: ${verdict.error}` });
+      this.bus.publish(terminal);
+      this.bus.end(runId);
+    }
+    return ended;
+  }
+}

@@ -1,0 +1,87 @@
+import type { SteeringRepository, SteeringRow } from '@libs/persistence';
+import { DomainError } from '@libs/protocol';
+import type { ActiveRunView } from '../active-run';
+import { InProcessSignals } from './signal-port';
+import { SteeringService } from './steering.service';
+
+function fakeRun(deadline: number | null = null): ActiveRunView {
+  return {
+    run_id: 'run-1',
+    abort: new AbortController(),
+    snapshot: { deadline_at_ms: deadline },
+  } as unknown as ActiveRunView;
+}
+
+function item(n: number): SteeringRow {
+  return { id: n, item: { item_id: `e${n}`, position: n } } as unknown as SteeringRow;
+}
+
+function service(queue: SteeringRow[][]) {
+  const calls: [string, number, string][] = [];
+  const repo = {
+    pull: (runId: string, limit: number, mode: string) => {
+      calls.push([runId, limit, mode]);
+      return Promise.resolve(queue.shift() ?? []);
+    },
+  } as unknown as SteeringRepository;
+  const signals = new InProcessSignals();
+  return { svc: new SteeringService(repo, signals), calls, signals };
+}
+
+describe('SteeringService.pull', () => {
+  it.each([
+    [{ mode: 'sideways' }, 'mode'],
+    [{ limit: 0 }, 'limit'],
+    [{ limit: 101 }, 'limit'],
+    [{ limit: 2.5 }, 'limit'],
+    [{ wait_ms: -1 }, 'wait_ms'],
+    [{ wait_ms: 30_001 }, 'wait_ms'],
+  ])('refuses %j naming the field, and pulls nothing', async (req, field) => {
+    const { svc, calls } = service([[item(1)]]);
+    const err = await svc.pull(fakeRun(), req).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DomainError);
+    expect(err).toMatchObject({ code: 'invalid_argument', details: { field } });
+    expect((err as Error).message).toMatch(new RegExp(`^${field}: `));
+    expect(calls).toEqual([]);
+  });
+
+  it.each([
+    [{}, 100, 'all'],
+    [{ mode: 'ALL', limit: 7 }, 7, 'all'],
+    [{ mode: 'one', limit: 50 }, 1, 'one'],
+    [{ mode: 'One-At-A-Time' }, 1, 'one'],
+    [{ mode: 'one_at_a_time' }, 1, 'one'],
+  ])('%j pulls up to %d items in mode %s', async (req, limit, mode) => {
+    const { svc, calls } = service([[item(1)]]);
+    await expect(svc.pull(fakeRun(), req)).resolves.toEqual([{ item_id: 'e1', position: 1 }]);
+    expect(calls).toEqual([['run-1', limit, mode]]);
+  });
+
+  it('answers an empty queue at once without wait_ms', async () => {
+    const { svc, calls } = service([]);
+    await expect(svc.pull(fakeRun(), {})).resolves.toEqual([]);
+    expect(calls).toHaveLength(1);
+  });
+
+  it('with wait_ms, pulls again when an item is queued on the run', async () => {
+    const { svc, calls, signals } = service([[], [item(2)]]);
+    const pulled = svc.pull(fakeRun(), { wait_ms: 10_000 });
+    await new Promise((r) => setImmediate(r));
+    signals.publish({ kind: 'steering', run_id: 'other-run' });
+    signals.publish({ kind: 'steering', run_id: 'run-1' });
+    await expect(pulled).resolves.toEqual([{ item_id: 'e2', position: 2 }]);
+    expect(calls).toHaveLength(2);
+  });
+
+  it('stops waiting when the run ends (abort) or its deadline has passed', async () => {
+    const { svc } = service([]);
+    const run = fakeRun();
+    const pulled = svc.pull(run, { wait_ms: 10_000 });
+    await new Promise((r) => setImmediate(r));
+    run.abort.abort();
+    await expect(pulled).resolves.toEqual([]);
+
+    const late = service([]);
+    await expect(late.svc.pull(fakeRun(Date.now() - 1), { wait_ms: 10_000 })).resolves.toEqual([]);
+  });
+});

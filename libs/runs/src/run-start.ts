@@ -1,0 +1,185 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { buildSnapshot, snapshotHash, type RunScope } from '@libs/authz';
+import { APP_CONFIG, type AppConfig } from '@libs/config';
+import { StateService, TranscriptService } from '@libs/conversations';
+import type { AgentEntity, JsonObject, NewRun } from '@libs/persistence';
+import { runTimeoutSeconds, type RunnerManifest } from '@libs/protocol';
+import { planOf, type DeliveryContext } from '@libs/delivery';
+import { RunnerConnections, type ConnectedRunner, type RunnerSession } from '@libs/runner-gateway';
+import type { RunContext } from '@libs/proto';
+import { AdmissionCatalog } from './admission-catalog';
+import type { EventSubmission } from './event-submission';
+import { buildRunContext, contextJson, type RunAccess } from './run-context.builder';
+import { RunLifecycleService } from './run-lifecycle.service';
+
+export interface PreparedRun {
+  scope: RunScope;
+  access: RunAccess;
+  context: RunContext;
+  /** The run row as it is stored when the run starts now. */
+  run: NewRun;
+}
+
+export interface LiveRunner {
+  session: RunnerSession;
+  runner: ConnectedRunner;
+}
+
+export function scopeOf(sub: EventSubmission, agent: AgentEntity, pluginId: string): RunScope {
+  return {
+    agent_id: agent.agent_id,
+    runner_id: agent.runner_id,
+    plugin_id: pluginId,
+    conversation_id: sub.conversation?.conversation_id ?? null,
+    thread_id: sub.conversation?.thread_id ?? null,
+    bot_id: sub.conversation?.bot_id ?? null,
+    workspace_id: sub.conversation?.workspace_id ?? null,
+    actor_type: sub.actor?.actor_type ?? null,
+    actor_id: sub.actor?.actor_id ?? null,
+    subject_type: sub.subject?.subject_type ?? null,
+    subject_id: sub.subject?.subject_id ?? null,
+  };
+}
+
+/**
+ * Starting a run, for admission (an event that starts at once) and for the conversation
+ * dispatcher (a run that waited): freeze the grants, build the context, then hand the run to
+ * its runner's live session.
+ */
+@Injectable()
+export class RunStarter {
+  private readonly logger = new Logger('Admission');
+  /**
+   * Runs whose start is being committed, and whether they may pull steering: a follow-up admitted
+   * in the same commit as the start (before the run is registered) can already be steered into it.
+   */
+  private readonly starting = new Map<string, boolean>();
+
+  constructor(
+    private readonly catalog: AdmissionCatalog,
+    private readonly connections: RunnerConnections,
+    private readonly lifecycle: RunLifecycleService,
+    private readonly transcript: TranscriptService,
+    private readonly state: StateService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  /** The run's grants, context and row (status `running`, started now). */
+  async prepare(
+    runId: string,
+    eventId: string,
+    sub: EventSubmission,
+    agent: AgentEntity,
+    live: LiveRunner | undefined,
+    now: number,
+  ): Promise<PreparedRun> {
+    const scope = scopeOf(sub, agent, live?.session.plugin_id ?? '');
+    const access = await this.access(runId, scope, live?.runner.manifest ?? null, agent, now);
+    const { context, deadlineAtMs } = buildRunContext(runId, eventId, sub, agent, access);
+    const run: NewRun = {
+      run_id: runId,
+      event_id: eventId,
+      agent_id: agent.agent_id,
+      runner_id: agent.runner_id,
+      conversation_id: scope.conversation_id,
+      thread_id: scope.thread_id,
+      status: 'running',
+      status_reason: null,
+      error_code: null,
+      retryable: null,
+      context: contextJson(context) as JsonObject,
+      usage: null,
+      authorization: access.snapshot as unknown as JsonObject,
+      authorization_hash: snapshotHash(access.snapshot),
+      created_at: now,
+      started_at: now,
+      finished_at: null,
+      deadline_at: deadlineAtMs,
+      cancel_requested_at: null,
+    };
+    return { scope, access, context, run };
+  }
+
+  /** Marks a prepared run as starting (see `starting`) until `done` settles. */
+  async whileStarting<T>(prepared: PreparedRun, done: Promise<T>): Promise<T> {
+    const runId = prepared.run.run_id;
+    this.starting.set(runId, prepared.access.snapshot.available_apis.steering_pull);
+    try {
+      return await done;
+    } finally {
+      this.starting.delete(runId);
+    }
+  }
+
+  /** True while a run's start is being committed and its grants allow steering. */
+  startingSteerable(runId: string): boolean {
+    return this.starting.get(runId) === true;
+  }
+
+  /**
+   * Registers the run as active and sends it to the runner — only on the session it was
+   * prepared for: a runner that went meanwhile fails it `runner.disconnected`.
+   */
+  dispatch(prepared: PreparedRun, agent: AgentEntity, live: LiveRunner): void {
+    const runId = prepared.run.run_id;
+    const session = this.connections.runner(agent.runner_id)?.session;
+    const delivery = planOf(agent.delivery_policy, prepared.context.delivery as DeliveryContext);
+    const active = this.lifecycle.start(runId, agent, session ?? live.session, prepared.access.snapshot, delivery);
+    if (session !== live.session) {
+      this.lifecycle.conclude(active, {
+        status: 'failed',
+        code: 'runner.disconnected',
+        error: 'runner disconnected before the run was dispatched',
+        retryable: true,
+      });
+      return;
+    }
+    try {
+      session.send({ run: { runner_id: agent.runner_id, runner_name: live.runner.name, context: prepared.context } });
+      this.logger.log({ run_id: runId, msg: `run dispatched to ${agent.runner_id}` });
+    } catch (e) {
+      // One run's message that cannot be sent fails that run, never the plugin's stream.
+      this.logger.error({ run_id: runId, msg: `run not dispatched: ${e instanceof Error ? e.message : String(e)}` });
+      this.lifecycle.conclude(active, {
+        status: 'failed',
+        code: 'host.dispatch_failed',
+        error: 'the host could not send the run to its runner',
+        retryable: false,
+      });
+    }
+  }
+
+  /** Freezes the run's grants (manifest ∩ agent policy ∩ scope) and reads what the context shows of state and history. */
+  private async access(
+    runId: string,
+    scope: RunScope,
+    manifest: RunnerManifest | null,
+    agent: AgentEntity,
+    now: number,
+  ): Promise<RunAccess> {
+    const timeout = runTimeoutSeconds(agent.runner_config);
+    const catalog = await this.catalog.resourceCatalog();
+    const snapshot = buildSnapshot({
+      run_id: runId,
+      scope,
+      manifest: manifest ?? { capabilities: {}, permissions: {} },
+      policy: { resource: agent.resource_policy, state: agent.state_policy },
+      catalog,
+      limits: {
+        max_payload_bytes: this.config.hostApi.maxPayloadBytes,
+        max_state_value_bytes: 256 * 1024,
+        max_storage_value_bytes: this.config.hostApi.maxStorageValueBytes,
+        calls_per_second: this.config.hostApi.callsPerSecond,
+        burst: this.config.hostApi.burst,
+      },
+      deadline_at_ms: timeout === null ? null : now + Math.round(timeout * 1000),
+    });
+    const [state, latest_seq] = await Promise.all([
+      manifest ? this.state.snapshot(snapshot.state.scope_keys, scope.conversation_id) : Promise.resolve({}),
+      scope.conversation_id ? this.transcript.latestSeq(scope.conversation_id, scope.thread_id) : Promise.resolve(null),
+    ]);
+    const firstChat = snapshot.resources.models.find((m) => m.model_type === 'llm');
+    const window = firstChat ? catalog.models.find((m) => m.model_id === firstChat.model_id)?.context_window : null;
+    return { snapshot, state, latest_seq, model_context_window_tokens: window ?? null };
+  }
+}
