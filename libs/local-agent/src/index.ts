@@ -1,0 +1,2 @@
+export * from './host-port';
+export { runLocalAgent } from './run-local-agent';
