@@ -3,7 +3,7 @@ import { RESOURCE_CATALOG, type ResourceCatalog } from '@libs/authz';
 import type { z } from 'zod';
 import { AgentsRepository, PluginsRepository, type AgentEntity, type JsonObject } from '@libs/persistence';
 import { DomainError, describeIssues, parseRunnerId, validateRunnerConfig, type RunnerManifest } from '@libs/protocol';
-import { RunnerConnections } from '@libs/runner-gateway';
+import { RunnerDispatch } from '@libs/runner-gateway';
 import {
   concurrencyPolicySchema,
   deliveryPolicySchema,
@@ -68,7 +68,7 @@ export class AgentsService {
   constructor(
     private readonly agents: AgentsRepository,
     private readonly runnerStore: PluginsRepository,
-    private readonly connections: RunnerConnections,
+    private readonly dispatch: RunnerDispatch,
     @Inject(RESOURCE_CATALOG) private readonly catalog: ResourceCatalog,
   ) {}
 
@@ -134,7 +134,7 @@ export class AgentsService {
 
   /** The manifest of a runner: from its live connection, else the last one it announced. */
   async manifestOf(runnerId: string): Promise<RunnerManifest | null> {
-    const live = this.connections.runner(runnerId);
+    const live = this.dispatch.target(runnerId);
     if (live) {
       return live.runner.manifest;
     }

@@ -2,3 +2,4 @@ export { HostApiModule } from './host-api.module';
 export { HostApiGate, type CallNeeds, type Caller } from './host-api.gate';
 export { HostActions, type HostActionName, type RequestOf, type ResultOf } from './host-actions';
 export { grpcMessageLimit, TRANSPORT_HEADROOM_BYTES } from './transport-limit';
+export { InProcessHostPort } from './in-process/in-process-host-port';

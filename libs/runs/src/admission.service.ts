@@ -5,7 +5,7 @@ import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { StateService, TranscriptService } from '@libs/conversations';
 import { RunsRepository, type AgentEntity, type EventEntity, type JsonObject, type NewRun } from '@libs/persistence';
 import { DomainError, parseRunnerId, runTimeoutSeconds, type RunnerManifest } from '@libs/protocol';
-import { RunnerConnections } from '@libs/runner-gateway';
+import { RunnerDispatch } from '@libs/runner-gateway';
 import { AdmissionCatalog } from './admission-catalog';
 import { eventLogRow, userTranscriptRow } from './admission-records';
 import { redactSubmission, type EventSubmission } from './event-submission';
@@ -28,7 +28,7 @@ export class AdmissionService {
   constructor(
     private readonly catalog: AdmissionCatalog,
     private readonly runs: RunsRepository,
-    private readonly connections: RunnerConnections,
+    private readonly dispatch: RunnerDispatch,
     private readonly lifecycle: RunLifecycleService,
     private readonly transcript: TranscriptService,
     private readonly state: StateService,
@@ -57,8 +57,8 @@ export class AdmissionService {
     const agent = await this.catalog.agent(sub.agent_id).catch((e: unknown) => {
       throw e instanceof DomainError ? new DomainError(e.code, e.message, { ...e.details, field: 'agent_id' }) : e;
     });
-    const ref = parseRunnerId(agent.runner_id);
-    const live = ref === 'builtin' ? undefined : this.connections.runner(agent.runner_id);
+    parseRunnerId(agent.runner_id);
+    const live = this.dispatch.target(agent.runner_id);
     const now = Date.now();
     const runId = randomUUID();
     const event: EventEntity = {
@@ -99,7 +99,7 @@ export class AdmissionService {
     }
     context.context = { ...context.context!, event_seq: outcome.event_seq };
     // Between the check above and now the runner may have gone: dispatch only on a live session.
-    const session = this.connections.runner(agent.runner_id)?.session;
+    const session = this.dispatch.target(agent.runner_id)?.session;
     const active = this.lifecycle.start(runId, agent, session ?? live.session, access.snapshot);
     if (session !== live.session) {
       this.lifecycle.conclude(active, {
