@@ -144,12 +144,12 @@ describe('the built-in local agent, end to end', () => {
     const events = await world.results(runId);
     expect(events.at(-1)!.event).toBe('run.completed');
     const completed = events.find((e) => e.event === 'tool.call.completed')!.data.data;
-    expect(completed).toMatchObject({ tool_call_id: 'call_echo', tool_name: 'echo', result: null });
-    expect(completed.error).toEqual(expect.stringContaining('not granted'));
+    expect(completed).toMatchObject({ tool_call_id: 'call_echo', tool_name: 'echo' });
+    expect(completed.error).toEqual(expect.stringContaining('not authorized'));
     const [, second] = world.chats();
     expect(second.messages.find((m: any) => m.role === 'tool')).toMatchObject({
       tool_call_id: 'call_echo',
-      content: expect.stringContaining('not granted'),
+      content: expect.stringContaining('not authorized'),
     });
     expect((await world.audit(runId)).filter((a) => a.action === 'tool.call')).toEqual([
       expect.objectContaining({

@@ -117,7 +117,7 @@ export class InProcessHostPort implements LocalAgentHostPort {
 
   async retrieveKnowledge(req: { kb_id: string; query_text: string; top_k?: number }): Promise<KnowledgeEntry[]> {
     const out = await this.call('knowledge.retrieve', { kb_id: req.kb_id, query_text: req.query_text, top_k: req.top_k });
-    return out.results as unknown as KnowledgeEntry[];
+    return out.results;
   }
 
   async historyPage(req: HistoryPageRequest): Promise<HistoryPage> {
@@ -125,7 +125,7 @@ export class InProcessHostPort implements LocalAgentHostPort {
   }
 
   async promptGet(): Promise<ChatMessage[]> {
-    return (await this.call('prompt.get', {})).prompt as unknown as ChatMessage[];
+    return (await this.call('prompt.get', {})).prompt;
   }
 
   async stateGet(scope: StateScope, key: string): Promise<unknown> {
@@ -139,7 +139,7 @@ export class InProcessHostPort implements LocalAgentHostPort {
 
   async steeringPull(req: SteeringPullRequest): Promise<SteeringItem[]> {
     const out = await this.call('steering.pull', { mode: req.mode, limit: req.limit, wait_ms: req.wait_ms });
-    return out.items as SteeringItem[];
+    return out.items;
   }
 
   async runGet(): Promise<RunStatusView> {
