@@ -58,8 +58,9 @@ export function toolLine(e: ResultEvent): void {
 }
 
 export function snapshotSummary(view: any): void {
-  const snapshot = view.authorization ?? view.snapshot ?? view;
-  say(`authorization snapshot  ${String(view.authorization_hash ?? view.hash ?? '')}`);
+  const snapshot = view.authorization ?? {};
+  const verified = view.hash_verified === true ? ' (verified)' : ' (NOT verified)';
+  say(`authorization snapshot  ${String(view.authorization_hash ?? '')}${verified}`);
   const resources = snapshot.resources ?? {};
   const names = (list: any[] | undefined, key: string) =>
     (list ?? []).map((r) => `${r[key]} [${(r.operations ?? []).join(', ')}]`).join('; ') || 'none';
