@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ChatMessage, ContentElement } from '../host-port';
 
 /*
@@ -25,7 +26,8 @@ export function checkedCounter(count: TokenCounter | null | undefined): TokenCou
     if (messages.length === 0) {
       return 0;
     }
-    const key = JSON.stringify(messages);
+    // Hashed: probes of a large context would otherwise keep many copies of it as keys.
+    const key = createHash('sha1').update(JSON.stringify(messages)).digest('base64');
     const hit = memo.get(key);
     if (hit !== undefined) {
       return hit;
