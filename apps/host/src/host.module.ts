@@ -10,6 +10,7 @@ import { PersistenceModule } from '@libs/persistence';
 import { ResourcesModule } from '@libs/resources';
 import { RunnerGatewayModule } from '@libs/runner-gateway';
 import { RunsModule } from '@libs/runs';
+import { BuiltinRunnerModule } from './builtin-runner/builtin-runner.module';
 import { AllExceptionsFilter } from './filters/all-exceptions.filter';
 import { GrpcServerState } from './grpc-server-state';
 import { AgentsController } from './http/admin/agents.controller';
@@ -54,6 +55,7 @@ export class HostModule {
         ConversationsModule,
         HostApiModule,
         ResourcesModule,
+        BuiltinRunnerModule,
       ],
       controllers: [
         EventsController,
