@@ -53,7 +53,7 @@ export class LocalAgentWorld {
         model_name: name,
         context_window: 128000,
         max_output_tokens: 4096,
-        abilities: { tool_calling: true, streaming: true },
+        abilities: { tool_calling: true, vision: false, streaming: true },
         tokenizer: 'o200k_base',
       });
     }

@@ -22,6 +22,15 @@ describe('the built-in local agent, end to end', () => {
     await world.agent('helper', { tools: ['add'], kbs: [] });
     await world.agent('librarian', { kbs: ['manual'], config: { 'knowledge-bases': ['manual'] } });
     await world.agent('hasty', { config: { timeout: 2 } });
+    await world.agent('compact', {
+      config: {
+        model: { primary: 'primary', fallbacks: [] },
+        'context-window-tokens': 3000,
+        'context-reserve-tokens': 500,
+        'context-keep-recent-tokens': 200,
+        'context-summary-tokens': 200,
+      },
+    });
   });
 
   afterAll(() => world.stop());
@@ -71,7 +80,7 @@ describe('the built-in local agent, end to end', () => {
     const first = await world.say('helper', 'conv-multi', 'Hi, my name is Ada.');
     const firstEvents = await world.results(first);
     expect(firstEvents.filter((e) => e.event === 'message.delta').length).toBeGreaterThan(1);
-    expect(firstEvents.at(-1)!.event).toBe('run.completed');
+    expect(firstEvents.at(-1)!.data).toMatchObject({ type: 'run.completed' });
     expect(firstEvents.find((e) => e.event === 'message.completed')!.data.data.message).toMatchObject({
       role: 'assistant',
       content: 'Nice to meet you, Ada.',
@@ -79,7 +88,7 @@ describe('the built-in local agent, end to end', () => {
 
     const second = await world.say('helper', 'conv-multi', 'What is my name?');
     const events = await world.results(second);
-    expect(events.at(-1)!.event).toBe('run.completed');
+    expect(events.at(-1)!.data).toMatchObject({ type: 'run.completed' });
     expect((await world.run(second)).status).toBe('completed');
     const [, call] = world.chats();
     const roles = call.messages.map((m: any) => m.role);
@@ -114,7 +123,7 @@ describe('the built-in local agent, end to end', () => {
     );
     const runId = await world.say('helper', 'conv-tool', 'What is 2 + 3?');
     const events = await world.results(runId);
-    expect(events.at(-1)!.event).toBe('run.completed');
+    expect(events.at(-1)!.data).toMatchObject({ type: 'run.completed' });
     expect(events.find((e) => e.event === 'tool.call.started')!.data.data).toMatchObject({
       tool_call_id: 'call_add',
       tool_name: 'add',
@@ -142,7 +151,7 @@ describe('the built-in local agent, end to end', () => {
     );
     const runId = await world.say('helper', 'conv-ungranted', 'Echo hi');
     const events = await world.results(runId);
-    expect(events.at(-1)!.event).toBe('run.completed');
+    expect(events.at(-1)!.data).toMatchObject({ type: 'run.completed' });
     const completed = events.find((e) => e.event === 'tool.call.completed')!.data.data;
     expect(completed).toMatchObject({ tool_call_id: 'call_echo', tool_name: 'echo' });
     expect(completed.error).toEqual(expect.stringContaining('not authorized'));
@@ -165,7 +174,7 @@ describe('the built-in local agent, end to end', () => {
     world.server.chat(scripts.reply('The reset code is 4711.'));
     const runId = await world.say('librarian', 'conv-kb', 'What is the reset code of the Model 7 router?');
     const events = await world.results(runId);
-    expect(events.at(-1)!.event).toBe('run.completed');
+    expect(events.at(-1)!.data).toMatchObject({ type: 'run.completed' });
     expect(shown(world.chats()[0].messages)).toContain(KB_FACT);
     expect((await world.audit(runId)).find((a) => a.action === 'knowledge.retrieve')).toMatchObject({
       resource: 'knowledge_base:manual',
@@ -177,33 +186,54 @@ describe('the built-in local agent, end to end', () => {
     world.server.chat(scripts.serverError(500), scripts.reply('Answer from the backup.'));
     const runId = await world.say('helper', 'conv-fallback', 'Hello?');
     const events = await world.results(runId);
-    expect(events.at(-1)!.event).toBe('run.completed');
+    expect(events.at(-1)!.data).toMatchObject({ type: 'run.completed' });
     expect(world.chats().map((c) => c.model)).toEqual(['scripted-primary', 'scripted-backup']);
     expect(events.find((e) => e.event === 'message.completed')!.data.data.message.content).toBe(
       'Answer from the backup.',
     );
+    // The gate audits a stream when it opens it (as on gRPC); the provider's 500 came after.
     const streams = (await world.audit(runId)).filter((a) => a.action === 'model.stream');
     expect(streams.map((a) => [a.resource, a.outcome])).toEqual([
-      ['model:primary', 'failed'],
+      ['model:primary', 'allowed'],
       ['model:backup', 'allowed'],
     ]);
   });
 
-  it('retries once after a context overflow, on the same model', async () => {
-    world.server.chat(scripts.contextLengthExceeded(8192, 9000), scripts.reply('Fits now.'));
-    const runId = await world.say('helper', 'conv-overflow', 'Tell me everything.');
+  it('after a context overflow compacts the history and retries once, on the same model', async () => {
+    // A conversation of about 2,000 tokens in a 3,000-token window (2,500 of input): it fits, but
+    // the provider says it does not. The one retry is at 3/4 of the input budget, so the earlier
+    // turn is summarised (one invoke) and the request sent again, smaller, to the same model.
+    const apples = 'apple '.repeat(1150).trim();
+    world.server.chat(scripts.reply('banana '.repeat(850).trim()));
+    const first = await world.say('compact', 'conv-overflow', apples);
+    expect((await world.results(first)).at(-1)!.data).toMatchObject({ type: 'run.completed' });
+    world.server.reset();
+    world.server.chat(
+      scripts.contextLengthExceeded(2000, 2100),
+      scripts.reply('The user listed apples; the assistant answered with bananas.'),
+      scripts.reply('Fits now.'),
+    );
+    const runId = await world.say('compact', 'conv-overflow', 'What did we talk about?');
     const events = await world.results(runId);
-    expect(events.at(-1)!.event).toBe('run.completed');
-    expect(world.chats().map((c) => c.model)).toEqual(['scripted-primary', 'scripted-primary']);
+    expect(events.at(-1)!.data).toMatchObject({ type: 'run.completed' });
     expect(events.find((e) => e.event === 'message.completed')!.data.data.message.content).toBe('Fits now.');
+    const calls = world.server.requests.map((r) => ({
+      model: r.body.model,
+      stream: r.body.stream === true,
+      bytes: JSON.stringify(r.body.messages).length,
+    }));
+    expect(calls.map((c) => [c.model, c.stream])).toEqual([
+      ['scripted-primary', true],
+      ['scripted-primary', false],
+      ['scripted-primary', true],
+    ]);
+    expect(calls[2].bytes).toBeLessThan(calls[0].bytes);
+    expect(shown(world.chats()[2].messages)).toContain('<conversation_summary>');
   });
 
   it('cancels mid-stream: the provider request is aborted and the run ends cancelled', async () => {
     world.server.chat(
-      scripts.completion(
-        { deltas: Array.from({ length: 100 }, (_, i) => `word${i} `) },
-        { chunk_delay_ms: 100 },
-      ),
+      scripts.completion({ deltas: Array.from({ length: 100 }, (_, i) => `word${i} `) }, { chunk_delay_ms: 100 }),
     );
     const runId = await world.say('helper', 'conv-cancel', 'Talk for a long time.');
     const events = await world.streamUntil(
@@ -223,7 +253,10 @@ describe('the built-in local agent, end to end', () => {
     world.server.chat(scripts.hang());
     const runId = await world.say('hasty', 'conv-deadline', 'Take your time.');
     const events = await world.results(runId);
-    expect(events.at(-1)!.data).toMatchObject({ type: 'run.failed', data: { code: 'runner.timeout', retryable: true } });
+    expect(events.at(-1)!.data).toMatchObject({
+      type: 'run.failed',
+      data: { code: 'runner.timeout', retryable: true },
+    });
     await waitFor('run status', async () => (await world.run(runId)).status === 'timeout');
   });
 
