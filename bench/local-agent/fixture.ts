@@ -83,7 +83,7 @@ export class LocalAgentFixture {
         api_key_env: 'BENCH_MODEL_KEY',
         model_name: 'scripted-bench',
         context_window: 128000,
-        abilities: { tool_calling: true, streaming: true },
+        abilities: { tool_calling: true, vision: false, streaming: true },
         tokenizer: 'o200k_base',
       });
       return fixture;
@@ -106,7 +106,7 @@ export class LocalAgentFixture {
   async start(agentId: string, text: string): Promise<string> {
     const body = (await this.http.expect(202, 'POST', '/v1/events', {
       agent_id: agentId,
-      event: { event_type: 'message.received', source: 'bench' },
+      event: { event_type: 'message.received', source: 'api' },
       conversation: { conversation_id: `bench-${randomBytes(6).toString('hex')}` },
       actor: { actor_type: 'user', actor_id: 'bench' },
       input: { text },

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { ScriptedOpenAIServer, scripts } from '@libs/testing';
 import { DemoHost, type ResultEvent } from './demo-host';
-import { auditTable, say, section, snapshotSummary, StreamPrinter, toolLine } from './print';
+import { auditTable, say, section, snapshotSummary, StreamPrinter } from './print';
 
 /*
  * `npm run demo` (SPEC §13): the host with SQLite in a temp dir, the scripted OpenAI-compatible
@@ -42,7 +42,7 @@ async function main(): Promise<void> {
       api_key_env: 'DEMO_MODEL_KEY',
       model_name: 'scripted-demo',
       context_window: 128000,
-      abilities: { tool_calling: true, streaming: true },
+      abilities: { tool_calling: true, vision: false, streaming: true },
       tokenizer: 'o200k_base',
     });
     await host.expect(201, 'POST', '/v1/admin/agents', {
@@ -138,7 +138,7 @@ async function main(): Promise<void> {
 async function post(host: DemoHost, text: string): Promise<{ run_id: string; disposition: string }> {
   return host.expect(202, 'POST', '/v1/events', {
     agent_id: AGENT,
-    event: { event_type: 'message.received', source: 'demo' },
+    event: { event_type: 'message.received', source: 'api' },
     conversation: { conversation_id: CONVERSATION },
     actor: { actor_type: 'user', actor_id: 'demo-user' },
     input: { text },
@@ -158,9 +158,6 @@ async function turn(
   const side = during?.(runId);
   const events = await host.follow(runId, async (e) => {
     printer.show(e);
-    if (e.type.startsWith('tool.call.')) {
-      toolLine(e);
-    }
     await onEvent?.(runId, e);
   });
   await side;

@@ -21,6 +21,11 @@ export class StreamPrinter {
   private open = false;
 
   show(e: ResultEvent): void {
+    if (e.type.startsWith('tool.call.')) {
+      this.close();
+      toolLine(e);
+      return;
+    }
     if (e.type !== 'message.delta') {
       return;
     }
@@ -29,6 +34,9 @@ export class StreamPrinter {
     const fresh = content.startsWith(this.shown) ? content.slice(this.shown.length) : content;
     this.shown = content.startsWith(this.shown) ? content : this.shown + content;
     this.deltas++;
+    if (fresh === '') {
+      return;
+    }
     if (!this.open) {
       process.stdout.write('  agent> ');
       this.open = true;
@@ -36,10 +44,15 @@ export class StreamPrinter {
     process.stdout.write(fresh);
   }
 
-  end(last: ResultEvent | undefined, runId: string): void {
+  private close(): void {
     if (this.open) {
       process.stdout.write('\n');
+      this.open = false;
     }
+  }
+
+  end(last: ResultEvent | undefined, runId: string): void {
+    this.close();
     const outcome =
       last?.type === 'run.completed'
         ? 'completed'
@@ -48,12 +61,12 @@ export class StreamPrinter {
   }
 }
 
-export function toolLine(e: ResultEvent): void {
+function toolLine(e: ResultEvent): void {
   const d = e.data as { tool_name: string; parameters?: unknown; result?: unknown; error?: string | null };
   if (e.type === 'tool.call.started') {
-    say(`  ↳ tool ${d.tool_name}(${JSON.stringify(d.parameters ?? {})})`);
+    say(`↳ tool ${d.tool_name}(${JSON.stringify(d.parameters ?? {})})`);
   } else {
-    say(`  ↳ ${d.error ? `error: ${clip(d.error)}` : `result: ${clip(JSON.stringify(d.result))}`}`);
+    say(`↳ ${d.error ? `error: ${clip(d.error)}` : `result: ${clip(JSON.stringify(d.result))}`}`);
   }
 }
 
