@@ -1,3 +1,4 @@
+import * as os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { machineJson, num, writeJson } from '../dispatch/json-out';
 import { machineLine } from '../dispatch/report';
@@ -9,16 +10,18 @@ import { memoryAt, sdkFloor, toolTurns, type TurnSample } from './measure';
  * Local agent benchmark: the host-side overhead of the built-in local agent per model turn and
  * per tool call (time not spent waiting on the scripted model or the tool), next to a same-run
  * floor (the openai SDK sending the same requests back to back from this process), and the host's
- * memory per concurrent run at 100 concurrent runs.
+ * memory per concurrent run at 100 concurrent runs. Per tool call: the p50 gap of turns with 4
+ * serial calls minus that of turns with 1 call, over 3; per model turn: the 1-call gap minus one
+ * tool call.
  *
  *   npm run bench:local-agent -- [--json FILE]   (builds, then runs dist/bench/local-agent/main.js)
  *
  * Exits 1 if a run does not end as expected; 2 on a bad option.
  */
 
-const RUNS = 25;
+const RUNS = 40;
 const TOOL_TURNS = 4;
-const WIDE = 4; // parallel tool calls per turn of the second shape
+const WIDE = 4; // tool calls per turn of the second shape, run one after another (serial mode)
 const WARMUP_RUNS = 5;
 const FLOOR_ROUNDS = 25;
 const CONCURRENT = 100;
@@ -60,13 +63,15 @@ async function main(): Promise<number> {
   const f = await LocalAgentFixture.start();
   try {
     await f.agent('bench-agent');
+    // Serial tool execution: the calls of a turn do not overlap, so each adds its whole host time.
+    await f.agent('bench-serial', { 'tool-execution-mode': 'serial' });
     progress(`warm-up: ${WARMUP_RUNS} runs`);
     await toolTurns(f, 'bench-agent', WARMUP_RUNS, TOOL_TURNS, 1);
 
     progress(`${RUNS} runs × ${TOOL_TURNS} tool turns × 1 call`);
     const narrow = await toolTurns(f, 'bench-agent', RUNS, TOOL_TURNS, 1);
-    progress(`${RUNS} runs × ${TOOL_TURNS} tool turns × ${WIDE} parallel calls`);
-    const wide = await toolTurns(f, 'bench-agent', RUNS, TOOL_TURNS, WIDE);
+    progress(`${RUNS} runs × ${TOOL_TURNS} tool turns × ${WIDE} serial calls`);
+    const wide = await toolTurns(f, 'bench-serial', RUNS, TOOL_TURNS, WIDE);
     progress(`floor: the SDK replaying those requests, ${FLOOR_ROUNDS} rounds`);
     const floorNarrow = summarize(await sdkFloor(f, narrow.lastRequests, FLOOR_ROUNDS, 1));
     const floorWide = summarize(await sdkFloor(f, wide.lastRequests, FLOOR_ROUNDS, WIDE));
@@ -90,7 +95,7 @@ async function main(): Promise<number> {
         ['turn shape', 'turns', 'p50', 'p99', 'vs floor'],
         [
           row('1 tool call per turn', g1, floorNarrow),
-          row(`${WIDE} parallel tool calls per turn`, g4, floorWide),
+          row(`${WIDE} serial tool calls per turn`, g4, floorWide),
           row('floor: SDK, same requests, 1 call', floorNarrow),
           row(`floor: SDK, same requests, ${WIDE} calls`, floorWide),
         ],
@@ -108,7 +113,7 @@ async function main(): Promise<number> {
         `${memory.after_rss_mib.toFixed(1)} MiB after they were cancelled.`,
     );
     const hostLines = f.hostLog();
-    out(`Host log: ${hostLines.length} lines at LOG_LEVEL=warn.`);
+    out(`Host log: ${hostLines.length} lines at LOG_LEVEL=warn. Load average (1 min) at the end: ${os.loadavg()[0].toFixed(2)}.`);
     out(`Elapsed ${((performance.now() - started) / 1000).toFixed(1)} s.`);
     if (json) {
       writeJson(json, {
