@@ -87,7 +87,10 @@ export class LocalAgentWorld {
   }
 
   /** An agent on the built-in runner; runner_config gets the two models unless it names its own. */
-  async agent(agentId: string, opts: { config?: object; tools?: string[]; kbs?: string[] } = {}): Promise<void> {
+  async agent(
+    agentId: string,
+    opts: { config?: object; tools?: string[]; kbs?: string[]; concurrency?: string } = {},
+  ): Promise<void> {
     await this.created('/v1/admin/agents', {
       agent_id: agentId,
       runner_id: LOCAL_AGENT,
@@ -97,6 +100,7 @@ export class LocalAgentWorld {
         allowed_tool_names: opts.tools ?? [],
         allowed_kb_ids: opts.kbs ?? [],
       },
+      ...(opts.concurrency ? { concurrency_policy: { mode: opts.concurrency } } : {}),
     });
   }
 
