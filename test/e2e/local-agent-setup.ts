@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ScriptedOpenAIServer } from '@libs/testing';
 import { ADMIN_KEY, Host, TestDatabase, parseSse, waitFor, type SseEvent } from './harness';
@@ -12,6 +13,8 @@ import { ADMIN_KEY, Host, TestDatabase, parseSse, waitFor, type SseEvent } from 
 
 export const LOCAL_AGENT = 'builtin:local-agent/default';
 export const KB_FACT = 'The reset code of the Model 7 router is 4711.';
+export const SKILL_DESCRIPTION = 'Resetting a Model 7 router step by step';
+export const SKILL_INSTRUCTIONS = 'Unplug the router, hold RESET for ten seconds, plug it back in.';
 const KEY = `sk-scripted-${randomBytes(12).toString('hex')}`;
 const MCP_STDIO_ARGS = [
   '-r',
@@ -34,10 +37,23 @@ export interface AuditRow {
 
 export class LocalAgentWorld {
   readonly db = new TestDatabase();
-  readonly host = new Host(this.db, { SCRIPTED_KEY: KEY, SECRET_ENV_ALLOWLIST: 'SCRIPTED_KEY', CANCEL_GRACE_MS: '3000' });
+  /** SKILLS_DIR of the host: one skill package, `router-reset`. */
+  readonly skillsDir = path.join(this.db.dataDir, 'skills');
+  readonly host = new Host(this.db, {
+    SCRIPTED_KEY: KEY,
+    SECRET_ENV_ALLOWLIST: 'SCRIPTED_KEY',
+    CANCEL_GRACE_MS: '3000',
+    SKILLS_DIR: this.skillsDir,
+  });
   server!: ScriptedOpenAIServer;
 
   async start(): Promise<void> {
+    fs.mkdirSync(path.join(this.skillsDir, 'router-reset', 'references'), { recursive: true });
+    fs.writeFileSync(
+      path.join(this.skillsDir, 'router-reset', 'SKILL.md'),
+      `---\nname: router-reset\ndescription: ${SKILL_DESCRIPTION}\n---\n${SKILL_INSTRUCTIONS}\n`,
+    );
+    fs.writeFileSync(path.join(this.skillsDir, 'router-reset', 'references', 'codes.md'), 'Factory code: 0000\n');
     this.server = await ScriptedOpenAIServer.start();
     await this.host.start();
     for (const [id, name] of [

@@ -1,5 +1,14 @@
 import { scripts } from '@libs/testing';
-import { LOCAL_AGENT, KB_FACT, LocalAgentWorld, shown, waitFor, type AuditRow } from './local-agent-setup';
+import {
+  KB_FACT,
+  LOCAL_AGENT,
+  LocalAgentWorld,
+  SKILL_DESCRIPTION,
+  SKILL_INSTRUCTIONS,
+  shown,
+  waitFor,
+  type AuditRow,
+} from './local-agent-setup';
 import { RawPlugin, manifestFor } from './raw-plugin';
 import { HostApiClient } from './host-api-client';
 
@@ -133,7 +142,8 @@ describe('the built-in local agent, end to end', () => {
     expect(completed).toMatchObject({ tool_call_id: 'call_add', tool_name: 'add', error: null });
     expect(JSON.stringify(completed.result)).toContain('5');
     const [first, second] = world.chats();
-    expect(first.tools.map((t: any) => t.function.name)).toEqual(['add']);
+    // Granted host tools (not `echo`) and the skill tools of the local agent.
+    expect(first.tools.map((t: any) => t.function.name).sort()).toEqual(['activate', 'add', 'read_skill_file']);
     expect(second.messages.find((m: any) => m.role === 'tool')).toMatchObject({
       tool_call_id: 'call_add',
       content: expect.stringContaining('5'),
@@ -180,6 +190,51 @@ describe('the built-in local agent, end to end', () => {
       resource: 'knowledge_base:manual',
       outcome: 'allowed',
     });
+  });
+
+  it('offers the skills of SKILLS_DIR: an index in the prompt, activation, reads confined to the skill', async () => {
+    world.server.chat(
+      scripts.toolCalls([{ id: 'call_act', name: 'activate', arguments: '{"skill_name":"router-reset"}' }]),
+      scripts.toolCalls([
+        {
+          id: 'call_ref',
+          name: 'read_skill_file',
+          arguments: '{"skill_name":"router-reset","path":"references/codes.md"}',
+        },
+        {
+          id: 'call_out',
+          name: 'read_skill_file',
+          arguments: '{"skill_name":"router-reset","path":"../../admin-api-key"}',
+        },
+      ]),
+      scripts.reply('Unplug it, hold RESET for ten seconds.'),
+    );
+    const runId = await world.say('helper', 'conv-skill', 'How do I reset my router?');
+    const events = await world.results(runId);
+    expect(events.at(-1)!.data).toMatchObject({ type: 'run.completed' });
+    const [first, second, third] = world.chats();
+    expect(shown(first.messages)).toContain('router-reset');
+    expect(shown(first.messages)).toContain(SKILL_DESCRIPTION);
+    expect(shown(first.messages)).not.toContain(SKILL_INSTRUCTIONS);
+    expect(first.tools.map((t: any) => t.function.name)).toEqual(
+      expect.arrayContaining(['activate', 'read_skill_file']),
+    );
+    expect(second.messages.find((m: any) => m.tool_call_id === 'call_act').content).toContain(SKILL_INSTRUCTIONS);
+    const byCall = Object.fromEntries(
+      third.messages.filter((m: any) => m.role === 'tool').map((m: any) => [m.tool_call_id, m.content]),
+    );
+    expect(byCall.call_ref).toContain('Factory code: 0000');
+    expect(byCall.call_out).not.toContain('e2e-admin-key');
+    expect(
+      events
+        .filter((e) => e.event === 'tool.call.completed')
+        .map((e) => [e.data.data.tool_call_id, e.data.data.error !== null])
+        .sort(), // the two reads of one batch run in parallel: completions in any order
+    ).toEqual([
+      ['call_act', false],
+      ['call_out', true],
+      ['call_ref', false],
+    ]);
   });
 
   it('falls back to the next model after a 500 from the primary', async () => {

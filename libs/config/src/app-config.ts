@@ -32,6 +32,8 @@ export interface AppConfig {
   sse: { maxBacklogBytes: number; maxStreamsPerKey: number; keepAliveMs: number };
   /** TLS for HTTP and gRPC (PEM contents, read at boot); null = plaintext. */
   tls: TlsConfig | null;
+  /** The built-in local agent: the folder of skill packages it may read (SKILLS_DIR), or none. */
+  localAgent: { skillsDir: string | null };
 }
 
 export interface TlsConfig {
@@ -101,6 +103,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       keepAliveMs: dto.SSE_KEEPALIVE_MS ?? 15_000,
     },
     tls,
+    localAgent: { skillsDir: dto.SKILLS_DIR ? path.resolve(dto.SKILLS_DIR) : null },
   };
 }
 

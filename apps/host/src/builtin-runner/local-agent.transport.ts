@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { HostActions, InProcessHostPort } from '@libs/host-api';
 import { LOCAL_AGENT_MANIFEST, runLocalAgent, type AgentResult, type AgentRunContext } from '@libs/local-agent';
 import type { HostMessage, RunContext } from '@libs/proto';
@@ -13,6 +14,7 @@ import {
   type RunnerTransport,
 } from '@libs/runner-gateway';
 import { ActiveRuns } from '@libs/runs';
+import { skillRoots } from './skill-roots';
 
 /**
  * The identity the built-in runner calls the host API with. Plugin ids are `author/name`, so no
@@ -45,6 +47,7 @@ export class LocalAgentTransport implements RunnerTransport, OnModuleInit {
     private readonly connections: RunnerConnections,
     private readonly actions: HostActions,
     private readonly active: ActiveRuns,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     const now = Date.now();
     this.session = {
@@ -90,24 +93,33 @@ export class LocalAgentTransport implements RunnerTransport, OnModuleInit {
     const run = this.active.get(runId);
     const signal = run ? AbortSignal.any([stop.signal, run.abort.signal]) : stop.signal;
     this.running.set(runId, stop);
-    const port = new InProcessHostPort(this.actions, runId, BUILTIN_PLUGIN_ID, signal, (result) =>
-      this.deliver(runId, result),
-    );
     // After the dispatching admission returns, as a plugin would get the run off its stream.
     setImmediate(() => {
-      const agentContext = context as unknown as AgentRunContext;
-      const warn = (msg: string) => this.logger.warn({ run_id: runId, msg });
-      runLocalAgent(port, agentContext, agentContext.config ?? {}, { warn })
-        .catch((e: unknown) => {
-          // runLocalAgent never rejects; if it did, the run still ends with a terminal result.
-          this.logger.error({ run_id: runId, msg: `local agent crashed: ${e instanceof Error ? e.stack : String(e)}` });
-          this.deliver(runId, {
-            type: 'run.failed',
-            data: { error: 'the local agent failed', code: 'runner.error', retryable: false },
-          });
-        })
-        .finally(() => this.running.delete(runId));
+      void this.run(runId, context as unknown as AgentRunContext, signal).finally(() => this.running.delete(runId));
     });
+  }
+
+  private async run(runId: string, context: AgentRunContext, signal: AbortSignal): Promise<void> {
+    const warn = (msg: string) => this.logger.warn({ run_id: runId, msg });
+    try {
+      const roots = await skillRoots(this.config.localAgent.skillsDir, warn);
+      const port = new InProcessHostPort(
+        this.actions,
+        runId,
+        BUILTIN_PLUGIN_ID,
+        signal,
+        (result) => this.deliver(runId, result),
+        roots,
+      );
+      await runLocalAgent(port, context, context.config ?? {}, { warn });
+    } catch (e) {
+      // runLocalAgent never rejects; if it did, the run still ends with a terminal result.
+      this.logger.error({ run_id: runId, msg: `local agent crashed: ${e instanceof Error ? e.stack : String(e)}` });
+      this.deliver(runId, {
+        type: 'run.failed',
+        data: { error: 'the local agent failed', code: 'runner.error', retryable: false },
+      });
+    }
   }
 
   private deliver(runId: string, result: AgentResult): void {
