@@ -11,6 +11,10 @@
  * The loop reads `code` only: `unauthorized` (grant missing: skipped or shown to the model),
  * `deadline_exceeded` (the run's host deadline: ends the run `runner.timeout`, no fallback),
  * anything else (a failure of that call: fallback, tool error, ...).
+ * One refinement (the LP fix of reference §10): a `deadline_exceeded` whose `details.reason` is
+ * `"timeout"` is that call's own timeout (a slow tool or model), not the run's deadline — it is
+ * an ordinary failure of the call (fallback, or an error shown to the model) unless the run's
+ * deadline has passed too.
  */
 import type { ErrorCode } from '@libs/protocol';
 
@@ -326,6 +330,8 @@ export type AgentResultType = AgentResult['type'];
 export interface HostPortError extends Error {
   code: ErrorCode;
   retryable?: boolean;
+  /** `reason: "timeout"` on a `deadline_exceeded` marks the call's own timeout (see above). */
+  details?: JsonObject;
 }
 
 // ---------------------------------------------------------------------------------------------
