@@ -51,6 +51,7 @@ export class AgentLoop {
   private prefix = '';
   private anchor: UsageAnchor | null = null;
   private lastAnswer: ChatMessage | null = null;
+  private fresh = true;
   private readonly deltas: DeltaStream;
 
   constructor(private readonly d: LoopDeps) {
@@ -133,9 +134,10 @@ export class AgentLoop {
 
   private async modelTurn(): Promise<ModelTurn> {
     const a = this.d.assembly;
-    if (a.budget.enabled) {
+    if (a.budget.enabled && !this.fresh) {
       this.messages = (await this.compactTurn(a.budget, this.anchor)).messages;
     }
+    this.fresh = false; // the first turn's context is the assembly's, compacted already
     this.anchor = null;
     const candidates = this.committed ? [this.committed] : a.modelIds;
     const deps = {

@@ -59,8 +59,8 @@ export class DeltaStream {
       return;
     }
     const delta = visible.startsWith(this.sent) ? visible.slice(this.sent.length) : visible;
-    if (!final && delta === '') {
-      return;
+    if (delta === '' && (!final || this.lastAt === null)) {
+      return; // nothing new; a turn that showed no text (only tool calls) sends no empty final
     }
     const chunk: MessageChunk = { role: 'assistant', content: delta, is_final: final, msg_sequence: ++this.sequence };
     if (final) {
