@@ -295,6 +295,37 @@ describe('local agent — §13 behaviours 11-27', () => {
       { role: 'assistant', content: 'text stays', tool_calls: null },
       { role: 'assistant', content: [{ type: 'text', text: 'visible' }] },
     ]);
+    // What the host's chat mapping accepts: developer is a system instruction, media only in user
+    // messages, and a user file element is named in text rather than refused.
+    expect(
+      sanitizeMessages([
+        { role: 'developer', content: 'dev rules' },
+        {
+          role: 'system',
+          content: [
+            { type: 'text', text: 'sys' },
+            { type: 'image_url', image_url: { url: 'u' } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'image_base64', image_base64: 'AAAA' },
+            { type: 'file_url', file_url: 'https://f', file_name: 'a.pdf' },
+          ],
+        },
+      ]),
+    ).toEqual([
+      { role: 'system', content: 'dev rules' },
+      { role: 'system', content: [{ type: 'text', text: 'sys' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'image_base64', image_base64: 'AAAA' },
+          { type: 'text', text: '[file:a.pdf]' },
+        ],
+      },
+    ]);
   });
 
   it('22. compaction runs before every follow-up model call, with the previous turn usage as the trigger anchor', async () => {
