@@ -13,6 +13,12 @@ import { runAgent, terminal } from './testing/run-agent';
 const MARKER = 'Only the leading content is included.';
 
 describe('local agent — reference §12 mirrors', () => {
+  it('a plain answer costs the host one count_tokens and one model call (the audit footprint of a run)', async () => {
+    const host = new FakeHost().script('m1', { text: 'hi' });
+    await runAgent(host, fakeContext());
+    expect(host.calls.map((c) => c.op)).toEqual(['model.count_tokens', 'model.invoke']);
+  });
+
   it('53-57. tool result bounding: short untouched, string head + marker, JSON serialized then cut, error prefix kept', () => {
     expect(boundToolResult('short', null, 100)).toEqual({ content: 'short', payload: null });
     const s = boundToolResult('123456789', null, 4);
