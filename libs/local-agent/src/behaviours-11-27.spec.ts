@@ -114,7 +114,16 @@ describe('local agent — §13 behaviours 11-27', () => {
     none.counter = null;
     await runAgent(none, fakeContext());
     expect(none.modelRequests).toEqual([]);
-    expect(terminal(none)[0]).toMatchObject({ type: 'run.failed', data: { code: 'runner.error' } });
+    expect(terminal(none)).toEqual([
+      {
+        type: 'run.failed',
+        data: {
+          error: 'Host count_tokens API is required for local-agent context budgeting: model has no tokenizer',
+          code: 'runner.error',
+          retryable: false,
+        },
+      },
+    ]);
 
     const invalid = new FakeHost().script('m1', { text: 'never' });
     invalid.counter = () => -1;
