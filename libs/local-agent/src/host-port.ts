@@ -306,8 +306,11 @@ export interface RunStatusView {
 // ---------------------------------------------------------------------------------------------
 
 export interface MessageChunk extends ChatMessage {
-  /** Cumulative visible text of the run so far (reference §4.4: a snapshot, not a delta). */
+  /** The new visible text since the previous delta (the host appends deltas). */
   content: string;
+  /** On a model turn's closing chunk: the run's visible text so far (reference §4.4 snapshot). */
+  all_content?: string;
+  /** Always false: message.completed (or the terminal result) ends the message, not a turn. */
   is_final?: boolean;
   msg_sequence?: number;
 }
