@@ -179,6 +179,18 @@ describe('local agent — §13 behaviours 1-10', () => {
     expect(failed[0]).toMatchObject({ type: 'run.failed', data: { code: 'runner.llm_error', retryable: false } });
     expect((failed[0].data as { error: string }).error).toContain('no fallback possible');
     expect(host.typesOf()).toEqual(['message.delta', 'run.failed']);
+
+    // LP: a committed stream that just ends, without a final chunk, is truncated output: the same failure.
+    const cut = new FakeHost().script('m1', { stream: [{ delta: 'partial' }] });
+    await runAgent(cut, streaming(fakeContext()));
+    expect(cut.modelRequests.map((r) => r.model_id)).toEqual(['m1']);
+    expect(terminal(cut)[0]).toMatchObject({
+      data: {
+        error: 'Model m1 failed after first chunk (no fallback possible): the stream ended without a final chunk',
+        code: 'runner.llm_error',
+        retryable: false,
+      },
+    });
   });
 
   it('10. all candidates fail → "All models failed" (streaming: "All models failed during streaming setup"), retryable', async () => {

@@ -114,7 +114,16 @@ describe('local agent — §13 behaviours 11-27', () => {
     none.counter = null;
     await runAgent(none, fakeContext());
     expect(none.modelRequests).toEqual([]);
-    expect(terminal(none)[0]).toMatchObject({ type: 'run.failed', data: { code: 'runner.error' } });
+    expect(terminal(none)).toEqual([
+      {
+        type: 'run.failed',
+        data: {
+          error: 'Host count_tokens API is required for local-agent context budgeting: model has no tokenizer',
+          code: 'runner.error',
+          retryable: false,
+        },
+      },
+    ]);
 
     const invalid = new FakeHost().script('m1', { text: 'never' });
     invalid.counter = () => -1;
@@ -294,6 +303,37 @@ describe('local agent — §13 behaviours 11-27', () => {
       { role: 'tool', tool_call_id: 'legal', content: 'ok' },
       { role: 'assistant', content: 'text stays', tool_calls: null },
       { role: 'assistant', content: [{ type: 'text', text: 'visible' }] },
+    ]);
+    // What the host's chat mapping accepts: developer is a system instruction, media only in user
+    // messages, and a user file element is named in text rather than refused.
+    expect(
+      sanitizeMessages([
+        { role: 'developer', content: 'dev rules' },
+        {
+          role: 'system',
+          content: [
+            { type: 'text', text: 'sys' },
+            { type: 'image_url', image_url: { url: 'u' } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'image_base64', image_base64: 'AAAA' },
+            { type: 'file_url', file_url: 'https://f', file_name: 'a.pdf' },
+          ],
+        },
+      ]),
+    ).toEqual([
+      { role: 'system', content: 'dev rules' },
+      { role: 'system', content: [{ type: 'text', text: 'sys' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'image_base64', image_base64: 'AAAA' },
+          { type: 'text', text: '[file:a.pdf]' },
+        ],
+      },
     ]);
   });
 

@@ -270,7 +270,7 @@ describe('local agent — §13 behaviours 28-40', () => {
     expect(host.resultsOf('run.failed')).toEqual([]);
     expect(host.resultsOf('run.completed')).toHaveLength(1);
     const last = host.resultsOf('message.delta').at(-1)!.data.chunk;
-    expect(last).toMatchObject({ content: ITERATION_LIMIT_TEXT, all_content: ITERATION_LIMIT_TEXT, is_final: true });
+    expect(last).toMatchObject({ content: ITERATION_LIMIT_TEXT, all_content: ITERATION_LIMIT_TEXT, is_final: false });
     expect(host.resultsOf('message.completed')[0].data.message.content).toBe(ITERATION_LIMIT_TEXT);
     expect(ITERATION_LIMIT_TOOL_TEXT).toBe(
       'Tool call was not executed because the runner tool iteration limit was reached.',
@@ -291,7 +291,8 @@ describe('local agent — §13 behaviours 28-40', () => {
     await runAgent(host, streaming(withTools(fakeContext(), [grant('look')])));
     const chunks = host.resultsOf('message.delta').map((r) => r.data.chunk);
     expect(chunks.map((c) => c.content).join('')).toBe('<think>private reasoning</think>\nbefore after');
-    expect(chunks.filter((c) => c.is_final).map((c) => c.all_content)).toEqual([
+    expect(chunks.every((c) => c.is_final === false)).toBe(true); // message.completed ends the message
+    expect(chunks.filter((c) => c.all_content !== undefined).map((c) => c.all_content)).toEqual([
       '<think>private reasoning</think>\nbefore ',
       '<think>private reasoning</think>\nbefore after',
     ]);
@@ -317,7 +318,7 @@ describe('local agent — §13 behaviours 28-40', () => {
       { role: 'user', content: 'and C?' },
     ]);
     expect(host.resultsOf('message.completed')[0].data.message.content).toBe('saw steering follow-up');
-    const finals = host.resultsOf('message.delta').filter((r) => r.data.chunk.is_final);
+    const finals = host.resultsOf('message.delta').filter((r) => r.data.chunk.all_content !== undefined);
     expect(finals.at(-1)!.data.chunk.all_content).toBe('saw steering follow-up'); // the previous answer is not repeated
 
     const denied = new FakeHost().script('m1', { text: 'fine' });

@@ -11,6 +11,10 @@
  * The loop reads `code` only: `unauthorized` (grant missing: skipped or shown to the model),
  * `deadline_exceeded` (the run's host deadline: ends the run `runner.timeout`, no fallback),
  * anything else (a failure of that call: fallback, tool error, ...).
+ * One refinement (the LP fix of reference §10): a `deadline_exceeded` whose `details.reason` is
+ * `"timeout"` is that call's own timeout (a slow tool or model), not the run's deadline — it is
+ * an ordinary failure of the call (fallback, or an error shown to the model) unless the run's
+ * deadline has passed too.
  */
 import type { ErrorCode } from '@libs/protocol';
 
@@ -302,8 +306,11 @@ export interface RunStatusView {
 // ---------------------------------------------------------------------------------------------
 
 export interface MessageChunk extends ChatMessage {
-  /** Cumulative visible text of the run so far (reference §4.4: a snapshot, not a delta). */
+  /** The new visible text since the previous delta (the host appends deltas). */
   content: string;
+  /** On a model turn's closing chunk: the run's visible text so far (reference §4.4 snapshot). */
+  all_content?: string;
+  /** Always false: message.completed (or the terminal result) ends the message, not a turn. */
   is_final?: boolean;
   msg_sequence?: number;
 }
@@ -326,6 +333,8 @@ export type AgentResultType = AgentResult['type'];
 export interface HostPortError extends Error {
   code: ErrorCode;
   retryable?: boolean;
+  /** `reason: "timeout"` on a `deadline_exceeded` marks the call's own timeout (see above). */
+  details?: JsonObject;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -42,6 +42,14 @@ export async function runLocalAgent(
     typeof deadlineAt === 'number' && Number.isFinite(deadlineAt) ? deadlineAt * 1000 : null,
     context.context?.available_apis?.run_get === true,
   );
+  /** A failure, unless the run has stopped meanwhile: then the stop is the truth (e.g. the deadline). */
+  const fail = async (error: string, code: string, retryable: boolean) => {
+    const stop = controls.stopReason ?? (controls.deadlinePassed() ? 'timeout' : null);
+    if (stop) {
+      throw new RunStopped(stop);
+    }
+    await sink.fail(error, code, retryable, usage.snapshot());
+  };
   try {
     await controls.pollCancel();
     let assembly;
@@ -53,9 +61,9 @@ export async function runLocalAgent(
         throw e;
       }
       if (e instanceof NoAuthorizedModelError) {
-        await sink.fail(e.message, 'runner.no_model', false);
+        await fail(e.message, 'runner.no_model', false);
       } else {
-        await sink.fail(errorMessage(e) || 'Agent run assembly failed', 'runner.error', false, usage.snapshot());
+        await fail(errorMessage(e) || 'Agent run assembly failed', 'runner.error', false);
       }
       return;
     }
@@ -73,8 +81,7 @@ export async function runLocalAgent(
     });
     const outcome = await loop.run();
     if (!outcome.ok) {
-      const f = outcome.failure;
-      await sink.fail(f.message, f.code, f.retryable, usage.snapshot());
+      await fail(outcome.failure.message, outcome.failure.code, outcome.failure.retryable);
       return;
     }
     await controls.pollCancel(); // a cancel discovered at the end wins over completion

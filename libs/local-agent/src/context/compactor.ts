@@ -69,7 +69,8 @@ export async function compactFrame(
     return { ...unchanged, messages, tokens_after: await count(messages) };
   }
   if (before <= input) {
-    return finish({ P, S: [], H, R, C }, deps, unchanged);
+    // Within budget: nothing to fit (and no second count — per turn this is the common case).
+    return { ...unchanged, messages: sanitizeMessages(sum(P, H, R, C)), tokens_after: before };
   }
 
   // RAG pre-fit: with history to protect, RAG gets at most a quarter of the input.

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ChatMessage, ContentElement } from '../host-port';
+import { RunStopped } from '../run/controls';
 
 /*
  * Fitting message lists into token budgets against the host counter (reference §3.4 "fitting
@@ -32,7 +33,18 @@ export function checkedCounter(count: TokenCounter | null | undefined): TokenCou
     if (hit !== undefined) {
       return hit;
     }
-    const n = await count(messages);
+    let n: number;
+    try {
+      n = await count(messages);
+    } catch (e) {
+      if (e instanceof RunStopped) {
+        throw e;
+      }
+      const reason = e instanceof Error ? e.message : String(e);
+      throw new ContextTokenCounterRequiredError(
+        `Host count_tokens API is required for local-agent context budgeting: ${reason}`,
+      );
+    }
     if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) {
       throw new ContextTokenCounterRequiredError('Host count_tokens API returned invalid token count');
     }

@@ -9,17 +9,29 @@ import { isMediaElement } from './tokens';
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
 
-function cleanContent(content: ChatMessage['content']): ChatMessage['content'] {
+const isText = (el: ContentElement) => el.type === 'text' && typeof el.text === 'string' && el.text !== '';
+
+/**
+ * Only text and media blocks survive. The host sends media only in user messages, and only
+ * images there: elsewhere media are dropped, and a user's file element becomes a `[file:name]`
+ * text (its bytes reach the model through tools, not inline), so a request is never refused.
+ */
+function cleanContent(content: ChatMessage['content'], role: string): ChatMessage['content'] {
   if (!Array.isArray(content)) {
     return content;
   }
-  const kept = content.filter(
-    (el: ContentElement) =>
-      el &&
-      typeof el === 'object' &&
-      ((el.type === 'text' && typeof el.text === 'string' && el.text !== '') ||
-        (typeof el.type === 'string' && isMediaElement(el))),
-  );
+  const kept: ContentElement[] = [];
+  for (const el of content) {
+    if (!el || typeof el !== 'object' || typeof el.type !== 'string') {
+      continue;
+    }
+    if (isText(el)) {
+      kept.push(el);
+    } else if (role === 'user' && isMediaElement(el)) {
+      const name = typeof el.file_name === 'string' && el.file_name !== '' ? el.file_name : 'unnamed';
+      kept.push(el.type.startsWith('file') ? { type: 'text', text: `[file:${name}]` } : el);
+    }
+  }
   return kept.length === 0 ? '' : kept;
 }
 
@@ -41,7 +53,9 @@ function cleanMessage(m: ChatMessage): ChatMessage | null {
   if (!m || typeof m !== 'object' || !ROLES.has(m.role)) {
     return null;
   }
-  const out: ChatMessage = { ...m, content: cleanContent(m.content) };
+  // The host's chat mapping knows no "developer" role: it is a system instruction there.
+  const role = m.role === 'developer' ? 'system' : m.role;
+  const out: ChatMessage = { ...m, role, content: cleanContent(m.content, role) };
   if (m.role === 'tool') {
     if (typeof m.tool_call_id !== 'string' || m.tool_call_id === '') {
       return null;

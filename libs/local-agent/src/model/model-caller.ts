@@ -187,7 +187,7 @@ export async function streamTurn(
         throw new Error(`Model ${model_id} stream ended before first chunk`);
       }
       if (!final) {
-        throw new Error('stream ended without a final chunk after first chunk (no fallback possible)');
+        throw new Error('the stream ended without a final chunk');
       }
       const calls = acc.result();
       const msgFields = reasoning ? { ...fields, reasoning_content: reasoning } : fields;

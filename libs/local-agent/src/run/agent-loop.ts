@@ -20,6 +20,11 @@ import { DeltaStream, type ResultSink } from './result-sink';
 export const ITERATION_LIMIT_TOOL_TEXT =
   'Tool call was not executed because the runner tool iteration limit was reached.';
 export const ITERATION_LIMIT_TEXT = 'Tool call iteration limit reached. I stopped before calling more tools.';
+/**
+ * Follow-up turns one run may take for steering after final answers (the external runners' bound):
+ * past it nothing more is pulled, and what is still queued stays with the host (audited as dropped).
+ */
+export const MAX_STEERING_FOLLOW_UPS = 256;
 
 export interface LoopDeps {
   port: LocalAgentHostPort;
@@ -51,6 +56,8 @@ export class AgentLoop {
   private prefix = '';
   private anchor: UsageAnchor | null = null;
   private lastAnswer: ChatMessage | null = null;
+  private fresh = true;
+  private followUps = 0;
   private readonly deltas: DeltaStream;
 
   constructor(private readonly d: LoopDeps) {
@@ -85,7 +92,8 @@ export class AgentLoop {
         this.messages.push(turn.message);
         this.lastAnswer = turn.message;
         const before = this.messages.length;
-        if (await this.pullSteering()) {
+        if (this.followUps < MAX_STEERING_FOLLOW_UPS && (await this.pullSteering())) {
+          this.followUps += 1;
           this.anchor = { total_tokens: usageTotal(turn.usage), message_count: before };
           continue; // a follow-up arrived while answering: answer it too, with the committed model
         }
@@ -133,9 +141,10 @@ export class AgentLoop {
 
   private async modelTurn(): Promise<ModelTurn> {
     const a = this.d.assembly;
-    if (a.budget.enabled) {
+    if (a.budget.enabled && !this.fresh) {
       this.messages = (await this.compactTurn(a.budget, this.anchor)).messages;
     }
+    this.fresh = false; // the first turn's context is the assembly's, compacted already
     this.anchor = null;
     const candidates = this.committed ? [this.committed] : a.modelIds;
     const deps = {

@@ -21,8 +21,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export class RunControls {
   private reason: StopReason | null = null;
   private timer?: NodeJS.Timeout;
-  private readonly stopped: Promise<never>;
-  private rejectStop!: (e: RunStopped) => void;
+  /** Rejecters of the races in flight: removed when a race settles, so long runs keep nothing. */
+  private readonly waiting = new Set<(e: RunStopped) => void>();
   private readonly onPortAbort = () => this.stop(this.hostDeadlinePassed() ? 'timeout' : 'cancelled');
   /** Epoch ms of the earliest deadline (local or host), null without one. */
   readonly deadlineAtMs: number | null;
@@ -34,8 +34,6 @@ export class RunControls {
     private readonly canPollRun: boolean,
     private readonly now: () => number = Date.now,
   ) {
-    this.stopped = new Promise<never>((_, reject) => (this.rejectStop = reject));
-    this.stopped.catch(() => undefined);
     const start = now();
     const local = localTimeoutSeconds === null ? null : start + localTimeoutSeconds * 1000;
     const all = [local, hostDeadlineAtMs].filter((d): d is number => d !== null);
@@ -76,7 +74,9 @@ export class RunControls {
       return;
     }
     this.reason = reason;
-    this.rejectStop(new RunStopped(reason));
+    const waiting = [...this.waiting];
+    this.waiting.clear();
+    waiting.forEach((reject) => reject(new RunStopped(reason)));
   }
 
   get stopReason(): StopReason | null {
@@ -96,7 +96,21 @@ export class RunControls {
       p.catch(() => undefined);
       return Promise.reject(new RunStopped(this.reason));
     }
-    return Promise.race([p, this.stopped]);
+    return new Promise<T>((resolve, reject) => {
+      this.waiting.add(reject);
+      p.then(
+        (v) => {
+          this.waiting.delete(reject);
+          resolve(v);
+        },
+        (e: unknown) => {
+          this.waiting.delete(reject);
+          // The operation's own error, unchanged (LP: never reinterpreted as the run's timeout).
+          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+          reject(e);
+        },
+      );
+    });
   }
 
   /** A forced run.get poll (start, after assembly, at the end); poll failures count as "not cancelled". */

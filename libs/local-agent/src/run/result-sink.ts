@@ -30,9 +30,11 @@ export class ResultSink {
 
 /**
  * Streamed text of the run as message.delta results (LP cadence): the first snapshot at once,
- * then at most one per `intervalMs`, the final one always, nothing when nothing changed. `content`
- * is the new text since the previous delta (the host appends deltas); `all_content` on a turn's
- * final chunk is the run's visible text so far (earlier tool-turn text as prefix, reference §4.4).
+ * then at most one per `intervalMs`, a turn's closing chunk always, nothing when nothing changed.
+ * `content` is the new text since the previous delta (the host appends deltas); a turn's closing
+ * chunk also carries `all_content`, the run's visible text so far (earlier tool-turn text as
+ * prefix, reference §4.4). `is_final` stays false: a turn's end is not the message's end (a tool
+ * round or a steering follow-up may continue it); message.completed / the terminal result end it.
  */
 export class DeltaStream {
   private sequence = 0;
@@ -52,18 +54,19 @@ export class DeltaStream {
   }
 
   /** `visible` is the prefix plus this turn's text so far. */
-  async update(visible: string, final: boolean): Promise<void> {
+  /** `closing`: the turn's last chunk (always sent, with all_content). */
+  async update(visible: string, closing: boolean): Promise<void> {
     const t = this.now();
-    const due = final || this.lastAt === null || t - this.lastAt >= this.intervalMs;
-    if (!due || (!final && visible === this.sent)) {
+    const due = closing || this.lastAt === null || t - this.lastAt >= this.intervalMs;
+    if (!due || (!closing && visible === this.sent)) {
       return;
     }
     const delta = visible.startsWith(this.sent) ? visible.slice(this.sent.length) : visible;
-    if (!final && delta === '') {
-      return;
+    if (delta === '' && (!closing || this.lastAt === null)) {
+      return; // nothing new; a turn that showed no text (only tool calls) sends no empty closing chunk
     }
-    const chunk: MessageChunk = { role: 'assistant', content: delta, is_final: final, msg_sequence: ++this.sequence };
-    if (final) {
+    const chunk: MessageChunk = { role: 'assistant', content: delta, is_final: false, msg_sequence: ++this.sequence };
+    if (closing) {
       chunk.all_content = visible;
     }
     this.sent = visible;

@@ -65,6 +65,13 @@ export function buildSkillsMessage(entries: readonly SkillEntry[]): ChatMessage 
   return { role: 'system', content: `${HEADER}\n\n<available_skills>\n${blocks.join('\n')}\n</available_skills>` };
 }
 
+/** A result in the host's ToolResult shape, so the model reads the text as is. */
+const textResult = (text: string, structured: JsonObject) => ({
+  is_error: false,
+  content: [{ type: 'text', text }],
+  structured_content: structured,
+});
+
 function skillNamed(skills: readonly SkillPackage[], params: JsonObject): SkillPackage {
   const name = params.skill_name;
   const skill = skills.find((s) => s.name === name);
@@ -90,13 +97,10 @@ export function skillTools(skills: readonly SkillPackage[]): Map<string, LocalTo
     run: async (params) => {
       const skill = skillNamed(skills, params);
       const listing = await readSkillFile(skill, '.');
-      return {
-        activated: true,
-        skill_name: skill.name,
-        content:
-          `<skill-activation>\n<skill-name>${skill.name}</skill-name>\n## Instructions\n${skill.instructions}\n` +
-          `## Files\n${(listing.entries ?? []).join('\n')}\n</skill-activation>`,
-      };
+      const text =
+        `<skill-activation>\n<skill-name>${skill.name}</skill-name>\n## Instructions\n${skill.instructions}\n` +
+        `## Files\n${(listing.entries ?? []).join('\n')}\n</skill-activation>`;
+      return textResult(text, { activated: true, skill_name: skill.name });
     },
   });
   tools.set(READ_SKILL_FILE_TOOL, {
