@@ -236,7 +236,9 @@ describe('runs over real HTTP and gRPC with the demo runner', () => {
     // The runner process died; a new event now fails fast as runner.unavailable, recorded.
     await waitFor(
       'runner gone',
-      async () => (await host.api<any[]>('GET', '/v1/admin/runners')).body[0].state === 'disconnected',
+      async () =>
+        (await host.api<any[]>('GET', '/v1/admin/runners')).body.find((r) => r.kind === 'plugin').state ===
+        'disconnected',
     );
     const r = await host.api('POST', '/v1/events', event('echo', 'anyone?'));
     expect(r.status).toBe(503);

@@ -11,6 +11,7 @@ import { PersistenceModule } from '@libs/persistence';
 import { ResourcesModule } from '@libs/resources';
 import { RunnerGatewayModule } from '@libs/runner-gateway';
 import { RunsModule } from '@libs/runs';
+import { BuiltinRunnerModule } from './builtin-runner/builtin-runner.module';
 import { AllExceptionsFilter } from './filters/all-exceptions.filter';
 import { GrpcServerState } from './grpc-server-state';
 import { AgentsController } from './http/admin/agents.controller';
@@ -60,6 +61,7 @@ export class HostModule {
         HostApiModule,
         ResourcesModule,
         DeliveryModule,
+        BuiltinRunnerModule,
       ],
       controllers: [
         EventsController,

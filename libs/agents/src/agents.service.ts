@@ -4,7 +4,7 @@ import { APP_CONFIG, type AppConfig } from '@libs/config';
 import type { z } from 'zod';
 import { AgentsRepository, PluginsRepository, type AgentEntity, type JsonObject } from '@libs/persistence';
 import { DomainError, describeIssues, parseRunnerId, validateRunnerConfig, type RunnerManifest } from '@libs/protocol';
-import { RunnerConnections } from '@libs/runner-gateway';
+import { RunnerDispatch } from '@libs/runner-gateway';
 import {
   concurrencyPolicySchema,
   deliveryPolicySchema,
@@ -70,7 +70,7 @@ export class AgentsService {
   constructor(
     private readonly agents: AgentsRepository,
     private readonly runnerStore: PluginsRepository,
-    private readonly connections: RunnerConnections,
+    private readonly dispatch: RunnerDispatch,
     @Inject(RESOURCE_CATALOG) private readonly catalog: ResourceCatalog,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
@@ -137,7 +137,7 @@ export class AgentsService {
 
   /** The manifest of a runner: from its live connection, else the last one it announced. */
   async manifestOf(runnerId: string): Promise<RunnerManifest | null> {
-    const live = this.connections.runner(runnerId);
+    const live = this.dispatch.target(runnerId);
     if (live) {
       return live.runner.manifest;
     }

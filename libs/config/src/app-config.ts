@@ -43,6 +43,8 @@ export interface AppConfig {
   browser: BrowserConfig;
   /** Delivery webhooks: per-attempt timeout, backoff base and cap, attempts, runs pushed at once, SSRF guard. */
   webhooks: WebhookConfig;
+  /** The built-in local agent: the folder of skill packages it may read (SKILLS_DIR), or none. */
+  localAgent: { skillsDir: string | null };
 }
 
 export interface WebhookConfig {
@@ -132,6 +134,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       concurrency: dto.WEBHOOK_CONCURRENCY ?? 16,
       allowPrivate: dto.WEBHOOK_ALLOW_PRIVATE === 'true',
     },
+    localAgent: { skillsDir: dto.SKILLS_DIR ? path.resolve(dto.SKILLS_DIR) : null },
   };
 }
 

@@ -34,6 +34,12 @@ export class EnvDto {
   @MinLength(1)
   DATA_DIR?: string;
 
+  /** A folder of skill packages (a folder per skill with SKILL.md) the built-in local agent may read. */
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  SKILLS_DIR?: string;
+
   @IsOptional()
   @Matches(/^postgres(ql)?:\/\/.+|^sqlite:.+/, { message: 'DATABASE_URL must be postgres://… or sqlite:<file>' })
   DATABASE_URL?: string;

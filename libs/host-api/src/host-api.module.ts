@@ -4,13 +4,15 @@ import { ConversationsModule } from '@libs/conversations';
 import { RunnerGatewayModule } from '@libs/runner-gateway';
 import { RunsModule } from '@libs/runs';
 import { ContextApiService } from './context-api.service';
-import { HostApiController } from './host-api.controller';
-import { HostApiGuard } from './host-api.guard';
+import { HostActions } from './host-actions';
+import { HostApiGate } from './host-api.gate';
+import { HostApiController } from './host-api.grpc';
 import { StorageApiService } from './storage-api.service';
 
 @Module({
   imports: [AuthzModule, ConversationsModule, RunnerGatewayModule, RunsModule],
   controllers: [HostApiController],
-  providers: [HostApiGuard, ContextApiService, StorageApiService],
+  providers: [HostApiGate, HostActions, ContextApiService, StorageApiService],
+  exports: [HostActions],
 })
 export class HostApiModule {}

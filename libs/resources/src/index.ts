@@ -8,3 +8,11 @@ export { ToolSourcesService, type ToolSourceView, type ToolView } from './tools/
 export { KnowledgeService, type RetrieveRequest } from './knowledge/knowledge.service';
 // The tool-source config schemas, for the OpenAPI document (one per kind).
 export { SOURCE_KINDS, mcpStdioConfig, mcpHttpConfig, httpSourceConfig } from './tools/tool-config';
+export type {
+  CountTokensInput,
+  ModelCallInput,
+  ModelCallOutput,
+  ModelStreamItem,
+  RerankCallInput,
+  RerankCallOutput,
+} from './models/model-requests';

@@ -3,6 +3,7 @@ export { PluginsService, pluginView, type PluginView } from './plugins.service';
 export { RunnerConnections, type RunnerSession, type ConnectedRunner, type InboundEvent } from './runner-connections';
 export { grpcErrorOf, GrpcStatusError } from './grpc-error';
 export { HOST_VERSION } from './connect-session.handler';
+export { RunnerDispatch, type RunnerTarget, type RunnerTransport } from './dispatch/runner-dispatch';
 export { RunnerCatalogService, type RunnerView } from './runner-catalog.service';
 export {
   isMalformed,

@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 import { RunsRepository, type EventEntity, type JsonObject, type NewRun } from '@libs/persistence';
 import { DomainError, parseRunnerId } from '@libs/protocol';
-import { RunnerConnections } from '@libs/runner-gateway';
+import { RunnerDispatch } from '@libs/runner-gateway';
 import { AdmissionCatalog } from './admission-catalog';
 import { eventLogRow, userTranscriptRow } from './admission-records';
 import { rejectedError, unavailableError, unavailableRun } from './admission-failures';
@@ -38,7 +38,7 @@ export class AdmissionService {
   constructor(
     private readonly catalog: AdmissionCatalog,
     private readonly runs: RunsRepository,
-    private readonly connections: RunnerConnections,
+    private readonly runners: RunnerDispatch,
     private readonly starter: RunStarter,
     private readonly conversations: ConversationAdmission,
   ) {}
@@ -64,8 +64,8 @@ export class AdmissionService {
     const agent = await this.catalog.agent(sub.agent_id).catch((e: unknown) => {
       throw e instanceof DomainError ? new DomainError(e.code, e.message, { ...e.details, field: 'agent_id' }) : e;
     });
-    const ref = parseRunnerId(agent.runner_id);
-    const live = ref === 'builtin' ? undefined : this.connections.runner(agent.runner_id);
+    parseRunnerId(agent.runner_id);
+    const live = this.runners.target(agent.runner_id);
     const now = Date.now();
     const runId = randomUUID();
     const event: EventEntity = {

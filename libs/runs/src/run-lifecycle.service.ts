@@ -194,8 +194,10 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
       return;
     }
     const cancelled = run.cancel_requested || data.code === 'cancelled';
+    // A runner that ran out of the run's time itself (its local deadline is the host's) timed out.
+    const timedOut = !cancelled && data.code === 'runner.timeout';
     this.finish(run, row, {
-      status: cancelled ? 'cancelled' : 'failed',
+      status: cancelled ? 'cancelled' : timedOut ? 'timeout' : 'failed',
       status_reason: typeof data.error === 'string' ? data.error : null,
       error_code: typeof data.code === 'string' ? data.code : 'runner.error',
       retryable: cancelled ? false : Boolean(data.retryable),

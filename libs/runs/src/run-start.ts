@@ -5,7 +5,7 @@ import { StateService, TranscriptService } from '@libs/conversations';
 import type { AgentEntity, JsonObject, NewRun } from '@libs/persistence';
 import { runTimeoutSeconds, type RunnerManifest } from '@libs/protocol';
 import { planOf, type DeliveryContext } from '@libs/delivery';
-import { RunnerConnections, type ConnectedRunner, type RunnerSession } from '@libs/runner-gateway';
+import { RunnerDispatch, type ConnectedRunner, type RunnerSession } from '@libs/runner-gateway';
 import type { RunContext } from '@libs/proto';
 import { AdmissionCatalog } from './admission-catalog';
 import type { EventSubmission } from './event-submission';
@@ -57,7 +57,7 @@ export class RunStarter {
 
   constructor(
     private readonly catalog: AdmissionCatalog,
-    private readonly connections: RunnerConnections,
+    private readonly runners: RunnerDispatch,
     private readonly lifecycle: RunLifecycleService,
     private readonly transcript: TranscriptService,
     private readonly state: StateService,
@@ -122,7 +122,7 @@ export class RunStarter {
    */
   dispatch(prepared: PreparedRun, agent: AgentEntity, live: LiveRunner): void {
     const runId = prepared.run.run_id;
-    const session = this.connections.runner(agent.runner_id)?.session;
+    const session = this.runners.target(agent.runner_id)?.session;
     const delivery = planOf(agent.delivery_policy, prepared.context.delivery as DeliveryContext);
     const active = this.lifecycle.start(runId, agent, session ?? live.session, prepared.access.snapshot, delivery);
     if (session !== live.session) {

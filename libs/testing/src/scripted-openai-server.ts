@@ -1,5 +1,6 @@
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorBody, type Script, type ScriptedCompletion } from './openai-scripts';
 import { completionChunks, completionJson, scoreDocuments, sse, type ChatRequestBody } from './openai-wire';
@@ -11,6 +12,9 @@ export interface RecordedRequest {
   headers: Record<string, string>;
   body: any;
   at: number;
+  /** performance.now() when the request arrived, and when its answer was fully written (benchmarks). */
+  received_ms: number;
+  answered_ms?: number;
 }
 
 type Route = 'chat' | 'rerank';
@@ -86,6 +90,7 @@ export class ScriptedOpenAIServer {
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const received_ms = performance.now();
     const chunks: Buffer[] = [];
     for await (const c of req) {
       chunks.push(c as Buffer);
@@ -99,7 +104,9 @@ export class ScriptedOpenAIServer {
     }
     const path = (req.url ?? '/').split('?')[0];
     const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
-    this.requests.push({ method: req.method ?? 'GET', path, headers, body, at: Date.now() });
+    const recorded: RecordedRequest = { method: req.method ?? 'GET', path, headers, body, at: Date.now(), received_ms };
+    this.requests.push(recorded);
+    res.once('finish', () => (recorded.answered_ms = performance.now()));
     const route: Route | null =
       req.method === 'POST' && path.endsWith('/chat/completions')
         ? 'chat'

@@ -199,7 +199,6 @@ describe('ModelsService over the real openai SDK and HTTP', () => {
 
   it('counts tokens with the model tokenizer, and fails closed without one', async () => {
     const n = await f.service.countTokens(runCall(), {
-      run_id: 'run-1',
       model_id: 'm',
       messages: [{ role: 'user', content: 'hello world' }],
       tools: [],
@@ -208,7 +207,7 @@ describe('ModelsService over the real openai SDK and HTTP', () => {
     expect(n).toEqual({ tokens: 9 });
     await f.registry.create('plain', chatModel(server.baseUrl, { tokenizer: null }));
     const e = await failure(
-      f.service.countTokens(runCall(), { run_id: 'run-1', model_id: 'plain', messages: [], tools: [] }),
+      f.service.countTokens(runCall(), { model_id: 'plain', messages: [], tools: [] }),
     );
     expect(e).toMatchObject({ code: 'unavailable', retryable: false, details: { reason: 'no_tokenizer' } });
     expect(server.requests).toHaveLength(0);

@@ -3,15 +3,6 @@ import type { ChatCompletionCreateParamsBase } from 'openai/resources/chat/compl
 import type { CatalogModel } from '@libs/authz';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { ModelsRepository, type ModelEntity } from '@libs/persistence';
-import type {
-  CountTokensRequest,
-  CountTokensResponse,
-  InvokeModelRequest,
-  InvokeModelResponse,
-  RerankRequest,
-  RerankResponse,
-  StreamModelChunk,
-} from '@libs/proto';
 import { DomainError } from '@libs/protocol';
 import type { ResourceCall } from '../resource-call';
 import { CallScope } from './call-scope';
@@ -19,6 +10,14 @@ import { fromChatMessage, toChatMessages, toChatTools, type JsonObject } from '.
 import { ModelClients } from './model-clients';
 import { ModelRegistry } from './model-registry.service';
 import type { ModelAbilities } from './model-types';
+import type {
+  CountTokensInput,
+  ModelCallInput,
+  ModelCallOutput,
+  ModelStreamItem,
+  RerankCallInput,
+  RerankCallOutput,
+} from './model-requests';
 import { mergeExtraArgs } from './model-validation';
 import { malformed, providerError, type ProviderContext } from './provider-errors';
 import { checkRerank, parseRerank } from './rerank';
@@ -69,13 +68,13 @@ export class ModelsService {
     return this.registry.catalog();
   }
 
-  async invoke(call: ResourceCall, req: InvokeModelRequest): Promise<InvokeModelResponse> {
+  async invoke(call: ResourceCall, req: ModelCallInput): Promise<ModelCallOutput> {
     const model = await this.registry.require(req.model_id, 'chat');
     const { message, usage } = await this.complete(call, model, req, 'invoke');
     return { message, ...(usage ? { usage } : {}) };
   }
 
-  async *stream(call: ResourceCall, req: InvokeModelRequest): AsyncIterable<StreamModelChunk> {
+  async *stream(call: ResourceCall, req: ModelCallInput): AsyncIterable<ModelStreamItem> {
     const model = await this.registry.require(req.model_id, 'chat');
     if (!(model.abilities as unknown as ModelAbilities).streaming) {
       yield* this.emulatedStream(call, model, req);
@@ -124,7 +123,7 @@ export class ModelsService {
    * without tool calling). A model without a tokenizer fails closed: `unavailable`, not
    * retryable, details {reason: 'no_tokenizer'}; the host never guesses a count.
    */
-  async countTokens(_call: ResourceCall, req: CountTokensRequest): Promise<CountTokensResponse> {
+  async countTokens(_call: ResourceCall, req: CountTokensInput): Promise<{ tokens: number }> {
     const model = await this.registry.require(req.model_id, 'chat');
     if (!model.tokenizer) {
       throw new DomainError(
@@ -141,7 +140,7 @@ export class ModelsService {
     return { tokens: counter.request(messages, abilities.tool_calling ? tools : []) };
   }
 
-  async rerank(call: ResourceCall, req: RerankRequest): Promise<RerankResponse> {
+  async rerank(call: ResourceCall, req: RerankCallInput): Promise<RerankCallOutput> {
     const model = await this.registry.require(req.model_id, 'rerank');
     const input = checkRerank(req.query, req.documents, req.top_k);
     if (input.documents.length === 0) {
@@ -184,7 +183,7 @@ export class ModelsService {
   private async complete(
     call: ResourceCall,
     model: ModelEntity,
-    req: InvokeModelRequest,
+    req: ModelCallInput,
     operation: Operation,
   ): Promise<{ message: JsonObject; usage: JsonObject | null }> {
     const body = this.chatBody(model, req);
@@ -218,8 +217,8 @@ export class ModelsService {
   private async *emulatedStream(
     call: ResourceCall,
     model: ModelEntity,
-    req: InvokeModelRequest,
-  ): AsyncIterable<StreamModelChunk> {
+    req: ModelCallInput,
+  ): AsyncIterable<ModelStreamItem> {
     const { message, usage } = await this.complete(call, model, req, 'stream');
     const text = typeof message.content === 'string' ? message.content : '';
     let seq = 0;
@@ -234,7 +233,7 @@ export class ModelsService {
   }
 
   /** The chat-completions request body of a call: mapped messages and tools over the model's extra_args. */
-  private chatBody(model: ModelEntity, req: InvokeModelRequest): ChatBody {
+  private chatBody(model: ModelEntity, req: ModelCallInput): ChatBody {
     const abilities = model.abilities as unknown as ModelAbilities;
     const messages = toChatMessages(req.messages, abilities);
     if (messages.length === 0) {

@@ -1,5 +1,7 @@
 import { DomainError } from '@libs/protocol';
-import type { RerankItem } from '@libs/proto';
+import type { RerankCallOutput } from './model-requests';
+
+type RerankItem = RerankCallOutput['results'][number];
 import type { JsonObject } from './message-mapping';
 import { malformed } from './provider-errors';
 

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { SteeringRepository, type JsonObject, type SteeringRow } from '@libs/persistence';
-import { RunnerConnections } from '@libs/runner-gateway';
+import { RunnerDispatch } from '@libs/runner-gateway';
 import { AdmissionCatalog } from '../admission-catalog';
 import type { EventSubmission } from '../event-submission';
 import { RunLifecycleService, verdictResult, type HostVerdict } from '../run-lifecycle.service';
@@ -35,7 +35,7 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
     private readonly lifecycle: RunLifecycleService,
     private readonly starter: RunStarter,
     private readonly catalog: AdmissionCatalog,
-    private readonly connections: RunnerConnections,
+    private readonly runners: RunnerDispatch,
     private readonly bus: RunStreamBus,
     @Inject(SIGNAL_PORT) private readonly signals: SignalPort,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -154,7 +154,7 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
     const due = Math.max(item.redispatched_at ?? item.created_at, this.bootAt);
     const until = due + this.config.runs.runnerWaitMs;
     for (;;) {
-      const live = this.connections.runner(runnerId);
+      const live = this.runners.target(runnerId);
       if (live || Date.now() >= until || this.stopping.signal.aborted) {
         return live;
       }

@@ -112,6 +112,11 @@ export class PluginWithTokenDto extends PluginDto {
 
 export class RunnerDto {
   @ApiProperty() runner_id!: string;
+  @ApiProperty({
+    enum: ['builtin', 'plugin'],
+    description: 'builtin: served in process by the host (always connected); plugin: over a gRPC Connect stream',
+  })
+  kind!: string;
   @ApiProperty() plugin_id!: string;
   @ApiProperty() name!: string;
   @ApiProperty({ enum: ['connected', 'disconnected'] }) state!: string;

@@ -1,9 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { Metadata } from '@grpc/grpc-js';
 import { AuditService, type ApiFlag, type StorageArea } from '@libs/authz';
-import { bearerToken } from '@libs/auth';
 import { DomainError } from '@libs/protocol';
-import { PluginsService } from '@libs/runner-gateway';
 import { ActiveRuns, type ActiveRun } from '@libs/runs';
 
 export type ResourceKind = 'model' | 'tool' | 'knowledge_base';
@@ -25,28 +22,35 @@ export interface CallNeeds {
 }
 
 /**
- * The one gate of every host API call (SPEC §6), in this order: authenticated plugin → run
- * exists and is active → caller is the run's plugin → API flag or resource+operation granted →
- * scope not crossed → payload size → per-run rate limit → run deadline. Every call, allowed or
- * denied, is audited.
+ * Who calls, as the adapter knows it: resolves to the caller's plugin id or throws
+ * `unauthenticated`. The gRPC adapter checks the plugin token of the call metadata; the
+ * in-process adapter names the built-in runner's identity. It runs inside the gate, so a failed
+ * authentication is audited like any other denial.
+ */
+export type Caller = () => Promise<string>;
+
+/**
+ * The one gate of every host API call (SPEC §6), whichever adapter it came through, in this
+ * order: authenticated caller → run exists and is active → caller is the run's plugin → API flag
+ * or resource+operation granted → scope not crossed → payload size → per-run rate limit → run
+ * deadline. Every call, allowed or denied, is audited. (A gate, not a Nest guard: adapters call it.)
  */
 @Injectable()
-export class HostApiGuard {
+export class HostApiGate {
   private readonly logger = new Logger('HostApi');
 
   constructor(
-    private readonly plugins: PluginsService,
     private readonly active: ActiveRuns,
     private readonly audit: AuditService,
   ) {}
 
-  async call<T>(metadata: Metadata | undefined, needs: CallNeeds, handler: (run: ActiveRun) => Promise<T>): Promise<T> {
+  async call<T>(caller: Caller, needs: CallNeeds, handler: (run: ActiveRun) => Promise<T>): Promise<T> {
     const started = process.hrtime.bigint();
     let pluginId: string | null = null;
     let run: ActiveRun | undefined;
     let passed = false;
     try {
-      pluginId = await this.caller(metadata);
+      pluginId = await caller();
       run = this.check(pluginId, needs);
       passed = true;
       const result = await handler(run);
@@ -68,18 +72,6 @@ export class HostApiGuard {
       }
       throw e;
     }
-  }
-
-  private async caller(metadata: Metadata | undefined): Promise<string> {
-    const token = bearerToken(metadata?.get('authorization').map(String));
-    const plugin = token ? await this.plugins.authenticate(token) : null;
-    if (!plugin) {
-      throw new DomainError(
-        'unauthenticated',
-        token ? 'invalid plugin token' : 'missing plugin token (authorization: Bearer <token>)',
-      );
-    }
-    return plugin.plugin_id;
   }
 
   private check(pluginId: string, needs: CallNeeds): ActiveRun {

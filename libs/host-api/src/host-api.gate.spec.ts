@@ -1,9 +1,7 @@
-import { Metadata } from '@grpc/grpc-js';
 import { buildSnapshot, type AuditRecord, type AuditService } from '@libs/authz';
-import type { PluginsService } from '@libs/runner-gateway';
 import { ActiveRuns } from '@libs/runs';
 import { DomainError } from '@libs/protocol';
-import { HostApiGuard, type CallNeeds } from './host-api.guard';
+import { HostApiGate, type CallNeeds, type Caller } from './host-api.gate';
 
 const RUN = 'run-1';
 
@@ -37,22 +35,19 @@ function setup(opts: { deadline?: number | null; burst?: number } = {}) {
   });
   const active = new ActiveRuns();
   active.add(RUN, 'a', { session_id: 's', plugin_id: 'acme/bot' } as never, snapshot);
-  const tokens: Record<string, string> = { good: 'acme/bot', other: 'other/bot' };
-  const plugins = {
-    authenticate: (t: string) => Promise.resolve(tokens[t] ? { plugin_id: tokens[t] } : null),
-  } as unknown as PluginsService;
   const audit: AuditRecord[] = [];
   const auditService = { record: (r: AuditRecord) => Promise.resolve(void audit.push(r)) } as unknown as AuditService;
-  return { guard: new HostApiGuard(plugins, active, auditService), audit, active };
+  return { guard: new HostApiGate(active, auditService), audit, active };
 }
 
-const md = (token: string | null) => {
-  const m = new Metadata();
-  if (token) {
-    m.set('authorization', `Bearer ${token}`);
-  }
-  return m;
-};
+const PLUGINS: Record<string, string> = { good: 'acme/bot', other: 'other/bot' };
+/** A caller as an adapter resolves it: a known credential names its plugin, anything else is unauthenticated. */
+const md =
+  (token: string | null): Caller =>
+  () =>
+    PLUGINS[token ?? '']
+      ? Promise.resolve(PLUGINS[token!])
+      : Promise.reject(new DomainError('unauthenticated', token ? 'invalid plugin token' : 'missing plugin token'));
 
 const needs = (extra: Partial<CallNeeds> = {}): CallNeeds => ({
   action: 'history.page',
@@ -62,7 +57,7 @@ const needs = (extra: Partial<CallNeeds> = {}): CallNeeds => ({
   ...extra,
 });
 
-describe('HostApiGuard: the SPEC §6 order, every call audited', () => {
+describe('HostApiGate: the SPEC §6 order, every call audited', () => {
   // Each row breaks one check and every check after it: the first broken one must decide.
   it.each([
     ['no token', null, needs({ run_id: 'nope', flag: 'history_search', payload_bytes: 1e6 }), 'unauthenticated'],

@@ -1,0 +1,147 @@
+import * as os from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { machineJson, num, writeJson } from '../dispatch/json-out';
+import { machineLine } from '../dispatch/report';
+import { fmtDuration, markdownTable, summarize, type Summary } from '../dispatch/stats';
+import { LocalAgentFixture } from './fixture';
+import { memoryAt, sdkFloor, toolTurns, type TurnSample } from './measure';
+
+/*
+ * Local agent benchmark: the host-side overhead of the built-in local agent per model turn and
+ * per tool call (time not spent waiting on the scripted model or the tool), next to a same-run
+ * floor (the openai SDK sending the same requests back to back from this process), and the host's
+ * memory per concurrent run at 100 concurrent runs. Per tool call: the p50 gap of turns with 4
+ * serial calls minus that of turns with 1 call, over 3; per model turn: the 1-call gap minus one
+ * tool call.
+ *
+ *   npm run bench:local-agent -- [--json FILE]   (builds, then runs dist/bench/local-agent/main.js)
+ *
+ * Exits 1 if a run does not end as expected; 2 on a bad option.
+ */
+
+const RUNS = 40;
+const TOOL_TURNS = 4;
+const WIDE = 4; // tool calls per turn of the second shape, run one after another (serial mode)
+const WARMUP_RUNS = 5;
+const FLOOR_ROUNDS = 25;
+const CONCURRENT = 100;
+
+const progress = (msg: string) => process.stderr.write(`bench: ${msg}\n`);
+
+function parseOptions(argv: string[]): { json: string | null } {
+  let json: string | null = null;
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--json' && argv[i + 1]) {
+      json = argv[++i];
+    } else {
+      process.stderr.write(`unknown option ${argv[i]}\nusage: npm run bench:local-agent -- [--json FILE]\n`);
+      process.exit(2);
+    }
+  }
+  return { json };
+}
+
+const gaps = (samples: TurnSample[]) => summarize(samples.flatMap((s) => s.gaps_ms));
+const row = (name: string, s: Summary, floor?: Summary) => [
+  name,
+  String(s.count),
+  fmtDuration(s.p50),
+  fmtDuration(s.p99),
+  floor ? `${(s.p50 / floor.p50).toFixed(1)}×` : '',
+];
+const summaryJson = (s: Summary) => ({
+  count: s.count,
+  p50_ms: num(s.p50),
+  p99_ms: num(s.p99),
+  mean_ms: num(s.mean),
+});
+
+async function main(): Promise<number> {
+  const { json } = parseOptions(process.argv.slice(2));
+  const started = performance.now();
+  progress('starting the host and the scripted model server');
+  const f = await LocalAgentFixture.start();
+  try {
+    await f.agent('bench-agent');
+    // Serial tool execution: the calls of a turn do not overlap, so each adds its whole host time.
+    await f.agent('bench-serial', { 'tool-execution-mode': 'serial' });
+    progress(`warm-up: ${WARMUP_RUNS} runs`);
+    await toolTurns(f, 'bench-agent', WARMUP_RUNS, TOOL_TURNS, 1);
+
+    progress(`${RUNS} runs × ${TOOL_TURNS} tool turns × 1 call`);
+    const narrow = await toolTurns(f, 'bench-agent', RUNS, TOOL_TURNS, 1);
+    progress(`${RUNS} runs × ${TOOL_TURNS} tool turns × ${WIDE} serial calls`);
+    const wide = await toolTurns(f, 'bench-serial', RUNS, TOOL_TURNS, WIDE);
+    progress(`floor: the SDK replaying those requests, ${FLOOR_ROUNDS} rounds`);
+    const floorNarrow = summarize(await sdkFloor(f, narrow.lastRequests, FLOOR_ROUNDS, 1));
+    const floorWide = summarize(await sdkFloor(f, wide.lastRequests, FLOOR_ROUNDS, WIDE));
+    progress(`memory: ${CONCURRENT} concurrent runs held in a model stream`);
+    const memory = await memoryAt(f, 'bench-agent', CONCURRENT);
+
+    const g1 = gaps(narrow.samples);
+    const g4 = gaps(wide.samples);
+    const perTool = (g4.p50 - g1.p50) / (WIDE - 1);
+    const perTurn = g1.p50 - perTool;
+    const floorTurn = floorNarrow.p50;
+    const start = summarize([...narrow.samples, ...wide.samples].map((s) => s.start_ms));
+
+    const out = (line = '') => process.stdout.write(`${line}\n`);
+    out(`# bench/local-agent — ${machineLine()}`);
+    out();
+    out('Time between the end of a model answer and the next model request of the same run (host side):');
+    out();
+    out(
+      markdownTable(
+        ['turn shape', 'turns', 'p50', 'p99', 'vs floor'],
+        [
+          row('1 tool call per turn', g1, floorNarrow),
+          row(`${WIDE} serial tool calls per turn`, g4, floorWide),
+          row('floor: SDK, same requests, 1 call', floorNarrow),
+          row(`floor: SDK, same requests, ${WIDE} calls`, floorWide),
+        ],
+      ),
+    );
+    out();
+    out(
+      `Host overhead per model turn ≈ ${fmtDuration(perTurn)} (floor ${fmtDuration(floorTurn)}, ${(perTurn / floorTurn).toFixed(1)}×); ` +
+        `per tool call ≈ ${fmtDuration(perTool)} (from the p50s: 1 vs ${WIDE} calls per turn).`,
+    );
+    out(`POST /v1/events → first model request: p50 ${fmtDuration(start.p50)}, p99 ${fmtDuration(start.p99)}.`);
+    out(
+      `Memory: host RSS ${memory.idle_rss_mib.toFixed(1)} MiB idle, ${memory.active_rss_mib.toFixed(1)} MiB with ` +
+        `${memory.concurrent} runs active (${memory.per_run_kib.toFixed(0)} KiB per run), ` +
+        `${memory.after_rss_mib.toFixed(1)} MiB after they were cancelled.`,
+    );
+    const hostLines = f.hostLog();
+    out(`Host log: ${hostLines.length} lines at LOG_LEVEL=warn. Load average (1 min) at the end: ${os.loadavg()[0].toFixed(2)}.`);
+    out(`Elapsed ${((performance.now() - started) / 1000).toFixed(1)} s.`);
+    if (json) {
+      writeJson(json, {
+        bench: 'local-agent',
+        machine: machineJson(),
+        turn_gap: { one_call: summaryJson(g1), [`${WIDE}_calls`]: summaryJson(g4) },
+        overhead: { per_model_turn_ms: num(perTurn), per_tool_call_ms: num(perTool) },
+        run_start: summaryJson(start),
+        floors: { sdk_turn_gap_one_call: summaryJson(floorNarrow), [`sdk_turn_gap_${WIDE}_calls`]: summaryJson(floorWide) },
+        memory: {
+          concurrent_runs: memory.concurrent,
+          idle_rss_mib: num(memory.idle_rss_mib),
+          active_rss_mib: num(memory.active_rss_mib),
+          after_rss_mib: num(memory.after_rss_mib),
+          per_run_kib: num(memory.per_run_kib),
+        },
+        host_log_lines: hostLines.length,
+      });
+    }
+    return 0;
+  } catch (e) {
+    process.stderr.write(`bench failed: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.stderr.write(`--- host.log (tail) ---\n${f.hostLog().slice(-30).join('\n')}\n`);
+    return 1;
+  } finally {
+    await f.stop();
+    f.remove();
+  }
+}
+
+void main().then((code) => process.exit(code));

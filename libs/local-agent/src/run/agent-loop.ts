@@ -1,0 +1,245 @@
+import type { AgentRunContext, ChatMessage, LocalAgentHostPort, ToolCall } from '../host-port';
+import type { AgentConfig } from '../config';
+import { overflowRetryBudget } from '../context/budget';
+import { compactFrame, splitTurn, type UsageAnchor } from '../context/compactor';
+import { buildUserMessage, stripThink } from '../context/messages';
+import { invokeTurn, ModelCallError, streamTurn, type ModelTurn } from '../model/model-caller';
+import { isContextOverflow } from '../model/overflow';
+import { usageTotal, UsageTracker } from '../model/usage';
+import { runToolBatch, ToolBatchError } from '../tools/batch';
+import type { Assembly } from './assembly';
+import { errorMessage, RunStopped, type RunControls } from './controls';
+import { DeltaStream, type ResultSink } from './result-sink';
+
+/*
+ * The agent loop (reference §2.2) as a bounded state machine: model turn → tool batch → model
+ * turn ..., bounded by max-tool-iterations, the deadline and cancel. Steering is pulled after
+ * every tool batch and after every final answer; a run ends only after a pull returned nothing.
+ */
+
+export const ITERATION_LIMIT_TOOL_TEXT =
+  'Tool call was not executed because the runner tool iteration limit was reached.';
+export const ITERATION_LIMIT_TEXT = 'Tool call iteration limit reached. I stopped before calling more tools.';
+/**
+ * Follow-up turns one run may take for steering after final answers (the external runners' bound):
+ * past it nothing more is pulled, and what is still queued stays with the host (audited as dropped).
+ */
+export const MAX_STEERING_FOLLOW_UPS = 256;
+
+export interface LoopDeps {
+  port: LocalAgentHostPort;
+  controls: RunControls;
+  sink: ResultSink;
+  context: AgentRunContext;
+  config: AgentConfig;
+  assembly: Assembly;
+  usage: UsageTracker;
+  clock: () => number;
+  warn: (m: string) => void;
+}
+
+/** A failure that ends the run with this code. */
+class LoopFailure extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly retryable: boolean,
+  ) {
+    super(message);
+  }
+}
+
+export class AgentLoop {
+  private messages: ChatMessage[];
+  private committed: string | null = null;
+  private iterations = 0;
+  private prefix = '';
+  private anchor: UsageAnchor | null = null;
+  private lastAnswer: ChatMessage | null = null;
+  private fresh = true;
+  private followUps = 0;
+  private readonly deltas: DeltaStream;
+
+  constructor(private readonly d: LoopDeps) {
+    this.messages = d.assembly.messages.map((m) => ({ ...m }));
+    this.deltas = new DeltaStream(d.sink, d.clock);
+  }
+
+  /** Runs to the end; emits everything but the terminal result, which it returns (or throws RunStopped). */
+  async run(): Promise<{ ok: true; answer: ChatMessage | null } | { ok: false; failure: LoopFailure }> {
+    try {
+      let pending: ToolCall[] | null = null;
+      for (;;) {
+        if (pending) {
+          if (this.iterations >= this.d.config['max-tool-iterations']) {
+            await this.iterationLimit(pending);
+            return { ok: true, answer: this.lastAnswer };
+          }
+          this.iterations += 1;
+          if (await this.toolBatch(pending)) {
+            return { ok: true, answer: null };
+          }
+          pending = null;
+        }
+        const turn = await this.modelTurn();
+        if (turn.tool_calls.length > 0) {
+          this.messages.push({ ...turn.message, content: stripThink(turn.text) });
+          this.prefix += turn.text;
+          this.anchor = { total_tokens: usageTotal(turn.usage), message_count: this.messages.length };
+          pending = turn.tool_calls;
+          continue;
+        }
+        this.messages.push(turn.message);
+        this.lastAnswer = turn.message;
+        const before = this.messages.length;
+        if (this.followUps < MAX_STEERING_FOLLOW_UPS && (await this.pullSteering())) {
+          this.followUps += 1;
+          this.anchor = { total_tokens: usageTotal(turn.usage), message_count: before };
+          continue; // a follow-up arrived while answering: answer it too, with the committed model
+        }
+        return { ok: true, answer: this.lastAnswer };
+      }
+    } catch (e) {
+      if (e instanceof RunStopped) {
+        throw e;
+      }
+      if (e instanceof LoopFailure) {
+        return { ok: false, failure: e };
+      }
+      return { ok: false, failure: new LoopFailure(errorMessage(e) || 'Agent run failed', 'runner.error', false) };
+    }
+  }
+
+  /** Appends pulled steering input as user messages; true when there was any. */
+  private async pullSteering(): Promise<boolean> {
+    if (!this.d.context.context?.available_apis?.steering_pull) {
+      return false;
+    }
+    let items;
+    try {
+      items = await this.d.controls.race(this.d.port.steeringPull({ mode: 'all' }));
+    } catch (e) {
+      if (e instanceof RunStopped) {
+        throw e;
+      }
+      return false; // denied or failed: no follow-ups this time
+    }
+    const messages = (items ?? []).map((it) => buildUserMessage(it?.input)).filter((m): m is ChatMessage => m !== null);
+    this.messages.push(...messages);
+    return messages.length > 0;
+  }
+
+  /** Compacts the flat message list before a model call (with the previous turn's usage as anchor). */
+  private async compactTurn(budget = this.d.assembly.budget, anchor: UsageAnchor | null = null) {
+    const frame = splitTurn(this.messages);
+    return compactFrame(
+      frame,
+      { budget, count: this.d.assembly.counter(), summarize: this.d.assembly.summarize },
+      anchor,
+    );
+  }
+
+  private async modelTurn(): Promise<ModelTurn> {
+    const a = this.d.assembly;
+    if (a.budget.enabled && !this.fresh) {
+      this.messages = (await this.compactTurn(a.budget, this.anchor)).messages;
+    }
+    this.fresh = false; // the first turn's context is the assembly's, compacted already
+    this.anchor = null;
+    const candidates = this.committed ? [this.committed] : a.modelIds;
+    const deps = {
+      port: this.d.port,
+      controls: this.d.controls,
+      removeThink: this.d.config['remove-think'],
+      warn: this.d.warn,
+    };
+    let retried = false;
+    for (;;) {
+      let visible = false;
+      try {
+        const req = { messages: this.messages, tools: a.tools };
+        let turn: ModelTurn;
+        if (a.streaming) {
+          this.deltas.startTurn(this.prefix);
+          turn = await streamTurn(deps, candidates, req, async (text, final) => {
+            visible = true;
+            await this.deltas.update(this.prefix + text, final);
+          });
+        } else {
+          turn = await invokeTurn(deps, candidates, this.committed !== null, req);
+        }
+        this.committed = turn.model_id;
+        this.d.usage.record(turn.usage);
+        return turn;
+      } catch (e) {
+        if (!(e instanceof ModelCallError)) {
+          throw e;
+        }
+        if (!e.deadline && !visible && !retried && a.budget.enabled && isContextOverflow(e)) {
+          retried = true;
+          const r = await this.compactTurn(overflowRetryBudget(a.budget));
+          if (r.compacted && r.tokens_after < r.tokens_before) {
+            this.messages = r.messages;
+            continue; // exactly one retry, same candidates, no new turn
+          }
+        }
+        throw e.deadline
+          ? new LoopFailure(e.message, 'runner.timeout', true)
+          : new LoopFailure(e.message, 'runner.llm_error', e.retryable);
+      }
+    }
+  }
+
+  /** One batch; true when every outcome asked to terminate the run. */
+  private async toolBatch(calls: ToolCall[]): Promise<boolean> {
+    const a = this.d.assembly;
+    let outcomes;
+    try {
+      outcomes = await runToolBatch(
+        {
+          port: this.d.port,
+          controls: this.d.controls,
+          emit: (r) => this.d.sink.emit(r),
+          maxChars: this.d.config['max-tool-result-chars'],
+          mode: this.d.config['tool-execution-mode'],
+          localTools: a.localTools,
+          allowed: a.tools.map((t) => t.function.name),
+          hostTools: a.hostTools,
+        },
+        calls,
+      );
+    } catch (e) {
+      if (e instanceof ToolBatchError) {
+        throw e.deadline
+          ? new LoopFailure(e.message, 'runner.timeout', true)
+          : new LoopFailure(e.message, 'runner.tool_error', false);
+      }
+      if (e instanceof RunStopped) {
+        throw e;
+      }
+      throw new LoopFailure(errorMessage(e), 'runner.tool_error', false);
+    }
+    this.messages.push(...outcomes.map((o) => o.message));
+    if (outcomes.length > 0 && outcomes.every((o) => o.terminate)) {
+      // Not pulled: queued follow-ups stay with the host (audited as dropped) instead of being
+      // consumed and never answered, as the reference does.
+      return true;
+    }
+    await this.pullSteering();
+    return false;
+  }
+
+  /** The limit is reached while the model still wants tools: tell it why, answer with a notice, end cleanly. */
+  private async iterationLimit(calls: ToolCall[]): Promise<void> {
+    for (const c of calls) {
+      this.messages.push({ role: 'tool', tool_call_id: c.id, content: ITERATION_LIMIT_TOOL_TEXT });
+    }
+    const notice: ChatMessage = { role: 'assistant', content: ITERATION_LIMIT_TEXT };
+    this.messages.push(notice);
+    this.lastAnswer = notice;
+    if (this.d.assembly.streaming) {
+      this.deltas.startTurn('');
+      await this.deltas.update(ITERATION_LIMIT_TEXT, true);
+    }
+  }
+}
