@@ -35,6 +35,10 @@ describe('completeDocument', () => {
             responses: {
               '200': { description: 'frames', content: { 'text/event-stream': { schema: { type: 'string' } } } },
               '404': { description: 'unknown', content: { 'text/event-stream': { schema: { type: 'string' } } } },
+              '409': {
+                description: 'taken',
+                content: { 'application/json': ERROR['application/json'], 'text/event-stream': { schema: {} } },
+              },
               '503': { description: 'not ready', content: { 'application/json': { schema: { type: 'object' } } } },
             },
           },
@@ -43,6 +47,7 @@ describe('completeDocument', () => {
     );
     const r = d.paths['/s'].get!.responses as Record<string, unknown>;
     expect(r['404']).toEqual({ description: 'unknown', content: ERROR });
+    expect(r['409']).toEqual({ description: 'taken', content: ERROR });
     expect(r['503']).toEqual({
       description: 'not ready',
       content: { 'application/json': { schema: { type: 'object' } } },

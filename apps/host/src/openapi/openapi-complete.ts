@@ -57,10 +57,15 @@ export function completeDocument(doc: OpenAPIObject): OpenAPIObject {
         op.responses[status] ??= errorResponse(description);
       }
       for (const [status, response] of Object.entries(op.responses)) {
-        // An error declared without a body, or with the operation's stream type, is the error schema in JSON.
-        if (/^[45]/.test(status) && !response.content?.['application/json']) {
-          op.responses[status] = errorResponse(response.description || standard[status] || 'An error');
+        if (!/^[45]/.test(status)) {
+          continue;
         }
+        const json = response.content?.['application/json'];
+        // Errors are always JSON: an error declared without a body, or with the operation's stream
+        // type (ApiProduces), is the error schema; one with its own JSON body keeps only that.
+        op.responses[status] = json
+          ? { ...response, content: { 'application/json': json } }
+          : errorResponse(response.description || standard[status] || 'An error');
       }
     }
   }
