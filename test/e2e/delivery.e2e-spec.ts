@@ -127,7 +127,22 @@ describe('delivery normalisation over real HTTP and gRPC', () => {
     expect(shown(live)).toEqual(['one two three four five six seven eight']);
     expect(await deliveries(runId)).toEqual(live);
     expect(await deliveries(runId, { lastEventId: '1' })).toEqual(live.slice(1));
-    expect(await deliveries(runId, { after: live.length })).toEqual([]);
+    // At the end of a finished run's ops a resume gets 204, so EventSource stops reconnecting.
+    for (const [q, h] of [
+      [`?after=${live.length}`, {}],
+      ['', { 'last-event-id': String(live.at(-1)!.sequence) }],
+    ] as const) {
+      const over = await fetch(`${host.http}/v1/runs/${runId}/deliveries${q}`, {
+        headers: { authorization: `Bearer ${ADMIN_KEY}`, ...h },
+      });
+      expect([q, over.status, await over.text()]).toEqual([q, 204, '']);
+    }
+    // A browser follows the deliveries with a run-scoped stream token like the result stream.
+    const minted = await host.api('POST', `/v1/runs/${runId}/stream-tokens`);
+    expect(minted.status).toBe(201);
+    const viaToken = await fetch(`${host.http}/v1/runs/${runId}/deliveries?stream_token=${minted.body.token}`);
+    expect(viaToken.status).toBe(200);
+    expect(parseSse(await viaToken.text()).map((e) => e.data)).toEqual(live);
     const bad = await fetch(`${host.http}/v1/runs/${runId}/deliveries`, {
       headers: { authorization: `Bearer ${ADMIN_KEY}`, 'last-event-id': 'abc' },
     });

@@ -52,7 +52,10 @@ export function cachedFrame<T extends object>(item: T, build: (item: T) => strin
 
 export function sseFrame(r: ResultView): string {
   // An ephemeral frame has no id: EventSource keeps the last one for Last-Event-ID.
-  return cachedFrame(r, (x) => `${x.ephemeral ? '' : `id: ${x.sequence}\n`}event: ${x.type}\ndata: ${JSON.stringify(x)}\n\n`);
+  return cachedFrame(
+    r,
+    (x) => `${x.ephemeral ? '' : `id: ${x.sequence}\n`}event: ${x.type}\ndata: ${JSON.stringify(x)}\n\n`,
+  );
 }
 
 const resultSource = {

@@ -99,6 +99,15 @@ export class RunsQueryService {
     return run !== null && isTerminal(run.status) && (await this.runs.resultsAfter(runId, after, 1)).length === 0;
   }
 
+  /** streamIsOver for the delivery stream: the run has ended and has no delivery op after `after`. */
+  async deliveriesAreOver(runId: string, after: number): Promise<boolean> {
+    if (this.active.get(runId)) {
+      return false;
+    }
+    const run = await this.runs.get(runId);
+    return run !== null && isTerminal(run.status) && (await this.outbox.after(runId, after, 1)).length === 0;
+  }
+
   /**
    * not_found unless the run exists. A run active in this process is answered from memory: an SSE
    * reader attaching to a live run costs no database read.

@@ -1,7 +1,7 @@
 import { Controller, Get, Headers, Param, ParseUUIDPipe, Query, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { Roles, type AuthenticatedRequest } from '@libs/auth';
+import { AcceptsStreamToken, Roles, type AuthenticatedRequest } from '@libs/auth';
 import { DomainError } from '@libs/protocol';
 import { RunsQueryService } from '@libs/runs';
 import { ErrorResponseDto } from './dto/error.dto';
@@ -23,6 +23,7 @@ export class DeliveriesController {
   ) {}
 
   @Get(':run_id/deliveries')
+  @AcceptsStreamToken()
   @ApiOperation({
     summary: "SSE of the run's delivery ops: replay from a position, then live; ends after the run's last op",
     description:
@@ -31,6 +32,11 @@ export class DeliveriesController {
   })
   @ApiProduces('text/event-stream')
   @ApiResponse({ status: 200, description: 'text/event-stream of delivery ops' })
+  @ApiResponse({
+    status: 204,
+    description:
+      'The run has ended and the resume position is at its last op: nothing more will come (EventSource stops)',
+  })
   @ApiResponse({ status: 404, type: ErrorResponseDto })
   @ApiResponse({ status: 429, type: ErrorResponseDto, description: 'Too many open streams for this API key' })
   async deliveries(
@@ -41,6 +47,12 @@ export class DeliveriesController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     await this.runs.assertExists(runId);
-    await this.streams.serve(runId, resumeAfter(q.after, lastEventId), req, reply);
+    const after = resumeAfter(q.after, lastEventId);
+    if (after > 0 && (await this.runs.deliveriesAreOver(runId, after))) {
+      // EventSource reconnects after every end of stream; 204 is the one answer that stops it.
+      void reply.code(204).send();
+      return;
+    }
+    await this.streams.serve(runId, after, req, reply);
   }
 }
