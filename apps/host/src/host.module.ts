@@ -26,7 +26,7 @@ import { SteeringController } from './http/admin/steering.controller';
 import { ToolsController } from './http/admin/tools.controller';
 import { ConversationsController } from './http/conversations.controller';
 import { DeliveriesController } from './http/deliveries.controller';
-import { DeliveryStreams } from './http/delivery-streams';
+import { SseStreams } from './http/sse-streams';
 import { EventsController } from './http/events.controller';
 import { HealthController } from './http/health.controller';
 import { RunsController } from './http/runs.controller';
@@ -80,7 +80,7 @@ export class HostModule {
         AdminDeliveriesController,
         SteeringController,
       ],
-      providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }, DeliveryStreams],
+      providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }, SseStreams],
     };
   }
 }

@@ -6,7 +6,7 @@ import { DomainError } from '@libs/protocol';
 import { RunsQueryService } from '@libs/runs';
 import { ErrorResponseDto } from './dto/error.dto';
 import { RunEventsQueryDto } from './dto/run.dto';
-import { DeliveryStreams, resumeAfter } from './delivery-streams';
+import { resumeAfter, SseStreams } from './sse-streams';
 
 const uuid = new ParseUUIDPipe({
   exceptionFactory: () => new DomainError('invalid_argument', 'run_id: must be a UUID', { field: 'run_id' }),
@@ -19,7 +19,7 @@ const uuid = new ParseUUIDPipe({
 export class DeliveriesController {
   constructor(
     private readonly runs: RunsQueryService,
-    private readonly streams: DeliveryStreams,
+    private readonly streams: SseStreams,
   ) {}
 
   @Get(':run_id/deliveries')
@@ -47,12 +47,7 @@ export class DeliveriesController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     await this.runs.assertExists(runId);
-    const after = resumeAfter(q.after, lastEventId);
-    if (after > 0 && (await this.runs.deliveriesAreOver(runId, after))) {
-      // EventSource reconnects after every end of stream; 204 is the one answer that stops it.
-      void reply.code(204).send();
-      return;
-    }
-    await this.streams.serve(runId, after, req, reply);
+    const after = resumeAfter('deliveries', q.after, lastEventId);
+    await this.streams.serve('deliveries', runId, after, req, reply);
   }
 }

@@ -6,7 +6,7 @@ import { DomainError } from '@libs/protocol';
 import { AdmissionService } from '@libs/runs';
 import { AdmissionDto, SubmitEventDto } from './dto/event.dto';
 import { ErrorResponseDto } from './dto/error.dto';
-import { DeliveryStreams } from './delivery-streams';
+import { SseStreams } from './sse-streams';
 
 @ApiTags('events')
 @ApiBearerAuth()
@@ -14,7 +14,7 @@ import { DeliveryStreams } from './delivery-streams';
 export class EventsController {
   constructor(
     private readonly admission: AdmissionService,
-    private readonly streams: DeliveryStreams,
+    private readonly streams: SseStreams,
   ) {}
 
   @Post()
@@ -67,7 +67,7 @@ export class EventsController {
     };
     if (a.run_id !== null && /\btext\/event-stream\b/i.test(accept ?? '')) {
       const preamble = `event: admission\ndata: ${JSON.stringify({ ...answer, replayed: a.replayed })}\n\n`;
-      await this.streams.serve(a.run_id, 0, req, res, preamble);
+      await this.streams.serve('deliveries', a.run_id, 0, req, res, preamble);
       return;
     }
     if (a.replayed) {

@@ -1,28 +1,11 @@
-import {
-  Body,
-  Controller,
-  Get,
-  Headers,
-  HttpCode,
-  Inject,
-  Logger,
-  Param,
-  ParseUUIDPipe,
-  Post,
-  Query,
-  Req,
-  Res,
-} from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Param, ParseUUIDPipe, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { ServerResponse } from 'node:http';
-import type { BeforeApplicationShutdown } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { Roles, StreamTokensService, type AuthenticatedRequest } from '@libs/auth';
-import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { DomainError, type RunStatus } from '@libs/protocol';
 import { RunsQueryService } from '@libs/runs';
 import { ErrorResponseDto } from './dto/error.dto';
-import { StreamSlots } from './stream-slots';
+import { resumeAfter, SseStreams } from './sse-streams';
 import { EventStreamRoute } from './event-stream-route';
 import {
   CancelRunDto,
@@ -42,19 +25,12 @@ const uuid = new ParseUUIDPipe({
 @ApiBearerAuth()
 @Roles('platform', 'admin')
 @Controller('v1/runs')
-export class RunsController implements BeforeApplicationShutdown {
-  private readonly logger = new Logger('RunEvents');
-  private readonly slots: StreamSlots;
-  /** Open SSE responses: the server cannot close while they are open. */
-  private readonly open = new Set<ServerResponse>();
-
+export class RunsController {
   constructor(
     private readonly runs: RunsQueryService,
     private readonly streamTokens: StreamTokensService,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {
-    this.slots = new StreamSlots(config.sse.maxStreamsPerKey);
-  }
+    private readonly streams: SseStreams,
+  ) {}
 
   @Get()
   @ApiOperation({ summary: 'List runs, newest first, cursor-paged' })
@@ -132,52 +108,7 @@ export class RunsController implements BeforeApplicationShutdown {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     await this.runs.assertExists(runId);
-    const fromHeader = lastEventId !== undefined && /^\d+$/.test(lastEventId.trim()) ? Number(lastEventId) : undefined;
-    if (lastEventId !== undefined && fromHeader === undefined) {
-      throw new DomainError('invalid_argument', 'Last-Event-ID: must be a result sequence number', {
-        field: 'Last-Event-ID',
-      });
-    }
-    const after = q.after ?? fromHeader ?? 0;
-    if (after > 0 && (await this.runs.streamIsOver(runId, after))) {
-      // EventSource reconnects after every end of stream; 204 is the one answer that stops it.
-      void reply.code(204).send();
-      return;
-    }
-    const release = this.slots.take(req.principal?.key_id ?? 'anonymous');
-    // From here on the raw response is ours: Fastify must not answer it too.
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
-    res.flushHeaders();
-    this.open.add(res);
-    const end = await this.runs
-      .stream(runId, after, res, {
-        maxBacklogBytes: this.config.sse.maxBacklogBytes,
-        keepAliveMs: this.config.sse.keepAliveMs,
-      })
-      .finally(() => {
-        release();
-        this.open.delete(res);
-      });
-    if (end === 'cut') {
-      this.logger.warn({ run_id: runId, msg: 'SSE reader disconnected: unsent backlog over SSE_MAX_BACKLOG_BYTES' });
-    } else if (end === 'failed') {
-      this.logger.error({ run_id: runId, msg: 'SSE replay failed' });
-      res.destroy();
-    }
-  }
-
-  /** Shutdown: end every open stream (readers resume with Last-Event-ID), or the server would wait for them forever. */
-  beforeApplicationShutdown(): void {
-    for (const res of this.open) {
-      res.destroy();
-    }
-    this.open.clear();
+    const after = resumeAfter('results', q.after, lastEventId);
+    await this.streams.serve('results', runId, after, req, reply);
   }
 }
