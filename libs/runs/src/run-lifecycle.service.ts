@@ -75,10 +75,14 @@ export class RunLifecycleService implements OnApplicationBootstrap {
         error: 'the host stopped while the run was active',
         retryable: true,
       };
-      await this.runs.finish(resultRow(verdictResult(row.run_id, sequence, verdict)), {
-        ...endOf(verdict),
-        finished_at: Date.now(),
-      });
+      const outbox = await this.deliveries.interrupted(row);
+      await this.runs.finish(
+        resultRow(verdictResult(row.run_id, sequence, verdict)),
+        { ...endOf(verdict), finished_at: Date.now() },
+        null,
+        null,
+        outbox,
+      );
       this.logger.warn({ run_id: row.run_id, msg: 'run interrupted by a host restart' });
     }
   }
