@@ -1,4 +1,4 @@
-import { ADMIN_KEY, Host, TestDatabase, event, parseSse, startDemoRunner, type Proc } from './harness';
+import { ADMIN_KEY, Host, TestDatabase, event, parseSse, startDemoRunner, waitFor, type Proc } from './harness';
 
 jest.setTimeout(120_000);
 
@@ -29,7 +29,7 @@ function shown(ops: Op[]): string[] {
 
 describe('delivery normalisation over real HTTP and gRPC', () => {
   const db = new TestDatabase();
-  const host = new Host(db);
+  let host = new Host(db);
   let runner: Proc;
   let runnerId: string;
 
@@ -62,6 +62,7 @@ describe('delivery normalisation over real HTTP and gRPC', () => {
       ['echo', 'echo', {}],
       ['slow', 'echo', {}],
       ['fail', 'fail', { notice_texts: { failed: 'Something broke, sorry.' } }],
+      ['stall', 'stall', {}],
     ] as const) {
       const r = await host.api('POST', '/v1/admin/agents', {
         agent_id,
@@ -219,5 +220,26 @@ describe('delivery normalisation over real HTTP and gRPC', () => {
     const creds = await bad({ url: 'https://u:p@hooks.example.com/x', secret_env: 'RUNNERHOST_SECRET_X' });
     expect(creds.status).toBe(400);
     expect(creds.body.error.message).toMatch(/delivery_policy/);
+  });
+
+  // Last: it replaces the host (the runner stays with the old one).
+  it('a run a host crash interrupted: the message being edited is ended as it stands, then the notice', async () => {
+    const runId = await start('stall', 'first words then silence', { surface: 'telegram' });
+    await waitFor(
+      'the first op',
+      async () => (await host.api('GET', `/v1/admin/runs/${runId}/deliveries`)).body.length === 1,
+    );
+    await host.stop('SIGKILL');
+    await runner.stop();
+    host = new Host(db);
+    await host.start();
+    const ops = await deliveries(runId);
+    expect(ops.map((o) => o.op)).toEqual(['message.send', 'message.final', 'notice.send']);
+    expect(ops[1]).toMatchObject({
+      target_delivery_id: ops[0].delivery_id,
+      payload: { text: 'first ', incomplete: true },
+    });
+    expect(ops[2].payload).toMatchObject({ kind: 'failed', retryable: true });
+    expect((await host.api('GET', `/v1/runs/${runId}`)).body.status).toBe('interrupted');
   });
 });

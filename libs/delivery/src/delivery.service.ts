@@ -1,11 +1,16 @@
 import { Injectable } from '@nestjs/common';
-import type { NewOutboxRow } from '@libs/persistence';
+import { AgentsRepository, outboxLastUnit, type NewOutboxRow, type RunEntity } from '@libs/persistence';
+import { interruptedOps } from './interrupted';
 import { DeliveryBus } from './delivery-bus';
 import type { DeliveryOp } from './ops';
-import { OutboxStore, outboxRows } from './outbox-store';
+import { opOf, OutboxStore, outboxRows } from './outbox-store';
 import type { DeliveryPlan } from './plan';
-import { RunDelivery } from './run-delivery';
+import { planOf, RunDelivery } from './run-delivery';
+import type { DeliveryContext } from './surfaces';
 import { WebhookWorker } from './webhook/webhook-worker';
+
+/** Ops read back to close an interrupted run's delivery: enough to hold its last message op. */
+const RECENT_OPS = 64;
 
 /** What the run path gives the delivery of a run: its identity and its ordered step queue. */
 export interface DeliveryHost {
@@ -26,7 +31,30 @@ export class DeliveryService {
     private readonly bus: DeliveryBus,
     private readonly store: OutboxStore,
     private readonly webhooks: WebhookWorker,
+    private readonly agents: AgentsRepository,
   ) {}
+
+  /**
+   * A run a restart interrupted: the ops that close its delivery (see interrupted.ts), as outbox
+   * rows to write with its end. The plan is made again from the agent's policy and the run's stored context.
+   */
+  async interrupted(run: RunEntity): Promise<NewOutboxRow[]> {
+    const stored = (run.context as { delivery?: DeliveryContext } | null)?.delivery;
+    const agent = await this.agents.get(run.agent_id);
+    const plan = planOf(
+      agent?.delivery_policy,
+      stored ?? {
+        surface: 'api',
+        supports_streaming: true,
+        supports_edit: false,
+        supports_reaction: false,
+        platform_capabilities: {},
+      },
+    );
+    const recent = (await this.store.hot.read(outboxLastUnit(run.run_id, RECENT_OPS))).map(opOf);
+    const ops = interruptedOps(plan, run.run_id, recent, Date.now());
+    return this.rows(run.agent_id, plan, ops);
+  }
 
   open(run: DeliveryHost, plan: DeliveryPlan): RunDelivery {
     this.bus.open(run.run_id);

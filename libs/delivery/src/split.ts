@@ -240,6 +240,9 @@ export function visible(text: string): boolean {
  * visible text (0 when none): what a surface without edits can send while the answer streams.
  */
 export function completedParagraphs(text: string): number {
+  if (!text.includes('\n\n')) {
+    return 0; // the common case while a paragraph streams: no line scan per delta
+  }
   const { starts, fenced } = fencedLines(text);
   for (let li = starts.length - 1; li > 0; li--) {
     const at = starts[li];

@@ -110,10 +110,14 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
         error: 'the host stopped while the run was active',
         retryable: true,
       };
-      const { released } = await this.steering.endRun(resultRow(verdictResult(row.run_id, sequence, verdict)), {
-        ...endOf(verdict),
-        finished_at: Date.now(),
-      });
+      const outbox = await this.deliveries.interrupted(row);
+      const { released } = await this.steering.endRun(
+        resultRow(verdictResult(row.run_id, sequence, verdict)),
+        { ...endOf(verdict), finished_at: Date.now() },
+        null,
+        null,
+        outbox,
+      );
       this.logger.warn({
         run_id: row.run_id,
         msg: `run interrupted by a host restart${released ? `; ${released} steering item(s) re-dispatched` : ''}`,

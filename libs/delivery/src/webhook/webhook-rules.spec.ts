@@ -1,7 +1,10 @@
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createHmac } from 'node:crypto';
 import { isPrivateAddress, literalBlocked } from './address-guard';
 import { backoffMs } from './backoff';
 import { signature, signedString, verifySignature } from './signature';
+import { postWebhook } from './webhook-sender';
 
 describe('webhook backoff', () => {
   it.each([
@@ -60,5 +63,45 @@ describe('webhook address guard', () => {
     expect(literalBlocked('[::1]')).toBe('::1');
     expect(literalBlocked('8.8.8.8')).toBeNull();
     expect(literalBlocked('hooks.example.com')).toBeNull();
+  });
+});
+
+describe('postWebhook', () => {
+  let server: http.Server;
+  let port = 0;
+  let status = 200;
+
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(status, status === 302 ? { location: 'http://8.8.8.8/' } : {}).end('x'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const post = (host: string, allowPrivate: boolean) =>
+    postWebhook(`http://${host}:${port}/hook`, '{}', {}, { timeoutMs: 2000, allowPrivate });
+
+  it('2xx acknowledges; other statuses and redirects (not followed) are failed attempts', async () => {
+    status = 204;
+    expect(await post('127.0.0.1', true)).toEqual({ ok: true, status: 204, error: null });
+    status = 503;
+    expect(await post('127.0.0.1', true)).toEqual({ ok: false, status: 503, error: 'HTTP 503' });
+    status = 302;
+    expect(await post('127.0.0.1', true)).toEqual({ ok: false, status: 302, error: 'HTTP 302' });
+  });
+
+  it('refuses loopback by address and by name (the resolved address) unless allowed', async () => {
+    status = 200;
+    const literal = await post('127.0.0.1', false);
+    expect(literal).toMatchObject({ ok: false, status: null });
+    expect(literal.error).toMatch(/private or loopback/);
+    const named = await post('localhost', false);
+    expect(named).toMatchObject({ ok: false, status: null });
+    expect(named.error).toMatch(/private or loopback/);
+    expect((await post('127.0.0.1', true)).ok).toBe(true);
   });
 });

@@ -93,6 +93,8 @@ export const OUTBOX_SQL = {
     'outbox_failed_page',
     `${SELECT} WHERE "webhook_state" = 'failed' AND "id" < ? ORDER BY "id" DESC LIMIT ?`,
   ),
+  /** A run's last ops, newest first. */
+  last: stmt('outbox_last', `${SELECT} WHERE "run_id" = ? ORDER BY "sequence" DESC LIMIT ?`),
   /** Every op of one run (admin), in order. */
   ofRun: stmt('outbox_of_run', `${SELECT} WHERE "run_id" = ? ORDER BY "sequence" ASC LIMIT ?`),
 } as const;
@@ -173,4 +175,8 @@ export function* failedPageUnit(beforeId: number, limit: number): Unit<OutboxRow
 
 export function* outboxOfRunUnit(runId: string, limit: number): Unit<OutboxRow[]> {
   return (yield* rows<Row>(OUTBOX_SQL.ofRun, [runId, limit])).map(outboxFromRow);
+}
+
+export function* outboxLastUnit(runId: string, limit: number): Unit<OutboxRow[]> {
+  return (yield* rows<Row>(OUTBOX_SQL.last, [runId, limit])).map(outboxFromRow);
 }
