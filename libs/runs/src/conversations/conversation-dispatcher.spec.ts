@@ -71,9 +71,9 @@ function setup(opts: { waiting: SteeringRow[]; runner?: () => boolean; waitMs?: 
     whileStarting: <T>(_p: PreparedRun, done: Promise<T>) => done,
     dispatch: (p: PreparedRun) => log.push(`dispatch ${p.run.run_id}`),
   } as unknown as RunStarter;
-  const connections = {
-    runner: () => ((opts.runner ?? (() => true))() ? { session: {}, runner: {} } : undefined),
-  } as unknown as RunnerConnections;
+  // The runner lookup: `runner()` (live connections) or `target()` (the runner dispatch port).
+  const live = () => ((opts.runner ?? (() => true))() ? { session: {}, runner: {} } : undefined);
+  const connections = { runner: live, target: live } as unknown as RunnerConnections;
   const catalog = {
     agent: () => Promise.resolve({ agent_id: 'agent-1', runner_id: 'plugin:a/b/default' } as AgentEntity),
   };
