@@ -1,6 +1,5 @@
 import type { AppConfig } from '@libs/config';
 import type { AgentEntity, SteeringRepository, SteeringRow } from '@libs/persistence';
-import type { RunnerConnections } from '@libs/runner-gateway';
 import type { AdmissionCatalog } from '../admission-catalog';
 import type { RunLifecycleService } from '../run-lifecycle.service';
 import type { PreparedRun, RunStarter } from '../run-start';
@@ -73,7 +72,9 @@ function setup(opts: { waiting: SteeringRow[]; runner?: () => boolean; waitMs?: 
   } as unknown as RunStarter;
   // The runner lookup: `runner()` (live connections) or `target()` (the runner dispatch port).
   const live = () => ((opts.runner ?? (() => true))() ? { session: {}, runner: {} } : undefined);
-  const connections = { runner: live, target: live } as unknown as RunnerConnections;
+  const connections = { runner: live, target: live } as unknown as ConstructorParameters<
+    typeof ConversationDispatcher
+  >[4];
   const catalog = {
     agent: () => Promise.resolve({ agent_id: 'agent-1', runner_id: 'plugin:a/b/default' } as AgentEntity),
   };
