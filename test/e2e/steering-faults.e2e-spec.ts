@@ -180,12 +180,15 @@ describe('conversations and steering: faults', () => {
     // The re-dispatched items wait for the runner instead of failing runner.unavailable.
     const waiting = await admin(host, `/v1/admin/steering?conversation_id=${conv}&limit=100`);
     expect(waiting.items.map((i: any) => [i.state, i.dispatch])).toEqual(follow.map(() => ['redispatched', 'waiting']));
+    // A reader of a waiting run (its channel opened by this new process) follows it to its end.
+    const reader = host.sse(waiting.items.at(-1).next_run_id);
     runner = launchRunner(host, token);
     await runnerConnected(host);
 
     const runs = await conversationRuns(host, conv);
     expect(runs[0]).toMatchObject({ run_id: first.body.run_id, status: 'interrupted' });
     expect(runs.slice(1).map((r) => [r.status, r.answers])).toEqual(follow.map((t) => ['completed', [t]]));
+    expect((await reader).map((e) => e.data.type).at(-1)).toBe('run.completed');
     // A duplicate after the restart answers as before: steered into the interrupted run.
     const again = message('never', conv, follow[0]);
     const dup = await host.api('POST', '/v1/events', { ...again, event: { ...again.event, event_id: 'kill-0' } });

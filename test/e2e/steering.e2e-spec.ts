@@ -86,9 +86,18 @@ describe('conversations and steering: policies', () => {
     const follow = texts('queue', 5);
     const posted = await Promise.all(follow.map((t) => host.api('POST', '/v1/events', message('queue', conv, t))));
     expect(posted.map((p) => p.body.disposition)).toEqual(follow.map(() => 'queued'));
+    // A reader of a run that has not started yet follows it to its end.
+    const waitingReader = host.sse(posted[posted.length - 1].body.run_id);
     expect(new Set(posted.map((p) => p.body.run_id)).size).toBe(follow.length);
     const runs = await conversationRuns(host, conv);
     expect(runs).toHaveLength(follow.length + 1);
+    expect((await waitingReader).map((e) => e.data.type)).toEqual([
+      'message.delta',
+      'message.delta',
+      'message.delta',
+      'message.completed',
+      'run.completed',
+    ]);
     const { counts } = answered(runs);
     for (const t of ['queue first', ...follow]) {
       expect({ t, n: counts.get(t) }).toEqual({ t, n: 1 });

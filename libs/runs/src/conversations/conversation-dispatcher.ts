@@ -11,6 +11,7 @@ import { RunStreamBus } from '../run-stream.bus';
 import { SIGNAL_PORT, type SignalPort } from './signal-port';
 
 const RUNNER_POLL_MS = 100;
+const RETRY_MS = 1000;
 
 /**
  * Starts a conversation's waiting runs (queued events, re-dispatched steering items) one at a
@@ -71,9 +72,13 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
       return;
     }
     const driver = this.drive(key)
-      .catch((e: unknown) =>
-        this.logger.error({ msg: `conversation dispatch failed: ${e instanceof Error ? e.stack : String(e)}` }),
-      )
+      .catch((e: unknown) => {
+        // A waiting run must not stay stuck until the conversation's next event: try again soon.
+        this.logger.error({
+          msg: `conversation dispatch failed, retrying: ${e instanceof Error ? e.stack : String(e)}`,
+        });
+        setTimeout(() => this.kick(key), RETRY_MS).unref();
+      })
       .finally(() => {
         this.drivers.delete(key);
         if (this.again.delete(key)) {
