@@ -237,6 +237,49 @@ describe('the built-in local agent, end to end', () => {
     ]);
   });
 
+  it('takes a follow-up steered into its run at the next turn: one run answers both, the item injected once', async () => {
+    // The first model turn asks for a tool, slowly: the follow-up arrives while the run works.
+    world.server.chat(
+      scripts.completion(
+        { tool_calls: [{ id: 'call_add', name: 'add', arguments: '{"a":1,"b":1}' }] },
+        { delay_ms: 800 },
+      ),
+      scripts.reply('1 + 1 = 2, and yes: I will remind you to call Bob.'),
+    );
+    const runId = await world.say('helper', 'conv-steer', 'What is 1 + 1?');
+    await waitFor('the first model request', () => Promise.resolve(world.chats().length >= 1));
+    const follow = await host.api('POST', '/v1/events', {
+      agent_id: 'helper',
+      event: { event_type: 'message.received', source: 'api' },
+      conversation: { conversation_id: 'conv-steer' },
+      actor: { actor_type: 'user', actor_id: 'u1' },
+      input: { text: 'Also remind me to call Bob.' },
+    });
+    expect(follow.status).toBe(202);
+    expect(follow.body).toMatchObject({ disposition: 'steered', run_id: runId, position: 1 });
+
+    const events = await world.results(runId);
+    expect(events.at(-1)!.data).toMatchObject({ type: 'run.completed' });
+    // Pulled after the tool batch: the second model request shows the follow-up as a user message.
+    const chats = world.chats();
+    expect(chats).toHaveLength(2);
+    expect(shown(chats[0].messages)).not.toContain('call Bob');
+    expect(chats[1].messages.filter((m: any) => m.role === 'user').map((m: any) => shown([m]))).toEqual([
+      expect.stringContaining('What is 1 + 1?'),
+      expect.stringContaining('Also remind me to call Bob.'),
+    ]);
+    // One run answered both: no second run for the conversation, the item injected exactly once.
+    const runs = (await host.api('GET', '/v1/runs?conversation_id=conv-steer')).body.items;
+    expect(runs.map((r: any) => r.run_id)).toEqual([runId]);
+    const view = (await host.api('GET', '/v1/admin/steering?conversation_id=conv-steer')).body;
+    expect(view.items).toEqual([
+      expect.objectContaining({ run_id: runId, state: 'injected', pull_mode: 'all', next_run_id: null }),
+    ]);
+    const pulls = (await world.audit(runId)).filter((a) => a.action === 'steering.pull');
+    expect(pulls.length).toBeGreaterThan(0);
+    expect(pulls.every((a) => a.outcome === 'allowed' && a.runner_id === LOCAL_AGENT)).toBe(true);
+  });
+
   it('falls back to the next model after a 500 from the primary', async () => {
     world.server.chat(scripts.serverError(500), scripts.reply('Answer from the backup.'));
     const runId = await world.say('helper', 'conv-fallback', 'Hello?');

@@ -1299,8 +1299,9 @@ describe.each(PERSISTENT_DIALECTS)('transcript seq under concurrency on %s', (_n
     const appends = Array.from({ length: 8 }, (_, i) =>
       context.appendTranscript(transcriptRow('conv-race', null, `assistant ${i}`, { role: 'assistant' })),
     );
+    // One running run per conversation thread (uq_runs_running_conversation): each admission on its own thread.
     const admissions = Array.from({ length: 8 }, (_, i) => {
-      const r = runRow({ conversation_id: 'conv-race' });
+      const r = runRow({ conversation_id: 'conv-race', thread_id: `thread-${i}` });
       const e = eventRow({ event_id: r.event_id, run_id: r.run_id, conversation_id: 'conv-race' });
       return admit(
         runs,
