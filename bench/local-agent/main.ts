@@ -70,7 +70,9 @@ async function main(): Promise<number> {
 
     // The shapes and the floor take turns, run by run, so that all of them see the same machine
     // load (the 2 cores are shared): a shape measured in another minute would not compare.
-    progress(`${RUNS} rounds: a run with 1 call per turn, a run with ${WIDE} serial calls per turn, the SDK floor of each`);
+    progress(
+      `${RUNS} rounds: a run with 1 call per turn, a run with ${WIDE} serial calls per turn, the SDK floor of each`,
+    );
     const narrowSamples: TurnSample[] = [];
     const wideSamples: TurnSample[] = [];
     const floorNarrowGaps: number[] = [];
@@ -128,7 +130,9 @@ async function main(): Promise<number> {
         `${memory.after_rss_mib.toFixed(1)} MiB after they were cancelled.`,
     );
     const hostLines = f.hostLog();
-    out(`Host log: ${hostLines.length} lines at LOG_LEVEL=warn. Load average (1 min) at the end: ${os.loadavg()[0].toFixed(2)}.`);
+    out(
+      `Host log: ${hostLines.length} lines at LOG_LEVEL=warn. Load average (1 min) at the end: ${os.loadavg()[0].toFixed(2)}.`,
+    );
     out(`Elapsed ${((performance.now() - started) / 1000).toFixed(1)} s.`);
     if (json) {
       writeJson(json, {
@@ -137,7 +141,10 @@ async function main(): Promise<number> {
         turn_gap: { one_call: summaryJson(g1), [`${WIDE}_calls`]: summaryJson(g4) },
         overhead: { per_model_turn_ms: num(perTurn), per_tool_call_ms: num(perTool) },
         run_start: summaryJson(start),
-        floors: { sdk_turn_gap_one_call: summaryJson(floorNarrow), [`sdk_turn_gap_${WIDE}_calls`]: summaryJson(floorWide) },
+        floors: {
+          sdk_turn_gap_one_call: summaryJson(floorNarrow),
+          [`sdk_turn_gap_${WIDE}_calls`]: summaryJson(floorWide),
+        },
         memory: {
           concurrent_runs: memory.concurrent,
           idle_rss_mib: num(memory.idle_rss_mib),

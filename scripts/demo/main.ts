@@ -99,7 +99,11 @@ async function main(): Promise<void> {
     });
     expectStatus(third, 'run.completed');
     const sawFollowUp = JSON.stringify(model.requests.at(-1)?.body.messages ?? []).includes('call Bob');
-    say(sawFollowUp ? 'The follow-up reached the running agent at its next turn.' : 'The follow-up did not reach the run.');
+    say(
+      sawFollowUp
+        ? 'The follow-up reached the running agent at its next turn.'
+        : 'The follow-up did not reach the run.',
+    );
 
     section('4. A cancel');
     model.chat(
@@ -120,7 +124,9 @@ async function main(): Promise<void> {
 
     section(`5. Admin views of run ${short(second.runId)} (the tool call)`);
     snapshotSummary(await host.expect(200, 'GET', `/v1/admin/runs/${second.runId}/authorization`));
-    auditTable((await host.expect<{ items: any[] }>(200, 'GET', `/v1/admin/runs/${second.runId}/audit?limit=50`)).items);
+    auditTable(
+      (await host.expect<{ items: any[] }>(200, 'GET', `/v1/admin/runs/${second.runId}/audit?limit=50`)).items,
+    );
 
     section('Done');
     say(`${model.requests.length} model requests, 4 runs, ${((performance.now() - started) / 1000).toFixed(1)} s`);
@@ -168,7 +174,9 @@ async function turn(
 function expectStatus(step: Step, type: string): void {
   const last = step.events.at(-1);
   if (last?.type !== type) {
-    throw new Error(`run ${step.runId} ended with ${last?.type ?? 'nothing'} (${JSON.stringify(last?.data)}), not ${type}`);
+    throw new Error(
+      `run ${step.runId} ended with ${last?.type ?? 'nothing'} (${JSON.stringify(last?.data)}), not ${type}`,
+    );
   }
 }
 

@@ -130,7 +130,9 @@ export class HostActions {
       async (run, r) => ({ result: await this.tools.call(callOf(run), grantedTool(run, r.tool_name), r.parameters) }),
     ),
     'knowledge.retrieve': action(
-      (r: RetrieveRequest): ActionNeeds => ({ resource: { kind: 'knowledge_base', id: r.kb_id, operation: 'retrieve' } }),
+      (r: RetrieveRequest): ActionNeeds => ({
+        resource: { kind: 'knowledge_base', id: r.kb_id, operation: 'retrieve' },
+      }),
       async (run, r) => ({ results: await this.knowledge.retrieve(callOf(run), r) }),
     ),
     'history.page': action(
