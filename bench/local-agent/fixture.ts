@@ -89,7 +89,9 @@ export class LocalAgentFixture {
       return fixture;
     } catch (e) {
       await fixture.stop();
-      throw new Error(`${e instanceof Error ? e.message : String(e)}\n--- host.log ---\n${fixture.hostLog().join('\n')}`);
+      throw new Error(
+        `${e instanceof Error ? e.message : String(e)}\n--- host.log ---\n${fixture.hostLog().join('\n')}`,
+      );
     }
   }
 

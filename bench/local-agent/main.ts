@@ -23,7 +23,7 @@ const RUNS = 40;
 const TOOL_TURNS = 4;
 const WIDE = 4; // tool calls per turn of the second shape, run one after another (serial mode)
 const WARMUP_RUNS = 5;
-const FLOOR_ROUNDS = 25;
+const FLOOR_ROUNDS = 40;
 const CONCURRENT = 100;
 
 const progress = (msg: string) => process.stderr.write(`bench: ${msg}\n`);
@@ -68,13 +68,29 @@ async function main(): Promise<number> {
     progress(`warm-up: ${WARMUP_RUNS} runs`);
     await toolTurns(f, 'bench-agent', WARMUP_RUNS, TOOL_TURNS, 1);
 
-    progress(`${RUNS} runs × ${TOOL_TURNS} tool turns × 1 call`);
-    const narrow = await toolTurns(f, 'bench-agent', RUNS, TOOL_TURNS, 1);
-    progress(`${RUNS} runs × ${TOOL_TURNS} tool turns × ${WIDE} serial calls`);
-    const wide = await toolTurns(f, 'bench-serial', RUNS, TOOL_TURNS, WIDE);
-    progress(`floor: the SDK replaying those requests, ${FLOOR_ROUNDS} rounds`);
-    const floorNarrow = summarize(await sdkFloor(f, narrow.lastRequests, FLOOR_ROUNDS, 1));
-    const floorWide = summarize(await sdkFloor(f, wide.lastRequests, FLOOR_ROUNDS, WIDE));
+    // The shapes and the floor take turns, run by run, so that all of them see the same machine
+    // load (the 2 cores are shared): a shape measured in another minute would not compare.
+    progress(
+      `${RUNS} rounds: a run with 1 call per turn, a run with ${WIDE} serial calls per turn, the SDK floor of each`,
+    );
+    const narrowSamples: TurnSample[] = [];
+    const wideSamples: TurnSample[] = [];
+    const floorNarrowGaps: number[] = [];
+    const floorWideGaps: number[] = [];
+    for (let round = 0; round < RUNS; round++) {
+      const narrowRun = await toolTurns(f, 'bench-agent', 1, TOOL_TURNS, 1);
+      const wideRun = await toolTurns(f, 'bench-serial', 1, TOOL_TURNS, WIDE);
+      narrowSamples.push(...narrowRun.samples);
+      wideSamples.push(...wideRun.samples);
+      if (round < FLOOR_ROUNDS) {
+        floorNarrowGaps.push(...(await sdkFloor(f, narrowRun.lastRequests, 1, 1)));
+        floorWideGaps.push(...(await sdkFloor(f, wideRun.lastRequests, 1, WIDE)));
+      }
+    }
+    const narrow = { samples: narrowSamples };
+    const wide = { samples: wideSamples };
+    const floorNarrow = summarize(floorNarrowGaps);
+    const floorWide = summarize(floorWideGaps);
     progress(`memory: ${CONCURRENT} concurrent runs held in a model stream`);
     const memory = await memoryAt(f, 'bench-agent', CONCURRENT);
 
@@ -104,7 +120,8 @@ async function main(): Promise<number> {
     out();
     out(
       `Host overhead per model turn ≈ ${fmtDuration(perTurn)} (floor ${fmtDuration(floorTurn)}, ${(perTurn / floorTurn).toFixed(1)}×); ` +
-        `per tool call ≈ ${fmtDuration(perTool)} (from the p50s: 1 vs ${WIDE} calls per turn).`,
+        `per tool call ≈ ${perTool > 0 ? fmtDuration(perTool) : 'within the noise (p50 difference ≤ 0)'} ` +
+        `(from the p50s: 1 vs ${WIDE} serial calls per turn).`,
     );
     out(`POST /v1/events → first model request: p50 ${fmtDuration(start.p50)}, p99 ${fmtDuration(start.p99)}.`);
     out(
@@ -113,7 +130,9 @@ async function main(): Promise<number> {
         `${memory.after_rss_mib.toFixed(1)} MiB after they were cancelled.`,
     );
     const hostLines = f.hostLog();
-    out(`Host log: ${hostLines.length} lines at LOG_LEVEL=warn. Load average (1 min) at the end: ${os.loadavg()[0].toFixed(2)}.`);
+    out(
+      `Host log: ${hostLines.length} lines at LOG_LEVEL=warn. Load average (1 min) at the end: ${os.loadavg()[0].toFixed(2)}.`,
+    );
     out(`Elapsed ${((performance.now() - started) / 1000).toFixed(1)} s.`);
     if (json) {
       writeJson(json, {
@@ -122,7 +141,10 @@ async function main(): Promise<number> {
         turn_gap: { one_call: summaryJson(g1), [`${WIDE}_calls`]: summaryJson(g4) },
         overhead: { per_model_turn_ms: num(perTurn), per_tool_call_ms: num(perTool) },
         run_start: summaryJson(start),
-        floors: { sdk_turn_gap_one_call: summaryJson(floorNarrow), [`sdk_turn_gap_${WIDE}_calls`]: summaryJson(floorWide) },
+        floors: {
+          sdk_turn_gap_one_call: summaryJson(floorNarrow),
+          [`sdk_turn_gap_${WIDE}_calls`]: summaryJson(floorWide),
+        },
         memory: {
           concurrent_runs: memory.concurrent,
           idle_rss_mib: num(memory.idle_rss_mib),

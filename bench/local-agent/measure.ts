@@ -141,7 +141,9 @@ export async function memoryAt(f: LocalAgentFixture, agentId: string, n: number)
   }
   const runIds: string[] = [];
   for (let i = 0; i < n; i += 10) {
-    runIds.push(...(await Promise.all(Array.from({ length: Math.min(10, n - i) }, () => f.start(agentId, 'Hold on.')))));
+    runIds.push(
+      ...(await Promise.all(Array.from({ length: Math.min(10, n - i) }, () => f.start(agentId, 'Hold on.')))),
+    );
   }
   const until = Date.now() + 60_000;
   while (chats(f.model.requests.slice(before)).length < n) {

@@ -92,14 +92,19 @@ async function main(): Promise<void> {
       scripts.reply('Your day: standup at 10, lunch at 12 — and I will remind you to call Bob.'),
     );
     const asked = model.requests.length;
+    let disposition = '';
     const third = await turn(host, 'Plan my day.', async (runId) => {
       await waitForRequest(model, asked + 1);
       const follow = await post(host, 'Also remind me to call Bob.');
+      disposition = follow.disposition;
       say(`you>   Also remind me to call Bob.   (sent while run ${short(runId)} works: ${follow.disposition})`);
     });
     expectStatus(third, 'run.completed');
     const sawFollowUp = JSON.stringify(model.requests.at(-1)?.body.messages ?? []).includes('call Bob');
-    say(sawFollowUp ? 'The follow-up reached the running agent at its next turn.' : 'The follow-up did not reach the run.');
+    if (disposition !== 'steered' || !sawFollowUp) {
+      throw new Error(`the follow-up was not steered into the run (disposition ${disposition})`);
+    }
+    say('The follow-up reached the running agent at its next turn.');
 
     section('4. A cancel');
     model.chat(
@@ -120,7 +125,9 @@ async function main(): Promise<void> {
 
     section(`5. Admin views of run ${short(second.runId)} (the tool call)`);
     snapshotSummary(await host.expect(200, 'GET', `/v1/admin/runs/${second.runId}/authorization`));
-    auditTable((await host.expect<{ items: any[] }>(200, 'GET', `/v1/admin/runs/${second.runId}/audit?limit=50`)).items);
+    auditTable(
+      (await host.expect<{ items: any[] }>(200, 'GET', `/v1/admin/runs/${second.runId}/audit?limit=50`)).items,
+    );
 
     section('Done');
     say(`${model.requests.length} model requests, 4 runs, ${((performance.now() - started) / 1000).toFixed(1)} s`);
@@ -168,7 +175,9 @@ async function turn(
 function expectStatus(step: Step, type: string): void {
   const last = step.events.at(-1);
   if (last?.type !== type) {
-    throw new Error(`run ${step.runId} ended with ${last?.type ?? 'nothing'} (${JSON.stringify(last?.data)}), not ${type}`);
+    throw new Error(
+      `run ${step.runId} ended with ${last?.type ?? 'nothing'} (${JSON.stringify(last?.data)}), not ${type}`,
+    );
   }
 }
 

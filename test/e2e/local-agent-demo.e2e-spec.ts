@@ -39,6 +39,8 @@ describe('npm run demo', () => {
     expect(out).toContain('builtin:local-agent/default (builtin, connected)');
     expect(out).toContain('agent> Hello! I am the built-in local agent of this host. Ask me anything.');
     expect(out).toMatch(/↳ tool current_time\(\{"timezone":"UTC"\}\)/);
+    expect(out).toMatch(/works: steered\)/);
+    expect(out).toContain('The follow-up reached the running agent at its next turn.');
     expect(out).toContain('[cancel sent]');
     expect(out).toMatch(/\[run [0-9a-f]{8}: run\.failed \(cancelled/);
     expect(out).toMatch(/authorization snapshot {2}[0-9a-f]{64} \(verified\)/);

@@ -110,11 +110,11 @@ export class HostApiController implements HostApiServiceController {
     };
   }
 
-  private call<A extends HostActionName>(
+  private call<A extends HostActionName, R extends { run_id: string }>(
     name: A,
-    req: { run_id: string },
+    req: R,
     md: Metadata | undefined,
-    input: (req: never) => RequestOf<A>,
+    input: (req: R) => RequestOf<A>,
   ): Promise<ResultOf<A>> {
     // A request that is not valid protobuf is refused INVALID_ARGUMENT before the gate: no run_id
     // can be read from it, so it has no audit row (README, Security). Checked here rather than by
@@ -122,7 +122,7 @@ export class HostApiController implements HostApiServiceController {
     if (isMalformed(req)) {
       throw malformedError(req);
     }
-    return this.actions.execute(this.caller(md), name, req.run_id, input(req as never), size(req));
+    return this.actions.execute(this.caller(md), name, req.run_id, input(req), size(req));
   }
 
   invokeModel(req: InvokeModelRequest, md?: Metadata): Promise<InvokeModelResponse> {

@@ -31,6 +31,20 @@ describe('local agent — reference §12 mirrors', () => {
     expect(err.content).toContain('kept_chars=24');
   });
 
+  it('mixed MCP content reaches the model as text with other blocks named, never their bytes', () => {
+    const mixed = {
+      is_error: false,
+      content: [
+        { type: 'text', text: 'chart attached' },
+        { type: 'image', data: 'iVBORw0KGgo'.repeat(50), mimeType: 'image/png' },
+        { type: 'resource', resource: { uri: 'file:///tmp/r.csv', text: 'a,b' } },
+      ],
+    };
+    expect(boundToolResult(mixed, null, 1000).content).toBe(
+      'chart attached\n[image: image/png]\n[resource file:///tmp/r.csv]',
+    );
+  });
+
   it('64-65. the estimator is conservative for CJK, symbols and attachments', () => {
     const cjk = estimateTextTokens('漢'.repeat(80));
     expect(cjk).toBeGreaterThanOrEqual(80);

@@ -116,7 +116,9 @@ describe('InProcessHostPort: the local agent calls the host API through the same
     expect(e).toBeInstanceOf(DomainError);
     expect(e).toMatchObject({ code: 'unauthorized' });
     expect(tools.call).not.toHaveBeenCalled();
-    expect(audit).toEqual([expect.objectContaining({ resource: 'tool:echo', outcome: 'denied', error_code: 'unauthorized' })]);
+    expect(audit).toEqual([
+      expect.objectContaining({ resource: 'tool:echo', outcome: 'denied', error_code: 'unauthorized' }),
+    ]);
   });
 
   it("is refused on another runner's run: the identity is checked like a plugin's", async () => {
@@ -141,7 +143,11 @@ describe('InProcessHostPort: the local agent calls the host API through the same
   it('streams model chunks as text deltas, the final chunk with tool calls and finish reason, then usage', async () => {
     const { port } = setup();
     const items = [];
-    for await (const item of port().streamModel({ model_id: 'm', messages: [{ role: 'user', content: 'hi' }], tools: [] })) {
+    for await (const item of port().streamModel({
+      model_id: 'm',
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [],
+    })) {
       items.push(item);
     }
     expect(items).toEqual([

@@ -116,7 +116,11 @@ export class InProcessHostPort implements LocalAgentHostPort {
   }
 
   async retrieveKnowledge(req: { kb_id: string; query_text: string; top_k?: number }): Promise<KnowledgeEntry[]> {
-    const out = await this.call('knowledge.retrieve', { kb_id: req.kb_id, query_text: req.query_text, top_k: req.top_k });
+    const out = await this.call('knowledge.retrieve', {
+      kb_id: req.kb_id,
+      query_text: req.query_text,
+      top_k: req.top_k,
+    });
     return out.results;
   }
 

@@ -53,11 +53,30 @@ function withoutTerminate(raw: unknown): unknown {
   return rest;
 }
 
+function blockText(b: unknown): string {
+  if (isTextBlock(b)) {
+    return (b as { text: string }).text;
+  }
+  const o = isObject(b) ? b : {};
+  const kind = typeof o.type === 'string' ? o.type : 'content';
+  const mime = typeof o.mimeType === 'string' ? `: ${o.mimeType}` : '';
+  const uri = isObject(o.resource) && typeof o.resource.uri === 'string' ? ` ${o.resource.uri}` : '';
+  return `[${kind}${mime}${uri}]`;
+}
+
 /** The model-facing text of a successful result. */
 export function serializeToolResult(raw: unknown): string {
   let value = withoutTerminate(raw);
   if (isHostToolResult(value)) {
-    value = value.content.length > 0 || !isObject(value.structured_content) ? value.content : value.structured_content;
+    if (value.content.length === 0 && isObject(value.structured_content)) {
+      value = value.structured_content;
+    } else if (value.content.some((b) => !isTextBlock(b))) {
+      // Mixed MCP content: the text as text, other blocks (images, resources) named, never their
+      // base64 bytes in the model's context.
+      return value.content.map(blockText).join('\n');
+    } else {
+      value = value.content;
+    }
   }
   if (typeof value === 'string') {
     return value;
