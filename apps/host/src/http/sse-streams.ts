@@ -5,6 +5,7 @@ import type { AuthenticatedRequest } from '@libs/auth';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { DomainError } from '@libs/protocol';
 import { RunsQueryService } from '@libs/runs';
+import { INT32_MAX } from './dto/rules';
 import { StreamSlots } from './stream-slots';
 
 /** What a run's SSE stream carries: its results (`/events`) or its delivery ops (`/deliveries`). */
@@ -14,11 +15,15 @@ const ITEM: Record<RunStreamKind, string> = { results: 'result', deliveries: 'de
 
 /** Resume position of an SSE request: `?after=` wins, else a numeric Last-Event-ID, else 0. */
 export function resumeAfter(kind: RunStreamKind, after: number | undefined, lastEventId: string | undefined): number {
-  const fromHeader = lastEventId !== undefined && /^\d+$/.test(lastEventId.trim()) ? Number(lastEventId) : undefined;
+  const trimmed = lastEventId?.trim();
+  const fromHeader =
+    trimmed !== undefined && /^\d{1,10}$/.test(trimmed) && Number(trimmed) <= INT32_MAX ? Number(trimmed) : undefined;
   if (lastEventId !== undefined && fromHeader === undefined) {
-    throw new DomainError('invalid_argument', `Last-Event-ID: must be a ${ITEM[kind]} sequence number`, {
-      field: 'Last-Event-ID',
-    });
+    throw new DomainError(
+      'invalid_argument',
+      `Last-Event-ID: must be a ${ITEM[kind]} sequence number (an integer from 0 to ${INT32_MAX})`,
+      { field: 'Last-Event-ID' },
+    );
   }
   return after ?? fromHeader ?? 0;
 }
