@@ -119,6 +119,18 @@ export const AUDIT_COLUMNS = [
   'created_at',
 ] as const;
 
+/** Host-side metering of a proxied model call (`model_usage`). */
+export const MODEL_USAGE_COLUMNS = [
+  'run_id',
+  'model_id',
+  'operation',
+  'prompt_tokens',
+  'completion_tokens',
+  'total_tokens',
+  'complete',
+  'created_at',
+] as const;
+
 const transcriptCols = TRANSCRIPT_COLUMNS.map((c) => `"${c}"`).join(', ');
 
 export const SQL = {
@@ -209,4 +221,5 @@ export const SQL = {
   ),
   storageDelete: stmt('storage_delete', 'DELETE FROM "storage_entries" WHERE "owner_key" = ? AND "key" = ?'),
   insertAudit: insert('insert_audit', 'audit_log', AUDIT_COLUMNS),
+  insertModelUsage: insert('insert_model_usage', 'model_usage', MODEL_USAGE_COLUMNS),
 } as const;

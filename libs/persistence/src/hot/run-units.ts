@@ -2,10 +2,18 @@
  * The units of work of the run path, for the one writer (see unit.ts). Each is one all-or-nothing
  * step of a run: its admission, one result, its end.
  */
-import type { AuditEntity, EventEntity, EventLogEntity, RunEntity, RunResultEntity } from '../entities';
+import type {
+  AuditEntity,
+  EventEntity,
+  EventLogEntity,
+  ModelUsageEntity,
+  RunEntity,
+  RunResultEntity,
+} from '../entities';
 import type { NewTranscriptRow } from '../repositories/context.repository';
 import {
   AUDIT_COLUMNS,
+  MODEL_USAGE_COLUMNS,
   EVENT_COLUMNS,
   EVENT_LOG_COLUMNS,
   RESULT_COLUMNS,
@@ -190,6 +198,13 @@ export function* eventLogUnit(row: NewEventLog): Unit<number> {
 
 export function* auditUnit(a: NewAudit): Unit<void> {
   yield* exec(SQL.insertAudit, params(AUDIT_COLUMNS, a));
+}
+
+export type NewModelUsage = Omit<ModelUsageEntity, 'id'>;
+
+/** One metered model call (its usage row), written with the run's other hot-path rows. */
+export function* modelUsageUnit(u: NewModelUsage): Unit<void> {
+  yield* exec(SQL.insertModelUsage, params(MODEL_USAGE_COLUMNS, u));
 }
 
 export function* cancelRequestedUnit(runId: string, at: number): Unit<void> {

@@ -2,8 +2,10 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { MoreThan, Repository } from 'typeorm';
 import { ModelEntity, ModelUsageEntity } from '../entities';
+import { HotStore } from '../hot/hot-store';
+import { modelUsageUnit, type NewModelUsage } from '../hot/run-units';
 
-export type NewModelUsage = Omit<ModelUsageEntity, 'id'>;
+export type { NewModelUsage };
 
 /** The model registry (`models`) and host-side metering (`model_usage`). */
 @Injectable()
@@ -11,6 +13,7 @@ export class ModelsRepository {
   constructor(
     @InjectRepository(ModelEntity) private readonly models: Repository<ModelEntity>,
     @InjectRepository(ModelUsageEntity) private readonly usage: Repository<ModelUsageEntity>,
+    private readonly hot: HotStore,
   ) {}
 
   /** Inserts a new model; fails (never overwrites) when the id exists. */
@@ -47,8 +50,9 @@ export class ModelsRepository {
     return (r.affected ?? 0) > 0;
   }
 
-  async recordUsage(row: NewModelUsage): Promise<void> {
-    await this.usage.insert(row);
+  /** Through the one writer: a metered call is a hot-path write like the run's audit rows. */
+  recordUsage(row: NewModelUsage): Promise<void> {
+    return this.hot.write(() => modelUsageUnit(row));
   }
 
   async usageOfRun(runId: string): Promise<ModelUsageEntity[]> {
