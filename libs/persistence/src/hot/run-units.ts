@@ -22,7 +22,7 @@ import {
   TRANSCRIPT_COLUMNS,
 } from './hot-sql';
 import { outboxUnit, type NewOutboxRow } from './outbox-units';
-import { bool, exec, json, one, type SqlValue, type Unit } from './unit';
+import { bool, exec, json, one, rowParams, type Unit } from './unit';
 
 export type NewRun = Omit<RunEntity, 'id'>;
 export type NewResult = Omit<RunResultEntity, 'id'>;
@@ -37,22 +37,6 @@ export interface StateWrite {
 }
 
 type Row = Record<string, unknown>;
-
-function params(columns: readonly string[], row: Row): SqlValue[] {
-  return columns.map((c) => {
-    const v = row[c];
-    if (v === undefined || v === null) {
-      return null;
-    }
-    if (typeof v === 'boolean') {
-      return bool(v);
-    }
-    if (typeof v === 'object') {
-      return json(v);
-    }
-    return v as SqlValue;
-  });
-}
 
 export function eventFromRow(r: Row): EventEntity {
   return {
@@ -95,7 +79,7 @@ function* existingEvent(e: EventEntity): Unit<EventEntity | undefined> {
 export function* appendTranscriptUnit(row: NewTranscriptRow): Unit<number> {
   yield* one(SQL.lockConversation, [`transcript:${row.conversation_id}`]);
   const r = yield* one<{ seq: number | string }>(SQL.insertTranscript, [
-    ...params(TRANSCRIPT_COLUMNS, row),
+    ...rowParams(TRANSCRIPT_COLUMNS, row),
     row.conversation_id,
   ]);
   return Number(r?.seq);
@@ -123,7 +107,7 @@ export function* admitUnit(a: AdmitRows): Unit<AdmitOutcome> {
         e.event_id,
         e.body_hash,
       ])
-    : yield* exec(SQL.insertEvent, params(EVENT_COLUMNS, e as unknown as Row));
+    : yield* exec(SQL.insertEvent, rowParams(EVENT_COLUMNS, e as unknown as Row));
   if (claimed === 0) {
     const existing = yield* existingEvent(e);
     if (!existing) {
@@ -133,17 +117,17 @@ export function* admitUnit(a: AdmitRows): Unit<AdmitOutcome> {
   }
   const eventSeq = yield* eventLogUnit(a.log);
   const run = a.contextAt ? { ...a.run, context: a.contextAt(eventSeq) } : a.run;
-  yield* exec(SQL.insertRun, params(RUN_COLUMNS, run));
+  yield* exec(SQL.insertRun, rowParams(RUN_COLUMNS, run));
   const seq = a.user ? yield* appendTranscriptUnit(a.user) : null;
   if (a.terminal) {
-    yield* exec(SQL.insertResult, params(RESULT_COLUMNS, a.terminal));
+    yield* exec(SQL.insertResult, rowParams(RESULT_COLUMNS, a.terminal));
   }
   return { admitted: true, transcript_seq: seq, event_seq: eventSeq };
 }
 
 /** One accepted result and what it implies (a `state.updated` write, delivery ops), together. */
 export function* resultUnit(r: NewResult, state: StateWrite | null, outbox: readonly NewOutboxRow[] = []): Unit<void> {
-  yield* exec(SQL.insertResult, params(RESULT_COLUMNS, r));
+  yield* exec(SQL.insertResult, rowParams(RESULT_COLUMNS, r));
   if (state) {
     yield* exec(SQL.stateUpsert, [state.scope_key, state.state_key, state.value, r.created_at]);
   }
@@ -192,19 +176,19 @@ export function* finishUnit(
 
 /** Appends an event-log row; its id is the event's position (the EventPage cursor). */
 export function* eventLogUnit(row: NewEventLog): Unit<number> {
-  const r = yield* one<{ id: number | string }>(SQL.insertEventLog, params(EVENT_LOG_COLUMNS, row));
+  const r = yield* one<{ id: number | string }>(SQL.insertEventLog, rowParams(EVENT_LOG_COLUMNS, row));
   return Number(r?.id);
 }
 
 export function* auditUnit(a: NewAudit): Unit<void> {
-  yield* exec(SQL.insertAudit, params(AUDIT_COLUMNS, a));
+  yield* exec(SQL.insertAudit, rowParams(AUDIT_COLUMNS, a));
 }
 
 export type NewModelUsage = Omit<ModelUsageEntity, 'id'>;
 
 /** One metered model call (its usage row), written with the run's other hot-path rows. */
 export function* modelUsageUnit(u: NewModelUsage): Unit<void> {
-  yield* exec(SQL.insertModelUsage, params(MODEL_USAGE_COLUMNS, u));
+  yield* exec(SQL.insertModelUsage, rowParams(MODEL_USAGE_COLUMNS, u));
 }
 
 export function* cancelRequestedUnit(runId: string, at: number): Unit<void> {

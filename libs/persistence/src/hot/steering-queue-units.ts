@@ -20,14 +20,13 @@ import {
 import { STEERING_SQL } from './steering-sql';
 import {
   conversationLock,
-  rowParams,
   situationOf,
   steeringFromRow,
   type ConversationRef,
   type Row,
   type SteeringRow,
 } from './steering-rows';
-import { bool, exec, json, one, rows, type Unit } from './unit';
+import { bool, exec, json, one, rowParams, rows, type Unit } from './unit';
 
 /** The event-log row of a steering transition of an item. */
 function transition(

@@ -2,7 +2,7 @@
 import type { JsonObject } from '../entities';
 import { SQL } from './hot-sql';
 import { STEERING_SQL } from './steering-sql';
-import { bool, json, one, type SqlValue, type Unit } from './unit';
+import { one, type Unit } from './unit';
 
 /** One conversation: agent + conversation_id + thread_id, and the runner its agent binds. */
 export interface ConversationRef {
@@ -71,19 +71,6 @@ export function steeringFromRow(r: Row): SteeringRow {
     created_at: Number(r.created_at),
     redispatched_at: n(r.redispatched_at),
   };
-}
-
-export function rowParams(columns: readonly string[], row: Row): SqlValue[] {
-  return columns.map((c) => {
-    const v = row[c];
-    if (v === undefined || v === null) {
-      return null;
-    }
-    if (typeof v === 'boolean') {
-      return bool(v);
-    }
-    return typeof v === 'object' ? json(v) : (v as SqlValue);
-  });
 }
 
 export function* conversationLock(c: ConversationRef): Unit<void> {

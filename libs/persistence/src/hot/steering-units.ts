@@ -16,14 +16,13 @@ import {
 import { STEERING_COLUMNS, STEERING_SQL } from './steering-sql';
 import {
   conversationLock,
-  rowParams,
   situationOf,
   type ConversationRef,
   type ConversationSituation,
   type Disposition,
   type Row,
 } from './steering-rows';
-import { exec, one, type Unit } from './unit';
+import { exec, one, rowParams, type Unit } from './unit';
 
 export interface ConversationAdmitRows {
   conversation: ConversationRef;

@@ -43,3 +43,17 @@ export function bool(v: boolean | null | undefined): number | null {
 export function json(v: unknown): string | null {
   return v === null || v === undefined ? null : JSON.stringify(v);
 }
+
+/** Bound parameters of a row in column order: null for missing, 0/1 for booleans, JSON text for objects. */
+export function rowParams(columns: readonly string[], row: Record<string, unknown>): SqlValue[] {
+  return columns.map((c) => {
+    const v = row[c];
+    if (v === undefined || v === null) {
+      return null;
+    }
+    if (typeof v === 'boolean') {
+      return bool(v);
+    }
+    return typeof v === 'object' ? json(v) : (v as SqlValue);
+  });
+}
