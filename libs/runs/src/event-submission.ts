@@ -1,3 +1,4 @@
+import type { DeliveryRequest } from '@libs/delivery';
 /** A platform event as `POST /v1/events` accepts it (Runner Protocol v1, event-first). */
 export interface EventSubmission {
   agent_id: string;
@@ -27,15 +28,7 @@ export interface EventSubmission {
     contents?: ContentElementInput[];
     attachments?: AttachmentInput[];
   };
-  delivery?: {
-    surface?: string;
-    reply_target?: Record<string, unknown>;
-    supports_streaming?: boolean;
-    supports_edit?: boolean;
-    supports_reaction?: boolean;
-    max_message_size?: number;
-    platform_capabilities?: Record<string, unknown>;
-  };
+  delivery?: DeliveryRequest;
   locale?: string;
   timezone?: string;
   metadata?: Record<string, unknown>;
