@@ -5,8 +5,8 @@ import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
 import Database from 'better-sqlite3';
 import { createGatewayClient, type PluginMessage } from './gateway-proto';
-import { Child, cpuMs, selfCpuMs } from './proc';
-import { summarize, type Summary } from './stats';
+import { Child, cpuMs, selfCpuMs } from '../common/proc';
+import { summarize, type Summary } from '../common/stats';
 
 /*
  * The floors under the host's dispatch path, measured in the same run on the same machine:

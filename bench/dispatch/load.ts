@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import type { HostHttp } from './http';
-import { readSse } from './sse';
+import type { HostHttp } from '../common/http';
+import { readSse } from '../common/sse';
 
 /** Milliseconds from the moment POST /v1/events is sent. */
 export interface RunTiming {

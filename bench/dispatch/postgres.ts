@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import type { FloorResult } from './floors';
-import { selfCpuMs } from './proc';
-import { summarize } from './stats';
+import { selfCpuMs } from '../common/proc';
+import { summarize } from '../common/stats';
 
 /*
  * PostgreSQL mode of the bench: a fresh database `bench_<pid>_<n>` per host start (created and

@@ -1,7 +1,7 @@
 import * as os from 'node:os';
 import type { FloorResult } from './floors';
 import type { LevelResult } from './load';
-import { fmtDuration, fmtInt, fmtNum, markdownTable, summarize } from './stats';
+import { fmtDuration, fmtInt, fmtNum, markdownTable, summarize } from '../common/stats';
 
 /** One closed-loop level with the CPU time the three processes spent on it (ms). */
 export interface MeasuredLevel extends LevelResult {

@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
-import type { HostHttp } from './http';
-import { cpuMs, selfCpuMs } from './proc';
-import { readSse } from './sse';
-import { summarize, type Summary } from './stats';
+import type { HostHttp } from '../common/http';
+import { cpuMs, selfCpuMs } from '../common/proc';
+import { readSse } from '../common/sse';
+import { summarize, type Summary } from '../common/stats';
 
 /*
  * Streaming level: `runs` runs started at once, each streaming `deltasPerRun` message.delta

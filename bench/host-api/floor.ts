@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import { HostApi, type HostApiMethod } from '../../apps/demo-runner/src/host-api';
 import { measureCalls, type MeasuredCalls } from '../../apps/demo-runner/src/host-api-bench';
-import { Child } from '../dispatch/proc';
+import { Child } from '../common/proc';
 import { cpuDelta, cpuSnapshot, type CpuWindow } from './cpu';
 
 /*

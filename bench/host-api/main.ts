@@ -5,9 +5,10 @@ import { HostFixture } from '../dispatch/host-fixture';
 import { groupLines, machineLine } from '../dispatch/report';
 import { cpuDelta, cpuSnapshot, type CpuSnapshot } from './cpu';
 import { measureFloors, type FloorCase, type FloorResult } from './floor';
-import { writeJson } from '../dispatch/json-out';
-import { fmtNum } from '../dispatch/stats';
-import { hostApiJson, parseOptions, STATE_GET_TARGET, stateGetRatio, USAGE, UsageError } from './json-out';
+import { fmtNum } from '../common/stats';
+import { jsonOnlyUsage, parseJsonOnlyOptions, runMain } from '../common/cli';
+import { writeJson } from '../common/json-out';
+import { hostApiJson, STATE_GET_TARGET, stateGetRatio } from './json-out';
 import { floorsTable, hostApiTable, overheadTable, type HostApiLevel } from './report';
 import { runOnce } from './runs';
 
@@ -22,6 +23,7 @@ import { runOnce } from './runs';
  * Exits 1 if a run fails, a call fails, or the runner logs a problem; 2 on a bad option.
  */
 
+const USAGE = jsonOnlyUsage('host-api');
 const SEED_AGENT = 'bench-seed';
 const SEED_RUNS = 12;
 const PAGE_LIMIT = 20;
@@ -43,7 +45,7 @@ const agentId = (api: BenchApi, concurrency: number): string => `bench-${api.rep
 const EXPECTED_HOST_LINE = /unknown result type bench\.(measuring|stats): persisted and ignored/;
 
 async function main(): Promise<number> {
-  const opts = parseOptions(process.argv.slice(2));
+  const opts = parseJsonOnlyOptions(process.argv.slice(2));
   if (opts === 'help') {
     process.stdout.write(`${USAGE}\n`);
     return 0;
@@ -213,14 +215,4 @@ async function main(): Promise<number> {
   return problems.length > 0 ? 1 : 0;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    if (e instanceof UsageError) {
-      process.stderr.write(`bench: ${e.message}\n${USAGE}\n`);
-      process.exit(2);
-    }
-    process.stderr.write(`bench: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-    process.exit(1);
-  },
-);
+runMain(main, USAGE);

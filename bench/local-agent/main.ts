@@ -1,8 +1,8 @@
 import * as os from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { machineJson, num, writeJson } from '../dispatch/json-out';
+import { machineJson, num, writeJson } from '../common/json-out';
 import { machineLine } from '../dispatch/report';
-import { fmtDuration, markdownTable, summarize, type Summary } from '../dispatch/stats';
+import { fmtDuration, markdownTable, summarize, type Summary } from '../common/stats';
 import { LocalAgentFixture } from './fixture';
 import { memoryAt, sdkFloor, toolTurns, type TurnSample } from './measure';
 

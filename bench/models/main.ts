@@ -4,12 +4,13 @@ import OpenAI from 'openai';
 import { TokenCounter } from '../../libs/resources/src/models/tokenizer';
 import { toStruct } from '../../apps/demo-runner/src/struct';
 import { groupLines, machineLine } from '../dispatch/report';
-import { cpuMs, selfCpuMs } from '../dispatch/proc';
+import { cpuMs, selfCpuMs } from '../common/proc';
 import { conversation, countLocally } from './conversation';
 import { MODEL_ID, ModelsFixture } from './fixture';
 import { countLoop, directStream, proxiedStream, streamLevel, type StreamSample } from './measure';
-import { writeJson } from '../dispatch/json-out';
-import { modelsJson, parseOptions, USAGE, UsageError } from './json-out';
+import { jsonOnlyUsage, parseJsonOnlyOptions, runMain } from '../common/cli';
+import { writeJson } from '../common/json-out';
+import { modelsJson } from './json-out';
 import { countTable, ratioTable, streamTable, type MeasuredStreamLevel } from './report';
 
 /*
@@ -25,6 +26,7 @@ import { countTable, ratioTable, streamTable, type MeasuredStreamLevel } from '.
  * bad option.
  */
 
+const USAGE = jsonOnlyUsage('models');
 const CHUNKS = 200;
 const LEVELS: { concurrency: number; streams: number }[] = [
   { concurrency: 1, streams: 300 },
@@ -40,7 +42,7 @@ const progress = (msg: string): void => {
 };
 
 async function main(): Promise<number> {
-  const opts = parseOptions(process.argv.slice(2));
+  const opts = parseJsonOnlyOptions(process.argv.slice(2));
   if (opts === 'help') {
     process.stdout.write(`${USAGE}\n`);
     return 0;
@@ -187,14 +189,4 @@ function fmtK(n: number): string {
   return n >= 1000 ? `${(n / 1000).toFixed(1)}k` : n.toFixed(0);
 }
 
-main().then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    if (e instanceof UsageError) {
-      process.stderr.write(`bench: ${e.message}\n${USAGE}\n`);
-      process.exit(2);
-    }
-    process.stderr.write(`bench: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-    process.exit(1);
-  },
-);
+runMain(main, USAGE);
