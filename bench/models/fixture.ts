@@ -39,6 +39,8 @@ export class ModelsFixture {
       HOSTAPI_BURST: '1000000',
       HOSTAPI_MAX_PAYLOAD_BYTES: String(8 * 1024 * 1024),
       BENCH_SCRIPTED_KEY: key,
+      // A model's api_key_env must be on the host's secret allowlist (SPEC: secrets).
+      SECRET_ENV_ALLOWLIST: 'BENCH_SCRIPTED_KEY',
     };
     const built = await BuiltHost.start({
       tmpPrefix: 'runner-host-bench-models-',
