@@ -9,14 +9,14 @@ import { parseArgs } from 'node:util';
 export class UsageError extends Error {}
 
 /** The usage text of a bench whose only option is --json. */
-export function jsonOnlyUsage(bench: string): string {
+function jsonOnlyUsage(bench: string): string {
   return `usage: node dist/bench/${bench}/main.js [--json FILE]
   --json FILE   also write the figures and the same-run floors as JSON to FILE
   -h, --help    this text`;
 }
 
 /** Options of a bench whose only option is --json; a bad option is a UsageError. */
-export function parseJsonOnlyOptions(argv: string[]): { json: string | null } | 'help' {
+function parseJsonOnlyOptions(argv: string[]): { json: string | null } | 'help' {
   try {
     const { values } = parseArgs({
       args: argv,
@@ -43,4 +43,17 @@ export function runMain(main: () => Promise<number>, usage: string): void {
       process.exit(1);
     },
   );
+}
+
+/** Runs a bench whose only option is --json: --help prints the usage, a bad option exits 2. */
+export function runJsonOnlyBench(bench: string, main: (opts: { json: string | null }) => Promise<number>): void {
+  const usage = jsonOnlyUsage(bench);
+  runMain(async () => {
+    const opts = parseJsonOnlyOptions(process.argv.slice(2));
+    if (opts === 'help') {
+      process.stdout.write(`${usage}\n`);
+      return 0;
+    }
+    return main(opts);
+  }, usage);
 }

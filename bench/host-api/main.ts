@@ -6,7 +6,7 @@ import { groupLines, machineLine } from '../dispatch/report';
 import { cpuDelta, cpuSnapshot, type CpuSnapshot } from './cpu';
 import { measureFloors, type FloorCase, type FloorResult } from './floor';
 import { fmtNum } from '../common/stats';
-import { jsonOnlyUsage, parseJsonOnlyOptions, runMain } from '../common/cli';
+import { runJsonOnlyBench } from '../common/cli';
 import { writeJson } from '../common/json-out';
 import { hostApiJson, STATE_GET_TARGET, stateGetRatio } from './json-out';
 import { floorsTable, hostApiTable, overheadTable, type HostApiLevel } from './report';
@@ -23,7 +23,6 @@ import { runOnce } from './runs';
  * Exits 1 if a run fails, a call fails, or the runner logs a problem; 2 on a bad option.
  */
 
-const USAGE = jsonOnlyUsage('host-api');
 const SEED_AGENT = 'bench-seed';
 const SEED_RUNS = 12;
 const PAGE_LIMIT = 20;
@@ -44,12 +43,7 @@ const agentId = (api: BenchApi, concurrency: number): string => `bench-${api.rep
 /** Host log lines the bench causes on purpose: its two result types are unknown to the host. */
 const EXPECTED_HOST_LINE = /unknown result type bench\.(measuring|stats): persisted and ignored/;
 
-async function main(): Promise<number> {
-  const opts = parseJsonOnlyOptions(process.argv.slice(2));
-  if (opts === 'help') {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
+async function main(opts: { json: string | null }): Promise<number> {
   const started = performance.now();
   const loadBefore = os.loadavg()[0];
   // The per-run host API rate limit (default 100/s, burst 200) would cap the bench: lift it.
@@ -215,4 +209,4 @@ async function main(): Promise<number> {
   return problems.length > 0 ? 1 : 0;
 }
 
-runMain(main, USAGE);
+runJsonOnlyBench('host-api', main);

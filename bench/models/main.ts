@@ -8,7 +8,7 @@ import { cpuMs, selfCpuMs } from '../common/proc';
 import { conversation, countLocally } from './conversation';
 import { MODEL_ID, ModelsFixture } from './fixture';
 import { countLoop, directStream, proxiedStream, streamLevel, type StreamSample } from './measure';
-import { jsonOnlyUsage, parseJsonOnlyOptions, runMain } from '../common/cli';
+import { runJsonOnlyBench } from '../common/cli';
 import { writeJson } from '../common/json-out';
 import { modelsJson } from './json-out';
 import { countTable, ratioTable, streamTable, type MeasuredStreamLevel } from './report';
@@ -26,7 +26,6 @@ import { countTable, ratioTable, streamTable, type MeasuredStreamLevel } from '.
  * bad option.
  */
 
-const USAGE = jsonOnlyUsage('models');
 const CHUNKS = 200;
 const LEVELS: { concurrency: number; streams: number }[] = [
   { concurrency: 1, streams: 300 },
@@ -41,12 +40,7 @@ const progress = (msg: string): void => {
   process.stderr.write(`bench: ${msg}\n`);
 };
 
-async function main(): Promise<number> {
-  const opts = parseJsonOnlyOptions(process.argv.slice(2));
-  if (opts === 'help') {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
+async function main(opts: { json: string | null }): Promise<number> {
   const started = performance.now();
   const loadBefore = os.loadavg()[0];
   progress('starting the scripted provider and the host');
@@ -189,4 +183,4 @@ function fmtK(n: number): string {
   return n >= 1000 ? `${(n / 1000).toFixed(1)}k` : n.toFixed(0);
 }
 
-runMain(main, USAGE);
+runJsonOnlyBench('models', main);
