@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { HostFixture } from '../dispatch/host-fixture';
 import { num, writeJson } from '../common/json-out';
 import { BenchDatabase } from '../dispatch/postgres';
-import { machineLine } from '../dispatch/report';
+import { machineLine } from '../common/report';
 import { fmtDuration, fmtInt, summarize } from '../common/stats';
 import { scenario, type ScenarioResult } from './measure';
 

@@ -2,7 +2,7 @@ import * as os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { BENCH_STATE_KEY, type BenchApi, type BenchStats } from '../../apps/demo-runner/src/host-api-bench';
 import { HostFixture } from '../dispatch/host-fixture';
-import { groupLines, machineLine } from '../dispatch/report';
+import { benchTimeLine, groupLines, machineLine } from '../common/report';
 import { cpuDelta, cpuSnapshot, type CpuSnapshot } from './cpu';
 import { measureFloors, type FloorCase, type FloorResult } from './floor';
 import { fmtNum } from '../common/stats';
@@ -177,7 +177,7 @@ async function main(opts: { json: string | null }): Promise<number> {
     `- host log lines (LOG_LEVEL=warn): ${hostLines.length}, of which ${expectedHostLines.length} expected (unknown result types bench.measuring / bench.stats); runner connects: ${runnerLog.connects}; runner warn/error lines: ${runnerLog.problems.length}`,
     `- host CPU per call: /proc/<host pid>/stat utime+stime delta between bench.measuring and bench.stats on SSE (10 ms ticks), ÷ calls`,
     '',
-    `total bench time: ${((performance.now() - started) / 1000).toFixed(1)} s; 1-min load average ${loadBefore.toFixed(2)} at start, ${os.loadavg()[0].toFixed(2)} at end`,
+    benchTimeLine(started, loadBefore),
   ];
   process.stdout.write(out.join('\n') + '\n');
   if (opts.json) {

@@ -2,7 +2,7 @@ import * as os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { runJsonOnlyBench } from '../common/cli';
 import { machineJson, num, writeJson } from '../common/json-out';
-import { machineLine } from '../dispatch/report';
+import { machineLine } from '../common/report';
 import { fmtDuration, markdownTable, summarize, type Summary } from '../common/stats';
 import { LocalAgentFixture } from './fixture';
 import { memoryAt, sdkFloor, toolTurns, type TurnSample } from './measure';

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import OpenAI from 'openai';
 import { TokenCounter } from '../../libs/resources/src/models/tokenizer';
 import { toStruct } from '../../apps/demo-runner/src/struct';
-import { groupLines, machineLine } from '../dispatch/report';
+import { benchTimeLine, groupLines, machineLine } from '../common/report';
 import { cpuMs, selfCpuMs } from '../common/proc';
 import { conversation, countLocally } from './conversation';
 import { MODEL_ID, ModelsFixture } from './fixture';
@@ -148,7 +148,7 @@ async function main(opts: { json: string | null }): Promise<number> {
     `- host log lines (LOG_LEVEL=warn): ${hostLines.length}; lines containing the API key: ${keyLeaks}`,
     '- CPU per stream: /proc/<pid>/stat utime+stime deltas over each level (10 ms ticks) ÷ streams',
     '',
-    `total bench time: ${((performance.now() - started) / 1000).toFixed(1)} s; 1-min load average ${loadBefore.toFixed(2)} at start, ${os.loadavg()[0].toFixed(2)} at end`,
+    benchTimeLine(started, loadBefore),
   ];
   process.stdout.write(out.join('\n') + '\n');
   if (opts.json) {
