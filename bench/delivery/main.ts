@@ -1,10 +1,10 @@
 import * as os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { HostFixture } from '../dispatch/host-fixture';
-import { num, writeJson } from '../dispatch/json-out';
+import { num, writeJson } from '../common/json-out';
 import { BenchDatabase } from '../dispatch/postgres';
-import { machineLine } from '../dispatch/report';
-import { fmtDuration, fmtInt, summarize } from '../dispatch/stats';
+import { machineLine } from '../common/report';
+import { fmtDuration, fmtInt, summarize } from '../common/stats';
 import { scenario, type ScenarioResult } from './measure';
 
 /*

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import type { HostHttp } from '../dispatch/http';
-import { readSse } from '../dispatch/sse';
+import type { HostHttp } from '../common/http';
+import { readSse } from '../common/sse';
 
 /*
  * One delivery scenario: `runs` runs of the echo runner streaming `deltas` deltas each, started at

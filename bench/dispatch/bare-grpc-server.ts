@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import { serveForParent } from '../common/port-handshake';
 import { loadGateway, type HostMessage, type PluginMessage } from './gateway-proto';
 
 /*
@@ -19,19 +20,4 @@ server.addService(loadGateway().service, {
   },
 });
 
-server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => {
-  if (err) {
-    process.stderr.write(`bare-grpc-server: ${err.message}\n`);
-    process.exit(1);
-  }
-  process.stdout.write(`${port}\n`);
-});
-
-const stop = (): void => {
-  server.forceShutdown();
-  process.exit(0);
-};
-process.stdin.on('end', stop);
-process.stdin.on('close', stop);
-process.stdin.resume();
-process.on('SIGTERM', stop);
+serveForParent(server, 'bare-grpc-server');

@@ -5,8 +5,9 @@ import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
 import Database from 'better-sqlite3';
 import { createGatewayClient, type PluginMessage } from './gateway-proto';
-import { Child, cpuMs, selfCpuMs } from './proc';
-import { summarize, type Summary } from './stats';
+import { readPort } from '../common/port-handshake';
+import { Child, cpuMs, selfCpuMs } from '../common/proc';
+import { summarize, type Summary } from '../common/stats';
 
 /*
  * The floors under the host's dispatch path, measured in the same run on the same machine:
@@ -23,23 +24,36 @@ export interface FloorResult {
   cpuServerMs: number;
 }
 
-function readPort(child: Child, timeoutMs: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const timer = setTimeout(() => reject(new Error(`${child.name}: no port after ${timeoutMs} ms`)), timeoutMs);
-    child.proc.stdout?.setEncoding('utf8');
-    child.proc.stdout?.on('data', (chunk: string) => {
-      text += chunk;
-      const m = /^(\d+)\n/.exec(text);
-      if (m) {
-        clearTimeout(timer);
-        resolve(Number(m[1]));
-      }
-    });
-    void child.exited.then(() =>
-      reject(new Error(`${child.name} exited (${child.exitStatus ?? '?'}) before listening`)),
-    );
-  });
+/**
+ * The measured loop of an in-process floor, one operation at a time: lap() after each operation
+ * records its time; result() gives the latency, the rate and this process's CPU per operation.
+ */
+export class Laps {
+  private readonly samples: number[] = [];
+  private readonly cpu0 = selfCpuMs();
+  private readonly start = performance.now();
+  private now = this.start;
+
+  constructor(private readonly durationMs: number) {}
+
+  running(): boolean {
+    return this.now < this.start + this.durationMs;
+  }
+
+  lap(): void {
+    const t = performance.now();
+    this.samples.push(t - this.now);
+    this.now = t;
+  }
+
+  result(): FloorResult {
+    return {
+      latency: summarize(this.samples),
+      rate: (this.samples.length * 1000) / (this.now - this.start),
+      cpuClientMs: (selfCpuMs() - this.cpu0) / this.samples.length,
+      cpuServerMs: NaN,
+    };
+  }
 }
 
 /** Ping-pong of a small message on one open Connect stream to a bare grpc-js server in a child process. */
@@ -119,27 +133,17 @@ export function sqliteFloor(warmupMs: number, durationMs: number): FloorResult {
         new Date().toISOString(),
       );
     });
-    const samples: number[] = [];
     let i = 0;
     const warmupEnd = performance.now() + warmupMs;
     while (performance.now() < warmupEnd) {
       insert(i++);
     }
-    const cpu0 = selfCpuMs();
-    const start = performance.now();
-    let now = start;
-    while (now < start + durationMs) {
+    const laps = new Laps(durationMs);
+    while (laps.running()) {
       insert(i++);
-      const t = performance.now();
-      samples.push(t - now);
-      now = t;
+      laps.lap();
     }
-    return {
-      latency: summarize(samples),
-      rate: (samples.length * 1000) / (now - start),
-      cpuClientMs: (selfCpuMs() - cpu0) / samples.length,
-      cpuServerMs: NaN,
-    };
+    return laps.result();
   } finally {
     db.close();
     fs.rmSync(dir, { recursive: true, force: true });

@@ -1,15 +1,11 @@
-import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import { loadProtos } from '../common/proto';
 
 /*
  * The Runner Protocol gateway contract, reused by the bare bidi floor: the client sends
  * PluginMessage{heartbeat}, the server answers HostMessage{ping}. Same loader options as the host
  * and the demo runner.
  */
-
-/** `proto/` of the repository, from bench/dispatch/ and from dist/bench/dispatch/ alike. */
-export const PROTO_DIR = path.resolve(__dirname, '..', '..', 'proto');
 
 export interface PluginMessage {
   heartbeat?: { active_run_ids: string[] };
@@ -24,15 +20,7 @@ export interface GatewayClient extends grpc.Client {
 }
 
 export function loadGateway(): grpc.ServiceClientConstructor {
-  const definition = protoLoader.loadSync('runnerhost/v1/gateway.proto', {
-    keepCase: true,
-    longs: Number,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-    includeDirs: [PROTO_DIR],
-  });
-  const pkg = grpc.loadPackageDefinition(definition) as unknown as {
+  const pkg = loadProtos(['runnerhost/v1/gateway.proto']) as unknown as {
     runnerhost: { v1: { RunnerGatewayService: grpc.ServiceClientConstructor } };
   };
   return pkg.runnerhost.v1.RunnerGatewayService;

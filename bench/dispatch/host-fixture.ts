@@ -1,13 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import * as net from 'node:net';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
-import { HostHttp } from './http';
+import { BuiltHost, DIST, HOST_MAIN, hostNodeArgs, readLines, requireBuilt, waitFor } from '../common/host-process';
+import type { HostHttp } from '../common/http';
+import { Child } from '../common/proc';
 import type { BenchDatabase } from './postgres';
-import { Child } from './proc';
 
 /*
  * The system under test: the built host (SQLite in a fresh temp DATA_DIR, or PostgreSQL when a
@@ -16,45 +13,8 @@ import { Child } from './proc';
  * DATA_DIR, read back afterwards.
  */
 
-const DIST = path.resolve(__dirname, '..', '..');
-const HOST_MAIN = path.join(DIST, 'apps', 'host', 'src', 'main.js');
 const RUNNER_MAIN = path.join(DIST, 'apps', 'demo-runner', 'src', 'main.js');
 export const RUNNER_ID = 'plugin:demo/echo/default';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitFor<T>(
-  what: string,
-  timeoutMs: number,
-  probe: () => Promise<T | undefined>,
-  alive: Child[],
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    for (const c of alive) {
-      if (!c.running) {
-        throw new Error(`${c.name} exited (${c.exitStatus ?? '?'}) while waiting for ${what}`);
-      }
-    }
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) {
-      return value;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    }
-    await sleep(50);
-  }
-}
 
 export interface LogSummary {
   lines: number;
@@ -83,45 +43,18 @@ export class HostFixture {
     runnerConfig: Record<string, unknown>,
     pg: BenchDatabase | null = null,
   ): Promise<HostFixture> {
-    for (const file of [HOST_MAIN, RUNNER_MAIN]) {
-      if (!fs.existsSync(file)) {
-        throw new Error(`${file} is missing: run npm run build first`);
-      }
-    }
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'runner-host-bench-'));
-    const [port, grpcPort] = [await freePort(), await freePort()];
-    const adminKey = `bench-admin-${randomBytes(18).toString('hex')}`;
-    const hostEnv: NodeJS.ProcessEnv = {
-      ...process.env,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      GRPC_HOST: '127.0.0.1',
-      GRPC_PORT: String(grpcPort),
-      DATA_DIR: dataDir,
-      ADMIN_API_KEY: adminKey,
-      LOG_LEVEL: 'warn',
+    requireBuilt(HOST_MAIN, RUNNER_MAIN);
+    const built = await BuiltHost.start({
+      tmpPrefix: 'runner-host-bench-',
       // The streaming level follows 100 runs with 10 readers each under one API key: 1,000 streams,
       // above the per-key default (256) that bounds what one key can make the host hold.
-      SSE_MAX_STREAMS_PER_KEY: '2048',
-    };
-    delete hostEnv.DATABASE_URL;
-    if (pg) {
-      hostEnv.DATABASE_URL = pg.url;
-    }
-    const hostLog = fs.openSync(path.join(dataDir, 'host.log'), 'a');
-    // BENCH_HOST_NODE_ARGS: extra node flags for the host only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
-    const nodeArgs = (process.env.BENCH_HOST_NODE_ARGS ?? '').split(/\s+/).filter((a) => a !== '');
-    const host = new Child('host', HOST_MAIN, hostEnv, ['ignore', hostLog, hostLog], nodeArgs);
-    fs.closeSync(hostLog);
-    const http = new HostHttp(`http://127.0.0.1:${port}`, adminKey);
+      env: { SSE_MAX_STREAMS_PER_KEY: '2048' },
+      databaseUrl: pg?.url,
+      nodeArgs: hostNodeArgs(),
+    });
+    const { dataDir, http, child: host } = built;
     let runner: Child | undefined;
     try {
-      await waitFor(
-        'the host to be ready',
-        30_000,
-        async () => ((await http.json('GET', '/health/ready')).status === 200 ? true : undefined),
-        [host],
-      );
       const plugin = (await http.expect(201, 'POST', '/v1/admin/plugins', { author: 'demo', name: 'echo' })) as {
         token: string;
       };
@@ -132,7 +65,7 @@ export class HostFixture {
         RUNNER_MAIN,
         {
           ...process.env,
-          RUNNERHOST_GRPC_URL: `127.0.0.1:${grpcPort}`,
+          RUNNERHOST_GRPC_URL: built.grpcAddress,
           RUNNERHOST_PLUGIN_TOKEN: plugin.token,
           RUNNERHOST_PROTO_DIR: path.join(DIST, 'proto'),
         },
@@ -147,7 +80,7 @@ export class HostFixture {
             runner_id: string;
             state: string;
           }[];
-          return runners.some((r) => r.runner_id === RUNNER_ID && r.state === 'connected') ? true : undefined;
+          return runners.some((r) => r.runner_id === RUNNER_ID && r.state === 'connected');
         },
         [host, runner],
       );
@@ -158,12 +91,9 @@ export class HostFixture {
       });
       return new HostFixture(dataDir, http, host, runner, pg);
     } catch (e) {
-      http.close();
       await runner?.stop();
-      await host.stop();
-      throw new Error(
-        `${e instanceof Error ? e.message : String(e)}\n--- host.log (tail) ---\n${tail(path.join(dataDir, 'host.log'))}`,
-      );
+      await built.stop();
+      throw new Error(`${e instanceof Error ? e.message : String(e)}\n--- host.log (tail) ---\n${built.logTail()}`);
     }
   }
 
@@ -219,19 +149,4 @@ export class HostFixture {
   removeDataDir(): void {
     fs.rmSync(this.dataDir, { recursive: true, force: true });
   }
-}
-
-function readLines(file: string): string[] {
-  try {
-    return fs
-      .readFileSync(file, 'utf8')
-      .split('\n')
-      .filter((l) => l.trim() !== '');
-  } catch {
-    return [];
-  }
-}
-
-function tail(file: string, n = 20): string {
-  return readLines(file).slice(-n).join('\n');
 }

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
-import type { HostHttp } from './http';
-import { readSse } from './sse';
+import type { HostHttp } from '../common/http';
+import { readSse } from '../common/sse';
+import { ResultOrder } from './result-order';
 
 /** Milliseconds from the moment POST /v1/events is sent. */
 export interface RunTiming {
@@ -22,8 +23,6 @@ export class RunFailure extends Error {
     super(runId ? `run ${runId}: ${message}` : message);
   }
 }
-
-const TERMINAL = new Set(['run.completed', 'run.failed']);
 
 /** Submits events for one agent and follows each run to its terminal result on SSE. */
 export class RunDriver {
@@ -62,10 +61,8 @@ export class RunDriver {
     const runId = body.run_id;
     let firstMs = NaN;
     let terminalMs = NaN;
-    let terminal: { type: string; data: string } | null = null;
     let results = 0;
-    let lastSeq = 0;
-    const problems: string[] = [];
+    const order = new ResultOrder();
     await readSse(
       this.http,
       `/v1/runs/${runId}/events`,
@@ -75,16 +72,8 @@ export class RunDriver {
         if (Number.isNaN(firstMs)) {
           firstMs = now;
         }
-        const seq = Number(e.id);
-        if (!(seq > lastSeq)) {
-          problems.push(`sequence ${e.id ?? 'none'} after ${lastSeq}`);
-        }
-        lastSeq = seq;
-        if (terminal) {
-          problems.push(`${e.event} after the terminal result`);
-        } else if (TERMINAL.has(e.event)) {
+        if (order.see(e)) {
           terminalMs = now;
-          terminal = { type: e.event, data: e.data };
         }
       },
       this.timeoutMs,
@@ -95,15 +84,15 @@ export class RunDriver {
         `${err instanceof Error ? err.message : String(err)} after ${ms} ms, ${results} results seen`,
       );
     });
-    if (!terminal) {
+    const end = order.terminal;
+    if (!end) {
       throw new RunFailure(runId, `SSE ended after ${results} results without a terminal result`);
     }
-    const end: { type: string; data: string } = terminal;
-    if (end.type !== 'run.completed') {
-      throw new RunFailure(runId, `${end.type} ${end.data.slice(0, 300)}`);
+    if (end.event !== 'run.completed') {
+      throw new RunFailure(runId, `${end.event} ${end.data.slice(0, 300)}`);
     }
-    if (problems.length > 0) {
-      throw new RunFailure(runId, problems.join('; '));
+    if (order.problems.length > 0) {
+      throw new RunFailure(runId, order.problems.join('; '));
     }
     return { admittedMs, firstMs, terminalMs, results };
   }

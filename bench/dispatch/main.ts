@@ -1,13 +1,16 @@
 import * as os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { bidiFloor, sqliteFloor, type FloorResult } from './floors';
-import { dispatchJson, writeJson } from './json-out';
-import { parseOptions, USAGE, UsageError, type DispatchOptions } from './options';
+import { runMain } from '../common/cli';
+import { writeJson } from '../common/json-out';
+import { dispatchJson } from './json-out';
+import { parseOptions, USAGE, type DispatchOptions } from './options';
 import { INPUT_TEXT, runDatabase, STREAMING_CASES, WARMUP_CONCURRENCY, type DatabaseRun } from './phase';
 import { postgresFloor } from './postgres';
-import { afterLoadLines, DB_LABEL, floorsTable, groupLines, levelsTable, machineLine, ratiosTable } from './report';
+import { benchTimeLine, groupLines, machineLine } from '../common/report';
+import { afterLoadLines, DB_LABEL, floorsTable, levelsTable, ratiosTable } from './report';
 import { soakLines, streamingTable } from './report-streaming';
-import { fmtInt } from './stats';
+import { fmtInt } from '../common/stats';
 import { sideBySideTable, targetChecks, targetsTable } from './targets';
 
 /*
@@ -86,10 +89,7 @@ function report(opts: DispatchOptions, floors: Floors, runs: DatabaseRun[], star
   for (const r of runs) {
     out.push(...afterLoadLines(r.levels, r.after).map((l) => `- ${DB_LABEL[r.database]}: ${l}`));
   }
-  out.push(
-    '',
-    `total bench time: ${((performance.now() - started) / 1000).toFixed(1)} s; 1-min load average ${load0.toFixed(2)} at start, ${os.loadavg()[0].toFixed(2)} at end`,
-  );
+  out.push('', benchTimeLine(started, load0));
   return out.join('\n') + '\n';
 }
 
@@ -130,14 +130,4 @@ async function main(): Promise<number> {
   return problems.length > 0 ? 1 : 0;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    if (e instanceof UsageError) {
-      process.stderr.write(`bench: ${e.message}\n${USAGE}\n`);
-      process.exit(2);
-    }
-    process.stderr.write(`bench: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-    process.exit(1);
-  },
-);
+runMain(main, USAGE);

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { UsageError } from '../common/cli';
 
 /*
  * Command-line options of the dispatch bench. Defaults give the full run (both databases, c1 /
@@ -32,8 +33,6 @@ export const USAGE = `usage: node dist/bench/dispatch/main.js [options]
   --json FILE         also write the figures and the same-run floors as JSON to FILE
   --pg-url URL        PostgreSQL admin URL (default $BENCH_PG_URL or postgres://postgres@127.0.0.1:5432/postgres)
   -h, --help          this text`;
-
-export class UsageError extends Error {}
 
 function positiveInt(name: string, text: string, min: number): number {
   const n = Number(text);

@@ -3,7 +3,7 @@ import { HostFixture } from './host-fixture';
 import { closedLoop, RunDriver } from './load';
 import type { DatabaseKind, DispatchOptions } from './options';
 import { BenchDatabase } from './postgres';
-import { cpuMs, machineBusyMs, rssMiB, selfCpuMs } from './proc';
+import { cpuMs, machineBusyMs, rssMiB, selfCpuMs } from '../common/proc';
 import type { AfterLoad, MeasuredLevel } from './report';
 import { soak, type SoakResult } from './soak';
 import { streamingLevel, type StreamingCase, type StreamingResult } from './streaming';

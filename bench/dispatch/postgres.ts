@@ -1,8 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
-import type { FloorResult } from './floors';
-import { selfCpuMs } from './proc';
-import { summarize } from './stats';
+import { Laps, type FloorResult } from './floors';
 
 /*
  * PostgreSQL mode of the bench: a fresh database `bench_<pid>_<n>` per host start (created and
@@ -89,22 +87,12 @@ export async function postgresFloor(adminUrl: string, warmupMs: number, duration
       while (performance.now() < warmupEnd) {
         await insert(i++);
       }
-      const samples: number[] = [];
-      const cpu0 = selfCpuMs();
-      const start = performance.now();
-      let now = start;
-      while (now < start + durationMs) {
+      const laps = new Laps(durationMs);
+      while (laps.running()) {
         await insert(i++);
-        const t = performance.now();
-        samples.push(t - now);
-        now = t;
+        laps.lap();
       }
-      return {
-        latency: summarize(samples),
-        rate: (samples.length * 1000) / (now - start),
-        cpuClientMs: (selfCpuMs() - cpu0) / samples.length,
-        cpuServerMs: NaN,
-      };
+      return laps.result();
     });
   } finally {
     await db.drop();

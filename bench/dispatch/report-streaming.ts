@@ -1,6 +1,6 @@
 import type { DatabaseRun } from './phase';
 import { DB_LABEL } from './report';
-import { fmtDuration, fmtInt, fmtNum, markdownTable } from './stats';
+import { fmtDuration, fmtInt, fmtNum, markdownTable } from '../common/stats';
 
 /** The streaming levels of every database, one row per case. */
 export function streamingTable(runs: DatabaseRun[]): string {

@@ -1,7 +1,7 @@
 import * as os from 'node:os';
 import type { FloorResult } from './floors';
 import type { LevelResult } from './load';
-import { fmtDuration, fmtInt, fmtNum, markdownTable, summarize } from './stats';
+import { fmtDuration, fmtInt, fmtNum, markdownTable, summarize } from '../common/stats';
 
 /** One closed-loop level with the CPU time the three processes spent on it (ms). */
 export interface MeasuredLevel extends LevelResult {
@@ -21,13 +21,6 @@ export interface AfterLoad {
   rowsPerRun: Record<string, number>;
 }
 
-export function machineLine(): string {
-  const cpus = os.cpus();
-  const model = cpus[0]?.model.trim() ?? 'unknown CPU';
-  const mem = (os.totalmem() / 2 ** 30).toFixed(1);
-  return `${cpus.length} cores (${model}), ${mem} GiB RAM, ${os.type()} ${os.release()} ${os.arch()}, Node ${process.version}`;
-}
-
 export const DB_LABEL = { sqlite: 'SQLite', postgres: 'PostgreSQL' } as const;
 
 export function floorsTable(bidi: FloorResult, sqlite: FloorResult, pg: FloorResult | null): string {
@@ -35,37 +28,20 @@ export function floorsTable(bidi: FloorResult, sqlite: FloorResult, pg: FloorRes
     Number.isNaN(f.cpuServerMs)
       ? fmtDuration(f.cpuClientMs)
       : `${fmtDuration(f.cpuClientMs)} / ${fmtDuration(f.cpuServerMs)}`;
+  const row = (label: string, f: FloorResult, unit: string): string[] => [
+    label,
+    fmtInt(f.latency.count),
+    fmtDuration(f.latency.p50),
+    fmtDuration(f.latency.p99),
+    `${fmtInt(f.rate)} ${unit}`,
+    cpu(f),
+  ];
   return markdownTable(
     ['floor', 'ops', 'p50', 'p99', 'throughput', 'CPU/op (client / server)'],
     [
-      [
-        'grpc-js bidi ping-pong, one open stream, 2 processes',
-        fmtInt(bidi.latency.count),
-        fmtDuration(bidi.latency.p50),
-        fmtDuration(bidi.latency.p99),
-        `${fmtInt(bidi.rate)} round trips/s`,
-        cpu(bidi),
-      ],
-      [
-        'better-sqlite3 1-row insert per txn, WAL, synchronous=NORMAL',
-        fmtInt(sqlite.latency.count),
-        fmtDuration(sqlite.latency.p50),
-        fmtDuration(sqlite.latency.p99),
-        `${fmtInt(sqlite.rate)} inserts/s`,
-        cpu(sqlite),
-      ],
-      ...(pg
-        ? [
-            [
-              'PostgreSQL 1-row autocommit insert, one pg connection',
-              fmtInt(pg.latency.count),
-              fmtDuration(pg.latency.p50),
-              fmtDuration(pg.latency.p99),
-              `${fmtInt(pg.rate)} inserts/s`,
-              cpu(pg),
-            ],
-          ]
-        : []),
+      row('grpc-js bidi ping-pong, one open stream, 2 processes', bidi, 'round trips/s'),
+      row('better-sqlite3 1-row insert per txn, WAL, synchronous=NORMAL', sqlite, 'inserts/s'),
+      ...(pg ? [row('PostgreSQL 1-row autocommit insert, one pg connection', pg, 'inserts/s')] : []),
     ],
   );
 }
@@ -163,21 +139,4 @@ export function afterLoadLines(levels: MeasuredLevel[], after: AfterLoad): strin
     `host log lines (LOG_LEVEL=warn): ${after.hostLog.lines}; runner connects: ${after.runnerLog.connects} (1 = never reconnected); runner warn/error lines: ${after.runnerLog.problems.length}`,
     `database rows per submitted run (before the streaming runs): ${rows}`,
   ];
-}
-
-/** Groups lines that differ only in ids and numbers: "12× <first line>". */
-export function groupLines(lines: readonly string[]): string[] {
-  const groups = new Map<string, { first: string; count: number }>();
-  for (const line of lines) {
-    const key = line
-      .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, '<id>')
-      .replace(/\d+/g, 'N');
-    const g = groups.get(key);
-    if (g) {
-      g.count++;
-    } else {
-      groups.set(key, { first: line, count: 1 });
-    }
-  }
-  return [...groups.values()].map((g) => `- ${g.count}× ${g.first}`);
 }

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { closedLoop, type RunDriver } from './load';
-import { rssMiB } from './proc';
-import { summarize } from './stats';
+import { rssMiB } from '../common/proc';
+import { summarize } from '../common/stats';
 
 /*
  * Soak: the closed loop at concurrency 64 for a long time, host RSS sampled every 10 s (and at

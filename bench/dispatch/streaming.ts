@@ -1,8 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import type { HostHttp } from './http';
-import { cpuMs, selfCpuMs } from './proc';
-import { readSse } from './sse';
-import { summarize, type Summary } from './stats';
+import type { HostHttp } from '../common/http';
+import { cpuMs, selfCpuMs } from '../common/proc';
+import { readSse } from '../common/sse';
+import { ResultOrder } from './result-order';
+import { summarize, type Summary } from '../common/stats';
 
 /*
  * Streaming level: `runs` runs started at once, each streaming `deltasPerRun` message.delta
@@ -32,8 +33,6 @@ export interface StreamingResult extends StreamingCase {
   failures: string[];
 }
 
-const TERMINAL = new Set(['run.completed', 'run.failed']);
-
 /** n one-letter words: the echo runner sends exactly n deltas. */
 export function streamingText(n: number): string {
   return Array.from({ length: n }, () => 'a').join(' ');
@@ -46,30 +45,22 @@ interface ReaderOutcome {
 
 async function readRun(http: HostHttp, runId: string, t0: number, timeoutMs: number): Promise<ReaderOutcome> {
   let deltas = 0;
-  let lastSeq = 0;
-  let terminal = null as string | null; // set in the callback: keep TS from narrowing it to null
   let terminalMs = NaN;
-  const problems: string[] = [];
+  const order = new ResultOrder();
   await readSse(
     http,
     `/v1/runs/${runId}/events`,
     (e) => {
-      const seq = Number(e.id);
-      if (!(seq > lastSeq)) {
-        problems.push(`sequence ${e.id ?? 'none'} after ${lastSeq}`);
-      }
-      lastSeq = seq;
-      if (terminal) {
-        problems.push(`${e.event} after the terminal result`);
-      } else if (e.event === 'message.delta') {
-        deltas++;
-      } else if (TERMINAL.has(e.event)) {
-        terminal = e.event;
+      if (order.see(e)) {
         terminalMs = performance.now() - t0;
+      } else if (!order.terminal && e.event === 'message.delta') {
+        deltas++;
       }
     },
     timeoutMs,
   );
+  const problems = order.problems;
+  const terminal = order.terminal?.event;
   if (terminal !== 'run.completed') {
     problems.push(terminal ? `ended with ${terminal}` : 'SSE ended without a terminal result');
   }

@@ -1,7 +1,7 @@
 import type { FloorResult } from './floors';
 import type { DatabaseRun } from './phase';
 import { DB_LABEL, runsPerSecond } from './report';
-import { fmtDuration, fmtInt, fmtNum, markdownTable, summarize } from './stats';
+import { fmtDuration, fmtInt, fmtNum, markdownTable, summarize } from '../common/stats';
 
 /*
  * The targets of issue 7, stated as ratios to floors measured in the same run (machines differ up

@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import { serveForParent } from '../common/port-handshake';
 import { loadHostApiService } from '../../apps/demo-runner/src/host-api';
 import { toStruct, toValue, type Json, type JsonObject } from '../../apps/demo-runner/src/struct';
 
@@ -41,19 +42,4 @@ server.addService(loadHostApiService().service, {
   HistoryPage: answer(() => historyPage),
 });
 
-server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => {
-  if (err) {
-    process.stderr.write(`bare-host-api-server: ${err.message}\n`);
-    process.exit(1);
-  }
-  process.stdout.write(`${port}\n`);
-});
-
-const stop = (): void => {
-  server.forceShutdown();
-  process.exit(0);
-};
-process.stdin.on('end', stop);
-process.stdin.on('close', stop);
-process.stdin.resume();
-process.on('SIGTERM', stop);
+serveForParent(server, 'bare-host-api-server');

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { cpuMs, machineBusyMs, selfCpuMs } from '../dispatch/proc';
+import { cpuMs, machineBusyMs, selfCpuMs } from '../common/proc';
 
 /** CPU time so far (ms) of the processes of one measurement, this process and the whole machine. */
 export interface CpuSnapshot {

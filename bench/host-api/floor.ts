@@ -1,7 +1,8 @@
 import * as path from 'node:path';
 import { HostApi, type HostApiMethod } from '../../apps/demo-runner/src/host-api';
 import { measureCalls, type MeasuredCalls } from '../../apps/demo-runner/src/host-api-bench';
-import { Child } from '../dispatch/proc';
+import { readPort } from '../common/port-handshake';
+import { Child } from '../common/proc';
 import { cpuDelta, cpuSnapshot, type CpuWindow } from './cpu';
 
 /*
@@ -25,26 +26,6 @@ export interface FloorResult extends MeasuredCalls {
   server_cpu_us_per_call: number;
   /** CPU over the measured calls: `server`, this process (the client) and every other process. */
   cpu: CpuWindow;
-}
-
-function readPort(child: Child, timeoutMs: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const timer = setTimeout(() => reject(new Error(`${child.name}: no port after ${timeoutMs} ms`)), timeoutMs);
-    child.proc.stdout?.setEncoding('utf8');
-    child.proc.stdout?.on('data', (chunk: string) => {
-      text += chunk;
-      const m = /^(\d+)\n/.exec(text);
-      if (m) {
-        clearTimeout(timer);
-        resolve(Number(m[1]));
-      }
-    });
-    void child.exited.then(() => {
-      clearTimeout(timer);
-      reject(new Error(`${child.name} exited (${child.exitStatus ?? '?'}) before listening`));
-    });
-  });
 }
 
 /** Every case at every concurrency: `warmup` calls, then `calls` measured calls. */

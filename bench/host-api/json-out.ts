@@ -1,32 +1,11 @@
-import { parseArgs } from 'node:util';
-import { machineJson, num } from '../dispatch/json-out';
+import { machineJson, num } from '../common/json-out';
 import type { FloorResult } from './floor';
 import { hostCpuUsPerCall, type HostApiLevel } from './report';
 
 /*
- * Options and --json output of the host API bench: every call level with the floors of the same
+ * The --json output of the host API bench: every call level with the floors of the same
  * run, and the ratio issue 7 states its target in (StateGet p50 ≤ 1.5 × the bare unary floor at c1).
  */
-
-export const USAGE = `usage: node dist/bench/host-api/main.js [--json FILE]
-  --json FILE   also write the figures and the same-run floors as JSON to FILE
-  -h, --help    this text`;
-
-export class UsageError extends Error {}
-
-export function parseOptions(argv: string[]): { json: string | null } | 'help' {
-  try {
-    const { values } = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: { json: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-    });
-    return values.help ? 'help' : { json: values.json ?? null };
-  } catch (e) {
-    throw new UsageError(e instanceof Error ? e.message : String(e));
-  }
-}
 
 const RPC: Record<string, string> = { state_get: 'StateGet', history_page: 'HistoryPage' };
 export const UNARY_FLOOR = 'bare unary RunGet (tiny)';

@@ -2,12 +2,13 @@ import * as os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { BENCH_STATE_KEY, type BenchApi, type BenchStats } from '../../apps/demo-runner/src/host-api-bench';
 import { HostFixture } from '../dispatch/host-fixture';
-import { groupLines, machineLine } from '../dispatch/report';
+import { benchTimeLine, groupLines, machineLine } from '../common/report';
 import { cpuDelta, cpuSnapshot, type CpuSnapshot } from './cpu';
 import { measureFloors, type FloorCase, type FloorResult } from './floor';
-import { writeJson } from '../dispatch/json-out';
-import { fmtNum } from '../dispatch/stats';
-import { hostApiJson, parseOptions, STATE_GET_TARGET, stateGetRatio, USAGE, UsageError } from './json-out';
+import { fmtNum } from '../common/stats';
+import { runJsonOnlyBench } from '../common/cli';
+import { writeJson } from '../common/json-out';
+import { hostApiJson, STATE_GET_TARGET, stateGetRatio } from './json-out';
 import { floorsTable, hostApiTable, overheadTable, type HostApiLevel } from './report';
 import { runOnce } from './runs';
 
@@ -42,12 +43,7 @@ const agentId = (api: BenchApi, concurrency: number): string => `bench-${api.rep
 /** Host log lines the bench causes on purpose: its two result types are unknown to the host. */
 const EXPECTED_HOST_LINE = /unknown result type bench\.(measuring|stats): persisted and ignored/;
 
-async function main(): Promise<number> {
-  const opts = parseOptions(process.argv.slice(2));
-  if (opts === 'help') {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
+async function main(opts: { json: string | null }): Promise<number> {
   const started = performance.now();
   const loadBefore = os.loadavg()[0];
   // The per-run host API rate limit (default 100/s, burst 200) would cap the bench: lift it.
@@ -181,7 +177,7 @@ async function main(): Promise<number> {
     `- host log lines (LOG_LEVEL=warn): ${hostLines.length}, of which ${expectedHostLines.length} expected (unknown result types bench.measuring / bench.stats); runner connects: ${runnerLog.connects}; runner warn/error lines: ${runnerLog.problems.length}`,
     `- host CPU per call: /proc/<host pid>/stat utime+stime delta between bench.measuring and bench.stats on SSE (10 ms ticks), ÷ calls`,
     '',
-    `total bench time: ${((performance.now() - started) / 1000).toFixed(1)} s; 1-min load average ${loadBefore.toFixed(2)} at start, ${os.loadavg()[0].toFixed(2)} at end`,
+    benchTimeLine(started, loadBefore),
   ];
   process.stdout.write(out.join('\n') + '\n');
   if (opts.json) {
@@ -213,14 +209,4 @@ async function main(): Promise<number> {
   return problems.length > 0 ? 1 : 0;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    if (e instanceof UsageError) {
-      process.stderr.write(`bench: ${e.message}\n${USAGE}\n`);
-      process.exit(2);
-    }
-    process.stderr.write(`bench: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-    process.exit(1);
-  },
-);
+runJsonOnlyBench('host-api', main);

@@ -1,6 +1,6 @@
 import * as os from 'node:os';
 import type { BenchStats } from '../../apps/demo-runner/src/host-api-bench';
-import { fmtDuration, fmtInt, fmtNum, markdownTable } from '../dispatch/stats';
+import { fmtDuration, fmtInt, fmtNum, markdownTable } from '../common/stats';
 import type { CpuWindow } from './cpu';
 import type { FloorResult } from './floor';
 

@@ -1,6 +1,6 @@
 import type { BenchStats } from '../../apps/demo-runner/src/host-api-bench';
-import type { HostHttp } from '../dispatch/http';
-import { readSse } from '../dispatch/sse';
+import type { HostHttp } from '../common/http';
+import { readSse } from '../common/sse';
 
 /*
  * One run of an agent in the bench conversation: POST /v1/events, then the run's SSE stream to

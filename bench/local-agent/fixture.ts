@@ -1,12 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import * as fs from 'node:fs';
-import * as net from 'node:net';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ScriptedOpenAIServer } from '@libs/testing';
-import { HostHttp } from '../dispatch/http';
-import { Child, rssMiB } from '../dispatch/proc';
+import { BuiltHost } from '../common/host-process';
+import type { HostHttp } from '../common/http';
+import { rssMiB } from '../common/proc';
 
 /*
  * The system under test: the built host as a child process (SQLite in a fresh temp DATA_DIR,
@@ -16,65 +12,40 @@ import { Child, rssMiB } from '../dispatch/proc';
  * so the time between two model requests is the host's).
  */
 
-const HOST_MAIN = path.resolve(__dirname, '..', '..', 'apps', 'host', 'src', 'main.js');
 const UNLIMITED = '1000000';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export class LocalAgentFixture {
   private constructor(
-    readonly dataDir: string,
-    readonly http: HostHttp,
-    readonly host: Child,
+    readonly built: BuiltHost,
     readonly model: ScriptedOpenAIServer,
   ) {}
 
+  get dataDir(): string {
+    return this.built.dataDir;
+  }
+
+  get http(): HostHttp {
+    return this.built.http;
+  }
+
   static async start(): Promise<LocalAgentFixture> {
-    if (!fs.existsSync(HOST_MAIN)) {
-      throw new Error(`${HOST_MAIN} is missing: run npm run build first`);
-    }
     const model = await ScriptedOpenAIServer.start();
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'runner-host-bench-la-'));
-    const [port, grpcPort] = [await freePort(), await freePort()];
-    const adminKey = `bench-admin-${randomBytes(18).toString('hex')}`;
     const key = `sk-bench-${randomBytes(12).toString('hex')}`;
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      GRPC_HOST: '127.0.0.1',
-      GRPC_PORT: String(grpcPort),
-      DATA_DIR: dataDir,
-      ADMIN_API_KEY: adminKey,
-      LOG_LEVEL: 'warn',
-      HOSTAPI_CALLS_PER_SECOND: UNLIMITED,
-      HOSTAPI_BURST: UNLIMITED,
-      BENCH_MODEL_KEY: key,
-      SECRET_ENV_ALLOWLIST: 'BENCH_MODEL_KEY',
-    };
-    delete env.DATABASE_URL;
-    const log = fs.openSync(path.join(dataDir, 'host.log'), 'a');
-    const host = new Child('host', HOST_MAIN, env, ['ignore', log, log]);
-    fs.closeSync(log);
-    const http = new HostHttp(`http://127.0.0.1:${port}`, adminKey);
-    const fixture = new LocalAgentFixture(dataDir, http, host, model);
+    const built = await BuiltHost.start({
+      tmpPrefix: 'runner-host-bench-la-',
+      env: {
+        HOSTAPI_CALLS_PER_SECOND: UNLIMITED,
+        HOSTAPI_BURST: UNLIMITED,
+        BENCH_MODEL_KEY: key,
+        SECRET_ENV_ALLOWLIST: 'BENCH_MODEL_KEY',
+      },
+    }).catch(async (e: unknown) => {
+      await model.close();
+      throw e;
+    });
+    const fixture = new LocalAgentFixture(built, model);
+    const http = built.http;
     try {
-      const until = Date.now() + 30_000;
-      while ((await http.json('GET', '/health/ready').catch(() => ({ status: 0 }))).status !== 200) {
-        if (!host.running || Date.now() > until) {
-          throw new Error('the host did not get ready');
-        }
-        await sleep(50);
-      }
       await http.expect(201, 'POST', '/v1/admin/models', {
         model_id: 'bench-model',
         kind: 'chat',
@@ -121,27 +92,19 @@ export class LocalAgentFixture {
   }
 
   rssMiB(): number {
-    return rssMiB(this.host.pid);
+    return rssMiB(this.built.child.pid);
   }
 
   hostLog(): string[] {
-    try {
-      return fs
-        .readFileSync(path.join(this.dataDir, 'host.log'), 'utf8')
-        .split('\n')
-        .filter((l) => l.trim() !== '');
-    } catch {
-      return [];
-    }
+    return this.built.logLines();
   }
 
   async stop(): Promise<void> {
-    this.http.close();
-    await this.host.stop();
+    await this.built.stop();
     await this.model.close();
   }
 
   remove(): void {
-    fs.rmSync(this.dataDir, { recursive: true, force: true });
+    this.built.removeDataDir();
   }
 }

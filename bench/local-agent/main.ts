@@ -1,8 +1,9 @@
 import * as os from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { machineJson, num, writeJson } from '../dispatch/json-out';
-import { machineLine } from '../dispatch/report';
-import { fmtDuration, markdownTable, summarize, type Summary } from '../dispatch/stats';
+import { runJsonOnlyBench } from '../common/cli';
+import { machineJson, num, writeJson } from '../common/json-out';
+import { machineLine } from '../common/report';
+import { fmtDuration, markdownTable, summarize, type Summary } from '../common/stats';
 import { LocalAgentFixture } from './fixture';
 import { memoryAt, sdkFloor, toolTurns, type TurnSample } from './measure';
 
@@ -28,19 +29,6 @@ const CONCURRENT = 100;
 
 const progress = (msg: string) => process.stderr.write(`bench: ${msg}\n`);
 
-function parseOptions(argv: string[]): { json: string | null } {
-  let json: string | null = null;
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--json' && argv[i + 1]) {
-      json = argv[++i];
-    } else {
-      process.stderr.write(`unknown option ${argv[i]}\nusage: npm run bench:local-agent -- [--json FILE]\n`);
-      process.exit(2);
-    }
-  }
-  return { json };
-}
-
 const gaps = (samples: TurnSample[]) => summarize(samples.flatMap((s) => s.gaps_ms));
 const row = (name: string, s: Summary, floor?: Summary) => [
   name,
@@ -56,8 +44,7 @@ const summaryJson = (s: Summary) => ({
   mean_ms: num(s.mean),
 });
 
-async function main(): Promise<number> {
-  const { json } = parseOptions(process.argv.slice(2));
+async function main({ json }: { json: string | null }): Promise<number> {
   const started = performance.now();
   progress('starting the host and the scripted model server');
   const f = await LocalAgentFixture.start();
@@ -166,4 +153,4 @@ async function main(): Promise<number> {
   }
 }
 
-void main().then((code) => process.exit(code));
+runJsonOnlyBench('local-agent', main);

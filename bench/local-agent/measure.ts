@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import OpenAI from 'openai';
 import { scripts, type RecordedRequest } from '@libs/testing';
-import { readSse } from '../dispatch/sse';
+import { readSse } from '../common/sse';
 import type { LocalAgentFixture } from './fixture';
 
 /*

@@ -1,32 +1,11 @@
-import { parseArgs } from 'node:util';
-import { machineJson, num } from '../dispatch/json-out';
+import { machineJson, num } from '../common/json-out';
 import type { CountResult } from './measure';
 import type { MeasuredStreamLevel } from './report';
 
 /*
- * Options and --json output of the models bench. Its floors are the same-run direct paths: the
+ * The --json output of the models bench. Its floors are the same-run direct paths: the
  * openai SDK calling the scripted provider from the bench process, and counting tokens in process.
  */
-
-export const USAGE = `usage: node dist/bench/models/main.js [--json FILE]
-  --json FILE   also write the figures and the same-run floors as JSON to FILE
-  -h, --help    this text`;
-
-export class UsageError extends Error {}
-
-export function parseOptions(argv: string[]): { json: string | null } | 'help' {
-  try {
-    const { values } = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: { json: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-    });
-    return values.help ? 'help' : { json: values.json ?? null };
-  } catch (e) {
-    throw new UsageError(e instanceof Error ? e.message : String(e));
-  }
-}
 
 const streamJson = (l: MeasuredStreamLevel) => ({
   concurrency: l.concurrency,

@@ -3,13 +3,14 @@ import { performance } from 'node:perf_hooks';
 import OpenAI from 'openai';
 import { TokenCounter } from '../../libs/resources/src/models/tokenizer';
 import { toStruct } from '../../apps/demo-runner/src/struct';
-import { groupLines, machineLine } from '../dispatch/report';
-import { cpuMs, selfCpuMs } from '../dispatch/proc';
+import { benchTimeLine, groupLines, machineLine } from '../common/report';
+import { cpuMs, selfCpuMs } from '../common/proc';
 import { conversation, countLocally } from './conversation';
 import { MODEL_ID, ModelsFixture } from './fixture';
 import { countLoop, directStream, proxiedStream, streamLevel, type StreamSample } from './measure';
-import { writeJson } from '../dispatch/json-out';
-import { modelsJson, parseOptions, USAGE, UsageError } from './json-out';
+import { runJsonOnlyBench } from '../common/cli';
+import { writeJson } from '../common/json-out';
+import { modelsJson } from './json-out';
 import { countTable, ratioTable, streamTable, type MeasuredStreamLevel } from './report';
 
 /*
@@ -39,12 +40,7 @@ const progress = (msg: string): void => {
   process.stderr.write(`bench: ${msg}\n`);
 };
 
-async function main(): Promise<number> {
-  const opts = parseOptions(process.argv.slice(2));
-  if (opts === 'help') {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
+async function main(opts: { json: string | null }): Promise<number> {
   const started = performance.now();
   const loadBefore = os.loadavg()[0];
   progress('starting the scripted provider and the host');
@@ -152,7 +148,7 @@ async function main(): Promise<number> {
     `- host log lines (LOG_LEVEL=warn): ${hostLines.length}; lines containing the API key: ${keyLeaks}`,
     '- CPU per stream: /proc/<pid>/stat utime+stime deltas over each level (10 ms ticks) ÷ streams',
     '',
-    `total bench time: ${((performance.now() - started) / 1000).toFixed(1)} s; 1-min load average ${loadBefore.toFixed(2)} at start, ${os.loadavg()[0].toFixed(2)} at end`,
+    benchTimeLine(started, loadBefore),
   ];
   process.stdout.write(out.join('\n') + '\n');
   if (opts.json) {
@@ -187,14 +183,4 @@ function fmtK(n: number): string {
   return n >= 1000 ? `${(n / 1000).toFixed(1)}k` : n.toFixed(0);
 }
 
-main().then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    if (e instanceof UsageError) {
-      process.stderr.write(`bench: ${e.message}\n${USAGE}\n`);
-      process.exit(2);
-    }
-    process.stderr.write(`bench: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-    process.exit(1);
-  },
-);
+runJsonOnlyBench('models', main);

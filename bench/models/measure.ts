@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type OpenAI from 'openai';
-import { summarize, type Summary } from '../dispatch/stats';
+import { summarize, type Summary } from '../common/stats';
 import type { BenchPlugin, StreamItem } from './plugin-client';
 
 /*

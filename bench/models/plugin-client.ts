@@ -1,7 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { fromStruct, toStruct, type JsonObject, type Struct } from '../../apps/demo-runner/src/struct';
-import { PROTO_DIR } from '../dispatch/gateway-proto';
+import { loadProtos } from '../common/proto';
 
 /*
  * A hand-driven runner plugin in the bench process: one Connect stream (hello with a manifest
@@ -9,15 +8,7 @@ import { PROTO_DIR } from '../dispatch/gateway-proto';
  * the measured StreamModel and CountTokens calls go through. Same loader options as the host.
  */
 
-const definition = protoLoader.loadSync(['runnerhost/v1/gateway.proto', 'runnerhost/v1/host_api.proto'], {
-  keepCase: true,
-  longs: Number,
-  enums: String,
-  defaults: true,
-  oneofs: true,
-  includeDirs: [PROTO_DIR],
-});
-const pkg = grpc.loadPackageDefinition(definition) as unknown as {
+const pkg = loadProtos(['runnerhost/v1/gateway.proto', 'runnerhost/v1/host_api.proto']) as unknown as {
   runnerhost: {
     v1: { RunnerGatewayService: grpc.ServiceClientConstructor; HostApiService: grpc.ServiceClientConstructor };
   };

@@ -1,4 +1,4 @@
-import { fmtDuration, fmtInt, fmtNum, markdownTable } from '../dispatch/stats';
+import { fmtDuration, fmtInt, fmtNum, markdownTable } from '../common/stats';
 import type { CountResult, StreamLevel } from './measure';
 
 export interface MeasuredStreamLevel extends StreamLevel {

@@ -1,13 +1,9 @@
-import * as fs from 'node:fs';
 import * as os from 'node:os';
-import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { randomBytes } from 'node:crypto';
-import { HostHttp } from '../dispatch/http';
-import { machineJson, num, writeJson } from '../dispatch/json-out';
-import { Child } from '../dispatch/proc';
-import { fmtDuration, markdownTable, summarize, type Summary } from '../dispatch/stats';
+import { BuiltHost, waitFor } from '../common/host-process';
+import { machineJson, num, writeJson } from '../common/json-out';
+import { fmtDuration, markdownTable, summarize, type Summary } from '../common/stats';
 import { BenchRunner, BENCH_RUNNER_ID, type Arrival } from './runner';
 
 /*
@@ -23,34 +19,9 @@ import { BenchRunner, BENCH_RUNNER_ID, type Arrival } from './runner';
  * --database-url URL (PostgreSQL; default SQLite in a temp dir).
  */
 
-const DIST = path.resolve(__dirname, '..', '..');
-const HOST_MAIN = path.join(DIST, 'apps', 'host', 'src', 'main.js');
-
-async function freePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined | false>): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe().catch(() => undefined);
-    if (v) {
-      return v;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}`);
-    }
-    await sleep(20);
-  }
-}
+/** Polls every 20 ms: the probes here are cheap in-process checks or one local HTTP call. */
+const until = <T>(what: string, ms: number, probe: () => Promise<T | undefined | false>): Promise<T> =>
+  waitFor(what, ms, probe, [], 20);
 
 function event(agent: string, conversation: string, text: string) {
   return {
@@ -77,39 +48,20 @@ async function main(): Promise<void> {
   const conversations = Number(values.conversations);
   const perConversation = Number(values['per-conversation']);
   const endAfter = Number(values['end-after']);
-  if (!fs.existsSync(HOST_MAIN)) {
-    throw new Error(`${HOST_MAIN} is missing: run npm run build first`);
-  }
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'runner-host-bench-steering-'));
-  const [port, grpcPort] = [await freePort(), await freePort()];
-  const adminKey = `bench-admin-${randomBytes(18).toString('hex')}`;
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    GRPC_HOST: '127.0.0.1',
-    GRPC_PORT: String(grpcPort),
-    DATA_DIR: dataDir,
-    ADMIN_API_KEY: adminKey,
-    LOG_LEVEL: 'warn',
+  const host = await BuiltHost.start({
+    tmpPrefix: 'runner-host-bench-steering-',
     // One run pulls continuously: the per-run host API rate limit is not what this measures.
-    HOSTAPI_CALLS_PER_SECOND: '100000',
-    HOSTAPI_BURST: '100000',
-  };
-  delete env.DATABASE_URL;
-  if (values['database-url']) {
-    env.DATABASE_URL = values['database-url'];
-  }
-  const log = fs.openSync(path.join(dataDir, 'host.log'), 'a');
-  const host = new Child('host', HOST_MAIN, env, ['ignore', log, log]);
-  const http = new HostHttp(`http://127.0.0.1:${port}`, adminKey);
+    env: { HOSTAPI_CALLS_PER_SECOND: '100000', HOSTAPI_BURST: '100000' },
+    databaseUrl: values['database-url'],
+    pollMs: 20,
+  });
+  const http = host.http;
   let runner: BenchRunner | undefined;
   try {
-    await until('host ready', 30_000, async () => (await http.json('GET', '/health/ready')).status === 200);
     const plugin = (await http.expect(201, 'POST', '/v1/admin/plugins', { author: 'bench', name: 'steer' })) as {
       token: string;
     };
-    runner = new BenchRunner(`127.0.0.1:${grpcPort}`, plugin.token, 5_000);
+    runner = new BenchRunner(host.grpcAddress, plugin.token, 5_000);
     await runner.connect();
     await http.expect(201, 'POST', '/v1/admin/agents', { agent_id: 'bench', runner_id: BENCH_RUNNER_ID });
     const r = runner;
@@ -262,7 +214,7 @@ async function main(): Promise<void> {
   } finally {
     runner?.close();
     await host.stop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    host.removeDataDir();
   }
 }
 

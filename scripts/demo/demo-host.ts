@@ -1,29 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import * as net from 'node:net';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { BuiltHost } from '../../bench/common/host-process';
 
 /*
  * The host of the demo: the built host (dist/apps/host) as a child process with SQLite in a fresh
- * temp DATA_DIR, loopback ports, a generated admin key; its log goes to a file in DATA_DIR. Plus
- * a small JSON/SSE client for the HTTP API.
+ * temp DATA_DIR, loopback ports, a generated admin key; its log goes to a file in DATA_DIR (the
+ * bench helper BuiltHost). Plus a small JSON/SSE client for the HTTP API.
  */
-
-const HOST_MAIN = path.resolve(__dirname, '..', '..', 'apps', 'host', 'src', 'main.js');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export interface ResultEvent {
   id: number;
@@ -32,70 +14,30 @@ export interface ResultEvent {
 }
 
 export class DemoHost {
-  private constructor(
-    readonly dataDir: string,
-    readonly url: string,
-    private readonly adminKey: string,
-    private readonly child: ChildProcess,
-  ) {}
+  private constructor(private readonly built: BuiltHost) {}
 
+  get dataDir(): string {
+    return this.built.dataDir;
+  }
+
+  get url(): string {
+    return this.built.url;
+  }
+
+  /** `env` is added to the host's environment. The demo always uses the embedded SQLite database. */
   static async start(env: Record<string, string>): Promise<DemoHost> {
-    if (!fs.existsSync(HOST_MAIN)) {
-      throw new Error(`${HOST_MAIN} is missing: run npm run build first`);
-    }
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'runner-host-demo-'));
-    const [port, grpcPort] = [await freePort(), await freePort()];
-    const adminKey = `demo-admin-${randomBytes(16).toString('hex')}`;
-    const log = fs.openSync(path.join(dataDir, 'host.log'), 'a');
-    const hostEnv: NodeJS.ProcessEnv = {
-      ...process.env,
-      ...env,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      GRPC_HOST: '127.0.0.1',
-      GRPC_PORT: String(grpcPort),
-      DATA_DIR: dataDir,
-      ADMIN_API_KEY: adminKey,
-      LOG_LEVEL: 'warn',
-    };
-    delete hostEnv.DATABASE_URL; // the demo always uses the embedded SQLite database
-    const child = spawn(process.execPath, [HOST_MAIN], { env: hostEnv, stdio: ['ignore', log, log] });
-    fs.closeSync(log);
-    const host = new DemoHost(dataDir, `http://127.0.0.1:${port}`, adminKey, child);
-    const until = Date.now() + 30_000;
-    for (;;) {
-      if (child.exitCode !== null) {
-        throw new Error(`the host exited (${child.exitCode}); its log:\n${host.log()}`);
-      }
-      const ready = await fetch(`${host.url}/health/ready`).then(
-        (r) => r.ok,
-        () => false,
-      );
-      if (ready) {
-        return host;
-      }
-      if (Date.now() > until) {
-        throw new Error(`the host did not get ready in 30 s; its log:\n${host.log()}`);
-      }
-      await sleep(100);
-    }
+    return new DemoHost(
+      await BuiltHost.start({ tmpPrefix: 'runner-host-demo-', keyPrefix: 'demo-admin-', env, pollMs: 100 }),
+    );
   }
 
   log(): string {
-    return fs.readFileSync(path.join(this.dataDir, 'host.log'), 'utf8');
+    return fs.readFileSync(this.built.logFile, 'utf8');
   }
 
   async api<T = any>(method: string, p: string, body?: unknown): Promise<{ status: number; body: T }> {
-    const res = await fetch(`${this.url}${p}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${this.adminKey}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
+    const r = await this.built.http.json(method, p, body);
+    return { status: r.status, body: r.body as T };
   }
 
   /** Like api(), but a status other than `status` is an error naming the call and the answer. */
@@ -109,9 +51,7 @@ export class DemoHost {
 
   /** Follows a run's result stream to its end, handing each result to `on` as it arrives. */
   async follow(runId: string, on: (e: ResultEvent) => void | Promise<void>): Promise<ResultEvent[]> {
-    const res = await fetch(`${this.url}/v1/runs/${runId}/events`, {
-      headers: { authorization: `Bearer ${this.adminKey}` },
-    });
+    const res = await fetch(`${this.url}/v1/runs/${runId}/events`, { headers: this.built.http.headers() });
     if (res.status !== 200 || !res.body) {
       throw new Error(`GET /v1/runs/${runId}/events answered ${res.status}`);
     }
@@ -142,14 +82,10 @@ export class DemoHost {
   }
 
   async stop(): Promise<void> {
-    if (this.child.exitCode === null) {
-      const exited = new Promise((resolve) => this.child.once('exit', resolve));
-      this.child.kill('SIGTERM');
-      await exited;
-    }
+    await this.built.stop();
   }
 
   remove(): void {
-    fs.rmSync(this.dataDir, { recursive: true, force: true });
+    this.built.removeDataDir();
   }
 }
