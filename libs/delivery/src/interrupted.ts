@@ -4,7 +4,7 @@
  * the run's last ops. A message still being edited is ended as it stands (`incomplete`), then the
  * failure notice follows (retryable: the event may be sent again).
  */
-import { noticeText } from './normaliser';
+import { noticeText } from './notices';
 import { deliveryId, idempotencyKey, type DeliveryOp } from './ops';
 import type { DeliveryPlan } from './plan';
 
