@@ -190,6 +190,29 @@ export function parseSse(text: string): SseEvent[] {
 }
 
 /** Registers a plugin, starts the demo runner for it and waits until its runner is connected. */
+/** Waits until the runner is listed as connected. */
+export async function runnerConnected(host: Host, runnerId = 'plugin:demo/echo/default'): Promise<void> {
+  await waitFor('runner connected', async () => {
+    const r = await host.api<any[]>('GET', '/v1/admin/runners');
+    return r.body.find((x) => x.runner_id === runnerId && x.state === 'connected');
+  });
+}
+
+/** Starts the demo runner (as a child process) with a plugin token it already has. */
+export function launchDemoRunner(
+  host: Host,
+  token: string,
+  opts: { author?: string; name?: string; env?: Record<string, string> } = {},
+): Proc {
+  return launch(RUNNER_MAIN, {
+    RUNNERHOST_GRPC_URL: host.grpc,
+    RUNNERHOST_PLUGIN_TOKEN: token,
+    RUNNERHOST_PLUGIN_AUTHOR: opts.author ?? 'demo',
+    RUNNERHOST_PLUGIN_NAME: opts.name ?? 'echo',
+    ...opts.env,
+  });
+}
+
 export async function startDemoRunner(
   host: Host,
   opts: { author?: string; name?: string; env?: Record<string, string> } = {},
@@ -198,18 +221,9 @@ export async function startDemoRunner(
   const name = opts.name ?? 'echo';
   const reg = await host.api('POST', '/v1/admin/plugins', { author, name });
   expect(reg.status).toBe(201);
-  const runner = launch(RUNNER_MAIN, {
-    RUNNERHOST_GRPC_URL: host.grpc,
-    RUNNERHOST_PLUGIN_TOKEN: reg.body.token,
-    RUNNERHOST_PLUGIN_AUTHOR: author,
-    RUNNERHOST_PLUGIN_NAME: name,
-    ...opts.env,
-  });
+  const runner = launchDemoRunner(host, reg.body.token as string, { author, name, env: opts.env });
   const runnerId = `plugin:${author}/${name}/default`;
-  await waitFor('runner connected', async () => {
-    const r = await host.api<any[]>('GET', '/v1/admin/runners');
-    return r.body.find((x) => x.runner_id === runnerId && x.state === 'connected');
-  });
+  await runnerConnected(host, runnerId);
   return { runner, runnerId, token: reg.body.token as string };
 }
 

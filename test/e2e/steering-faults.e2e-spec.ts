@@ -1,5 +1,5 @@
-import { Host, TestDatabase, startDemoRunner, waitFor } from './harness';
-import { admin, answered, conversationRuns, launchRunner, message, runnerConnected } from './steering-support';
+import { Host, TestDatabase, runnerConnected, startDemoRunner, waitFor } from './harness';
+import { admin, answered, conversationRuns, launchRunner, message } from './steering-support';
 
 jest.setTimeout(180_000);
 

@@ -1,47 +1,11 @@
-import { spawn } from 'node:child_process';
-import * as path from 'node:path';
-import { ADMIN_KEY, waitFor, type Host, type Proc } from './harness';
+import { ADMIN_KEY, launchDemoRunner, waitFor, type Host, type Proc } from './harness';
 
 // Helpers of the steering e2e suites: a demo runner that declares steering, conversation events,
 // and the answers of a conversation read back from its runs' result streams.
 
-const RUNNER_MAIN = path.resolve(__dirname, '..', '..', 'dist/apps/demo-runner/src/main.js');
-
-/** Starts the demo runner with a token it already has (a plugin registered on an earlier host). */
+/** Starts the demo runner, declaring steering, with a token it already has (a plugin registered on an earlier host). */
 export function launchRunner(host: Host, token: string, env: Record<string, string> = {}): Proc {
-  const child = spawn(process.execPath, [RUNNER_MAIN], {
-    env: {
-      ...process.env,
-      RUNNERHOST_GRPC_URL: host.grpc,
-      RUNNERHOST_PLUGIN_TOKEN: token,
-      RUNNERHOST_PLUGIN_AUTHOR: 'demo',
-      RUNNERHOST_PLUGIN_NAME: 'echo',
-      DEMO_STEERING: '1',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const chunks: string[] = [];
-  child.stdout.on('data', (d: Buffer) => chunks.push(d.toString()));
-  child.stderr.on('data', (d: Buffer) => chunks.push(d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return {
-    child,
-    logs: () => chunks.join(''),
-    stop: async (signal: NodeJS.Signals = 'SIGTERM') => {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill(signal);
-      }
-      return exited;
-    },
-  };
-}
-
-export async function runnerConnected(host: Host, runnerId = 'plugin:demo/echo/default'): Promise<void> {
-  await waitFor('runner connected', async () => {
-    const r = await host.api<any[]>('GET', '/v1/admin/runners');
-    return r.body.find((x) => x.runner_id === runnerId && x.state === 'connected');
-  });
+  return launchDemoRunner(host, token, { env: { DEMO_STEERING: '1', ...env } });
 }
 
 export function message(agentId: string, conversationId: string, text: string, extra: Record<string, unknown> = {}) {
