@@ -1,5 +1,6 @@
 export { DeliveryModule } from './delivery.module';
 export { DeliveryService, type DeliveryHost } from './delivery.service';
+export { DeliveryAdminService, type OutboxPage } from './delivery-admin.service';
 export { DeliveryBus } from './delivery-bus';
 export { OutboxStore, opOf } from './outbox-store';
 export { RunDelivery, planOf, type RunDeliveryView } from './run-delivery';

@@ -1,16 +1,12 @@
-import { Controller, Get, Headers, Param, ParseUUIDPipe, Query, Req, Res } from '@nestjs/common';
+import { Controller, Get, Headers, Param, Query, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { AcceptsStreamToken, Roles, type AuthenticatedRequest } from '@libs/auth';
-import { DomainError } from '@libs/protocol';
 import { RunsQueryService } from '@libs/runs';
+import { runIdPipe } from './dto/rules';
 import { ErrorResponseDto } from './dto/error.dto';
 import { RunEventsQueryDto } from './dto/run.dto';
 import { resumeAfter, SseStreams } from './sse-streams';
-
-const uuid = new ParseUUIDPipe({
-  exceptionFactory: () => new DomainError('invalid_argument', 'run_id: must be a UUID', { field: 'run_id' }),
-});
 
 @ApiTags('runs')
 @ApiBearerAuth()
@@ -40,7 +36,7 @@ export class DeliveriesController {
   @ApiResponse({ status: 404, type: ErrorResponseDto })
   @ApiResponse({ status: 429, type: ErrorResponseDto, description: 'Too many open streams for this API key' })
   async deliveries(
-    @Param('run_id', uuid) runId: string,
+    @Param('run_id', runIdPipe) runId: string,
     @Query() q: RunEventsQueryDto,
     @Headers('last-event-id') lastEventId: string | undefined,
     @Req() req: AuthenticatedRequest,

@@ -1,9 +1,10 @@
-import { Body, Controller, Get, Headers, HttpCode, Param, ParseUUIDPipe, Post, Query, Req, Res } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Roles, StreamTokensService, type AuthenticatedRequest } from '@libs/auth';
-import { DomainError, type RunStatus } from '@libs/protocol';
+import type { RunStatus } from '@libs/protocol';
 import { RunsQueryService } from '@libs/runs';
+import { runIdPipe } from './dto/rules';
 import { ErrorResponseDto } from './dto/error.dto';
 import { resumeAfter, SseStreams } from './sse-streams';
 import { EventStreamRoute } from './event-stream-route';
@@ -16,10 +17,6 @@ import {
   RunPageDto,
   StreamTokenDto,
 } from './dto/run.dto';
-
-const uuid = new ParseUUIDPipe({
-  exceptionFactory: () => new DomainError('invalid_argument', 'run_id: must be a UUID', { field: 'run_id' }),
-});
 
 @ApiTags('runs')
 @ApiBearerAuth()
@@ -47,7 +44,7 @@ export class RunsController {
   @ApiOperation({ summary: 'A run: status, runner, timings, usage' })
   @ApiResponse({ status: 200, type: RunDto })
   @ApiResponse({ status: 404, type: ErrorResponseDto })
-  async get(@Param('run_id', uuid) runId: string): Promise<RunDto> {
+  async get(@Param('run_id', runIdPipe) runId: string): Promise<RunDto> {
     return this.runs.get(runId);
   }
 
@@ -57,7 +54,7 @@ export class RunsController {
   @ApiResponse({ status: 200, type: RunDto })
   @ApiResponse({ status: 404, type: ErrorResponseDto })
   @ApiResponse({ status: 409, type: ErrorResponseDto, description: 'The run already ended' })
-  async cancel(@Param('run_id', uuid) runId: string, @Body() body: CancelRunDto): Promise<RunDto> {
+  async cancel(@Param('run_id', runIdPipe) runId: string, @Body() body: CancelRunDto): Promise<RunDto> {
     return this.runs.cancel(runId, body.reason ?? 'cancelled by request');
   }
 
@@ -73,7 +70,7 @@ export class RunsController {
   @ApiResponse({ status: 201, type: StreamTokenDto })
   @ApiResponse({ status: 404, type: ErrorResponseDto, description: 'Unknown run' })
   async mintStreamToken(
-    @Param('run_id', uuid) runId: string,
+    @Param('run_id', runIdPipe) runId: string,
     @Req() req: AuthenticatedRequest,
   ): Promise<StreamTokenDto> {
     await this.runs.assertExists(runId);
@@ -101,7 +98,7 @@ export class RunsController {
   @ApiResponse({ status: 404, type: ErrorResponseDto, description: 'Unknown run' })
   @ApiResponse({ status: 429, type: ErrorResponseDto, description: 'Too many open streams for this API key' })
   async events(
-    @Param('run_id', uuid) runId: string,
+    @Param('run_id', runIdPipe) runId: string,
     @Query() q: RunEventsQueryDto,
     @Headers('last-event-id') lastEventId: string | undefined,
     @Req() req: AuthenticatedRequest,

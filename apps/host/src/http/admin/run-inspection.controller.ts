@@ -1,15 +1,12 @@
-import { Controller, Get, Param, ParseUUIDPipe, Query } from '@nestjs/common';
+import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { AuditService } from '@libs/authz';
 import { DomainError } from '@libs/protocol';
 import { RunsQueryService } from '@libs/runs';
+import { runIdPipe } from '../dto/rules';
 import { AuditPageDto, AuthorizationDto } from '../dto/inspection.dto';
 import { ErrorResponseDto } from '../dto/error.dto';
 import { PageQueryDto } from '../dto/admin.dto';
-
-const uuid = new ParseUUIDPipe({
-  exceptionFactory: () => new DomainError('invalid_argument', 'run_id: must be a UUID', { field: 'run_id' }),
-});
 
 @ApiTags('admin')
 @ApiBearerAuth()
@@ -24,7 +21,7 @@ export class RunInspectionController {
   @ApiOperation({ summary: "The run's frozen authorization snapshot and its content hash" })
   @ApiResponse({ status: 200, type: AuthorizationDto })
   @ApiResponse({ status: 404, type: ErrorResponseDto })
-  async authorization(@Param('run_id', uuid) runId: string): Promise<AuthorizationDto> {
+  async authorization(@Param('run_id', runIdPipe) runId: string): Promise<AuthorizationDto> {
     return this.runs.authorization(runId);
   }
 
@@ -32,7 +29,7 @@ export class RunInspectionController {
   @ApiOperation({ summary: "The run's audit log: every host API call, allowed or denied, oldest first" })
   @ApiResponse({ status: 200, type: AuditPageDto })
   @ApiResponse({ status: 404, type: ErrorResponseDto })
-  async auditLog(@Param('run_id', uuid) runId: string, @Query() q: PageQueryDto): Promise<AuditPageDto> {
+  async auditLog(@Param('run_id', runIdPipe) runId: string, @Query() q: PageQueryDto): Promise<AuditPageDto> {
     await this.runs.get(runId);
     const after = q.cursor === undefined ? 0 : Number(q.cursor);
     if (!Number.isInteger(after) || after < 0 || after > 2_147_483_647) {

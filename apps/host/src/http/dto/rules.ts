@@ -1,8 +1,14 @@
+import { ParseUUIDPipe } from '@nestjs/common';
 import { ValidateBy, type ValidationOptions } from 'class-validator';
-import { jsonBytes } from '@libs/protocol';
+import { DomainError, jsonBytes } from '@libs/protocol';
 
 /** The largest value of an INTEGER column (SQLite and PostgreSQL `integer`: 32-bit on PostgreSQL). */
 export const INT32_MAX = 2_147_483_647;
+/** The `run_id` path parameter: a UUID, else 400 naming it. */
+export const runIdPipe = new ParseUUIDPipe({
+  exceptionFactory: () => new DomainError('invalid_argument', 'run_id: must be a UUID', { field: 'run_id' }),
+});
+
 /** 9999-12-31T23:59:59Z: epoch seconds any BIGINT column, Date and int64 can hold. */
 export const MAX_EPOCH_SECONDS = 253_402_300_799;
 /** Serialised size of one open map (`event.data`, `metadata`, `runner_config`, a policy …). */
