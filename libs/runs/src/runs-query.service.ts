@@ -12,6 +12,9 @@ import { RunStreamBus, type ResultView } from './run-stream.bus';
 import { runView, type RunView } from './run-view';
 
 /** Reading runs and their result streams; cancelling them. */
+/** What a run's SSE stream carries: its results (`/events`) or its delivery ops (`/deliveries`). */
+export type RunStreamKind = 'results' | 'deliveries';
+
 @Injectable()
 export class RunsQueryService {
   constructor(
@@ -88,24 +91,20 @@ export class RunsQueryService {
   }
 
   /**
-   * The run has ended and has no result after `after`: a reader resuming there has everything, and
-   * the SSE route answers 204 so that EventSource stops reconnecting.
+   * The run has ended and its stream (results or delivery ops) has nothing after `after`: a reader
+   * resuming there has everything, and the SSE route answers 204 so that EventSource stops reconnecting.
    */
-  async streamIsOver(runId: string, after: number): Promise<boolean> {
+  async streamIsOver(kind: RunStreamKind, runId: string, after: number): Promise<boolean> {
     if (this.active.get(runId)) {
       return false;
     }
     const run = await this.runs.get(runId);
-    return run !== null && isTerminal(run.status) && (await this.runs.resultsAfter(runId, after, 1)).length === 0;
-  }
-
-  /** streamIsOver for the delivery stream: the run has ended and has no delivery op after `after`. */
-  async deliveriesAreOver(runId: string, after: number): Promise<boolean> {
-    if (this.active.get(runId)) {
+    if (run === null || !isTerminal(run.status)) {
       return false;
     }
-    const run = await this.runs.get(runId);
-    return run !== null && isTerminal(run.status) && (await this.outbox.after(runId, after, 1)).length === 0;
+    const next =
+      kind === 'results' ? await this.runs.resultsAfter(runId, after, 1) : await this.outbox.after(runId, after, 1);
+    return next.length === 0;
   }
 
   /**

@@ -4,12 +4,9 @@ import type { FastifyReply } from 'fastify';
 import type { AuthenticatedRequest } from '@libs/auth';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { DomainError } from '@libs/protocol';
-import { RunsQueryService } from '@libs/runs';
+import { RunsQueryService, type RunStreamKind } from '@libs/runs';
 import { INT32_MAX } from './dto/rules';
 import { StreamSlots } from './stream-slots';
-
-/** What a run's SSE stream carries: its results (`/events`) or its delivery ops (`/deliveries`). */
-export type RunStreamKind = 'results' | 'deliveries';
 
 const ITEM: Record<RunStreamKind, string> = { results: 'result', deliveries: 'delivery op' };
 
@@ -61,7 +58,7 @@ export class SseStreams implements BeforeApplicationShutdown {
     reply: FastifyReply,
     preamble = '',
   ): Promise<void> {
-    if (after > 0 && (await this.isOver(kind, runId, after))) {
+    if (after > 0 && (await this.runs.streamIsOver(kind, runId, after))) {
       void reply.code(204).send();
       return;
     }
@@ -99,10 +96,6 @@ export class SseStreams implements BeforeApplicationShutdown {
       this.logger.error({ run_id: runId, msg: `${what} replay failed` });
       res.destroy();
     }
-  }
-
-  private isOver(kind: RunStreamKind, runId: string, after: number): Promise<boolean> {
-    return kind === 'results' ? this.runs.streamIsOver(runId, after) : this.runs.deliveriesAreOver(runId, after);
   }
 
   beforeApplicationShutdown(): void {
