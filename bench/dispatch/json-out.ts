@@ -7,7 +7,7 @@ import { summarize } from '../common/stats';
 
 /*
  * The --json output of the dispatch bench: figures and the floors of the same run, machine-readable,
- * so the README figures and the issue 7 targets can be checked without parsing the tables.
+ * so the docs/benchmarks.md figures and the issue 7 targets can be checked without parsing the tables.
  */
 
 const floorJson = (f: FloorResult) => ({

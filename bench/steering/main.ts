@@ -7,7 +7,7 @@ import { fmtDuration, markdownTable, summarize, type Summary } from '../common/s
 import { BenchRunner, BENCH_RUNNER_ID, type Arrival } from './runner';
 
 /*
- * npm run bench:steering — SPEC §9 steering, end to end over real HTTP and gRPC:
+ * npm run bench:steering — steering (docs/conversations-and-steering.md), end to end over real HTTP and gRPC:
  *  1. latency from POST /v1/events (disposition steered) to the item returned by the runner's
  *     waiting SteeringPull, p50/p99; same-run baseline: POST of a fresh event to the run reaching
  *     the runner (the start path);

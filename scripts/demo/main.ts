@@ -5,7 +5,7 @@ import { DemoHost, type ResultEvent } from './demo-host';
 import { auditTable, say, section, snapshotSummary, StreamPrinter } from './print';
 
 /*
- * `npm run demo` (SPEC §13): the host with SQLite in a temp dir, the scripted OpenAI-compatible
+ * `npm run demo` (README.md, Demo): the host with SQLite in a temp dir, the scripted OpenAI-compatible
  * model server (in this process, real HTTP, no network), and the built-in local agent; then one
  * conversation that shows streaming, a tool call, a steered follow-up, a cancel, and the admin
  * views of a run's authorization snapshot and audit log. Offline, well under a minute.

@@ -4,7 +4,7 @@ import { RawPlugin, manifestFor } from './raw-plugin';
 jest.setTimeout(120_000);
 
 /**
- * The durability rules of the run path (README "Durability"): what a caller was told is
+ * The durability rules of the run path (docs/durability.md): what a caller was told is
  * recorded, what a reader saw is committed, one event is one run, every run ends with a
  * terminal result, and the catalogue a run is granted from is the current one.
  */

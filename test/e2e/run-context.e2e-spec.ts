@@ -3,7 +3,7 @@ import { RawPlugin, fromStruct, manifestFor } from './raw-plugin';
 
 jest.setTimeout(60_000);
 
-/** What the run context tells a runner about its position (SPEC §4; issue 8 item 14). */
+/** What the run context tells a runner about its position (docs/protocol.md#the-run-context; issue 8 item 14). */
 describe('run context positions', () => {
   const db = new TestDatabase();
   let host: Host;

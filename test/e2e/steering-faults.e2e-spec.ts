@@ -4,8 +4,9 @@ import { admin, answered, conversationRuns, launchRunner, message } from './stee
 jest.setTimeout(180_000);
 
 /**
- * SPEC §9 zero loss under faults, over real HTTP and gRPC: a runner that never pulls, a full
- * steering queue, a host killed with items queued, duplicates and concurrent admissions.
+ * Zero loss under faults (docs/conversations-and-steering.md#nothing-is-lost), over real HTTP and
+ * gRPC: a runner that never pulls, a full steering queue, a host killed with items queued,
+ * duplicates and concurrent admissions.
  */
 describe('conversations and steering: faults', () => {
   const db = new TestDatabase();

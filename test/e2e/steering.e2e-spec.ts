@@ -4,9 +4,9 @@ import { admin, answered, conversationRuns, message } from './steering-support';
 jest.setTimeout(120_000);
 
 /**
- * SPEC §9 over real HTTP and gRPC: a burst of follow-ups into a busy conversation under each
- * policy; every message is answered exactly once — injected into the running run or run as its
- * own — and in arrival order.
+ * Conversations and steering (docs/conversations-and-steering.md) over real HTTP and gRPC: a burst
+ * of follow-ups into a busy conversation under each policy; every message is answered exactly once
+ * — injected into the running run or run as its own — and in arrival order.
  */
 describe('conversations and steering: policies', () => {
   const db = new TestDatabase();

@@ -475,8 +475,8 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
 });
 
 /**
- * Scale-out (SPEC §2.5: many processes on PostgreSQL): each process has its own writer. Two
- * modules on one database stand for two host processes.
+ * Scale-out (many processes on PostgreSQL; docs/deployment.md#one-host-process-per-database): each
+ * process has its own writer. Two modules on one database stand for two host processes.
  */
 describe.each(PERSISTENT_DIALECTS)('two writers on one database (two host processes) on %s', (_name, factory) => {
   let db: TestDatabase;

@@ -64,7 +64,7 @@ function parsePolicy<T extends z.ZodType>(schema: T, value: unknown, field: stri
   return r.data as JsonObject;
 }
 
-/** Agents: bindings of a runner to its config and policies (SPEC §5). */
+/** Agents: bindings of a runner to its config and policies (docs/api.md#agents). */
 @Injectable()
 export class AgentsService {
   constructor(
@@ -189,7 +189,7 @@ export class AgentsService {
     return policy;
   }
 
-  /** Every resource a policy names must be registered (SPEC §5). */
+  /** Every resource a policy names must be registered (docs/api.md#agents). */
   private async checkResources(policy: ResourcePolicy): Promise<void> {
     const [models, tools, kbs] = await Promise.all([
       this.catalog.models(),

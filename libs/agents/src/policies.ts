@@ -6,7 +6,7 @@ const INT32_MAX = 2_147_483_647;
 const ids = z.array(z.string().min(1).max(255)).max(1000);
 
 /**
- * Agent policies (SPEC §5). Strict: unknown keys are errors. The snapshot builder, stores,
+ * Agent policies (docs/api.md#agents). Strict: unknown keys are errors. The snapshot builder, stores,
  * delivery and steering read them; resource ids are checked against the registries. The
  * descriptions are the documentation of each grant: the OpenAPI document is generated from
  * these schemas (see `policyOpenApiSchema`), so they must say what the host does with them.
@@ -79,7 +79,7 @@ export const statePolicySchema = z.strictObject({
 
 const noticeText = z.string().trim().min(1).max(1000);
 
-/** The agent's webhook: every delivery op of its runs is POSTed here, signed (README: Webhooks). */
+/** The agent's webhook: every delivery op of its runs is POSTed here, signed (docs/delivery.md#webhooks). */
 export const webhookPolicySchema = z.strictObject({
   url: z
     .string()

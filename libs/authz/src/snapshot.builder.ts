@@ -56,7 +56,10 @@ export function stateScopeKey(scope: StateScope, run: RunScope, dims: Record<str
   return `state:v1:${createHash('sha256').update(material).digest('hex')}`;
 }
 
-/** Grants = manifest permissions and capabilities ∩ agent policy ∩ run scope (SPEC §6). */
+/**
+ * Grants = manifest permissions and capabilities ∩ agent policy ∩ run scope
+ * (docs/protocol.md#the-authorization-snapshot).
+ */
 export function buildSnapshot(input: SnapshotInput): AuthorizationSnapshot {
   const { manifest, policy, scope, catalog } = input;
   const perms = manifest.permissions;
@@ -132,7 +135,8 @@ export function buildSnapshot(input: SnapshotInput): AuthorizationSnapshot {
     event_page: events.includes('page') && hasConversation,
     state: scopes.length > 0,
     storage: Object.keys(storage).length > 0,
-    // SPEC §9 / reference §4.2: the runner declares steering and the run has a conversation to steer.
+    // docs/protocol.md#the-authorization-snapshot: the runner declares steering and the run has a
+    // conversation to steer.
     steering_pull: input.manifest.capabilities?.steering === true && hasConversation,
     run_get: true,
   };

@@ -60,8 +60,9 @@ export interface RunScope {
 }
 
 /**
- * What one run may touch, frozen at admission (SPEC §6): manifest ∩ agent policy ∩ run scope.
- * Persisted with the run and content-hashed; every host API call is checked against it.
+ * What one run may touch, frozen at admission (docs/protocol.md#the-authorization-snapshot):
+ * manifest ∩ agent policy ∩ run scope. Persisted with the run and content-hashed; every host API
+ * call is checked against it.
  */
 export interface AuthorizationSnapshot {
   version: 1;

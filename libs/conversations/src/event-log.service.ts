@@ -52,7 +52,10 @@ export function eventRecord(e: EventLogEntity): EventRecord {
   };
 }
 
-/** The event log (SPEC §10): every inbound event, redacted; read by event_get / event_page. */
+/**
+ * The event log (docs/conversations-and-steering.md#transcript-event-log-and-state): every inbound
+ * event, redacted; read by event_get / event_page.
+ */
 @Injectable()
 export class EventLogService {
   constructor(private readonly repo: ContextRepository) {}

@@ -8,7 +8,10 @@ const KEY_ALIASES: Record<string, string> = { conversation_id: 'external.convers
 
 export type ScopeKeys = Partial<Record<(typeof STATE_SCOPES)[number], string>>;
 
-/** Host-owned small JSON state (SPEC §10), addressed through a run's frozen scope keys. */
+/**
+ * Host-owned small JSON state (docs/conversations-and-steering.md#transcript-event-log-and-state),
+ * addressed through a run's frozen scope keys.
+ */
 @Injectable()
 export class StateService {
   constructor(private readonly stores: StoresRepository) {}

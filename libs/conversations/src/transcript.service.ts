@@ -124,7 +124,10 @@ function item(row: TranscriptEntity, includeAttachments: boolean): TranscriptIte
   };
 }
 
-/** The conversation transcript (SPEC §10): rows written by the host, pages and search for readers. */
+/**
+ * The conversation transcript (docs/conversations-and-steering.md#transcript-event-log-and-state):
+ * rows written by the host, pages and search for readers.
+ */
 @Injectable()
 export class TranscriptService {
   constructor(private readonly repo: ContextRepository) {}

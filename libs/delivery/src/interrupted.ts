@@ -1,8 +1,8 @@
 /**
- * The delivery side of a run a host restart interrupted (SPEC §8: finalised `interrupted`): the
- * normaliser state died with the process, so what the platform was left with is read back from
- * the run's last ops. A message still being edited is ended as it stands (`incomplete`), then the
- * failure notice follows (retryable: the event may be sent again).
+ * The delivery side of a run a host restart interrupted (docs/delivery.md#interrupted-runs;
+ * finalised `interrupted`): the normaliser state died with the process, so what the platform was
+ * left with is read back from the run's last ops. A message still being edited is ended as it
+ * stands (`incomplete`), then the failure notice follows (retryable: the event may be sent again).
  */
 import { noticeText } from './notices';
 import { deliveryId, idempotencyKey, type DeliveryOp } from './ops';

@@ -1,7 +1,8 @@
 /**
- * The delivery normaliser (SPEC §11): a pure function from a run's results to delivery ops. Given
- * the run's plan, its state so far, one input and the time, it returns the new state and the ops
- * that input implies; nothing else is read or changed. `RunDelivery` owns the state of a live run.
+ * The delivery normaliser (docs/delivery.md#normalisation-rules): a pure function from a run's
+ * results to delivery ops. Given the run's plan, its state so far, one input and the time, it
+ * returns the new state and the ops that input implies; nothing else is read or changed.
+ * `RunDelivery` owns the state of a live run.
  *
  * Rules: text comes from `message.delta` (`all_content` when present — cumulative — else the
  * chunk's `content` appended), `message.completed`, `run.completed.message`. In `edit` mode the

@@ -10,7 +10,7 @@ export const DELIVERY_OP_TYPES = [
 export type DeliveryOpType = (typeof DELIVERY_OP_TYPES)[number];
 
 /**
- * One delivery operation (SPEC §11): what the platform should do next for a run, in order.
+ * One delivery operation (docs/delivery.md#delivery-ops): what the platform should do next for a run, in order.
  *
  * - `message.send` {text, part}: send a new message (part = its index among the run's messages);
  * - `message.edit` {text, part}: replace the text of the message `target_delivery_id` sent;

@@ -1,5 +1,5 @@
 /**
- * Boundary-aware splitting of long text into parts a platform accepts (SPEC §11). The parts,
+ * Boundary-aware splitting of long text into parts a platform accepts (docs/delivery.md#splitting). The parts,
  * joined, are the input exactly; each measures at most `limit` in the surface's unit (UTF-16 code
  * units, as Telegram/Slack/Discord count, or UTF-8 bytes, as WeCom does); a part never ends inside
  * a surrogate pair or — unless one grapheme alone is larger than the limit — inside a grapheme.

@@ -1,11 +1,12 @@
 import type { SizeUnit } from './split';
 
 /**
- * Surface presets (SPEC §11, issue 10): the platforms people bridge, each with its message size
- * limit, whether the host may edit a sent message, whether streaming in several messages is
- * welcome, and the least interval between edits the platform's rate limits tolerate. An event
- * names one in `delivery.surface`; any `delivery` field it sets overrides the preset's.
- * Limits are the platforms' documented ones for a plain text message (README: Delivery).
+ * Surface presets (docs/delivery.md#the-runs-surface, issue 10): the platforms people bridge, each
+ * with its message size limit, whether the host may edit a sent message, whether streaming in
+ * several messages is welcome, and the least interval between edits the platform's rate limits
+ * tolerate. An event names one in `delivery.surface`; any `delivery` field it sets overrides the
+ * preset's. Limits are the platforms' documented ones for a plain text message
+ * (docs/delivery.md#the-runs-surface).
  */
 export interface SurfacePreset {
   supports_streaming: boolean;

@@ -19,7 +19,7 @@ import { StorageApiService } from './storage-api.service';
 type Json = Record<string, unknown>;
 
 /*
- * The host API's actions in domain terms (SPEC §7): what each request carries once an adapter
+ * The host API's actions in domain terms (docs/protocol.md#host-api): what each request carries once an adapter
  * converted it (no run_id: the adapter names the run), and what each one needs of the run's
  * frozen grants. Both adapters — gRPC for plugins, in-process for the built-in runner — call the
  * same table through the same gate, so authorisation, audit, limits and rate are one thing.

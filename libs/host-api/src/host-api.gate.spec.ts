@@ -57,7 +57,7 @@ const needs = (extra: Partial<CallNeeds> = {}): CallNeeds => ({
   ...extra,
 });
 
-describe('HostApiGate: the SPEC §6 order, every call audited', () => {
+describe('HostApiGate: the order of docs/protocol.md#the-gate, every call audited', () => {
   // Each row breaks one check and every check after it: the first broken one must decide.
   it.each([
     ['no token', null, needs({ run_id: 'nope', flag: 'history_search', payload_bytes: 1e6 }), 'unauthenticated'],

@@ -30,7 +30,7 @@ export interface CallNeeds {
 export type Caller = () => Promise<string>;
 
 /**
- * The one gate of every host API call (SPEC §6), whichever adapter it came through, in this
+ * The one gate of every host API call (docs/protocol.md#the-gate), whichever adapter it came through, in this
  * order: authenticated caller → run exists and is active → caller is the run's plugin → API flag
  * or resource+operation granted → scope not crossed → payload size → per-run rate limit → run
  * deadline. Every call, allowed or denied, is audited. (A gate, not a Nest guard: adapters call it.)

@@ -117,7 +117,7 @@ export class HostApiController implements HostApiServiceController {
     input: (req: R) => RequestOf<A>,
   ): Promise<ResultOf<A>> {
     // A request that is not valid protobuf is refused INVALID_ARGUMENT before the gate: no run_id
-    // can be read from it, so it has no audit row (README, Security). Checked here rather than by
+    // can be read from it, so it has no audit row (docs/security.md#wire-errors-grpc). Checked here rather than by
     // an interceptor, which would cost every call an async-resource binding.
     if (isMalformed(req)) {
       throw malformedError(req);

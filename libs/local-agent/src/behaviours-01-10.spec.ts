@@ -2,11 +2,14 @@ import { modelCandidates, parseAgentConfig } from './config';
 import { call, FakeHost, fakeContext, hostError, streaming, withApis } from './testing/fake-host';
 import { runAgent, terminal } from './testing/run-agent';
 
-/* Reference §13, behaviours 1-10: models, fallback, deadlines, cancel, streaming mode. */
+/*
+ * Behaviours 1-10 of the local agent (docs/local-agent.md#tests): models, fallback, deadlines,
+ * cancel, streaming mode.
+ */
 
 const usage = (p: number, c: number) => ({ prompt_tokens: p, completion_tokens: c, total_tokens: p + c });
 
-describe('local agent — §13 behaviours 1-10', () => {
+describe('local agent — behaviours 1-10', () => {
   it('01. model list: primary then fallbacks, trimmed, deduped, __none__/empty/unauthorized removed; none → runner.no_model and zero host calls', async () => {
     const cfg = parseAgentConfig({ model: { primary: ' m1 ', fallbacks: ['__none__', '', 'm3', 'm2', 'm1', ' m2'] } });
     expect(modelCandidates(cfg, new Set(['m1', 'm2']))).toEqual(['m1', 'm2']);
@@ -75,7 +78,8 @@ describe('local agent — §13 behaviours 1-10', () => {
       { type: 'run.failed', data: { error: 'the run deadline has passed', code: 'runner.timeout', retryable: true } },
     ]);
 
-    // LP fix (§10): a call's own timeout is not the run deadline: it is an ordinary failure, so fallback applies.
+    // docs/local-agent.md#deadline-and-cancel: a call's own timeout is not the run deadline: it is
+    // an ordinary failure, so fallback applies.
     const own = new FakeHost()
       .script('m1', { error: hostError('deadline_exceeded', 'no answer within timeout_ms', { reason: 'timeout' }) })
       .script('m2', { text: 'from m2' });

@@ -13,7 +13,10 @@ import { call, FakeHost, fakeContext, hostError, withApis } from './testing/fake
 import { backwardPage, contentOf, historyItems, summaryCount } from './testing/history-fixtures';
 import { FIXED_NOW, runAgent, terminal } from './testing/run-agent';
 
-/* Reference §13, behaviours 11-27: context budget, compaction, checkpoint, history, prompt, skills. */
+/*
+ * Behaviours 11-27 of the local agent (docs/local-agent.md#tests): context budget, compaction,
+ * checkpoint, history, prompt, skills.
+ */
 
 const budget = (window: number, reserve: number, keep: number, summary: number) =>
   computeBudget(
@@ -56,7 +59,7 @@ const NOT_OVERFLOWS = [
   '429 Too Many Requests: you have exceeded your token quota',
 ];
 
-describe('local agent — §13 behaviours 11-27', () => {
+describe('local agent — behaviours 11-27', () => {
   it('11. overflow before any output: exactly one re-compaction at 3/4 of the input budget and one retry; a second overflow fails the run', async () => {
     const items = historyItems(8, (i) => `history message ${i} `.padEnd(160, 'x'));
     const cfg = { model: { primary: 'm1' }, 'context-window-tokens': 400, 'context-reserve-tokens': 0 };

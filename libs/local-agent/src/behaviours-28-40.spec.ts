@@ -4,7 +4,10 @@ import { call, FakeHost, fakeContext, hostError, streaming, withApis } from './t
 import { contentOf } from './testing/history-fixtures';
 import { runAgent, terminal } from './testing/run-agent';
 
-/* Reference §13, behaviours 28-40: tools, results, terminate, iteration limit, streaming, steering, usage, RAG. */
+/*
+ * Behaviours 28-40 of the local agent (docs/local-agent.md#tests): tools, results, terminate,
+ * iteration limit, streaming, steering, usage, RAG.
+ */
 
 const withTools = (ctx: AgentRunContext, tools: ToolGrant[]): AgentRunContext => ({
   ...ctx,
@@ -21,7 +24,7 @@ const deferred = () => {
   return { promise, resolve };
 };
 
-describe('local agent — §13 behaviours 28-40', () => {
+describe('local agent — behaviours 28-40', () => {
   it('28. tools: authorized ones sorted by name, inline schema else tool.detail, failed detail skipped, same tools on every model call', async () => {
     const host = new FakeHost()
       .script('m1', { tool_calls: [call('c1', 'b_tool')] }, { text: 'done' })
@@ -165,7 +168,8 @@ describe('local agent — §13 behaviours 28-40', () => {
     });
     expect(host.typesOf().at(-1)).toBe('run.completed');
 
-    // A tool that times out on its own is a tool failure too, not the run's deadline (LP §10).
+    // A tool that times out on its own is a tool failure too, not the run's deadline
+    // (docs/local-agent.md#deadline-and-cancel).
     const own = new FakeHost()
       .script('m1', { tool_calls: [call('c1', 'slow')] }, { text: 'ok' })
       .tool('slow', () => Promise.reject(hostError('deadline_exceeded', 'tool slow timed out', { reason: 'timeout' })));

@@ -4,7 +4,10 @@ import { buildUserMessage } from './context/messages';
 import { LOCAL_AGENT_CONFIG_SCHEMA, LOCAL_AGENT_MANIFEST } from './manifest';
 import { ToolCallAccumulator } from './model/tool-call-accumulator';
 
-/* Config (reference §1, §12.4), the manifest, user messages (§2.1) and tool-call deltas (§4.3). */
+/*
+ * Config, the manifest, user messages and tool-call deltas (docs/local-agent.md: Configuration, The
+ * user message, Tool-call fragments).
+ */
 
 const FIELDS = [
   'model',

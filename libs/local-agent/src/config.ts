@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ChatMessage, JsonObject } from './host-port';
 
 /*
- * The runner config of reference §1. Parsing is defensive: a value of the wrong type never fails
+ * The runner config (docs/local-agent.md#configuration). Parsing is defensive: a value of the wrong type never fails
  * the run, it falls back to the field's default (every field is `.catch(default)`). The host
  * validates the stored config against CONFIG_SCHEMA at binding time; this is the runtime reading.
  */
@@ -94,7 +94,7 @@ function authorizedIds(ids: unknown[], authorized: ReadonlySet<string>): string[
   return out;
 }
 
-/** Model candidates: primary then fallbacks, only authorized ones (reference §1). */
+/** Model candidates: primary then fallbacks, only authorized ones (docs/local-agent.md#configuration). */
 export function modelCandidates(config: AgentConfig, authorized: ReadonlySet<string>): string[] {
   const m = config.model;
   if (!m) {

@@ -11,7 +11,7 @@
  * The loop reads `code` only: `unauthorized` (grant missing: skipped or shown to the model),
  * `deadline_exceeded` (the run's host deadline: ends the run `runner.timeout`, no fallback),
  * anything else (a failure of that call: fallback, tool error, ...).
- * One refinement (the LP fix of reference §10): a `deadline_exceeded` whose `details.reason` is
+ * One refinement (docs/local-agent.md#deadline-and-cancel): a `deadline_exceeded` whose `details.reason` is
  * `"timeout"` is that call's own timeout (a slow tool or model), not the run's deadline — it is
  * an ordinary failure of the call (fallback, or an error shown to the model) unless the run's
  * deadline has passed too.
@@ -121,7 +121,7 @@ export interface KnowledgeBaseGrant {
   operations?: string[];
 }
 
-/** A skill the host advertises to this run (reference §7): name and description only. */
+/** A skill the host advertises to this run (docs/local-agent.md#skills): name and description only. */
 export interface SkillGrant {
   skill_name: string;
   description?: string | null;
@@ -308,7 +308,7 @@ export interface RunStatusView {
 export interface MessageChunk extends ChatMessage {
   /** The new visible text since the previous delta (the host appends deltas). */
   content: string;
-  /** On a model turn's closing chunk: the run's visible text so far (reference §4.4 snapshot). */
+  /** On a model turn's closing chunk: the run's visible text so far (docs/local-agent.md#streamed-output). */
   all_content?: string;
   /** Always false: message.completed (or the terminal result) ends the message, not a turn. */
   is_final?: boolean;

@@ -8,7 +8,7 @@ import { DEFAULTS } from './config';
 
 const en = (text: string) => ({ en_US: text });
 
-/** The config_schema of the local agent: every reference §1 field with its default. */
+/** The config_schema of the local agent: every field of docs/local-agent.md#configuration with its default. */
 export const LOCAL_AGENT_CONFIG_SCHEMA: ConfigSchemaItem[] = [
   {
     name: 'model',

@@ -8,11 +8,14 @@ import { call, FakeHost, fakeContext, hostError, streaming } from './testing/fak
 import { contentOf } from './testing/history-fixtures';
 import { runAgent, terminal } from './testing/run-agent';
 
-/* Reference §12 tests mirrored where they add to the 40 behaviours (numbers are §12's). */
+/*
+ * Scenario tests of LangBot's LocalAgent mirrored where they add to the 40 behaviours
+ * (docs/local-agent.md#tests); numbers are that suite's.
+ */
 
 const MARKER = 'Only the leading content is included.';
 
-describe('local agent — reference §12 mirrors', () => {
+describe('local agent — scenario mirrors (docs/local-agent.md#tests)', () => {
   it('a plain answer costs the host one count_tokens and one model call (the audit footprint of a run)', async () => {
     const host = new FakeHost().script('m1', { text: 'hi' });
     await runAgent(host, fakeContext());

@@ -1,6 +1,6 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 
-/** The protocol error codes (SPEC §3). */
+/** The protocol error codes (docs/api.md#errors). */
 export const ERROR_CODES = [
   'unauthenticated',
   'unauthorized',

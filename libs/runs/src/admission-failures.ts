@@ -33,7 +33,10 @@ export function unavailableError(eventId: string, runId: string, reason: string)
   });
 }
 
-/** Policy `reject` while the conversation is busy (SPEC §9): a conflict; nothing else changed. */
+/**
+ * Policy `reject` while the conversation is busy
+ * (docs/conversations-and-steering.md#concurrency-policies): a conflict; nothing else changed.
+ */
 export function rejectedError(eventId: string, runId: string | null): DomainError {
   return new DomainError(
     'conflict',

@@ -12,7 +12,10 @@ import { RunStarter } from './run-start';
 
 export interface Admission {
   event_id: string;
-  /** started | steered | queued (SPEC §9); a duplicate answers the original one. */
+  /**
+   * started | steered | queued (docs/conversations-and-steering.md#concurrency-policies); a
+   * duplicate answers the original one.
+   */
   disposition: string;
   run_id: string | null;
   /** True when this answers a duplicate of an event already accepted. */
@@ -27,7 +30,7 @@ export interface Admission {
 const RETRYABLE = ['failed', 'rejected'];
 
 /**
- * Event intake (SPEC §12 `POST /v1/events`): dedupe, resolve the agent, freeze grants, record,
+ * Event intake (`POST /v1/events`, docs/api.md#routes): dedupe, resolve the agent, freeze grants, record,
  * dispatch. An event of a conversation goes through the conversation's concurrency policy
  * (ConversationAdmission); one without a conversation always starts a run.
  */

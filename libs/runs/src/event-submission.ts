@@ -32,7 +32,10 @@ export interface EventSubmission {
   locale?: string;
   timezone?: string;
   metadata?: Record<string, unknown>;
-  /** Overrides the agent's concurrency policy for this event (SPEC §9). */
+  /**
+   * Overrides the agent's concurrency policy for this event
+   * (docs/conversations-and-steering.md#concurrency-policies).
+   */
   concurrency?: 'steer' | 'queue' | 'interrupt' | 'reject';
 }
 

@@ -15,7 +15,7 @@ import { RunLifecycleService } from './run-lifecycle.service';
 import type { ResultView } from './run-stream.bus';
 
 /**
- * The result-stream normaliser (SPEC §8): sequence rules, strict payload validation of known
+ * The result-stream normaliser (docs/protocol.md#result-rules): sequence rules, strict payload validation of known
  * types, unknown types kept, one terminal result, nothing after it. Each run's results are
  * handled one after another in arrival order.
  */

@@ -9,7 +9,7 @@ export const HOST_NAME = 'runner-host';
 /** What the run may reach, decided at admission: the frozen snapshot, the state values, the history position. */
 export interface RunAccess {
   snapshot: AuthorizationSnapshot;
-  /** The context window of the first granted chat model (SPEC §4), null without one. */
+  /** The context window of the first granted chat model (docs/protocol.md#the-run-context), null without one. */
   model_context_window_tokens: number | null;
   state: Record<string, Record<string, unknown>>;
   latest_seq: number | null;
@@ -21,7 +21,7 @@ export interface BuiltContext {
 }
 
 /**
- * The Runner Protocol v1 run context for one run (SPEC §4). The host never inlines history:
+ * The Runner Protocol v1 run context for one run (docs/protocol.md#the-run-context). The host never inlines history:
  * `inline_policy` is always current_event. Grants are empty until the authorization snapshot
  * (resources, available_apis, state) is built at admission by the authz layer.
  */

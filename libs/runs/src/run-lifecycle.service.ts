@@ -73,7 +73,10 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  /** Interrupt (SPEC §9): a cancel signal goes through the real cancel path of the run, if it is active here. */
+  /**
+   * Interrupt (docs/conversations-and-steering.md#concurrency-policies): a cancel signal goes
+   * through the real cancel path of the run, if it is active here.
+   */
   onModuleInit(): void {
     this.unsubscribe = this.signals.subscribe('cancel', (s) => {
       const run = this.active.get(s.run_id);
@@ -93,10 +96,10 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * SPEC §8: runs a previous process left running are finalised `interrupted`, and their
-   * undrained steering items re-dispatched (same commit). Their next sequence follows the last
-   * committed one, the only ones a reader can have seen. Runs that were waiting (`queued`) are
-   * left to the conversation dispatcher, which starts them.
+   * Crash recovery (docs/durability.md#crash-recovery): runs a previous process left running are
+   * finalised `interrupted`, and their undrained steering items re-dispatched (same commit). Their
+   * next sequence follows the last committed one, the only ones a reader can have seen. Runs that
+   * were waiting (`queued`) are left to the conversation dispatcher, which starts them.
    */
   async recoverInterrupted(): Promise<void> {
     for (const row of await this.runs.listActive()) {

@@ -1,5 +1,5 @@
 /**
- * A run's token usage (SPEC §11, issue 10), from two independent sources: what the runner reported
+ * A run's token usage (docs/delivery.md#usage, issue 10), from two independent sources: what the runner reported
  * on its terminal result, and what the host metered itself for every model call it proxied for
  * the run. Missing counts are unknown, never 0: `complete` is false when any is unknown.
  */

@@ -1,6 +1,6 @@
 import { MAX_SEQUENCE, decideSequence } from './sequence-rules';
 
-describe('decideSequence (Runner Protocol v1 §3.5)', () => {
+describe('decideSequence (docs/protocol.md#result-rules)', () => {
   const seen = new Set([1, 2, 3, 7]);
   it.each([
     ['missing → last + 1', undefined, 7, { accept: true, sequence: 8 }],

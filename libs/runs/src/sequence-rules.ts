@@ -5,7 +5,7 @@ export type SequenceDecision =
   { accept: true; sequence: number; warning?: string } | { accept: false; warning: string };
 
 /**
- * Runner Protocol v1 §3.5 sequence rules: missing or invalid (not a positive integer, or beyond
+ * Sequence rules (docs/protocol.md#result-rules): missing or invalid (not a positive integer, or beyond
  * what the database can hold) → last + 1; duplicate → dropped; gaps and reordering → warned.
  */
 export function decideSequence(

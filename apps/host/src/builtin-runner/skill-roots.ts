@@ -2,7 +2,7 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 
 /**
- * The skill packages under SKILLS_DIR: its subfolders holding a SKILL.md (reference §7). Read for
+ * The skill packages under SKILLS_DIR: its subfolders holding a SKILL.md (docs/local-agent.md#skills). Read for
  * every run, so a skill added or removed applies to the next run without a restart. Symbolic
  * links are not followed: a skill is a real folder inside SKILLS_DIR. The local agent loads and
  * confines each one itself; a folder it cannot read is left out with a warning.

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-/** Header names of a webhook request (README: Webhooks). */
+/** Header names of a webhook request (docs/delivery.md#webhooks). */
 export const WEBHOOK_HEADERS = {
   signature: 'x-runnerhost-signature',
   timestamp: 'x-runnerhost-timestamp',

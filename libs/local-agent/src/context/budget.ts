@@ -1,7 +1,7 @@
 import type { JsonObject } from '../host-port';
 import type { AgentConfig } from '../config';
 
-/** The token budget of one run's context (reference §3.2). */
+/** The token budget of one run's context (docs/local-agent.md#the-budget). */
 export interface ContextBudget {
   enabled: boolean;
   window_tokens: number;
@@ -91,7 +91,10 @@ export function budgetFromContext(config: AgentConfig, metadata: unknown): Conte
   );
 }
 
-/** The budget of the single aggressive overflow retry: 3/4 of the input, no reserve (reference §3.8). */
+/**
+ * The budget of the single aggressive overflow retry: 3/4 of the input, no reserve
+ * (docs/local-agent.md#overflow-retry).
+ */
 export function overflowRetryBudget(b: ContextBudget): ContextBudget {
   const window = Math.max(1, Math.floor((b.input_tokens * 3) / 4));
   return {

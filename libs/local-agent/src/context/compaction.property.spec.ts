@@ -8,7 +8,7 @@ import { summarizeMessages } from './summary';
 import { estimateMessagesTokens } from './tokens';
 
 /*
- * Compaction invariants over open-ended inputs (reference §3.4): within budget, sanitized (no
+ * Compaction invariants over open-ended inputs (docs/local-agent.md#compaction): within budget, sanitized (no
  * orphan tool result, no call without its result), at most one summary, and the current input
  * last whenever anything is kept.
  */

@@ -6,7 +6,7 @@ import { sanitizeMessages } from './sanitize';
 import type { Summarizer } from './summary';
 
 /*
- * Compaction (reference §3.4): when the frame prompt | summaries | history | rag | current is
+ * Compaction (docs/local-agent.md#compaction): when the frame prompt | summaries | history | rag | current is
  * over the input budget, older history becomes one <conversation_summary>, recent history stays
  * verbatim, RAG is bounded, and a final fit guarantees the current input survives.
  */
@@ -149,7 +149,10 @@ async function finish(
   return { ...meta, messages, tokens_after: await deps.count(messages) };
 }
 
-/** The final fit (reference §3.4 step 7): trim R, S, H, P in turn; at worst keep the current input first. */
+/**
+ * The final fit (docs/local-agent.md#compaction, step 3): trim R, S, H, P in turn; at worst keep
+ * the current input first.
+ */
 export async function fitFrame(parts: Parts, input: number, count: TokenCounter): Promise<Parts> {
   let { P, S, H, R } = parts;
   const { C } = parts;
@@ -188,7 +191,7 @@ export async function fitFrame(parts: Parts, input: number, count: TokenCounter)
 }
 
 /**
- * Splits a flat turn list into prompt | history | current (reference §3.3 "per-turn split"):
+ * Splits a flat turn list into prompt | history | current (docs/local-agent.md#sanitizing-and-the-per-turn-split):
  * leading system messages are the prompt (summaries among them go to history), the current tail
  * is the last user message or the current tool turn (with the user messages right before it).
  */

@@ -3,9 +3,9 @@ import type { ChatMessage, ContentElement } from '../host-port';
 import { RunStopped } from '../run/controls';
 
 /*
- * Fitting message lists into token budgets against the host counter (reference §3.4 "fitting
- * helpers"). Head-first keeps the start of a slice (RAG, summaries), tail-first keeps its end
- * (history, prompt, current) with a tool call and its results as one unit.
+ * Fitting message lists into token budgets against the host counter
+ * (docs/local-agent.md#compaction). Head-first keeps the start of a slice (RAG, summaries),
+ * tail-first keeps its end (history, prompt, current) with a tool call and its results as one unit.
  */
 
 export type TokenCounter = (messages: ChatMessage[]) => Promise<number>;

@@ -2,7 +2,7 @@ import type { ChatMessage, HistoryItem, JsonObject, LocalAgentHostPort } from '.
 import { RunStopped, type RunControls } from '../run/controls';
 
 /*
- * Conversation history and the compaction checkpoint (reference §3.6, §3.7). Without a
+ * Conversation history and the compaction checkpoint (docs/local-agent.md#history-and-the-checkpoint). Without a
  * checkpoint: one backward page, reversed. With one: its summary stands for everything up to
  * `covers_until`, and history is paged forward from there. Each history message remembers its
  * transcript cursor (a symbol key: never sent to a model) so a new checkpoint knows what it covers.

@@ -1,9 +1,10 @@
 import type { AgentInput, ChatMessage, ContentElement, InputAttachment, JsonObject } from '../host-port';
 
 /*
- * Building the messages the agent adds to a model request (reference §2.1, §4.5, §6.6, LP date
- * grounding): the current user message with its attachment references, the retrieved-context
- * message, the date line, and think-stripping of tool-call turns.
+ * Building the messages the agent adds to a model request (docs/local-agent.md: The user
+ * message, Thinking, Knowledge retrieval): the current user message with its attachment
+ * references, the retrieved-context message, the date line, and think-stripping of tool-call
+ * turns.
  */
 
 const MAX_ATTACHMENTS = 20;

@@ -3,8 +3,9 @@ import { RunStopped, type RunControls } from '../run/controls';
 import type { RagChunk } from './messages';
 
 /*
- * Knowledge retrieval (reference §6): each authorized knowledge base in config order, optional
- * rerank in the reranker's order, then one global cap. No retrieval error fails the run.
+ * Knowledge retrieval (docs/local-agent.md#knowledge-retrieval): each authorized knowledge base in
+ * config order, optional rerank in the reranker's order, then one global cap. No retrieval error
+ * fails the run.
  */
 
 export interface RagSettings {

@@ -2,9 +2,10 @@ import type { ChatMessage, ContentElement, ToolCall } from '../host-port';
 import { isMediaElement } from './tokens';
 
 /*
- * The provider sanitizer (reference §3.3): run on every context slice before every model call so
- * a provider never sees an orphan tool result, a tool call without its result, or content
- * blocks it does not understand (reasoning, provider tool_result blocks).
+ * The provider sanitizer (docs/local-agent.md#sanitizing-and-the-per-turn-split): run on every
+ * context slice before every model call so a provider never sees an orphan tool result, a tool call
+ * without its result, or content blocks it does not understand (reasoning, provider tool_result
+ * blocks).
  */
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);

@@ -2,7 +2,7 @@ import type { ChatMessage } from '../host-port';
 import { estimateTextTokens } from './tokens';
 
 /*
- * The reference block of a summary (reference §3.5): exact identifier-like tokens and file paths
+ * The reference block of a summary (docs/local-agent.md#summaries): exact identifier-like tokens and file paths
  * from the omitted messages, so compaction never loses a value the user may ask for verbatim.
  */
 

@@ -4,7 +4,7 @@ import { attachRefs, collectRefs, truncateToTokens } from './summary-refs';
 import { estimateTextTokens } from './tokens';
 
 /*
- * Conversation summaries (reference §3.5). The LLM summarizer is the default; the deterministic
+ * Conversation summaries (docs/local-agent.md#summaries). The LLM summarizer is the default; the deterministic
  * one is its fallback (error or empty output), so summarizing never fails a run. Both attach the
  * reference block and never nest: an older summary is folded into the new one.
  */

@@ -1,9 +1,10 @@
 import type { ChatMessage, ContentElement } from '../host-port';
 
 /*
- * The deterministic token estimator of reference §3.1, ported exactly so numeric fixtures line
- * up. Production budgeting never uses it to decide (the host's count_tokens does, failing
- * closed); it renders summaries to a token bound and is the test fake's counter.
+ * The deterministic token estimator (docs/local-agent.md#token-counting); its arithmetic is
+ * fixed so numeric fixtures line up. Production budgeting never uses it to decide (the host's
+ * count_tokens does, failing closed); it renders summaries to a token bound and is the test
+ * fake's counter.
  */
 
 export function charsToTokens(n: number): number {

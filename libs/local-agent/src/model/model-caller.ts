@@ -3,10 +3,11 @@ import { errorMessage, isRunDeadlineError, RunStopped, type RunControls } from '
 import { newCallId, ToolCallAccumulator } from './tool-call-accumulator';
 
 /*
- * One model turn with fallback (reference §4). Before the run has a committed model, candidates
- * are tried in order; the model that answers is committed and every later turn uses only it.
- * Streaming falls back only before the first visible output (non-blank text, a tool call, or
- * LP's empty final "stop"); after it a failure ends the run, since the user already saw output.
+ * One model turn with fallback (docs/local-agent.md#model-calls-and-fallback). Before the run has a
+ * committed model, candidates are tried in order; the model that answers is committed and every
+ * later turn uses only it. Streaming falls back only before the first visible output (non-blank
+ * text, a tool call, or LP's empty final "stop"); after it a failure ends the run, since the user
+ * already saw output.
  */
 
 export class ModelCallError extends Error {

@@ -1,5 +1,5 @@
 /*
- * Context-overflow classification of provider errors (reference §3.8): the error text matches
+ * Context-overflow classification of provider errors (docs/local-agent.md#overflow-retry): the error text matches
  * one of the providers' overflow phrasings and none of the throttling exclusions.
  */
 

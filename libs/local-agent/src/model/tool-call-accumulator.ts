@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { JsonObject, ToolCall, ToolCallDelta } from '../host-port';
 
 /*
- * Tool-call fragments of one streamed turn merged into calls (reference §4.3). Keys: the
+ * Tool-call fragments of one streamed turn merged into calls (docs/local-agent.md#tool-call-fragments). Keys: the
  * provider id, else its index, else the list position. A fragment without id continues the
  * call at its position; a different real id at the same position (providers that send parallel
  * calls as separate one-item deltas at position 0) starts a new call.

@@ -1,7 +1,7 @@
 import type { Usage } from '../host-port';
 
 /*
- * Usage across one run's model calls (reference §11): a call that reported usage counts once
+ * Usage across one run's model calls (docs/local-agent.md#usage): a call that reported usage counts once
  * (model_calls, turns[]), numeric fields are summed, other fields keep their first value. A call
  * without usage is unknown, never zero, so it is not counted.
  */

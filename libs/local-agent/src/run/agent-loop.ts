@@ -12,7 +12,7 @@ import { errorMessage, RunStopped, type RunControls } from './controls';
 import { DeltaStream, type ResultSink } from './result-sink';
 
 /*
- * The agent loop (reference §2.2) as a bounded state machine: model turn → tool batch → model
+ * The agent loop (docs/local-agent.md#the-loop) as a bounded state machine: model turn → tool batch → model
  * turn ..., bounded by max-tool-iterations, the deadline and cancel. Steering is pulled after
  * every tool batch and after every final answer; a run ends only after a pull returned nothing.
  */

@@ -13,7 +13,7 @@ import { buildToolDefinitions, type LocalTool } from '../tools/definitions';
 import { RunStopped, type RunControls } from './controls';
 
 /*
- * Assembly of one run (reference §2 step 4): models, tools, budget, and the first context —
+ * Assembly of one run (docs/local-agent.md#assembly): models, tools, budget, and the first context —
  * RAG, checkpoint, history, prompt (+ date line), skills index, summary, retrieved context,
  * current input — compacted once, with a new checkpoint when that compaction summarized history.
  */

@@ -1,7 +1,7 @@
 import type { JsonObject, LocalAgentHostPort } from '../host-port';
 
 /*
- * Deadline and cancel of one run (reference §10, the LP version). Every awaited operation is
+ * Deadline and cancel of one run (docs/local-agent.md#deadline-and-cancel). Every awaited operation is
  * raced against a stop event — never against a timer of its own — so an operation that fails
  * with its own timeout error propagates that error unchanged, and the run stops the moment the
  * local deadline passes, the host deadline passes, or the host aborts the run.

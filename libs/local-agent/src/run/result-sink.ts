@@ -33,7 +33,7 @@ export class ResultSink {
  * then at most one per `intervalMs`, a turn's closing chunk always, nothing when nothing changed.
  * `content` is the new text since the previous delta (the host appends deltas); a turn's closing
  * chunk also carries `all_content`, the run's visible text so far (earlier tool-turn text as
- * prefix, reference §4.4). `is_final` stays false: a turn's end is not the message's end (a tool
+ * prefix; docs/local-agent.md#streamed-output). `is_final` stays false: a turn's end is not the message's end (a tool
  * round or a steering follow-up may continue it); message.completed / the terminal result end it.
  */
 export class DeltaStream {

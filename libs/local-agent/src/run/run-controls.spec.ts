@@ -2,7 +2,7 @@ import { call, FakeHost, fakeContext } from '../testing/fake-host';
 import { runAgent } from '../testing/run-agent';
 import { RunControls, RunStopped } from './controls';
 
-/* Run controls (reference §10, LP) and run isolation. */
+/* Run controls (docs/local-agent.md#deadline-and-cancel) and run isolation. */
 
 const port = () => ({ signal: new AbortController().signal });
 

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 
 /*
- * Skill packages (reference §7): a folder with SKILL.md whose YAML front matter names the skill
+ * Skill packages (docs/local-agent.md#skills): a folder with SKILL.md whose YAML front matter names the skill
  * and describes when to use it; the body is the instructions, and other files in the folder are
  * resources the model may read through the read-skill-file tool.
  */

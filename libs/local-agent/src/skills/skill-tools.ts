@@ -4,7 +4,7 @@ import { readSkillFile } from './skill-files';
 import type { SkillPackage } from './skill-loader';
 
 /*
- * The skills' face to the model: an index in the system prompt (reference §7: names and
+ * The skills' face to the model: an index in the system prompt (docs/local-agent.md#skills: names and
  * descriptions only, XML-escaped, host order) and two local tools — `activate` returns a skill's
  * instructions, `read_skill_file` reads its other files (path-confined).
  */

@@ -7,7 +7,7 @@ import { runAgent } from '../testing/run-agent';
 import { readSkillFile } from './skill-files';
 import { loadSkill, loadSkills, parseSkillMarkdown } from './skill-loader';
 
-/* Skills (reference §7): SKILL.md packages, the index, activate and the path-confined read_skill_file. */
+/* Skills (docs/local-agent.md#skills): SKILL.md packages, the index, activate and the path-confined read_skill_file. */
 
 describe('local agent skills', () => {
   let dir: string;

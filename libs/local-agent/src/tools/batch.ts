@@ -4,7 +4,7 @@ import type { LocalTool } from './definitions';
 import { boundToolResult, eventResult, isTerminate, toolReportedError } from './results';
 
 /*
- * One tool batch (reference §5.2-5.3): calls prepared in source order, executed in parallel
+ * One tool batch (docs/local-agent.md#batches): calls prepared in source order, executed in parallel
  * (starts in source order, completions as they finish) or serially (never overlapping), and
  * their tool messages returned in source order whatever the completion order was.
  */

@@ -15,7 +15,7 @@ export const toolDefinition = (name: string, description: string, parameters: Js
 });
 
 /**
- * The LLM tool list of a run (reference §5.1): granted tools sorted by name, the inline schema
+ * The LLM tool list of a run (docs/local-agent.md#the-tool-list): granted tools sorted by name, the inline schema
  * when the host sent one, else tool.detail; a tool whose detail fails is left out. Local tools
  * follow; a host tool of the same name wins.
  */

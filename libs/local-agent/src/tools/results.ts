@@ -1,9 +1,10 @@
 import type { JsonObject } from '../host-port';
 
 /*
- * What the model and the tool.call.completed event see of a tool result (reference §5.4):
- * MCP text blocks flattened, file references as a reference payload, long results as a bounded
- * preview with a marker, errors as "Error: ...", and `terminate` never shown to the model.
+ * What the model and the tool.call.completed event see of a tool result
+ * (docs/local-agent.md#what-the-model-sees-of-a-result): MCP text blocks flattened, file references
+ * as a reference payload, long results as a bounded preview with a marker, errors as "Error: ...",
+ * and `terminate` never shown to the model.
  */
 
 const MAX_REFS = 20;
@@ -153,7 +154,10 @@ function preview(text: string, max: number): BoundedResult {
   };
 }
 
-/** Bounds a result (or an error) to `max` characters for the model (reference §5.4). */
+/**
+ * Bounds a result (or an error) to `max` characters for the model
+ * (docs/local-agent.md#what-the-model-sees-of-a-result).
+ */
 export function boundToolResult(raw: unknown, error: string | null, max: number): BoundedResult {
   if (error !== null) {
     const text = `Error: ${error}`;

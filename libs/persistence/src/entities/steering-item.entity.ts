@@ -2,11 +2,11 @@ import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 import { epochMs, type JsonObject } from './columns';
 
 /**
- * A follow-up that did not start a run at once (SPEC §9): `kind` `steer` — queued on an active
- * run (`run_id`, `position`) until the runner pulls it (`injected`) or the run ends (`dropped`,
- * then `redispatched` as a run of its own, `next_run_id`); `queue` — waiting to start as
- * `next_run_id`. `dispatch` is `waiting` while a run of its own is due, then `started` or `failed`.
- * `id` is the arrival order of the conversation.
+ * A follow-up that did not start a run at once (docs/conversations-and-steering.md): `kind` `steer`
+ * — queued on an active run (`run_id`, `position`) until the runner pulls it (`injected`) or the
+ * run ends (`dropped`, then `redispatched` as a run of its own, `next_run_id`); `queue` — waiting
+ * to start as `next_run_id`. `dispatch` is `waiting` while a run of its own is due, then `started`
+ * or `failed`. `id` is the arrival order of the conversation.
  */
 @Entity('steering_items')
 @Index('idx_steering_items_run', ['run_id', 'state', 'position'])

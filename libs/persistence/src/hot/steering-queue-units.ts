@@ -1,7 +1,8 @@
 /**
- * The steering queue of a run and the runs that wait in a conversation (SPEC §9), for the one
- * writer: a pull (each item handed out once), the release of a run's undrained items at its end,
- * the start or failure of a waiting run, and the release of orphans at boot. Each is one transaction.
+ * The steering queue of a run and the runs that wait in a conversation
+ * (docs/conversations-and-steering.md), for the one writer: a pull (each item handed out once), the
+ * release of a run's undrained items at its end, the start or failure of a waiting run, and the
+ * release of orphans at boot. Each is one transaction.
  */
 import { randomUUID } from 'node:crypto';
 import type { JsonObject } from '../entities';

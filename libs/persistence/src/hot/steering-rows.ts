@@ -1,4 +1,4 @@
-/** Conversations and their steering items as the hot path reads them (SPEC §9). */
+/** Conversations and their steering items as the hot path reads them (docs/conversations-and-steering.md). */
 import type { JsonObject } from '../entities';
 import { SQL } from './hot-sql';
 import { STEERING_SQL } from './steering-sql';

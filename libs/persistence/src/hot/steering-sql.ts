@@ -1,6 +1,7 @@
 /**
- * The hot-path SQL of conversations and steering (SPEC §9), both dialects: the conversation's
- * running run, its waiting items, the steering queue of a run, and the runs that start later.
+ * The hot-path SQL of conversations and steering (docs/conversations-and-steering.md), both
+ * dialects: the conversation's running run, its waiting items, the steering queue of a run, and the
+ * runs that start later.
  */
 import { insert, stmt } from './hot-sql';
 

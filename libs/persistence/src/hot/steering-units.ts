@@ -1,6 +1,7 @@
 /**
- * Admission of an event into a conversation (SPEC §9), for the one writer: start, steer, queue or
- * reject, decided under the conversation's lock, and written in one transaction.
+ * Admission of an event into a conversation (docs/conversations-and-steering.md), for the one
+ * writer: start, steer, queue or reject, decided under the conversation's lock, and written in one
+ * transaction.
  */
 import type { EventEntity, JsonObject } from '../entities';
 import type { NewTranscriptRow } from '../repositories/context.repository';

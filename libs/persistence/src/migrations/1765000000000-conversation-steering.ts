@@ -7,7 +7,7 @@ const EXTRA_RUNNING = `r."status" = 'running' AND r."conversation_id" IS NOT NUL
   SELECT 1 FROM "runs" o WHERE o."status" = 'running' AND ${SAME_CONVERSATION} AND o."id" > r."id")`;
 
 /**
- * Conversations, concurrency and steering (SPEC §9):
+ * Conversations, concurrency and steering (docs/conversations-and-steering.md):
  * - at most one `running` run per conversation (agent + conversation_id + thread_id), enforced
  *   by a unique partial index, so it holds across concurrent admissions and host processes;
  * - `steering_items`: every follow-up that did not start a run at once — steered into an active

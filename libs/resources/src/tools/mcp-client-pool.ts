@@ -14,7 +14,7 @@ const MAX_LISTED_TOOLS = 1000;
 
 /**
  * What the host tells MCP servers it can do: nothing beyond calling tools. No `sampling` (the
- * host does not lend a run's model to a server; see README "MCP compatibility"), no `roots`, no
+ * host does not lend a run's model to a server; see docs/models-tools-knowledge.md#mcp-compatibility), no `roots`, no
  * `elicitation` (they need a human in the loop the host does not have yet). Servers hide the
  * tools that need them; a server that asks anyway gets JSON-RPC "method not found".
  */

@@ -1,15 +1,19 @@
 import type { ConversationSituation, Disposition } from '@libs/persistence';
 
-/** SPEC §9: what a follow-up does while its conversation is busy. */
+/** What a follow-up does while its conversation is busy (docs/conversations-and-steering.md#concurrency-policies). */
 export const CONCURRENCY_MODES = ['steer', 'queue', 'interrupt', 'reject'] as const;
 export type ConcurrencyMode = (typeof CONCURRENCY_MODES)[number];
 
-/** Items queued on one run at most; more overflow into `queue` (reference §4.3). */
+/**
+ * Items queued on one run at most; more overflow into `queue`
+ * (docs/conversations-and-steering.md#concurrency-policies).
+ */
 export const MAX_STEERING_QUEUE = 100;
 
 /**
- * The mode that applies to one event: the event's own override, else the agent's policy, else
- * the SPEC §9 default — `steer` when the runner declares `capabilities.steering`, `queue` otherwise.
+ * The mode that applies to one event: the event's own override, else the agent's policy, else the
+ * default of docs/conversations-and-steering.md — `steer` when the runner declares
+ * `capabilities.steering`, `queue` otherwise.
  */
 export function effectiveMode(
   override: ConcurrencyMode | undefined,

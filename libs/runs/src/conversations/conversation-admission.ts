@@ -45,7 +45,7 @@ export function conversationOf(agent: AgentEntity, sub: EventSubmission): Conver
   };
 }
 
-/** The SteeringInputItem a runner pulls (reference §4.3), with the whole input. */
+/** The SteeringInputItem a runner pulls (docs/protocol.md#steering-pull), with the whole input. */
 export function steeringItem(
   eventId: string,
   sub: EventSubmission,
@@ -83,10 +83,10 @@ export function steeringItem(
 }
 
 /**
- * Admission of an event of a conversation (SPEC §9): the conversation's lock, its policy and the
- * writes of the disposition in one commit (SteeringRepository.admit); then what the disposition
- * sets going — the run dispatched, a waiting SteeringPull woken, the dispatcher kicked, an
- * interrupted run cancelled — through the signal port.
+ * Admission of an event of a conversation (docs/conversations-and-steering.md): the conversation's
+ * lock, its policy and the writes of the disposition in one commit (SteeringRepository.admit); then
+ * what the disposition sets going — the run dispatched, a waiting SteeringPull woken, the
+ * dispatcher kicked, an interrupted run cancelled — through the signal port.
  */
 @Injectable()
 export class ConversationAdmission {

@@ -42,7 +42,10 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  /** SPEC §8 recovery, in order: interrupted runs (and their queues), orphaned queues, then the waiting runs. */
+  /**
+   * Crash recovery (docs/durability.md#crash-recovery), in order: interrupted runs (and their
+   * queues), orphaned queues, then the waiting runs.
+   */
   async onApplicationBootstrap(): Promise<void> {
     await this.lifecycle.recoverInterrupted();
     const released = await this.steering.releaseOrphans();

@@ -81,7 +81,11 @@ function itemView(i: SteeringItemEntity): SteeringItemView {
   };
 }
 
-/** The admin views of conversations and steering (SPEC §9): what happened to every follow-up, and why. */
+/**
+ * The admin views of conversations and steering
+ * (docs/conversations-and-steering.md#inspecting-a-conversation): what happened to every follow-up,
+ * and why.
+ */
 @Injectable()
 export class SteeringAdminService {
   constructor(

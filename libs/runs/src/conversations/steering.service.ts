@@ -11,7 +11,7 @@ export const MAX_PULL_WAIT_MS = 30_000;
 
 const MODES: Record<string, 'all' | 'one'> = { all: 'all', one: 'one', 'one-at-a-time': 'one', one_at_a_time: 'one' };
 
-/** SteeringPull's request (reference §2.9, §4.5), with the wait this host adds. */
+/** SteeringPull's request (docs/protocol.md#steering-pull), with the wait this host adds. */
 export const steeringPullSchema = z.object({
   mode: z
     .string()
@@ -35,7 +35,7 @@ export const steeringPullSchema = z.object({
 export type SteeringPullInput = z.input<typeof steeringPullSchema>;
 
 /**
- * SteeringPull (SPEC §9): hands the run's queued follow-ups out FIFO, each exactly once (the
+ * SteeringPull (docs/protocol.md#steering-pull): hands the run's queued follow-ups out FIFO, each exactly once (the
  * pull and the `steering.injected` rows are one commit; an item is taken only from `queued`).
  * With `wait_ms`, an empty queue waits for the next item queued on the run (signal port),
  * bounded by the wait, the run's deadline and its end.
