@@ -1,7 +1,7 @@
 import type { Tiktoken } from 'js-tiktoken/lite';
 
 /*
- * Bounded BPE counting (see handoff/wt-b.md "Token counting"). js-tiktoken merges the byte pairs
+ * Bounded BPE counting. js-tiktoken merges the byte pairs
  * of one pre-tokenizer piece in time quadratic in the piece's length (2k characters of one
  * unbroken word: 0.36 s; 32k: 83 s), and a caller sizes the pieces. Here no piece reaches the
  * BPE longer than MAX_PIECE_CHARS, so a count costs time linear in the text:
@@ -20,7 +20,7 @@ import type { Tiktoken } from 'js-tiktoken/lite';
 /** Pieces longer than this (UTF-16 code units) are counted in chunks of this length. */
 export const MAX_PIECE_CHARS = 16;
 /** Texts longer than this (UTF-16 code units) count their UTF-8 byte length instead of BPE tokens. */
-export const HUGE_TEXT_CHARS = 64 * 1024;
+export const HUGE_TEXT_CHARS = 256 * 1024;
 /** Work (Σ piece bytes²) of one encoded segment: well under 4 ms of BPE on an idle core. */
 const SEGMENT_WORK = 4096;
 const NON_ASCII = /[\u0080-\uffff]/;
@@ -105,7 +105,7 @@ export interface DriveOptions {
   budgetMs: number;
 }
 
-export const DRIVE_DEFAULTS: DriveOptions = { sliceMs: 4, budgetMs: 2000 };
+export const DRIVE_DEFAULTS: DriveOptions = { sliceMs: 4, budgetMs: 1000 };
 
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
