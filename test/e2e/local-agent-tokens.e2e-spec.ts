@@ -58,7 +58,10 @@ describe('the local agent counts tokens of hostile inputs without freezing the h
   beforeAll(async () => {
     const big = path.join(world.skillsDir, 'huge-description');
     fs.mkdirSync(big, { recursive: true });
-    fs.writeFileSync(path.join(big, 'SKILL.md'), `---\nname: huge-description\ndescription: ${hugeDescription}\n---\nHi.\n`);
+    fs.writeFileSync(
+      path.join(big, 'SKILL.md'),
+      `---\nname: huge-description\ndescription: ${hugeDescription}\n---\nHi.\n`,
+    );
     await world.start();
     await world.agent('counter');
   });
@@ -81,7 +84,11 @@ describe('the local agent counts tokens of hostile inputs without freezing the h
 
   it.each([
     ['16,000 characters of one unbroken word', 'conv-word', 'x'.repeat(16_000)],
-    ['3,000 CJK characters without a space', 'conv-cjk', '我们今天去公园散步天气很好阳光明媚'.repeat(177).slice(0, 3000)],
+    [
+      '3,000 CJK characters without a space',
+      'conv-cjk',
+      '我们今天去公园散步天气很好阳光明媚'.repeat(177).slice(0, 3000),
+    ],
   ])('%s: the run completes, and so does the next turn that counts it again as history', async (_, conv, text) => {
     world.server.chat(scripts.reply('First answer.'), scripts.reply('Second answer.'));
     const first = await probed(conv, text);

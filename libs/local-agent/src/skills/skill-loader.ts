@@ -76,8 +76,7 @@ export async function loadSkill(dir: string): Promise<SkillPackage> {
   // Skills load at the start of every run: an unchanged SKILL.md is not read and parsed again.
   const version = `${stat.size}:${stat.mtimeMs}:${stat.ctimeMs}:${stat.ino}`;
   const known = parsedSkills.get(file);
-  const parsed =
-    known?.version === version ? known.parsed : parseSkillMarkdown(await fs.readFile(file, 'utf8'), dir);
+  const parsed = known?.version === version ? known.parsed : parseSkillMarkdown(await fs.readFile(file, 'utf8'), dir);
   if (known?.version !== version) {
     parsedSkills.delete(file);
     parsedSkills.set(file, { version, parsed });

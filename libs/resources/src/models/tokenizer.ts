@@ -89,7 +89,11 @@ export const MESSAGE_CACHE_ENTRIES = 10_000;
 const messageCounts = new LruCounts(MESSAGE_CACHE_ENTRIES);
 
 /** How a text is counted: bounded BPE, or its upper estimate (UTF-8 bytes). */
-type TextCount = (s: string) => Generator<number>;
+type TextCount = (this: void, s: string) => Generator<number>;
+
+const byteUnits: TextCount = function* (s) {
+  yield upperEstimate(s);
+};
 
 const sum = (units: Iterable<number>): number => {
   let n = 0;
@@ -103,9 +107,6 @@ export class TokenCounter {
   private readonly encoding: Encoding;
   private readonly funcInit: number;
   private readonly bpe: TextCount;
-  private readonly bytes: TextCount = function* (s) {
-    yield upperEstimate(s);
-  };
 
   constructor(private readonly name: TokenizerName) {
     this.encoding = loadEncoding(name);
@@ -138,7 +139,7 @@ export class TokenCounter {
 
   /** The upper estimate of a request: the same rules with every text counted as its UTF-8 bytes. */
   upper(messages: ChatCompletionMessageParam[], tools: ChatCompletionFunctionTool[]): number {
-    return sum(this.requestUnits(messages, tools, this.bytes, false));
+    return sum(this.requestUnits(messages, tools, byteUnits, false));
   }
 
   messages(messages: ChatCompletionMessageParam[]): number {
