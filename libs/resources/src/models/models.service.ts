@@ -121,7 +121,7 @@ export class ModelsService {
   /**
    * Input tokens of the request invoke would send (same mapping; tools dropped for a model
    * without tool calling). A model without a tokenizer fails closed: `unavailable`, not
-   * retryable, details {reason: 'no_tokenizer'}; the host never guesses a count (a count that
+   * retryable, details {reason: 'no_tokenizer'}: the host never guesses without one (a count that
    * runs past its time budget answers the upper estimate of tokenizer.ts, never less).
    */
   async countTokens(_call: ResourceCall, req: CountTokensInput): Promise<{ tokens: number }> {
