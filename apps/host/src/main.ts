@@ -35,6 +35,23 @@ function grpcCredentials(config: AppConfig): grpc.ServerCredentials {
   return grpc.ServerCredentials.createSsl(clientCa, [{ cert_chain: cert, private_key: key }], clientCa !== null);
 }
 
+/**
+ * SIGTERM and SIGINT always end the process: Nest's shutdown hooks close the app, and should one
+ * of them not finish within the deadline (twice the cancel grace, at least 10 s) the process
+ * exits with status 1 all the same. The timer does not keep the process alive.
+ */
+function exitDeadline(config: AppConfig): void {
+  const deadlineMs = Math.max(10_000, 2 * config.runs.cancelGraceMs);
+  const arm = (signal: NodeJS.Signals) => {
+    setTimeout(() => {
+      process.stderr.write(`runner-host: shutdown after ${signal} did not finish in ${deadlineMs} ms; exiting\n`);
+      process.exit(1);
+    }, deadlineMs).unref();
+  };
+  process.once('SIGTERM', arm);
+  process.once('SIGINT', arm);
+}
+
 async function bootstrap(): Promise<void> {
   const config = configOrExit();
   // The logger is set before anything boots, so every line (TypeORM's connection retries
@@ -46,6 +63,7 @@ async function bootstrap(): Promise<void> {
   });
   app.useGlobalPipes(validationPipe());
   app.enableShutdownHooks();
+  exitDeadline(config);
 
   setupOpenApi(app);
 

@@ -53,6 +53,11 @@ export function parseSkillMarkdown(text: string, where: string): { name: string;
   return { name, description: description.trim(), body: text.slice(m.index + m[0].length).replace(/^\s+/, '') };
 }
 
+type ParsedSkill = ReturnType<typeof parseSkillMarkdown>;
+const MAX_PARSED_SKILLS = 256;
+/** Parsed SKILL.md files by path, with the size/mtime/ctime/inode they were parsed at. */
+const parsedSkills = new Map<string, { version: string; parsed: ParsedSkill }>();
+
 /** Loads one skill folder. */
 export async function loadSkill(dir: string): Promise<SkillPackage> {
   const root = await fs.realpath(dir).catch(() => {
@@ -68,7 +73,17 @@ export async function loadSkill(dir: string): Promise<SkillPackage> {
   if (stat.size > MAX_SKILL_MD_BYTES) {
     throw new SkillLoadError(dir, `SKILL.md is larger than ${MAX_SKILL_MD_BYTES} bytes`);
   }
-  const parsed = parseSkillMarkdown(await fs.readFile(file, 'utf8'), dir);
+  // Skills load at the start of every run: an unchanged SKILL.md is not read and parsed again.
+  const version = `${stat.size}:${stat.mtimeMs}:${stat.ctimeMs}:${stat.ino}`;
+  const known = parsedSkills.get(file);
+  const parsed = known?.version === version ? known.parsed : parseSkillMarkdown(await fs.readFile(file, 'utf8'), dir);
+  if (known?.version !== version) {
+    parsedSkills.delete(file);
+    parsedSkills.set(file, { version, parsed });
+    if (parsedSkills.size > MAX_PARSED_SKILLS) {
+      parsedSkills.delete(parsedSkills.keys().next().value!);
+    }
+  }
   return { name: parsed.name, description: parsed.description, root, instructions: parsed.body };
 }
 

@@ -21,6 +21,12 @@ const HEADER =
   'here; the full instructions arrive as the tool result (an activated skill may point to more files: read them ' +
   'with `read_skill_file`). Otherwise proceed normally.';
 
+/**
+ * Characters of a description shown in the index (the Agent Skills format's own limit for
+ * `description`): a longer one is cut and ends with "…", so a package cannot fill the prompt.
+ */
+export const MAX_INDEX_DESCRIPTION_CHARS = 1024;
+
 export interface SkillEntry {
   name: string;
   description: string;
@@ -55,7 +61,11 @@ export function buildSkillsMessage(entries: readonly SkillEntry[]): ChatMessage 
   }
   const blocks = entries.map((e) => {
     const lines = ['  <skill>', `    <name>${escapeXml(e.name)}</name>`];
-    const description = e.description.replace(/\r?\n/g, ' ').trim();
+    let description = e.description.replace(/\r?\n/g, ' ').trim();
+    if (description.length > MAX_INDEX_DESCRIPTION_CHARS) {
+      const cut = description.slice(0, MAX_INDEX_DESCRIPTION_CHARS - 1).replace(/[\ud800-\udbff]$/, '');
+      description = `${cut}…`;
+    }
     if (description !== '') {
       lines.push(`    <description>${escapeXml(description)}</description>`);
     }

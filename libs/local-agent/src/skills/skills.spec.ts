@@ -6,6 +6,7 @@ import { contentOf } from '../testing/history-fixtures';
 import { runAgent } from '../testing/run-agent';
 import { readSkillFile } from './skill-files';
 import { loadSkill, loadSkills, parseSkillMarkdown } from './skill-loader';
+import { buildSkillsMessage, MAX_INDEX_DESCRIPTION_CHARS, skillEntries } from './skill-tools';
 
 /* Skills (docs/local-agent.md#skills): SKILL.md packages, the index, activate and the path-confined read_skill_file. */
 
@@ -31,6 +32,18 @@ describe('local agent skills', () => {
   });
 
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('loads a skill whose description is one 250 KB word; the index shows its first 1024 characters', async () => {
+    const big = path.join(dir, 'big');
+    mkdirSync(big);
+    writeFileSync(path.join(big, 'SKILL.md'), `---\nname: big\ndescription: ${'w'.repeat(250_000)}\n---\nbody\n`);
+    const skill = await loadSkill(big);
+    expect(skill.description).toHaveLength(250_000);
+    const index = buildSkillsMessage(skillEntries([], [skill]))!.content as string;
+    const shown = /<description>(w*…)<\/description>/.exec(index)![1];
+    expect(shown).toHaveLength(MAX_INDEX_DESCRIPTION_CHARS);
+    expect(index.length).toBeLessThan(2 * MAX_INDEX_DESCRIPTION_CHARS);
+  });
 
   it('parses SKILL.md front matter (name, description) and rejects packages without them', () => {
     expect(parseSkillMarkdown('---\nname: a-b\ndescription: "does x"\n---\nbody', 'x')).toEqual({

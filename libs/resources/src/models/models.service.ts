@@ -121,7 +121,8 @@ export class ModelsService {
   /**
    * Input tokens of the request invoke would send (same mapping; tools dropped for a model
    * without tool calling). A model without a tokenizer fails closed: `unavailable`, not
-   * retryable, details {reason: 'no_tokenizer'}; the host never guesses a count.
+   * retryable, details {reason: 'no_tokenizer'}: the host never guesses without one (a count that
+   * runs past its time budget answers the upper estimate of tokenizer.ts, never less).
    */
   async countTokens(_call: ResourceCall, req: CountTokensInput): Promise<{ tokens: number }> {
     const model = await this.registry.require(req.model_id, 'chat');
@@ -137,7 +138,10 @@ export class ModelsService {
     const messages = toChatMessages(req.messages, abilities);
     const tools = toChatTools(req.tools);
     const counter = new TokenCounter(model.tokenizer as ConstructorParameters<typeof TokenCounter>[0]);
-    return { tokens: counter.request(messages, abilities.tool_calling ? tools : []) };
+    // Counted in slices between turns of the event loop, bounded per piece and in time
+    // (tokenizer.ts); past the budget the answer is the documented upper estimate.
+    const { tokens } = await counter.requestAsync(messages, abilities.tool_calling ? tools : []);
+    return { tokens };
   }
 
   async rerank(call: ResourceCall, req: RerankCallInput): Promise<RerankCallOutput> {
