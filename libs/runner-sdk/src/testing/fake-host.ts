@@ -339,7 +339,12 @@ export class FakeHost implements HostApiTransport {
       return override(request);
     }
     const run = this.activeRun(method, request.run_id);
-    return (await this.answer(method, request, run, options.signal)) as ResponseOf<M>;
+    const answer = (await this.answer(method, request, run, options.signal)) as ResponseOf<M>;
+    if (options.signal?.aborted) {
+      // As over gRPC: a call the run's signal abandoned rejects with the signal's reason.
+      throw options.signal.reason;
+    }
+    return answer;
   }
 
   async *streamModel(request: InvokeModelRequest, options: CallOptions): AsyncIterable<StreamModelItem> {
