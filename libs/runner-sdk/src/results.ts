@@ -115,13 +115,16 @@ export class RunResults {
   }
 
   /**
-   * `message.delta`. A string is one piece of assistant text; the SDK numbers the pieces
+   * `message.delta`. A string is one piece of assistant text (an empty one sends nothing); the SDK numbers the pieces
    * (`msg_sequence`). The whole text goes out once, in the message that ends the stream
    * (message() or completed()), not on every chunk: that would make a stream's bytes quadratic.
    */
   delta(piece: string | MessageChunk): Promise<void> {
     if (typeof piece !== 'string') {
       return this.emit('message.delta', { chunk: piece as unknown as JsonObject });
+    }
+    if (piece === '') {
+      return Promise.resolve(); // nothing to show (a stream's closing chunk)
     }
     this.streamed += piece;
     this.chunkIndex += 1;

@@ -193,7 +193,10 @@ export class RunDispatcher {
         await results.completed();
       }
     } catch (err) {
-      if (!controller.signal.aborted) {
+      if (!controller.signal.aborted && (await this.cancelledMeanwhile(err, io.host))) {
+        // The host stops a run's calls when it cancels it, a moment before its cancel arrives.
+        await results.failed('cancelled', { code: 'cancelled' });
+      } else if (!controller.signal.aborted) {
         this.log('warn', 'run handler threw; the run fails', { run_id: runId, error: String(err) });
         await results.failed(err instanceof Error ? err : String(err), {
           code: 'runner.exception',
@@ -241,6 +244,15 @@ export class RunDispatcher {
     }
     this.finish(runId, run);
     run.controller.abort(reason);
+  }
+
+  /** A host API failure of a run the host is cancelling: RunGet says so (cancel_requested). */
+  private async cancelledMeanwhile(err: unknown, host: RunHostApi): Promise<boolean> {
+    if (!(err instanceof HostApiError)) {
+      return false;
+    }
+    const run = await host.run.get().catch(() => null);
+    return run?.cancel_requested === true;
   }
 
   private finish(runId: string, run: ActiveRun): void {
