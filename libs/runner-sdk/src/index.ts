@@ -7,4 +7,4 @@ export * from './runner';
 export * from './types';
 export { decodeContext } from './context';
 export { GrpcHostApiTransport } from './grpc-transport';
-export { LOADER_OPTIONS, protoDir } from './wire';
+export { LOADER_OPTIONS, loadServices, protoDir } from './wire';

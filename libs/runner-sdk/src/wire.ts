@@ -24,11 +24,13 @@ export const LOADER_OPTIONS: protoLoader.Options = {
 
 /** Where the .proto files are: `RUNNERHOST_PROTO_DIR`, the package's proto/, or the repository's. */
 export function protoDir(env: NodeJS.ProcessEnv = process.env): string {
+  // The package's own build runs from <pkg>/dist; inside the repository the code runs from
+  // libs/runner-sdk/src (ts) or dist/libs/runner-sdk/src (the host's build, which copies proto/).
+  const packed = path.basename(__dirname) === 'dist';
   const candidates = [
     env.RUNNERHOST_PROTO_DIR,
-    path.resolve(__dirname, '..', 'proto'), // packed: <pkg>/dist/*.js -> <pkg>/proto
-    path.resolve(__dirname, '..', '..', '..', 'proto'), // repository: libs/runner-sdk/src or dist/libs/runner-sdk/src
-    path.resolve(__dirname, '..', '..', '..', '..', 'proto'), // repository: libs/runner-sdk/src/testing
+    ...(packed ? [path.resolve(__dirname, '..', 'proto')] : []),
+    path.resolve(__dirname, '..', '..', '..', 'proto'),
   ];
   for (const dir of candidates) {
     if (dir && fs.existsSync(path.join(dir, GATEWAY))) {
