@@ -26,7 +26,12 @@ describe('runner SDK against the real host', () => {
   let plugin: RunnerPlugin;
 
   /** The host on a fixed gRPC port, so that the plugin finds it again after a restart. */
-  const startHost = async () => new Host(db, { SCRIPTED_KEY: KEY, SECRET_ENV_ALLOWLIST: 'SCRIPTED_KEY', GRPC_PORT: String(grpcPort) }).start();
+  const startHost = async () =>
+    new Host(db, { SCRIPTED_KEY: KEY, SECRET_ENV_ALLOWLIST: 'SCRIPTED_KEY', GRPC_PORT: String(grpcPort) }).start();
+  const modelAsked = (text: string) =>
+    waitFor(`the model call with "${text}"`, () =>
+      Promise.resolve(server.requests.some((r) => JSON.stringify(r.body).includes(text))),
+    );
   const runOf = async (runId: string) => (await host.api('GET', `/v1/runs/${runId}`)).body;
 
   beforeAll(async () => {
@@ -78,7 +83,10 @@ describe('runner SDK against the real host', () => {
 
   it('streams a model answer after a host tool call, and answers a steered follow-up in the same run', async () => {
     // The first answer is slow, so that the follow-up arrives while the run is busy.
-    server.chat(scripts.completion({ content: 'Hello there, friend.' }, { delay_ms: 1500 }), scripts.reply('Second answer.'));
+    server.chat(
+      scripts.completion({ content: 'Hello there, friend.' }, { delay_ms: 1500 }),
+      scripts.reply('Second answer.'),
+    );
     const first = await host.api('POST', '/v1/events', message('assistant', 'c-steer', 'hi'));
     expect(first.body).toMatchObject({ disposition: 'started' });
     const follow = await host.api('POST', '/v1/events', message('assistant', 'c-steer', 'and then?'));
@@ -101,7 +109,9 @@ describe('runner SDK against the real host', () => {
     expect((await runOf(first.body.run_id)).status).toBe('completed');
 
     // The model saw the tool's answer and each turn's text, through the host.
-    const asked = server.requests.slice(-2).map((r) => (r.body as { messages: { role: string; content: string }[] }).messages);
+    const asked = server.requests
+      .slice(-2)
+      .map((r) => (r.body as { messages: { role: string; content: string }[] }).messages);
     expect(asked.map((m) => m.at(-1)?.content)).toEqual(['hi', 'and then?']);
     expect(asked[0][0].content).toContain('"timezone":"UTC"');
   });
@@ -110,7 +120,7 @@ describe('runner SDK against the real host', () => {
     server.chat({ type: 'hang' });
     const started = await host.api('POST', '/v1/events', message('assistant', 'c-cancel', 'take your time'));
     const runId = started.body.run_id as string;
-    await waitFor('the model call', async () => server.requests.some((r) => JSON.stringify(r.body).includes('take your time')));
+    await modelAsked('take your time');
     const c = await host.api('POST', `/v1/runs/${runId}/cancel`, { reason: 'user left' });
     expect(c.status).toBe(200);
     const last = (await host.sse(runId)).at(-1)!.data;
@@ -121,10 +131,10 @@ describe('runner SDK against the real host', () => {
   it('reconnects after the host restarts: the run in flight ends as the host decides, new runs arrive', async () => {
     server.chat({ type: 'hang' });
     const inFlight = await host.api('POST', '/v1/events', message('assistant', 'c-restart', 'are you there?'));
-    await waitFor('the model call', async () => server.requests.some((r) => JSON.stringify(r.body).includes('are you there?')));
+    await modelAsked('are you there?');
     expect(plugin.connections).toBe(1);
     await host.stop('SIGKILL');
-    await waitFor('the plugin to notice', async () => plugin.welcome === null);
+    await waitFor('the plugin to notice', () => Promise.resolve(plugin.welcome === null));
 
     host = await startHost();
     await runnerConnected(host, RUNNER_ID);
@@ -140,6 +150,8 @@ describe('runner SDK against the real host', () => {
     expect(next.status).toBe(202);
     const events = (await host.sse(next.body.run_id)).map((e) => e.data);
     expect(events.at(-1)?.type).toBe('run.completed');
-    expect(events.filter((e) => e.type === 'message.completed').map((e) => e.data.message.content)).toEqual(['Back again.']);
+    expect(events.filter((e) => e.type === 'message.completed').map((e) => e.data.message.content)).toEqual([
+      'Back again.',
+    ]);
   });
 });

@@ -1,4 +1,4 @@
-import { defineRunner, serve } from '@runner-host/runner-sdk';
+import { defineRunner, messageText, serve } from '@runner-host/runner-sdk';
 
 /**
  * Streams a model's answer through the host, after asking the host's `current_time` tool;
@@ -23,7 +23,7 @@ export const assistant = defineRunner({
         { role: 'user', content: turn.text },
       ]);
       for await (const chunk of answer) {
-        await io.delta(String(chunk.content ?? ''));
+        await io.delta(messageText(chunk));
       }
       await io.message(answer.text);
     }

@@ -61,7 +61,10 @@ export class Session {
     private readonly options: SessionOptions,
   ) {
     const outbox = new Outbox(
-      (results) => this.write(results.length === 1 ? { result: toWire(results[0]) } : { results: { results: results.map(toWire) } }),
+      (results) =>
+        this.write(
+          results.length === 1 ? { result: toWire(results[0]) } : { results: { results: results.map(toWire) } },
+        ),
       options.maxBatch,
     );
     this.dispatcher = new RunDispatcher(options.runners, outbox, options.transport, options.log);

@@ -1,4 +1,4 @@
-import { fromStruct, fromStructOrNull, type JsonObject, type WireStruct } from './json';
+import { fromStruct, fromStructOrNull, type WireStruct } from './json';
 import type { RunContext } from './types';
 
 /*
@@ -44,7 +44,7 @@ export function decodeContext(wire: Record<string, unknown>): RunContext {
     },
     state: state && withStructs(state, ['conversation', 'actor', 'subject', 'runner']),
     runtime: withStructs(obj(wire.runtime), ['metadata']),
-    config: fromStruct(wire.config as WireStruct | null) as JsonObject,
-    metadata: fromStruct(wire.metadata as WireStruct | null) as JsonObject,
+    config: fromStruct(wire.config as WireStruct | null),
+    metadata: fromStruct(wire.metadata as WireStruct | null),
   } as unknown as RunContext;
 }

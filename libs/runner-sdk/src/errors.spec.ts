@@ -42,10 +42,19 @@ describe('host API errors', () => {
   });
 
   it('rate_limited and payload_too_large share RESOURCE_EXHAUSTED: the trailer decides', () => {
-    const limited = hostApiErrorFromGrpc('InvokeModel', grpcError(status.RESOURCE_EXHAUSTED, 'slow down', { 'x-error-code': 'rate_limited', 'x-error-retryable': 'true' }));
+    const limited = hostApiErrorFromGrpc(
+      'InvokeModel',
+      grpcError(status.RESOURCE_EXHAUSTED, 'slow down', {
+        'x-error-code': 'rate_limited',
+        'x-error-retryable': 'true',
+      }),
+    );
     expect(limited).toBeInstanceOf(RateLimitedError);
     expect(limited.retryable).toBe(true);
-    const big = hostApiErrorFromGrpc('CallTool', grpcError(status.RESOURCE_EXHAUSTED, 'too big', { 'x-error-code': 'payload_too_large' }));
+    const big = hostApiErrorFromGrpc(
+      'CallTool',
+      grpcError(status.RESOURCE_EXHAUSTED, 'too big', { 'x-error-code': 'payload_too_large' }),
+    );
     expect(big.code).toBe('payload_too_large');
     expect(big.retryable).toBe(false);
   });
@@ -58,11 +67,13 @@ describe('host API errors', () => {
     expect(hostApiErrorFromGrpc('RunGet', grpcError(status.NOT_FOUND, 'gone'))).toBeInstanceOf(NotFoundError);
     expect(hostApiErrorFromGrpc('RunGet', grpcError(status.UNKNOWN, 'huh')).code).toBe('runtime_error');
     // An unknown code in the trailer is not trusted either.
-    expect(hostApiErrorFromGrpc('RunGet', grpcError(status.UNAVAILABLE, 'x', { 'x-error-code': 'teapot' }))).toBeInstanceOf(
-      UnavailableError,
-    );
+    expect(
+      hostApiErrorFromGrpc('RunGet', grpcError(status.UNAVAILABLE, 'x', { 'x-error-code': 'teapot' })),
+    ).toBeInstanceOf(UnavailableError);
     // Details that are not JSON are kept raw.
-    expect(hostApiErrorFromGrpc('RunGet', grpcError(status.INTERNAL, 'x', { 'x-error-details': '{oops' })).details).toEqual({
+    expect(
+      hostApiErrorFromGrpc('RunGet', grpcError(status.INTERNAL, 'x', { 'x-error-details': '{oops' })).details,
+    ).toEqual({
       raw: '{oops',
     });
   });

@@ -1,15 +1,16 @@
 import * as grpc from '@grpc/grpc-js';
-import { hostApiErrorFromGrpc, RunAbortedError } from './errors';
-import type {
-  CallOptions,
-  HostApiTransport,
-  InvokeModelRequest,
-  RequestOf,
-  ResponseOf,
-  StreamModelItem,
-  UnaryMethod,
+import { hostApiErrorFromGrpc } from './errors';
+import {
+  abortReasonOf,
+  type CallOptions,
+  type HostApiTransport,
+  type InvokeModelRequest,
+  type RequestOf,
+  type ResponseOf,
+  type StreamModelItem,
+  type UnaryMethod,
 } from './host-api';
-import { fromStructOrNull, fromValue, toStruct, toValue, type WireStruct, type WireValue } from './json';
+import { fromStructOrNull, fromValue, toStruct, toValue, type WireStruct } from './json';
 import { CHANNEL_OPTIONS, loadServices } from './wire';
 
 /*
@@ -79,7 +80,7 @@ function decode(message: Record<string, unknown>, fields: Fields | undefined): R
     } else if (kind === 'structs') {
       out[key] = ((value as WireStruct[] | null) ?? []).map((v) => fromStructOrNull(v) ?? {});
     } else {
-      out[key] = value ? fromValue(value as WireValue) : null;
+      out[key] = value ? fromValue(value) : null;
     }
   }
   return out;
@@ -97,10 +98,6 @@ type ServerStream = (
   options: grpc.CallOptions,
 ) => grpc.ClientReadableStream<Record<string, unknown>>;
 
-function abortReason(signal: AbortSignal | undefined): unknown {
-  return signal?.reason ?? new RunAbortedError('stopped', 'the run was aborted');
-}
-
 export class GrpcHostApiTransport implements HostApiTransport {
   private client: grpc.Client | undefined;
 
@@ -113,14 +110,14 @@ export class GrpcHostApiTransport implements HostApiTransport {
   unary<M extends UnaryMethod>(method: M, request: RequestOf<M>, options: CallOptions): Promise<ResponseOf<M>> {
     const { signal } = options;
     if (signal?.aborted) {
-      return Promise.reject(abortReason(signal));
+      return Promise.reject(abortReasonOf(signal));
     }
     const client = this.getClient();
     const fn = (client as unknown as Record<string, Unary>)[method];
     return new Promise<ResponseOf<M>>((resolve, reject) => {
       const onAbort = () => {
         call.cancel();
-        reject(abortReason(signal));
+        reject(abortReasonOf(signal));
       };
       const call = fn.call(
         client,
@@ -130,7 +127,7 @@ export class GrpcHostApiTransport implements HostApiTransport {
         (err, response) => {
           signal?.removeEventListener('abort', onAbort);
           if (signal?.aborted) {
-            reject(abortReason(signal));
+            reject(abortReasonOf(signal));
           } else if (err) {
             reject(hostApiErrorFromGrpc(method, err));
           } else {
@@ -145,7 +142,7 @@ export class GrpcHostApiTransport implements HostApiTransport {
   async *streamModel(request: InvokeModelRequest, options: CallOptions): AsyncIterable<StreamModelItem> {
     const { signal } = options;
     if (signal?.aborted) {
-      throw abortReason(signal);
+      throw abortReasonOf(signal);
     }
     const client = this.getClient();
     const fn = (client as unknown as Record<string, ServerStream>).StreamModel;
@@ -160,7 +157,7 @@ export class GrpcHostApiTransport implements HostApiTransport {
       }
     } catch (err) {
       if (signal?.aborted) {
-        throw abortReason(signal);
+        throw abortReasonOf(signal);
       }
       throw hostApiErrorFromGrpc('StreamModel', err as grpc.ServiceError);
     } finally {

@@ -1,6 +1,6 @@
 import { RunAbortedError } from './errors';
 import type { Json, JsonObject } from './json';
-import type { Message, MessageChunk, StateScope, Usage } from './types';
+import { messageText, type Message, type MessageChunk, type StateScope, type Usage } from './types';
 
 /*
  * The run-scoped host API (proto/runnerhost/v1/host_api.proto) in plain JSON. `HostApiMethods`
@@ -62,7 +62,10 @@ export interface HostApiMethods {
     { run_id: string; kb_id: string; query_text: string; top_k?: number; filters?: JsonObject },
     { results: JsonObject[] },
   ];
-  HistoryPage: [HistoryPageRequest, { items: JsonObject[]; next_cursor?: string; prev_cursor?: string; has_more: boolean }];
+  HistoryPage: [
+    HistoryPageRequest,
+    { items: JsonObject[]; next_cursor?: string; prev_cursor?: string; has_more: boolean },
+  ];
   HistorySearch: [
     { run_id: string; query: string; filters?: JsonObject; top_k?: number },
     { items: JsonObject[]; total_count: number; query: string },
@@ -143,9 +146,7 @@ export class ModelStream implements AsyncIterable<MessageChunk> {
         this.usage = item.usage;
       }
       if (item.chunk) {
-        if (typeof item.chunk.content === 'string') {
-          this.text += item.chunk.content;
-        }
+        this.text += messageText(item.chunk);
         yield item.chunk;
       }
     }
@@ -181,7 +182,11 @@ export class RunHostApi {
   readonly models = {
     /** InvokeModel: one whole answer. `messages` may be a string (one user message). */
     invoke: async (modelId: string, messages: Message[] | string, opts: ModelOptions = {}) => {
-      const r = await this.call('InvokeModel', { model_id: modelId, messages: toMessages(messages), ...modelArgs(opts) });
+      const r = await this.call('InvokeModel', {
+        model_id: modelId,
+        messages: toMessages(messages),
+        ...modelArgs(opts),
+      });
       return { message: r.message ?? { role: 'assistant' as const, content: '' }, usage: r.usage };
     },
     /** StreamModel: the answer chunk by chunk. */
@@ -211,8 +216,14 @@ export class RunHostApi {
 
   readonly knowledge = {
     retrieve: async (kbId: string, query: string, opts: { topK?: number; filters?: JsonObject } = {}) =>
-      (await this.call('RetrieveKnowledge', { kb_id: kbId, query_text: query, top_k: opts.topK, filters: opts.filters }))
-        .results,
+      (
+        await this.call('RetrieveKnowledge', {
+          kb_id: kbId,
+          query_text: query,
+          top_k: opts.topK,
+          filters: opts.filters,
+        })
+      ).results,
   };
 
   readonly history = {
@@ -233,7 +244,8 @@ export class RunHostApi {
       await this.call('StateSet', { scope, key, value });
     },
     delete: async (scope: StateScope, key: string) => (await this.call('StateDelete', { scope, key })).success,
-    list: (scope: StateScope, opts: { prefix?: string; limit?: number } = {}) => this.call('StateList', { scope, ...opts }),
+    list: (scope: StateScope, opts: { prefix?: string; limit?: number } = {}) =>
+      this.call('StateList', { scope, ...opts }),
   };
 
   readonly storage = {
@@ -269,8 +281,8 @@ export class RunHostApi {
     get: () => this.call('RunGet', {}),
   };
 
-  private abortReason(): unknown {
-    return this.signal.reason ?? new RunAbortedError('stopped', 'the run was aborted');
+  private abortReason(): Error {
+    return abortReasonOf(this.signal);
   }
 }
 
@@ -283,7 +295,15 @@ function modelArgs(opts: ModelOptions) {
   };
 }
 
-// eslint-disable-next-line require-yield -- an iterable that only fails
-async function* rejecting(reason: unknown): AsyncIterable<StreamModelItem> {
-  throw reason;
+/** What a call the signal abandoned rejects with: the signal's reason (a RunAbortedError for runs). */
+export function abortReasonOf(signal: AbortSignal | undefined): Error {
+  const reason: unknown = signal?.reason;
+  return reason instanceof Error
+    ? reason
+    : new RunAbortedError('stopped', typeof reason === 'string' ? reason : 'the run was aborted');
+}
+
+/** An iterable whose first next() rejects. */
+function rejecting(reason: Error): AsyncIterable<StreamModelItem> {
+  return { [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(reason) }) };
 }

@@ -32,27 +32,28 @@ export function toValue(json: unknown): WireValue {
   if (json === null || json === undefined) {
     return { nullValue: 'NULL_VALUE' };
   }
-  switch (typeof json) {
-    case 'number':
-      if (!Number.isFinite(json)) {
-        throw new TypeError(`${json} is not a JSON number`);
-      }
-      return { numberValue: json };
-    case 'string':
-      return { stringValue: json };
-    case 'boolean':
-      return { boolValue: json };
-    case 'object':
-      if (Array.isArray(json)) {
-        return { listValue: { values: json.map(toValue) } };
-      }
-      if (json instanceof Date) {
-        return { stringValue: json.toISOString() };
-      }
-      return { structValue: toStruct(json as Record<string, unknown>) };
-    default:
-      throw new TypeError(`a ${typeof json} is not JSON`);
+  if (typeof json === 'number') {
+    if (!Number.isFinite(json)) {
+      throw new TypeError(`${json} is not a JSON number`);
+    }
+    return { numberValue: json };
   }
+  if (typeof json === 'string') {
+    return { stringValue: json };
+  }
+  if (typeof json === 'boolean') {
+    return { boolValue: json };
+  }
+  if (Array.isArray(json)) {
+    return { listValue: { values: json.map(toValue) } };
+  }
+  if (json instanceof Date) {
+    return { stringValue: json.toISOString() };
+  }
+  if (typeof json === 'object') {
+    return { structValue: toStruct(json as Record<string, unknown>) };
+  }
+  throw new TypeError(`a ${typeof json} is not JSON`);
 }
 
 /** Encodes a JSON object; keys whose value is `undefined` are left out (as JSON.stringify does). */
@@ -72,20 +73,22 @@ export function fromValue(value: WireValue | null | undefined): Json {
     return null;
   }
   const kind = value.kind ?? Object.keys(value).find((key) => key.endsWith('Value'));
-  switch (kind) {
-    case 'numberValue':
-      return value.numberValue ?? 0;
-    case 'stringValue':
-      return value.stringValue ?? '';
-    case 'boolValue':
-      return value.boolValue ?? false;
-    case 'structValue':
-      return fromStruct(value.structValue);
-    case 'listValue':
-      return (value.listValue?.values ?? []).map(fromValue);
-    default:
-      return null;
+  if (kind === 'numberValue') {
+    return value.numberValue ?? 0;
   }
+  if (kind === 'stringValue') {
+    return value.stringValue ?? '';
+  }
+  if (kind === 'boolValue') {
+    return value.boolValue ?? false;
+  }
+  if (kind === 'structValue') {
+    return fromStruct(value.structValue);
+  }
+  if (kind === 'listValue') {
+    return (value.listValue?.values ?? []).map(fromValue);
+  }
+  return null; // nullValue, or nothing set
 }
 
 /** Decodes a Struct; an unset Struct decodes as `{}`. */

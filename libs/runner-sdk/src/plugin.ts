@@ -43,7 +43,11 @@ export interface PluginOptions {
 }
 
 /** Delay before reconnect attempt `attempt` (0-based): capped exponential backoff with jitter. */
-export function backoffDelay(attempt: number, options: ReconnectOptions = {}, random: () => number = Math.random): number {
+export function backoffDelay(
+  attempt: number,
+  options: ReconnectOptions = {},
+  random: () => number = Math.random,
+): number {
   const initial = options.initialDelayMs ?? 250;
   const max = options.maxDelayMs ?? 5_000;
   const jitter = Math.min(1, Math.max(0, options.jitter ?? 0.5));
@@ -123,12 +127,19 @@ export class RunnerPlugin {
 
   private async run(): Promise<void> {
     const { RunnerGatewayService } = loadServices();
-    this.client = new RunnerGatewayService(this.options.url, this.credentials, CHANNEL_OPTIONS) as unknown as GatewayClient;
+    this.client = new RunnerGatewayService(
+      this.options.url,
+      this.credentials,
+      CHANNEL_OPTIONS,
+    ) as unknown as GatewayClient;
     const client = this.client;
     const manifests = this.options.runners.map((r) => manifestOf(r, this.options.author, this.options.plugin));
     let attempt = 0;
     while (!this.stopping.signal.aborted) {
-      this.log('info', 'connecting', { url: this.options.url, plugin: `${this.options.author}/${this.options.plugin}` });
+      this.log('info', 'connecting', {
+        url: this.options.url,
+        plugin: `${this.options.author}/${this.options.plugin}`,
+      });
       this.session = new Session((md) => client.Connect(md), {
         token: this.options.token,
         author: this.options.author,
@@ -176,13 +187,23 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): Omit<Plugi
   if (!author || !plugin) {
     throw new TypeError('RUNNERHOST_PLUGIN_AUTHOR and RUNNERHOST_PLUGIN_NAME are required');
   }
-  return { url: env.RUNNERHOST_GRPC_URL || '127.0.0.1:50051', token, author, plugin, credentials: credentialsFromEnv(env) };
+  return {
+    url: env.RUNNERHOST_GRPC_URL || '127.0.0.1:50051',
+    token,
+    author,
+    plugin,
+    credentials: credentialsFromEnv(env),
+  };
 }
 
 /** Plaintext unless RUNNERHOST_TLS_CA_FILE is set; RUNNERHOST_TLS_CERT_FILE + _KEY_FILE add a client certificate. */
 export function credentialsFromEnv(env: NodeJS.ProcessEnv = process.env): grpc.ChannelCredentials {
   const read = (name: string): Buffer | null => (env[name] ? fs.readFileSync(env[name]) : null);
-  const [ca, cert, key] = [read('RUNNERHOST_TLS_CA_FILE'), read('RUNNERHOST_TLS_CERT_FILE'), read('RUNNERHOST_TLS_KEY_FILE')];
+  const [ca, cert, key] = [
+    read('RUNNERHOST_TLS_CA_FILE'),
+    read('RUNNERHOST_TLS_CERT_FILE'),
+    read('RUNNERHOST_TLS_KEY_FILE'),
+  ];
   if (!cert !== !key) {
     throw new TypeError('RUNNERHOST_TLS_CERT_FILE and RUNNERHOST_TLS_KEY_FILE go together');
   }

@@ -5,7 +5,11 @@ import type { RunResult } from './types';
 /** One step of a generated program: an emitter call on one of a few runs, or a tick boundary. */
 type Op =
   | { kind: 'tick' }
-  | { kind: 'emit'; run: number; what: 'delta' | 'message' | 'state' | 'tool' | 'custom' | 'completed' | 'failed' | 'close' };
+  | {
+      kind: 'emit';
+      run: number;
+      what: 'delta' | 'message' | 'state' | 'tool' | 'custom' | 'completed' | 'failed' | 'close';
+    };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.constant<Op>({ kind: 'tick' }) },
@@ -177,7 +181,12 @@ describe('RunResults and Outbox (property tests)', () => {
     void r.delta('world');
     await r.completed({ usage: { total_tokens: 3 } });
     expect(frames).toHaveLength(1); // one tick, one frame
-    expect(frames[0].map((x) => x.type)).toEqual(['message.delta', 'message.delta', 'message.completed', 'run.completed']);
+    expect(frames[0].map((x) => x.type)).toEqual([
+      'message.delta',
+      'message.delta',
+      'message.completed',
+      'run.completed',
+    ]);
     expect(frames[0][2].data).toEqual({ message: { role: 'assistant', content: 'Hello, world' } });
     expect(frames[0][3]).toMatchObject({ data: { finish_reason: 'stop' }, usage: { total_tokens: 3 } });
   });

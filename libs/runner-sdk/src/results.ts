@@ -1,5 +1,12 @@
 import type { Json, JsonObject } from './json';
-import { TERMINAL_RESULT_TYPES, type Message, type MessageChunk, type RunResult, type StateScope, type Usage } from './types';
+import {
+  TERMINAL_RESULT_TYPES,
+  type Message,
+  type MessageChunk,
+  type RunResult,
+  type StateScope,
+  type Usage,
+} from './types';
 
 /*
  * Results of runs: per-run sequencing and the terminal rule (RunResults), and batching of the
@@ -141,7 +148,11 @@ export class RunResults {
   }
 
   toolCallStarted(call: ToolCallStarted): Promise<void> {
-    return this.emit('tool.call.started', { tool_call_id: call.id, tool_name: call.name, parameters: call.parameters ?? {} });
+    return this.emit('tool.call.started', {
+      tool_call_id: call.id,
+      tool_name: call.name,
+      parameters: call.parameters ?? {},
+    });
   }
 
   toolCallCompleted(call: ToolCallCompleted): Promise<void> {

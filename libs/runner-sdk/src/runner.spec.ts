@@ -1,7 +1,7 @@
-import { RunAbortedError, UnauthorizedError } from './errors';
+import { hostApiError, RunAbortedError, UnauthorizedError } from './errors';
 import { defineRunner, manifestOf, type RunIO } from './runner';
 import { FakeHost } from './testing';
-import type { RunContext } from './types';
+import { messageText, type RunContext } from './types';
 
 /** A promise and its resolver: lets a test decide when a handler goes on (no timers). */
 function gate() {
@@ -22,17 +22,25 @@ describe('runners on the fake host', () => {
       permissions: { models: ['invoke', 'stream'], tools: ['call'] },
       async run(ctx, io) {
         const time = await io.toolCall('clock', { tz: 'UTC' });
-        const stream = io.host.models.stream('m1', `${ctx.input?.text ?? ''} at ${String(time.now)}`);
+        const stream = io.host.models.stream(
+          'm1',
+          `${ctx.input?.text ?? ''} at ${typeof time.now === 'string' ? time.now : ''}`,
+        );
         for await (const chunk of stream) {
-          await io.delta(String(chunk.content));
+          await io.delta(messageText(chunk));
         }
         await io.completed({ usage: stream.usage ?? undefined });
       },
     });
     const host = new FakeHost({
       runners: [assistant],
-      models: { m1: (messages) => ({ message: { role: 'assistant', content: `echo: ${String(messages[0].content)}` }, usage: { total_tokens: 7 } }) },
-      tools: { clock: (p) => ({ now: `12:00 ${String(p.tz)}` }) },
+      models: {
+        m1: (messages) => ({
+          message: { role: 'assistant', content: `echo: ${messageText(messages[0])}` },
+          usage: { total_tokens: 7 },
+        }),
+      },
+      tools: { clock: (p) => ({ now: p.tz === 'UTC' ? '12:00 UTC' : 'unknown zone' }) },
     });
     const outcome = await host.run({ text: 'hello' });
     expect(outcome.status).toBe('completed');
@@ -45,13 +53,20 @@ describe('runners on the fake host', () => {
       'message.completed',
       'run.completed',
     ]);
-    expect(outcome.results[1].data).toEqual({ tool_call_id: 'call_1', tool_name: 'clock', result: { now: '12:00 UTC' }, error: null });
+    expect(outcome.results[1].data).toEqual({
+      tool_call_id: 'call_1',
+      tool_name: 'clock',
+      result: { now: '12:00 UTC' },
+      error: null,
+    });
     expect(outcome.results.at(-1)?.usage).toEqual({ total_tokens: 7 });
     expect(host.calls.map((c) => c.method)).toEqual(['CallTool', 'StreamModel']);
   });
 
   it('a handler that returns without a terminal result completes its run', async () => {
-    const host = new FakeHost({ runners: [defineRunner({ name: 'default', run: (_ctx, io) => void io.message('hi') })] });
+    const host = new FakeHost({
+      runners: [defineRunner({ name: 'default', run: (_ctx, io) => void io.message('hi') })],
+    });
     const outcome = await host.run();
     expect(outcome.results.map((r) => r.type)).toEqual(['message.completed', 'run.completed']);
   });
@@ -140,6 +155,34 @@ describe('runners on the fake host', () => {
     expect(outcome.error).toContain('unauthorized: model not-granted is not authorized');
   });
 
+  it('a host call the host stopped because it is cancelling the run reports cancelled, not an exception', async () => {
+    const runner = defineRunner({ name: 'default', run: async (_ctx, io) => void (await io.host.tools.call('slow')) });
+    const host = new FakeHost({
+      runners: [runner],
+      handlers: {
+        CallTool: () => {
+          throw hostApiError('deadline_exceeded', 'tool call stopped: the run ended or was cancelled');
+        },
+        RunGet: (r) => ({ run_id: r.run_id, status: 'running', cancel_requested: true }),
+      },
+    });
+    expect(await host.run()).toMatchObject({ status: 'failed', code: 'cancelled' });
+    const other = new FakeHost({
+      runners: [runner],
+      handlers: {
+        CallTool: () => {
+          throw hostApiError('invalid_argument', 'parameters.x: required', { method: 'CallTool' });
+        },
+        RunGet: (r) => ({ run_id: r.run_id, status: 'running', cancel_requested: false }),
+      },
+    });
+    expect(await other.run()).toMatchObject({
+      status: 'failed',
+      code: 'runner.exception',
+      error: 'CallTool: invalid_argument: parameters.x: required',
+    });
+  });
+
   it('turns(): the input, then each steered follow-up at a turn boundary, until a pull finds none', async () => {
     const g = gate();
     const runner = defineRunner({
@@ -201,7 +244,11 @@ describe('runners on the fake host', () => {
     const outcome = await host.run();
     expect(JSON.parse(outcome.messages[0])).toEqual({ got: 'v', missing: null, n: 1, history: 'unauthorized' });
     expect(host.state.conversation.get('n')).toBe(1);
-    expect(outcome.results.find((r) => r.type === 'state.updated')?.data).toEqual({ scope: 'conversation', key: 'm', value: { a: 1 } });
+    expect(outcome.results.find((r) => r.type === 'state.updated')?.data).toEqual({
+      scope: 'conversation',
+      key: 'm',
+      value: { a: 1 },
+    });
   });
 
   it('builds the manifest the host expects and refuses bad definitions, naming the rule', () => {

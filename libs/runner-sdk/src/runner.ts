@@ -218,7 +218,10 @@ export class RunDispatcher {
     for (const runId of [...this.active.keys()]) {
       this.abort(
         runId,
-        new RunAbortedError(kind, kind === 'stopped' ? 'the runner is stopping' : 'the connection to the host was lost'),
+        new RunAbortedError(
+          kind,
+          kind === 'stopped' ? 'the runner is stopping' : 'the connection to the host was lost',
+        ),
       );
     }
   }

@@ -299,3 +299,15 @@ export interface RunResult {
 }
 
 export const TERMINAL_RESULT_TYPES: ReadonlySet<string> = new Set(['run.completed', 'run.failed']);
+
+/** The text of a message or chunk: its string content, or the text parts of its content list. */
+export function messageText(message: Pick<Message, 'content'> | null | undefined): string {
+  const content = message?.content;
+  if (typeof content === 'string') {
+    return content;
+  }
+  if (Array.isArray(content)) {
+    return content.map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : '')).join('');
+  }
+  return '';
+}

@@ -6,7 +6,7 @@ import type { WireStruct } from './json';
 
 /*
  * The Runner Protocol v1 contract, loaded at run time from the .proto files: the packed SDK
- * carries them in `proto/` (scripts/copy-proto.js copies the repository's proto/runnerhost at
+ * carries them in `proto/` (its build script copies the repository's proto/runnerhost at
  * build time); inside the repository they are read from the repository's proto/ (or dist/proto).
  */
 

@@ -13,7 +13,15 @@ import type {
 import type { Json, JsonObject } from '../json';
 import { Outbox } from '../results';
 import { RunDispatcher, type Logger, type RunnerDefinition } from '../runner';
-import type { AvailableApis, Message, RunContext, RunResult, StateScope, Usage } from '../types';
+import {
+  messageText,
+  type AvailableApis,
+  type Message,
+  type RunContext,
+  type RunResult,
+  type StateScope,
+  type Usage,
+} from '../types';
 
 /*
  * An in-memory host for runner authors' unit tests: the same dispatcher, emitters and host API
@@ -26,7 +34,11 @@ import type { AvailableApis, Message, RunContext, RunResult, StateScope, Usage }
 export type FakeModel = (
   messages: Message[],
   request: InvokeModelRequest,
-) => string | Message | { message: Message; usage?: Usage } | Promise<string | Message | { message: Message; usage?: Usage }>;
+) =>
+  | string
+  | Message
+  | { message: Message; usage?: Usage }
+  | Promise<string | Message | { message: Message; usage?: Usage }>;
 export type FakeTool = (parameters: JsonObject) => JsonObject | Promise<JsonObject>;
 export type FakeKnowledgeBase = (query: string, topK: number | undefined) => JsonObject[] | Promise<JsonObject[]>;
 export type FakeHandler<M extends UnaryMethod> = (request: RequestOf<M>) => ResponseOf<M> | Promise<ResponseOf<M>>;
@@ -119,10 +131,10 @@ export class FakeRun {
         error: data.error,
         messages: this.results
           .filter((r) => r.type === 'message.completed')
-          .map((r) => String((r.data.message as { content?: unknown }).content ?? '')),
+          .map((r) => messageText(r.data.message as unknown as Message)),
         streamed: this.results
           .filter((r) => r.type === 'message.delta')
-          .map((r) => String((r.data.chunk as { content?: unknown }).content ?? ''))
+          .map((r) => messageText(r.data.chunk as unknown as Message))
           .join(''),
       });
     }
@@ -228,9 +240,7 @@ export class FakeHost implements HostApiTransport {
 
   /** Starts a run; await `run.done` for its outcome. */
   start(opts: StartOptions = {}): FakeRun {
-    const runner = opts.runner
-      ? this.options.runners.find((r) => r.name === opts.runner)
-      : this.options.runners[0];
+    const runner = opts.runner ? this.options.runners.find((r) => r.name === opts.runner) : this.options.runners[0];
     if (!runner) {
       throw new Error(`no runner named "${opts.runner}"`);
     }
@@ -301,7 +311,11 @@ export class FakeHost implements HostApiTransport {
     ctx = opts.context ? opts.context(ctx) : ctx;
     const run = new FakeRun(ctx);
     this.runs.set(ctx.run_id, run);
-    void this.dispatcher.start({ runner_id: `plugin:test/test/${runner.name}`, runner_name: runner.name, context: ctx });
+    void this.dispatcher.start({
+      runner_id: `plugin:test/test/${runner.name}`,
+      runner_name: runner.name,
+      context: ctx,
+    });
     return run;
   }
 
@@ -334,7 +348,7 @@ export class FakeHost implements HostApiTransport {
       throw options.signal.reason ?? new RunAbortedError('stopped', 'aborted');
     }
     this.calls.push({ method, request: request as unknown as JsonObject });
-    const override = this.options.handlers?.[method] as FakeHandler<M> | undefined;
+    const override = this.options.handlers?.[method];
     if (override) {
       return override(request);
     }
@@ -389,14 +403,23 @@ export class FakeHost implements HostApiTransport {
     const granted = run.ctx.resources?.models.find((m) => m.model_id === request.model_id);
     const model = this.options.models?.[request.model_id];
     if (!granted || !granted.operations.includes(op) || !model) {
-      throw hostApiError('unauthorized', `model ${request.model_id} is not authorized for operation ${op} for this run`, {
-        method: op === 'stream' ? 'StreamModel' : 'InvokeModel',
-      });
+      throw hostApiError(
+        'unauthorized',
+        `model ${request.model_id} is not authorized for operation ${op} for this run`,
+        {
+          method: op === 'stream' ? 'StreamModel' : 'InvokeModel',
+        },
+      );
     }
     return asAnswer(await model(request.messages, request as InvokeModelRequest));
   }
 
-  private async answer(method: UnaryMethod, req: RequestOf<UnaryMethod>, run: FakeRun, signal?: AbortSignal): Promise<unknown> {
+  private async answer(
+    method: UnaryMethod,
+    req: RequestOf<UnaryMethod>,
+    run: FakeRun,
+    signal?: AbortSignal,
+  ): Promise<unknown> {
     const r = req as unknown as AnyRequest;
     switch (method) {
       case 'InvokeModel':
@@ -409,7 +432,7 @@ export class FakeHost implements HostApiTransport {
         throw hostApiError('unauthorized', 'the fake host has no rerank models', { method });
       case 'GetToolDetail':
       case 'CallTool': {
-        const name = r.tool_name as string;
+        const name = r.tool_name;
         const tool = this.options.tools?.[name];
         if (!tool || !run.ctx.resources?.tools.some((t) => t.tool_name === name)) {
           throw hostApiError('unauthorized', `tool ${name} is not authorized for this run`, { method });
@@ -419,9 +442,11 @@ export class FakeHost implements HostApiTransport {
           : { tool: { name, description: '', parameters: {} } };
       }
       case 'RetrieveKnowledge': {
-        const kb = this.options.knowledgeBases?.[r.kb_id as string];
+        const kb = this.options.knowledgeBases?.[r.kb_id];
         if (!kb) {
-          throw hostApiError('unauthorized', `knowledge base ${String(r.kb_id)} is not authorized for this run`, { method });
+          throw hostApiError('unauthorized', `knowledge base ${String(r.kb_id)} is not authorized for this run`, {
+            method,
+          });
         }
         return { results: await kb(r.query_text, r.top_k) };
       }
@@ -468,7 +493,9 @@ export class FakeHost implements HostApiTransport {
       case 'StorageList':
         this.requireApi(run, method, 'storage');
         return {
-          keys: [...this.storage.keys()].filter((k) => k.startsWith(`${r.area}:${r.prefix ?? ''}`)).map((k) => k.slice(String(r.area).length + 1)),
+          keys: [...this.storage.keys()]
+            .filter((k) => k.startsWith(`${r.area}:${r.prefix ?? ''}`))
+            .map((k) => k.slice(String(r.area).length + 1)),
           has_more: false,
         };
       case 'PromptGet':
