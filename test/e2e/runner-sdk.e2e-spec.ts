@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { RunnerPlugin, type Logger } from '@runner-host/runner-sdk';
+import { defineRunner, HostApiError, RunnerPlugin, UnauthorizedError, type Logger } from '@runner-host/runner-sdk';
 import { ScriptedOpenAIServer, scripts } from '@libs/testing';
 import { assistant } from '../../libs/runner-sdk/examples/assistant';
 import { Host, TestDatabase, freePort, runnerConnected, waitFor } from './harness';
@@ -17,6 +17,35 @@ jest.setTimeout(120_000);
 const KEY = `sk-scripted-${randomBytes(12).toString('hex')}`;
 const RUNNER_ID = 'plugin:sdk/assistant/default';
 const quiet: Logger = () => undefined;
+
+/** A second runner of the same plugin: calls the host API and reports what it got as its message. */
+const probe = defineRunner({
+  name: 'probe',
+  permissions: { models: ['invoke', 'count_tokens'], tools: ['call'], storage: ['plugin'] },
+  async run(_ctx, io) {
+    const refused = await io.host.tools.call('http_fetch', { url: 'http://127.0.0.1:1/' }).catch((e: unknown) => e);
+    const unknownModel = await io.host.models.invoke('nope', 'hi').catch((e: unknown) => e);
+    const answer = await io.host.models.invoke('scripted', 'say ok');
+    const tokens = await io.host.models.countTokens('scripted', 'one two three');
+    await io.host.storage.set('plugin', 'k', 'stored');
+    await io.host.state.set('conversation', 'n', 41);
+    const describe = (e: unknown) =>
+      e instanceof HostApiError
+        ? { class: e.constructor.name, code: e.code, method: e.method, unauthorized: e instanceof UnauthorizedError }
+        : String(e);
+    await io.message(
+      JSON.stringify({
+        refused: describe(refused),
+        unknown_model: describe(unknownModel),
+        answer: answer.message.content,
+        tokens_positive: tokens > 0,
+        stored: (await io.host.storage.get('plugin', 'k'))?.toString(),
+        missing: await io.host.storage.get('plugin', 'absent'),
+        state: await io.host.state.get('conversation', 'n'),
+      }),
+    );
+  },
+});
 
 describe('runner SDK against the real host', () => {
   const db = new TestDatabase();
@@ -58,12 +87,15 @@ describe('runner SDK against the real host', () => {
       token: reg.body.token,
       author: 'sdk',
       plugin: 'assistant',
-      runners: [assistant],
+      runners: [assistant, probe],
       reconnect: { initialDelayMs: 100, maxDelayMs: 500 },
       log: quiet,
     });
     const welcome = await plugin.start();
-    expect(welcome.runners).toEqual([{ runner_id: RUNNER_ID, name: 'default' }]);
+    expect(welcome.runners).toEqual([
+      { runner_id: RUNNER_ID, name: 'default' },
+      { runner_id: 'plugin:sdk/assistant/probe', name: 'probe' },
+    ]);
     expect(welcome.rejected).toEqual([]);
     const agent = await host.api('POST', '/v1/admin/agents', {
       agent_id: 'assistant',
@@ -72,6 +104,12 @@ describe('runner SDK against the real host', () => {
       resource_policy: { allowed_model_ids: ['scripted'], allowed_tool_names: ['current_time'] },
     });
     expect(agent.status).toBe(201);
+    const probeAgent = await host.api('POST', '/v1/admin/agents', {
+      agent_id: 'probe',
+      runner_id: 'plugin:sdk/assistant/probe',
+      resource_policy: { allowed_model_ids: ['scripted'] },
+    });
+    expect(probeAgent.status).toBe(201);
   });
 
   afterAll(async () => {
@@ -126,6 +164,22 @@ describe('runner SDK against the real host', () => {
     const last = (await host.sse(runId)).at(-1)!.data;
     expect(last).toMatchObject({ type: 'run.failed', source: 'runner', data: { code: 'cancelled' } });
     expect((await runOf(runId)).status).toBe('cancelled');
+  });
+
+  it('host API through the SDK: typed refusals, models, token counting, storage and state', async () => {
+    server.chat(scripts.reply('ok'));
+    const started = await host.api('POST', '/v1/events', message('probe', 'c-probe', 'probe'));
+    const events = (await host.sse(started.body.run_id)).map((e) => e.data);
+    expect(events.map((e) => e.type)).toEqual(['message.completed', 'run.completed']);
+    expect(JSON.parse(events[0].data.message.content)).toEqual({
+      refused: { class: 'UnauthorizedError', code: 'unauthorized', method: 'CallTool', unauthorized: true },
+      unknown_model: { class: 'UnauthorizedError', code: 'unauthorized', method: 'InvokeModel', unauthorized: true },
+      answer: 'ok',
+      tokens_positive: true,
+      stored: 'stored',
+      missing: null,
+      state: 41,
+    });
   });
 
   it('reconnects after the host restarts: the run in flight ends as the host decides, new runs arrive', async () => {
