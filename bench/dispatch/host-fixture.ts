@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { BuiltHost, DIST, HOST_MAIN, hostNodeArgs, readLines, requireBuilt, waitFor } from '../common/host-process';
 import type { HostHttp } from '../common/http';
 import { Child } from '../common/proc';
+import type { RunnerKind } from './options';
 import type { BenchDatabase } from './postgres';
 
 /*
@@ -13,7 +14,10 @@ import type { BenchDatabase } from './postgres';
  * DATA_DIR, read back afterwards.
  */
 
-const RUNNER_MAIN = path.join(DIST, 'apps', 'demo-runner', 'src', 'main.js');
+const RUNNER_MAIN = {
+  demo: path.join(DIST, 'apps', 'demo-runner', 'src', 'main.js'),
+  sdk: path.join(DIST, 'bench', 'dispatch', 'sdk-echo-runner.js'),
+};
 export const RUNNER_ID = 'plugin:demo/echo/default';
 
 export interface LogSummary {
@@ -42,8 +46,9 @@ export class HostFixture {
     agentId: string,
     runnerConfig: Record<string, unknown>,
     pg: BenchDatabase | null = null,
+    runnerKind: RunnerKind = 'demo',
   ): Promise<HostFixture> {
-    requireBuilt(HOST_MAIN, RUNNER_MAIN);
+    requireBuilt(HOST_MAIN, RUNNER_MAIN[runnerKind]);
     const built = await BuiltHost.start({
       tmpPrefix: 'runner-host-bench-',
       // The streaming level follows 100 runs with 10 readers each under one API key: 1,000 streams,
@@ -61,8 +66,8 @@ export class HostFixture {
 
       const runnerLog = fs.openSync(path.join(dataDir, 'runner.log'), 'a');
       runner = new Child(
-        'demo-runner',
-        RUNNER_MAIN,
+        runnerKind === 'sdk' ? 'sdk-echo-runner' : 'demo-runner',
+        RUNNER_MAIN[runnerKind],
         {
           ...process.env,
           RUNNERHOST_GRPC_URL: built.grpcAddress,

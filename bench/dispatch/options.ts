@@ -21,7 +21,11 @@ export interface DispatchOptions {
   soakSeconds: number;
   json: string | null;
   pgAdminUrl: string;
+  /** The runner process: the demo runner (raw grpc-js) or the SDK echo runner (libs/runner-sdk). */
+  runner: RunnerKind;
 }
+
+export type RunnerKind = 'demo' | 'sdk';
 
 export const USAGE = `usage: node dist/bench/dispatch/main.js [options]
   --db LIST           databases, comma-separated: sqlite,postgres (default both)
@@ -31,6 +35,7 @@ export const USAGE = `usage: node dist/bench/dispatch/main.js [options]
   --quick             shorter warm-up, floors and levels (about 1.5 minutes for both databases)
   --soak SECONDS      after the levels, c64 for SECONDS on each database, host RSS every 10 s
   --json FILE         also write the figures and the same-run floors as JSON to FILE
+  --runner NAME       demo (the demo runner, raw grpc-js; default) or sdk (the SDK echo runner)
   --pg-url URL        PostgreSQL admin URL (default $BENCH_PG_URL or postgres://postgres@127.0.0.1:5432/postgres)
   -h, --help          this text`;
 
@@ -81,6 +86,7 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
         soak: { type: 'string' },
         json: { type: 'string' },
         'pg-url': { type: 'string' },
+        runner: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -92,6 +98,10 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
     return 'help';
   }
   const quick = v.quick === true;
+  const runner = v.runner ?? 'demo';
+  if (runner !== 'demo' && runner !== 'sdk') {
+    throw new UsageError(`--runner: "${runner}" is not one of demo, sdk`);
+  }
   return {
     databases: parseDatabases(v.db ?? 'sqlite,postgres'),
     levels: parseLevels(v.levels ?? '1,16,64'),
@@ -103,5 +113,6 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
     soakSeconds: v.soak ? positiveInt('--soak', v.soak, 10) : 0,
     json: v.json ?? null,
     pgAdminUrl: v['pg-url'] ?? process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+    runner,
   };
 }

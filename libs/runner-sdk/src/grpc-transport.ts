@@ -1,0 +1,188 @@
+import * as grpc from '@grpc/grpc-js';
+import { hostApiErrorFromGrpc } from './errors';
+import {
+  abortReasonOf,
+  type CallOptions,
+  type HostApiTransport,
+  type InvokeModelRequest,
+  type RequestOf,
+  type ResponseOf,
+  type StreamModelItem,
+  type UnaryMethod,
+} from './host-api';
+import { fromStructOrNull, fromValue, toStruct, toValue, type WireStruct } from './json';
+import { CHANNEL_OPTIONS, loadServices } from './wire';
+
+/*
+ * The host API over gRPC: plain JSON in and out, google.protobuf.Struct/Value converted per
+ * field, the plugin token in the metadata, failures as typed HostApiErrors.
+ */
+
+type Kind = 'struct' | 'structs' | 'value';
+type Fields = Record<string, Kind>;
+const MODEL_REQUEST: Fields = { messages: 'structs', tools: 'structs', extra_args: 'struct' };
+
+/** Which fields of each request and response are Struct (one or repeated) or Value. */
+const CODEC: Record<UnaryMethod | 'StreamModel', { req?: Fields; res?: Fields }> = {
+  InvokeModel: { req: MODEL_REQUEST, res: { message: 'struct', usage: 'struct' } },
+  StreamModel: { req: MODEL_REQUEST, res: { chunk: 'struct', usage: 'struct' } },
+  CountTokens: { req: { messages: 'structs', tools: 'structs' } },
+  Rerank: { req: { extra_args: 'struct' } },
+  GetToolDetail: { res: { tool: 'struct' } },
+  CallTool: { req: { parameters: 'struct' }, res: { result: 'struct' } },
+  RetrieveKnowledge: { req: { filters: 'struct' }, res: { results: 'structs' } },
+  HistoryPage: { res: { items: 'structs' } },
+  HistorySearch: { req: { filters: 'struct' }, res: { items: 'structs' } },
+  EventGet: { res: { event: 'struct' } },
+  EventPage: { res: { items: 'structs' } },
+  StateGet: { res: { value: 'value' } },
+  StateSet: { req: { value: 'value' } },
+  StateDelete: {},
+  StateList: {},
+  StorageGet: {},
+  StorageSet: {},
+  StorageDelete: {},
+  StorageList: {},
+  PromptGet: { res: { prompt: 'structs' } },
+  SteeringPull: { res: { items: 'structs' } },
+  RunGet: {},
+};
+
+function encode(message: object, fields: Fields | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(message)) {
+    if (value === undefined) {
+      continue;
+    }
+    const kind = fields?.[key];
+    if (kind === 'struct') {
+      out[key] = toStruct(value as Record<string, unknown>);
+    } else if (kind === 'structs') {
+      out[key] = (value as Record<string, unknown>[]).map((v) => toStruct(v));
+    } else if (kind === 'value') {
+      out[key] = toValue(value);
+    } else {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
+function decode(message: Record<string, unknown>, fields: Fields | undefined): Record<string, unknown> {
+  if (!fields) {
+    return message;
+  }
+  const out = { ...message };
+  for (const [key, kind] of Object.entries(fields)) {
+    const value = message[key];
+    if (kind === 'struct') {
+      out[key] = fromStructOrNull(value as WireStruct | null);
+    } else if (kind === 'structs') {
+      out[key] = ((value as WireStruct[] | null) ?? []).map((v) => fromStructOrNull(v) ?? {});
+    } else {
+      out[key] = value ? fromValue(value) : null;
+    }
+  }
+  return out;
+}
+
+type Unary = (
+  request: unknown,
+  metadata: grpc.Metadata,
+  options: grpc.CallOptions,
+  callback: (err: grpc.ServiceError | null, response?: Record<string, unknown>) => void,
+) => grpc.ClientUnaryCall;
+type ServerStream = (
+  request: unknown,
+  metadata: grpc.Metadata,
+  options: grpc.CallOptions,
+) => grpc.ClientReadableStream<Record<string, unknown>>;
+
+export class GrpcHostApiTransport implements HostApiTransport {
+  private client: grpc.Client | undefined;
+
+  constructor(
+    private readonly url: string,
+    private readonly token: string,
+    private readonly credentials: grpc.ChannelCredentials,
+  ) {}
+
+  unary<M extends UnaryMethod>(method: M, request: RequestOf<M>, options: CallOptions): Promise<ResponseOf<M>> {
+    const { signal } = options;
+    if (signal?.aborted) {
+      return Promise.reject(abortReasonOf(signal));
+    }
+    const client = this.getClient();
+    const fn = (client as unknown as Record<string, Unary>)[method];
+    return new Promise<ResponseOf<M>>((resolve, reject) => {
+      const onAbort = () => {
+        call.cancel();
+        reject(abortReasonOf(signal));
+      };
+      const call = fn.call(
+        client,
+        encode(request, CODEC[method].req),
+        this.metadata(),
+        { deadline: options.deadline },
+        (err, response) => {
+          signal?.removeEventListener('abort', onAbort);
+          if (signal?.aborted) {
+            reject(abortReasonOf(signal));
+          } else if (err) {
+            reject(hostApiErrorFromGrpc(method, err));
+          } else {
+            resolve(decode(response ?? {}, CODEC[method].res) as unknown as ResponseOf<M>);
+          }
+        },
+      );
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  async *streamModel(request: InvokeModelRequest, options: CallOptions): AsyncIterable<StreamModelItem> {
+    const { signal } = options;
+    if (signal?.aborted) {
+      throw abortReasonOf(signal);
+    }
+    const client = this.getClient();
+    const fn = (client as unknown as Record<string, ServerStream>).StreamModel;
+    const call = fn.call(client, encode(request, CODEC.StreamModel.req), this.metadata(), {
+      deadline: options.deadline,
+    });
+    const onAbort = () => call.cancel();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      for await (const item of call as AsyncIterable<Record<string, unknown>>) {
+        yield decode(item, CODEC.StreamModel.res) as unknown as StreamModelItem;
+      }
+    } catch (err) {
+      if (signal?.aborted) {
+        throw abortReasonOf(signal);
+      }
+      throw hostApiErrorFromGrpc('StreamModel', err as grpc.ServiceError);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      call.cancel(); // a consumer that stops early ends the call
+    }
+  }
+
+  close(): void {
+    this.client?.close();
+    this.client = undefined;
+  }
+
+  private metadata(): grpc.Metadata {
+    const metadata = new grpc.Metadata();
+    metadata.set('authorization', `Bearer ${this.token}`);
+    return metadata;
+  }
+
+  /** Created on the first call: a runner that never calls the host API never opens the client. */
+  private getClient(): grpc.Client {
+    if (!this.client) {
+      const { HostApiService } = loadServices();
+      this.client = new HostApiService(this.url, this.credentials, CHANNEL_OPTIONS);
+    }
+    return this.client;
+  }
+}

@@ -1,0 +1,10 @@
+export * from './errors';
+export * from './host-api';
+export * from './json';
+export * from './plugin';
+export * from './results';
+export * from './runner';
+export * from './types';
+export { decodeContext } from './context';
+export { GrpcHostApiTransport } from './grpc-transport';
+export { LOADER_OPTIONS, loadServices, protoDir } from './wire';
