@@ -13,6 +13,9 @@ const WEBHOOK_ENV = {
   WEBHOOK_RETRY_MAX_MS: '400',
   WEBHOOK_TIMEOUT_MS: '400',
   WEBHOOK_MAX_ATTEMPTS: '1000',
+  // The endpoint's breaker opens after 5 failures in a row; its open period stays within the
+  // retry cap here, so the backoff figures below hold.
+  WEBHOOK_BREAKER_OPEN_MS: '200',
 };
 
 /** Every op the SSE shows for the run (the outbox), to compare with what the webhook got. */

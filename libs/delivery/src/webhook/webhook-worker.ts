@@ -37,6 +37,8 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private passing = false;
   private again = false;
   private stopped = true;
+  /** Aborts the requests in flight at shutdown (their ops stay pending: sent again after a restart). */
+  private readonly shutdown = new AbortController();
 
   constructor(
     private readonly hot: HotStore,
@@ -60,6 +62,7 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
   onModuleDestroy(): void {
     this.stopped = true;
     clearTimeout(this.timer);
+    this.shutdown.abort();
   }
 
   /** New ops were committed, or an op finished: look at the outbox again now. */
@@ -131,6 +134,9 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private async attemptAndRecord(op: OutboxRow): Promise<boolean> {
     const attempts = op.attempts + 1;
     const result = await this.attempt(op);
+    if (this.stopped) {
+      return false; // cut by the shutdown, not the endpoint's answer: nothing to record
+    }
     const now = Date.now();
     const log = { run_id: op.run_id, delivery_id: op.delivery_id, sequence: op.sequence, attempts };
     try {
@@ -182,7 +188,11 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
         [WEBHOOK_HEADERS.idempotencyKey]: op.idempotency_key,
         'user-agent': 'runner-host-webhook/1',
       },
-      { timeoutMs: this.config.webhooks.timeoutMs, allowPrivate: this.config.webhooks.allowPrivate },
+      {
+        timeoutMs: this.config.webhooks.timeoutMs,
+        allowPrivate: this.config.webhooks.allowPrivate,
+        signal: this.shutdown.signal,
+      },
     );
   }
 }
