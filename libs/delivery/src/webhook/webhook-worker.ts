@@ -37,6 +37,12 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private passing = false;
   private again = false;
   private stopped = true;
+  /**
+   * Runs whose attempt ended while a look at the outbox was reading: that read may predate the
+   * attempt's state write (PostgreSQL reads are asynchronous), so their heads in it are stale —
+   * the next look (the ending woke it) reads them again.
+   */
+  private endedDuringRead: Set<string> | null = null;
   /** Aborts the requests in flight at shutdown (their ops stay pending: sent again after a restart). */
   private readonly shutdown = new AbortController();
 
@@ -92,10 +98,17 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
       if (this.scheduler.inflight < concurrency) {
         // Per endpoint: its runs in flight (still pending) plus enough heads to fill its free slots.
         const perEndpoint = 2 * Math.min(endpointConcurrency, concurrency);
-        const heads = await this.hot.read(pendingHeadsUnit(perEndpoint, MAX_HEADS));
+        const ended = new Set<string>();
+        this.endedDuringRead = ended;
+        const heads = await this.hot.read(pendingHeadsUnit(perEndpoint, MAX_HEADS)).finally(() => {
+          this.endedDuringRead = null;
+        });
         const now = Date.now();
         const due: Array<OutboxRow & { endpoint: string }> = [];
         for (const op of heads) {
+          if (ended.has(op.run_id)) {
+            continue;
+          }
           const at = op.next_attempt_at ?? op.created_at;
           if (at > now) {
             nextIn = Math.min(nextIn, at - now);
@@ -126,6 +139,7 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
     try {
       ok = await this.attemptAndRecord(op);
     } finally {
+      this.endedDuringRead?.add(op.run_id);
       this.scheduler.finished(op.run_id, op.endpoint, ok, Date.now());
       this.wake();
     }
