@@ -67,7 +67,12 @@ describe.each(DIALECTS)('retention job on %s', (_name, factory) => {
     }
     if (!running) {
       await hot.write(() =>
-        finishUnit(newResult(r.run_id, results, { type: 'run.completed', created_at: at + 999 }), completed(at + 1000), null),
+        finishUnit(
+          newResult(r.run_id, results, { type: 'run.completed', created_at: at + 999 }),
+          completed(at + 1000),
+          null,
+          null,
+        ),
       );
     }
     runs[name] = r.run_id;

@@ -66,18 +66,16 @@ describe('SQLite WAL after load (checkpoint worker, libs/persistence/src/hot/che
     let peak = 0;
     for (let batch = 0; batch < 40; batch++) {
       // ~0.4 MiB per unit, group-committed: the WAL grows faster than one PASSIVE checkpoint per second keeps up with
-      await Promise.all(
-        Array.from({ length: 50 }, (_, i) => hot.write(() => outboxUnit([bigOp(batch * 50 + i)]))),
-      );
+      await Promise.all(Array.from({ length: 50 }, (_, i) => hot.write(() => outboxUnit([bigOp(batch * 50 + i)]))));
       peak = Math.max(peak, walSize());
     }
     expect(peak).toBeGreaterThan(4 * MiB);
     await until('an empty WAL', () => walSize() === 0 && hot.wal()!.wal_bytes === 0);
     expect(hot.wal()!.checkpoint_error).toBeNull();
     // The data is all there (the checkpoint moved it into the database file).
-    const [{ n }] = (await moduleRef.get(DataSource).query('SELECT COUNT(*) AS n FROM "delivery_outbox"')) as {
-      n: number;
-    }[];
+    const [{ n }] = await moduleRef
+      .get(DataSource)
+      .query<{ n: number }[]>('SELECT COUNT(*) AS n FROM "delivery_outbox"');
     expect(Number(n)).toBe(2000);
   });
 });
