@@ -154,10 +154,11 @@ async function main(): Promise<number> {
     ),
   ];
   const deadTable = [
-    '| database | healthy endpoint | samples | delivery latency p50 | max |',
-    '| --- | --- | ---: | ---: | ---: |',
+    '| database | healthy endpoint | samples | first delivery | delivery latency p50 | max |',
+    '| --- | --- | ---: | ---: | ---: | ---: |',
     ...dead.map(
-      (r) => `| ${r.database} | ${r.setting} | ${r.samples} | ${fmtDuration(r.p50_ms)} | ${fmtDuration(r.max_ms)} |`,
+      (r) =>
+        `| ${r.database} | ${r.setting} | ${r.samples} | ${fmtDuration(r.first_ms)} | ${fmtDuration(r.p50_ms)} | ${fmtDuration(r.max_ms)} |`,
     ),
   ];
   const seconds = (performance.now() - started) / 1000;
