@@ -66,7 +66,7 @@ describe('EndpointScheduler', () => {
     expect(s.view()[0]).toMatchObject({ state: 'closed', failures: 2 });
     s.finished('dead-2', 'dead', false, Date.now());
     expect(s.view()[0]).toMatchObject({ state: 'open', inflight: 0, open_until: Date.now() + 1000 });
-    expect(s.nextProbeAt()).toBe(Date.now() + 1000);
+    expect(s.nextProbeAt(Date.now())).toBe(Date.now() + 1000);
 
     expect(s.pick(heads('dead', 5), Date.now())).toEqual([]);
     expect(s.inflight).toBe(0); // an open endpoint holds no worker
@@ -88,18 +88,28 @@ describe('EndpointScheduler', () => {
     s.finished('x-0', 'x', false, Date.now());
     const periods: number[] = [];
     for (let i = 0; i < 4; i++) {
-      const until = s.nextProbeAt()!;
+      const until = s.nextProbeAt(Date.now())!;
       periods.push(until - Date.now());
       jest.setSystemTime(until);
       probe();
       s.finished('x-0', 'x', false, Date.now());
     }
     expect(periods).toEqual([1000, 2000, 4000, 5000]);
-    jest.setSystemTime(s.nextProbeAt()!);
+    jest.setSystemTime(s.nextProbeAt(Date.now())!);
     probe();
     s.finished('x-0', 'x', true, Date.now());
-    expect(s.nextProbeAt()).toBeNull();
+    expect(s.nextProbeAt(Date.now())).toBeNull();
     expect(ids(s.pick(heads('x', 5), Date.now()))).toEqual(['x-0', 'x-1']); // closed: its full share again
+  });
+
+  it('asks for no wake-up once an open period is over (no busy loop when the endpoint has nothing due)', () => {
+    const s = new EndpointScheduler({ ...OPTS, breakerFailures: 1 });
+    s.pick(heads('gone', 1), Date.now());
+    s.finished('gone-0', 'gone', false, Date.now()); // its op then failed for good: no more work
+    expect(s.nextProbeAt(Date.now())).toBe(Date.now() + 1000);
+    jest.advanceTimersByTime(1000);
+    expect(s.nextProbeAt(Date.now())).toBeNull();
+    expect(ids(s.pick(heads('gone', 1, 1), Date.now()))).toEqual(['gone-1']); // new work: probed at once
   });
 
   it('an acknowledged attempt resets the failure count (only consecutive failures open it)', () => {
@@ -108,7 +118,7 @@ describe('EndpointScheduler', () => {
       s.pick(heads('flaky', 1, i), Date.now());
       s.finished(`flaky-${i}`, 'flaky', i % 3 === 2, Date.now()); // fail, fail, ok, …
     }
-    expect(s.nextProbeAt()).toBeNull();
+    expect(s.nextProbeAt(Date.now())).toBeNull();
   });
 
   it('attempts already in flight when it opens finish without extending it; a late success closes it', () => {
@@ -116,12 +126,12 @@ describe('EndpointScheduler', () => {
     s.pick(heads('e', 4), Date.now());
     s.finished('e-0', 'e', false, Date.now());
     s.finished('e-1', 'e', false, Date.now());
-    const until = s.nextProbeAt();
+    const until = s.nextProbeAt(Date.now());
     jest.advanceTimersByTime(100);
     s.finished('e-2', 'e', false, Date.now());
-    expect(s.nextProbeAt()).toBe(until);
+    expect(s.nextProbeAt(Date.now())).toBe(until);
     s.finished('e-3', 'e', true, Date.now());
-    expect(s.nextProbeAt()).toBeNull();
+    expect(s.nextProbeAt(Date.now())).toBeNull();
   });
 
   it('forgets healthy idle endpoints (memory stays bounded by endpoints with work)', () => {

@@ -145,11 +145,15 @@ export class EndpointScheduler {
     }
   }
 
-  /** The earliest time an open breaker lets its probe go (to wake the worker then), or null. */
-  nextProbeAt(): number | null {
+  /**
+   * The earliest time after `now` an open breaker lets its probe go (to wake the worker then), or
+   * null. A period already over needs no wake-up: the endpoint's next due op, or the end of an
+   * attempt still in flight, wakes the worker anyway.
+   */
+  nextProbeAt(now: number): number | null {
     let at: number | null = null;
     for (const e of this.endpoints.values()) {
-      if (e.state === 'open' && (at === null || e.openUntil < at)) {
+      if (e.state === 'open' && e.openUntil > now && (at === null || e.openUntil < at)) {
         at = e.openUntil;
       }
     }

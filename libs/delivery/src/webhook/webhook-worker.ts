@@ -119,9 +119,9 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
         for (const op of this.scheduler.pick(due, now)) {
           void this.deliver(op);
         }
-        const probe = this.scheduler.nextProbeAt();
+        const probe = this.scheduler.nextProbeAt(now);
         if (probe !== null) {
-          nextIn = Math.min(nextIn, Math.max(0, probe - now));
+          nextIn = Math.min(nextIn, probe - now);
         }
       }
     } catch (e) {
