@@ -6,6 +6,7 @@ import { BenchDatabase } from '../dispatch/postgres';
 import { machineLine } from '../common/report';
 import { fmtDuration, fmtInt, summarize } from '../common/stats';
 import { scenario, type ScenarioResult } from './measure';
+import { DEAD_ENDPOINT_NOTE, deadEndpointLevel, type DeadEndpointRow } from './dead-endpoint';
 
 /*
  * Delivery benchmark (issue 10): deltas/s through normaliser → outbox → delivery SSE for one run
@@ -15,7 +16,10 @@ import { scenario, type ScenarioResult } from './measure';
  * per delta, the heaviest load a run can cause), and a final-only surface (one op per run) whose
  * result throughput is the run path nearly without delivery work.
  *
- *   npm run bench:delivery -- [--db sqlite,postgres] [--json FILE] [--pg-url URL]
+ * The dead-endpoint level (dead-endpoint.ts): a healthy webhook's delivery latency alone, beside a
+ * webhook that never answers, and beside it with the per-endpoint fairness switched off.
+ *
+ *   npm run bench:delivery -- [--db sqlite,postgres] [--levels throughput,dead-endpoint] [--json FILE] [--pg-url URL]
  *
  * Exits 1 if what the ops show (their messages joined) differs from a run's completed message; 2 on a bad option.
  */
@@ -35,8 +39,12 @@ const POLICIES = [
 
 const progress = (msg: string): void => void process.stderr.write(`bench: ${msg}\n`);
 
+const LEVELS = ['throughput', 'dead-endpoint'] as const;
+type Level = (typeof LEVELS)[number];
+
 interface Options {
   databases: ('sqlite' | 'postgres')[];
+  levels: Level[];
   json: string | null;
   pgUrl: string;
 }
@@ -44,6 +52,7 @@ interface Options {
 function parseOptions(argv: string[]): Options {
   const opts: Options = {
     databases: ['sqlite'],
+    levels: [...LEVELS],
     json: null,
     pgUrl: process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
   };
@@ -57,6 +66,14 @@ function parseOptions(argv: string[]): Options {
         return d;
       });
       i++;
+    } else if (flag === '--levels' && value) {
+      opts.levels = value.split(',').map((l) => {
+        if (!(LEVELS as readonly string[]).includes(l)) {
+          throw new Error(`--levels: unknown level ${l} (${LEVELS.join(', ')})`);
+        }
+        return l as Level;
+      });
+      i++;
     } else if (flag === '--json' && value) {
       opts.json = value;
       i++;
@@ -64,7 +81,9 @@ function parseOptions(argv: string[]): Options {
       opts.pgUrl = value;
       i++;
     } else {
-      throw new Error(`unknown option ${flag}; usage: [--db sqlite,postgres] [--json FILE] [--pg-url URL]`);
+      throw new Error(
+        `unknown option ${flag}; usage: [--db sqlite,postgres] [--levels throughput,dead-endpoint] [--json FILE] [--pg-url URL]`,
+      );
     }
   }
   return opts;
@@ -92,7 +111,15 @@ async function main(): Promise<number> {
   const started = performance.now();
   const load0 = os.loadavg()[0];
   const rows: (ReturnType<typeof figures> & { database: string; policy: string })[] = [];
+  const dead: DeadEndpointRow[] = [];
   for (const database of opts.databases) {
+    if (opts.levels.includes('dead-endpoint')) {
+      const makePg = () => (database === 'postgres' ? BenchDatabase.create(opts.pgUrl) : Promise.resolve(null));
+      dead.push(...(await deadEndpointLevel(database, makePg, progress)));
+    }
+    if (!opts.levels.includes('throughput')) {
+      continue;
+    }
     const pg = database === 'postgres' ? await BenchDatabase.create(opts.pgUrl) : null;
     progress(`${database}: starting host and demo runner`);
     const fixture = await HostFixture.start('bench-raw', { mode: 'echo' }, pg);
@@ -126,6 +153,14 @@ async function main(): Promise<number> {
         `| ${r.database} | ${r.runs} × ${fmtInt(r.deltas_per_run)} | ${r.policy} | ${fmtInt(r.ops)} | ${fmtInt(r.results_deltas_per_s ?? NaN)} | ${fmtInt(r.deliveries_deltas_per_s ?? NaN)} | ${fmtDuration(r.added_delay_p50_ms ?? NaN)} / ${fmtDuration(r.added_delay_p99_ms ?? NaN)} |`,
     ),
   ];
+  const deadTable = [
+    '| database | healthy endpoint | samples | first delivery | delivery latency p50 | max |',
+    '| --- | --- | ---: | ---: | ---: | ---: |',
+    ...dead.map(
+      (r) =>
+        `| ${r.database} | ${r.setting} | ${r.samples} | ${fmtDuration(r.first_ms)} | ${fmtDuration(r.p50_ms)} | ${fmtDuration(r.max_ms)} |`,
+    ),
+  ];
   const seconds = (performance.now() - started) / 1000;
   process.stdout.write(
     [
@@ -137,14 +172,21 @@ async function main(): Promise<number> {
       '"final only": surface webhook (one op per run, the lightest: the run path nearly without delivery);',
       'echo runner, chunk_delay_ms 0; both SSE streams of a run read side by side from its admission',
       '',
-      ...table,
+      ...(rows.length > 0 ? table : []),
       '',
+      ...(dead.length > 0 ? [`dead endpoint: ${DEAD_ENDPOINT_NOTE}`, '', ...deadTable, ''] : []),
       `${seconds.toFixed(0)} s`,
       '',
     ].join('\n'),
   );
   if (opts.json) {
-    writeJson(opts.json, { bench: 'delivery', machine: machineLine(), seconds: num(seconds), cases: rows });
+    writeJson(opts.json, {
+      bench: 'delivery',
+      machine: machineLine(),
+      seconds: num(seconds),
+      cases: rows,
+      dead_endpoint: dead,
+    });
   }
   const bad = rows.filter((r) => !r.shown_equals_completed);
   if (bad.length > 0) {

@@ -11,8 +11,13 @@ const WEBHOOK_ENV = {
   WEBHOOK_ALLOW_PRIVATE: 'true',
   WEBHOOK_RETRY_BASE_MS: '50',
   WEBHOOK_RETRY_MAX_MS: '400',
-  WEBHOOK_TIMEOUT_MS: '400',
+  // Long enough for a loaded machine's receiver to answer in time: an answer the host gave up on
+  // is sent again (at-least-once), which the exactly-once checks below would count as a duplicate.
+  WEBHOOK_TIMEOUT_MS: '2000',
   WEBHOOK_MAX_ATTEMPTS: '1000',
+  // The endpoint's breaker opens after 5 failures in a row; its open period stays within the
+  // retry cap here, so the backoff figures below hold.
+  WEBHOOK_BREAKER_OPEN_MS: '200',
 };
 
 /** Every op the SSE shows for the run (the outbox), to compare with what the webhook got. */

@@ -81,7 +81,7 @@ describe.each(DIALECTS)('delivery outbox on %s', (_name, factory) => {
     await hot.write(() =>
       outboxUnit([op('a', 1, true), op('a', 2, true), op('a', 3, true), op('b', 1, true), op('c', 1, false)]),
     );
-    const heads = async () => (await hot.read(pendingHeadsUnit(10))).map((o) => `${o.run_id}${o.sequence}`);
+    const heads = async () => (await hot.read(pendingHeadsUnit(10, 10))).map((o) => `${o.run_id}${o.sequence}`);
     expect(await heads()).toEqual(['a1', 'b1']);
     await hot.write(() => webhookRetryUnit('a-d1', 1, T0 + 10_000, 'HTTP 500'));
     expect(await heads()).toEqual(['b1', 'a1']); // a1 now waits until its retry time
@@ -103,5 +103,18 @@ describe.each(DIALECTS)('delivery outbox on %s', (_name, factory) => {
       [3, 'failed', 0],
     ]);
     expect(a[0].delivered_at).toBe(T0 + 20_000);
+  });
+
+  it('the webhook queue holds at most N heads per endpoint, so a busy endpoint cannot hide a quiet one', async () => {
+    const dead = 'https://dead.example.com/hook';
+    const healthy = 'https://healthy.example.com/hook';
+    const busy = Array.from({ length: 12 }, (_, i) =>
+      op(`dead${i}`, 1, true, { webhook_url: dead, created_at: T0 - 1000 + i }),
+    );
+    await hot.write(() => outboxUnit([...busy, op('quiet', 1, true, { webhook_url: healthy, created_at: T0 + 5 })]));
+    const heads = await hot.read(pendingHeadsUnit(3, 5)); // (b1 of the test above is still pending)
+    expect(heads.map((o) => o.run_id)).toEqual(['dead0', 'dead1', 'dead2', 'b', 'quiet']);
+    const unfair = await hot.read(pendingHeadsUnit(100, 5)); // what one ordered list would give
+    expect(unfair.map((o) => o.run_id)).not.toContain('quiet');
   });
 });

@@ -106,12 +106,20 @@ const DELIVERY_INDEXES: Array<[string, string, boolean, string[]]> = [
   ['delivery_outbox', 'idx_delivery_outbox_failed', false, ['id']],
 ];
 
+/** The retention job's `created_at` indexes (the retention-indexes migration). */
+const RETENTION_INDEXES: Array<[string, string, boolean, string[]]> = [
+  ['delivery_outbox', 'idx_delivery_outbox_created', false, ['created_at']],
+  ['run_results', 'idx_run_results_created', false, ['created_at']],
+  ['event_log', 'idx_event_log_created', false, ['created_at']],
+];
+
 const NAMED_INDEXES = [
   ...INITIAL_INDEXES,
   ...CONTEXT_INDEXES,
   ...RESOURCE_INDEXES,
   ...STEERING_INDEXES,
   ...DELIVERY_INDEXES,
+  ...RETENTION_INDEXES,
 ];
 
 /** The tables with full-text search: the transcript (second migration), knowledge chunks (third). */

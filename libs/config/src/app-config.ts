@@ -43,6 +43,8 @@ export interface AppConfig {
   browser: BrowserConfig;
   /** Delivery webhooks: per-attempt timeout, backoff base and cap, attempts, runs pushed at once, SSRF guard. */
   webhooks: WebhookConfig;
+  /** Deleting old delivered ops (and, when set, old results and event-log rows). */
+  retention: RetentionConfig;
   /** The built-in local agent: the folder of skill packages it may read (SKILLS_DIR), or none. */
   localAgent: { skillsDir: string | null };
 }
@@ -53,7 +55,24 @@ export interface WebhookConfig {
   retryMaxMs: number;
   maxAttempts: number;
   concurrency: number;
+  /** Runs of one endpoint (webhook URL) pushed at once. */
+  endpointConcurrency: number;
+  /** Consecutive failed attempts that open an endpoint's circuit breaker. */
+  breakerFailures: number;
+  /** First open period of a breaker (doubles per failed probe, capped at retryMaxMs). */
+  breakerOpenMs: number;
   allowPrivate: boolean;
+}
+
+/** Retention of stored rows (0 = kept forever); see the retention job in libs/persistence. */
+export interface RetentionConfig {
+  /** Outbox ops settled (delivered, or never meant for a webhook) older than this are deleted. */
+  deliveredOpsMs: number;
+  /** Results and event-log rows older than this are deleted (0 = kept). */
+  runDataMs: number;
+  /** How often the job runs, and rows deleted per batch (one short write each). */
+  intervalMs: number;
+  batchSize: number;
 }
 
 export interface TlsConfig {
@@ -64,6 +83,8 @@ export interface TlsConfig {
 }
 
 export const APP_CONFIG = Symbol('APP_CONFIG');
+
+const HOUR_MS = 3_600_000;
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -132,7 +153,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       retryMaxMs: dto.WEBHOOK_RETRY_MAX_MS ?? 300_000,
       maxAttempts: dto.WEBHOOK_MAX_ATTEMPTS ?? 15,
       concurrency: dto.WEBHOOK_CONCURRENCY ?? 16,
+      endpointConcurrency: dto.WEBHOOK_ENDPOINT_CONCURRENCY ?? 4,
+      breakerFailures: dto.WEBHOOK_BREAKER_FAILURES ?? 5,
+      breakerOpenMs: dto.WEBHOOK_BREAKER_OPEN_MS ?? 30_000,
       allowPrivate: dto.WEBHOOK_ALLOW_PRIVATE === 'true',
+    },
+    retention: {
+      deliveredOpsMs: (dto.RETENTION_DELIVERED_OPS_HOURS ?? 168) * HOUR_MS,
+      runDataMs: (dto.RETENTION_RUN_DATA_DAYS ?? 0) * 24 * HOUR_MS,
+      intervalMs: dto.RETENTION_INTERVAL_MS ?? 600_000,
+      batchSize: dto.RETENTION_BATCH_SIZE ?? 500,
     },
     localAgent: { skillsDir: dto.SKILLS_DIR ? path.resolve(dto.SKILLS_DIR) : null },
   };

@@ -227,8 +227,63 @@ export class EnvDto {
   @Max(1024)
   WEBHOOK_CONCURRENCY?: number;
 
+  /** Runs of one webhook endpoint (URL) pushed at once: a dead endpoint holds at most this many workers. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1024)
+  WEBHOOK_ENDPOINT_CONCURRENCY?: number;
+
+  /** Consecutive failed attempts to one endpoint that open its circuit breaker. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  WEBHOOK_BREAKER_FAILURES?: number;
+
+  /** First open period of an endpoint's breaker (then one probe; doubles per failed probe). */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(86_400_000)
+  WEBHOOK_BREAKER_OPEN_MS?: number;
+
   /** true: webhooks may target private, loopback and link-local addresses (single-machine setups, tests). */
   @IsOptional()
   @IsIn(['true', 'false'])
   WEBHOOK_ALLOW_PRIVATE?: string;
+
+  // Retention (handoff/wt-d.md): settled delivery ops, and optionally results and event-log rows.
+  /** Hours a settled delivery op (delivered, or without webhook) is kept; 0 = forever. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(87_600)
+  RETENTION_DELIVERED_OPS_HOURS?: number;
+
+  /** Days results and event-log rows are kept; 0 (default) = forever. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(36_500)
+  RETENTION_RUN_DATA_DAYS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(86_400_000)
+  RETENTION_INTERVAL_MS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(10_000)
+  RETENTION_BATCH_SIZE?: number;
 }

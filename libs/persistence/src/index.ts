@@ -13,4 +13,6 @@ export { ModelsRepository, type NewModelUsage } from './repositories/models.repo
 export { KnowledgeRepository, type KbChunkHit, type KbStats } from './repositories/knowledge.repository';
 export { SteeringRepository, type ConversationTimeline, type SteeringFilter } from './repositories/steering.repository';
 export { Transactions } from './transactions';
+export { RetentionJob, type RetentionCounts } from './retention/retention-job';
+export { retentionBatchUnit, type RetentionTable } from './retention/retention-units';
 export * from './hot';

@@ -15,6 +15,7 @@ import { ModelsRepository } from './repositories/models.repository';
 import { ToolsRepository } from './repositories/tools.repository';
 import { KnowledgeRepository } from './repositories/knowledge.repository';
 import { SteeringRepository } from './repositories/steering.repository';
+import { RetentionJob } from './retention/retention-job';
 
 const REPOSITORIES = [
   Transactions,
@@ -44,8 +45,8 @@ export class PersistenceModule {
         }),
         TypeOrmModule.forFeature(ENTITIES),
       ],
-      providers: REPOSITORIES,
-      exports: REPOSITORIES,
+      providers: [...REPOSITORIES, RetentionJob],
+      exports: [...REPOSITORIES, RetentionJob],
     };
   }
 }

@@ -18,7 +18,7 @@ export function postWebhook(
   url: string,
   body: string,
   headers: Record<string, string>,
-  opts: { timeoutMs: number; allowPrivate: boolean },
+  opts: { timeoutMs: number; allowPrivate: boolean; signal?: AbortSignal },
 ): Promise<WebhookAttempt> {
   return new Promise((resolve) => {
     let target: URL;
@@ -44,6 +44,7 @@ export function postWebhook(
       lookup: opts.allowPrivate ? undefined : guardedLookup,
       timeout: opts.timeoutMs,
       agent: false,
+      signal: opts.signal,
     });
     const timer = setTimeout(() => req.destroy(new Error(`no answer within ${opts.timeoutMs} ms`)), opts.timeoutMs);
     req.on('timeout', () => req.destroy(new Error(`no answer within ${opts.timeoutMs} ms`)));

@@ -10,33 +10,55 @@ import {
 } from '@libs/persistence';
 import { opOf } from '../outbox-store';
 import { backoffMs } from './backoff';
+import { EndpointScheduler } from './endpoint-scheduler';
 import { signature, WEBHOOK_HEADERS } from './signature';
 import { postWebhook, type WebhookAttempt } from './webhook-sender';
 
 /** Longest sleep between two looks at the outbox when nothing woke the worker. */
 const IDLE_POLL_MS = 5000;
+/** Head ops read per look at most (over all endpoints). */
+const MAX_HEADS = 1024;
 
 /**
  * Pushes the outbox to agents' webhooks (issue 10). The outbox is the queue — it survives
  * restarts; this worker keeps only what is in flight. Ops of one run go one at a time in sequence
  * order (the next is sent after the previous was acknowledged or gave up); up to
- * WEBHOOK_CONCURRENCY runs are pushed at once. A failed attempt is retried after an exponential
+ * WEBHOOK_CONCURRENCY runs are pushed at once, shared fairly between endpoints with a circuit
+ * breaker each (endpoint-scheduler.ts: a dead endpoint holds at most WEBHOOK_ENDPOINT_CONCURRENCY
+ * workers, then none while its breaker is open). A failed attempt is retried after an exponential
  * backoff capped at WEBHOOK_RETRY_MAX_MS; after WEBHOOK_MAX_ATTEMPTS the op — and the later ops
  * of its run, never sent ahead of it — is marked failed (admin: GET /v1/admin/deliveries/failed).
  */
 @Injectable()
 export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('Webhooks');
-  private readonly inflight = new Set<string>();
+  private readonly scheduler: EndpointScheduler;
   private timer?: NodeJS.Timeout;
   private passing = false;
   private again = false;
   private stopped = true;
+  /**
+   * Runs whose attempt ended while a look at the outbox was reading: that read may predate the
+   * attempt's state write (PostgreSQL reads are asynchronous), so their heads in it are stale —
+   * the next look (the ending woke it) reads them again.
+   */
+  private endedDuringRead: Set<string> | null = null;
+  /** Aborts the requests in flight at shutdown (their ops stay pending: sent again after a restart). */
+  private readonly shutdown = new AbortController();
 
   constructor(
     private readonly hot: HotStore,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+  ) {
+    const w = config.webhooks;
+    this.scheduler = new EndpointScheduler({
+      concurrency: w.concurrency,
+      perEndpoint: Math.min(w.endpointConcurrency, w.concurrency),
+      breakerFailures: w.breakerFailures,
+      breakerOpenMs: w.breakerOpenMs,
+      breakerMaxOpenMs: Math.max(w.breakerOpenMs, w.retryMaxMs),
+    });
+  }
 
   onApplicationBootstrap(): void {
     this.stopped = false;
@@ -46,6 +68,7 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
   onModuleDestroy(): void {
     this.stopped = true;
     clearTimeout(this.timer);
+    this.shutdown.abort();
   }
 
   /** New ops were committed, or an op finished: look at the outbox again now. */
@@ -62,7 +85,7 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
     this.timer.unref();
   }
 
-  /** One look at the outbox: starts every due head op of a run not already in flight. */
+  /** One look at the outbox: starts the due head ops the fair scheduler admits (one per run at most). */
   private async pass(): Promise<void> {
     if (this.passing) {
       this.again = true;
@@ -71,26 +94,35 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
     this.passing = true;
     let nextIn = IDLE_POLL_MS;
     try {
-      const { concurrency } = this.config.webhooks;
-      const heads = await this.hot.read(pendingHeadsUnit(concurrency * 4 + this.inflight.size));
-      const now = Date.now();
-      for (const op of heads) {
-        if (this.inflight.has(op.run_id)) {
-          continue;
-        }
-        const due = op.next_attempt_at ?? op.created_at;
-        if (due > now) {
-          nextIn = Math.min(nextIn, due - now);
-          continue;
-        }
-        if (this.inflight.size >= concurrency) {
-          break; // a finishing op wakes the worker
-        }
-        this.inflight.add(op.run_id);
-        void this.deliver(op).finally(() => {
-          this.inflight.delete(op.run_id);
-          this.wake();
+      const { concurrency, endpointConcurrency } = this.config.webhooks;
+      if (this.scheduler.inflight < concurrency) {
+        // Per endpoint: its runs in flight (still pending) plus enough heads to fill its free slots.
+        const perEndpoint = 2 * Math.min(endpointConcurrency, concurrency);
+        const ended = new Set<string>();
+        this.endedDuringRead = ended;
+        const heads = await this.hot.read(pendingHeadsUnit(perEndpoint, MAX_HEADS)).finally(() => {
+          this.endedDuringRead = null;
         });
+        const now = Date.now();
+        const due: Array<OutboxRow & { endpoint: string }> = [];
+        for (const op of heads) {
+          if (ended.has(op.run_id)) {
+            continue;
+          }
+          const at = op.next_attempt_at ?? op.created_at;
+          if (at > now) {
+            nextIn = Math.min(nextIn, at - now);
+          } else {
+            due.push({ ...op, endpoint: op.webhook_url ?? '' });
+          }
+        }
+        for (const op of this.scheduler.pick(due, now)) {
+          void this.deliver(op);
+        }
+        const probe = this.scheduler.nextProbeAt(now);
+        if (probe !== null) {
+          nextIn = Math.min(nextIn, probe - now);
+        }
       }
     } catch (e) {
       this.logger.error({ msg: `webhook outbox read failed: ${e instanceof Error ? e.message : String(e)}` });
@@ -101,15 +133,30 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
     this.again = false;
   }
 
-  private async deliver(op: OutboxRow): Promise<void> {
+  /** One attempt of a run's head op, its outcome recorded; then the run's next op may go. */
+  private async deliver(op: OutboxRow & { endpoint: string }): Promise<void> {
+    let ok = false;
+    try {
+      ok = await this.attemptAndRecord(op);
+    } finally {
+      this.endedDuringRead?.add(op.run_id);
+      this.scheduler.finished(op.run_id, op.endpoint, ok, Date.now());
+      this.wake();
+    }
+  }
+
+  private async attemptAndRecord(op: OutboxRow): Promise<boolean> {
     const attempts = op.attempts + 1;
     const result = await this.attempt(op);
+    if (this.stopped) {
+      return false; // cut by the shutdown, not the endpoint's answer: nothing to record
+    }
     const now = Date.now();
     const log = { run_id: op.run_id, delivery_id: op.delivery_id, sequence: op.sequence, attempts };
     try {
       if (result.ok) {
         await this.hot.write(() => webhookDeliveredUnit(op.delivery_id, attempts, now, null));
-        return;
+        return true;
       }
       const { maxAttempts, retryBaseMs, retryMaxMs } = this.config.webhooks;
       const error = result.error ?? 'failed';
@@ -119,7 +166,7 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
           ...log,
           msg: `webhook op failed after ${attempts} attempts (${error}); ${skipped} later op(s) of the run not sent`,
         });
-        return;
+        return false;
       }
       const wait = backoffMs(attempts, retryBaseMs, retryMaxMs);
       await this.hot.write(() => webhookRetryUnit(op.delivery_id, attempts, now + wait, error));
@@ -128,6 +175,7 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
       // The state write failed: the op stays pending and is tried again (same idempotency key).
       this.logger.error({ ...log, msg: `webhook state not recorded: ${e instanceof Error ? e.message : String(e)}` });
     }
+    return result.ok;
   }
 
   private async attempt(op: OutboxRow): Promise<WebhookAttempt> {
@@ -154,7 +202,11 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
         [WEBHOOK_HEADERS.idempotencyKey]: op.idempotency_key,
         'user-agent': 'runner-host-webhook/1',
       },
-      { timeoutMs: this.config.webhooks.timeoutMs, allowPrivate: this.config.webhooks.allowPrivate },
+      {
+        timeoutMs: this.config.webhooks.timeoutMs,
+        allowPrivate: this.config.webhooks.allowPrivate,
+        signal: this.shutdown.signal,
+      },
     );
   }
 }

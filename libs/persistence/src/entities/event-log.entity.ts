@@ -5,6 +5,7 @@ import { epochMs, type JsonObject } from './columns';
 @Entity('event_log')
 @Index('idx_event_log_conversation', ['conversation_id', 'id'])
 @Index('idx_event_log_event', ['event_id'])
+@Index('idx_event_log_created', ['created_at'])
 export class EventLogEntity {
   @PrimaryGeneratedColumn()
   id!: number;

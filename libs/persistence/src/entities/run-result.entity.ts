@@ -4,6 +4,7 @@ import { epochMs, type JsonObject } from './columns';
 /** Every accepted result of a run, in sequence order. */
 @Entity('run_results')
 @Index('uq_run_results_run_sequence', ['run_id', 'sequence'], { unique: true })
+@Index('idx_run_results_created', ['created_at'])
 export class RunResultEntity {
   @PrimaryGeneratedColumn()
   id!: number;

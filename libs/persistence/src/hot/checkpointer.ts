@@ -7,6 +7,11 @@ export interface CheckpointOptions {
   intervalMs: number;
   /** Above this the worker truncates the WAL (waiting for readers, off the event loop). */
   walBytesCap: number;
+  /**
+   * No commit for this long: the worker truncates the WAL to zero bytes, once per idle spell —
+   * after a burst of load the file returns to nothing instead of staying at its high-water mark.
+   */
+  idleTruncateMs: number;
 }
 
 export interface WalStatus {
@@ -25,11 +30,31 @@ const db = new Database(workerData.file);
 db.pragma('busy_timeout = 2000');
 let last = Date.now();
 let checkpoints = 0;
+// data_version changes when another connection (the host's) committed: how idleness is seen.
+let version = db.pragma('data_version', { simple: true });
+let lastCommitSeen = Date.now();
+let idleTruncated = false;
 const size = () => { try { return fs.statSync(workerData.file + '-wal').size; } catch { return 0; } };
 const tick = () => {
+  const v = db.pragma('data_version', { simple: true });
+  if (v !== version) {
+    version = v;
+    lastCommitSeen = Date.now();
+    idleTruncated = false;
+  }
   const wal = size();
+  const idle = Date.now() - lastCommitSeen >= workerData.idle;
   const due = wal >= workerData.trigger || (wal > 0 && Date.now() - last >= workerData.interval);
-  if (due) {
+  if (idle && wal > 0 && !idleTruncated) {
+    try {
+      const [r] = db.pragma('wal_checkpoint(TRUNCATE)');
+      idleTruncated = !r || r.busy === 0; // busy: a reader held it; tried again next tick
+      checkpoints++;
+      last = Date.now();
+    } catch (e) {
+      parentPort.postMessage({ error: String(e && e.message || e) });
+    }
+  } else if (due) {
     try {
       db.pragma(wal >= workerData.cap ? 'wal_checkpoint(TRUNCATE)' : 'wal_checkpoint(PASSIVE)');
       checkpoints++;
@@ -59,6 +84,7 @@ export class Checkpointer {
         trigger: opts.walBytesTrigger,
         interval: opts.intervalMs,
         cap: opts.walBytesCap,
+        idle: opts.idleTruncateMs,
         poll: Math.min(250, opts.intervalMs),
       },
     });
@@ -78,7 +104,9 @@ export class Checkpointer {
   async stop(): Promise<void> {
     const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
     this.worker.postMessage('stop');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 2000))]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 2000)))]);
+    clearTimeout(timer);
     await this.worker.terminate();
   }
 }

@@ -37,6 +37,7 @@ export class HotStore implements OnModuleDestroy {
           walBytesTrigger: 4 * MiB,
           intervalMs: 1000,
           walBytesCap: 256 * MiB,
+          idleTruncateMs: 2000,
         });
       }
     }

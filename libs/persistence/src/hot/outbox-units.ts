@@ -59,13 +59,18 @@ export const OUTBOX_SQL = {
   after: stmt('outbox_after', `${SELECT} WHERE "run_id" = ? AND "sequence" > ? ORDER BY "sequence" ASC LIMIT ?`),
   /**
    * The webhook worker's queue: of each run with pending ops, the first one (ops of a run are
-   * pushed in order), due soonest first.
+   * pushed in order), due soonest first, at most `?` per webhook URL — so one endpoint with many
+   * runs cannot hide the heads of the others from the worker's fair scheduling.
    */
   pendingHeads: stmt(
     'outbox_pending_heads',
-    `${SELECT} AS o WHERE o."webhook_state" = 'pending' AND o."sequence" = (
-       SELECT MIN(p."sequence") FROM "delivery_outbox" AS p WHERE p."run_id" = o."run_id" AND p."webhook_state" = 'pending')
-     ORDER BY COALESCE(o."next_attempt_at", o."created_at") ASC, o."id" ASC LIMIT ?`,
+    `SELECT * FROM (
+       SELECT o.*, ROW_NUMBER() OVER (
+         PARTITION BY o."webhook_url" ORDER BY COALESCE(o."next_attempt_at", o."created_at") ASC, o."id" ASC) AS "endpoint_rank"
+       FROM "delivery_outbox" AS o WHERE o."webhook_state" = 'pending' AND o."sequence" = (
+         SELECT MIN(p."sequence") FROM "delivery_outbox" AS p WHERE p."run_id" = o."run_id" AND p."webhook_state" = 'pending')
+     ) AS h WHERE h."endpoint_rank" <= ?
+     ORDER BY COALESCE(h."next_attempt_at", h."created_at") ASC, h."id" ASC LIMIT ?`,
   ),
   delivered: stmt(
     'outbox_delivered',
@@ -147,8 +152,9 @@ export function* outboxAfterUnit(runId: string, after: number, limit: number): U
   return (yield* rows<Row>(OUTBOX_SQL.after, [runId, after, limit])).map(outboxFromRow);
 }
 
-export function* pendingHeadsUnit(limit: number): Unit<OutboxRow[]> {
-  return (yield* rows<Row>(OUTBOX_SQL.pendingHeads, [limit])).map(outboxFromRow);
+/** Pending head ops, oldest due first, at most `perEndpoint` per webhook URL and `limit` in all. */
+export function* pendingHeadsUnit(perEndpoint: number, limit: number): Unit<OutboxRow[]> {
+  return (yield* rows<Row>(OUTBOX_SQL.pendingHeads, [perEndpoint, limit])).map(outboxFromRow);
 }
 
 export function* webhookDeliveredUnit(id: string, attempts: number, at: number, note: string | null): Unit<void> {
