@@ -14,9 +14,13 @@ const outDir = path.join(root, 'dist', 'console');
 
 async function main() {
   execFileSync(process.execPath, [path.join(__dirname, 'console-schema.js')], { stdio: 'inherit' });
-  execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(app, 'tsconfig.json')], {
-    stdio: 'inherit',
-  });
+  execFileSync(
+    process.execPath,
+    [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(app, 'tsconfig.json')],
+    {
+      stdio: 'inherit',
+    },
+  );
   const { build } = await import('vite');
   await build({
     root: app,
@@ -48,12 +52,16 @@ async function main() {
         const z = zlib.gzipSync(body, { level: 9 }).length;
         raw += body.length;
         gz += z;
-        lines.push(`  ${path.relative(outDir, p).padEnd(40)} ${(body.length / 1024).toFixed(1).padStart(7)} KiB  ${(z / 1024).toFixed(1).padStart(6)} KiB gzip`);
+        lines.push(
+          `  ${path.relative(outDir, p).padEnd(40)} ${(body.length / 1024).toFixed(1).padStart(7)} KiB  ${(z / 1024).toFixed(1).padStart(6)} KiB gzip`,
+        );
       }
     }
   };
   walk(outDir);
-  process.stdout.write(`console bundle (dist/console):\n${lines.join('\n')}\n  total ${(raw / 1024).toFixed(1)} KiB, ${(gz / 1024).toFixed(1)} KiB gzip\n`);
+  process.stdout.write(
+    `console bundle (dist/console):\n${lines.join('\n')}\n  total ${(raw / 1024).toFixed(1)} KiB, ${(gz / 1024).toFixed(1)} KiB gzip\n`,
+  );
 }
 
 main().catch((e) => {

@@ -53,11 +53,16 @@ describe('webhook delivery: an admin retries a run whose ops failed', () => {
     await db.drop();
   });
 
-  const ops = async (runId: string): Promise<Op[]> => (await host.api('GET', `/v1/admin/runs/${runId}/deliveries`)).body;
+  const ops = async (runId: string): Promise<Op[]> =>
+    (await host.api('GET', `/v1/admin/runs/${runId}/deliveries`)).body;
 
   it('puts the failed ops back in the queue; they are delivered in order once the receiver answers', async () => {
     receiver.mode = 'fail';
-    const r = await host.api('POST', '/v1/events', event('hooked', 'Para one.\n\nPara two.', { delivery: { surface: 'api' } }));
+    const r = await host.api(
+      'POST',
+      '/v1/events',
+      event('hooked', 'Para one.\n\nPara two.', { delivery: { surface: 'api' } }),
+    );
     expect(r.status).toBe(202);
     const runId = r.body.run_id as string;
     const failed = await waitFor('failed ops', async () => {
@@ -90,7 +95,10 @@ describe('webhook delivery: an admin retries a run whose ops failed', () => {
   it('refuses a run without failed ops (409), an unknown run (404), a bad id (400) and a platform key (403)', async () => {
     const plain = await host.api('POST', '/v1/events', event('plain', 'no webhook here'));
     const runId = plain.body.run_id as string;
-    await waitFor('plain run ends', async () => (await host.api('GET', `/v1/runs/${runId}`)).body.status === 'completed');
+    await waitFor(
+      'plain run ends',
+      async () => (await host.api('GET', `/v1/runs/${runId}`)).body.status === 'completed',
+    );
     const none = await host.api('POST', `/v1/admin/runs/${runId}/deliveries/retry`);
     expect(none.status).toBe(409);
     expect(none.body.error.message).toMatch(/^run_id: .*no failed webhook ops/);

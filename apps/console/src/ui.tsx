@@ -13,7 +13,12 @@ export interface Loaded<T> {
 function asCallError(e: unknown): CallError {
   return e instanceof CallError
     ? e
-    : new CallError(0, { code: 'runtime_error', message: e instanceof Error ? e.message : String(e), retryable: false, details: {} });
+    : new CallError(0, {
+        code: 'runtime_error',
+        message: e instanceof Error ? e.message : String(e),
+        retryable: false,
+        details: {},
+      });
 }
 
 /** Loads once per change of `deps`, and again every `everyMs` when given (live pages). */
@@ -135,7 +140,15 @@ export function Link({ to, children, class: cls }: { to: string; children: Compo
   );
 }
 
-export function Page({ title, actions, children }: { title: string; actions?: ComponentChildren; children: ComponentChildren }) {
+export function Page({
+  title,
+  actions,
+  children,
+}: {
+  title: string;
+  actions?: ComponentChildren;
+  children: ComponentChildren;
+}) {
   const h = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
     document.title = `${title} · Runner Host console`;
@@ -174,4 +187,15 @@ export function Table({ caption, head, children }: { caption: string; head: stri
       </table>
     </div>
   );
+}
+
+/** A form's text value, trimmed ('' when absent or a file). */
+export function formText(form: FormData, name: string): string {
+  const v = form.get(name);
+  return typeof v === 'string' ? v.trim() : '';
+}
+
+/** A JSON value as display text: strings as they are, anything else as JSON. */
+export function str(v: unknown): string {
+  return typeof v === 'string' ? v : v === undefined ? '' : JSON.stringify(v);
 }

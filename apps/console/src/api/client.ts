@@ -67,9 +67,7 @@ function apiError(status: number, body: unknown): ApiError {
 }
 
 /** Unwraps an openapi-fetch answer: the data, or a CallError (status 0: the API is down or unreachable). */
-export async function call<T>(
-  promise: Promise<{ data?: T; error?: unknown; response: Response }>,
-): Promise<T> {
+export async function call<T>(promise: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
   let result: { data?: T; error?: unknown; response: Response };
   try {
     result = await promise;

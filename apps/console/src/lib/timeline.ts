@@ -52,7 +52,11 @@ function textOf(content: unknown): string {
   }
   if (Array.isArray(content)) {
     return content
-      .map((c) => (c && typeof c === 'object' && typeof (c as { text?: unknown }).text === 'string' ? (c as { text: string }).text : ''))
+      .map((c) =>
+        c && typeof c === 'object' && typeof (c as { text?: unknown }).text === 'string'
+          ? (c as { text: string }).text
+          : '',
+      )
       .join('');
   }
   return '';
@@ -76,7 +80,10 @@ export function fold(t: Timeline, r: RunResult): Timeline {
       const chunk = (data.chunk ?? {}) as { content?: unknown; all_content?: string | null; role?: string };
       if (open >= 0) {
         const m = items[open] as Extract<TimelineItem, { kind: 'message' }>;
-        items[open] = { ...m, text: typeof chunk.all_content === 'string' ? chunk.all_content : m.text + textOf(chunk.content) };
+        items[open] = {
+          ...m,
+          text: typeof chunk.all_content === 'string' ? chunk.all_content : m.text + textOf(chunk.content),
+        };
       } else {
         items.push({
           kind: 'message',
@@ -96,7 +103,14 @@ export function fold(t: Timeline, r: RunResult): Timeline {
         const m = items[open] as Extract<TimelineItem, { kind: 'message' }>;
         items[open] = { ...m, text: text || m.text, done: true };
       } else {
-        items.push({ kind: 'message', key: `m${r.sequence}`, role: message.role ?? 'assistant', text, done: true, sequence: r.sequence });
+        items.push({
+          kind: 'message',
+          key: `m${r.sequence}`,
+          role: message.role ?? 'assistant',
+          text,
+          done: true,
+          sequence: r.sequence,
+        });
       }
       break;
     }
@@ -134,14 +148,21 @@ export function fold(t: Timeline, r: RunResult): Timeline {
       if (open >= 0) {
         items[open] = { ...(items[open] as Extract<TimelineItem, { kind: 'message' }>), done: true };
       }
-      items.push({ kind: 'terminal', key: `x${r.sequence}`, type: r.type, data, source: r.source, sequence: r.sequence });
+      items.push({
+        kind: 'terminal',
+        key: `x${r.sequence}`,
+        type: r.type,
+        data,
+        source: r.source,
+        sequence: r.sequence,
+      });
       break;
     default:
       items.push({ kind: 'other', key: `o${r.sequence}`, type: r.type, data, sequence: r.sequence });
   }
   return {
     items,
-    usage: r.usage ? (r.usage as Usage) : t.usage,
+    usage: r.usage ? r.usage : t.usage,
     last: r.sequence,
     ended: t.ended || r.type === 'run.completed' || r.type === 'run.failed',
   };

@@ -1,6 +1,6 @@
 import { api, call } from '../api/client';
 import { navigate, type Location } from '../lib/router';
-import { Empty, Json, Link, Page, Section, Status, Table, Time, useLoad } from '../ui';
+import { Empty, formText, Json, Link, Page, Section, Status, Table, Time, useLoad } from '../ui';
 
 function Pick() {
   return (
@@ -9,8 +9,8 @@ function Pick() {
       onSubmit={(e) => {
         e.preventDefault();
         const f = new FormData(e.currentTarget);
-        const id = String(f.get('conversation_id') ?? '').trim();
-        const agent = String(f.get('agent_id') ?? '').trim();
+        const id = formText(f, 'conversation_id');
+        const agent = formText(f, 'agent_id');
         if (id) {
           navigate(`/conversations/${encodeURIComponent(id)}${agent ? `?agent_id=${encodeURIComponent(agent)}` : ''}`);
         }
@@ -46,7 +46,8 @@ export function Conversations() {
             <ul class="plain">
               {[...seen].map(([c, a]) => (
                 <li key={c} class="wrap">
-                  <Link to={`/conversations/${encodeURIComponent(c)}?agent_id=${encodeURIComponent(a)}`}>{c}</Link> <span class="muted">{a}</span>
+                  <Link to={`/conversations/${encodeURIComponent(c)}?agent_id=${encodeURIComponent(a)}`}>{c}</Link>{' '}
+                  <span class="muted">{a}</span>
                 </li>
               ))}
             </ul>
@@ -60,12 +61,22 @@ export function Conversations() {
 export function Conversation({ id, loc }: { id: string; loc: Location }) {
   const agent = loc.query.get('agent_id') ?? undefined;
   const transcript = useLoad(
-    () => call(api.GET('/v1/conversations/{conversation_id}/transcript', { params: { path: { conversation_id: id }, query: { order: 'oldest', limit: 100 } } })),
+    () =>
+      call(
+        api.GET('/v1/conversations/{conversation_id}/transcript', {
+          params: { path: { conversation_id: id }, query: { order: 'oldest', limit: 100 } },
+        }),
+      ),
     [id],
     5000,
   );
   const timeline = useLoad(
-    () => call(api.GET('/v1/admin/conversations/{conversation_id}/timeline', { params: { path: { conversation_id: id }, query: { agent_id: agent } } })),
+    () =>
+      call(
+        api.GET('/v1/admin/conversations/{conversation_id}/timeline', {
+          params: { path: { conversation_id: id }, query: { agent_id: agent } },
+        }),
+      ),
     [id, agent],
     5000,
   );

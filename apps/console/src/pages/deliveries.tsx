@@ -8,7 +8,11 @@ import { RetryButton } from './run';
 /** Webhook ops that exhausted their retries (and the later ops of their runs), with a retry per run. */
 export function Deliveries({ loc }: { loc: Location }) {
   const cursor = loc.query.get('cursor') ?? undefined;
-  const failed = useLoad(() => call(api.GET('/v1/admin/deliveries/failed', { params: { query: { cursor, limit: 50 } } })), [cursor], 5000);
+  const failed = useLoad(
+    () => call(api.GET('/v1/admin/deliveries/failed', { params: { query: { cursor, limit: 50 } } })),
+    [cursor],
+    5000,
+  );
   const [note, setNote] = useState<string | null>(null);
   return (
     <Page title="Failed deliveries">
@@ -19,7 +23,10 @@ export function Deliveries({ loc }: { loc: Location }) {
             <Empty>No failed webhook op.</Empty>
           ) : (
             <>
-              <Table caption="Failed webhook ops" head={['run', 'op', 'webhook', 'attempts', 'last error', 'created', '']}>
+              <Table
+                caption="Failed webhook ops"
+                head={['run', 'op', 'webhook', 'attempts', 'last error', 'created', '']}
+              >
                 {page.items.map((o, idx) => (
                   <tr key={o.delivery_id}>
                     <td class="wrap">

@@ -20,7 +20,11 @@ export function Overview() {
   );
   const recent = useLoad(() => call(api.GET('/v1/runs', { params: { query: { limit: 100 } } })), [], LIVE_MS);
   const steering = useLoad(() => call(api.GET('/v1/admin/steering', { params: { query: { limit: 1 } } })), [], LIVE_MS);
-  const failed = useLoad(() => call(api.GET('/v1/admin/deliveries/failed', { params: { query: { limit: 100 } } })), [], LIVE_MS);
+  const failed = useLoad(
+    () => call(api.GET('/v1/admin/deliveries/failed', { params: { query: { limit: 100 } } })),
+    [],
+    LIVE_MS,
+  );
   const ready = useLoad(readiness, [], LIVE_MS);
   return (
     <Page title="Overview">
@@ -76,7 +80,9 @@ export function Overview() {
             {(p) => {
               const since = Date.now() - 10 * 60_000;
               const inWindow = p.items.filter((r) => Date.parse(r.created_at) >= since);
-              const counts = STATUSES.map((s) => [s, inWindow.filter((r) => r.status === s).length] as const).filter(([, n]) => n > 0);
+              const counts = STATUSES.map((s) => [s, inWindow.filter((r) => r.status === s).length] as const).filter(
+                ([, n]) => n > 0,
+              );
               return counts.length === 0 ? (
                 <Empty>No runs in the last 10 minutes.</Empty>
               ) : (

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, call, CallError, type Schemas } from '../api/client';
 import { navigate } from '../lib/router';
-import { Empty, ErrorState, Link, Page, Section, Status, Table, run, useLoad } from '../ui';
+import { Empty, ErrorState, Link, Page, Section, Status, str, Table, run, useLoad } from '../ui';
 
 type Json = Record<string, unknown>;
 
@@ -57,7 +57,7 @@ export const RESOURCE_KINDS: ResourceKind[] = [
         id: a.agent_id,
         cells: [a.agent_id, a.runner_id, a.version],
       })),
-    get: async (id) => (await call(api.GET('/v1/admin/agents/{agent_id}', { params: { path: { agent_id: id } } }))) as unknown as Json,
+    get: async (id) => await call(api.GET('/v1/admin/agents/{agent_id}', { params: { path: { agent_id: id } } })),
     create: (body) => call(api.POST('/v1/admin/agents', { body: body as Schemas['CreateAgentDto'] })),
     // The optimistic version: refused (409) when someone changed the agent since it was loaded.
     replace: (id, body, current) =>
@@ -92,10 +92,15 @@ export const RESOURCE_KINDS: ResourceKind[] = [
         id: m.model_id,
         cells: [m.model_id, m.kind, m.provider, m.model_name, m.api_key_set],
       })),
-    get: async (id) => (await call(api.GET('/v1/admin/models/{model_id}', { params: { path: { model_id: id } } }))) as unknown as Json,
+    get: async (id) => await call(api.GET('/v1/admin/models/{model_id}', { params: { path: { model_id: id } } })),
     create: (body) => call(api.POST('/v1/admin/models', { body: body as Schemas['CreateModelDto'] })),
     replace: (id, body) =>
-      call(api.PUT('/v1/admin/models/{model_id}', { params: { path: { model_id: id } }, body: body as Schemas['ReplaceModelDto'] })),
+      call(
+        api.PUT('/v1/admin/models/{model_id}', {
+          params: { path: { model_id: id } },
+          body: body as Schemas['ReplaceModelDto'],
+        }),
+      ),
     remove: (id) => call(api.DELETE('/v1/admin/models/{model_id}', { params: { path: { model_id: id } } })),
   },
   {
@@ -114,7 +119,8 @@ export const RESOURCE_KINDS: ResourceKind[] = [
         id: s.source_id,
         cells: [s.source_id, s.kind, s.status, s.tools.join(', ')],
       })),
-    get: async (id) => (await call(api.GET('/v1/admin/tools/sources/{source_id}', { params: { path: { source_id: id } } }))) as unknown as Json,
+    get: async (id) =>
+      await call(api.GET('/v1/admin/tools/sources/{source_id}', { params: { path: { source_id: id } } })),
     create: (body) => call(api.POST('/v1/admin/tools/sources', { body: body as Schemas['CreateToolSourceDto'] })),
     replace: (id, body) =>
       call(
@@ -142,7 +148,7 @@ export const RESOURCE_KINDS: ResourceKind[] = [
         id: k.kb_id,
         cells: [k.kb_id, k.name, k.document_count, k.chunk_count],
       })),
-    get: async (id) => (await call(api.GET('/v1/admin/knowledge-bases/{kb_id}', { params: { path: { kb_id: id } } }))) as unknown as Json,
+    get: async (id) => await call(api.GET('/v1/admin/knowledge-bases/{kb_id}', { params: { path: { kb_id: id } } })),
     create: (body) => call(api.POST('/v1/admin/knowledge-bases', { body: body as Schemas['CreateKnowledgeBaseDto'] })),
     remove: (id) => call(api.DELETE('/v1/admin/knowledge-bases/{kb_id}', { params: { path: { kb_id: id } } })),
   },
@@ -175,7 +181,10 @@ export function fieldOf(path: string): string {
 
 function errorsByField(e: CallError, fields: Field[]): { byField: Record<string, string[]>; rest: string[] } {
   const problems = Array.isArray(e.error.details.problems)
-    ? (e.error.details.problems as { field?: string; rule?: string }[]).map((p) => ({ field: p.field ?? '', text: `${p.field}: ${p.rule}` }))
+    ? (e.error.details.problems as { field?: string; rule?: string }[]).map((p) => ({
+        field: p.field ?? '',
+        text: `${p.field}: ${p.rule}`,
+      }))
     : [{ field: e.field ?? '', text: e.message }];
   const names = new Set(fields.map((f) => f.name));
   const byField: Record<string, string[]> = {};
@@ -195,13 +204,24 @@ function initial(fields: Field[], item: Json | null): Record<string, string> {
   const out: Record<string, string> = {};
   for (const f of fields) {
     const v = item?.[f.name];
-    out[f.name] = v === undefined || v === null ? (f.type === 'bool' ? 'true' : '') : f.type === 'json' ? JSON.stringify(v, null, 2) : String(v);
+    out[f.name] =
+      v === undefined || v === null
+        ? f.type === 'bool'
+          ? 'true'
+          : ''
+        : f.type === 'json'
+          ? JSON.stringify(v, null, 2)
+          : str(v);
   }
   return out;
 }
 
 /** The form's values as a body; a field whose JSON does not parse is a problem of that field. */
-function bodyOf(fields: Field[], values: Record<string, string>, creating: boolean): { body: Json; problems: Record<string, string[]> } {
+function bodyOf(
+  fields: Field[],
+  values: Record<string, string>,
+  creating: boolean,
+): { body: Json; problems: Record<string, string[]> } {
   const body: Json = {};
   const problems: Record<string, string[]> = {};
   for (const f of fields) {
@@ -254,7 +274,10 @@ function Editor({ kind, item, id }: { kind: ResourceKind; item: Json | null; id:
       const created = r.value as { token?: string } | undefined;
       setNote(created?.token ? `Saved. The plugin token, shown once: ${created.token}` : 'Saved.');
       if (creating && !created?.token) {
-        const newId = kind.fields.filter((f) => f.key).map((f) => values[f.name].trim()).join('/');
+        const newId = kind.fields
+          .filter((f) => f.key)
+          .map((f) => values[f.name].trim())
+          .join('/');
         if (kind.get) {
           navigate(`/${kind.path}/${encodeURIComponent(newId)}`);
         }
@@ -293,7 +316,8 @@ function Editor({ kind, item, id }: { kind: ResourceKind; item: Json | null; id:
           id: `f-${f.name}`,
           name: f.name,
           'aria-invalid': err ? ('true' as const) : undefined,
-          'aria-describedby': [err ? `e-${f.name}` : '', f.help ? `h-${f.name}` : ''].filter(Boolean).join(' ') || undefined,
+          'aria-describedby':
+            [err ? `e-${f.name}` : '', f.help ? `h-${f.name}` : ''].filter(Boolean).join(' ') || undefined,
           readOnly,
           required: f.required,
         };
@@ -305,9 +329,20 @@ function Editor({ kind, item, id }: { kind: ResourceKind; item: Json | null; id:
               {f.required && <span aria-hidden="true"> *</span>}
             </label>
             {f.type === 'json' ? (
-              <textarea {...common} rows={Math.min(14, Math.max(3, values[f.name].split('\n').length))} spellcheck={false} value={values[f.name]} onInput={(e) => set(e.currentTarget.value)} />
+              <textarea
+                {...common}
+                rows={Math.min(14, Math.max(3, values[f.name].split('\n').length))}
+                spellcheck={false}
+                value={values[f.name]}
+                onInput={(e) => set(e.currentTarget.value)}
+              />
             ) : f.type === 'select' ? (
-              <select {...common} value={values[f.name]} onChange={(e) => set(e.currentTarget.value)} disabled={readOnly}>
+              <select
+                {...common}
+                value={values[f.name]}
+                onChange={(e) => set(e.currentTarget.value)}
+                disabled={readOnly}
+              >
                 <option value="">—</option>
                 {f.options!.map((o) => (
                   <option key={o}>{o}</option>
@@ -318,12 +353,10 @@ function Editor({ kind, item, id }: { kind: ResourceKind; item: Json | null; id:
                 <option value="true">true</option>
                 <option value="false">false</option>
               </select>
+            ) : f.type === 'number' ? (
+              <input {...common} type="number" value={values[f.name]} onInput={(e) => set(e.currentTarget.value)} />
             ) : (
-              f.type === 'number' ? (
-                <input {...common} type="number" value={values[f.name]} onInput={(e) => set(e.currentTarget.value)} />
-              ) : (
-                <input {...common} type="text" value={values[f.name]} onInput={(e) => set(e.currentTarget.value)} />
-              )
+              <input {...common} type="text" value={values[f.name]} onInput={(e) => set(e.currentTarget.value)} />
             )}
             {f.help && (
               <small id={`h-${f.name}`} class="muted">
@@ -377,7 +410,13 @@ export function Resources({ kind }: { kind: ResourceKind }) {
                 <tr key={r.id}>
                   {r.cells.map((c, i) => (
                     <td class="wrap" key={i}>
-                      {i === 0 && kind.get ? <Link to={`/${kind.path}/${encodeURIComponent(r.id)}`}>{String(c)}</Link> : c === null ? '—' : String(c)}
+                      {i === 0 && kind.get ? (
+                        <Link to={`/${kind.path}/${encodeURIComponent(r.id)}`}>{String(c)}</Link>
+                      ) : c === null ? (
+                        '—'
+                      ) : (
+                        String(c)
+                      )}
                     </td>
                   ))}
                   <td>
@@ -438,7 +477,12 @@ function BuiltinTools() {
                         class="small"
                         onClick={() =>
                           void run(() =>
-                            call(api.PUT('/v1/admin/tools/builtins/{name}', { params: { path: { name: t.tool_name } }, body: { enabled: !t.enabled } })),
+                            call(
+                              api.PUT('/v1/admin/tools/builtins/{name}', {
+                                params: { path: { name: t.tool_name } },
+                                body: { enabled: !t.enabled },
+                              }),
+                            ),
                           ).then(() => tools.reload())
                         }
                       >
@@ -459,11 +503,26 @@ function BuiltinTools() {
 export function ResourcePage({ kind, id }: { kind: ResourceKind; id: string }) {
   const item = useLoad(() => (kind.get ? kind.get(id) : Promise.reject(new Error('not readable'))), [kind.path, id]);
   return (
-    <Page title={`${kind.singular} ${id}`} actions={<Link to={`/${kind.path}`} class="button">All {kind.title.toLowerCase()}</Link>}>
+    <Page
+      title={`${kind.singular} ${id}`}
+      actions={
+        <Link to={`/${kind.path}`} class="button">
+          All {kind.title.toLowerCase()}
+        </Link>
+      }
+    >
       {item.error ? (
         <ErrorState error={item.error} onRetry={item.reload} />
       ) : (
-        <Section loaded={item}>{(data) => (kind.replace ? <Editor kind={kind} item={data} id={id} key={JSON.stringify(data)} /> : <pre class="json">{JSON.stringify(data, null, 2)}</pre>)}</Section>
+        <Section loaded={item}>
+          {(data) =>
+            kind.replace ? (
+              <Editor kind={kind} item={data} id={id} key={JSON.stringify(data)} />
+            ) : (
+              <pre class="json">{JSON.stringify(data, null, 2)}</pre>
+            )
+          }
+        </Section>
       )}
     </Page>
   );

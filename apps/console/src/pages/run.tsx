@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, call, type Schemas } from '../api/client';
 import { useRunStream } from '../lib/follow';
 import type { TimelineItem } from '../lib/timeline';
-import { Empty, Json, Link, Page, Section, Status, Table, Time, run, useLoad } from '../ui';
+import { Empty, Json, Link, Page, Section, Status, str, Table, Time, run, useLoad } from '../ui';
 
 const ACTIVE = new Set(['queued', 'running']);
 
@@ -24,14 +24,27 @@ function Item({ item }: { item: TimelineItem }) {
           <span class="tl-kind">tool call</span>
           <details open>
             <summary>
-              <code>{item.tool_name}</code> {item.done ? (item.error ? <Status value="failed" /> : <Status value="completed" />) : <Status value="running" />}
+              <code>{item.tool_name}</code>{' '}
+              {item.done ? (
+                item.error ? (
+                  <Status value="failed" />
+                ) : (
+                  <Status value="completed" />
+                )
+              ) : (
+                <Status value="running" />
+              )}
             </summary>
             <h3 class="sub">Arguments</h3>
             <Json value={item.parameters} label={`${item.tool_name} arguments`} />
             {item.done && (
               <>
                 <h3 class="sub">{item.error ? 'Error' : 'Result'}</h3>
-                {item.error ? <p class="wrap">{item.error}</p> : <Json value={item.result} label={`${item.tool_name} result`} />}
+                {item.error ? (
+                  <p class="wrap">{item.error}</p>
+                ) : (
+                  <Json value={item.result} label={`${item.tool_name} result`} />
+                )}
               </>
             )}
           </details>
@@ -43,8 +56,8 @@ function Item({ item }: { item: TimelineItem }) {
           <span class="tl-kind">{item.type}</span>
           <p class="wrap">
             {item.type === 'run.failed'
-              ? `${String(item.data.code ?? '')}: ${String(item.data.error ?? '')}`
-              : `finish reason: ${String(item.data.finish_reason ?? 'stop')}`}
+              ? `${str(item.data.code)}: ${str(item.data.error)}`
+              : `finish reason: ${str(item.data.finish_reason ?? 'stop')}`}
             {item.source === 'host' && <span class="muted"> (a verdict of the host)</span>}
           </p>
         </li>
@@ -60,7 +73,11 @@ function Item({ item }: { item: TimelineItem }) {
 }
 
 function Deliveries({ runId }: { runId: string }) {
-  const ops = useLoad(() => call(api.GET('/v1/admin/runs/{run_id}/deliveries', { params: { path: { run_id: runId } } })), [runId], 5000);
+  const ops = useLoad(
+    () => call(api.GET('/v1/admin/runs/{run_id}/deliveries', { params: { path: { run_id: runId } } })),
+    [runId],
+    5000,
+  );
   const [note, setNote] = useState<string | null>(null);
   return (
     <Section loaded={ops}>
@@ -101,7 +118,9 @@ export function RetryButton({ runId, onDone }: { runId: string; onDone: (note: s
       disabled={busy}
       onClick={() => {
         setBusy(true);
-        void run(() => call(api.POST('/v1/admin/runs/{run_id}/deliveries/retry', { params: { path: { run_id: runId } } }))).then((r) => {
+        void run(() =>
+          call(api.POST('/v1/admin/runs/{run_id}/deliveries/retry', { params: { path: { run_id: runId } } })),
+        ).then((r) => {
           setBusy(false);
           onDone(r.ok ? `${r.value.retried} op(s) queued again` : `Retry refused: ${r.error.message}`);
         });
@@ -113,7 +132,12 @@ export function RetryButton({ runId, onDone }: { runId: string; onDone: (note: s
 }
 
 function Audit({ runId }: { runId: string }) {
-  const audit = useLoad(() => call(api.GET('/v1/admin/runs/{run_id}/audit', { params: { path: { run_id: runId }, query: { limit: 100 } } })), [runId], 5000);
+  const audit = useLoad(
+    () =>
+      call(api.GET('/v1/admin/runs/{run_id}/audit', { params: { path: { run_id: runId }, query: { limit: 100 } } })),
+    [runId],
+    5000,
+  );
   return (
     <Section loaded={audit}>
       {(page) =>
@@ -160,7 +184,11 @@ function Summary({ r }: { r: Schemas['RunDto'] }) {
       <dt>conversation</dt>
       <dd class="wrap">
         {r.conversation_id ? (
-          <Link to={`/conversations/${encodeURIComponent(r.conversation_id)}?agent_id=${encodeURIComponent(r.agent_id)}`}>{r.conversation_id}</Link>
+          <Link
+            to={`/conversations/${encodeURIComponent(r.conversation_id)}?agent_id=${encodeURIComponent(r.agent_id)}`}
+          >
+            {r.conversation_id}
+          </Link>
         ) : (
           '—'
         )}
@@ -189,7 +217,11 @@ function Summary({ r }: { r: Schemas['RunDto'] }) {
 }
 
 export function RunPage({ runId }: { runId: string }) {
-  const runLoaded = useLoad(() => call(api.GET('/v1/runs/{run_id}', { params: { path: { run_id: runId } } })), [runId], 3000);
+  const runLoaded = useLoad(
+    () => call(api.GET('/v1/runs/{run_id}', { params: { path: { run_id: runId } } })),
+    [runId],
+    3000,
+  );
   const { timeline, state, error } = useRunStream(runId);
   const [cancelNote, setCancelNote] = useState<string | null>(null);
   const [confirming, setConfirming] = useState(false);
@@ -197,7 +229,12 @@ export function RunPage({ runId }: { runId: string }) {
   const cancel = () => {
     setConfirming(false);
     void run(() =>
-      call(api.POST('/v1/runs/{run_id}/cancel', { params: { path: { run_id: runId } }, body: { reason: 'cancelled from the admin console' } })),
+      call(
+        api.POST('/v1/runs/{run_id}/cancel', {
+          params: { path: { run_id: runId } },
+          body: { reason: 'cancelled from the admin console' },
+        }),
+      ),
     ).then((r) => {
       setCancelNote(r.ok ? 'Cancel requested.' : `Cancel refused: ${r.error.message}`);
       runLoaded.reload();
@@ -233,7 +270,10 @@ export function RunPage({ runId }: { runId: string }) {
       <Section loaded={runLoaded}>{(r) => <Summary r={r} />}</Section>
       <section aria-labelledby="h-timeline">
         <h2 id="h-timeline">
-          Timeline <span class={`stream s-${state}`} data-testid="stream-state">{state}</span>
+          Timeline{' '}
+          <span class={`stream s-${state}`} data-testid="stream-state">
+            {state}
+          </span>
         </h2>
         {error && (
           <p class="state error" role="alert">
@@ -242,7 +282,8 @@ export function RunPage({ runId }: { runId: string }) {
         )}
         {timeline.usage && (
           <p class="muted">
-            usage: {timeline.usage.total_tokens ?? '?'} tokens ({timeline.usage.prompt_tokens ?? '?'} in, {timeline.usage.completion_tokens ?? '?'} out)
+            usage: {timeline.usage.total_tokens ?? '?'} tokens ({timeline.usage.prompt_tokens ?? '?'} in,{' '}
+            {timeline.usage.completion_tokens ?? '?'} out)
           </p>
         )}
         {timeline.items.length === 0 ? (

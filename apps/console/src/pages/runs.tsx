@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, call, type Schemas } from '../api/client';
 import { navigate, type Location } from '../lib/router';
-import { Empty, Link, Page, Section, Status, Table, Time, useLoad } from '../ui';
+import { Empty, formText, Link, Page, Section, Status, Table, Time, useLoad } from '../ui';
 
 type RunStatus = Schemas['RunDto']['status'];
 const STATUSES: RunStatus[] = ['queued', 'running', 'completed', 'failed', 'cancelled', 'timeout', 'interrupted'];
@@ -38,7 +38,7 @@ export function Runs({ loc }: { loc: Location }) {
     const f = new FormData(e.currentTarget as HTMLFormElement);
     const next = new URLSearchParams();
     for (const name of ['agent_id', 'conversation_id', 'since']) {
-      const v = String(f.get(name) ?? '').trim();
+      const v = formText(f, name);
       if (v) {
         next.set(name, v);
       }
@@ -79,7 +79,9 @@ export function Runs({ loc }: { loc: Location }) {
       </form>
       <Section loaded={runs}>
         {(page) => {
-          const items = Number.isNaN(sinceMs) ? page.items : page.items.filter((r) => Date.parse(r.created_at) >= sinceMs);
+          const items = Number.isNaN(sinceMs)
+            ? page.items
+            : page.items.filter((r) => Date.parse(r.created_at) >= sinceMs);
           return (
             <>
               {items.length === 0 ? (
@@ -96,7 +98,9 @@ export function Runs({ loc }: { loc: Location }) {
                       <td class="wrap">{r.agent_id}</td>
                       <td class="wrap">
                         {r.conversation_id ? (
-                          <Link to={`/conversations/${encodeURIComponent(r.conversation_id)}?agent_id=${encodeURIComponent(r.agent_id)}`}>
+                          <Link
+                            to={`/conversations/${encodeURIComponent(r.conversation_id)}?agent_id=${encodeURIComponent(r.agent_id)}`}
+                          >
                             {r.conversation_id}
                           </Link>
                         ) : (

@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, call } from '../api/client';
 import { navigate, type Location } from '../lib/router';
 import { diffJson, snapshotHash } from '../lib/snapshot-hash';
-import { Empty, Json, Link, Page, Section, Status, Table, useLoad } from '../ui';
+import { Empty, formText, Json, Link, Page, Section, Status, Table, useLoad } from '../ui';
 
 type Snap = Record<string, unknown> & {
   scope?: { agent_id?: string; runner_id?: string } & Record<string, unknown>;
@@ -31,7 +31,11 @@ function Verification({ snapshot, stored }: { snapshot: unknown; stored: string 
   const ok = stored !== null && computed === stored;
   return (
     <div class={`verify ${ok ? 'good' : 'bad'}`} role="status" data-testid="hash-verdict">
-      <strong>{ok ? '✓ Hash verified in this browser' : '✗ Hash mismatch: the stored snapshot does not hash to its recorded hash'}</strong>
+      <strong>
+        {ok
+          ? '✓ Hash verified in this browser'
+          : '✗ Hash mismatch: the stored snapshot does not hash to its recorded hash'}
+      </strong>
       <dl class="kv">
         <dt>stored</dt>
         <dd class="wrap">
@@ -46,7 +50,15 @@ function Verification({ snapshot, stored }: { snapshot: unknown; stored: string 
   );
 }
 
-function Granted({ label, requested, granted }: { label: string; requested: string[] | null; granted: { id: string; ops: string[] }[] }) {
+function Granted({
+  label,
+  requested,
+  granted,
+}: {
+  label: string;
+  requested: string[] | null;
+  granted: { id: string; ops: string[] }[];
+}) {
   const grantedIds = new Set(granted.map((g) => g.id));
   const removed = (requested ?? []).filter((r) => !grantedIds.has(r));
   return (
@@ -63,7 +75,8 @@ function Granted({ label, requested, granted }: { label: string; requested: stri
           ))}
           {removed.map((r) => (
             <li key={r} class="bad">
-              <span class="sr-only">removed: </span>− <code>{r}</code> <span class="muted">asked by the agent policy, not granted (manifest or catalogue)</span>
+              <span class="sr-only">removed: </span>− <code>{r}</code>{' '}
+              <span class="muted">asked by the agent policy, not granted (manifest or catalogue)</span>
             </li>
           ))}
         </ul>
@@ -80,7 +93,7 @@ function Layers({ snap }: { snap: Snap }) {
     () => call(api.GET('/v1/admin/agents/{agent_id}', { params: { path: { agent_id: agentId } } })),
     [agentId],
   );
-  const policy = agent.data?.resource_policy as { allowed_model_ids?: string[]; allowed_tool_names?: string[]; allowed_kb_ids?: string[]; allow_all_tools?: boolean } | undefined;
+  const policy = agent.data?.resource_policy;
   const res = snap.resources ?? {};
   return (
     <div class="layers">
@@ -124,13 +137,21 @@ function Layers({ snap }: { snap: Snap }) {
       </section>
       <section class="card wide" aria-labelledby="h-res">
         <h2 id="h-res">Result: what the run was allowed</h2>
-        <Granted label="models" requested={policy?.allowed_model_ids ?? null} granted={(res.models ?? []).map((m) => ({ id: m.model_id, ops: m.operations }))} />
+        <Granted
+          label="models"
+          requested={policy?.allowed_model_ids ?? null}
+          granted={(res.models ?? []).map((m) => ({ id: m.model_id, ops: m.operations }))}
+        />
         <Granted
           label="tools"
           requested={policy?.allow_all_tools ? null : (policy?.allowed_tool_names ?? null)}
           granted={(res.tools ?? []).map((t) => ({ id: t.tool_name, ops: t.operations }))}
         />
-        <Granted label="knowledge bases" requested={policy?.allowed_kb_ids ?? null} granted={(res.knowledge_bases ?? []).map((k) => ({ id: k.kb_id, ops: k.operations }))} />
+        <Granted
+          label="knowledge bases"
+          requested={policy?.allowed_kb_ids ?? null}
+          granted={(res.knowledge_bases ?? []).map((k) => ({ id: k.kb_id, ops: k.operations }))}
+        />
         <h3>host APIs</h3>
         <ul class="grants">
           {Object.entries(snap.available_apis ?? {}).map(([k, v]) => (
@@ -146,7 +167,10 @@ function Layers({ snap }: { snap: Snap }) {
 }
 
 function Diff({ left, compareId }: { left: unknown; compareId: string }) {
-  const other = useLoad(() => call(api.GET('/v1/admin/runs/{run_id}/authorization', { params: { path: { run_id: compareId } } })), [compareId]);
+  const other = useLoad(
+    () => call(api.GET('/v1/admin/runs/{run_id}/authorization', { params: { path: { run_id: compareId } } })),
+    [compareId],
+  );
   return (
     <Section loaded={other}>
       {(o) => {
@@ -173,9 +197,19 @@ function Diff({ left, compareId }: { left: unknown; compareId: string }) {
 
 export function SnapshotPage({ runId, loc }: { runId: string; loc: Location }) {
   const compare = loc.query.get('compare') ?? '';
-  const auth = useLoad(() => call(api.GET('/v1/admin/runs/{run_id}/authorization', { params: { path: { run_id: runId } } })), [runId]);
+  const auth = useLoad(
+    () => call(api.GET('/v1/admin/runs/{run_id}/authorization', { params: { path: { run_id: runId } } })),
+    [runId],
+  );
   return (
-    <Page title="Authorization snapshot" actions={<Link to={`/runs/${runId}`} class="button">Back to the run</Link>}>
+    <Page
+      title="Authorization snapshot"
+      actions={
+        <Link to={`/runs/${runId}`} class="button">
+          Back to the run
+        </Link>
+      }
+    >
       <p class="wrap">
         Run <code>{runId}</code>: what it may touch, frozen at admission — manifest ∩ agent policy ∩ run scope.
       </p>
@@ -189,14 +223,14 @@ export function SnapshotPage({ runId, loc }: { runId: string; loc: Location }) {
               <p>
                 Host check: <Status value={a.hash_verified ? 'verified' : 'mismatch'} />
               </p>
-              <Layers snap={a.authorization as Snap} />
+              <Layers snap={a.authorization} />
               <section aria-labelledby="h-diff">
                 <h2 id="h-diff">Compare with another run</h2>
                 <form
                   class="inline"
                   onSubmit={(e) => {
                     e.preventDefault();
-                    const v = String(new FormData(e.currentTarget).get('compare') ?? '').trim();
+                    const v = formText(new FormData(e.currentTarget), 'compare');
                     navigate(`/runs/${runId}/snapshot${v ? `?compare=${encodeURIComponent(v)}` : ''}`);
                   }}
                 >

@@ -56,7 +56,8 @@ export function Steering() {
                       </Link>
                     </h3>
                     <p class="wrap muted">
-                      {r.agent_id} · {r.conversation_id ?? 'no conversation'} · {r.steering_pull ? 'pulls steering' : 'does not pull steering'} · started{' '}
+                      {r.agent_id} · {r.conversation_id ?? 'no conversation'} ·{' '}
+                      {r.steering_pull ? 'pulls steering' : 'does not pull steering'} · started{' '}
                       <Time at={r.started_at} />
                     </p>
                     {r.queue.length === 0 ? (

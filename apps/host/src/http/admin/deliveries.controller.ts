@@ -50,8 +50,7 @@ export class AdminDeliveriesController {
   @Post('runs/:run_id/deliveries/retry')
   @HttpCode(200)
   @ApiOperation({
-    summary:
-      "Send a run's failed webhook ops again, in order, each with a fresh attempt budget (409 when none failed)",
+    summary: "Send a run's failed webhook ops again, in order, each with a fresh attempt budget (409 when none failed)",
   })
   @ApiResponse({ status: 200, type: DeliveryRetryDto })
   @ApiResponse({ status: 404, type: ErrorResponseDto })
