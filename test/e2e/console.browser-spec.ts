@@ -5,6 +5,13 @@ import { ADMIN_KEY, Host, TestDatabase, event, startDemoRunner, waitFor, type Pr
 
 jest.setTimeout(180_000);
 
+// What the functions evaluated in the page use (the test's tsconfig has no DOM lib); module-scoped.
+declare const document: any;
+declare const window: any;
+declare const sessionStorage: any;
+declare const localStorage: any;
+declare const getComputedStyle: any;
+
 /** Debian's chromium (scripts/browser-test.sh installs it); CHROMIUM_PATH overrides. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -152,12 +159,12 @@ describe('admin console in headless Chromium', () => {
     await page.waitForSelector('#key-error');
     expect(await textOf('#key-error')).toMatch(/refused/);
     const platform = (await host.api('POST', '/v1/admin/api-keys', { name: 'p', role: 'platform' })).body.key;
-    await page.$eval('#admin-key', (e) => ((e as HTMLInputElement).value = ''));
+    await page.$eval('#admin-key', (e) => ((e as any).value = ''));
     await page.type('#admin-key', platform);
     await page.click('button[type=submit]');
     await page.waitForFunction(() => /admin key/.test(document.querySelector('#key-error')?.textContent ?? ''));
 
-    await page.$eval('#admin-key', (e) => ((e as HTMLInputElement).value = ''));
+    await page.$eval('#admin-key', (e) => ((e as any).value = ''));
     await page.type('#admin-key', ADMIN_KEY);
     await page.click('button[type=submit]');
     await page.waitForFunction(() => document.querySelector('h1')?.textContent === 'Overview');
@@ -220,7 +227,10 @@ describe('admin console in headless Chromium', () => {
     const conversation = { conversation: { conversation_id: 'console-steer' } };
     const first = await host.api('POST', '/v1/events', event('busy', 'a long job', conversation));
     const runId = first.body.run_id as string;
-    await waitFor('busy run running', async () => (await host.api('GET', `/v1/runs/${runId}`)).body.status === 'running');
+    await waitFor(
+      'busy run running',
+      async () => (await host.api('GET', `/v1/runs/${runId}`)).body.status === 'running',
+    );
     const follow = await host.api('POST', '/v1/events', event('busy', 'and one more thing, please', conversation));
     expect(follow.body).toMatchObject({ disposition: 'steered', run_id: runId });
 
@@ -267,18 +277,20 @@ describe('admin console in headless Chromium', () => {
   it('shows the field the API names when an edit is refused, and saves a valid one', async () => {
     await go('/agents/echo', 'agent echo');
     await page.waitForSelector('#f-resource_policy');
-    await page.$eval('#f-resource_policy', (e) => ((e as HTMLTextAreaElement).value = ''));
+    await page.$eval('#f-resource_policy', (e) => ((e as any).value = ''));
     await page.type('#f-resource_policy', '{"allowed_model_ids": ["no-such-model"]}');
     await page.click('form.editor button[type=submit]');
     await page.waitForSelector('[data-testid=error-resource_policy]');
-    expect(await textOf('[data-testid=error-resource_policy]')).toMatch(/resource_policy\.allowed_model_ids\[0\].*no-such-model/);
+    expect(await textOf('[data-testid=error-resource_policy]')).toMatch(
+      /resource_policy\.allowed_model_ids\[0\].*no-such-model/,
+    );
     expect(await page.$eval('#f-resource_policy', (e) => e.getAttribute('aria-invalid'))).toBe('true');
     await shot('11-agent-field-error');
     expect(await axe()).toEqual([]);
 
-    await page.$eval('#f-description', (e) => ((e as HTMLInputElement).value = ''));
+    await page.$eval('#f-description', (e) => ((e as any).value = ''));
     await page.type('#f-description', 'edited in the console');
-    await page.$eval('#f-resource_policy', (e) => ((e as HTMLTextAreaElement).value = ''));
+    await page.$eval('#f-resource_policy', (e) => ((e as any).value = ''));
     await page.type('#f-resource_policy', '{}');
     await page.click('form.editor button[type=submit]');
     await waitText('Saved.');
@@ -289,7 +301,9 @@ describe('admin console in headless Chromium', () => {
     await page.setViewport({ width: 390, height: 844 });
     await go('/steering', 'Steering');
     await page.waitForSelector('table');
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    const overflow = await page.evaluate(
+      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    );
     expect(overflow).toBeLessThanOrEqual(0);
     await shot('12-phone-steering');
     await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'dark' }]);
