@@ -63,7 +63,7 @@ describe('admin console in headless Chromium', () => {
   const axe = async (): Promise<AxeViolation[]> => {
     await page.addScriptTag({ path: AXE });
     const result = await page.evaluate(async () => {
-      const r = await (window as any).axe.run(document, { resultTypes: ['violations'] });
+      const r = await (window).axe.run(document, { resultTypes: ['violations'] });
       return r.violations as AxeViolation[];
     });
     return result
