@@ -63,7 +63,7 @@ describe('admin console in headless Chromium', () => {
   const axe = async (): Promise<AxeViolation[]> => {
     await page.addScriptTag({ path: AXE });
     const result = await page.evaluate(async () => {
-      const r = await (window).axe.run(document, { resultTypes: ['violations'] });
+      const r = await window.axe.run(document, { resultTypes: ['violations'] });
       return r.violations as AxeViolation[];
     });
     return result
@@ -295,6 +295,14 @@ describe('admin console in headless Chromium', () => {
     await page.click('form.editor button[type=submit]');
     await waitText('Saved.');
     expect((await host.api('GET', '/v1/admin/agents/echo')).body.description).toBe('edited in the console');
+    // The page reloaded the agent (its new version): a second edit is not refused as stale (409).
+    await page.waitForFunction(() => document.querySelector('#f-description')?.value === 'edited in the console');
+    await page.type('#f-description', ', twice');
+    await page.click('form.editor button[type=submit]');
+    await waitFor('second edit saved', async () => {
+      const agent = (await host.api('GET', '/v1/admin/agents/echo')).body;
+      return agent.description === 'edited in the console, twice' && agent;
+    });
   });
 
   it('reads well on a phone and in dark mode; long text wraps without a sideways scroll', async () => {

@@ -249,7 +249,18 @@ function bodyOf(
   return { body, problems };
 }
 
-function Editor({ kind, item, id }: { kind: ResourceKind; item: Json | null; id: string | null }) {
+function Editor({
+  kind,
+  item,
+  id,
+  onSaved,
+}: {
+  kind: ResourceKind;
+  item: Json | null;
+  id: string | null;
+  /** After a replace: the page reloads the item (its new version) and shows the note. */
+  onSaved?: (note: string) => void;
+}) {
   const creating = id === null;
   const [values, setValues] = useState(() => initial(kind.fields, item));
   const [errors, setErrors] = useState<Record<string, string[]>>({});
@@ -272,7 +283,12 @@ function Editor({ kind, item, id }: { kind: ResourceKind; item: Json | null; id:
       setErrors({});
       setGeneral([]);
       const created = r.value as { token?: string } | undefined;
-      setNote(created?.token ? `Saved. The plugin token, shown once: ${created.token}` : 'Saved.');
+      const saved = created?.token ? `Saved. The plugin token, shown once: ${created.token}` : 'Saved.';
+      if (onSaved) {
+        onSaved(saved);
+        return;
+      }
+      setNote(saved);
       if (creating && !created?.token) {
         const newId = kind.fields
           .filter((f) => f.key)
@@ -502,6 +518,7 @@ function BuiltinTools() {
 
 export function ResourcePage({ kind, id }: { kind: ResourceKind; id: string }) {
   const item = useLoad(() => (kind.get ? kind.get(id) : Promise.reject(new Error('not readable'))), [kind.path, id]);
+  const [note, setNote] = useState<string | null>(null);
   return (
     <Page
       title={`${kind.singular} ${id}`}
@@ -511,13 +528,27 @@ export function ResourcePage({ kind, id }: { kind: ResourceKind; id: string }) {
         </Link>
       }
     >
+      {note && (
+        <p role="status" class="wrap">
+          {note}
+        </p>
+      )}
       {item.error ? (
         <ErrorState error={item.error} onRetry={item.reload} />
       ) : (
         <Section loaded={item}>
           {(data) =>
             kind.replace ? (
-              <Editor kind={kind} item={data} id={id} key={JSON.stringify(data)} />
+              <Editor
+                kind={kind}
+                item={data}
+                id={id}
+                key={JSON.stringify(data)}
+                onSaved={(n) => {
+                  setNote(n);
+                  item.reload();
+                }}
+              />
             ) : (
               <pre class="json">{JSON.stringify(data, null, 2)}</pre>
             )
