@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { OutboxRow } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import { OutboxStore } from './outbox-store';
+import { WebhookWorker } from './webhook/webhook-worker';
 
 /** Outbox ids are INTEGER (SERIAL on PostgreSQL): the first page of a newest-first listing starts above the largest. */
 const MAX_ID = 2_147_483_647;
@@ -13,10 +14,16 @@ export interface OutboxPage {
   next_cursor: string | null;
 }
 
-/** What the admin API reads of the outbox: failed webhook pushes, paged, and one run's ops with their push state. */
+/**
+ * What the admin API reads of the outbox — failed webhook pushes, paged, and one run's ops with their
+ * push state — and its one write: a retry of a run's failed pushes.
+ */
 @Injectable()
 export class DeliveryAdminService {
-  constructor(private readonly outbox: OutboxStore) {}
+  constructor(
+    private readonly outbox: OutboxStore,
+    private readonly webhooks: WebhookWorker,
+  ) {}
 
   /** Ops whose webhook push failed, newest first; `cursor` is the `next_cursor` of the previous page. */
   async failed(cursor: string | undefined, limit: number): Promise<OutboxPage> {
@@ -29,6 +36,21 @@ export class DeliveryAdminService {
     const rows = await this.outbox.failedPage(before, limit + 1);
     const items = rows.slice(0, limit);
     return { items, next_cursor: rows.length > limit ? String(items[items.length - 1].id) : null };
+  }
+
+  /**
+   * Sends a run's failed webhook ops again, in order, each with a fresh attempt budget (the run's
+   * webhook URL and secret are those frozen at its start). `409` when the run has none failed.
+   */
+  async retry(runId: string): Promise<number> {
+    const retried = await this.outbox.retryFailed(runId);
+    if (retried === 0) {
+      throw new DomainError('conflict', `run_id: run ${runId} has no failed webhook ops to retry`, {
+        field: 'run_id',
+      });
+    }
+    this.webhooks.wake();
+    return retried;
   }
 
   ofRun(runId: string): Promise<OutboxRow[]> {

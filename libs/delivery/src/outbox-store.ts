@@ -6,6 +6,7 @@ import {
   outboxOfRunUnit,
   outboxUnit,
   type NewOutboxRow,
+  webhookRetryFailedUnit,
   type OutboxRow,
 } from '@libs/persistence';
 import type { DeliveryOp, DeliveryOpType } from './ops';
@@ -56,6 +57,11 @@ export class OutboxStore {
 
   ofRun(runId: string, limit: number): Promise<OutboxRow[]> {
     return this.hot.read(outboxOfRunUnit(runId, limit));
+  }
+
+  /** A run's failed webhook ops back to pending (fresh attempts); how many. */
+  retryFailed(runId: string): Promise<number> {
+    return this.hot.write(() => webhookRetryFailedUnit(runId));
   }
 
   failedPage(beforeId: number, limit: number): Promise<OutboxRow[]> {

@@ -3,6 +3,7 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { AppConfig } from '@libs/config';
 import { DomainError } from '@libs/protocol';
 import { TEXT_BODY, TEXT_TYPES } from '../http/text-body';
+import { registerConsole } from './console';
 import { registerCors } from './cors';
 
 /** Every request body (JSON or a raw text document) is capped at 5 MiB. */
@@ -24,6 +25,7 @@ export function createHttpAdapter(config: AppConfig): FastifyAdapter {
   });
   registerBodyParsers(adapter.getInstance());
   registerCors(adapter.getInstance(), config.browser);
+  registerConsole(adapter.getInstance());
   return adapter;
 }
 

@@ -93,6 +93,15 @@ export const OUTBOX_SQL = {
     `UPDATE "delivery_outbox" SET "webhook_state" = 'failed', "last_error" = ?
      WHERE "run_id" = ? AND "sequence" > ? AND "webhook_state" = 'pending'`,
   ),
+  /**
+   * An admin's retry of a run's failed ops (`POST /v1/admin/runs/{run_id}/deliveries/retry`): pending
+   * again with a fresh attempt budget, due now; the last error stays until an attempt replaces it.
+   */
+  retryFailed: stmt(
+    'outbox_retry_failed',
+    `UPDATE "delivery_outbox" SET "webhook_state" = 'pending', "attempts" = 0, "next_attempt_at" = NULL
+     WHERE "run_id" = ? AND "webhook_state" = 'failed'`,
+  ),
   /** Failed webhook ops, newest first, for the admin API (cursor: the last id of the previous page). */
   failedPage: stmt(
     'outbox_failed_page',
@@ -173,6 +182,11 @@ export function* webhookFailedUnit(op: OutboxRow, attempts: number, error: strin
     op.run_id,
     op.sequence,
   ]);
+}
+
+/** Puts a run's failed webhook ops back in the queue; how many. */
+export function* webhookRetryFailedUnit(runId: string): Unit<number> {
+  return yield* exec(OUTBOX_SQL.retryFailed, [runId]);
 }
 
 export function* failedPageUnit(beforeId: number, limit: number): Unit<OutboxRow[]> {

@@ -1,11 +1,11 @@
-import { Controller, Get, Param, Query } from '@nestjs/common';
+import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { DeliveryAdminService } from '@libs/delivery';
 import type { OutboxRow } from '@libs/persistence';
 import { RunsQueryService } from '@libs/runs';
 import { runIdPipe } from '../dto/rules';
 import { PageQueryDto } from '../dto/admin.dto';
-import { DeliveryRecordDto, DeliveryRecordPageDto } from '../dto/delivery.dto';
+import { DeliveryRecordDto, DeliveryRecordPageDto, DeliveryRetryDto } from '../dto/delivery.dto';
 import { ErrorResponseDto } from '../dto/error.dto';
 
 function recordOf(r: OutboxRow): DeliveryRecordDto {
@@ -45,5 +45,18 @@ export class AdminDeliveriesController {
   async ofRun(@Param('run_id', runIdPipe) runId: string): Promise<DeliveryRecordDto[]> {
     await this.runs.assertExists(runId);
     return (await this.deliveries.ofRun(runId)).map(recordOf);
+  }
+
+  @Post('runs/:run_id/deliveries/retry')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: "Send a run's failed webhook ops again, in order, each with a fresh attempt budget (409 when none failed)",
+  })
+  @ApiResponse({ status: 200, type: DeliveryRetryDto })
+  @ApiResponse({ status: 404, type: ErrorResponseDto })
+  @ApiResponse({ status: 409, type: ErrorResponseDto })
+  async retry(@Param('run_id', runIdPipe) runId: string): Promise<DeliveryRetryDto> {
+    await this.runs.assertExists(runId);
+    return { run_id: runId, retried: await this.deliveries.retry(runId) };
   }
 }

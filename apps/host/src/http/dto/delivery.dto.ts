@@ -26,3 +26,8 @@ export class DeliveryRecordPageDto {
   @ApiProperty({ type: [DeliveryRecordDto] }) items!: DeliveryRecordDto[];
   @ApiProperty({ nullable: true, type: String }) next_cursor!: string | null;
 }
+
+export class DeliveryRetryDto {
+  @ApiProperty() run_id!: string;
+  @ApiProperty({ description: 'How many failed ops of the run are pending again' }) retried!: number;
+}
