@@ -9,6 +9,7 @@ import { grpcMessageLimit } from '@libs/host-api';
 import { tolerateMalformedRequests } from '@libs/runner-gateway';
 import { DatabaseLock, DatabaseLockedError } from '@libs/persistence';
 import { createHttpAdapter } from './edge/http-adapter';
+import { grpcServerOptions } from './edge/grpc-streams';
 import { validationPipe } from './filters/validation';
 import { GrpcServerState } from './grpc-server-state';
 import { HostModule } from './host.module';
@@ -89,6 +90,8 @@ async function bootstrap(): Promise<void> {
         maxReceiveMessageLength: grpcMessageLimit(config),
         maxSendMessageLength: grpcMessageLimit(config),
         onLoadPackageDefinition: tolerateMalformedRequests,
+        // Handed to grpc.Server as they are (Nest's type knows only channel options).
+        channelOptions: grpcServerOptions(config) as never,
       },
     },
     { inheritAppConfig: true },
