@@ -40,7 +40,11 @@ describe('an MCP source with many tools', () => {
     return host.api('POST', '/v1/admin/tools/sources', {
       source_id: sourceId,
       kind: 'mcp_stdio',
-      config: { command: process.execPath, args: [...MCP_STDIO_ARGS, `--extra-tools-file=${file}`], timeout_ms: 20_000 },
+      config: {
+        command: process.execPath,
+        args: [...MCP_STDIO_ARGS, `--extra-tools-file=${file}`],
+        timeout_ms: 20_000,
+      },
     });
   };
 

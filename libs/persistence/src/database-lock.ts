@@ -56,7 +56,9 @@ export class DatabaseLock {
     try {
       fs.chmodSync(lockFile, 0o600);
       db.pragma('journal_mode = DELETE');
-      db.exec('CREATE TABLE IF NOT EXISTS holder (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER, hostname TEXT, started_at TEXT)');
+      db.exec(
+        'CREATE TABLE IF NOT EXISTS holder (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER, hostname TEXT, started_at TEXT)',
+      );
       const me: LockHolder = { pid: process.pid, hostname: os.hostname(), started_at: new Date().toISOString() };
       // One transaction: the holder row is written only by the process that gets the lock.
       db.exec('BEGIN IMMEDIATE');
@@ -94,7 +96,9 @@ function isBusy(e: unknown): boolean {
 
 function readHolder(db: Database.Database): LockHolder | null {
   try {
-    return (db.prepare('SELECT pid, hostname, started_at FROM holder WHERE id = 1').get() as LockHolder | undefined) ?? null;
+    return (
+      (db.prepare('SELECT pid, hostname, started_at FROM holder WHERE id = 1').get() as LockHolder | undefined) ?? null
+    );
   } catch {
     return null;
   }

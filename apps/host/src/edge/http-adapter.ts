@@ -53,10 +53,14 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Duplex)
       ? [
           431,
           'Request Header Fields Too Large',
-          new DomainError('payload_too_large', `request headers: larger than the limit of ${http.maxHeaderSize} bytes`, {
-            field: 'headers',
-            limit: http.maxHeaderSize,
-          }),
+          new DomainError(
+            'payload_too_large',
+            `request headers: larger than the limit of ${http.maxHeaderSize} bytes`,
+            {
+              field: 'headers',
+              limit: http.maxHeaderSize,
+            },
+          ),
         ]
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'Request Timeout', new DomainError('deadline_exceeded', 'request: not received in time', {}, true)]

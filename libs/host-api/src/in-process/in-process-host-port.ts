@@ -70,9 +70,11 @@ export class InProcessHostPort implements LocalAgentHostPort {
     // Paced: over the per-run rate a call of the built-in runner waits for its turn instead of
     // failing the run (its loop has no retry policy); the rate still bounds how fast a model can
     // drive tools through it.
-    return this.actions.execute(this.caller, name, this.runId, req, jsonBytes(req), { paced: true }).catch((e: unknown) => {
-      throw portError(e);
-    });
+    return this.actions
+      .execute(this.caller, name, this.runId, req, jsonBytes(req), { paced: true })
+      .catch((e: unknown) => {
+        throw portError(e);
+      });
   }
 
   async invokeModel(req: ModelCallRequest): Promise<ModelInvokeResult> {

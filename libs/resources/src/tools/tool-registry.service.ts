@@ -185,7 +185,9 @@ export class ToolRegistryService implements OnApplicationBootstrap {
     }
     const spec = parseSource(source.kind, source.config);
     const { listed, overCap } =
-      spec.kind === 'http' ? { listed: httpListing(spec.config.tools), overCap: [] } : await this.mcpListing(source, spec);
+      spec.kind === 'http'
+        ? { listed: httpListing(spec.config.tools), overCap: [] }
+        : await this.mcpListing(source, spec);
     try {
       await this.store(sourceId, listed, SOURCE_OF[spec.kind], overCap);
     } catch (e) {
@@ -233,7 +235,12 @@ export class ToolRegistryService implements OnApplicationBootstrap {
     }
   }
 
-  private store(sourceId: string, listed: ListedTool[], source = 'mcp', overCap: Naming['skipped'] = []): Promise<void> {
+  private store(
+    sourceId: string,
+    listed: ListedTool[],
+    source = 'mcp',
+    overCap: Naming['skipped'] = [],
+  ): Promise<void> {
     return this.serial(async () => {
       let naming: Naming = { named: [], skipped: [] };
       const now = Date.now();
