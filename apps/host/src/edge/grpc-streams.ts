@@ -13,7 +13,12 @@ export const HALF_OPEN_GRACE_MS = 1000;
  * when the status arrives, so they never see it. grpc-js keeps the HTTP/2 stream on its base call
  * and has no public way to reset it: without that field (another grpc-js) nothing is done.
  */
-export const resetHalfOpenStreams: grpc.ServerInterceptor = (_method, call) => {
+export const resetHalfOpenStreams: grpc.ServerInterceptor = (method, call) => {
+  // Only client-streaming calls (Connect) answer while the request may still be open: a unary
+  // call's status follows its whole request, so the host-API path carries no timer per call.
+  if (!method.requestStream) {
+    return new grpc.ServerInterceptingCall(call);
+  }
   const stream = (call as unknown as { stream?: http2.ServerHttp2Stream }).stream;
   return new grpc.ServerInterceptingCall(call, {
     sendStatus: (status, next) => {
