@@ -108,6 +108,13 @@ export class Host {
   ) {}
 
   async start(): Promise<this> {
+    await this.launch();
+    await waitFor('host readiness', async () => (await fetch(`${this.http}/health/ready`)).ok, 30_000);
+    return this;
+  }
+
+  /** Starts the process without waiting for readiness (for a host that is expected to refuse to start). */
+  async launch(): Promise<Proc> {
     const [port, grpcPort] = [await freePort(), await freePort()];
     const url = await this.db.url();
     this.http = `http://127.0.0.1:${port}`;
@@ -124,8 +131,7 @@ export class Host {
       ...(url ? { DATABASE_URL: url } : {}),
       ...this.extraEnv,
     });
-    await waitFor('host readiness', async () => (await fetch(`${this.http}/health/ready`)).ok, 30_000);
-    return this;
+    return this.proc;
   }
 
   async api<T = any>(

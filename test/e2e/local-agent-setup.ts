@@ -39,12 +39,18 @@ export class LocalAgentWorld {
   readonly db = new TestDatabase();
   /** SKILLS_DIR of the host: one skill package, `router-reset`. */
   readonly skillsDir = path.join(this.db.dataDir, 'skills');
-  readonly host = new Host(this.db, {
-    SCRIPTED_KEY: KEY,
-    SECRET_ENV_ALLOWLIST: 'SCRIPTED_KEY',
-    CANCEL_GRACE_MS: '3000',
-    SKILLS_DIR: this.skillsDir,
-  });
+  readonly host: Host;
+
+  /** `env`: more host environment (limits) for this world's host. */
+  constructor(env: Record<string, string> = {}) {
+    this.host = new Host(this.db, {
+      SCRIPTED_KEY: KEY,
+      SECRET_ENV_ALLOWLIST: 'SCRIPTED_KEY',
+      CANCEL_GRACE_MS: '3000',
+      SKILLS_DIR: this.skillsDir,
+      ...env,
+    });
+  }
   server!: ScriptedOpenAIServer;
 
   async start(): Promise<void> {

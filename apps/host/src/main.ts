@@ -7,7 +7,9 @@ import { ConfigError, loadConfig, type AppConfig } from '@libs/config';
 import { LOADER_OPTIONS, protoPath } from '@libs/proto';
 import { grpcMessageLimit } from '@libs/host-api';
 import { tolerateMalformedRequests } from '@libs/runner-gateway';
+import { DatabaseLock, DatabaseLockedError } from '@libs/persistence';
 import { createHttpAdapter } from './edge/http-adapter';
+import { grpcServerOptions } from './edge/grpc-streams';
 import { validationPipe } from './filters/validation';
 import { GrpcServerState } from './grpc-server-state';
 import { HostModule } from './host.module';
@@ -19,6 +21,26 @@ function configOrExit(): AppConfig {
     return loadConfig();
   } catch (e) {
     if (e instanceof ConfigError) {
+      process.stderr.write(`runner-host: ${e.message}\n`);
+      process.exit(1);
+    }
+    throw e;
+  }
+}
+
+/**
+ * One process per SQLite database: two would be two writers with two sets of in-memory run state
+ * on one file. Taken before anything opens the database and held until the process ends (the OS
+ * releases it on any exit, kill -9 included). A refused process exits 1 naming the file and holder.
+ */
+function lockDatabaseOrExit(config: AppConfig): DatabaseLock | null {
+  if (config.database.type !== 'sqlite' || config.database.file === ':memory:') {
+    return null;
+  }
+  try {
+    return DatabaseLock.acquire(config.database.file);
+  } catch (e) {
+    if (e instanceof DatabaseLockedError) {
       process.stderr.write(`runner-host: ${e.message}\n`);
       process.exit(1);
     }
@@ -52,8 +74,13 @@ function exitDeadline(config: AppConfig): void {
   process.once('SIGINT', arm);
 }
 
+/** Module-level: the lock lives as long as the process. */
+let databaseLock: DatabaseLock | null = null;
+
 async function bootstrap(): Promise<void> {
   const config = configOrExit();
+  databaseLock = lockDatabaseOrExit(config);
+  process.once('exit', () => databaseLock?.release());
   // The logger is set before anything boots, so every line (TypeORM's connection retries
   // included) is one JSON line.
   const logger = new JsonLogger(config.logLevel);
@@ -81,6 +108,8 @@ async function bootstrap(): Promise<void> {
         maxReceiveMessageLength: grpcMessageLimit(config),
         maxSendMessageLength: grpcMessageLimit(config),
         onLoadPackageDefinition: tolerateMalformedRequests,
+        // Handed to grpc.Server as they are (Nest's type knows only channel options).
+        channelOptions: grpcServerOptions(config) as never,
       },
     },
     { inheritAppConfig: true },

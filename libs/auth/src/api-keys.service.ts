@@ -51,6 +51,8 @@ export class ApiKeysService implements OnApplicationBootstrap {
   private readonly cache = new Map<string, { principal: Principal; until: number }>();
   /** Key ids seen active (stream tokens), until when: the same AUTH_CACHE_MS as keys. */
   private readonly active = new Map<string, number>();
+  /** Told the id of every key revoked in this process (open event streams end with their key). */
+  private readonly revokedListeners = new Set<(keyId: string) => void>();
 
   constructor(
     private readonly keys: ApiKeysRepository,
@@ -123,6 +125,15 @@ export class ApiKeysService implements OnApplicationBootstrap {
     }
     this.cache.delete(key.key_hash);
     this.active.delete(id);
+    for (const listener of this.revokedListeners) {
+      listener(id);
+    }
+  }
+
+  /** Calls `listener` with the id of each key revoked in this process; answers the unsubscribe. */
+  onRevoked(listener: (keyId: string) => void): () => void {
+    this.revokedListeners.add(listener);
+    return () => this.revokedListeners.delete(listener);
   }
 
   /**

@@ -11,7 +11,7 @@ export type DatabaseConfig = { type: 'sqlite'; file: string } | { type: 'postgre
 /** The typed configuration; the only thing in the host that reads the environment. */
 export interface AppConfig {
   http: { host: string; port: number };
-  grpc: { host: string; port: number };
+  grpc: { host: string; port: number; maxConcurrentStreams: number };
   dataDir: string;
   database: DatabaseConfig;
   adminApiKey: string | null;
@@ -115,7 +115,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const secretEnv = secretEnvPolicy(parseSecretEnvAllowlist(dto.SECRET_ENV_ALLOWLIST));
   return {
     http: { host: dto.HOST ?? '0.0.0.0', port: dto.PORT ?? 3000 },
-    grpc: { host: dto.GRPC_HOST ?? '0.0.0.0', port: dto.GRPC_PORT ?? 50051 },
+    grpc: {
+      host: dto.GRPC_HOST ?? '0.0.0.0',
+      port: dto.GRPC_PORT ?? 50051,
+      maxConcurrentStreams: dto.GRPC_MAX_CONCURRENT_STREAMS ?? 256,
+    },
     dataDir,
     database: databaseOf(dto.DATABASE_URL, dataDir),
     adminApiKey: dto.ADMIN_API_KEY ?? null,

@@ -25,6 +25,14 @@ export class EnvDto {
   @Max(65535)
   GRPC_PORT?: number;
 
+  /** Concurrent HTTP/2 streams one gRPC connection may hold (advertised to clients; more wait client-side). */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
+  GRPC_MAX_CONCURRENT_STREAMS?: number;
+
   @IsOptional()
   @IsString()
   GRPC_HOST?: string;

@@ -217,9 +217,16 @@ export class HostActions {
     runId: string,
     req: RequestOf<A>,
     payloadBytes: number,
+    opts: { paced?: boolean } = {},
   ): Promise<ResultOf<A>> {
     const spec = this.table[name] as unknown as ActionSpec<RequestOf<A>, ResultOf<A>>;
-    const needs: CallNeeds = { action: name, run_id: runId, payload_bytes: payloadBytes, ...spec.needs(req) };
+    const needs: CallNeeds = {
+      action: name,
+      run_id: runId,
+      payload_bytes: payloadBytes,
+      ...spec.needs(req),
+      ...(opts.paced ? { paced: true } : {}),
+    };
     return this.gate.call(caller, needs, (run) => spec.run(run, req));
   }
 

@@ -19,6 +19,12 @@ export interface CallNeeds {
   payload_bytes: number;
   /** Payload limit for this call when it is not the snapshot's general one. */
   max_payload_bytes?: number;
+  /**
+   * Over the per-run rate the call waits for its turn instead of being refused: for the built-in
+   * runner (the in-process adapter), whose loop has no retry policy of its own. A plugin's calls
+   * are refused (`rate_limited`, retryable) and the plugin decides when to retry.
+   */
+  paced?: boolean;
 }
 
 /**
@@ -33,7 +39,8 @@ export type Caller = () => Promise<string>;
  * The one gate of every host API call (docs/protocol.md#the-gate), whichever adapter it came through, in this
  * order: authenticated caller → run exists and is active → caller is the run's plugin → API flag
  * or resource+operation granted → scope not crossed → payload size → per-run rate limit → run
- * deadline. Every call, allowed or denied, is audited. (A gate, not a Nest guard: adapters call it.)
+ * deadline (a paced call waits for the rate instead, then is checked again). Every call, allowed
+ * or denied, is audited. (A gate, not a Nest guard: adapters call it.)
  */
 @Injectable()
 export class HostApiGate {
@@ -52,6 +59,11 @@ export class HostApiGate {
     try {
       pluginId = await caller();
       run = this.check(pluginId, needs);
+      const wait = needs.paced ? run.bucket.reserve() : 0;
+      if (wait > 0) {
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        run = this.check(pluginId, needs); // the run may have ended (or passed its deadline) meanwhile
+      }
       passed = true;
       const result = await handler(run);
       await this.record(needs, run, pluginId, 'allowed', null, started);
@@ -116,7 +128,7 @@ export class HostApiGate {
         limit,
       });
     }
-    if (!run.bucket.take()) {
+    if (!needs.paced && !run.bucket.take()) {
       throw new DomainError('rate_limited', `more than ${snapshot.limits.calls_per_second} host API calls per second`);
     }
     if (snapshot.deadline_at_ms !== null && Date.now() > snapshot.deadline_at_ms) {

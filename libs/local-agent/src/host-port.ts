@@ -345,6 +345,11 @@ export interface HostPortError extends Error {
  * What one run of the local agent may do, bound to that run (the run id is implicit). Every
  * method is one host-API action with its own grant; a missing grant fails `unauthorized`.
  */
+export interface PortLimits {
+  max_request_bytes: number;
+  max_result_bytes: number;
+}
+
 export interface LocalAgentHostPort {
   /**
    * Aborted when the run must stop: cancel requested, host deadline passed, or the run ended.
@@ -355,6 +360,13 @@ export interface LocalAgentHostPort {
 
   /** Absolute paths of the skill packages (folders with SKILL.md) this run may read; absent: none. */
   readonly skill_roots?: readonly string[];
+
+  /**
+   * The host's size limits: a port call's request (as JSON) and one emitted result's data. A tool
+   * call whose arguments cannot meet them is not made (the run fails `runner.tool_arguments_too_large`).
+   * Absent: unknown, no check of the agent's own.
+   */
+  readonly limits?: PortLimits;
 
   /** model.invoke */
   invokeModel(req: ModelCallRequest): Promise<ModelInvokeResult>;

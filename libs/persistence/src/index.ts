@@ -1,5 +1,6 @@
 export * from './entities';
 export { dataSourceOptions } from './data-source';
+export { DatabaseLock, DatabaseLockedError, type LockHolder } from './database-lock';
 export { MIGRATIONS } from './migrations';
 export { PersistenceModule } from './persistence.module';
 export { AgentsRepository } from './repositories/agents.repository';

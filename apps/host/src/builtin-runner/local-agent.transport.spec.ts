@@ -22,7 +22,11 @@ function setup() {
     connections,
     {} as HostActions,
     { get: () => undefined } as unknown as ActiveRuns,
-    { localAgent: { skillsDir: null } } as AppConfig,
+    {
+      localAgent: { skillsDir: null },
+      hostApi: { maxPayloadBytes: 1024 * 1024 },
+      runs: { maxResultBytes: 1024 * 1024 },
+    } as AppConfig,
   );
   transport.onModuleInit();
   const target = dispatch.target('builtin:local-agent/default')!;

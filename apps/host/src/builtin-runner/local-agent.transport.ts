@@ -110,6 +110,7 @@ export class LocalAgentTransport implements RunnerTransport, OnModuleInit {
         signal,
         (result) => this.deliver(runId, result),
         roots,
+        { max_request_bytes: this.config.hostApi.maxPayloadBytes, max_result_bytes: this.config.runs.maxResultBytes },
       );
       await runLocalAgent(port, context, context.config ?? {}, { warn });
     } catch (e) {

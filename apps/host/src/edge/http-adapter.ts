@@ -1,3 +1,5 @@
+import * as http from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { AppConfig } from '@libs/config';
@@ -21,6 +23,7 @@ export function createHttpAdapter(config: AppConfig): FastifyAdapter {
     // Path ids go up to 255 characters (conversation ids), longer than Fastify's default of 100.
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: 1024 },
     frameworkErrors: frameworkError as never, // typed against the adapter's own copy of fastify
+    clientErrorHandler,
     ...(config.tls ? { https: { cert: config.tls.cert, key: config.tls.key } } : {}),
   });
   registerBodyParsers(adapter.getInstance());
@@ -36,6 +39,42 @@ function frameworkError(error: FastifyError, _req: FastifyRequest, reply: Fastif
   void reply.code(400).send({
     error: { code: 'invalid_argument', message: `url: ${message}`, retryable: false, details: { field: 'url' } },
   });
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Fastify sees them (headers over Node's limit, a
+ * malformed request, a request that timed out) answer with the error model too, not Fastify's
+ * own body; the connection is closed after the answer, since the parser cannot go on.
+ */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) {
+    return;
+  }
+  const [status, reason, protocol] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [
+          431,
+          'Request Header Fields Too Large',
+          new DomainError(
+            'payload_too_large',
+            `request headers: larger than the limit of ${http.maxHeaderSize} bytes`,
+            {
+              field: 'headers',
+              limit: http.maxHeaderSize,
+            },
+          ),
+        ]
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', new DomainError('deadline_exceeded', 'request: not received in time', {}, true)]
+        : [400, 'Bad Request', new DomainError('invalid_argument', 'request: not a valid HTTP request', {})];
+  const body = JSON.stringify({ error: protocol.toProtocol() });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }
 
 function charsetOf(contentType: string | undefined): string | undefined {

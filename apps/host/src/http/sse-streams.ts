@@ -1,12 +1,16 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
-import type { AuthenticatedRequest } from '@libs/auth';
+import { ApiKeysService, type AuthenticatedRequest } from '@libs/auth';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { DomainError } from '@libs/protocol';
 import { RunsQueryService, type RunStreamKind } from '@libs/runs';
 import { INT32_MAX } from './dto/rules';
 import { StreamSlots } from './stream-slots';
+
+const ANONYMOUS = 'anonymous';
+/** How often open streams' keys are checked for a revocation made by another process. */
+const REVOKED_KEY_SWEEP_MS = 10_000;
 
 const ITEM: Record<RunStreamKind, string> = { results: 'result', deliveries: 'delivery op' };
 
@@ -35,13 +39,45 @@ export function resumeAfter(kind: RunStreamKind, after: number | undefined, last
 export class SseStreams implements BeforeApplicationShutdown {
   private readonly logger = new Logger('SSE');
   private readonly slots: StreamSlots;
-  private readonly open = new Set<ServerResponse>();
+  /** Open streams and the API key each was opened with (directly or through a stream token it minted). */
+  private readonly open = new Map<ServerResponse, string>();
+  private readonly unsubscribe: () => void;
+  private readonly sweep: NodeJS.Timeout;
 
   constructor(
     private readonly runs: RunsQueryService,
+    private readonly keys: ApiKeysService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     this.slots = new StreamSlots(config.sse.maxStreamsPerKey);
+    // A revoked key's open streams end: at once for a revocation in this process, and within
+    // REVOKED_KEY_SWEEP_MS for one made by another process on the same database.
+    this.unsubscribe = keys.onRevoked((keyId) => this.endStreamsOf(keyId));
+    this.sweep = setInterval(() => void this.endStreamsOfRevokedKeys(), REVOKED_KEY_SWEEP_MS);
+    this.sweep.unref();
+  }
+
+  /** Ends every open stream of the key (the reader sees the connection end; reopening answers 401). */
+  private endStreamsOf(keyId: string): void {
+    for (const [res, key] of this.open) {
+      if (key === keyId) {
+        this.open.delete(res);
+        res.destroy();
+      }
+    }
+  }
+
+  private async endStreamsOfRevokedKeys(): Promise<void> {
+    for (const keyId of new Set(this.open.values())) {
+      try {
+        if (keyId !== ANONYMOUS && !(await this.keys.isActive(keyId))) {
+          this.logger.log({ msg: `ending the event streams of revoked API key ${keyId}` });
+          this.endStreamsOf(keyId);
+        }
+      } catch (e) {
+        this.logger.warn({ msg: `checking API key ${keyId} of open event streams: ${String(e)}` });
+      }
+    }
   }
 
   /**
@@ -62,7 +98,8 @@ export class SseStreams implements BeforeApplicationShutdown {
       void reply.code(204).send();
       return;
     }
-    const release = this.slots.take(req.principal?.key_id ?? 'anonymous');
+    const keyId = req.principal?.key_id ?? ANONYMOUS;
+    const release = this.slots.take(keyId);
     // From here on the raw response is ours: Fastify must not answer it too.
     reply.hijack();
     const res = reply.raw;
@@ -76,7 +113,7 @@ export class SseStreams implements BeforeApplicationShutdown {
       res.write(preamble);
     }
     res.flushHeaders();
-    this.open.add(res);
+    this.open.set(res, keyId);
     const limits = { maxBacklogBytes: this.config.sse.maxBacklogBytes, keepAliveMs: this.config.sse.keepAliveMs };
     const streamed =
       kind === 'results'
@@ -99,7 +136,9 @@ export class SseStreams implements BeforeApplicationShutdown {
   }
 
   beforeApplicationShutdown(): void {
-    for (const res of this.open) {
+    this.unsubscribe();
+    clearInterval(this.sweep);
+    for (const res of this.open.keys()) {
       res.destroy();
     }
     this.open.clear();

@@ -10,6 +10,7 @@ import type {
   ModelCallRequest,
   ModelInvokeResult,
   ModelStreamItem,
+  PortLimits,
   RerankItem,
   RerankRequest,
   RunStatusView,
@@ -59,15 +60,21 @@ export class InProcessHostPort implements LocalAgentHostPort {
     readonly signal: AbortSignal,
     private readonly sink: (result: AgentResult) => void,
     readonly skill_roots?: readonly string[],
+    readonly limits?: PortLimits,
   ) {
     const identity = Promise.resolve(pluginId);
     this.caller = () => identity;
   }
 
   private call<A extends HostActionName>(name: A, req: RequestOf<A>): Promise<ResultOf<A>> {
-    return this.actions.execute(this.caller, name, this.runId, req, jsonBytes(req)).catch((e: unknown) => {
-      throw portError(e);
-    });
+    // Paced: over the per-run rate a call of the built-in runner waits for its turn instead of
+    // failing the run (its loop has no retry policy); the rate still bounds how fast a model can
+    // drive tools through it.
+    return this.actions
+      .execute(this.caller, name, this.runId, req, jsonBytes(req), { paced: true })
+      .catch((e: unknown) => {
+        throw portError(e);
+      });
   }
 
   async invokeModel(req: ModelCallRequest): Promise<ModelInvokeResult> {

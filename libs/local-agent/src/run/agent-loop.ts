@@ -8,7 +8,7 @@ import { isContextOverflow } from '../model/overflow';
 import { usageTotal, UsageTracker } from '../model/usage';
 import { runToolBatch, ToolBatchError } from '../tools/batch';
 import type { Assembly } from './assembly';
-import { errorMessage, RunStopped, type RunControls } from './controls';
+import { errorCode, errorMessage, RunStopped, type RunControls } from './controls';
 import { DeltaStream, type ResultSink } from './result-sink';
 
 /*
@@ -25,6 +25,9 @@ export const ITERATION_LIMIT_TEXT = 'Tool call iteration limit reached. I stoppe
  * past it nothing more is pulled, and what is still queued stays with the host (audited as dropped).
  */
 export const MAX_STEERING_FOLLOW_UPS = 256;
+
+/** Room for what surrounds a call's arguments in its request and its tool.call.started result. */
+const ARGUMENT_ENVELOPE_BYTES = 512;
 
 export interface LoopDeps {
   port: LocalAgentHostPort;
@@ -83,6 +86,7 @@ export class AgentLoop {
         }
         const turn = await this.modelTurn();
         if (turn.tool_calls.length > 0) {
+          this.checkArgumentSizes(turn.tool_calls);
           this.messages.push({ ...turn.message, content: stripThink(turn.text) });
           this.prefix += turn.text;
           this.anchor = { total_tokens: usageTotal(turn.usage), message_count: this.messages.length };
@@ -183,9 +187,41 @@ export class AgentLoop {
             continue; // exactly one retry, same candidates, no new turn
           }
         }
+        if (!e.deadline && errorCode(e.cause) === 'payload_too_large') {
+          // The host refused the request for its size: the same conversation fails the same way.
+          throw new LoopFailure(
+            `the model request is larger than the host API accepts: ${e.message}`,
+            'runner.request_too_large',
+            false,
+          );
+        }
         throw e.deadline
           ? new LoopFailure(e.message, 'runner.timeout', true)
           : new LoopFailure(e.message, 'runner.llm_error', e.retryable);
+      }
+    }
+  }
+
+  /**
+   * Tool calls whose arguments the host cannot take (the tool.call request or the
+   * tool.call.started result would exceed its limits) are not made: the run fails, not retryable
+   * (the next model request would carry the same arguments), naming the tool and the sizes.
+   */
+  private checkArgumentSizes(calls: ToolCall[]): void {
+    const limits = this.d.port.limits;
+    if (!limits) {
+      return;
+    }
+    const max = Math.min(limits.max_request_bytes, limits.max_result_bytes) - ARGUMENT_ENVELOPE_BYTES;
+    for (const call of calls) {
+      const bytes = Buffer.byteLength(call.function.arguments ?? '');
+      if (bytes > max) {
+        throw new LoopFailure(
+          `the model called tool '${call.function.name}' with ${bytes} bytes of arguments; ` +
+            `the host takes at most ${max} bytes of tool-call arguments: the call was not made`,
+          'runner.tool_arguments_too_large',
+          false,
+        );
       }
     }
   }

@@ -12,6 +12,7 @@ import type {
   ModelCallRequest,
   ModelInvokeResult,
   ModelStreamItem,
+  PortLimits,
   RerankItem,
   RerankRequest,
   RunStatusView,
@@ -58,6 +59,7 @@ export class FakeHost implements LocalAgentHostPort {
   readonly abort = new AbortController();
   readonly signal = this.abort.signal;
   skill_roots?: string[];
+  limits?: PortLimits;
   readonly results: AgentResult[] = [];
   readonly calls: { op: string; args: unknown }[] = [];
   readonly modelRequests: (ModelCallRequest & { op: 'invoke' | 'stream' })[] = [];

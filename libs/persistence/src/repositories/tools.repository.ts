@@ -4,6 +4,9 @@ import { Not, Repository } from 'typeorm';
 import { ToolEntity, ToolSourceEntity } from '../entities';
 import { Transactions } from '../transactions';
 
+/** Rows per INSERT: far under both dialects' bound-parameter limits (SQLite 32,766, PostgreSQL 65,535). */
+const INSERT_CHUNK = 200;
+
 export type NewToolRow = Omit<ToolEntity, 'id'>;
 
 /** Tool sources and the tools each last listed. */
@@ -63,8 +66,17 @@ export class ToolsRepository {
       const others = await m.find(ToolEntity, { select: { tool_name: true }, where: { source_id: Not(sourceId) } });
       const rows = build(new Set(others.map((t) => t.tool_name)));
       await m.delete(ToolEntity, { source_id: sourceId });
-      if (rows.length > 0) {
-        await m.insert(ToolEntity, rows);
+      // In chunks, and without TypeORM's read-back of generated ids: on SQLite that read-back is
+      // one `id = ? OR id = ? …` expression per insert, which fails past ~1,000 rows ("Expression
+      // tree is too large"); the rows are read once below anyway.
+      for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+        await m
+          .createQueryBuilder()
+          .insert()
+          .into(ToolEntity)
+          .values(rows.slice(i, i + INSERT_CHUNK))
+          .updateEntity(false)
+          .execute();
       }
       return m.find(ToolEntity, { where: { source_id: sourceId }, order: { tool_name: 'ASC' } });
     });

@@ -10,7 +10,17 @@ import { canonicalJson } from '@libs/authz';
 import { StderrTail } from './stderr-tail';
 import { resolveEnvRefs, type McpSpec } from './tool-config';
 
-const MAX_LISTED_TOOLS = 1000;
+/** Tools kept per MCP source; the catalogue, run snapshots and model prompts carry each of them. */
+export const MAX_LISTED_TOOLS = 1000;
+/** Names read past the cap only to report them in `skipped_tools`; pages beyond are not read. */
+const MAX_READ_TOOLS = 10 * MAX_LISTED_TOOLS;
+
+/** One listing of an MCP server: the kept tools, the names over the cap, whether pages were left unread. */
+export interface McpListing {
+  tools: Tool[];
+  beyondCap: string[];
+  unread: boolean;
+}
 
 /**
  * What the host tells MCP servers it can do: nothing beyond calling tools. No `sampling` (the
@@ -79,6 +89,11 @@ export class McpClientPool implements OnModuleDestroy {
     this.errors.set(sourceId, message);
   }
 
+  /** Forgets a recorded failure (the source's tools were listed and stored since). */
+  clearError(sourceId: string): void {
+    this.errors.delete(sourceId);
+  }
+
   /** Drops the source's connection if it is still `client` (the next use connects again). */
   invalidate(sourceId: string, client: Client): void {
     const c = this.connections.get(sourceId);
@@ -100,18 +115,28 @@ export class McpClientPool implements OnModuleDestroy {
     await Promise.all([...this.connections.entries()].map(([id, c]) => this.discard(id, c)));
   }
 
-  /** Every tool the server lists (following pages, at most MAX_LISTED_TOOLS). */
-  async listTools(client: Client): Promise<Tool[]> {
+  /**
+   * The server's tools, following pages: the first MAX_LISTED_TOOLS are kept; the names of the
+   * rest are read (up to MAX_READ_TOOLS) so the source can say what it left out.
+   */
+  async listTools(client: Client): Promise<McpListing> {
     const tools: Tool[] = [];
+    const beyondCap: string[] = [];
     let cursor: string | undefined;
     do {
       const page = await client.listTools(cursor ? { cursor } : undefined, {
         timeout: this.config.tools.mcpConnectTimeoutMs,
       });
-      tools.push(...page.tools);
+      for (const tool of page.tools) {
+        if (tools.length < MAX_LISTED_TOOLS) {
+          tools.push(tool);
+        } else if (beyondCap.length < MAX_READ_TOOLS - MAX_LISTED_TOOLS) {
+          beyondCap.push(tool.name);
+        }
+      }
       cursor = page.nextCursor;
-    } while (cursor && tools.length < MAX_LISTED_TOOLS);
-    return tools.slice(0, MAX_LISTED_TOOLS);
+    } while (cursor && tools.length + beyondCap.length < MAX_READ_TOOLS);
+    return { tools, beyondCap, unread: cursor !== undefined };
   }
 
   private discard(sourceId: string, c: Connection): Promise<void> {

@@ -4,7 +4,7 @@ import { ToolsRepository, type JsonObject, type ToolEntity, type ToolSourceEntit
 import { DomainError } from '@libs/protocol';
 import { BUILTINS, type BuiltinTool } from './builtin-tools';
 import { isLostSession } from './mcp-call';
-import { McpClientPool } from './mcp-client-pool';
+import { MAX_LISTED_TOOLS, McpClientPool } from './mcp-client-pool';
 import { SOURCE_OF, parseSource, type HttpToolSpec, type McpSpec, type SourceSpec } from './tool-config';
 import { catalogMetadata, mcpMetadata } from './tool-metadata';
 import { nameTools, type ListedTool, type Naming } from './tool-naming';
@@ -184,23 +184,44 @@ export class ToolRegistryService implements OnApplicationBootstrap {
       return this.clear(sourceId);
     }
     const spec = parseSource(source.kind, source.config);
-    const listed = spec.kind === 'http' ? httpListing(spec.config.tools) : await this.mcpListing(source, spec);
-    await this.store(sourceId, listed, SOURCE_OF[spec.kind]);
+    const { listed, overCap } =
+      spec.kind === 'http'
+        ? { listed: httpListing(spec.config.tools), overCap: [] }
+        : await this.mcpListing(source, spec);
+    try {
+      await this.store(sourceId, listed, SOURCE_OF[spec.kind], overCap);
+    } catch (e) {
+      // Shown on the source (last_error), not only logged: a source whose tools could not be
+      // stored must not look connected with an empty list.
+      this.pool.recordError(sourceId, `storing ${listed.length} listed tools failed: ${(e as Error).message}`);
+      throw e;
+    }
+    this.pool.clearError(sourceId);
   }
 
   /** The server's tools; a listing on an HTTP session the server forgot is made once more on a new one. */
-  private async mcpListing(source: ToolSourceEntity, spec: McpSpec): Promise<ListedTool[]> {
+  private async mcpListing(
+    source: ToolSourceEntity,
+    spec: McpSpec,
+  ): Promise<{ listed: ListedTool[]; overCap: Naming['skipped'] }> {
     for (let attempt = 0; ; attempt++) {
       let client: Awaited<ReturnType<McpClientPool['acquire']>>['client'] | undefined;
       try {
         client = (await this.pool.acquire(source.source_id, spec)).client;
-        const tools = await this.pool.listTools(client);
-        return tools.map((t) => ({
-          name: t.name,
-          description: t.description ?? t.title ?? '',
-          parameters: t.inputSchema,
-          metadata: mcpMetadata(t),
-        }));
+        const { tools, beyondCap, unread } = await this.pool.listTools(client);
+        const reason = `the source lists more than ${MAX_LISTED_TOOLS} tools; its first ${MAX_LISTED_TOOLS} are kept`;
+        return {
+          listed: tools.map((t) => ({
+            name: t.name,
+            description: t.description ?? t.title ?? '',
+            parameters: t.inputSchema,
+            metadata: mcpMetadata(t),
+          })),
+          overCap: [
+            ...beyondCap.map((name) => ({ name, reason })),
+            ...(unread ? [{ name: '', reason: `${reason}; further pages of tools were not read` }] : []),
+          ],
+        };
       } catch (e) {
         if (client) {
           this.pool.invalidate(source.source_id, client);
@@ -214,7 +235,12 @@ export class ToolRegistryService implements OnApplicationBootstrap {
     }
   }
 
-  private store(sourceId: string, listed: ListedTool[], source = 'mcp'): Promise<void> {
+  private store(
+    sourceId: string,
+    listed: ListedTool[],
+    source = 'mcp',
+    overCap: Naming['skipped'] = [],
+  ): Promise<void> {
     return this.serial(async () => {
       let naming: Naming = { named: [], skipped: [] };
       const now = Date.now();
@@ -231,9 +257,12 @@ export class ToolRegistryService implements OnApplicationBootstrap {
           updated_at: now,
         }));
       });
-      this.skipped.set(sourceId, naming.skipped);
+      this.skipped.set(sourceId, [...naming.skipped, ...overCap]);
       for (const s of naming.skipped) {
         this.logger.warn(`source ${sourceId}: tool "${s.name}" left out: ${s.reason}`);
+      }
+      if (overCap.length > 0) {
+        this.logger.warn(`source ${sourceId}: ${overCap.length} tools left out: ${overCap[0].reason}`);
       }
     });
   }

@@ -1,0 +1,46 @@
+import * as http2 from 'node:http2';
+import * as grpc from '@grpc/grpc-js';
+import type { AppConfig } from '@libs/config';
+
+/** How long a client may keep its half of a stream open after the host sent the call's status. */
+export const HALF_OPEN_GRACE_MS = 1000;
+
+/**
+ * After the host has sent a call's status, the call is over; a client that still keeps its half
+ * of the HTTP/2 stream open (a raw client that never ends its request, e.g. a Connect stream
+ * closed for "no hello within 10 s") is asked to stop with RST_STREAM NO_ERROR, as HTTP/2 allows
+ * a server that has sent a complete response (RFC 9113 §8.1). grpc-js clients end their half
+ * when the status arrives, so they never see it. grpc-js keeps the HTTP/2 stream on its base call
+ * and has no public way to reset it: without that field (another grpc-js) nothing is done.
+ */
+export const resetHalfOpenStreams: grpc.ServerInterceptor = (method, call) => {
+  // Only client-streaming calls (Connect) answer while the request may still be open: a unary
+  // call's status follows its whole request, so the host-API path carries no timer per call.
+  if (!method.requestStream) {
+    return new grpc.ServerInterceptingCall(call);
+  }
+  const stream = (call as unknown as { stream?: http2.ServerHttp2Stream }).stream;
+  return new grpc.ServerInterceptingCall(call, {
+    sendStatus: (status, next) => {
+      next(status);
+      if (stream && typeof stream.close === 'function') {
+        setTimeout(() => {
+          if (!stream.closed && !stream.destroyed) {
+            stream.close(http2.constants.NGHTTP2_NO_ERROR);
+          }
+        }, HALF_OPEN_GRACE_MS).unref();
+      }
+    },
+  });
+};
+
+/**
+ * gRPC server options beyond Nest's: a bound on concurrent streams per connection (grpc-js
+ * advertises unlimited by default) and the half-open stream reset above.
+ */
+export function grpcServerOptions(config: AppConfig): Record<string, unknown> {
+  return {
+    'grpc.max_concurrent_streams': config.grpc.maxConcurrentStreams,
+    interceptors: [resetHalfOpenStreams],
+  };
+}
