@@ -284,6 +284,7 @@ function transcriptRow(seq: number, content: string): Omit<TranscriptEntity, 'id
   return {
     conversation_id: 'conv-1',
     thread_id: null,
+    workspace_id: null,
     seq,
     role: 'user',
     item_type: 'message',

@@ -23,7 +23,6 @@ export const steeringPullSchema = z.object({
     .number()
     .int('must be an integer')
     .min(1, 'must be > 0')
-    .max(MAX_STEERING_QUEUE, `must be at most ${MAX_STEERING_QUEUE}`)
     .optional(),
   wait_ms: z
     .number()
@@ -59,7 +58,9 @@ export class SteeringService {
       throw new DomainError('invalid_argument', `${field}: ${issue.message}`, { field });
     }
     const mode = MODES[(parsed.data.mode ?? 'all').toLowerCase()];
-    const limit = mode === 'one' ? 1 : (parsed.data.limit ?? MAX_STEERING_QUEUE);
+    // Like every pull and list limit of the host API: above the cap is clamped, not refused
+    // (a runner asking for more than a pull hands out gets at most MAX_STEERING_QUEUE items).
+    const limit = mode === 'one' ? 1 : Math.min(parsed.data.limit ?? MAX_STEERING_QUEUE, MAX_STEERING_QUEUE);
     const deadline = run.snapshot.deadline_at_ms ?? Number.POSITIVE_INFINITY;
     const until = Math.min(Date.now() + (parsed.data.wait_ms ?? 0), deadline);
     for (;;) {
