@@ -484,11 +484,17 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
       expect(seqs(first)).toEqual([9, 8, 7, 6]);
       expect(first).toMatchObject({ has_more: true, next_cursor: '6', prev_cursor: '9' });
 
-      const second = await transcript.browse({ conversation_id: 'conv-1' }, { limit: 4, before_cursor: first.next_cursor! });
+      const second = await transcript.browse(
+        { conversation_id: 'conv-1' },
+        { limit: 4, before_cursor: first.next_cursor! },
+      );
       expect(seqs(second)).toEqual([5, 4, 3, 2]);
       expect(second).toMatchObject({ has_more: true, next_cursor: '2', prev_cursor: '5' });
 
-      const third = await transcript.browse({ conversation_id: 'conv-1' }, { limit: 4, before_cursor: second.next_cursor! });
+      const third = await transcript.browse(
+        { conversation_id: 'conv-1' },
+        { limit: 4, before_cursor: second.next_cursor! },
+      );
       expect(seqs(third)).toEqual([1]);
       expect(third).toMatchObject({ has_more: false, next_cursor: null, prev_cursor: '1' });
 
@@ -508,26 +514,35 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
       expect(seqs(first)).toEqual([1, 2, 3, 4]);
       expect(first).toMatchObject({ has_more: true, next_cursor: '4', prev_cursor: '1' });
 
-      const second = await transcript.browse({ conversation_id: 'conv-1' }, {
-        direction: 'forward',
-        limit: 4,
-        after_cursor: first.next_cursor!,
-      });
+      const second = await transcript.browse(
+        { conversation_id: 'conv-1' },
+        {
+          direction: 'forward',
+          limit: 4,
+          after_cursor: first.next_cursor!,
+        },
+      );
       expect(seqs(second)).toEqual([5, 6, 7, 8]);
-      const third = await transcript.browse({ conversation_id: 'conv-1' }, {
-        direction: 'forward',
-        limit: 4,
-        after_cursor: second.next_cursor!,
-      });
+      const third = await transcript.browse(
+        { conversation_id: 'conv-1' },
+        {
+          direction: 'forward',
+          limit: 4,
+          after_cursor: second.next_cursor!,
+        },
+      );
       expect(seqs(third)).toEqual([9]);
       expect(third).toMatchObject({ has_more: false, next_cursor: null });
 
       // Both bounds: a window.
-      const window = await transcript.browse({ conversation_id: 'conv-1' }, {
-        direction: 'forward',
-        after_cursor: '2',
-        before_cursor: '6',
-      });
+      const window = await transcript.browse(
+        { conversation_id: 'conv-1' },
+        {
+          direction: 'forward',
+          after_cursor: '2',
+          before_cursor: '6',
+        },
+      );
       expect(seqs(window)).toEqual([3, 4, 5]);
     });
 
@@ -541,6 +556,8 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
         event_id: row.event_id,
         conversation_id: 'conv-1',
         thread_id: 't1',
+        agent_id: 'agent-1',
+        workspace_id: null,
         role: 'user',
         item_type: 'message',
         content: 'message 9',
@@ -552,8 +569,9 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
         metadata: { actor_id: 'u1' },
         run_id: null,
       });
-      const [withAttachments] = (await transcript.browse({ conversation_id: 'conv-1' }, { limit: 1, include_attachments: true }))
-        .items;
+      const [withAttachments] = (
+        await transcript.browse({ conversation_id: 'conv-1' }, { limit: 1, include_attachments: true })
+      ).items;
       expect(withAttachments.attachment_refs).toEqual([{ type: 'file', name: 'a.txt', content: null }]);
     });
 
@@ -582,7 +600,10 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
       expect(capped).toMatchObject({ has_more: true, next_cursor: '31', prev_cursor: '130' });
       expect(await transcript.browse({ conversation_id: 'conv-big' }, { limit: 100 })).toEqual(capped);
 
-      const rest = await transcript.browse({ conversation_id: 'conv-big' }, { limit: 1000, before_cursor: capped.next_cursor! });
+      const rest = await transcript.browse(
+        { conversation_id: 'conv-big' },
+        { limit: 1000, before_cursor: capped.next_cursor! },
+      );
       expect(seqs(rest)).toEqual(Array.from({ length: 30 }, (_, i) => 30 - i));
       expect(rest.has_more).toBe(false);
 
@@ -598,12 +619,16 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
       await seed();
 
       for (const cursor of ['abc', '-1', '1.5', '1e3', ' 3', '0x10', '1234567890123456']) {
-        expect(await domainError(transcript.browse({ conversation_id: 'conv-1' }, { before_cursor: cursor }))).toMatchObject({
+        expect(
+          await domainError(transcript.browse({ conversation_id: 'conv-1' }, { before_cursor: cursor })),
+        ).toMatchObject({
           code: 'invalid_argument',
           details: { field: 'before_cursor' },
         });
         expect(
-          await domainError(transcript.browse({ conversation_id: 'conv-1' }, { direction: 'forward', after_cursor: cursor })),
+          await domainError(
+            transcript.browse({ conversation_id: 'conv-1' }, { direction: 'forward', after_cursor: cursor }),
+          ),
         ).toMatchObject({ code: 'invalid_argument', details: { field: 'after_cursor' } });
       }
       for (const limit of [-1, 1.5, Number.NaN]) {
@@ -612,12 +637,16 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
           details: { field: 'limit' },
         });
       }
-      expect(await domainError(transcript.browse({ conversation_id: 'conv-1' }, { direction: 'sideways' }))).toMatchObject({
+      expect(
+        await domainError(transcript.browse({ conversation_id: 'conv-1' }, { direction: 'sideways' })),
+      ).toMatchObject({
         code: 'invalid_argument',
         details: { field: 'direction' },
       });
       // An empty cursor is no cursor.
-      expect(seqs(await transcript.browse({ conversation_id: 'conv-1' }, { before_cursor: '', limit: 1 }))).toEqual([9]);
+      expect(seqs(await transcript.browse({ conversation_id: 'conv-1' }, { before_cursor: '', limit: 1 }))).toEqual([
+        9,
+      ]);
     });
   });
 
@@ -693,7 +722,9 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
         'zebras have stripes',
         'question about zebras',
       ]);
-      expect(contents(await transcript.search(conv('conv-1', null), 'stripes', undefined))).toEqual(['zebras have stripes']);
+      expect(contents(await transcript.search(conv('conv-1', null), 'stripes', undefined))).toEqual([
+        'zebras have stripes',
+      ]);
     });
 
     it('no longer finds deleted rows', async () => {
@@ -715,7 +746,9 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
       const byDefault = await transcript.search(conv('conv-big', null), 'needle', undefined);
       expect(byDefault.items.map((i) => i.seq)).toEqual(Array.from({ length: 10 }, (_, i) => 120 - i));
       expect((await transcript.search(conv('conv-big', null), 'needle', 0)).items).toHaveLength(10);
-      expect((await transcript.search(conv('conv-big', null), 'needle', 3)).items.map((i) => i.seq)).toEqual([120, 119, 118]);
+      expect((await transcript.search(conv('conv-big', null), 'needle', 3)).items.map((i) => i.seq)).toEqual([
+        120, 119, 118,
+      ]);
       const capped = await transcript.search(conv('conv-big', null), 'needle', 1000);
       expect(capped.items.map((i) => i.seq)).toEqual(Array.from({ length: 100 }, (_, i) => 120 - i));
       expect(capped.total_count).toBe(100);
@@ -829,21 +862,22 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
     it('filters by event types, and combines the filter with the cursor and the thread', async () => {
       await seed();
 
-      expect(summaries(await eventLog.page(conv('conv-1', null, 'ws-1'), ['message.received'], undefined, 10))).toEqual([
-        'e8',
-        'e4',
-        'e1',
-      ]);
+      expect(summaries(await eventLog.page(conv('conv-1', null, 'ws-1'), ['message.received'], undefined, 10))).toEqual(
+        ['e8', 'e4', 'e1'],
+      );
       expect(
-        summaries(await eventLog.page(conv('conv-1', null, 'ws-1'), ['reaction.added', 'member.joined'], undefined, 10)),
+        summaries(
+          await eventLog.page(conv('conv-1', null, 'ws-1'), ['reaction.added', 'member.joined'], undefined, 10),
+        ),
       ).toEqual(['e7', 'e6', 'e2']);
       const [newest] = (await eventLog.page(conv('conv-1', null, 'ws-1'), ['message.received'], undefined, 1)).items;
-      expect(summaries(await eventLog.page(conv('conv-1', null, 'ws-1'), ['message.received'], newest.cursor, 10))).toEqual([
-        'e4',
-        'e1',
-      ]);
+      expect(
+        summaries(await eventLog.page(conv('conv-1', null, 'ws-1'), ['message.received'], newest.cursor, 10)),
+      ).toEqual(['e4', 'e1']);
       expect(summaries(await eventLog.page(conv('conv-1', 't1', 'ws-1'), [], undefined, 10))).toEqual(['e3']);
-      expect(summaries(await eventLog.page(conv('conv-1', 't1', 'ws-1'), ['reaction.added'], undefined, 10))).toEqual([]);
+      expect(summaries(await eventLog.page(conv('conv-1', 't1', 'ws-1'), ['reaction.added'], undefined, 10))).toEqual(
+        [],
+      );
       expect(summaries(await eventLog.page(conv('conv-2', null, 'ws-1'), [], undefined, 10))).toEqual(['e5']);
       expect(summaries(await eventLog.page(conv('conv-1', null, 'ws-1'), ['no.such.type'], undefined, 10))).toEqual([]);
     });
@@ -917,6 +951,130 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
         'e1',
         'e0',
       ]);
+    });
+  });
+
+  describe('conversation scope (agent + workspace + conversation id + thread)', () => {
+    // Three conversations that share the id "shared": agent-1 in tenant-1, agent-2 in tenant-2,
+    // agent-1 in tenant-2; and agent-1 without a workspace.
+    const A = conv('shared', null, 'tenant-1', 'agent-1');
+    const B = conv('shared', null, 'tenant-2', 'agent-2');
+    const C = conv('shared', null, 'tenant-2', 'agent-1');
+    const D = conv('shared', null, null, 'agent-1');
+    const row = (c: ConversationScope, text: string) =>
+      transcriptRow(c.conversation_id, c.thread_id, text, { agent_id: c.agent_id, workspace_id: c.workspace_id });
+    const log = (c: ConversationScope, summary: string) =>
+      logRow({
+        agent_id: c.agent_id,
+        workspace_id: c.workspace_id,
+        conversation_id: c.conversation_id,
+        input_summary: summary,
+      });
+    const contents = (page: { items: Array<{ content: string }> }) => page.items.map((i) => i.content);
+
+    async function seed(): Promise<void> {
+      await append([row(A, 'alpha secret one'), row(B, 'beta secret one'), row(A, 'alpha secret two')]);
+      await append([row(C, 'gamma secret'), row(D, 'delta secret')]);
+      for (const [c, text] of [
+        [A, 'a1'],
+        [B, 'b1'],
+        [C, 'c1'],
+        [A, 'a2'],
+        [D, 'd1'],
+      ] as const) {
+        await context.appendEvent(log(c, text));
+      }
+    }
+
+    it('pages, searches and counts only the rows of its own conversation', async () => {
+      await seed();
+      expect(contents(await transcript.page(A, { direction: 'forward' }))).toEqual([
+        'alpha secret one',
+        'alpha secret two',
+      ]);
+      expect(contents(await transcript.page(B, {}))).toEqual(['beta secret one']);
+      expect(contents(await transcript.page(C, {}))).toEqual(['gamma secret']);
+      expect(contents(await transcript.page(D, {}))).toEqual(['delta secret']);
+      expect(contents(await transcript.page(conv('shared', null, 'tenant-1', 'agent-2'), {}))).toEqual([]);
+
+      expect(contents(await transcript.search(A, 'secret', undefined))).toEqual([
+        'alpha secret two',
+        'alpha secret one',
+      ]);
+      expect(contents(await transcript.search(B, 'secret', undefined))).toEqual(['beta secret one']);
+      expect(contents(await transcript.search(B, 'alpha', undefined))).toEqual([]);
+      expect(contents(await transcript.search(D, 'secret', undefined))).toEqual(['delta secret']);
+
+      // seq is one cursor space per conversation id: each conversation's latest is its own row's.
+      expect(await transcript.latestSeq(A)).toBe(3);
+      expect(await transcript.latestSeq(B)).toBe(2);
+      expect(await transcript.latestSeq(C)).toBe(4);
+      expect(await transcript.latestSeq(D)).toBe(5);
+      expect(await transcript.latestSeq(conv('shared', null, 'tenant-3', 'agent-1'))).toBeNull();
+
+      const summaries = async (c: ConversationScope) =>
+        (await eventLog.page(c, [], undefined, 10)).items.map((i) => i.input_summary);
+      expect(await summaries(A)).toEqual(['a2', 'a1']);
+      expect(await summaries(B)).toEqual(['b1']);
+      expect(await summaries(C)).toEqual(['c1']);
+      expect(await summaries(D)).toEqual(['d1']);
+    });
+
+    it('a cursor of one conversation never reaches into another', async () => {
+      await seed();
+      const first = await transcript.page(A, { limit: 1 });
+      expect(contents(first)).toEqual(['alpha secret two']);
+      expect(contents(await transcript.page(A, { limit: 1, before_cursor: first.next_cursor! }))).toEqual([
+        'alpha secret one',
+      ]);
+      // B's rows sit between A's seqs: walking A's cursor back never shows them.
+      expect(contents(await transcript.page(A, { before_cursor: '3' }))).toEqual(['alpha secret one']);
+    });
+
+    it('the admin view sees every agent and workspace unless narrowed', async () => {
+      await seed();
+      const all = await transcript.browse({ conversation_id: 'shared' }, { direction: 'forward' });
+      expect(all.items.map((i) => [i.agent_id, i.workspace_id, i.content])).toEqual([
+        ['agent-1', 'tenant-1', 'alpha secret one'],
+        ['agent-2', 'tenant-2', 'beta secret one'],
+        ['agent-1', 'tenant-1', 'alpha secret two'],
+        ['agent-1', 'tenant-2', 'gamma secret'],
+        ['agent-1', null, 'delta secret'],
+      ]);
+      expect(contents(await transcript.browse({ conversation_id: 'shared', agent_id: 'agent-2' }, {}))).toEqual([
+        'beta secret one',
+      ]);
+      expect(contents(await transcript.browse({ conversation_id: 'shared', workspace_id: 'tenant-2' }, {}))).toEqual([
+        'gamma secret',
+        'beta secret one',
+      ]);
+      expect(
+        contents(await transcript.browse({ conversation_id: 'shared', agent_id: 'agent-1', workspace_id: null }, {})),
+      ).toEqual(['delta secret']);
+    });
+
+    it('no conversation: the request is still checked, and the pages are empty', async () => {
+      await seed();
+      expect(await transcript.page(null, {})).toEqual({
+        items: [],
+        has_more: false,
+        next_cursor: null,
+        prev_cursor: null,
+      });
+      expect(await transcript.search(null, 'secret', undefined)).toEqual({
+        items: [],
+        total_count: 0,
+        query: 'secret',
+      });
+      expect(await eventLog.page(null, [], undefined, undefined)).toEqual({
+        items: [],
+        has_more: false,
+        next_cursor: null,
+      });
+      expect(await domainError(transcript.page(null, { limit: -1 }))).toMatchObject({ details: { field: 'limit' } });
+      expect(await domainError(eventLog.page(null, [], 'x', 10))).toMatchObject({
+        details: { field: 'before_cursor' },
+      });
     });
   });
 
