@@ -209,7 +209,9 @@ export class TranscriptService {
     const limit = pageLimit(req.limit);
     const before = parseCursor(req.before_cursor, 'before_cursor');
     const after = parseCursor(req.after_cursor, 'after_cursor');
-    const rows = filter ? await this.repo.transcriptPage({ ...filter, before, after, direction, limit: limit + 1 }) : [];
+    const rows = filter
+      ? await this.repo.transcriptPage({ ...filter, before, after, direction, limit: limit + 1 })
+      : [];
     const has_more = rows.length > limit;
     const items = rows.slice(0, limit).map((r) => item(r, req.include_attachments ?? false));
     return {

@@ -21,7 +21,12 @@ export class ConversationsController {
     const forward = q.order === 'oldest' || (q.after !== undefined && q.order === undefined);
     // Stored attachment_refs and metadata are the shapes admission wrote (see TranscriptItemDto).
     // Admin view: every agent's and workspace's rows of this conversation id unless narrowed.
-    const filter = { conversation_id: conversationId, agent_id: q.agent_id, workspace_id: q.workspace_id, thread_id: q.thread_id };
+    const filter = {
+      conversation_id: conversationId,
+      agent_id: q.agent_id,
+      workspace_id: q.workspace_id,
+      thread_id: q.thread_id,
+    };
     const page = await this.transcript.browse(filter, {
       before_cursor: q.before,
       after_cursor: q.after,

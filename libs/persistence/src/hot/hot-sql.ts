@@ -206,8 +206,16 @@ export const SQL = {
    * either matched exactly (null matches null) or, when its flag is 1, not filtered (the admin
    * view only: a run's reads always name all three).
    */
-  transcriptNewest: stmt('transcript_newest', transcriptPage('DESC', 'IS'), transcriptPage('DESC', 'IS NOT DISTINCT FROM')),
-  transcriptOldest: stmt('transcript_oldest', transcriptPage('ASC', 'IS'), transcriptPage('ASC', 'IS NOT DISTINCT FROM')),
+  transcriptNewest: stmt(
+    'transcript_newest',
+    transcriptPage('DESC', 'IS'),
+    transcriptPage('DESC', 'IS NOT DISTINCT FROM'),
+  ),
+  transcriptOldest: stmt(
+    'transcript_oldest',
+    transcriptPage('ASC', 'IS'),
+    transcriptPage('ASC', 'IS NOT DISTINCT FROM'),
+  ),
 
   // State, storage, audit.
   stateGet: stmt('state_get', 'SELECT "value" FROM "state_entries" WHERE "scope_key" = ? AND "state_key" = ?'),

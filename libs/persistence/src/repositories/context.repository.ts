@@ -126,13 +126,16 @@ export class ContextRepository {
 }
 
 /** Exactly one conversation's rows (null workspace or thread matches only null). */
-function whereConversation<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, alias: string, c: ConversationScope): void {
+function whereConversation<T extends ObjectLiteral>(
+  qb: SelectQueryBuilder<T>,
+  alias: string,
+  c: ConversationScope,
+): void {
   qb.where(`${alias}.agent_id = :scope_agent`, { scope_agent: c.agent_id })
     .andWhere(`${alias}.conversation_id = :scope_conversation`, { scope_conversation: c.conversation_id })
-    .andWhere(
-      c.workspace_id === null ? `${alias}.workspace_id IS NULL` : `${alias}.workspace_id = :scope_workspace`,
-      { scope_workspace: c.workspace_id },
-    )
+    .andWhere(c.workspace_id === null ? `${alias}.workspace_id IS NULL` : `${alias}.workspace_id = :scope_workspace`, {
+      scope_workspace: c.workspace_id,
+    })
     .andWhere(c.thread_id === null ? `${alias}.thread_id IS NULL` : `${alias}.thread_id = :scope_thread`, {
       scope_thread: c.thread_id,
     });

@@ -19,11 +19,7 @@ export const steeringPullSchema = z.object({
     .refine((m) => m === undefined || m.toLowerCase() in MODES, {
       message: 'must be "all" or "one" ("one-at-a-time", "one_at_a_time")',
     }),
-  limit: z
-    .number()
-    .int('must be an integer')
-    .min(1, 'must be > 0')
-    .optional(),
+  limit: z.number().int('must be an integer').min(1, 'must be > 0').optional(),
   wait_ms: z
     .number()
     .int('must be an integer')

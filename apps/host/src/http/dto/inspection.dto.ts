@@ -47,12 +47,16 @@ export class TranscriptQueryDto {
   @IsString()
   @MaxLength(255)
   thread_id?: string;
-  @ApiPropertyOptional({ description: "Only this agent's conversation (agents sharing a conversation id are separate conversations)" })
+  @ApiPropertyOptional({
+    description: "Only this agent's conversation (agents sharing a conversation id are separate conversations)",
+  })
   @IsOptional()
   @IsString()
   @MaxLength(128)
   agent_id?: string;
-  @ApiPropertyOptional({ description: 'Only rows of this workspace (workspaces sharing a conversation id are separate conversations)' })
+  @ApiPropertyOptional({
+    description: 'Only rows of this workspace (workspaces sharing a conversation id are separate conversations)',
+  })
   @IsOptional()
   @IsString()
   @MaxLength(255)
