@@ -163,11 +163,15 @@ export class RunEventStream<T extends StreamItem = ResultView> {
     }
     this.pending.push(r);
     this.pendingBytes += this.frameOf(r).length; // characters: close enough to bytes for a bound
-    if (this.replaying && this.pendingBytes > this.limits.maxBacklogBytes) {
-      // Every published result is committed: the replay reads these from the database instead.
-      this.pending = [];
-      this.pendingBytes = 0;
-      this.missedLive = true;
+    if (this.replaying) {
+      // A reader of stored results is paced (the next page waits for 'drain'), never cut: what
+      // its socket holds is the replay's own page, not a live backlog. Past the bound, the live
+      // frames are dropped: every published result is committed, the replay reads them instead.
+      if (this.pendingBytes > this.limits.maxBacklogBytes) {
+        this.pending = [];
+        this.pendingBytes = 0;
+        this.missedLive = true;
+      }
       return;
     }
     // Behind = the socket refuses more (awaiting 'drain') and the queue passed the bound; frames of
