@@ -244,4 +244,19 @@ describe('RunEventStream and live-only telemetry', () => {
     expect(await done).toBe('completed');
     expect(socket.ids()).toEqual(Array.from({ length: 11 }, (_, i) => i + 1));
   });
+
+  it('writes a burst in pieces of at most the bound, and cuts the reader once its socket refuses more', async () => {
+    const live = new Subject<ResultView>();
+    const { socket, done } = setup([], live, 0, 64 * 1024);
+    await tick();
+    await tick();
+    socket.full = true; // a reader that has stopped reading
+    // 200 results of 8 KiB in one tick (1.6 MB): without pieces, one 1.6 MB write would be queued.
+    for (let i = 1; i <= 200; i++) {
+      live.next(result(i, 'message.delta', 8 * 1024));
+    }
+    expect(await done).toBe('cut');
+    expect(Math.max(...socket.writes.map((w) => w.length))).toBeLessThan(80 * 1024);
+    expect(socket.writes.join('').length).toBeLessThan(200 * 1024);
+  });
 });

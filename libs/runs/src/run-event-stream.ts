@@ -182,6 +182,13 @@ export class RunEventStream<T extends StreamItem = ResultView> {
       this.out.destroy();
       return;
     }
+    if (!this.awaitingDrain && this.pendingBytes > this.limits.maxBacklogBytes) {
+      // A burst (many results in one tick, as when the loop was busy) leaves in pieces of at most
+      // the bound rather than as one write per reader of everything that arrived: the socket
+      // then says whether the reader keeps up before more is queued for it.
+      this.flush();
+      return;
+    }
     this.queueFlush();
   }
 
