@@ -147,7 +147,7 @@ describe('host API conformance over real gRPC', () => {
   const C1 = 'conv-main';
   const C2 = 'conv-other';
   const C3 = 'conv-long';
-  /** Every event posted, by conversation (the event log must hold exactly these). */
+  /** Every event of agent full posted, by conversation id (its event log must hold exactly these). */
   const eventsOf: Record<string, string[]> = { [C1]: [], [C2]: [], [C3]: [] };
   const echoes: { run_id: string; event_id: string; text: string }[] = [];
   let imageEvent: string;
@@ -160,14 +160,15 @@ describe('host API conformance over real gRPC', () => {
     const r = await host.api('POST', '/v1/events', { ...event(agentId, text), ...extra });
     expect(r.status).toBe(202);
     const conv = (extra.conversation as { conversation_id?: string } | undefined)?.conversation_id;
-    if (conv && eventsOf[conv]) {
+    if (conv && eventsOf[conv] && agentId === 'full') {
       eventsOf[conv].push(r.body.event_id);
     }
     return { run_id: r.body.run_id as string, event_id: r.body.event_id as string };
   };
   const inConv = (conversation_id: string) => ({ conversation: { conversation_id } });
-  const echo = async (conversation_id: string, text: string, extra: Record<string, unknown> = {}) => {
-    const posted = await post('echo', text, { ...inConv(conversation_id), ...extra });
+  /** A completed echo run; `agentId`'s conversation (a conversation is agent + workspace + id + thread). */
+  const echo = async (conversation_id: string, text: string, extra: Record<string, unknown> = {}, agentId = 'full') => {
+    const posted = await post(agentId, text, { ...inConv(conversation_id), ...extra });
     expect((await host.sse(posted.run_id)).at(-1)!.event).toBe('run.completed');
     return { ...posted, text };
   };
@@ -180,12 +181,13 @@ describe('host API conformance over real gRPC', () => {
     other = await startDemoRunner(host, { author: 'other', name: 'bot' });
     api = new HostApiClient(host.grpc, demo.token);
     await agent('echo', demo.runnerId, { mode: 'echo' });
-    await agent('full', demo.runnerId, STALL, FULL_POLICY);
+    // 'full' echoes first (its earlier messages), then stalls (the runs under test).
+    await agent('full', demo.runnerId, { mode: 'echo' }, FULL_POLICY);
     await agent('full2', demo.runnerId, STALL, FULL_POLICY);
     await agent('restricted', demo.runnerId, STALL, RESTRICTED_POLICY);
     await agent('foreign', other.runnerId, STALL);
 
-    // Earlier messages: history and events exist before the runs under test start.
+    // Earlier messages of agent full: history and events exist before the runs under test start.
     for (const text of ECHO_TEXTS) {
       echoes.push(await echo(C1, text));
     }
@@ -201,6 +203,16 @@ describe('host API conformance over real gRPC', () => {
     echoes.push(image);
     imageEvent = image.event_id;
     otherConvEvent = (await echo(C2, 'zulu secretword')).event_id;
+    // A conversation with more than 100 events (and 200 rows): 100 echoed messages, then a stalled run.
+    for (let i = 0; i < 100; i++) {
+      await echo(C3, `long message number ${i}`);
+    }
+    const stall = await host.api('PUT', '/v1/admin/agents/full', {
+      runner_id: demo.runnerId,
+      runner_config: STALL,
+      ...FULL_POLICY,
+    });
+    expect(stall.status).toBe(200);
 
     const full = await post('full', 'juliet kilo', {
       ...inConv(C1),
@@ -213,10 +225,6 @@ describe('host API conformance over real gRPC', () => {
     run.foreign = (await post('foreign', 'papa quebec', inConv(C1))).run_id;
     run.noconv = (await post('full', 'romeo', { conversation: undefined, actor: undefined })).run_id;
     run.inC2 = (await post('full', 'uniform', inConv(C2))).run_id;
-    // A conversation with more than 100 events (and 200 rows): 100 echoed messages and a stalled run.
-    for (let i = 0; i < 100; i++) {
-      await echo(C3, `long message number ${i}`);
-    }
     run.long = (await post('full', 'the long one', inConv(C3))).run_id;
   });
 
@@ -304,8 +312,9 @@ describe('host API conformance over real gRPC', () => {
 
   describe('HistoryPage', () => {
     const page = (req: Record<string, unknown> = {}) => api.call('HistoryPage', { run_id: run.full, ...req });
-    const transcript = async (conv: string) => {
-      const r = await host.api('GET', `/v1/conversations/${conv}/transcript?limit=100`);
+    /** The admin view of one agent's rows of a conversation id. */
+    const transcript = async (conv: string, agentId = 'full') => {
+      const r = await host.api('GET', `/v1/conversations/${conv}/transcript?agent_id=${agentId}&limit=100`);
       expect(r.status).toBe(200);
       return r.body.items as any[];
     };
@@ -419,9 +428,11 @@ describe('host API conformance over real gRPC', () => {
       }
     });
 
-    it('is available to the restricted agent (history: [page])', async () => {
+    it('is available to the restricted agent (history: [page]), which sees only its own conversation', async () => {
       const res = ok(await api.call('HistoryPage', { run_id: run.restricted, limit: 100 }));
-      expect(view(res.items)).toEqual(view(await transcript(C1)));
+      // Same conversation id as agent full's, another agent: another conversation.
+      expect(res.items.map((i) => [i.role, i.content])).toEqual([['user', 'november oscar']]);
+      expect(view(res.items)).toEqual(view(await transcript(C1, 'restricted')));
       expect(await lastAudit(run.restricted)).toMatchObject({
         action: 'history.page',
         outcome: 'allowed',
@@ -1146,8 +1157,16 @@ describe('host API conformance over real gRPC', () => {
       expect(after.hash_verified).toBe(true);
       // still allowed, with the grants frozen at admission
       expect(ok(await api.call('PromptGet', { run_id: runId })).prompt).toEqual(PROMPT);
-      expect(ok(await api.call('HistorySearch', { run_id: runId, query: 'bravo' })).items).toHaveLength(2);
-      expect(ok(await api.call('EventGet', { run_id: runId, event_id: fullEvent })).event.event_id).toBe(fullEvent);
+      expect(ok(await api.call('HistorySearch', { run_id: runId, query: 'zebra' })).items).toHaveLength(1);
+      const own = ok(await api.call('EventPage', { run_id: runId })).items.map((e) => e.event_id);
+      expect(own).toHaveLength(1);
+      expect(ok(await api.call('EventGet', { run_id: runId, event_id: own[0] })).event.event_id).toBe(own[0]);
+      // agent full's event in the same conversation id is another conversation's
+      expectError(
+        await api.call('EventGet', { run_id: runId, event_id: fullEvent }),
+        S.PERMISSION_DENIED,
+        'unauthorized',
+      );
       ok(await api.call('StateSet', { run_id: runId, scope: 'actor', key: 'edited', value: 1 }));
       expect(ok(await api.call('StateGet', { run_id: runId, scope: 'actor', key: 'edited' })).value).toBe(1);
       ok(await api.call('StorageSet', { run_id: runId, area: 'plugin', key: 'edited/1', value: Buffer.from('x') }));
@@ -1168,7 +1187,7 @@ describe('host API conformance over real gRPC', () => {
 
   describe('transcript', () => {
     it('an echo run (deltas + message.completed) leaves exactly one assistant row with the full text', async () => {
-      const r = await echo(C1, 'one two three four five');
+      const r = await echo(C1, 'one two three four five', {}, 'echo');
       const rows = (await host.api('GET', `/v1/conversations/${C1}/transcript?limit=100`)).body.items.filter(
         (i: any) => i.run_id === r.run_id,
       );

@@ -16,6 +16,7 @@ import {
   TranscriptEntity,
   type AdmitOutcome,
   type AuditEntity,
+  type ConversationScope,
   type NewResult,
   type NewTranscriptRow,
   Transactions,
@@ -48,6 +49,7 @@ function transcriptRow(
   return {
     conversation_id: conversationId,
     thread_id: threadId,
+    workspace_id: null,
     role: 'user',
     item_type: 'message',
     content,
@@ -60,6 +62,16 @@ function transcriptRow(
     created_at: T0,
     ...overrides,
   };
+}
+
+/** One conversation's key: agent + workspace + conversation id + thread. */
+function conv(
+  conversationId: string,
+  threadId: string | null,
+  workspaceId: string | null = null,
+  agentId = 'agent-1',
+): ConversationScope {
+  return { agent_id: agentId, workspace_id: workspaceId, conversation_id: conversationId, thread_id: threadId };
 }
 
 function logRow(overrides: Partial<NewLogRow> = {}): NewLogRow {
@@ -287,7 +299,7 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
 
   describe('transcript seq', () => {
     it('is per conversation, monotonic and starts at 1 (two conversations interleaved)', async () => {
-      expect(await transcript.latestSeq('conv-a', null)).toBeNull();
+      expect(await transcript.latestSeq(conv('conv-a', null))).toBeNull();
 
       const order = ['conv-a', 'conv-b', 'conv-a', 'conv-a', 'conv-b', 'conv-c', 'conv-b', 'conv-a'];
       const written = await append(order.map((c, i) => transcriptRow(c, i % 2 === 0 ? null : 'th-1', `m${i}`)));
@@ -303,14 +315,14 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
         ['conv-a', 4],
       ]);
       // latestSeq is per thread (null: the rows without a thread) over the conversation's sequence.
-      expect(await transcript.latestSeq('conv-a', null)).toBe(2);
-      expect(await transcript.latestSeq('conv-a', 'th-1')).toBe(4);
-      expect(await transcript.latestSeq('conv-b', null)).toBe(3);
-      expect(await transcript.latestSeq('conv-b', 'th-1')).toBe(1);
-      expect(await transcript.latestSeq('conv-c', 'th-1')).toBe(1);
-      expect(await transcript.latestSeq('conv-c', null)).toBeNull();
-      expect(await transcript.latestSeq('conv-a', 'th-2')).toBeNull();
-      expect(await transcript.latestSeq('conv-none', null)).toBeNull();
+      expect(await transcript.latestSeq(conv('conv-a', null))).toBe(2);
+      expect(await transcript.latestSeq(conv('conv-a', 'th-1'))).toBe(4);
+      expect(await transcript.latestSeq(conv('conv-b', null))).toBe(3);
+      expect(await transcript.latestSeq(conv('conv-b', 'th-1'))).toBe(1);
+      expect(await transcript.latestSeq(conv('conv-c', 'th-1'))).toBe(1);
+      expect(await transcript.latestSeq(conv('conv-c', null))).toBeNull();
+      expect(await transcript.latestSeq(conv('conv-a', 'th-2'))).toBeNull();
+      expect(await transcript.latestSeq(conv('conv-none', null))).toBeNull();
 
       const stored = await ds.getRepository(TranscriptEntity).find({ order: { id: 'ASC' } });
       expect(stored.map((r) => [r.conversation_id, r.seq, r.content])).toEqual(
@@ -342,6 +354,7 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
           conversation_id: 'conv-1',
           thread_id: null,
           agent_id: 'agent-1',
+          workspace_id: null,
           run_id: r.run_id,
           runner_id: 'acme/echo/echo',
         },
@@ -355,7 +368,7 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
       );
       await complete(runs, r.run_id, assistant);
 
-      const page = await transcript.page('conv-1', undefined, { direction: 'forward' });
+      const page = await transcript.browse({ conversation_id: 'conv-1' }, { direction: 'forward' });
       expect(page.items.map((i) => [i.seq, i.role, i.content])).toEqual([
         [1, 'user', 'first'],
         [2, 'user', 'second'],
@@ -376,7 +389,7 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
       await expect(
         ds.getRepository(TranscriptEntity).insert({ ...transcriptRow('conv-1', null, 'dup'), seq: 2 }),
       ).rejects.toBeInstanceOf(QueryFailedError);
-      expect(await transcript.latestSeq('conv-1', null)).toBe(3);
+      expect(await transcript.latestSeq(conv('conv-1', null))).toBe(3);
     });
   });
 
@@ -426,7 +439,7 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
       expect(await ds.getRepository(RunEntity).count()).toBe(1);
       expect(await ds.getRepository(EventLogEntity).count()).toBe(1);
       expect((await ds.getRepository(TranscriptEntity).find()).map((t) => t.content)).toEqual(['kept']);
-      expect(await transcript.latestSeq('conv-1', null)).toBe(1);
+      expect(await transcript.latestSeq(conv('conv-1', null))).toBe(1);
       expect((await context.appendTranscript(transcriptRow('conv-1', null, 'next'))).seq).toBe(2);
     });
 
@@ -467,23 +480,29 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
     it('backward (default) walks newest first with before_cursor', async () => {
       await seed();
 
-      const first = await transcript.page('conv-1', undefined, { limit: 4 });
+      const first = await transcript.browse({ conversation_id: 'conv-1' }, { limit: 4 });
       expect(seqs(first)).toEqual([9, 8, 7, 6]);
       expect(first).toMatchObject({ has_more: true, next_cursor: '6', prev_cursor: '9' });
 
-      const second = await transcript.page('conv-1', undefined, { limit: 4, before_cursor: first.next_cursor! });
+      const second = await transcript.browse(
+        { conversation_id: 'conv-1' },
+        { limit: 4, before_cursor: first.next_cursor! },
+      );
       expect(seqs(second)).toEqual([5, 4, 3, 2]);
       expect(second).toMatchObject({ has_more: true, next_cursor: '2', prev_cursor: '5' });
 
-      const third = await transcript.page('conv-1', undefined, { limit: 4, before_cursor: second.next_cursor! });
+      const third = await transcript.browse(
+        { conversation_id: 'conv-1' },
+        { limit: 4, before_cursor: second.next_cursor! },
+      );
       expect(seqs(third)).toEqual([1]);
       expect(third).toMatchObject({ has_more: false, next_cursor: null, prev_cursor: '1' });
 
-      const empty = await transcript.page('conv-1', undefined, { limit: 4, before_cursor: '1' });
+      const empty = await transcript.browse({ conversation_id: 'conv-1' }, { limit: 4, before_cursor: '1' });
       expect(empty).toEqual({ items: [], has_more: false, next_cursor: null, prev_cursor: null });
 
       // Exactly `limit` rows left: no more.
-      const exact = await transcript.page('conv-1', undefined, { limit: 5, before_cursor: '6' });
+      const exact = await transcript.browse({ conversation_id: 'conv-1' }, { limit: 5, before_cursor: '6' });
       expect(seqs(exact)).toEqual([5, 4, 3, 2, 1]);
       expect(exact.has_more).toBe(false);
     });
@@ -491,43 +510,54 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
     it('forward walks oldest first with after_cursor', async () => {
       await seed();
 
-      const first = await transcript.page('conv-1', undefined, { direction: 'forward', limit: 4 });
+      const first = await transcript.browse({ conversation_id: 'conv-1' }, { direction: 'forward', limit: 4 });
       expect(seqs(first)).toEqual([1, 2, 3, 4]);
       expect(first).toMatchObject({ has_more: true, next_cursor: '4', prev_cursor: '1' });
 
-      const second = await transcript.page('conv-1', undefined, {
-        direction: 'forward',
-        limit: 4,
-        after_cursor: first.next_cursor!,
-      });
+      const second = await transcript.browse(
+        { conversation_id: 'conv-1' },
+        {
+          direction: 'forward',
+          limit: 4,
+          after_cursor: first.next_cursor!,
+        },
+      );
       expect(seqs(second)).toEqual([5, 6, 7, 8]);
-      const third = await transcript.page('conv-1', undefined, {
-        direction: 'forward',
-        limit: 4,
-        after_cursor: second.next_cursor!,
-      });
+      const third = await transcript.browse(
+        { conversation_id: 'conv-1' },
+        {
+          direction: 'forward',
+          limit: 4,
+          after_cursor: second.next_cursor!,
+        },
+      );
       expect(seqs(third)).toEqual([9]);
       expect(third).toMatchObject({ has_more: false, next_cursor: null });
 
       // Both bounds: a window.
-      const window = await transcript.page('conv-1', undefined, {
-        direction: 'forward',
-        after_cursor: '2',
-        before_cursor: '6',
-      });
+      const window = await transcript.browse(
+        { conversation_id: 'conv-1' },
+        {
+          direction: 'forward',
+          after_cursor: '2',
+          before_cursor: '6',
+        },
+      );
       expect(seqs(window)).toEqual([3, 4, 5]);
     });
 
     it('maps rows to items (cursor = seq, created_at in seconds, attachments only on request)', async () => {
       await seed();
 
-      const [item] = (await transcript.page('conv-1', undefined, { limit: 1 })).items;
+      const [item] = (await transcript.browse({ conversation_id: 'conv-1' }, { limit: 1 })).items;
       const row = (await ds.getRepository(TranscriptEntity).findOneBy({ conversation_id: 'conv-1', seq: 9 }))!;
       expect(item).toEqual({
         transcript_id: String(row.id),
         event_id: row.event_id,
         conversation_id: 'conv-1',
         thread_id: 't1',
+        agent_id: 'agent-1',
+        workspace_id: null,
         role: 'user',
         item_type: 'message',
         content: 'message 9',
@@ -539,23 +569,24 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
         metadata: { actor_id: 'u1' },
         run_id: null,
       });
-      const [withAttachments] = (await transcript.page('conv-1', undefined, { limit: 1, include_attachments: true }))
-        .items;
+      const [withAttachments] = (
+        await transcript.browse({ conversation_id: 'conv-1' }, { limit: 1, include_attachments: true })
+      ).items;
       expect(withAttachments.attachment_refs).toEqual([{ type: 'file', name: 'a.txt', content: null }]);
     });
 
     it('matches threads strictly: a thread only its rows, null only rows without a thread', async () => {
       await seed();
 
-      expect(seqs(await transcript.page('conv-1', 't1', {}))).toEqual([9, 6, 3]);
-      expect(seqs(await transcript.page('conv-1', null, {}))).toEqual([8, 7, 5, 4, 2, 1]);
-      expect(seqs(await transcript.page('conv-1', undefined, {}))).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1]);
-      expect(seqs(await transcript.page('conv-1', 't2', {}))).toEqual([]);
-      expect(seqs(await transcript.page('conv-1', '', {}))).toEqual([]);
+      expect(seqs(await transcript.page(conv('conv-1', 't1'), {}))).toEqual([9, 6, 3]);
+      expect(seqs(await transcript.page(conv('conv-1', null), {}))).toEqual([8, 7, 5, 4, 2, 1]);
+      expect(seqs(await transcript.browse({ conversation_id: 'conv-1' }, {}))).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1]);
+      expect(seqs(await transcript.page(conv('conv-1', 't2'), {}))).toEqual([]);
+      expect(seqs(await transcript.page(conv('conv-1', ''), {}))).toEqual([]);
       // Cursors combine with the thread filter.
-      expect(seqs(await transcript.page('conv-1', null, { limit: 2, before_cursor: '7' }))).toEqual([5, 4]);
-      expect(seqs(await transcript.page('conv-2', null, {}))).toEqual([2, 1]);
-      expect(seqs(await transcript.page('conv-3', null, {}))).toEqual([]);
+      expect(seqs(await transcript.page(conv('conv-1', null), { limit: 2, before_cursor: '7' }))).toEqual([5, 4]);
+      expect(seqs(await transcript.page(conv('conv-2', null), {}))).toEqual([2, 1]);
+      expect(seqs(await transcript.page(conv('conv-3', null), {}))).toEqual([]);
     });
 
     it('defaults the limit to 50 and caps it at 100', async () => {
@@ -564,47 +595,58 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
         Array.from({ length: 130 }, (_, i) => `row ${i + 1}`),
       );
 
-      const capped = await transcript.page('conv-big', undefined, { limit: 1000 });
+      const capped = await transcript.browse({ conversation_id: 'conv-big' }, { limit: 1000 });
       expect(capped.items).toHaveLength(100);
       expect(capped).toMatchObject({ has_more: true, next_cursor: '31', prev_cursor: '130' });
-      expect(await transcript.page('conv-big', undefined, { limit: 100 })).toEqual(capped);
+      expect(await transcript.browse({ conversation_id: 'conv-big' }, { limit: 100 })).toEqual(capped);
 
-      const rest = await transcript.page('conv-big', undefined, { limit: 1000, before_cursor: capped.next_cursor! });
+      const rest = await transcript.browse(
+        { conversation_id: 'conv-big' },
+        { limit: 1000, before_cursor: capped.next_cursor! },
+      );
       expect(seqs(rest)).toEqual(Array.from({ length: 30 }, (_, i) => 30 - i));
       expect(rest.has_more).toBe(false);
 
       for (const limit of [undefined, 0]) {
-        const page = await transcript.page('conv-big', undefined, { limit });
+        const page = await transcript.browse({ conversation_id: 'conv-big' }, { limit });
         expect(page.items).toHaveLength(50);
         expect(page.has_more).toBe(true);
       }
-      expect((await transcript.page('conv-big', undefined, { limit: 1 })).items).toHaveLength(1);
+      expect((await transcript.browse({ conversation_id: 'conv-big' }, { limit: 1 })).items).toHaveLength(1);
     });
 
     it('rejects invalid cursors, limits and directions with invalid_argument', async () => {
       await seed();
 
       for (const cursor of ['abc', '-1', '1.5', '1e3', ' 3', '0x10', '1234567890123456']) {
-        expect(await domainError(transcript.page('conv-1', undefined, { before_cursor: cursor }))).toMatchObject({
+        expect(
+          await domainError(transcript.browse({ conversation_id: 'conv-1' }, { before_cursor: cursor })),
+        ).toMatchObject({
           code: 'invalid_argument',
           details: { field: 'before_cursor' },
         });
         expect(
-          await domainError(transcript.page('conv-1', undefined, { direction: 'forward', after_cursor: cursor })),
+          await domainError(
+            transcript.browse({ conversation_id: 'conv-1' }, { direction: 'forward', after_cursor: cursor }),
+          ),
         ).toMatchObject({ code: 'invalid_argument', details: { field: 'after_cursor' } });
       }
       for (const limit of [-1, 1.5, Number.NaN]) {
-        expect(await domainError(transcript.page('conv-1', undefined, { limit }))).toMatchObject({
+        expect(await domainError(transcript.browse({ conversation_id: 'conv-1' }, { limit }))).toMatchObject({
           code: 'invalid_argument',
           details: { field: 'limit' },
         });
       }
-      expect(await domainError(transcript.page('conv-1', undefined, { direction: 'sideways' }))).toMatchObject({
+      expect(
+        await domainError(transcript.browse({ conversation_id: 'conv-1' }, { direction: 'sideways' })),
+      ).toMatchObject({
         code: 'invalid_argument',
         details: { field: 'direction' },
       });
       // An empty cursor is no cursor.
-      expect(seqs(await transcript.page('conv-1', undefined, { before_cursor: '', limit: 1 }))).toEqual([9]);
+      expect(seqs(await transcript.browse({ conversation_id: 'conv-1' }, { before_cursor: '', limit: 1 }))).toEqual([
+        9,
+      ]);
     });
   });
 
@@ -625,38 +667,38 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
     it('finds rows by word, case-insensitively, newest first', async () => {
       await seed();
 
-      const result = await transcript.search('conv-1', null, 'fox', undefined);
+      const result = await transcript.search(conv('conv-1', null), 'fox', undefined);
       expect(contents(result)).toEqual(['FOX again, shouting this time', 'The quick brown fox jumps']);
       expect(result.total_count).toBe(2);
       expect(result.query).toBe('fox');
       expect(result.items.map((i) => i.seq)).toEqual([4, 1]);
-      expect(contents(await transcript.search('conv-1', null, 'LAZY', undefined))).toEqual([
+      expect(contents(await transcript.search(conv('conv-1', null), 'LAZY', undefined))).toEqual([
         'A lazy dog sleeps all day',
       ]);
       // Every word must match.
-      expect(contents(await transcript.search('conv-1', null, 'quick fox', undefined))).toEqual([
+      expect(contents(await transcript.search(conv('conv-1', null), 'quick fox', undefined))).toEqual([
         'The quick brown fox jumps',
       ]);
-      expect(await transcript.search('conv-1', null, 'quick dog', undefined)).toMatchObject({
+      expect(await transcript.search(conv('conv-1', null), 'quick dog', undefined)).toMatchObject({
         items: [],
         total_count: 0,
       });
-      expect(contents(await transcript.search('conv-1', null, 'elephant', undefined))).toEqual([]);
+      expect(contents(await transcript.search(conv('conv-1', null), 'elephant', undefined))).toEqual([]);
     });
 
     it('is scoped to the conversation and, strictly, to the thread', async () => {
       await seed();
 
-      expect(contents(await transcript.search('conv-1', 't1', 'fox', undefined))).toEqual([
+      expect(contents(await transcript.search(conv('conv-1', 't1'), 'fox', undefined))).toEqual([
         'The fox hides in the thread',
       ]);
-      expect(contents(await transcript.search('conv-2', null, 'fox', undefined))).toEqual([
+      expect(contents(await transcript.search(conv('conv-2', null), 'fox', undefined))).toEqual([
         'Another conversation mentions a fox',
       ]);
-      expect(contents(await transcript.search('conv-1', null, 'thread', undefined))).toEqual([]);
-      expect(contents(await transcript.search('conv-1', null, 'conversation', undefined))).toEqual([]);
-      expect(contents(await transcript.search('conv-1', 't2', 'fox', undefined))).toEqual([]);
-      expect(contents(await transcript.search('conv-3', null, 'fox', undefined))).toEqual([]);
+      expect(contents(await transcript.search(conv('conv-1', null), 'thread', undefined))).toEqual([]);
+      expect(contents(await transcript.search(conv('conv-1', null), 'conversation', undefined))).toEqual([]);
+      expect(contents(await transcript.search(conv('conv-1', 't2'), 'fox', undefined))).toEqual([]);
+      expect(contents(await transcript.search(conv('conv-3', null), 'fox', undefined))).toEqual([]);
     });
 
     it('finds rows appended through admission and assistant rows (the index follows every insert)', async () => {
@@ -668,6 +710,7 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
           conversation_id: 'conv-1',
           thread_id: null,
           agent_id: 'agent-1',
+          workspace_id: null,
           run_id: r.run_id,
           runner_id: 'acme/echo/echo',
         },
@@ -675,21 +718,23 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
       );
       await complete(runs, r.run_id, assistant);
 
-      expect(contents(await transcript.search('conv-1', null, 'zebras', undefined))).toEqual([
+      expect(contents(await transcript.search(conv('conv-1', null), 'zebras', undefined))).toEqual([
         'zebras have stripes',
         'question about zebras',
       ]);
-      expect(contents(await transcript.search('conv-1', null, 'stripes', undefined))).toEqual(['zebras have stripes']);
+      expect(contents(await transcript.search(conv('conv-1', null), 'stripes', undefined))).toEqual([
+        'zebras have stripes',
+      ]);
     });
 
     it('no longer finds deleted rows', async () => {
       await seed();
       await ds.getRepository(TranscriptEntity).delete({ conversation_id: 'conv-1', seq: 1 });
 
-      expect(contents(await transcript.search('conv-1', null, 'fox', undefined))).toEqual([
+      expect(contents(await transcript.search(conv('conv-1', null), 'fox', undefined))).toEqual([
         'FOX again, shouting this time',
       ]);
-      expect(contents(await transcript.search('conv-1', null, 'quick', undefined))).toEqual([]);
+      expect(contents(await transcript.search(conv('conv-1', null), 'quick', undefined))).toEqual([]);
     });
 
     it('caps top_k: default 10, at most 100', async () => {
@@ -698,14 +743,16 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
         Array.from({ length: 120 }, (_, i) => `needle number ${i + 1}`),
       );
 
-      const byDefault = await transcript.search('conv-big', null, 'needle', undefined);
+      const byDefault = await transcript.search(conv('conv-big', null), 'needle', undefined);
       expect(byDefault.items.map((i) => i.seq)).toEqual(Array.from({ length: 10 }, (_, i) => 120 - i));
-      expect((await transcript.search('conv-big', null, 'needle', 0)).items).toHaveLength(10);
-      expect((await transcript.search('conv-big', null, 'needle', 3)).items.map((i) => i.seq)).toEqual([120, 119, 118]);
-      const capped = await transcript.search('conv-big', null, 'needle', 1000);
+      expect((await transcript.search(conv('conv-big', null), 'needle', 0)).items).toHaveLength(10);
+      expect((await transcript.search(conv('conv-big', null), 'needle', 3)).items.map((i) => i.seq)).toEqual([
+        120, 119, 118,
+      ]);
+      const capped = await transcript.search(conv('conv-big', null), 'needle', 1000);
       expect(capped.items.map((i) => i.seq)).toEqual(Array.from({ length: 100 }, (_, i) => 120 - i));
       expect(capped.total_count).toBe(100);
-      expect(await domainError(transcript.search('conv-big', null, 'needle', -5))).toMatchObject({
+      expect(await domainError(transcript.search(conv('conv-big', null), 'needle', -5))).toMatchObject({
         code: 'invalid_argument',
       });
     });
@@ -748,7 +795,7 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
         ['fox & | ! <-> :*', ['FOX again, shouting this time', 'The quick brown fox jumps']],
       ];
       for (const [query, expected] of queries) {
-        const result = await transcript.search('conv-1', null, query, undefined);
+        const result = await transcript.search(conv('conv-1', null), query, undefined);
         expect({ query, found: contents(result) }).toEqual({ query, found: expected });
       }
       // The table is still there and intact.
@@ -757,12 +804,12 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
 
     it('rejects an empty or over-long query with invalid_argument', async () => {
       for (const query of ['', '   ', 'x'.repeat(1001)]) {
-        expect(await domainError(transcript.search('conv-1', null, query, undefined))).toMatchObject({
+        expect(await domainError(transcript.search(conv('conv-1', null), query, undefined))).toMatchObject({
           code: 'invalid_argument',
           details: { field: 'query' },
         });
       }
-      expect((await transcript.search('conv-1', null, 'x'.repeat(1000), undefined)).items).toEqual([]);
+      expect((await transcript.search(conv('conv-1', null), 'x'.repeat(1000), undefined)).items).toEqual([]);
     });
   });
 
@@ -789,20 +836,20 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
     it('pages newest first, walking back with the before cursor', async () => {
       await seed();
 
-      const first = await eventLog.page('conv-1', null, [], undefined, 2);
+      const first = await eventLog.page(conv('conv-1', null, 'ws-1'), [], undefined, 2);
       expect(summaries(first)).toEqual(['e8', 'e7']);
       expect(first.has_more).toBe(true);
       expect(first.next_cursor).toBe(first.items[1].cursor);
 
-      const second = await eventLog.page('conv-1', null, [], first.next_cursor!, 2);
+      const second = await eventLog.page(conv('conv-1', null, 'ws-1'), [], first.next_cursor!, 2);
       expect(summaries(second)).toEqual(['e6', 'e4']);
-      const third = await eventLog.page('conv-1', null, [], second.next_cursor!, 2);
+      const third = await eventLog.page(conv('conv-1', null, 'ws-1'), [], second.next_cursor!, 2);
       expect(summaries(third)).toEqual(['e2', 'e1']);
       expect(third).toMatchObject({ has_more: false, next_cursor: null });
 
       const ids = [...first.items, ...second.items, ...third.items].map((i) => i.seq);
       expect([...ids].sort((a, b) => b - a)).toEqual(ids);
-      expect(summaries(await eventLog.page('conv-1', null, [], undefined, undefined))).toEqual([
+      expect(summaries(await eventLog.page(conv('conv-1', null, 'ws-1'), [], undefined, undefined))).toEqual([
         'e8',
         'e7',
         'e6',
@@ -815,29 +862,30 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
     it('filters by event types, and combines the filter with the cursor and the thread', async () => {
       await seed();
 
-      expect(summaries(await eventLog.page('conv-1', null, ['message.received'], undefined, 10))).toEqual([
-        'e8',
-        'e4',
-        'e1',
-      ]);
+      expect(summaries(await eventLog.page(conv('conv-1', null, 'ws-1'), ['message.received'], undefined, 10))).toEqual(
+        ['e8', 'e4', 'e1'],
+      );
       expect(
-        summaries(await eventLog.page('conv-1', null, ['reaction.added', 'member.joined'], undefined, 10)),
+        summaries(
+          await eventLog.page(conv('conv-1', null, 'ws-1'), ['reaction.added', 'member.joined'], undefined, 10),
+        ),
       ).toEqual(['e7', 'e6', 'e2']);
-      const [newest] = (await eventLog.page('conv-1', null, ['message.received'], undefined, 1)).items;
-      expect(summaries(await eventLog.page('conv-1', null, ['message.received'], newest.cursor, 10))).toEqual([
-        'e4',
-        'e1',
-      ]);
-      expect(summaries(await eventLog.page('conv-1', 't1', [], undefined, 10))).toEqual(['e3']);
-      expect(summaries(await eventLog.page('conv-1', 't1', ['reaction.added'], undefined, 10))).toEqual([]);
-      expect(summaries(await eventLog.page('conv-2', null, [], undefined, 10))).toEqual(['e5']);
-      expect(summaries(await eventLog.page('conv-1', null, ['no.such.type'], undefined, 10))).toEqual([]);
+      const [newest] = (await eventLog.page(conv('conv-1', null, 'ws-1'), ['message.received'], undefined, 1)).items;
+      expect(
+        summaries(await eventLog.page(conv('conv-1', null, 'ws-1'), ['message.received'], newest.cursor, 10)),
+      ).toEqual(['e4', 'e1']);
+      expect(summaries(await eventLog.page(conv('conv-1', 't1', 'ws-1'), [], undefined, 10))).toEqual(['e3']);
+      expect(summaries(await eventLog.page(conv('conv-1', 't1', 'ws-1'), ['reaction.added'], undefined, 10))).toEqual(
+        [],
+      );
+      expect(summaries(await eventLog.page(conv('conv-2', null, 'ws-1'), [], undefined, 10))).toEqual(['e5']);
+      expect(summaries(await eventLog.page(conv('conv-1', null, 'ws-1'), ['no.such.type'], undefined, 10))).toEqual([]);
     });
 
     it('maps rows to records and gets one event by id', async () => {
       const rows = await seed();
 
-      const [record] = (await eventLog.page('conv-1', null, [], undefined, 1)).items;
+      const [record] = (await eventLog.page(conv('conv-1', null, 'ws-1'), [], undefined, 1)).items;
       const stored = await eventLog.get(rows[7].event_id);
       expect(stored).toEqual({ ...rows[7], id: expect.any(Number) });
       expect(record).toEqual({
@@ -877,12 +925,12 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
     it('rejects an invalid cursor or limit with invalid_argument', async () => {
       await seed();
       for (const cursor of ['x', '-2', '2.5']) {
-        expect(await domainError(eventLog.page('conv-1', null, [], cursor, 10))).toMatchObject({
+        expect(await domainError(eventLog.page(conv('conv-1', null, 'ws-1'), [], cursor, 10))).toMatchObject({
           code: 'invalid_argument',
           details: { field: 'before_cursor' },
         });
       }
-      expect(await domainError(eventLog.page('conv-1', null, [], undefined, -1))).toMatchObject({
+      expect(await domainError(eventLog.page(conv('conv-1', null, 'ws-1'), [], undefined, -1))).toMatchObject({
         code: 'invalid_argument',
         details: { field: 'limit' },
       });
@@ -893,16 +941,140 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
         .getRepository(EventLogEntity)
         .insert(Array.from({ length: 105 }, (_, i) => logRow({ input_summary: `e${i}` })));
 
-      const page = await eventLog.page('conv-1', null, [], undefined, 500);
+      const page = await eventLog.page(conv('conv-1', null, 'ws-1'), [], undefined, 500);
       expect(page.items).toHaveLength(100);
       expect(page.has_more).toBe(true);
-      expect(summaries(await eventLog.page('conv-1', null, [], page.next_cursor!, 500))).toEqual([
+      expect(summaries(await eventLog.page(conv('conv-1', null, 'ws-1'), [], page.next_cursor!, 500))).toEqual([
         'e4',
         'e3',
         'e2',
         'e1',
         'e0',
       ]);
+    });
+  });
+
+  describe('conversation scope (agent + workspace + conversation id + thread)', () => {
+    // Three conversations that share the id "shared": agent-1 in tenant-1, agent-2 in tenant-2,
+    // agent-1 in tenant-2; and agent-1 without a workspace.
+    const A = conv('shared', null, 'tenant-1', 'agent-1');
+    const B = conv('shared', null, 'tenant-2', 'agent-2');
+    const C = conv('shared', null, 'tenant-2', 'agent-1');
+    const D = conv('shared', null, null, 'agent-1');
+    const row = (c: ConversationScope, text: string) =>
+      transcriptRow(c.conversation_id, c.thread_id, text, { agent_id: c.agent_id, workspace_id: c.workspace_id });
+    const log = (c: ConversationScope, summary: string) =>
+      logRow({
+        agent_id: c.agent_id,
+        workspace_id: c.workspace_id,
+        conversation_id: c.conversation_id,
+        input_summary: summary,
+      });
+    const contents = (page: { items: Array<{ content: string }> }) => page.items.map((i) => i.content);
+
+    async function seed(): Promise<void> {
+      await append([row(A, 'alpha secret one'), row(B, 'beta secret one'), row(A, 'alpha secret two')]);
+      await append([row(C, 'gamma secret'), row(D, 'delta secret')]);
+      for (const [c, text] of [
+        [A, 'a1'],
+        [B, 'b1'],
+        [C, 'c1'],
+        [A, 'a2'],
+        [D, 'd1'],
+      ] as const) {
+        await context.appendEvent(log(c, text));
+      }
+    }
+
+    it('pages, searches and counts only the rows of its own conversation', async () => {
+      await seed();
+      expect(contents(await transcript.page(A, { direction: 'forward' }))).toEqual([
+        'alpha secret one',
+        'alpha secret two',
+      ]);
+      expect(contents(await transcript.page(B, {}))).toEqual(['beta secret one']);
+      expect(contents(await transcript.page(C, {}))).toEqual(['gamma secret']);
+      expect(contents(await transcript.page(D, {}))).toEqual(['delta secret']);
+      expect(contents(await transcript.page(conv('shared', null, 'tenant-1', 'agent-2'), {}))).toEqual([]);
+
+      expect(contents(await transcript.search(A, 'secret', undefined))).toEqual([
+        'alpha secret two',
+        'alpha secret one',
+      ]);
+      expect(contents(await transcript.search(B, 'secret', undefined))).toEqual(['beta secret one']);
+      expect(contents(await transcript.search(B, 'alpha', undefined))).toEqual([]);
+      expect(contents(await transcript.search(D, 'secret', undefined))).toEqual(['delta secret']);
+
+      // seq is one cursor space per conversation id: each conversation's latest is its own row's.
+      expect(await transcript.latestSeq(A)).toBe(3);
+      expect(await transcript.latestSeq(B)).toBe(2);
+      expect(await transcript.latestSeq(C)).toBe(4);
+      expect(await transcript.latestSeq(D)).toBe(5);
+      expect(await transcript.latestSeq(conv('shared', null, 'tenant-3', 'agent-1'))).toBeNull();
+
+      const summaries = async (c: ConversationScope) =>
+        (await eventLog.page(c, [], undefined, 10)).items.map((i) => i.input_summary);
+      expect(await summaries(A)).toEqual(['a2', 'a1']);
+      expect(await summaries(B)).toEqual(['b1']);
+      expect(await summaries(C)).toEqual(['c1']);
+      expect(await summaries(D)).toEqual(['d1']);
+    });
+
+    it('a cursor of one conversation never reaches into another', async () => {
+      await seed();
+      const first = await transcript.page(A, { limit: 1 });
+      expect(contents(first)).toEqual(['alpha secret two']);
+      expect(contents(await transcript.page(A, { limit: 1, before_cursor: first.next_cursor! }))).toEqual([
+        'alpha secret one',
+      ]);
+      // B's rows sit between A's seqs: walking A's cursor back never shows them.
+      expect(contents(await transcript.page(A, { before_cursor: '3' }))).toEqual(['alpha secret one']);
+    });
+
+    it('the admin view sees every agent and workspace unless narrowed', async () => {
+      await seed();
+      const all = await transcript.browse({ conversation_id: 'shared' }, { direction: 'forward' });
+      expect(all.items.map((i) => [i.agent_id, i.workspace_id, i.content])).toEqual([
+        ['agent-1', 'tenant-1', 'alpha secret one'],
+        ['agent-2', 'tenant-2', 'beta secret one'],
+        ['agent-1', 'tenant-1', 'alpha secret two'],
+        ['agent-1', 'tenant-2', 'gamma secret'],
+        ['agent-1', null, 'delta secret'],
+      ]);
+      expect(contents(await transcript.browse({ conversation_id: 'shared', agent_id: 'agent-2' }, {}))).toEqual([
+        'beta secret one',
+      ]);
+      expect(contents(await transcript.browse({ conversation_id: 'shared', workspace_id: 'tenant-2' }, {}))).toEqual([
+        'gamma secret',
+        'beta secret one',
+      ]);
+      expect(
+        contents(await transcript.browse({ conversation_id: 'shared', agent_id: 'agent-1', workspace_id: null }, {})),
+      ).toEqual(['delta secret']);
+    });
+
+    it('no conversation: the request is still checked, and the pages are empty', async () => {
+      await seed();
+      expect(await transcript.page(null, {})).toEqual({
+        items: [],
+        has_more: false,
+        next_cursor: null,
+        prev_cursor: null,
+      });
+      expect(await transcript.search(null, 'secret', undefined)).toEqual({
+        items: [],
+        total_count: 0,
+        query: 'secret',
+      });
+      expect(await eventLog.page(null, [], undefined, undefined)).toEqual({
+        items: [],
+        has_more: false,
+        next_cursor: null,
+      });
+      expect(await domainError(transcript.page(null, { limit: -1 }))).toMatchObject({ details: { field: 'limit' } });
+      expect(await domainError(eventLog.page(null, [], 'x', 10))).toMatchObject({
+        details: { field: 'before_cursor' },
+      });
     });
   });
 

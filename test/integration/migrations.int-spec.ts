@@ -113,7 +113,14 @@ const RETENTION_INDEXES: Array<[string, string, boolean, string[]]> = [
   ['event_log', 'idx_event_log_created', false, ['created_at']],
 ];
 
+/** Conversation scope: the scoped reads of the transcript and the event log lead with the agent. */
+const SCOPE_INDEXES: Array<[string, string, boolean, string[]]> = [
+  ['transcript', 'idx_transcript_scope', false, ['agent_id', 'conversation_id', 'seq']],
+  ['event_log', 'idx_event_log_scope', false, ['agent_id', 'conversation_id', 'id']],
+];
+
 const NAMED_INDEXES = [
+  ...SCOPE_INDEXES,
   ...INITIAL_INDEXES,
   ...CONTEXT_INDEXES,
   ...RESOURCE_INDEXES,
@@ -292,6 +299,7 @@ function transcriptRow(seq: number, content: string): Omit<TranscriptEntity, 'id
   return {
     conversation_id: 'conv-1',
     thread_id: null,
+    workspace_id: null,
     seq,
     role: 'user',
     item_type: 'message',
@@ -491,6 +499,50 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
     const chunkId = await knowledgeRows(ds, 'after redo');
     expect(await fullTextMatch(ds, 'redo', 'kb_chunks')).toEqual([chunkId]);
     expect(await fullTextMatch(ds, 'before', 'kb_chunks')).toEqual([]);
+  });
+
+  it('the conversation-scope migration gives existing transcript rows the workspace of their event', async () => {
+    const ds = await ctx.open();
+    await undoNewerThan(ds, 'ToolMetadata1765300000000');
+    expect(await columnsOf(ds, 'transcript')).not.toContain('workspace_id');
+    // A user row (its own event), an assistant row (its run's event), a row of another agent
+    // with the same event id (not matched), and a row of an event without a workspace.
+    const log = (eventId: string, agentId: string, workspace: string | null, runId: string | null) =>
+      `INSERT INTO "event_log" ("event_id", "event_type", "source", "agent_id", "conversation_id", "workspace_id",
+        "input_summary", "run_id", "metadata", "created_at")
+       VALUES ('${eventId}', 'message.received', 'api', '${agentId}', 'conv-1',
+        ${workspace === null ? 'NULL' : `'${workspace}'`}, '', ${runId === null ? 'NULL' : `'${runId}'`}, '{}', 1)`;
+    const row = (seq: number, agentId: string, eventId: string | null, runId: string | null) =>
+      `INSERT INTO "transcript" ("conversation_id", "seq", "role", "item_type", "content", "content_json",
+        "attachment_refs", "event_id", "run_id", "agent_id", "metadata", "created_at")
+       VALUES ('conv-1', ${seq}, 'user', 'message', 'm${seq}', '{}', '[]',
+        ${eventId === null ? 'NULL' : `'${eventId}'`}, ${runId === null ? 'NULL' : `'${runId}'`}, '${agentId}', '{}', 1)`;
+    await ds.getRepository(RunEntity).insert(run('run-1'));
+    for (const sql of [
+      log('evt-run-1', 'agent-1', 'tenant-1', 'run-1'),
+      log('evt-user', 'agent-1', 'tenant-2', null),
+      log('evt-none', 'agent-1', null, null),
+      row(1, 'agent-1', 'evt-user', null),
+      row(2, 'agent-1', 'assistant-uuid', 'run-1'),
+      row(3, 'agent-2', 'evt-user', null),
+      row(4, 'agent-1', 'evt-none', null),
+    ]) {
+      await ds.query(sql);
+    }
+
+    await ds.runMigrations();
+    const rows: Array<{ seq: number | string; workspace_id: string | null }> = await ds.query(
+      `SELECT "seq", "workspace_id" FROM "transcript" ORDER BY "seq"`,
+    );
+    expect(rows.map((r) => [Number(r.seq), r.workspace_id])).toEqual([
+      [1, 'tenant-2'],
+      [2, 'tenant-1'],
+      [3, null],
+      [4, null],
+    ]);
+    for (const [table, name, unique, columns] of SCOPE_INDEXES) {
+      expect(await listIndexes(ds, table)).toContainEqual({ name, unique, columns });
+    }
   });
 
   it('does nothing when the migrations are run again on an up-to-date database', async () => {

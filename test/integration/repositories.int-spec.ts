@@ -82,6 +82,7 @@ function userRow(e: EventEntity, text = 'hello'): NewTranscriptRow {
   return {
     conversation_id: e.conversation_id!,
     thread_id: e.thread_id,
+    workspace_id: null,
     role: 'user',
     item_type: 'message',
     content: text,

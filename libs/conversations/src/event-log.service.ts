@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ContextRepository, type EventLogEntity } from '@libs/persistence';
+import { ContextRepository, type ConversationScope, type EventLogEntity } from '@libs/persistence';
 import { pageLimit, parseCursor } from './transcript.service';
 
 export interface EventRecord {
@@ -64,21 +64,16 @@ export class EventLogService {
     return this.repo.getEvent(eventId);
   }
 
+  /** Event-log rows of one conversation (agent, workspace, conversation id, thread), newest first. */
   async page(
-    conversationId: string,
-    threadId: string | null,
+    conversation: ConversationScope | null,
     types: string[],
     beforeCursor: string | undefined,
     limit: number | undefined,
   ) {
     const n = pageLimit(limit);
-    const rows = await this.repo.eventPage(
-      conversationId,
-      threadId,
-      types,
-      parseCursor(beforeCursor, 'before_cursor'),
-      n + 1,
-    );
+    const before = parseCursor(beforeCursor, 'before_cursor');
+    const rows = conversation ? await this.repo.eventPage(conversation, types, before, n + 1) : [];
     const items = rows.slice(0, n).map(eventRecord);
     const has_more = rows.length > n;
     return { items, has_more, next_cursor: has_more ? items[items.length - 1].cursor : null };

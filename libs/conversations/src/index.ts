@@ -1,6 +1,7 @@
 export { ConversationsModule } from './conversations.module';
 export {
   TranscriptService,
+  conversationOf,
   messageText,
   redactMessage,
   truncate,
@@ -11,5 +12,6 @@ export {
   type PageRequest,
   type TranscriptItem,
 } from './transcript.service';
+export type { ConversationScope } from '@libs/persistence';
 export { EventLogService, eventRecord, type EventRecord } from './event-log.service';
 export { StateService, STATE_VALUE_LIMIT, type ScopeKeys } from './state.service';

@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { ContextRepository, type JsonObject, type NewTranscriptRow, type TranscriptEntity } from '@libs/persistence';
+import {
+  ContextRepository,
+  type ConversationScope,
+  type JsonObject,
+  type NewTranscriptRow,
+  type TranscriptEntity,
+  type TranscriptQuery,
+} from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 
 export const TRANSCRIPT_CONTENT_LIMIT = 4000;
@@ -11,6 +18,8 @@ export interface TranscriptItem {
   event_id: string | null;
   conversation_id: string;
   thread_id: string | null;
+  agent_id: string;
+  workspace_id: string | null;
   role: string;
   item_type: string;
   content: string;
@@ -36,6 +45,20 @@ export interface PageRequest {
   direction?: string;
   limit?: number;
   include_attachments?: boolean;
+}
+
+/**
+ * The conversation a run (or an event) is about — agent + workspace + conversation id + thread —
+ * or null when it names no conversation. The one key of every transcript and event-log read.
+ */
+export function conversationOf(scope: {
+  agent_id: string;
+  workspace_id: string | null;
+  conversation_id: string | null;
+  thread_id: string | null;
+}): ConversationScope | null {
+  const { agent_id, workspace_id, conversation_id, thread_id } = scope;
+  return conversation_id === null ? null : { agent_id, workspace_id, conversation_id, thread_id };
 }
 
 const BASE64_KEYS = ['image_base64', 'file_base64'];
@@ -111,6 +134,8 @@ function item(row: TranscriptEntity, includeAttachments: boolean): TranscriptIte
     event_id: row.event_id,
     conversation_id: row.conversation_id,
     thread_id: row.thread_id,
+    agent_id: row.agent_id,
+    workspace_id: row.workspace_id,
     role: row.role,
     item_type: row.item_type,
     content: row.content,
@@ -132,19 +157,20 @@ function item(row: TranscriptEntity, includeAttachments: boolean): TranscriptIte
 export class TranscriptService {
   constructor(private readonly repo: ContextRepository) {}
 
-  /** Highest seq of the conversation's thread (null: rows without a thread). */
-  async latestSeq(conversationId: string, threadId: string | null): Promise<number | null> {
-    return this.repo.latestSeq(conversationId, threadId);
+  /** Highest seq of one conversation (agent, workspace, conversation id, thread). */
+  async latestSeq(conversation: ConversationScope): Promise<number | null> {
+    return this.repo.latestSeq(conversation);
   }
 
-  /** The assistant row of a run (written once per run, with the run's end). */
+  /** The assistant row of a run (written once per run, with the run's end), keyed like every row. */
   assistantRow(
-    scope: { conversation_id: string; thread_id: string | null; agent_id: string; run_id: string; runner_id: string },
+    scope: ConversationScope & { run_id: string; runner_id: string },
     message: Record<string, unknown>,
   ): NewTranscriptRow {
     return {
       conversation_id: scope.conversation_id,
       thread_id: scope.thread_id,
+      workspace_id: scope.workspace_id,
       role: 'assistant',
       item_type: 'message',
       content: truncate(messageText(message.content)),
@@ -158,21 +184,37 @@ export class TranscriptService {
     };
   }
 
+  /**
+   * A page of one conversation (a run's HistoryPage): agent, workspace and thread all matched.
+   * No conversation (null): the request is still checked, and the page is empty.
+   */
+  page(conversation: ConversationScope | null, req: PageRequest): Promise<HistoryPage> {
+    return this.pageOf(conversation, req);
+  }
+
+  /**
+   * The admin view: rows of a conversation id, optionally narrowed to an agent, a workspace and a
+   * thread (each undefined: not filtered). Never for a run's reads.
+   */
+  browse(filter: Omit<TranscriptQuery, 'before' | 'after' | 'direction' | 'limit'>, req: PageRequest) {
+    return this.pageOf(filter, req);
+  }
+
   /** backward (default): newest first, `before_cursor`; forward: oldest first, `after_cursor`. */
-  async page(conversationId: string, threadId: string | null | undefined, req: PageRequest): Promise<HistoryPage> {
+  private async pageOf(
+    filter: Omit<TranscriptQuery, 'before' | 'after' | 'direction' | 'limit'> | null,
+    req: PageRequest,
+  ): Promise<HistoryPage> {
     const direction = req.direction ?? 'backward';
     if (direction !== 'backward' && direction !== 'forward') {
       throw new DomainError('invalid_argument', 'direction: must be "backward" or "forward"', { field: 'direction' });
     }
     const limit = pageLimit(req.limit);
-    const rows = await this.repo.transcriptPage({
-      conversation_id: conversationId,
-      thread_id: threadId,
-      before: parseCursor(req.before_cursor, 'before_cursor'),
-      after: parseCursor(req.after_cursor, 'after_cursor'),
-      direction,
-      limit: limit + 1,
-    });
+    const before = parseCursor(req.before_cursor, 'before_cursor');
+    const after = parseCursor(req.after_cursor, 'after_cursor');
+    const rows = filter
+      ? await this.repo.transcriptPage({ ...filter, before, after, direction, limit: limit + 1 })
+      : [];
     const has_more = rows.length > limit;
     const items = rows.slice(0, limit).map((r) => item(r, req.include_attachments ?? false));
     return {
@@ -183,14 +225,16 @@ export class TranscriptService {
     };
   }
 
-  async search(conversationId: string, threadId: string | null, query: string, topK: number | undefined) {
+  /** Full-text search in one conversation (a run's HistorySearch), newest first. */
+  async search(conversation: ConversationScope | null, query: string, topK: number | undefined) {
     if (query.trim() === '') {
       throw new DomainError('invalid_argument', 'query: must not be empty', { field: 'query' });
     }
     if (query.length > 1000) {
       throw new DomainError('invalid_argument', 'query: at most 1000 characters', { field: 'query' });
     }
-    const rows = await this.repo.transcriptSearch(conversationId, threadId, query, pageLimit(topK, 10));
+    const limit = pageLimit(topK, 10);
+    const rows = conversation ? await this.repo.transcriptSearch(conversation, query, limit) : [];
     return { items: rows.map((r) => item(r, false)), total_count: rows.length, query };
   }
 }

@@ -1,9 +1,21 @@
 import { Injectable } from '@nestjs/common';
-import { EventLogService, StateService, TranscriptService, eventRecord, type PageRequest } from '@libs/conversations';
+import {
+  EventLogService,
+  StateService,
+  TranscriptService,
+  conversationOf,
+  eventRecord,
+  type PageRequest,
+} from '@libs/conversations';
 import { DomainError } from '@libs/protocol';
 import type { ActiveRun } from '@libs/runs';
 
-/** Pull APIs over the run's conversation: history, events, state, prompt, run. */
+/**
+ * Pull APIs over the run's conversation: history, events, state, prompt, run. The conversation is
+ * the run's agent + workspace + conversation id + thread (conversationOf): another agent's or
+ * another workspace's rows under the same conversation id are never read. A run without a
+ * conversation gets empty pages.
+ */
 @Injectable()
 export class ContextApiService {
   constructor(
@@ -13,13 +25,11 @@ export class ContextApiService {
   ) {}
 
   async historyPage(run: ActiveRun, req: PageRequest) {
-    const scope = run.snapshot.scope;
-    return this.transcript.page(scope.conversation_id!, scope.thread_id, req);
+    return this.transcript.page(conversationOf(run.snapshot.scope), req);
   }
 
   async historySearch(run: ActiveRun, query: string, topK: number | undefined) {
-    const scope = run.snapshot.scope;
-    return this.transcript.search(scope.conversation_id!, scope.thread_id, query, topK);
+    return this.transcript.search(conversationOf(run.snapshot.scope), query, topK);
   }
 
   /** An event of this run, or of the run's conversation and thread. */
@@ -31,10 +41,14 @@ export class ContextApiService {
     if (!e) {
       throw new DomainError('not_found', `event ${eventId} not found`, { event_id: eventId });
     }
-    const scope = run.snapshot.scope;
+    const conversation = conversationOf(run.snapshot.scope);
     const sameRun = e.run_id === run.run_id;
     const sameConversation =
-      scope.conversation_id !== null && e.conversation_id === scope.conversation_id && e.thread_id === scope.thread_id;
+      conversation !== null &&
+      e.agent_id === conversation.agent_id &&
+      e.workspace_id === conversation.workspace_id &&
+      e.conversation_id === conversation.conversation_id &&
+      e.thread_id === conversation.thread_id;
     if (!sameRun && !sameConversation) {
       throw new DomainError('unauthorized', `event ${eventId} is not accessible by this run`, { event_id: eventId });
     }
@@ -42,8 +56,7 @@ export class ContextApiService {
   }
 
   async eventPage(run: ActiveRun, types: string[], beforeCursor: string | undefined, limit: number | undefined) {
-    const scope = run.snapshot.scope;
-    return this.events.page(scope.conversation_id!, scope.thread_id, types, beforeCursor, limit);
+    return this.events.page(conversationOf(run.snapshot.scope), types, beforeCursor, limit);
   }
 
   async stateGet(run: ActiveRun, scope: string, key: string) {

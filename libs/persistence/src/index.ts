@@ -7,7 +7,12 @@ export { AgentsRepository } from './repositories/agents.repository';
 export { ApiKeysRepository } from './repositories/api-keys.repository';
 export { PluginsRepository } from './repositories/plugins.repository';
 export { RunsRepository, type RunListFilter, type StoredResult } from './repositories/runs.repository';
-export { ContextRepository, type NewTranscriptRow, type TranscriptQuery } from './repositories/context.repository';
+export {
+  ContextRepository,
+  type ConversationScope,
+  type NewTranscriptRow,
+  type TranscriptQuery,
+} from './repositories/context.repository';
 export { StoresRepository } from './repositories/stores.repository';
 export { ToolsRepository, type NewToolRow } from './repositories/tools.repository';
 export { ModelsRepository, type NewModelUsage } from './repositories/models.repository';

@@ -37,11 +37,11 @@ export function eventLogRow(
   };
 }
 
-/** The user transcript row of a message.received event with a conversation (null otherwise). */
+/** The user transcript row of a message.received event with a conversation (null otherwise), keyed by the run's scope. */
 export function userTranscriptRow(
   eventId: string,
   sub: EventSubmission,
-  agentId: string,
+  scope: RunScope,
   now: number,
 ): NewTranscriptRow | null {
   if (sub.event.event_type !== 'message.received' || !sub.conversation) {
@@ -58,7 +58,8 @@ export function userTranscriptRow(
     attachment_refs: (redactSubmission(sub).input as { attachments?: JsonObject[] }).attachments ?? [],
     event_id: eventId,
     run_id: null,
-    agent_id: agentId,
+    agent_id: scope.agent_id,
+    workspace_id: scope.workspace_id,
     metadata: { actor_type: sub.actor?.actor_type ?? null, actor_id: sub.actor?.actor_id ?? null },
     created_at: now,
   };

@@ -86,7 +86,7 @@ export class AdmissionService {
     };
     const prepared = await this.starter.prepare(runId, eventId, sub, agent, live, now);
     const logRow = eventLogRow(eventId, sub, prepared.scope, runId, now);
-    const user = userTranscriptRow(eventId, sub, agent.agent_id, now);
+    const user = userTranscriptRow(eventId, sub, prepared.scope, now);
     if (sub.conversation) {
       const a = await this.conversations.admit({ sub, agent, event, prepared, live, log: logRow, user, readmit });
       return a.admitted ? a.admission : this.duplicate(a.existing, bodyHash);

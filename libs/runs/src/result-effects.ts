@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { NewTranscriptRow, StateWrite } from '@libs/persistence';
+import type { ConversationScope, NewTranscriptRow, StateWrite } from '@libs/persistence';
 import type { ActiveRun } from './active-run';
 import type { ResultView } from './run-stream.bus';
 
@@ -78,6 +78,6 @@ export function assistantMessageAtEnd(
 }
 
 export type AssistantRowBuilder = (
-  scope: { conversation_id: string; thread_id: string | null; agent_id: string; run_id: string; runner_id: string },
+  scope: ConversationScope & { run_id: string; runner_id: string },
   message: Record<string, unknown>,
 ) => NewTranscriptRow;

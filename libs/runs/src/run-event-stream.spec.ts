@@ -214,4 +214,49 @@ describe('RunEventStream and live-only telemetry', () => {
     expect(socket.ids()).toEqual([1, 2]);
     expect(socket.writes.join('')).not.toContain('tool.call.progress');
   });
+
+  it('never cuts a reader while it replays stored results, however slowly it reads (a resume of a live run)', async () => {
+    // Stored: 8 results of 48 KiB; the reader resumes while the run is still live. Its first replay
+    // page fills the socket (awaiting 'drain', ~384 KiB unsent, over the 64 KiB bound); live
+    // frames arriving meanwhile must not cut it: stored results are paced, not cut.
+    const stored = Array.from({ length: 8 }, (_, i) => result(i + 1, 'message.delta', 48 * 1024));
+    const live = new Subject<ResultView>();
+    const { socket, done } = setup(stored, live, 0, 64 * 1024);
+    socket.full = true;
+    await tick();
+    await tick();
+    expect(socket.writableLength).toBeGreaterThan(64 * 1024);
+    live.next(result(9, 'message.delta', 1024));
+    live.next(result(10, 'message.delta', 1024));
+    await tick();
+    expect(socket.destroyed).toBe(false);
+    stored.push(result(9, 'message.delta', 1024), result(10, 'message.delta', 1024));
+    socket.drain();
+    await tick();
+    await tick();
+    stored.push(result(11, 'run.completed'));
+    live.next(result(11, 'run.completed'));
+    live.complete();
+    while (!socket.ended && !socket.destroyed) {
+      socket.drain();
+      await tick();
+    }
+    expect(await done).toBe('completed');
+    expect(socket.ids()).toEqual(Array.from({ length: 11 }, (_, i) => i + 1));
+  });
+
+  it('writes a burst in pieces of at most the bound, and cuts the reader once its socket refuses more', async () => {
+    const live = new Subject<ResultView>();
+    const { socket, done } = setup([], live, 0, 64 * 1024);
+    await tick();
+    await tick();
+    socket.full = true; // a reader that has stopped reading
+    // 200 results of 8 KiB in one tick (1.6 MB): without pieces, one 1.6 MB write would be queued.
+    for (let i = 1; i <= 200; i++) {
+      live.next(result(i, 'message.delta', 8 * 1024));
+    }
+    expect(await done).toBe('cut');
+    expect(Math.max(...socket.writes.map((w) => w.length))).toBeLessThan(80 * 1024);
+    expect(socket.writes.join('').length).toBeLessThan(200 * 1024);
+  });
 });

@@ -163,11 +163,15 @@ export class RunEventStream<T extends StreamItem = ResultView> {
     }
     this.pending.push(r);
     this.pendingBytes += this.frameOf(r).length; // characters: close enough to bytes for a bound
-    if (this.replaying && this.pendingBytes > this.limits.maxBacklogBytes) {
-      // Every published result is committed: the replay reads these from the database instead.
-      this.pending = [];
-      this.pendingBytes = 0;
-      this.missedLive = true;
+    if (this.replaying) {
+      // A reader of stored results is paced (the next page waits for 'drain'), never cut: what
+      // its socket holds is the replay's own page, not a live backlog. Past the bound, the live
+      // frames are dropped: every published result is committed, the replay reads them instead.
+      if (this.pendingBytes > this.limits.maxBacklogBytes) {
+        this.pending = [];
+        this.pendingBytes = 0;
+        this.missedLive = true;
+      }
       return;
     }
     // Behind = the socket refuses more (awaiting 'drain') and the queue passed the bound; frames of
@@ -176,6 +180,13 @@ export class RunEventStream<T extends StreamItem = ResultView> {
       // The reader does not keep up: cut it rather than hold the run in memory for it.
       this.finish('cut');
       this.out.destroy();
+      return;
+    }
+    if (!this.awaitingDrain && this.pendingBytes > this.limits.maxBacklogBytes) {
+      // A burst (many results in one tick, as when the loop was busy) leaves in pieces of at most
+      // the bound rather than as one write per reader of everything that arrived: the socket
+      // then says whether the reader keeps up before more is queued for it.
+      this.flush();
       return;
     }
     this.queueFlush();

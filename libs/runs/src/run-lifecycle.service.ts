@@ -3,7 +3,7 @@ import type { AuthorizationSnapshot } from '@libs/authz';
 import { deliveryPolicySchema } from '@libs/agents';
 import { DeliveryService, deliveryPlan, deliveryContextOf, type DeliveryOp, type DeliveryPlan } from '@libs/delivery';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
-import { StateService, TranscriptService } from '@libs/conversations';
+import { StateService, TranscriptService, conversationOf } from '@libs/conversations';
 import {
   RunsRepository,
   SteeringRepository,
@@ -268,19 +268,10 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
     run.settle();
     const effects = effectsOf(run, terminal, this.state);
     const message = assistantMessageAtEnd(run, terminal, outcome.status === 'completed');
-    const scope = run.snapshot.scope;
+    const conversation = conversationOf(run.snapshot.scope);
     const assistant =
-      message && scope.conversation_id !== null
-        ? this.transcript.assistantRow(
-            {
-              conversation_id: scope.conversation_id,
-              thread_id: scope.thread_id,
-              agent_id: run.agent_id,
-              run_id: run.run_id,
-              runner_id: run.runner_id,
-            },
-            message,
-          )
+      message && conversation
+        ? this.transcript.assistantRow({ ...conversation, run_id: run.run_id, runner_id: run.runner_id }, message)
         : null;
     const end = { ...outcome, usage: outcome.usage ?? null, finished_at: Date.now() };
     const ops = run.delivery?.onEnd(terminal, outcome.status as RunStatus) ?? [];
@@ -317,11 +308,11 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
         this.bus.end(run.run_id);
         this.deliveries.end(run.run_id);
         run.markFinished();
-        if (scope.conversation_id !== null) {
+        if (conversation) {
           // The conversation is free: its next waiting run (re-dispatched items first, by arrival) may start.
           this.signals.publish({
             kind: 'conversation',
-            key: conversationKey(run.agent_id, scope.conversation_id, scope.thread_id),
+            key: conversationKey(run.agent_id, conversation.conversation_id, conversation.thread_id),
           });
         }
       }

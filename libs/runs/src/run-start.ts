@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { buildSnapshot, snapshotHash, type RunScope } from '@libs/authz';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
-import { StateService, TranscriptService } from '@libs/conversations';
+import { StateService, TranscriptService, conversationOf } from '@libs/conversations';
 import type { AgentEntity, JsonObject, NewRun } from '@libs/persistence';
 import { runTimeoutSeconds, type RunnerManifest } from '@libs/protocol';
 import { planOf, type DeliveryContext } from '@libs/delivery';
@@ -174,9 +174,10 @@ export class RunStarter {
       },
       deadline_at_ms: timeout === null ? null : now + Math.round(timeout * 1000),
     });
+    const conversation = conversationOf(scope);
     const [state, latest_seq] = await Promise.all([
       manifest ? this.state.snapshot(snapshot.state.scope_keys, scope.conversation_id) : Promise.resolve({}),
-      scope.conversation_id ? this.transcript.latestSeq(scope.conversation_id, scope.thread_id) : Promise.resolve(null),
+      conversation ? this.transcript.latestSeq(conversation) : Promise.resolve(null),
     ]);
     const firstChat = snapshot.resources.models.find((m) => m.model_type === 'llm');
     const window = firstChat ? catalog.models.find((m) => m.model_id === firstChat.model_id)?.context_window : null;

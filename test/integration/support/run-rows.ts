@@ -89,6 +89,7 @@ export function transcriptRow(
   return {
     conversation_id: 'conv-1',
     thread_id: null,
+    workspace_id: null,
     role,
     item_type: 'message',
     content,

@@ -20,7 +20,14 @@ export class ConversationsController {
   ): Promise<TranscriptPageDto> {
     const forward = q.order === 'oldest' || (q.after !== undefined && q.order === undefined);
     // Stored attachment_refs and metadata are the shapes admission wrote (see TranscriptItemDto).
-    const page = await this.transcript.page(conversationId, q.thread_id, {
+    // Admin view: every agent's and workspace's rows of this conversation id unless narrowed.
+    const filter = {
+      conversation_id: conversationId,
+      agent_id: q.agent_id,
+      workspace_id: q.workspace_id,
+      thread_id: q.thread_id,
+    };
+    const page = await this.transcript.browse(filter, {
       before_cursor: q.before,
       after_cursor: q.after,
       direction: forward ? 'forward' : 'backward',

@@ -4,6 +4,7 @@ import { epochMs, type JsonObject } from './columns';
 /** Append-only log of inbound events (and later steering transitions), redacted. `id` is the cursor. */
 @Entity('event_log')
 @Index('idx_event_log_conversation', ['conversation_id', 'id'])
+@Index('idx_event_log_scope', ['agent_id', 'conversation_id', 'id'])
 @Index('idx_event_log_event', ['event_id'])
 @Index('idx_event_log_created', ['created_at'])
 export class EventLogEntity {

@@ -1,9 +1,15 @@
 import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 import { epochMs, type JsonObject } from './columns';
 
-/** The conversation's user and assistant messages; `seq` is monotonic per conversation. */
+/**
+ * The conversation's user and assistant messages. A conversation is agent + workspace +
+ * conversation_id + thread_id: every read names all four (see ConversationScope). `seq` is
+ * monotonic per `conversation_id` across agents and workspaces (one cursor space, so the admin
+ * view can page every agent's rows of a conversation id at once).
+ */
 @Entity('transcript')
 @Index('uq_transcript_conversation_seq', ['conversation_id', 'seq'], { unique: true })
+@Index('idx_transcript_scope', ['agent_id', 'conversation_id', 'seq'])
 export class TranscriptEntity {
   @PrimaryGeneratedColumn()
   id!: number;
@@ -42,6 +48,10 @@ export class TranscriptEntity {
 
   @Column({ type: 'varchar', length: 128 })
   agent_id!: string;
+
+  /** The event's workspace (null: none given); part of the conversation's key. */
+  @Column({ type: 'varchar', length: 255, nullable: true })
+  workspace_id!: string | null;
 
   @Column({ type: 'simple-json' })
   metadata!: JsonObject;

@@ -91,6 +91,7 @@ export const TRANSCRIPT_COLUMNS = [
   'event_id',
   'run_id',
   'agent_id',
+  'workspace_id',
   'metadata',
   'created_at',
 ] as const;
@@ -132,6 +133,13 @@ export const MODEL_USAGE_COLUMNS = [
 ] as const;
 
 const transcriptCols = TRANSCRIPT_COLUMNS.map((c) => `"${c}"`).join(', ');
+
+/** Parameters: conversation_id, any-agent flag, agent_id, any-workspace flag, workspace_id, any-thread flag, thread_id, before, after, limit. */
+function transcriptPage(order: 'ASC' | 'DESC', is: string): string {
+  return `SELECT * FROM "transcript" WHERE "conversation_id" = ? AND (? = 1 OR "agent_id" = ?)
+     AND (? = 1 OR "workspace_id" ${is} ?) AND (? = 1 OR "thread_id" ${is} ?)
+     AND "seq" < ? AND "seq" > ? ORDER BY "seq" ${order} LIMIT ?`;
+}
 
 export const SQL = {
   begin: stmt('begin', 'BEGIN'),
@@ -184,22 +192,29 @@ export const SQL = {
   ),
   lastSequence: stmt('last_sequence', 'SELECT MAX("sequence") AS "max" FROM "run_results" WHERE "run_id" = ?'),
   runStatus: stmt('run_status', 'SELECT "status" FROM "runs" WHERE "run_id" = ?'),
+  /** Highest seq of one conversation (agent, workspace, conversation id, thread; null matches null). */
   latestThreadSeq: stmt(
     'latest_thread_seq',
-    'SELECT MAX("seq") AS "max" FROM "transcript" WHERE "conversation_id" = ? AND "thread_id" IS ?',
-    'SELECT MAX("seq") AS "max" FROM "transcript" WHERE "conversation_id" = ? AND "thread_id" IS NOT DISTINCT FROM ?',
+    `SELECT MAX("seq") AS "max" FROM "transcript"
+     WHERE "agent_id" = ? AND "conversation_id" = ? AND "workspace_id" IS ? AND "thread_id" IS ?`,
+    `SELECT MAX("seq") AS "max" FROM "transcript"
+     WHERE "agent_id" = ? AND "conversation_id" = ? AND "workspace_id" IS NOT DISTINCT FROM ? AND "thread_id" IS NOT DISTINCT FROM ?`,
   ),
 
-  /** A transcript page (HistoryPage, the transcript API): every thread when the flag is 1, else one thread. */
+  /**
+   * A transcript page (HistoryPage, the transcript API). Each of agent, workspace and thread is
+   * either matched exactly (null matches null) or, when its flag is 1, not filtered (the admin
+   * view only: a run's reads always name all three).
+   */
   transcriptNewest: stmt(
     'transcript_newest',
-    `SELECT * FROM "transcript" WHERE "conversation_id" = ? AND (? = 1 OR "thread_id" IS ?) AND "seq" < ? AND "seq" > ? ORDER BY "seq" DESC LIMIT ?`,
-    `SELECT * FROM "transcript" WHERE "conversation_id" = ? AND (? = 1 OR "thread_id" IS NOT DISTINCT FROM ?) AND "seq" < ? AND "seq" > ? ORDER BY "seq" DESC LIMIT ?`,
+    transcriptPage('DESC', 'IS'),
+    transcriptPage('DESC', 'IS NOT DISTINCT FROM'),
   ),
   transcriptOldest: stmt(
     'transcript_oldest',
-    `SELECT * FROM "transcript" WHERE "conversation_id" = ? AND (? = 1 OR "thread_id" IS ?) AND "seq" < ? AND "seq" > ? ORDER BY "seq" ASC LIMIT ?`,
-    `SELECT * FROM "transcript" WHERE "conversation_id" = ? AND (? = 1 OR "thread_id" IS NOT DISTINCT FROM ?) AND "seq" < ? AND "seq" > ? ORDER BY "seq" ASC LIMIT ?`,
+    transcriptPage('ASC', 'IS'),
+    transcriptPage('ASC', 'IS NOT DISTINCT FROM'),
   ),
 
   // State, storage, audit.

@@ -6,6 +6,7 @@ import { ConversationSteering1765000000000 } from './1765000000000-conversation-
 import { DeliveryOutbox1765100000000 } from './1765100000000-delivery-outbox';
 import { ToolMetadata1765300000000 } from './1765300000000-tool-metadata';
 import { RetentionIndexes1765400000000 } from './1765400000000-retention-indexes';
+import { ConversationScope1765420000000 } from './1765420000000-conversation-scope';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
 export const MIGRATIONS = [
@@ -17,4 +18,5 @@ export const MIGRATIONS = [
   DeliveryOutbox1765100000000,
   ToolMetadata1765300000000,
   RetentionIndexes1765400000000,
+  ConversationScope1765420000000,
 ];

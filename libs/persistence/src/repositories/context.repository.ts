@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, Repository } from 'typeorm';
+import { DataSource, Repository, type ObjectLiteral, type SelectQueryBuilder } from 'typeorm';
 import { EventLogEntity, TranscriptEntity } from '../entities';
 import { HotStore } from '../hot/hot-store';
 import { SQL } from '../hot/hot-sql';
@@ -9,8 +9,24 @@ import { one, rows } from '../hot/unit';
 
 export type NewTranscriptRow = Omit<TranscriptEntity, 'id' | 'seq'>;
 
+/**
+ * One conversation: agent + workspace + conversation id + thread (null matches only null). Every
+ * read of a run — history, search, events, the latest seq — is scoped by all four, so two agents,
+ * or two workspaces of one agent, that happen to use the same conversation id never see each other.
+ */
+export interface ConversationScope {
+  agent_id: string;
+  workspace_id: string | null;
+  conversation_id: string;
+  thread_id: string | null;
+}
+
 export interface TranscriptQuery {
   conversation_id: string;
+  /** Exact agent; undefined = every agent (the admin view only). */
+  agent_id?: string;
+  /** Exact workspace (null matches only rows without one); undefined = every workspace (the admin view only). */
+  workspace_id?: string | null;
   /** Exact thread (null matches only rows without a thread); undefined = every thread. */
   thread_id?: string | null;
   before?: number;
@@ -29,10 +45,15 @@ export class ContextRepository {
     private readonly hot: HotStore,
   ) {}
 
-  /** Highest transcript seq of a conversation's thread (`thread_id` null: rows without a thread); null when empty. */
-  async latestSeq(conversationId: string, threadId: string | null): Promise<number | null> {
+  /** Highest transcript seq of one conversation; null when it has none. */
+  async latestSeq(c: ConversationScope): Promise<number | null> {
     const row = await this.hot.read(
-      one<{ max: number | string | null }>(SQL.latestThreadSeq, [conversationId, threadId]),
+      one<{ max: number | string | null }>(SQL.latestThreadSeq, [
+        c.agent_id,
+        c.conversation_id,
+        c.workspace_id,
+        c.thread_id,
+      ]),
     );
     return row?.max === null || row?.max === undefined ? null : Number(row.max);
   }
@@ -54,6 +75,10 @@ export class ContextRepository {
     const found = await this.hot.read(
       rows<Record<string, unknown>>(stmt, [
         q.conversation_id,
+        q.agent_id === undefined ? 1 : 0,
+        q.agent_id ?? null,
+        q.workspace_id === undefined ? 1 : 0,
+        q.workspace_id ?? null,
         q.thread_id === undefined ? 1 : 0,
         q.thread_id ?? null,
         q.before ?? MAX_SEQ,
@@ -65,13 +90,10 @@ export class ContextRepository {
   }
 
   /** Full-text search in one conversation: FTS5 on SQLite, tsvector on PostgreSQL; newest first. */
-  async transcriptSearch(conversationId: string, threadId: string | null, text: string, limit: number) {
+  async transcriptSearch(c: ConversationScope, text: string, limit: number) {
     const pg = this.db.options.type === 'postgres';
-    const thread = threadId === null ? 't.thread_id IS NULL' : 't.thread_id = :thread';
-    const qb = this.transcript
-      .createQueryBuilder('t')
-      .where('t.conversation_id = :c', { c: conversationId })
-      .andWhere(thread, { thread: threadId });
+    const qb = this.transcript.createQueryBuilder('t');
+    whereConversation(qb, 't', c);
     if (pg) {
       qb.andWhere(`to_tsvector('simple', t.content) @@ plainto_tsquery('simple', :q)`, { q: text });
     } else {
@@ -84,17 +106,15 @@ export class ContextRepository {
     return this.events.findOne({ where: { event_id: eventId }, order: { id: 'ASC' } });
   }
 
+  /** Event-log rows of one conversation, newest first. */
   async eventPage(
-    conversationId: string,
-    threadId: string | null,
+    c: ConversationScope,
     eventTypes: string[],
     before: number | undefined,
     limit: number,
   ): Promise<EventLogEntity[]> {
-    const qb = this.events
-      .createQueryBuilder('e')
-      .where('e.conversation_id = :c', { c: conversationId })
-      .andWhere(threadId === null ? 'e.thread_id IS NULL' : 'e.thread_id = :th', { th: threadId });
+    const qb = this.events.createQueryBuilder('e');
+    whereConversation(qb, 'e', c);
     if (eventTypes.length > 0) {
       qb.andWhere('e.event_type IN (:...types)', { types: eventTypes });
     }
@@ -103,6 +123,22 @@ export class ContextRepository {
     }
     return qb.orderBy('e.id', 'DESC').take(limit).getMany();
   }
+}
+
+/** Exactly one conversation's rows (null workspace or thread matches only null). */
+function whereConversation<T extends ObjectLiteral>(
+  qb: SelectQueryBuilder<T>,
+  alias: string,
+  c: ConversationScope,
+): void {
+  qb.where(`${alias}.agent_id = :scope_agent`, { scope_agent: c.agent_id })
+    .andWhere(`${alias}.conversation_id = :scope_conversation`, { scope_conversation: c.conversation_id })
+    .andWhere(c.workspace_id === null ? `${alias}.workspace_id IS NULL` : `${alias}.workspace_id = :scope_workspace`, {
+      scope_workspace: c.workspace_id,
+    })
+    .andWhere(c.thread_id === null ? `${alias}.thread_id IS NULL` : `${alias}.thread_id = :scope_thread`, {
+      scope_thread: c.thread_id,
+    });
 }
 
 /** Above every seq either database stores (INTEGER). */
@@ -122,6 +158,7 @@ function transcriptFromRow(r: Record<string, unknown>): TranscriptEntity {
     event_id: (r.event_id as string | null) ?? null,
     run_id: (r.run_id as string | null) ?? null,
     agent_id: String(r.agent_id),
+    workspace_id: (r.workspace_id as string | null) ?? null,
     metadata: JSON.parse(String(r.metadata)) as TranscriptEntity['metadata'],
     created_at: Number(r.created_at),
   };

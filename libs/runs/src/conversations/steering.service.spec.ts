@@ -32,7 +32,7 @@ describe('SteeringService.pull', () => {
   it.each([
     [{ mode: 'sideways' }, 'mode'],
     [{ limit: 0 }, 'limit'],
-    [{ limit: 101 }, 'limit'],
+    [{ limit: -5 }, 'limit'],
     [{ limit: 2.5 }, 'limit'],
     [{ wait_ms: -1 }, 'wait_ms'],
     [{ wait_ms: 30_001 }, 'wait_ms'],
@@ -48,6 +48,9 @@ describe('SteeringService.pull', () => {
   it.each([
     [{}, 100, 'all'],
     [{ mode: 'ALL', limit: 7 }, 7, 'all'],
+    [{ limit: 100 }, 100, 'all'],
+    [{ limit: 101 }, 100, 'all'],
+    [{ limit: 1000 }, 100, 'all'],
     [{ mode: 'one', limit: 50 }, 1, 'one'],
     [{ mode: 'One-At-A-Time' }, 1, 'one'],
     [{ mode: 'one_at_a_time' }, 1, 'one'],

@@ -19,12 +19,7 @@ export const steeringPullSchema = z.object({
     .refine((m) => m === undefined || m.toLowerCase() in MODES, {
       message: 'must be "all" or "one" ("one-at-a-time", "one_at_a_time")',
     }),
-  limit: z
-    .number()
-    .int('must be an integer')
-    .min(1, 'must be > 0')
-    .max(MAX_STEERING_QUEUE, `must be at most ${MAX_STEERING_QUEUE}`)
-    .optional(),
+  limit: z.number().int('must be an integer').min(1, 'must be > 0').optional(),
   wait_ms: z
     .number()
     .int('must be an integer')
@@ -59,7 +54,9 @@ export class SteeringService {
       throw new DomainError('invalid_argument', `${field}: ${issue.message}`, { field });
     }
     const mode = MODES[(parsed.data.mode ?? 'all').toLowerCase()];
-    const limit = mode === 'one' ? 1 : (parsed.data.limit ?? MAX_STEERING_QUEUE);
+    // Like every pull and list limit of the host API: above the cap is clamped, not refused
+    // (a runner asking for more than a pull hands out gets at most MAX_STEERING_QUEUE items).
+    const limit = mode === 'one' ? 1 : Math.min(parsed.data.limit ?? MAX_STEERING_QUEUE, MAX_STEERING_QUEUE);
     const deadline = run.snapshot.deadline_at_ms ?? Number.POSITIVE_INFINITY;
     const until = Math.min(Date.now() + (parsed.data.wait_ms ?? 0), deadline);
     for (;;) {

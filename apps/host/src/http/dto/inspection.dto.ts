@@ -47,6 +47,20 @@ export class TranscriptQueryDto {
   @IsString()
   @MaxLength(255)
   thread_id?: string;
+  @ApiPropertyOptional({
+    description: "Only this agent's conversation (agents sharing a conversation id are separate conversations)",
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(128)
+  agent_id?: string;
+  @ApiPropertyOptional({
+    description: 'Only rows of this workspace (workspaces sharing a conversation id are separate conversations)',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(255)
+  workspace_id?: string;
   @ApiPropertyOptional({ description: 'Items with seq < before (newest first)' })
   @IsOptional()
   @IsIntCursor()
@@ -96,6 +110,9 @@ export class TranscriptItemDto {
   @ApiProperty({ nullable: true, type: String }) event_id!: string | null;
   @ApiProperty() conversation_id!: string;
   @ApiProperty({ nullable: true, type: String }) thread_id!: string | null;
+  @ApiProperty({ description: 'The agent whose conversation this row belongs to' }) agent_id!: string;
+  @ApiProperty({ nullable: true, type: String, description: "The event's workspace (null: none)" })
+  workspace_id!: string | null;
   @ApiProperty({ enum: ['user', 'assistant'] }) role!: string;
   @ApiProperty() item_type!: string;
   @ApiProperty({ description: 'Text, at most 4000 characters' }) content!: string;

@@ -1,0 +1,229 @@
+import * as grpc from '@grpc/grpc-js';
+import { Host, TestDatabase, dbRows, waitFor } from './harness';
+import { HostApiClient, type RpcResult } from './host-api-client';
+import { RawPlugin, manifestFor } from './raw-plugin';
+
+/*
+ * A conversation is agent + workspace + conversation id + thread. Two plugins, each with its own
+ * agent, and events that share one conversation id ("shared") across two workspaces: over real
+ * gRPC, each run's HistoryPage, HistorySearch, EventPage and EventGet see only its own
+ * conversation's rows — never another agent's, nor the same agent's in another workspace.
+ * Also SteeringPull's limit: above 100 it is clamped, not refused (docs: the host API).
+ */
+
+jest.setTimeout(180_000);
+
+const S = grpc.status;
+const SHARED = 'shared';
+
+interface Tenant {
+  plugin: RawPlugin;
+  api: HostApiClient;
+  agent: string;
+}
+
+function ok<T>(r: RpcResult<T>): T {
+  if (r.err) {
+    throw new Error(`expected success, got ${S[r.err.code]} (${r.err.xcode}): ${r.err.details}`);
+  }
+  return r.res;
+}
+
+describe('conversation scope over real gRPC: two plugins, two workspaces, one conversation id', () => {
+  const db = new TestDatabase();
+  const host = new Host(db);
+  let a: Tenant;
+  let b: Tenant;
+
+  async function tenant(author: string, agent: string, manifest: Record<string, unknown> = {}): Promise<Tenant> {
+    const token = (await host.api('POST', '/v1/admin/plugins', { author, name: 'raw' })).body.token as string;
+    const plugin = new RawPlugin(host.grpc, token);
+    plugin.hello(author, 'raw', [manifestFor(author, 'raw', manifest)]);
+    expect((await plugin.next()).welcome.runners).toHaveLength(1);
+    const r = await host.api('POST', '/v1/admin/agents', {
+      agent_id: agent,
+      runner_id: `plugin:${author}/raw/default`,
+    });
+    expect(r.status).toBe(201);
+    return { plugin, api: new HostApiClient(host.grpc, token), agent };
+  }
+
+  /** Posts a message of `t`'s agent in the shared conversation of `workspace`; resolves to the run context. */
+  async function start(t: Tenant, workspace: string, text: string) {
+    const r = await host.api('POST', '/v1/events', {
+      agent_id: t.agent,
+      event: { event_type: 'message.received', source: 'api' },
+      conversation: { conversation_id: SHARED, workspace_id: workspace },
+      actor: { actor_type: 'user', actor_id: 'u1' },
+      input: { text },
+    });
+    expect(r.status).toBe(202);
+    const msg = await t.plugin.next();
+    expect(msg.run.context.run_id).toBe(r.body.run_id);
+    return { run_id: r.body.run_id as string, event_id: r.body.event_id as string, context: msg.run.context };
+  }
+
+  async function finish(t: Tenant, runId: string, answer: string): Promise<void> {
+    t.plugin.result(runId, 'run.completed', { message: { role: 'assistant', content: answer } }, 1);
+    await host.sse(runId);
+  }
+
+  beforeAll(async () => {
+    await host.start();
+    a = await tenant('tenant-a', 'agent-a');
+    b = await tenant('tenant-b', 'agent-b');
+  });
+
+  afterAll(async () => {
+    for (const t of [a, b]) {
+      t?.api.close();
+      t?.plugin.close();
+    }
+    await host.stop();
+    await db.drop();
+  });
+
+  it("plugin B's history, search and events never show agent A's conversation, and A's event is refused", async () => {
+    const first = await start(a, 'tenant-1', 'alpha secret question');
+    await finish(a, first.run_id, 'alpha secret answer');
+
+    const run = await start(b, 'tenant-2', 'beta question');
+    // Nothing of A's conversation in B's context either.
+    expect(run.context.context.has_history_before).toBe(false);
+
+    const page = ok(await b.api.call('HistoryPage', { run_id: run.run_id, limit: 100 }));
+    expect(page.items.map((i) => i.content)).toEqual(['beta question']);
+    const forward = ok(
+      await b.api.call('HistoryPage', { run_id: run.run_id, direction: 'forward', after_cursor: '0' }),
+    );
+    expect(forward.items.map((i) => i.content)).toEqual(['beta question']);
+    // Naming the conversation id explicitly does not widen the scope.
+    const named = ok(await b.api.call('HistoryPage', { run_id: run.run_id, conversation_id: SHARED }));
+    expect(named.items.map((i) => i.content)).toEqual(['beta question']);
+
+    expect(ok(await b.api.call('HistorySearch', { run_id: run.run_id, query: 'secret' })).items).toEqual([]);
+    expect(
+      ok(await b.api.call('HistorySearch', { run_id: run.run_id, query: 'question' })).items.map((i) => i.content),
+    ).toEqual(['beta question']);
+
+    const events = ok(await b.api.call('EventPage', { run_id: run.run_id, limit: 100 }));
+    expect(events.items.map((e) => e.event_id)).toEqual([run.event_id]);
+
+    const foreign = await b.api.call('EventGet', { run_id: run.run_id, event_id: first.event_id });
+    expect(foreign.err && { code: S[foreign.err.code], xcode: foreign.err.xcode }).toEqual({
+      code: S[S.PERMISSION_DENIED],
+      xcode: 'unauthorized',
+    });
+    expect(ok(await b.api.call('EventGet', { run_id: run.run_id, event_id: run.event_id })).event.event_id).toBe(
+      run.event_id,
+    );
+    await finish(b, run.run_id, 'beta answer');
+  });
+
+  it("agent A's conversation in another workspace is another conversation", async () => {
+    const other = await start(a, 'tenant-2', 'gamma question');
+    expect(other.context.context.has_history_before).toBe(false);
+    const page = ok(await a.api.call('HistoryPage', { run_id: other.run_id }));
+    expect(page.items.map((i) => i.content)).toEqual(['gamma question']);
+    expect(ok(await a.api.call('HistorySearch', { run_id: other.run_id, query: 'secret' })).items).toEqual([]);
+    const events = ok(await a.api.call('EventPage', { run_id: other.run_id }));
+    expect(events.items.map((e) => e.event_id)).toEqual([other.event_id]);
+    await finish(a, other.run_id, 'gamma answer');
+
+    // Back in tenant-1, agent A sees its own history (and only it).
+    const again = await start(a, 'tenant-1', 'alpha follow-up');
+    expect(again.context.context.has_history_before).toBe(true);
+    const own = ok(await a.api.call('HistoryPage', { run_id: again.run_id, direction: 'forward', after_cursor: '0' }));
+    expect(own.items.map((i) => [i.role, i.content])).toEqual([
+      ['user', 'alpha secret question'],
+      ['assistant', 'alpha secret answer'],
+      ['user', 'alpha follow-up'],
+    ]);
+    await finish(a, again.run_id, 'alpha second answer');
+
+    // The transcript rows record their workspace; the admin view narrows by agent and workspace.
+    const rows = await dbRows(db, 'transcript');
+    expect(new Set(rows.map((r) => `${String(r.agent_id)}/${String(r.workspace_id)}`))).toEqual(
+      new Set(['agent-a/tenant-1', 'agent-b/tenant-2', 'agent-a/tenant-2']),
+    );
+    const narrowed = await host.api('GET', `/v1/conversations/${SHARED}/transcript?agent_id=agent-b&order=oldest`);
+    expect(narrowed.status).toBe(200);
+    expect(narrowed.body.items.map((i: any) => [i.agent_id, i.workspace_id, i.content])).toEqual([
+      ['agent-b', 'tenant-2', 'beta question'],
+      ['agent-b', 'tenant-2', 'beta answer'],
+    ]);
+    const ws = await host.api('GET', `/v1/conversations/${SHARED}/transcript?workspace_id=tenant-2&order=oldest`);
+    expect(ws.body.items.map((i: any) => i.content)).toEqual([
+      'beta question',
+      'beta answer',
+      'gamma question',
+      'gamma answer',
+    ]);
+  });
+});
+
+describe('SteeringPull limit over real gRPC', () => {
+  const db = new TestDatabase();
+  const host = new Host(db);
+  let plugin: RawPlugin;
+  let api: HostApiClient;
+
+  beforeAll(async () => {
+    await host.start();
+    const token = (await host.api('POST', '/v1/admin/plugins', { author: 'steer', name: 'raw' })).body.token as string;
+    plugin = new RawPlugin(host.grpc, token);
+    plugin.hello('steer', 'raw', [manifestFor('steer', 'raw', { capabilities: { streaming: true, steering: true } })]);
+    expect((await plugin.next()).welcome.runners).toHaveLength(1);
+    expect(
+      (await host.api('POST', '/v1/admin/agents', { agent_id: 'steer', runner_id: 'plugin:steer/raw/default' })).status,
+    ).toBe(201);
+    api = new HostApiClient(host.grpc, token);
+  });
+
+  afterAll(async () => {
+    api?.close();
+    plugin?.close();
+    await host.stop();
+    await db.drop();
+  });
+
+  const message = (text: string) => ({
+    agent_id: 'steer',
+    event: { event_type: 'message.received', source: 'api' },
+    conversation: { conversation_id: 'steer-conv' },
+    actor: { actor_type: 'user', actor_id: 'u1' },
+    input: { text },
+  });
+
+  it('limit=1000 hands out 100 items when more wait; 0 and negatives are refused naming the field', async () => {
+    const first = await host.api('POST', '/v1/events', message('start'));
+    expect(first.status).toBe(202);
+    const runId = (await plugin.next()).run.context.run_id as string;
+    // The run's queue holds 100 follow-ups; the 101st waits as a run of its own.
+    for (let i = 0; i < 101; i++) {
+      const r = await host.api('POST', '/v1/events', message(`follow-up ${i}`));
+      expect(r.status).toBe(202);
+    }
+    for (const limit of [0, -1, -1000]) {
+      const refused = await api.call('SteeringPull', { run_id: runId, limit });
+      expect(refused.err && { code: S[refused.err.code], xcode: refused.err.xcode }).toEqual({
+        code: S[S.INVALID_ARGUMENT],
+        xcode: 'invalid_argument',
+      });
+      expect(refused.err?.details).toMatch(/^limit: must be > 0/);
+    }
+    const pulled = ok(await api.call('SteeringPull', { run_id: runId, limit: 1000 }));
+    expect(pulled.items).toHaveLength(100);
+    expect(pulled.items.map((i) => (i.input as { text?: string } | undefined)?.text ?? null)).toEqual(
+      Array.from({ length: 100 }, (_, i) => `follow-up ${i}`),
+    );
+    // Each handed out once: the queue is empty now.
+    expect(ok(await api.call('SteeringPull', { run_id: runId, limit: 1000 })).items).toEqual([]);
+    plugin.result(runId, 'run.completed', {}, 1);
+    await host.sse(runId);
+    // The 101st starts as a run of its own once the conversation is free.
+    const next = await waitFor('the waiting follow-up starts', async () => (await plugin.next()).run?.context ?? null);
+    plugin.result(next.run_id as string, 'run.completed', {}, 1);
+    await host.sse(next.run_id as string);
+  });
+});
