@@ -235,23 +235,134 @@ export function visible(text: string): boolean {
   return /\S/.test(text);
 }
 
+const FENCE_LINE = /^\s{0,3}(```|~~~)/;
+/** A line's fence status is known from its first characters: `\s{0,3}` and three fence characters. */
+const FENCE_HEAD = 6;
+const VISIBLE = /\S/;
+
+/**
+ * Where `completedParagraphs` stands after the text fed so far, kept so that each piece of a
+ * streamed text is examined once: complete lines are settled (fence state, paragraph candidates);
+ * only the current line's first few characters are kept to decide whether it opens a fence.
+ * Immutable: `scanParagraphs` returns a new scan.
+ */
+export interface ParagraphScan {
+  /** Characters fed. */
+  readonly length: number;
+  /** A fence is open before the current line. */
+  readonly open: boolean;
+  readonly lineStart: number;
+  /** The current line's first characters, until its fence status is decided. */
+  readonly head: string;
+  /** null while undecided (fewer than FENCE_HEAD characters, no fence start, no line end yet). */
+  readonly lineIsFence: boolean | null;
+  /** The current line starts after a blank line outside a fence (a paragraph start if not a fence line). */
+  readonly candidate: boolean;
+  readonly lineVisible: boolean;
+  /** The last paragraph start confirmed (0: none). */
+  readonly best: number;
+  /** A paragraph start whose line is no fence, waiting for visible text after it (-1: none). */
+  readonly waiting: number;
+  /** The last character fed ('' before any). */
+  readonly last: string;
+}
+
+export const EMPTY_SCAN: ParagraphScan = {
+  length: 0,
+  open: false,
+  lineStart: 0,
+  head: '',
+  lineIsFence: null,
+  candidate: false,
+  lineVisible: false,
+  best: 0,
+  waiting: -1,
+  last: '',
+};
+
+type MutableScan = { -readonly [K in keyof ParagraphScan]: ParagraphScan[K] };
+
+/** The current line's fence status is now known. */
+function decideLine(s: MutableScan, isFence: boolean): void {
+  s.lineIsFence = isFence;
+  s.head = '';
+  if (s.candidate && !isFence) {
+    if (s.lineVisible) {
+      s.best = s.lineStart;
+    } else {
+      s.waiting = s.lineStart;
+    }
+  }
+}
+
+/** Characters of the current line (no line feed). */
+function scanLinePiece(s: MutableScan, piece: string): void {
+  if (VISIBLE.test(piece)) {
+    if (s.waiting >= 0) {
+      s.best = s.waiting;
+      s.waiting = -1;
+    }
+    s.lineVisible = true;
+  }
+  if (s.lineIsFence === null) {
+    s.head += piece.slice(0, FENCE_HEAD - s.head.length);
+    if (FENCE_LINE.test(s.head)) {
+      decideLine(s, true);
+    } else if (s.head.length >= FENCE_HEAD) {
+      decideLine(s, false);
+    }
+  }
+}
+
+/** `chunk` appended to the scanned text: O(chunk length), whatever was fed before. */
+export function scanParagraphs(scan: ParagraphScan, chunk: string): ParagraphScan {
+  if (chunk === '') {
+    return scan;
+  }
+  const s: MutableScan = { ...scan };
+  let i = 0;
+  for (;;) {
+    const nl = chunk.indexOf('\n', i);
+    const end = nl === -1 ? chunk.length : nl;
+    if (end > i) {
+      scanLinePiece(s, chunk.slice(i, end));
+      s.last = chunk[end - 1];
+    }
+    if (nl === -1) {
+      break;
+    }
+    // The line ends at s.length + nl: settle it, then start the next one.
+    if (s.lineIsFence === null) {
+      decideLine(s, FENCE_LINE.test(s.head));
+    }
+    if (s.lineIsFence) {
+      s.open = !s.open;
+    }
+    const at = s.length + nl;
+    const blankBefore = at >= 1 && s.last === '\n' && s.lineStart === at;
+    s.lineStart = at + 1;
+    s.head = '';
+    s.lineIsFence = null;
+    s.lineVisible = false;
+    s.candidate = blankBefore && !s.open;
+    s.last = '\n';
+    i = nl + 1;
+  }
+  s.length += chunk.length;
+  return s;
+}
+
+/** What `completedParagraphs` answers for the text fed to this scan. */
+export function scannedParagraphs(s: ParagraphScan): number {
+  // The current line, still undecided, is taken for what it is now: no fence (as the whole-text scan does).
+  return s.candidate && s.lineIsFence === null && s.lineVisible ? s.lineStart : s.best;
+}
+
 /**
  * The end of the last complete paragraph of `text` outside code fences that is followed by more
  * visible text (0 when none): what a surface without edits can send while the answer streams.
+ * A streamed text is scanned piece by piece with `scanParagraphs` instead.
  */
 export function completedParagraphs(text: string): number {
-  if (!text.includes('\n\n')) {
-    return 0; // the common case while a paragraph streams: no line scan per delta
-  }
-  const { starts, fenced } = fencedLines(text);
-  for (let li = starts.length - 1; li > 0; li--) {
-    const at = starts[li];
-    // A blank line before this line, neither inside a fence, and visible text from here on.
-    if (at >= 2 && text[at - 1] === '\n' && text[at - 2] === '\n' && !fenced[li] && !fenced[li - 1]) {
-      if (visible(text.slice(at))) {
-        return at;
-      }
-    }
-  }
-  return 0;
+  return scannedParagraphs(scanParagraphs(EMPTY_SCAN, text));
 }
