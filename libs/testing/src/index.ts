@@ -18,3 +18,4 @@ export {
   runCall,
   type ModelsFixture,
 } from './models-fixture';
+export { wholeTextParagraphs, wholeTextParts } from './whole-text-delivery';
