@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { wholeTextParagraphs } from '@libs/testing';
+import { wholeTextParagraphs, wholeTextSplit } from '@libs/testing';
 import {
   EMPTY_SCAN,
   completedParagraphs,
@@ -213,4 +213,23 @@ describe('scanParagraphs (incremental) equals the whole-text scan', () => {
     expect(scan.head.length).toBeLessThanOrEqual(6);
     expect(scannedParagraphs(scanParagraphs(scan, '\n\nnext'))).toBe(scan.length + 2);
   });
+});
+
+describe('splitText window by window equals the whole-text splitter', () => {
+  const zalgo = fc.integer({ min: 1, max: 90 }).map((n) => 'e' + '\u0301'.repeat(n));
+  const long = fc
+    .array(fc.oneof(piece, piece, paragraphPiece, zalgo, fc.string({ unit: 'grapheme', maxLength: 8 })), {
+      maxLength: 300,
+    })
+    .map((a) => a.join(''));
+  for (const unit of ['chars', 'bytes'] as SizeUnit[]) {
+    it(`${unit}: the same parts for any text and limit`, () => {
+      fc.assert(
+        fc.property(long, fc.integer({ min: unit === 'chars' ? 2 : 4, max: 200 }), (t, limit) => {
+          expect(splitText(t, limit, unit)).toEqual(wholeTextSplit(t, limit, unit));
+        }),
+        { numRuns: 600 },
+      );
+    });
+  }
 });

@@ -18,4 +18,4 @@ export {
   runCall,
   type ModelsFixture,
 } from './models-fixture';
-export { wholeTextParagraphs, wholeTextParts } from './whole-text-delivery';
+export { wholeTextParagraphs, wholeTextParts, wholeTextSplit } from './whole-text-delivery';
