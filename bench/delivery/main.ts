@@ -157,8 +157,15 @@ async function longLevel(fixture: HostFixture, database: string, opts: Options):
         });
         const expected = longAnswerText(config);
         for (const delivery of LONG_DELIVERIES) {
-          progress(`${database}: long message ${mib} MiB, ${config.deltas} × ${deltaChars}, breaks ${breaks}, ${delivery.name}`);
-          const c: LongCase = { bytes: mib * 1024 * 1024, deltaChars, paragraphEvery: config.paragraph_every, delivery };
+          progress(
+            `${database}: long message ${mib} MiB, ${config.deltas} × ${deltaChars}, breaks ${breaks}, ${delivery.name}`,
+          );
+          const c: LongCase = {
+            bytes: mib * 1024 * 1024,
+            deltaChars,
+            paragraphEvery: config.paragraph_every,
+            delivery,
+          };
           const r = await longMessageRun(fixture.http, fixture.host.pid, agentId, PROBE_AGENT, c, expected);
           out.push({ database, mib, delta_chars: deltaChars, breaks, delivery: delivery.name, ...r });
           progress(
@@ -262,10 +269,7 @@ async function main(): Promise<number> {
       long_message: longRows,
     });
   }
-  const bad = [
-    ...rows.filter((r) => !r.shown_equals_completed),
-    ...longRows.filter((r) => !r.shown_equals_streamed),
-  ];
+  const bad = [...rows.filter((r) => !r.shown_equals_completed), ...longRows.filter((r) => !r.shown_equals_streamed)];
   if (bad.length > 0) {
     process.stderr.write(`bench: the delivered messages differ from the completed message (${bad.length} case(s))\n`);
     return 1;

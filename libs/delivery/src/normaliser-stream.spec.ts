@@ -61,7 +61,8 @@ function showsAnswer(messages: string[], t: string): void {
   expect(t.slice(joined.length)).toMatch(/^\s*$/);
 }
 
-const texts = (ops: DeliveryOp[]) => ops.filter((o) => o.op.startsWith('message.')).map((o) => o.payload.text as string);
+const texts = (ops: DeliveryOp[]) =>
+  ops.filter((o) => o.op.startsWith('message.')).map((o) => o.payload.text as string);
 
 /** What a platform applying the ops shows: its messages' texts in creation order. */
 function shown(ops: DeliveryOp[]): string[] {
@@ -77,15 +78,30 @@ function shown(ops: DeliveryOp[]): string[] {
   return [...messages.values()];
 }
 
-const piece = fc.constantFrom('word ', 'Hi. ', '\n', '\n\n', '```\n', '~~~', ' ', 'x'.repeat(23), '👍', '你好。', 'e\u0301');
-const answer = fc.array(fc.oneof(piece, piece, fc.string({ maxLength: 6 })), { minLength: 1, maxLength: 80 }).map((a) => a.join(''));
+const piece = fc.constantFrom(
+  'word ',
+  'Hi. ',
+  '\n',
+  '\n\n',
+  '```\n',
+  '~~~',
+  ' ',
+  'x'.repeat(23),
+  '👍',
+  '你好。',
+  'e\u0301',
+);
+const answer = fc
+  .array(fc.oneof(piece, piece, fc.string({ maxLength: 6 })), { minLength: 1, maxLength: 80 })
+  .map((a) => a.join(''));
 const cut = (t: string) =>
   fc
     .array(fc.nat({ max: t.length }), { maxLength: 20 })
     .map((cuts) => [0, ...cuts.sort((a, b) => a - b), t.length])
     .map((at) => at.slice(1).map((end, i) => t.slice(at[i], end)));
 /** Cuts between code points only (a delta of the protocol is a valid string on its own). */
-const cutWhole = (t: string) => cut(t).filter((chunks) => chunks.every((c) => !/^[\uDC00-\uDFFF]|[\uD800-\uDBFF]$/.test(c)));
+const cutWhole = (t: string) =>
+  cut(t).filter((chunks) => chunks.every((c) => !/^[\uDC00-\uDFFF]|[\uD800-\uDBFF]$/.test(c)));
 const streamed = answer.chain((t) => fc.tuple(fc.constant(t), cutWhole(t)));
 const limit = fc.option(fc.integer({ min: 16, max: 300 }), { nil: null });
 
@@ -159,14 +175,20 @@ describe('normaliser: a long answer', () => {
   const delta = 'lorem ipsum '.repeat(683).slice(0, 8192);
 
   it('parts mode without paragraph breaks: nothing is sent until the end, then the whole answer', () => {
-    const ops = run(planOf({ surface: 'chat' }), Array.from({ length: 400 }, () => delta));
+    const ops = run(
+      planOf({ surface: 'chat' }),
+      Array.from({ length: 400 }, () => delta),
+    );
     expect(ops.map((o) => o.op)).toEqual(['message.final']);
     expect(ops[0].payload.text).toBe(delta.repeat(400));
   });
 
   it('edit mode without a limit: past LARGE_EDIT an edit waits for an eighth more text, the final edit shows all', () => {
     const plan = planOf({ surface: 'edit', supports_edit: true }, { edit_interval_ms: 0, min_edit_chars: 0 });
-    const ops = run(plan, Array.from({ length: 400 }, () => delta));
+    const ops = run(
+      plan,
+      Array.from({ length: 400 }, () => delta),
+    );
     const edits = ops.filter((o) => o.op === 'message.edit').map((o) => (o.payload.text as string).length);
     // Every delta is an edit while the message is small; then each edit is at least 1/8 longer than the last.
     for (let i = 1; i < edits.length; i++) {

@@ -26,7 +26,15 @@ import { deliveryId, idempotencyKey, type DeliveryOp, type DeliveryOpType } from
 import type { DeliveryPlan, NoticeKind } from './plan';
 import { attachmentsOf, textOf } from './message-content';
 import { noticeText } from './notices';
-import { EMPTY_SCAN, measure, scanParagraphs, scannedParagraphs, splitText, visible, type ParagraphScan } from './split';
+import {
+  EMPTY_SCAN,
+  measure,
+  scanParagraphs,
+  scannedParagraphs,
+  splitText,
+  visible,
+  type ParagraphScan,
+} from './split';
 
 /** The part of a stored result the normaliser reads. */
 export interface ResultLike {

@@ -195,8 +195,7 @@ function unitsFrom(text: string, start: number, limit: number, unit: SizeUnit, b
     let prevEnd = start;
     const push = (e: number, inBig: number) => {
       // One ASCII character measures 1 in both units: no slice for the common case.
-      const size =
-        e === prevEnd + 1 && text.charCodeAt(prevEnd) < 0x80 ? 1 : measure(text.slice(prevEnd, e), unit);
+      const size = e === prevEnd + 1 && text.charCodeAt(prevEnd) < 0x80 ? 1 : measure(text.slice(prevEnd, e), unit);
       ends.push(e);
       sizes.push(size);
       big.push(inBig);

@@ -91,7 +91,6 @@ const MIN_FILL = 0.3;
 const SENTENCE_END = /[.!?…]["')\]]*$/;
 const CJK_SENTENCE_END = /[。！？；]$/;
 
-
 /**
  * For each line start offset, whether the line is inside a code fence (the fence lines included).
  * A line whose trimmed start is ``` (or ~~~) opens or closes a fence.
@@ -135,7 +134,6 @@ function rankAt(text: string, i: number, inFence: boolean): Rank {
   }
   return CJK_SENTENCE_END.test(prev) ? Rank.Sentence : Rank.Grapheme;
 }
-
 
 /** Code-point boundaries of a (too large) grapheme, for the last resort. */
 function codePointEnds(g: string, from: number): number[] {
@@ -244,4 +242,3 @@ export function wholeTextSplit(text: string, limit: number | null, unit: SizeUni
   }
   return parts;
 }
-
