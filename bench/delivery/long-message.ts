@@ -9,8 +9,8 @@ import { summarize } from '../common/stats';
  * answer of `bytes` in deltas of `deltaChars` (content only, optionally a blank line every few
  * deltas) through one delivery. While it streams, the bench reads the run's result SSE and samples
  * the host's main-thread CPU (/proc/<pid>/schedstat: the event loop's own run time, ns) at every
- * delta, so that the CPU per delta at the start (first 10 % of the deltas) and at the end (last
- * 10 %) of the message can be compared: equal within noise when the cost per delta does not
+ * delta, so that the CPU per delta at the start (deltas 5–25 %) and at the end (75–95 %: the end
+ * of the run left out) of the message can be compared: equal within noise when the cost per delta does not
  * grow with the message. Meanwhile a concurrent run keeps going: a probe loop posts a short
  * echo event and waits for that run's end, one after another, and `/health/live` is polled; their
  * latencies are the event-loop lag another run sees.
@@ -27,7 +27,7 @@ export interface LongCase {
 export interface LongResult {
   deltas: number;
   wall_ms: number;
-  /** Host main-thread CPU per delta, µs, over the first / last 10 % of the deltas. */
+  /** Host main-thread CPU per delta, µs, over deltas 5–25 % / 75–95 % of the message. */
   cpu_us_per_delta_start: number;
   cpu_us_per_delta_end: number;
   ops: number;
@@ -151,15 +151,16 @@ export async function longMessageRun(
   ]);
   const wall = performance.now() - t0;
   const { runs, health, failures } = await load.stop();
-  const tenth = Math.max(2, Math.floor(cpu.length / 10));
-  const perDelta = (from: number, to: number) => (cpu[to] - cpu[from]) / (to - from) / 1000;
+  // Windows of 20 % of the deltas, leaving out the first and the last 5 % (start-up; the end of the run).
+  const at = (share: number) => Math.min(cpu.length - 1, Math.floor(cpu.length * share));
+  const perDelta = (from: number, to: number) => (to > from ? (cpu[to] - cpu[from]) / (to - from) / 1000 : NaN);
   const runStats = summarize(runs);
   const healthStats = summarize(health);
   return {
     deltas: cpu.length,
     wall_ms: wall,
-    cpu_us_per_delta_start: perDelta(0, tenth),
-    cpu_us_per_delta_end: perDelta(cpu.length - 1 - tenth, cpu.length - 1),
+    cpu_us_per_delta_start: perDelta(at(0.05), at(0.25)),
+    cpu_us_per_delta_end: perDelta(at(0.75), at(0.95)),
     ops,
     shown_equals_streamed: [...messages.values()].join('') === expected,
     probe_runs: runStats.count,

@@ -249,7 +249,7 @@ async function main(): Promise<number> {
             '### One long message (issue 23)',
             '',
             'demo runner `long_answer`: content-only deltas, "breaks": a blank line about every 4 KiB; host CPU: the',
-            "host's main thread (/proc/<pid>/schedstat) per delta over the first and the last 10 % of the deltas;",
+            "host's main thread (/proc/<pid>/schedstat) per delta over deltas 5–25 % (start) and 75–95 % (end);",
             'concurrent run: short echo runs one after another during the long one, POST → run.completed',
             '',
             ...longTable,
