@@ -40,6 +40,8 @@ export interface LongResult {
   health_max_ms: number;
   /** Probe runs and health checks without an answer (15 s client timeout). */
   probe_failures: number;
+  /** Times the host cut the bench's delivery SSE reader (it then resumed after its last op). */
+  delivery_reader_cuts: number;
 }
 
 /** Event-loop thread CPU of a process in ns (Linux); null where /proc is not available. */
@@ -118,6 +120,8 @@ export async function longMessageRun(
   const cpu: number[] = [];
   const messages = new Map<string, string>();
   let ops = 0;
+  let lastOp = 0;
+  let cuts = 0;
   await Promise.all([
     readSse(
       http,
@@ -129,25 +133,40 @@ export async function longMessageRun(
       },
       TIMEOUT_MS,
     ),
-    readSse(
-      http,
-      `/v1/runs/${runId}/deliveries`,
-      (e) => {
-        ops++;
-        const op = JSON.parse(e.data) as {
-          delivery_id: string;
-          op: string;
-          target_delivery_id: string | null;
-          payload: { text?: string };
-        };
-        if (op.op === 'message.send' || (op.op === 'message.final' && op.target_delivery_id === null)) {
-          messages.set(op.delivery_id, op.payload.text ?? '');
-        } else if (op.op === 'message.edit' || op.op === 'message.final') {
-          messages.set(op.target_delivery_id ?? '', op.payload.text ?? '');
+    (async () => {
+      // A reader the host cuts (behind by more than SSE_MAX_BACKLOG_BYTES: one op of a huge answer
+      // can be) resumes after the last op it got, as a client does; the cuts are counted.
+      for (;;) {
+        try {
+          await readSse(
+            http,
+            `/v1/runs/${runId}/deliveries${lastOp > 0 ? `?after=${lastOp}` : ''}`,
+            (e) => {
+              ops++;
+              lastOp = Number(e.id);
+              const op = JSON.parse(e.data) as {
+                delivery_id: string;
+                op: string;
+                target_delivery_id: string | null;
+                payload: { text?: string };
+              };
+              if (op.op === 'message.send' || (op.op === 'message.final' && op.target_delivery_id === null)) {
+                messages.set(op.delivery_id, op.payload.text ?? '');
+              } else if (op.op === 'message.edit' || op.op === 'message.final') {
+                messages.set(op.target_delivery_id ?? '', op.payload.text ?? '');
+              }
+            },
+            TIMEOUT_MS,
+          );
+          return;
+        } catch (e) {
+          if (!(e instanceof Error && e.message.includes('aborted while streaming')) || cuts >= 20) {
+            throw e;
+          }
+          cuts++;
         }
-      },
-      TIMEOUT_MS,
-    ),
+      }
+    })(),
   ]);
   const wall = performance.now() - t0;
   const { runs, health, failures } = await load.stop();
@@ -169,5 +188,6 @@ export async function longMessageRun(
     health_p50_ms: healthStats.p50,
     health_max_ms: healthStats.max,
     probe_failures: failures,
+    delivery_reader_cuts: cuts,
   };
 }

@@ -169,7 +169,7 @@ async function longLevel(fixture: HostFixture, database: string, opts: Options):
           const r = await longMessageRun(fixture.http, fixture.host.pid, agentId, PROBE_AGENT, c, expected);
           out.push({ database, mib, delta_chars: deltaChars, breaks, delivery: delivery.name, ...r });
           progress(
-            `  ${(r.wall_ms / 1000).toFixed(1)} s, CPU/delta ${r.cpu_us_per_delta_start.toFixed(0)} → ${r.cpu_us_per_delta_end.toFixed(0)} µs, concurrent run max ${r.probe_run_max_ms.toFixed(0)} ms, health max ${r.health_max_ms.toFixed(0)} ms, failed probes ${r.probe_failures}`,
+            `  ${(r.wall_ms / 1000).toFixed(1)} s, CPU/delta ${r.cpu_us_per_delta_start.toFixed(0)} → ${r.cpu_us_per_delta_end.toFixed(0)} µs, concurrent run max ${r.probe_run_max_ms.toFixed(0)} ms, health max ${r.health_max_ms.toFixed(0)} ms, failed probes ${r.probe_failures}, delivery reader cut ${r.delivery_reader_cuts}×`,
           );
         }
       }
@@ -224,11 +224,11 @@ async function main(): Promise<number> {
     ),
   ];
   const longTable = [
-    '| database | answer | deltas × chars | breaks | delivery | ops | wall | host CPU/delta start → end | concurrent run p50 / max | /health/live p50 / max | probes unanswered |',
-    '| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| database | answer | deltas × chars | breaks | delivery | ops | wall | host CPU/delta start → end | concurrent run p50 / max | /health/live p50 / max | probes unanswered | delivery reader cut |',
+    '| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...longRows.map(
       (r) =>
-        `| ${r.database} | ${r.mib} MiB | ${fmtInt(r.deltas)} × ${fmtInt(r.delta_chars)} | ${r.breaks ? 'yes' : 'no'} | ${r.delivery} | ${fmtInt(r.ops)} | ${fmtDuration(r.wall_ms)} | ${fmtInt(r.cpu_us_per_delta_start)} → ${fmtInt(r.cpu_us_per_delta_end)} µs | ${fmtDuration(r.probe_run_p50_ms)} / ${fmtDuration(r.probe_run_max_ms)} | ${fmtDuration(r.health_p50_ms)} / ${fmtDuration(r.health_max_ms)} | ${r.probe_failures} |`,
+        `| ${r.database} | ${r.mib} MiB | ${fmtInt(r.deltas)} × ${fmtInt(r.delta_chars)} | ${r.breaks ? 'yes' : 'no'} | ${r.delivery} | ${fmtInt(r.ops)} | ${fmtDuration(r.wall_ms)} | ${fmtInt(r.cpu_us_per_delta_start)} → ${fmtInt(r.cpu_us_per_delta_end)} µs | ${fmtDuration(r.probe_run_p50_ms)} / ${fmtDuration(r.probe_run_max_ms)} | ${fmtDuration(r.health_p50_ms)} / ${fmtDuration(r.health_max_ms)} | ${r.probe_failures} | ${r.delivery_reader_cuts} |`,
     ),
   ];
   const seconds = (performance.now() - started) / 1000;
