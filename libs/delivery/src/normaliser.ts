@@ -17,9 +17,9 @@
  * (docs/delivery.md, "Long answers"): the answer's text is only ever appended to (a rope, never
  * flattened per delta); what is not yet sent or shown (`pending`) is kept with its size, whether
  * it has visible text, and a paragraph scan (split.ts `scanParagraphs`) that examines each
- * character once. Whole texts are read only where an op carries them. An edit of an answer
- * larger than LARGE_EDIT (no platform's message is) also waits until the text grew by an eighth,
- * so that the edits of one answer carry O(its size) text in all.
+ * character once. Whole texts are read only where an op carries them. A message showing more
+ * than LARGE_EDIT (no platform's message can) is not edited again until the answer ends, so that
+ * the ops of one answer carry O(its size) text in all.
  */
 import type { RunStatus } from '@libs/protocol';
 import { deliveryId, idempotencyKey, type DeliveryOp, type DeliveryOpType } from './ops';
@@ -104,9 +104,10 @@ const EMPTY_MESSAGE: OpenMessage = {
 };
 
 /**
- * Above this many characters shown, an edit waits for the text to grow by an eighth of it (or the
- * end): without it every delta of a huge answer to an edit surface without a size limit would be
- * an edit op carrying the whole answer. Platforms' own limits (surfaces.ts) are far below it.
+ * Once a message shows this many characters it is not edited again until the answer ends (its
+ * `message.final` shows everything): without it every delta of a huge answer to an edit surface
+ * without a size limit would be an edit op carrying the whole answer (quadratic bytes in the
+ * outbox, and in every reader's replay). Platforms' own limits (surfaces.ts) are far below it.
  */
 export const LARGE_EDIT = 65_536;
 
@@ -189,9 +190,9 @@ function appendPending(d: Draft, m: Mutable<OpenMessage>, chunk: string): void {
   }
 }
 
-/** The growth an edit of the current message waits for (LARGE_EDIT). */
+/** The growth an edit of the current message waits for: none past LARGE_EDIT (the final edit only). */
 function editGrowth(plan: DeliveryPlan, shownLength: number): number {
-  return shownLength >= LARGE_EDIT ? Math.max(plan.min_edit_chars, shownLength >> 3) : plan.min_edit_chars;
+  return shownLength >= LARGE_EDIT ? Infinity : plan.min_edit_chars;
 }
 
 /** Sends one new platform message; returns its delivery id. */
@@ -447,8 +448,8 @@ export function nextDueAt(plan: DeliveryPlan, state: NormaliserState): number | 
   }
   if (m.extends_shown) {
     const growth = m.pending.length - m.shown.length;
-    // Nothing new, or a large message waiting for more growth (LARGE_EDIT): no timed edit.
-    if (growth === 0 || (m.shown.length >= LARGE_EDIT && growth < editGrowth(plan, m.shown.length))) {
+    // Nothing new, or a large message (LARGE_EDIT) waiting for its final edit: no timed edit.
+    if (growth === 0 || m.shown.length >= LARGE_EDIT) {
       return null;
     }
   }
