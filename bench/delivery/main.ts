@@ -7,6 +7,8 @@ import { machineLine } from '../common/report';
 import { fmtDuration, fmtInt, summarize } from '../common/stats';
 import { scenario, type ScenarioResult } from './measure';
 import { DEAD_ENDPOINT_NOTE, deadEndpointLevel, type DeadEndpointRow } from './dead-endpoint';
+import { longMessageRun, type LongCase, type LongResult } from './long-message';
+import { longAnswerText, type LongAnswerConfig } from '../../apps/demo-runner/src/long-answer';
 
 /*
  * Delivery benchmark (issue 10): deltas/s through normaliser → outbox → delivery SSE for one run
@@ -19,7 +21,12 @@ import { DEAD_ENDPOINT_NOTE, deadEndpointLevel, type DeadEndpointRow } from './d
  * The dead-endpoint level (dead-endpoint.ts): a healthy webhook's delivery latency alone, beside a
  * webhook that never answers, and beside it with the per-endpoint fairness switched off.
  *
- *   npm run bench:delivery -- [--db sqlite,postgres] [--levels throughput,dead-endpoint] [--json FILE] [--pg-url URL]
+ * The long-message level (issue 23, long-message.ts): one run streaming a 1 MiB and a 16 MiB answer
+ * in small and in 8 KiB deltas, with and without paragraph breaks, through every delivery mode;
+ * host CPU per delta at the start and at the end of the message, and the lag a concurrent run sees.
+ *
+ *   npm run bench:delivery -- [--db sqlite,postgres] [--levels throughput,dead-endpoint,long] [--json FILE]
+ *                             [--pg-url URL] [--long-sizes 1,16] [--long-deltas 256,8192]
  *
  * Exits 1 if what the ops show (their messages joined) differs from a run's completed message; 2 on a bad option.
  */
@@ -39,7 +46,7 @@ const POLICIES = [
 
 const progress = (msg: string): void => void process.stderr.write(`bench: ${msg}\n`);
 
-const LEVELS = ['throughput', 'dead-endpoint'] as const;
+const LEVELS = ['throughput', 'dead-endpoint', 'long'] as const;
 type Level = (typeof LEVELS)[number];
 
 interface Options {
@@ -47,7 +54,29 @@ interface Options {
   levels: Level[];
   json: string | null;
   pgUrl: string;
+  /** Long-message level: answer sizes in MiB, delta sizes in characters. */
+  longSizes: number[];
+  longDeltas: number[];
 }
+
+/** Long-message level: every delivery mode, with and without a size limit where the mode has one. */
+const LONG_DELIVERIES = [
+  { name: 'edit, no limit', context: { surface: 'bench', supports_streaming: true, supports_edit: true } },
+  { name: 'edit, telegram 4096', context: { surface: 'telegram' } },
+  { name: 'parts, no limit', context: { surface: 'api' } },
+  { name: 'parts, 4096', context: { surface: 'bench', supports_streaming: true, max_message_size: 4096 } },
+  { name: 'final, qq 2000', context: { surface: 'qq' } },
+];
+const PROBE_AGENT = 'bench-probe';
+
+const positiveList = (flag: string, value: string): number[] =>
+  value.split(',').map((v) => {
+    const n = Number(v);
+    if (!(n > 0)) {
+      throw new Error(`${flag}: ${v} is not a positive number`);
+    }
+    return n;
+  });
 
 function parseOptions(argv: string[]): Options {
   const opts: Options = {
@@ -55,6 +84,8 @@ function parseOptions(argv: string[]): Options {
     levels: [...LEVELS],
     json: null,
     pgUrl: process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+    longSizes: [1, 16],
+    longDeltas: [256, 8192],
   };
   for (let i = 0; i < argv.length; i++) {
     const [flag, value] = [argv[i], argv[i + 1]];
@@ -80,9 +111,15 @@ function parseOptions(argv: string[]): Options {
     } else if (flag === '--pg-url' && value) {
       opts.pgUrl = value;
       i++;
+    } else if (flag === '--long-sizes' && value) {
+      opts.longSizes = positiveList(flag, value);
+      i++;
+    } else if (flag === '--long-deltas' && value) {
+      opts.longDeltas = positiveList(flag, value).map(Math.round);
+      i++;
     } else {
       throw new Error(
-        `unknown option ${flag}; usage: [--db sqlite,postgres] [--levels throughput,dead-endpoint] [--json FILE] [--pg-url URL]`,
+        `unknown option ${flag}; usage: [--db sqlite,postgres] [--levels throughput,dead-endpoint,long] [--json FILE] [--pg-url URL] [--long-sizes MiB,..] [--long-deltas chars,..]`,
       );
     }
   }
@@ -106,18 +143,66 @@ function figures(r: ScenarioResult) {
   };
 }
 
+type LongRow = LongResult & { database: string; mib: number; delta_chars: number; breaks: boolean; delivery: string };
+
+/** The long-message level on one host: every size × delta size × breaks × delivery. */
+async function longLevel(fixture: HostFixture, database: string, opts: Options): Promise<LongRow[]> {
+  const out: LongRow[] = [];
+  await fixture.http.expect(201, 'POST', '/v1/admin/agents', {
+    agent_id: PROBE_AGENT,
+    runner_id: 'plugin:demo/echo/default',
+    runner_config: { mode: 'echo' },
+  });
+  for (const mib of opts.longSizes) {
+    for (const deltaChars of opts.longDeltas) {
+      for (const breaks of [false, true]) {
+        const config: LongAnswerConfig = {
+          deltas: Math.max(1, Math.round((mib * 1024 * 1024) / deltaChars)),
+          delta_chars: deltaChars,
+          paragraph_every: breaks ? Math.max(1, Math.round(4096 / deltaChars)) : 0,
+        };
+        const agentId = `bench-long-${mib}-${deltaChars}-${breaks ? 'p' : 'n'}`;
+        await fixture.http.expect(201, 'POST', '/v1/admin/agents', {
+          agent_id: agentId,
+          runner_id: 'plugin:demo/echo/default',
+          runner_config: { mode: 'long_answer', ...config },
+        });
+        const expected = longAnswerText(config);
+        for (const delivery of LONG_DELIVERIES) {
+          progress(
+            `${database}: long message ${mib} MiB, ${config.deltas} × ${deltaChars}, breaks ${breaks}, ${delivery.name}`,
+          );
+          const c: LongCase = {
+            bytes: mib * 1024 * 1024,
+            deltaChars,
+            paragraphEvery: config.paragraph_every,
+            delivery,
+          };
+          const r = await longMessageRun(fixture.http, fixture.host.pid, agentId, PROBE_AGENT, c, expected);
+          out.push({ database, mib, delta_chars: deltaChars, breaks, delivery: delivery.name, ...r });
+          progress(
+            `  ${(r.wall_ms / 1000).toFixed(1)} s, CPU/delta ${r.cpu_us_per_delta_start.toFixed(0)} → ${r.cpu_us_per_delta_end.toFixed(0)} µs, concurrent run max ${r.probe_run_max_ms.toFixed(0)} ms, health max ${r.health_max_ms.toFixed(0)} ms, failed probes ${r.probe_failures}, delivery reader cut ${r.delivery_reader_cuts}×`,
+          );
+        }
+      }
+    }
+  }
+  return out;
+}
+
 async function main(): Promise<number> {
   const opts = parseOptions(process.argv.slice(2));
   const started = performance.now();
   const load0 = os.loadavg()[0];
   const rows: (ReturnType<typeof figures> & { database: string; policy: string })[] = [];
   const dead: DeadEndpointRow[] = [];
+  const longRows: LongRow[] = [];
   for (const database of opts.databases) {
     if (opts.levels.includes('dead-endpoint')) {
       const makePg = () => (database === 'postgres' ? BenchDatabase.create(opts.pgUrl) : Promise.resolve(null));
       dead.push(...(await deadEndpointLevel(database, makePg, progress)));
     }
-    if (!opts.levels.includes('throughput')) {
+    if (!opts.levels.includes('throughput') && !opts.levels.includes('long')) {
       continue;
     }
     const pg = database === 'postgres' ? await BenchDatabase.create(opts.pgUrl) : null;
@@ -132,12 +217,17 @@ async function main(): Promise<number> {
       });
       progress(`${database}: warm-up ${WARMUP.runs} × ${WARMUP.deltas}`);
       await scenario(fixture.http, AGENT, WARMUP.runs, WARMUP.deltas, POLICIES[0].delivery);
-      for (const c of CASES) {
-        for (const p of POLICIES) {
-          progress(`${database}: ${c.runs} run(s) × ${c.deltas} deltas, ${p.name}`);
-          const r = await scenario(fixture.http, AGENT, c.runs, c.deltas, p.delivery);
-          rows.push({ database, policy: p.name, ...figures(r) });
+      if (opts.levels.includes('throughput')) {
+        for (const c of CASES) {
+          for (const p of POLICIES) {
+            progress(`${database}: ${c.runs} run(s) × ${c.deltas} deltas, ${p.name}`);
+            const r = await scenario(fixture.http, AGENT, c.runs, c.deltas, p.delivery);
+            rows.push({ database, policy: p.name, ...figures(r) });
+          }
         }
+      }
+      if (opts.levels.includes('long')) {
+        longRows.push(...(await longLevel(fixture, database, opts)));
       }
     } finally {
       await fixture.stop();
@@ -161,6 +251,14 @@ async function main(): Promise<number> {
         `| ${r.database} | ${r.setting} | ${r.samples} | ${fmtDuration(r.first_ms)} | ${fmtDuration(r.p50_ms)} | ${fmtDuration(r.max_ms)} |`,
     ),
   ];
+  const longTable = [
+    '| database | answer | deltas × chars | breaks | delivery | ops | wall | host CPU/delta start → end | concurrent run p50 / max | /health/live p50 / max | probes unanswered | delivery reader cut |',
+    '| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...longRows.map(
+      (r) =>
+        `| ${r.database} | ${r.mib} MiB | ${fmtInt(r.deltas)} × ${fmtInt(r.delta_chars)} | ${r.breaks ? 'yes' : 'no'} | ${r.delivery} | ${fmtInt(r.ops)} | ${fmtDuration(r.wall_ms)} | ${fmtInt(r.cpu_us_per_delta_start)} → ${fmtInt(r.cpu_us_per_delta_end)} µs | ${fmtDuration(r.probe_run_p50_ms)} / ${fmtDuration(r.probe_run_max_ms)} | ${fmtDuration(r.health_p50_ms)} / ${fmtDuration(r.health_max_ms)} | ${r.probe_failures} | ${r.delivery_reader_cuts} |`,
+    ),
+  ];
   const seconds = (performance.now() - started) / 1000;
   process.stdout.write(
     [
@@ -175,6 +273,18 @@ async function main(): Promise<number> {
       ...(rows.length > 0 ? table : []),
       '',
       ...(dead.length > 0 ? [`dead endpoint: ${DEAD_ENDPOINT_NOTE}`, '', ...deadTable, ''] : []),
+      ...(longRows.length > 0
+        ? [
+            '### One long message (issue 23)',
+            '',
+            'demo runner `long_answer`: content-only deltas, "breaks": a blank line about every 4 KiB; host CPU: the',
+            "host's main thread (/proc/<pid>/schedstat) per delta over deltas 5–25 % (start) and 75–95 % (end);",
+            'concurrent run: short echo runs one after another during the long one, POST → run.completed',
+            '',
+            ...longTable,
+            '',
+          ]
+        : []),
       `${seconds.toFixed(0)} s`,
       '',
     ].join('\n'),
@@ -186,9 +296,10 @@ async function main(): Promise<number> {
       seconds: num(seconds),
       cases: rows,
       dead_endpoint: dead,
+      long_message: longRows,
     });
   }
-  const bad = rows.filter((r) => !r.shown_equals_completed);
+  const bad = [...rows.filter((r) => !r.shown_equals_completed), ...longRows.filter((r) => !r.shown_equals_streamed)];
   if (bad.length > 0) {
     process.stderr.write(`bench: the delivered messages differ from the completed message (${bad.length} case(s))\n`);
     return 1;

@@ -1,5 +1,6 @@
 import { EchoRunner, splitIntoChunks, type OutgoingResult, type ResultSink } from './echo-runner';
 import { silentLogger } from './log';
+import { longAnswerText } from './long-answer';
 import type { HostApi } from './host-api';
 import { toStruct, type JsonObject } from './struct';
 
@@ -81,6 +82,24 @@ describe('EchoRunner', () => {
     const { sink, run } = setup();
     await run('r1', 'hi');
     expect(types(sink.results)).toEqual(['message.delta', 'message.completed', 'run.completed']);
+  });
+
+  it('long_answer: content-only deltas of the given size, blank lines as asked, then run.completed', async () => {
+    const { sink, run } = setup();
+    await run('r1', 'ignored', { mode: 'long_answer', deltas: 4, delta_chars: 12, paragraph_every: 2 });
+    expect(types(sink.results)).toEqual([...Array(4).fill('message.delta'), 'run.completed']);
+    const chunks = sink.results.slice(0, 4).map((r) => r.data.chunk as JsonObject);
+    expect(chunks.every((c) => c.all_content === undefined && (c.content as string).length === 12)).toBe(true);
+    expect(chunks.map((c) => (c.content as string).endsWith('\n\n'))).toEqual([false, true, false, true]);
+    expect(deltaText(sink.results)).toBe(longAnswerText({ deltas: 4, delta_chars: 12, paragraph_every: 2 }));
+  });
+
+  it('long_answer: a bad setting fails the run naming it', async () => {
+    const { sink, run } = setup();
+    await run('r1', 'ignored', { mode: 'long_answer', delta_chars: 2 });
+    expect(sink.results.map((r) => [r.type, r.data.code, r.data.error])).toEqual([
+      ['run.failed', 'runner.invalid_config', 'long_answer: delta_chars: must be an integer from 4 to 1048576'],
+    ]);
   });
 
   it('fail: one delta, then run.failed', async () => {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { HostApi } from './host-api';
 import { hostApiBench, parseBenchConfig } from './host-api-bench';
+import { longAnswerDelta, parseLongAnswerConfig } from './long-answer';
 import type { Logger } from './log';
 import { MODES, type Mode } from './manifest';
 import { fromStruct, type JsonObject } from './struct';
@@ -181,6 +182,9 @@ export class EchoRunner {
       case 'steer':
         await this.steer(input, emitter, chunks, delayMs);
         return;
+      case 'long_answer':
+        await longAnswer(emitter, input.config);
+        return;
     }
   }
 
@@ -268,6 +272,21 @@ async function streamDeltas(emitter: RunEmitter, chunks: string[], delayMs: numb
       chunk: { role: 'assistant', content: piece, all_content: soFar, msg_sequence: i + 1 },
     });
   }
+}
+
+/** Mode `long_answer` (long-answer.ts): content-only deltas, then run.completed without a message. */
+async function longAnswer(emitter: RunEmitter, config: JsonObject): Promise<void> {
+  const c = parseLongAnswerConfig(config);
+  if (typeof c === 'string') {
+    await emitter.terminal('run.failed', { error: `long_answer: ${c}`, code: 'runner.invalid_config' });
+    return;
+  }
+  for (let i = 0; i < c.deltas; i++) {
+    await emitter.send('message.delta', {
+      chunk: { role: 'assistant', content: longAnswerDelta(i, c), msg_sequence: i + 1 },
+    });
+  }
+  await emitter.terminal('run.completed', { finish_reason: 'stop' });
 }
 
 async function finishEcho(emitter: RunEmitter, text: string, tokens: number): Promise<void> {

@@ -32,7 +32,8 @@ export interface HostApiBenchConfig {
   page_limit: number;
 }
 
-const int = (value: Json | undefined, fallback: number, min: number, max: number): number | string =>
+/** An integer config field within [min, max] (its fallback when absent), or what it must be. */
+export const configInt = (value: Json | undefined, fallback: number, min: number, max: number): number | string =>
   value === undefined || value === null
     ? fallback
     : typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max
@@ -46,10 +47,10 @@ export function parseBenchConfig(config: JsonObject): HostApiBenchConfig | strin
     return `api: must be one of ${BENCH_APIS.join(', ')}`;
   }
   const fields = {
-    calls: int(config.calls, 1000, 1, 1_000_000),
-    concurrency: int(config.concurrency, 1, 1, 256),
-    warmup: int(config.warmup, 100, 0, 1_000_000),
-    page_limit: int(config.page_limit, 20, 1, 100),
+    calls: configInt(config.calls, 1000, 1, 1_000_000),
+    concurrency: configInt(config.concurrency, 1, 1, 256),
+    warmup: configInt(config.warmup, 100, 0, 1_000_000),
+    page_limit: configInt(config.page_limit, 20, 1, 100),
   };
   for (const [name, value] of Object.entries(fields)) {
     if (typeof value === 'string') {

@@ -12,6 +12,7 @@ export const MODES = [
   'ignore_cancel',
   'host_api_bench',
   'steer',
+  'long_answer',
 ] as const;
 export type Mode = (typeof MODES)[number];
 
@@ -46,6 +47,9 @@ export function demoManifest(author: string, plugin: string, opts: { steering?: 
       { type: 'integer', name: 'timeout', required: false, default: 300 },
       { type: 'integer', name: 'steer_wait_ms', required: false, default: 1000 },
       { type: 'string', name: 'steer_mode', required: false, default: 'all' },
+      { type: 'integer', name: 'deltas', required: false, default: 1000 },
+      { type: 'integer', name: 'delta_chars', required: false, default: 8192 },
+      { type: 'integer', name: 'paragraph_every', required: false, default: 0 },
     ],
     metadata: {},
   };

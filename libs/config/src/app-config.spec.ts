@@ -7,6 +7,14 @@ describe('loadConfig', () => {
     expect(c.grpc.port).toBe(50051);
     expect(c.database).toEqual({ type: 'sqlite', file: expect.stringMatching(/data\/runner-host\.sqlite$/) });
     expect(c.runs.cancelGraceMs).toBe(5000);
+    expect(c.runs.maxMessageBytes).toBe(32 * 1024 * 1024);
+  });
+
+  it('MAX_MESSAGE_BYTES: an integer from 1 KiB to 128 MiB', () => {
+    expect(loadConfig({ MAX_MESSAGE_BYTES: '1048576' }).runs.maxMessageBytes).toBe(1048576);
+    for (const bad of ['1023', '134217729', '2.5', 'lots']) {
+      expect(() => loadConfig({ MAX_MESSAGE_BYTES: bad })).toThrow(/MAX_MESSAGE_BYTES=/);
+    }
   });
 
   it('reads PostgreSQL from DATABASE_URL', () => {

@@ -29,6 +29,8 @@ export interface AppConfig {
     cancelGraceMs: number;
     heartbeatIntervalMs: number;
     maxResultBytes: number;
+    /** Largest streamed answer (UTF-8 bytes of one message's deltas); past it the run fails `runner.message_too_large`. */
+    maxMessageBytes: number;
     /** A run waiting in its conversation waits this long for its runner to connect (then fails runner.unavailable). */
     runnerWaitMs: number;
   };
@@ -131,6 +133,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       cancelGraceMs: dto.CANCEL_GRACE_MS ?? 5000,
       heartbeatIntervalMs: dto.HEARTBEAT_INTERVAL_MS ?? 15000,
       maxResultBytes: dto.MAX_RESULT_BYTES ?? 1024 * 1024,
+      // 32 MiB: 4,000 deltas of 8 KiB fit, far above any model's answer, small enough that one
+      // run cannot make the host hold or store an unbounded text.
+      maxMessageBytes: dto.MAX_MESSAGE_BYTES ?? 32 * 1024 * 1024,
       runnerWaitMs: dto.QUEUED_RUN_RUNNER_WAIT_MS ?? 120_000,
     },
     hostApi: {

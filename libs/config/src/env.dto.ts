@@ -107,6 +107,18 @@ export class EnvDto {
   @Min(1)
   MAX_RESULT_BYTES?: number;
 
+  /**
+   * Largest answer one run may stream as one message (UTF-8 bytes of its deltas' text); past it
+   * the run fails `runner.message_too_large`. 1 KiB to 128 MiB (a stored transcript row must fit
+   * PostgreSQL's jsonb).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  @Max(134_217_728)
+  MAX_MESSAGE_BYTES?: number;
+
   @IsOptional()
   @Transform(toInt)
   @IsInt()

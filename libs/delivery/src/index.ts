@@ -7,7 +7,8 @@ export { RunDelivery, planOf, type RunDeliveryView } from './run-delivery';
 export { deliveryPlan, type DeliveryPlan, type DeliveryMode } from './plan';
 export { normalise, initialState, type NormaliserState, type NormaliserInput } from './normaliser';
 export { DELIVERY_OP_TYPES, type DeliveryOp, type DeliveryOpType } from './ops';
-export { splitText, measure, type SizeUnit } from './split';
+export { splitText, measure, graphemeEnds, type SizeUnit } from './split';
+export { textOf } from './message-content';
 export {
   SURFACE_PRESETS,
   deliveryContextOf,

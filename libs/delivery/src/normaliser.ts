@@ -13,13 +13,29 @@
  * over `max_message_size` is split (split.ts). Non-text content of a completed message becomes
  * attachments. A failed, cancelled or timed-out run ends what was shown (`incomplete`) and gets
  * its notice, never the runner's error text.
+ *
+ * Cost: a delta costs the normaliser O(its own size), however long the answer already is
+ * (docs/delivery.md, "Long answers"): the answer's text is only ever appended to (a rope, never
+ * flattened per delta); what is not yet sent or shown (`pending`) is kept with its size, whether
+ * it has visible text, and a paragraph scan (split.ts `scanParagraphs`) that examines each
+ * character once. Whole texts are read only where an op carries them. A message showing more
+ * than LARGE_EDIT (no platform's message can) is not edited again until the answer ends, so that
+ * the ops of one answer carry O(its size) text in all.
  */
 import type { RunStatus } from '@libs/protocol';
 import { deliveryId, idempotencyKey, type DeliveryOp, type DeliveryOpType } from './ops';
 import type { DeliveryPlan, NoticeKind } from './plan';
 import { attachmentsOf, textOf } from './message-content';
 import { noticeText } from './notices';
-import { completedParagraphs, measure, splitText, visible } from './split';
+import {
+  EMPTY_SCAN,
+  measure,
+  scanParagraphs,
+  scannedParagraphs,
+  splitText,
+  visible,
+  type ParagraphScan,
+} from './split';
 
 /** The part of a stored result the normaliser reads. */
 export interface ResultLike {
@@ -46,6 +62,15 @@ export interface OpenMessage {
   readonly last_edit_at: number;
   /** parts: how much of `text` was sent. */
   readonly sent: number;
+  /** `text` from `sent` (parts) or `base` (edit, final): what is not yet sent, or the current message's text. */
+  readonly pending: string;
+  /** measure(pending) in the plan's unit (an upper bound: exact after each reset). */
+  readonly pending_size: number;
+  readonly pending_visible: boolean;
+  /** edit: `pending` starts with `shown` (the text only grew since it was shown). */
+  readonly extends_shown: boolean;
+  /** parts: the paragraph scan of `pending`. */
+  readonly scan: ParagraphScan;
 }
 
 export interface NormaliserState {
@@ -72,7 +97,20 @@ const EMPTY_MESSAGE: OpenMessage = {
   shown: '',
   last_edit_at: 0,
   sent: 0,
+  pending: '',
+  pending_size: 0,
+  pending_visible: false,
+  extends_shown: true,
+  scan: EMPTY_SCAN,
 };
+
+/**
+ * Once a message shows this many characters it is not edited again until the answer ends (its
+ * `message.final` shows everything): without it every delta of a huge answer to an edit surface
+ * without a size limit would be an edit op carrying the whole answer (quadratic bytes in the
+ * outbox, and in every reader's replay). Platforms' own limits (surfaces.ts) are far below it.
+ */
+export const LARGE_EDIT = 65_536;
 
 /** Collects ops while one input is normalised. */
 class Emitter {
@@ -118,8 +156,44 @@ function split(d: Draft, text: string): string[] {
   return splitText(text, d.plan.max_message_size, d.plan.size_unit);
 }
 
-function over(d: Draft, text: string): boolean {
-  return d.plan.max_message_size !== null && measure(text, d.plan.size_unit) > d.plan.max_message_size;
+/** Whether the pending text is over the size limit; exact, measured only when the running bound says it may be. */
+function pendingOver(d: Draft, m: Mutable<OpenMessage>): boolean {
+  const max = d.plan.max_message_size;
+  if (max === null || m.pending_size <= max) {
+    return false;
+  }
+  m.pending_size = measure(m.pending, d.plan.size_unit);
+  return m.pending_size > max;
+}
+
+/** `pending` set anew (after a part was sent or the runner rewrote the text): its facts measured once. */
+function resetPending(d: Draft, m: Mutable<OpenMessage>, pending: string): void {
+  m.pending = pending;
+  m.pending_size = measure(pending, d.plan.size_unit);
+  m.pending_visible = visible(pending);
+  m.extends_shown = pending.startsWith(m.shown);
+  m.scan = d.plan.mode === 'parts' ? scanParagraphs(EMPTY_SCAN, pending) : EMPTY_SCAN;
+}
+
+/** `chunk` appended to the answer: O(chunk). */
+function appendPending(d: Draft, m: Mutable<OpenMessage>, chunk: string): void {
+  const before = m.pending.length;
+  m.text += chunk;
+  m.pending += chunk;
+  // A sum of the chunks' sizes: exact for whole code points, an upper bound for a pair cut in two.
+  m.pending_size += measure(chunk, d.plan.size_unit);
+  m.pending_visible ||= visible(chunk);
+  if (!m.extends_shown && before < m.shown.length) {
+    m.extends_shown = m.pending.startsWith(m.shown); // only after a rewrite shortened the text
+  }
+  if (d.plan.mode === 'parts') {
+    m.scan = scanParagraphs(m.scan, chunk);
+  }
+}
+
+/** The growth an edit of the current message waits for: none past LARGE_EDIT (the final edit only). */
+function editGrowth(plan: DeliveryPlan, shownLength: number): number {
+  return shownLength >= LARGE_EDIT ? Infinity : plan.min_edit_chars;
 }
 
 /** Sends one new platform message; returns its delivery id. */
@@ -129,24 +203,24 @@ function sendNew(d: Draft, text: string, op: 'message.send' | 'message.final', e
 
 /** edit mode: shows the answer's new text — first send, overflow into new messages, coalesced edits. */
 function showEdit(d: Draft, m: Mutable<OpenMessage>, force: boolean): void {
-  let tail = m.text.slice(m.base);
-  if (m.current !== null && over(d, tail)) {
+  if (m.current !== null && pendingOver(d, m)) {
     // The current message is full: it keeps its first part, the rest goes to new messages.
-    const parts = split(d, tail);
+    const parts = split(d, m.pending);
     d.out.emit('message.edit', { text: parts[0], part: m.current_part }, m.current);
     m.base += parts[0].length;
     for (const p of parts.slice(1, -1)) {
       sendNew(d, p, 'message.send');
       m.base += p.length;
     }
-    tail = parts[parts.length - 1];
     m.current = null;
+    m.shown = '';
+    resetPending(d, m, parts[parts.length - 1]);
   }
   if (m.current === null) {
-    if (!visible(tail)) {
+    if (!m.pending_visible) {
       return;
     }
-    const parts = split(d, tail);
+    const parts = pendingOver(d, m) ? split(d, m.pending) : [m.pending];
     for (const p of parts.slice(0, -1)) {
       sendNew(d, p, 'message.send');
       m.base += p.length;
@@ -156,41 +230,59 @@ function showEdit(d: Draft, m: Mutable<OpenMessage>, force: boolean): void {
     m.current = sendNew(d, last, 'message.send');
     m.shown = last;
     m.last_edit_at = d.now;
+    if (parts.length > 1) {
+      resetPending(d, m, last);
+    }
+    m.extends_shown = true;
     return;
   }
-  if (tail === m.shown) {
-    return;
+  if (m.extends_shown && m.pending.length === m.shown.length) {
+    return; // nothing new
   }
   const due = d.now - m.last_edit_at >= d.plan.edit_interval_ms;
-  const enough = force || tail.length - m.shown.length >= d.plan.min_edit_chars || !tail.startsWith(m.shown);
+  const growth = m.pending.length - m.shown.length;
+  const large = m.shown.length >= LARGE_EDIT;
+  const enough = (force && !large) || growth >= editGrowth(d.plan, m.shown.length) || !m.extends_shown;
   if (due && enough) {
-    d.out.emit('message.edit', { text: tail, part: m.current_part }, m.current);
-    m.shown = tail;
+    const text = m.pending;
+    d.out.emit('message.edit', { text, part: m.current_part }, m.current);
+    m.shown = text;
+    m.extends_shown = true;
     m.last_edit_at = d.now;
   }
 }
 
 /** parts mode: sends the complete paragraphs of the answer not yet sent (and whatever overflows). */
 function showParts(d: Draft, m: Mutable<OpenMessage>): void {
-  const unsent = m.text.slice(m.sent);
-  let ready = completedParagraphs(unsent);
-  if (over(d, unsent)) {
-    const parts = split(d, unsent);
-    ready = Math.max(ready, unsent.length - parts[parts.length - 1].length);
+  let ready = scannedParagraphs(m.scan);
+  if (pendingOver(d, m)) {
+    const parts = split(d, m.pending);
+    ready = Math.max(ready, m.pending.length - parts[parts.length - 1].length);
   }
   if (ready === 0) {
     return;
   }
-  for (const p of split(d, unsent.slice(0, ready))) {
+  for (const p of split(d, m.pending.slice(0, ready))) {
     sendNew(d, p, 'message.send');
   }
   m.sent += ready;
+  resetPending(d, m, m.pending.slice(ready));
 }
 
-/** The answer's text changed (a delta). */
-function onText(d: Draft, text: string): void {
-  const m: Mutable<OpenMessage> = { ...(d.state.open ?? EMPTY_MESSAGE), text };
+/**
+ * The answer's text changed (a delta): `appended` to it, or (null) rewritten by the runner's
+ * `all_content` to `text`.
+ */
+function onText(d: Draft, text: string, appended: string | null): void {
+  const m: Mutable<OpenMessage> = { ...(d.state.open ?? EMPTY_MESSAGE) };
   d.state.open = m;
+  if (appended !== null) {
+    appendPending(d, m, appended);
+  } else {
+    m.text = text;
+    const from = d.plan.mode === 'parts' ? m.sent : m.base;
+    resetPending(d, m, text.slice(Math.min(from, text.length)));
+  }
   if (d.plan.mode === 'edit') {
     showEdit(d, m, false);
   } else if (d.plan.mode === 'parts') {
@@ -292,11 +384,21 @@ function onResult(d: Draft, r: ResultLike): void {
       const chunk = (r.data.chunk ?? {}) as Record<string, unknown>;
       const all = chunk.all_content;
       const before = d.state.open?.text ?? '';
-      const text = typeof all === 'string' ? all : before + textOf(chunk.content);
+      // The new text, and what was appended to the old one (null: the runner rewrote it). Comparing
+      // `all_content` with the old text costs the size of this result, which carries it.
+      let appended: string | null;
+      let text: string;
+      if (typeof all === 'string') {
+        appended = all.length >= before.length && all.startsWith(before) ? all.slice(before.length) : null;
+        text = all;
+      } else {
+        appended = textOf(chunk.content);
+        text = before + appended;
+      }
       if (chunk.is_final === true) {
         onCompleted(d, { content: text }, true);
-      } else if (text !== before) {
-        onText(d, text);
+      } else if (appended === null ? text !== before : appended !== '') {
+        onText(d, text, appended);
       }
       return;
     }
@@ -345,5 +447,12 @@ export function nextDueAt(plan: DeliveryPlan, state: NormaliserState): number | 
   if (plan.mode !== 'edit' || state.ended || m === null || m.current === null) {
     return null;
   }
-  return m.text.slice(m.base) === m.shown ? null : m.last_edit_at + plan.edit_interval_ms;
+  if (m.extends_shown) {
+    const growth = m.pending.length - m.shown.length;
+    // Nothing new, or a large message (LARGE_EDIT) waiting for its final edit: no timed edit.
+    if (growth === 0 || m.shown.length >= LARGE_EDIT) {
+      return null;
+    }
+  }
+  return m.last_edit_at + plan.edit_interval_ms;
 }

@@ -1,5 +1,15 @@
 import fc from 'fast-check';
-import { completedParagraphs, graphemeEnds, measure, splitText, type SizeUnit } from './split';
+import { wholeTextParagraphs, wholeTextSplit } from '@libs/testing';
+import {
+  EMPTY_SCAN,
+  completedParagraphs,
+  graphemeEnds,
+  measure,
+  scanParagraphs,
+  scannedParagraphs,
+  splitText,
+  type SizeUnit,
+} from './split';
 
 const graphemes = (s: string) =>
   [...new Intl.Segmenter(undefined, { granularity: 'grapheme' }).segment(s)].map((g) => g.index);
@@ -127,4 +137,99 @@ describe('graphemeEnds', () => {
     const long = 'a\r\nb e\u0301 👩‍👩‍👧‍👦 你好'.repeat(200);
     expect(graphemeEnds(long)).toEqual(reference(long));
   });
+});
+
+/** Text dense in what the paragraph scan decides on: blank lines, fences (indented, ~~~, short), whitespace. */
+const paragraphPiece = fc.constantFrom(
+  '\n',
+  '\n\n',
+  ' \n',
+  '\t',
+  '   ```',
+  '```',
+  '``',
+  '`',
+  '~~~',
+  '    ```',
+  'code',
+  'x',
+  ' ',
+  '\u00a0',
+  '\r\n',
+  'Para. ',
+);
+const paragraphText = fc
+  .array(fc.oneof(paragraphPiece, paragraphPiece, fc.string({ maxLength: 4 })), { maxLength: 60 })
+  .map((a) => a.join(''));
+
+/** `t` cut at random points into consecutive chunks (empty ones included). */
+const chunkings = (t: string) =>
+  fc
+    .array(fc.nat({ max: t.length }), { maxLength: 16 })
+    .map((cuts) => [0, ...cuts.sort((a, b) => a - b), t.length])
+    .map((at) => at.slice(1).map((end, i) => t.slice(at[i], end)));
+
+describe('scanParagraphs (incremental) equals the whole-text scan', () => {
+  it('after every chunk of any chunking of any text', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(paragraphText, text).chain((t) => fc.tuple(fc.constant(t), chunkings(t))),
+        ([t, chunks]) => {
+          expect(chunks.join('')).toBe(t);
+          let scan = EMPTY_SCAN;
+          let fed = '';
+          for (const c of chunks) {
+            scan = scanParagraphs(scan, c);
+            fed += c;
+            expect(scannedParagraphs(scan)).toBe(wholeTextParagraphs(fed));
+          }
+          expect(completedParagraphs(t)).toBe(wholeTextParagraphs(t));
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('one character at a time, on fences and blank lines', () => {
+    fc.assert(
+      fc.property(paragraphText, (t) => {
+        let scan = EMPTY_SCAN;
+        for (let i = 0; i < t.length; i++) {
+          scan = scanParagraphs(scan, t[i]);
+          expect(scannedParagraphs(scan)).toBe(wholeTextParagraphs(t.slice(0, i + 1)));
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('keeps a constant-size state however long the text', () => {
+    let scan = EMPTY_SCAN;
+    const delta = 'word '.repeat(1638);
+    for (let i = 0; i < 2000; i++) {
+      scan = scanParagraphs(scan, delta);
+    }
+    expect(scan.length).toBe(2000 * delta.length);
+    expect(scan.head.length).toBeLessThanOrEqual(6);
+    expect(scannedParagraphs(scanParagraphs(scan, '\n\nnext'))).toBe(scan.length + 2);
+  });
+});
+
+describe('splitText window by window equals the whole-text splitter', () => {
+  const zalgo = fc.integer({ min: 1, max: 90 }).map((n) => 'e' + '\u0301'.repeat(n));
+  const long = fc
+    .array(fc.oneof(piece, piece, paragraphPiece, zalgo, fc.string({ unit: 'grapheme', maxLength: 8 })), {
+      maxLength: 300,
+    })
+    .map((a) => a.join(''));
+  for (const unit of ['chars', 'bytes'] as SizeUnit[]) {
+    it(`${unit}: the same parts for any text and limit`, () => {
+      fc.assert(
+        fc.property(long, fc.integer({ min: unit === 'chars' ? 2 : 4, max: 200 }), (t, limit) => {
+          expect(splitText(t, limit, unit)).toEqual(wholeTextSplit(t, limit, unit));
+        }),
+        { numRuns: 600 },
+      );
+    });
+  }
 });

@@ -31,34 +31,62 @@ const enum Rank {
 const MIN_FILL = 0.3;
 
 const SENTENCE_END = /[.!?…]["')\]]*$/;
+const FENCE_LINE = /^\s{0,3}(```|~~~)/;
+/** A line's fence status is known from its first characters: `\s{0,3}` and three fence characters. */
+const FENCE_HEAD = 6;
 const CJK_SENTENCE_END = /[。！？；]$/;
 
 /**
- * For each line start offset, whether the line is inside a code fence (the fence lines included).
- * A line whose trimmed start is ``` (or ~~~) opens or closes a fence.
+ * Which lines are inside a code fence (the fence lines included), found line by line as far as
+ * asked: a line whose trimmed start is ``` (or ~~~) opens or closes a fence.
  */
-function fencedLines(text: string): { starts: number[]; fenced: boolean[]; closes: boolean[] } {
-  const starts: number[] = [];
-  const fenced: boolean[] = [];
-  const closes: boolean[] = [];
-  let open = false;
-  let at = 0;
-  for (;;) {
-    starts.push(at);
-    const nl = text.indexOf('\n', at);
-    const line = text.slice(at, nl === -1 ? text.length : nl);
-    const isFence = /^\s{0,3}(```|~~~)/.test(line);
-    fenced.push(open || isFence);
-    closes.push(isFence && open);
-    if (isFence) {
-      open = !open;
+class FenceIndex {
+  private readonly starts: number[] = [];
+  private readonly fenced: boolean[] = [];
+  private readonly closes: boolean[] = [];
+  private open = false;
+  /** Start of the next line to index; -1 once the last line is indexed. */
+  private next = 0;
+
+  constructor(private readonly text: string) {}
+
+  /** Whether a split before `text[pos]` falls inside a fence. */
+  at(pos: number): boolean {
+    while (this.next !== -1 && this.next <= pos) {
+      this.indexLine();
     }
-    if (nl === -1) {
-      break;
+    // The line containing pos (binary search over line starts).
+    const { starts } = this;
+    let lo = 0;
+    let hi = starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (starts[mid] <= pos) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
     }
-    at = nl + 1;
+    // A split at a line start is inside a fence when the line before is (and does not close it).
+    if (starts[lo] === pos && lo > 0) {
+      return this.fenced[lo - 1] && !this.closes[lo - 1];
+    }
+    return this.fenced[lo];
   }
-  return { starts, fenced, closes };
+
+  private indexLine(): void {
+    const at = this.next;
+    const nl = this.text.indexOf('\n', at);
+    const end = nl === -1 ? this.text.length : nl;
+    const isFence = FENCE_LINE.test(this.text.slice(at, Math.min(end, at + FENCE_HEAD)));
+    this.starts.push(at);
+    this.fenced.push(this.open || isFence);
+    this.closes.push(isFence && this.open);
+    if (isFence) {
+      this.open = !this.open;
+    }
+    this.next = nl === -1 ? -1 : nl + 1;
+  }
 }
 
 /** The rank of a split before `text[i]` (0 < i < length), given whether it falls in a fence. */
@@ -69,6 +97,11 @@ function rankAt(text: string, i: number, inFence: boolean): Rank {
   }
   if (prev === '\n') {
     return text[i - 2] === '\n' ? Rank.Paragraph : Rank.Line;
+  }
+  const code = prev.charCodeAt(0);
+  // ASCII letters, digits and punctuation (the common case) need no regular expression.
+  if (code > 0x20 && code < 0x7f) {
+    return Rank.Grapheme;
   }
   if (/\s/.test(prev)) {
     const before = text.slice(Math.max(0, i - 8), i).trimEnd();
@@ -130,9 +163,72 @@ function codePointEnds(g: string, from: number): number[] {
   return ends;
 }
 
+/** Units (graphemes, or code points of a grapheme larger than the limit) from a position on. */
+interface Units {
+  ends: number[];
+  sizes: number[];
+  /** Per unit: the end of the grapheme larger than the limit it is a code point of, else 0. */
+  big: number[];
+  /** The units reach the end of the text. */
+  complete: boolean;
+}
+
+/**
+ * The units from `start` until their sizes add up to more than `limit` (or the text ends): only
+ * this window is segmented, so a part costs O(limit), not O(text). The window's last grapheme may
+ * be cut by the window's end, so it is left out (and the window widened when what is left is
+ * not enough). Inside a grapheme larger than the limit (`bigEnd`, a split left off within it)
+ * units are code points.
+ */
+function unitsFrom(text: string, start: number, limit: number, unit: SizeUnit, bigEnd: number): Units {
+  for (let width = limit + 64; ; width *= 2) {
+    let end = Math.min(text.length, start + width);
+    const high = text.charCodeAt(end - 1);
+    if (end < text.length && high >= 0xd800 && high <= 0xdbff) {
+      end++; // never cut a surrogate pair
+    }
+    const complete = end === text.length;
+    const ends: number[] = [];
+    const sizes: number[] = [];
+    const big: number[] = [];
+    let total = 0;
+    let prevEnd = start;
+    const push = (e: number, inBig: number) => {
+      // One ASCII character measures 1 in both units: no slice for the common case.
+      const size = e === prevEnd + 1 && text.charCodeAt(prevEnd) < 0x80 ? 1 : measure(text.slice(prevEnd, e), unit);
+      ends.push(e);
+      sizes.push(size);
+      big.push(inBig);
+      total += size;
+      prevEnd = e;
+    };
+    if (bigEnd > start) {
+      for (const e of codePointEnds(text.slice(start, Math.min(bigEnd, end)), start)) {
+        push(e, bigEnd);
+      }
+    }
+    const from = prevEnd;
+    const graphemes = from < end ? graphemeEnds(text.slice(from, end)) : [];
+    const kept = complete ? graphemes.length : graphemes.length - 1;
+    for (let g = 0; g < kept; g++) {
+      const gEnd = from + graphemes[g];
+      if (gEnd - prevEnd > 1 && measure(text.slice(prevEnd, gEnd), unit) > limit) {
+        for (const e of codePointEnds(text.slice(prevEnd, gEnd), prevEnd)) {
+          push(e, gEnd);
+        }
+      } else {
+        push(gEnd, 0);
+      }
+    }
+    if (complete || total > limit) {
+      return { ends, sizes, big, complete };
+    }
+  }
+}
+
 /**
  * Splits `text` into parts of at most `limit` (in `unit`); `null` or a text within the limit is
- * one part. An empty text has no parts.
+ * one part. An empty text has no parts. Each part costs O(limit): only its window is examined.
  */
 export function splitText(text: string, limit: number | null, unit: SizeUnit = 'chars'): string[] {
   if (text === '') {
@@ -144,51 +240,15 @@ export function splitText(text: string, limit: number | null, unit: SizeUnit = '
   if (!Number.isInteger(limit) || limit < MIN_LIMIT[unit]) {
     throw new RangeError(`limit: must be an integer ≥ ${MIN_LIMIT[unit]} ${unit}`);
   }
-  // Grapheme ends, with code-point ends inside any grapheme larger than the limit.
-  const ends: number[] = [];
-  const sizes: number[] = [];
-  let prevEnd = 0;
-  for (const end of graphemeEnds(text)) {
-    const size = measure(text.slice(prevEnd, end), unit);
-    if (size > limit) {
-      let last = prevEnd;
-      for (const e of codePointEnds(text.slice(prevEnd, end), prevEnd)) {
-        ends.push(e);
-        sizes.push(measure(text.slice(last, e), unit));
-        last = e;
-      }
-    } else {
-      ends.push(end);
-      sizes.push(size);
-    }
-    prevEnd = end;
-  }
-  const { starts, fenced, closes } = fencedLines(text);
-  const fenceAt = (pos: number): boolean => {
-    // The line containing pos (binary search over line starts).
-    let lo = 0;
-    let hi = starts.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (starts[mid] <= pos) {
-        lo = mid;
-      } else {
-        hi = mid - 1;
-      }
-    }
-    // A split at a line start is inside a fence when the line before is (and does not close it).
-    if (starts[lo] === pos && lo > 0) {
-      return fenced[lo - 1] && !closes[lo - 1];
-    }
-    return fenced[lo];
-  };
-
+  const fences = new FenceIndex(text);
   const parts: string[] = [];
   let start = 0;
-  let k = 0; // index into ends of the first unit after start
+  /** End of a grapheme larger than the limit that the last part ended inside. */
+  let bigEnd = 0;
   while (start < text.length) {
+    const { ends, sizes, big } = unitsFrom(text, start, limit, unit, bigEnd);
     let size = 0;
-    let j = k;
+    let j = 0;
     while (j < ends.length && size + sizes[j] <= limit) {
       size += sizes[j];
       j++;
@@ -197,14 +257,14 @@ export function splitText(text: string, limit: number | null, unit: SizeUnit = '
       parts.push(text.slice(start));
       break;
     }
-    // Candidate ends are ends[k..j-1]; choose the best-ranked one past MIN_FILL of the window.
+    // Candidate ends are ends[0..j-1]; choose the best-ranked one past MIN_FILL of the window.
     const windowEnd = ends[j - 1];
     const minPos = start + Math.floor((windowEnd - start) * MIN_FILL);
     let best = j - 1;
     let bestRank: Rank | -1 = -1;
-    for (let c = j - 1; c >= k; c--) {
+    for (let c = j - 1; c >= 0; c--) {
       const pos = ends[c];
-      const rank = rankAt(text, pos, fenceAt(pos));
+      const rank = rankAt(text, pos, fences.at(pos));
       if (pos < minPos) {
         // Early in the window: only the nearest real boundary, and only when none lies later.
         if (bestRank <= Rank.Grapheme && rank > Rank.Grapheme) {
@@ -225,7 +285,8 @@ export function splitText(text: string, limit: number | null, unit: SizeUnit = '
     }
     parts.push(text.slice(start, ends[best]));
     start = ends[best];
-    k = best + 1;
+    // Still inside a grapheme cut into code points: the next window goes on cutting it so.
+    bigEnd = big[best] > start ? big[best] : 0;
   }
   return parts;
 }
@@ -235,23 +296,131 @@ export function visible(text: string): boolean {
   return /\S/.test(text);
 }
 
+const VISIBLE = /\S/;
+
+/**
+ * Where `completedParagraphs` stands after the text fed so far, kept so that each piece of a
+ * streamed text is examined once: complete lines are settled (fence state, paragraph candidates);
+ * only the current line's first few characters are kept to decide whether it opens a fence.
+ * Immutable: `scanParagraphs` returns a new scan.
+ */
+export interface ParagraphScan {
+  /** Characters fed. */
+  readonly length: number;
+  /** A fence is open before the current line. */
+  readonly open: boolean;
+  readonly lineStart: number;
+  /** The current line's first characters, until its fence status is decided. */
+  readonly head: string;
+  /** null while undecided (fewer than FENCE_HEAD characters, no fence start, no line end yet). */
+  readonly lineIsFence: boolean | null;
+  /** The current line starts after a blank line outside a fence (a paragraph start if not a fence line). */
+  readonly candidate: boolean;
+  readonly lineVisible: boolean;
+  /** The last paragraph start confirmed (0: none). */
+  readonly best: number;
+  /** A paragraph start whose line is no fence, waiting for visible text after it (-1: none). */
+  readonly waiting: number;
+  /** The last character fed ('' before any). */
+  readonly last: string;
+}
+
+export const EMPTY_SCAN: ParagraphScan = {
+  length: 0,
+  open: false,
+  lineStart: 0,
+  head: '',
+  lineIsFence: null,
+  candidate: false,
+  lineVisible: false,
+  best: 0,
+  waiting: -1,
+  last: '',
+};
+
+type MutableScan = { -readonly [K in keyof ParagraphScan]: ParagraphScan[K] };
+
+/** The current line's fence status is now known. */
+function decideLine(s: MutableScan, isFence: boolean): void {
+  s.lineIsFence = isFence;
+  s.head = '';
+  if (s.candidate && !isFence) {
+    if (s.lineVisible) {
+      s.best = s.lineStart;
+    } else {
+      s.waiting = s.lineStart;
+    }
+  }
+}
+
+/** Characters of the current line (no line feed). */
+function scanLinePiece(s: MutableScan, piece: string): void {
+  if (VISIBLE.test(piece)) {
+    if (s.waiting >= 0) {
+      s.best = s.waiting;
+      s.waiting = -1;
+    }
+    s.lineVisible = true;
+  }
+  if (s.lineIsFence === null) {
+    s.head += piece.slice(0, FENCE_HEAD - s.head.length);
+    if (FENCE_LINE.test(s.head)) {
+      decideLine(s, true);
+    } else if (s.head.length >= FENCE_HEAD) {
+      decideLine(s, false);
+    }
+  }
+}
+
+/** `chunk` appended to the scanned text: O(chunk length), whatever was fed before. */
+export function scanParagraphs(scan: ParagraphScan, chunk: string): ParagraphScan {
+  if (chunk === '') {
+    return scan;
+  }
+  const s: MutableScan = { ...scan };
+  let i = 0;
+  for (;;) {
+    const nl = chunk.indexOf('\n', i);
+    const end = nl === -1 ? chunk.length : nl;
+    if (end > i) {
+      scanLinePiece(s, chunk.slice(i, end));
+      s.last = chunk[end - 1];
+    }
+    if (nl === -1) {
+      break;
+    }
+    // The line ends at s.length + nl: settle it, then start the next one.
+    if (s.lineIsFence === null) {
+      decideLine(s, FENCE_LINE.test(s.head));
+    }
+    if (s.lineIsFence) {
+      s.open = !s.open;
+    }
+    const at = s.length + nl;
+    const blankBefore = at >= 1 && s.last === '\n' && s.lineStart === at;
+    s.lineStart = at + 1;
+    s.head = '';
+    s.lineIsFence = null;
+    s.lineVisible = false;
+    s.candidate = blankBefore && !s.open;
+    s.last = '\n';
+    i = nl + 1;
+  }
+  s.length += chunk.length;
+  return s;
+}
+
+/** What `completedParagraphs` answers for the text fed to this scan. */
+export function scannedParagraphs(s: ParagraphScan): number {
+  // The current line, still undecided, is taken for what it is now: no fence (as the whole-text scan does).
+  return s.candidate && s.lineIsFence === null && s.lineVisible ? s.lineStart : s.best;
+}
+
 /**
  * The end of the last complete paragraph of `text` outside code fences that is followed by more
  * visible text (0 when none): what a surface without edits can send while the answer streams.
+ * A streamed text is scanned piece by piece with `scanParagraphs` instead.
  */
 export function completedParagraphs(text: string): number {
-  if (!text.includes('\n\n')) {
-    return 0; // the common case while a paragraph streams: no line scan per delta
-  }
-  const { starts, fenced } = fencedLines(text);
-  for (let li = starts.length - 1; li > 0; li--) {
-    const at = starts[li];
-    // A blank line before this line, neither inside a fence, and visible text from here on.
-    if (at >= 2 && text[at - 1] === '\n' && text[at - 2] === '\n' && !fenced[li] && !fenced[li - 1]) {
-      if (visible(text.slice(at))) {
-        return at;
-      }
-    }
-  }
-  return 0;
+  return scannedParagraphs(scanParagraphs(EMPTY_SCAN, text));
 }

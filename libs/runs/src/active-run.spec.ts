@@ -127,5 +127,18 @@ describe('ActiveRun', () => {
     r.noteAssistantMessage({ role: 'assistant', content: 'second' });
     expect(r.streamed).toBe('Hello');
     expect(r.assistantMessage).toEqual({ role: 'assistant', content: 'first' });
+    r.noteStreamed(' again'); // after a completed message the streamed text is no longer needed
+    expect(r.streamed).toBe('Hello');
+  });
+
+  it('sizes the message being streamed: deltas add up, all_content counts as it is, a completed message resets', () => {
+    const r = run();
+    expect(r.messageBytesWith(10, null)).toBe(10);
+    r.noteMessageBytes(10);
+    expect(r.messageBytesWith(5, null)).toBe(15);
+    expect(r.messageBytesWith(5, 40)).toBe(40);
+    r.noteMessageBytes(40);
+    r.noteAssistantMessage({ role: 'assistant', content: 'done' });
+    expect(r.messageBytesWith(3, null)).toBe(3);
   });
 });

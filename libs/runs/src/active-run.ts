@@ -27,6 +27,8 @@ export class ActiveRun {
   private graceTimer?: NodeJS.Timeout;
   private chain: Promise<void> = Promise.resolve();
   private streamedText = '';
+  /** UTF-8 bytes the run streamed since its last message.completed (the message being streamed). */
+  private streamingBytes = 0;
   private firstCompleted: Record<string, unknown> | null = null;
   private resolveFinished!: () => void;
   private deliveryState: RunDelivery | null = null;
@@ -128,8 +130,28 @@ export class ActiveRun {
     this.resolveFinished();
   }
 
+  /**
+   * A streamed delta's text, kept for a run that never completes a message (its transcript row).
+   * Only until the first completed message — which is the transcript row then — so it never
+   * outgrows the message bound (`messageBytesWith`).
+   */
   noteStreamed(text: string): void {
-    this.streamedText += text;
+    if (this.firstCompleted === null) {
+      this.streamedText += text; // a rope: appending costs O(text), flattened once at the end
+    }
+  }
+
+  /**
+   * The size of the message being streamed with a delta of `ownBytes` whose cumulative text
+   * (all_content) is `cumulativeBytes` (null when it has none).
+   */
+  messageBytesWith(ownBytes: number, cumulativeBytes: number | null): number {
+    return Math.max(this.streamingBytes + ownBytes, cumulativeBytes ?? 0);
+  }
+
+  /** Records the size of the message being streamed after an accepted delta. */
+  noteMessageBytes(bytes: number): void {
+    this.streamingBytes = bytes;
   }
 
   get streamed(): string {
@@ -148,6 +170,7 @@ export class ActiveRun {
   /** The first completed message of the run (its assistant transcript row). */
   noteAssistantMessage(message: Record<string, unknown>): void {
     this.firstCompleted ??= message;
+    this.streamingBytes = 0;
   }
 
   get assistantMessage(): Record<string, unknown> | null {

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { Subscription } from 'rxjs';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
+import { textOf } from '@libs/delivery';
 import type { RunResult } from '@libs/proto';
 import {
   TERMINAL_RESULT_TYPES,
@@ -13,6 +14,17 @@ import { RunnerConnections, type RunnerSession } from '@libs/runner-gateway';
 import { ActiveRuns } from './active-runs';
 import { RunLifecycleService } from './run-lifecycle.service';
 import type { ResultView } from './run-stream.bus';
+import type { ActiveRun } from './active-run';
+
+/** The size of the message a delta streams, with it: its own text added, or its cumulative all_content. */
+function messageBytesWith(run: ActiveRun, data: Record<string, unknown>): number {
+  const chunk = (data.chunk ?? {}) as Record<string, unknown>;
+  const all = chunk.all_content;
+  return run.messageBytesWith(
+    Buffer.byteLength(textOf(chunk.content)),
+    typeof all === 'string' ? Buffer.byteLength(all) : null,
+  );
+}
 
 /**
  * The result-stream normaliser (docs/protocol.md#result-rules): sequence rules, strict payload validation of known
@@ -89,12 +101,21 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
       refuse(`data is ${size} bytes, limit ${this.config.runs.maxResultBytes}`);
       return;
     }
+    // One message may not grow past MAX_MESSAGE_BYTES (docs/configuration.md): the run fails.
+    const messageBytes = result.type === 'message.delta' ? messageBytesWith(run, checked.data) : null;
+    if (messageBytes !== null && messageBytes > this.config.runs.maxMessageBytes) {
+      this.messageTooLarge(run, messageBytes);
+      return;
+    }
     const decision = run.acceptSequence(result.sequence);
     if (decision.warning) {
       this.logger.warn({ ...log, msg: decision.warning });
     }
     if (!decision.accept) {
       return;
+    }
+    if (messageBytes !== null) {
+      run.noteMessageBytes(messageBytes);
     }
     const usage = result.usage && usageSchema.safeParse(result.usage).success ? result.usage : null;
     if (result.usage && !usage) {
@@ -121,5 +142,26 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
     } else {
       this.lifecycle.accept(run, row);
     }
+  }
+
+  /**
+   * A delta would take the streamed message past the bound: it is dropped, the runner is told to
+   * stop, and the run fails `runner.message_too_large` (not retryable: the same request would
+   * stream the same answer). What was delivered so far ends as an incomplete answer, with the
+   * failure notice.
+   */
+  private messageTooLarge(run: ActiveRun, bytes: number): void {
+    const max = this.config.runs.maxMessageBytes;
+    this.logger.warn({
+      run_id: run.run_id,
+      msg: `result dropped: the streamed message would reach ${bytes} bytes, limit ${max} (MAX_MESSAGE_BYTES); the run fails`,
+    });
+    run.session.send({ cancel: { run_id: run.run_id, reason: 'message too large' } });
+    this.lifecycle.conclude(run, {
+      status: 'failed',
+      code: 'runner.message_too_large',
+      error: `the streamed message exceeded ${max} bytes (MAX_MESSAGE_BYTES)`,
+      retryable: false,
+    });
   }
 }

@@ -18,3 +18,4 @@ export {
   runCall,
   type ModelsFixture,
 } from './models-fixture';
+export { wholeTextParagraphs, wholeTextParts, wholeTextSplit } from './whole-text-delivery';

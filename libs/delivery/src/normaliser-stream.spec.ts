@@ -1,0 +1,199 @@
+import fc from 'fast-check';
+import { deliveryPolicySchema } from '@libs/agents';
+import { wholeTextParts } from '@libs/testing';
+import { LARGE_EDIT, initialState, nextDueAt, normalise, type NormaliserState, type ResultLike } from './normaliser';
+import type { DeliveryOp } from './ops';
+import { deliveryPlan, type DeliveryPlan } from './plan';
+import { measure } from './split';
+import { deliveryContextOf, type DeliveryRequest } from './surfaces';
+
+/*
+ * The normaliser works incrementally (a delta costs O(its size)): these properties check that it
+ * delivers exactly what the whole-text algorithm it replaced did, for any text cut into any deltas.
+ */
+
+const RUN = '00000000-0000-4000-8000-000000000002';
+
+const planOf = (req: DeliveryRequest, policy: Record<string, unknown> = {}): DeliveryPlan =>
+  deliveryPlan(deliveryPolicySchema.parse(policy), deliveryContextOf(req));
+
+/** Feeds the deltas (content only, or cumulative all_content), then the end; ticks when an edit is due. */
+function run(
+  plan: DeliveryPlan,
+  deltas: string[],
+  opts: { cumulative?: boolean; completed?: string | null; stepMs?: number } = {},
+): DeliveryOp[] {
+  let state: NormaliserState = initialState(RUN);
+  let sequence = 0;
+  let now = 0;
+  let soFar = '';
+  const ops: DeliveryOp[] = [];
+  const step = (input: Parameters<typeof normalise>[2]) => {
+    const r = normalise(plan, state, input, now);
+    state = r.state;
+    ops.push(...r.ops);
+  };
+  const result = (type: string, data: Record<string, unknown>): ResultLike => ({
+    run_id: RUN,
+    sequence: ++sequence,
+    type,
+    data,
+  });
+  for (const d of deltas) {
+    now += opts.stepMs ?? 0;
+    const due = nextDueAt(plan, state);
+    if (due !== null && due <= now) {
+      step({ kind: 'tick' });
+    }
+    soFar += d;
+    const chunk = opts.cumulative ? { content: d, all_content: soFar } : { content: d };
+    step({ kind: 'result', result: result('message.delta', { chunk }) });
+  }
+  const message = opts.completed ? { role: 'assistant', content: opts.completed } : undefined;
+  step({ kind: 'end', result: result('run.completed', message ? { message } : {}), status: 'completed' });
+  return ops;
+}
+
+/** The platform shows the answer, except a whitespace-only rest after the last part sent. */
+function showsAnswer(messages: string[], t: string): void {
+  const joined = messages.join('');
+  expect(t.startsWith(joined)).toBe(true);
+  expect(t.slice(joined.length)).toMatch(/^\s*$/);
+}
+
+const texts = (ops: DeliveryOp[]) =>
+  ops.filter((o) => o.op.startsWith('message.')).map((o) => o.payload.text as string);
+
+/** What a platform applying the ops shows: its messages' texts in creation order. */
+function shown(ops: DeliveryOp[]): string[] {
+  const messages = new Map<string, string>();
+  for (const o of ops) {
+    if (o.op === 'message.send' || (o.op === 'message.final' && o.target_delivery_id === null)) {
+      messages.set(o.delivery_id, o.payload.text as string);
+    } else if (o.op === 'message.edit' || o.op === 'message.final') {
+      expect(messages.has(o.target_delivery_id!)).toBe(true);
+      messages.set(o.target_delivery_id!, o.payload.text as string);
+    }
+  }
+  return [...messages.values()];
+}
+
+const piece = fc.constantFrom(
+  'word ',
+  'Hi. ',
+  '\n',
+  '\n\n',
+  '```\n',
+  '~~~',
+  ' ',
+  'x'.repeat(23),
+  '👍',
+  '你好。',
+  'e\u0301',
+);
+const answer = fc
+  .array(fc.oneof(piece, piece, fc.string({ maxLength: 6 })), { minLength: 1, maxLength: 80 })
+  .map((a) => a.join(''));
+const cut = (t: string) =>
+  fc
+    .array(fc.nat({ max: t.length }), { maxLength: 20 })
+    .map((cuts) => [0, ...cuts.sort((a, b) => a - b), t.length])
+    .map((at) => at.slice(1).map((end, i) => t.slice(at[i], end)));
+/** Cuts between code points only (a delta of the protocol is a valid string on its own). */
+const cutWhole = (t: string) =>
+  cut(t).filter((chunks) => chunks.every((c) => !/^[\uDC00-\uDFFF]|[\uD800-\uDBFF]$/.test(c)));
+const streamed = answer.chain((t) => fc.tuple(fc.constant(t), cutWhole(t)));
+const limit = fc.option(fc.integer({ min: 16, max: 300 }), { nil: null });
+
+describe('normaliser: incremental delivery equals the whole-text algorithm', () => {
+  it('parts mode (chars and bytes, with and without a limit): the same messages as rescanning the whole unsent text', () => {
+    fc.assert(
+      fc.property(streamed, limit, fc.boolean(), ([t, deltas], max, bytes) => {
+        const req: DeliveryRequest = bytes
+          ? { surface: 'wecom', supports_streaming: true, ...(max ? { max_message_size: max } : {}) }
+          : { surface: 'chat', ...(max ? { max_message_size: max } : {}) };
+        const plan = planOf(req);
+        expect(plan.mode).toBe('parts');
+        const ops = run(plan, deltas);
+        expect(texts(ops)).toEqual(wholeTextParts(deltas, plan.max_message_size, plan.size_unit));
+        if (/\S/.test(t)) {
+          showsAnswer(shown(ops), t);
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('every mode: cumulative all_content gives the same ops as content-only deltas', () => {
+    const plans = [
+      planOf({ surface: 'chat' }),
+      planOf({ surface: 'chat', max_message_size: 40 }),
+      planOf({ surface: 'telegram', max_message_size: 50 }, { min_edit_chars: 5 }),
+      planOf({ surface: 'edit', supports_edit: true }, { edit_interval_ms: 0 }),
+      planOf({ surface: 'qq', max_message_size: 60 }),
+    ];
+    fc.assert(
+      fc.property(streamed, fc.constantFrom(...plans), fc.integer({ min: 0, max: 700 }), ([, deltas], plan, stepMs) => {
+        const strip = (ops: DeliveryOp[]) => ops.map((o) => ({ ...o, created_at: 0 }));
+        expect(strip(run(plan, deltas, { cumulative: true, stepMs }))).toEqual(strip(run(plan, deltas, { stepMs })));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('final mode: any chunking gives the same ops as one delta with the whole text', () => {
+    fc.assert(
+      fc.property(streamed, limit, ([t, deltas], max) => {
+        const plan = planOf({ surface: 'qq', ...(max ? { max_message_size: max } : {}) });
+        expect(plan.mode).toBe('final');
+        expect(texts(run(plan, deltas))).toEqual(texts(run(plan, [t])));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('edit mode: the platform ends up showing the answer, each message within the limit', () => {
+    fc.assert(
+      fc.property(streamed, limit, fc.integer({ min: 0, max: 1500 }), ([t, deltas], max, stepMs) => {
+        const plan = planOf({ surface: 'telegram', ...(max ? { max_message_size: max } : {}) });
+        expect(plan.mode).toBe('edit');
+        const ops = run(plan, deltas, { stepMs });
+        if (/\S/.test(t)) {
+          const messages = shown(ops);
+          showsAnswer(messages, t);
+          for (const m of messages) {
+            expect(measure(m, plan.size_unit)).toBeLessThanOrEqual(plan.max_message_size!);
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('normaliser: a long answer', () => {
+  const delta = 'lorem ipsum '.repeat(683).slice(0, 8192);
+
+  it('parts mode without paragraph breaks: nothing is sent until the end, then the whole answer', () => {
+    const ops = run(
+      planOf({ surface: 'chat' }),
+      Array.from({ length: 400 }, () => delta),
+    );
+    expect(ops.map((o) => o.op)).toEqual(['message.final']);
+    expect(ops[0].payload.text).toBe(delta.repeat(400));
+  });
+
+  it('edit mode without a limit: once a message shows LARGE_EDIT characters only the final edit follows, showing all', () => {
+    const plan = planOf({ surface: 'edit', supports_edit: true }, { edit_interval_ms: 0, min_edit_chars: 0 });
+    const ops = run(
+      plan,
+      Array.from({ length: 400 }, () => delta),
+    );
+    const edits = ops.filter((o) => o.op === 'message.edit').map((o) => (o.payload.text as string).length);
+    expect(edits.length).toBeGreaterThan(0);
+    expect(edits.slice(0, -1).every((n) => n < LARGE_EDIT)).toBe(true);
+    expect(edits[edits.length - 1]).toBeLessThan(LARGE_EDIT + delta.length);
+    expect(ops.map((o) => o.op).slice(-1)).toEqual(['message.final']);
+    expect(ops[ops.length - 1].payload.text).toBe(delta.repeat(400));
+  });
+});
