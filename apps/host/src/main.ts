@@ -7,6 +7,7 @@ import { ConfigError, loadConfig, type AppConfig } from '@libs/config';
 import { LOADER_OPTIONS, protoPath } from '@libs/proto';
 import { grpcMessageLimit } from '@libs/host-api';
 import { tolerateMalformedRequests } from '@libs/runner-gateway';
+import { telemetry } from '@libs/telemetry';
 import { createHttpAdapter } from './edge/http-adapter';
 import { validationPipe } from './filters/validation';
 import { GrpcServerState } from './grpc-server-state';
@@ -40,6 +41,10 @@ async function bootstrap(): Promise<void> {
   // The logger is set before anything boots, so every line (TypeORM's connection retries
   // included) is one JSON line.
   const logger = new JsonLogger(config.logLevel);
+  if (config.metrics) {
+    // Before the services are built: they register their scrape-time gauges in their constructors.
+    telemetry.enableMetrics({ instance: config.instanceId });
+  }
   const app = await NestFactory.create<NestFastifyApplication>(HostModule.forRoot(config), createHttpAdapter(config), {
     logger,
     bodyParser: false, // the adapter registers the API's own body parsers

@@ -9,6 +9,7 @@ import { rejectedError, unavailableError, unavailableRun } from './admission-fai
 import { ConversationAdmission } from './conversations/conversation-admission';
 import { redactSubmission, type EventSubmission } from './event-submission';
 import { RunStarter } from './run-start';
+import { telemetry } from '@libs/telemetry';
 
 export interface Admission {
   event_id: string;
@@ -106,6 +107,7 @@ export class AdmissionService {
       // A concurrent duplicate won the insert: answer like it.
       return this.duplicate(outcome.existing, bodyHash);
     }
+    telemetry.eventAdmitted('started', agent.runner_id);
     prepared.context.context = { ...prepared.context.context!, event_seq: outcome.event_seq };
     this.starter.dispatch(prepared, agent, live);
     return { event_id: eventId, disposition: 'started', run_id: runId, replayed: false };
@@ -151,6 +153,8 @@ export class AdmissionService {
     if (!outcome.admitted) {
       return this.duplicate(outcome.existing, bodyHash);
     }
+    telemetry.eventAdmitted('failed', run.runner_id);
+    telemetry.runEnded(run.runner_id, 'failed', run.created_at);
     this.logger.warn({ run_id: run.run_id, msg: `run failed at admission: ${failed.reason}` });
     throw unavailableError(event.event_id, run.run_id, failed.reason);
   }

@@ -13,6 +13,7 @@ import { RunnerConnections, type RunnerSession } from '@libs/runner-gateway';
 import { ActiveRuns } from './active-runs';
 import { RunLifecycleService } from './run-lifecycle.service';
 import type { ResultView } from './run-stream.bus';
+import { telemetry } from '@libs/telemetry';
 
 /**
  * The result-stream normaliser (SPEC §8): sequence rules, strict payload validation of known
@@ -96,6 +97,8 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
     if (!decision.accept) {
       return;
     }
+    telemetry.resultIngested(terminal ? 'terminal' : result.type.endsWith('.delta') ? 'delta' : 'result');
+    if (run.firstResult()) telemetry.runFirstResult(run.runner_id, run.admitted_at);
     const usage = result.usage && usageSchema.safeParse(result.usage).success ? result.usage : null;
     if (result.usage && !usage) {
       this.logger.warn({ ...log, msg: 'usage ignored: token counts must be non-negative integers' });

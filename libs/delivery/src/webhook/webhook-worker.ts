@@ -2,12 +2,14 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleD
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import {
   HotStore,
+  oldestPendingWebhookUnit,
   pendingHeadsUnit,
   webhookDeliveredUnit,
   webhookFailedUnit,
   webhookRetryUnit,
   type OutboxRow,
 } from '@libs/persistence';
+import { telemetry } from '@libs/telemetry';
 import { opOf } from '../outbox-store';
 import { backoffMs } from './backoff';
 import { signature, WEBHOOK_HEADERS } from './signature';
@@ -36,7 +38,12 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     private readonly hot: HotStore,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+  ) {
+    telemetry.sample('outbox_oldest_pending_age_seconds', async () => {
+      const oldest = await this.hot.read(oldestPendingWebhookUnit());
+      return oldest === null ? 0 : Math.max(0, Date.now() - oldest) / 1000;
+    });
+  }
 
   onApplicationBootstrap(): void {
     this.stopped = false;
@@ -106,6 +113,9 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
     const result = await this.attempt(op);
     const now = Date.now();
     const log = { run_id: op.run_id, delivery_id: op.delivery_id, sequence: op.sequence, attempts };
+    telemetry.webhookAttempt(
+      result.ok ? 'delivered' : attempts >= this.config.webhooks.maxAttempts ? 'failed' : 'retry',
+    );
     try {
       if (result.ok) {
         await this.hot.write(() => webhookDeliveredUnit(op.delivery_id, attempts, now, null));

@@ -18,6 +18,7 @@ import { RunStreamBus } from '../run-stream.bus';
 import { RunStarter, type LiveRunner, type PreparedRun } from '../run-start';
 import { decideDisposition, effectiveMode, type ConcurrencyMode } from './concurrency';
 import { SIGNAL_PORT, type SignalPort } from './signal-port';
+import { telemetry } from '@libs/telemetry';
 
 export interface ConversationAdmitInput {
   sub: EventSubmission;
@@ -137,6 +138,7 @@ export class ConversationAdmission {
     if (!outcome.admitted) {
       return outcome;
     }
+    telemetry.eventAdmitted(outcome.disposition, agent.runner_id);
     const base = { event_id: event.event_id, run_id: outcome.run_id, replayed: false };
     switch (outcome.disposition) {
       case 'started':
@@ -144,11 +146,13 @@ export class ConversationAdmission {
         this.starter.dispatch(prepared, agent, live!);
         return { admitted: true, admission: { ...base, disposition: 'started' } };
       case 'failed':
+        telemetry.runEnded(agent.runner_id, 'failed', now);
         throw unavailableError(event.event_id, outcome.run_id!, failed.reason);
       case 'rejected':
         throw rejectedError(event.event_id, outcome.run_id);
       case 'steered':
         this.signals.publish({ kind: 'steering', run_id: outcome.run_id! });
+        telemetry.steered(outcome.position ?? 0);
         return {
           admitted: true,
           admission: { ...base, disposition: 'steered', position: outcome.position ?? undefined },
