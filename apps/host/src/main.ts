@@ -1,5 +1,7 @@
 import 'reflect-metadata';
 import * as grpc from '@grpc/grpc-js';
+import type { PackageDefinition } from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
 import { NestFactory } from '@nestjs/core';
 import { Transport, type MicroserviceOptions } from '@nestjs/microservices';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -67,7 +69,12 @@ async function bootstrap(): Promise<void> {
         // a little over it; malformed requests become INVALID_ARGUMENT, not INTERNAL.
         maxReceiveMessageLength: grpcMessageLimit(config),
         maxSendMessageLength: grpcMessageLimit(config),
-        onLoadPackageDefinition: tolerateMalformedRequests,
+        // Server reflection (grpc.reflection.v1 and v1alpha) over the same .proto files, so that
+        // grpcurl and other tools list and call the services without them (handoff/wt-g.md).
+        onLoadPackageDefinition: (pkg: PackageDefinition, server: grpc.Server) => {
+          tolerateMalformedRequests(pkg);
+          new ReflectionService(pkg).addToServer(server);
+        },
       },
     },
     { inheritAppConfig: true },
