@@ -21,6 +21,8 @@ export interface DispatchOptions {
   soakSeconds: number;
   json: string | null;
   pgAdminUrl: string;
+  /** The host's METRICS setting: the overhead of the Prometheus metrics is on minus off. */
+  metrics: 'on' | 'off';
 }
 
 export const USAGE = `usage: node dist/bench/dispatch/main.js [options]
@@ -30,6 +32,7 @@ export const USAGE = `usage: node dist/bench/dispatch/main.js [options]
   --no-streaming      skip the streaming levels (1 run × 2,000 deltas, 100 runs × 200 deltas)
   --quick             shorter warm-up, floors and levels (about 1.5 minutes for both databases)
   --soak SECONDS      after the levels, c64 for SECONDS on each database, host RSS every 10 s
+  --metrics on|off    the host's Prometheus metrics (METRICS; default on): compare runs/s on vs off
   --json FILE         also write the figures and the same-run floors as JSON to FILE
   --pg-url URL        PostgreSQL admin URL (default $BENCH_PG_URL or postgres://postgres@127.0.0.1:5432/postgres)
   -h, --help          this text`;
@@ -80,6 +83,7 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
         quick: { type: 'boolean' },
         soak: { type: 'string' },
         json: { type: 'string' },
+        metrics: { type: 'string' },
         'pg-url': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -92,6 +96,10 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
     return 'help';
   }
   const quick = v.quick === true;
+  const metrics = v.metrics ?? 'on';
+  if (metrics !== 'on' && metrics !== 'off') {
+    throw new UsageError(`--metrics: "${metrics}" is not one of on, off`);
+  }
   return {
     databases: parseDatabases(v.db ?? 'sqlite,postgres'),
     levels: parseLevels(v.levels ?? '1,16,64'),
@@ -102,6 +110,7 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
     streaming: v['no-streaming'] !== true,
     soakSeconds: v.soak ? positiveInt('--soak', v.soak, 10) : 0,
     json: v.json ?? null,
+    metrics,
     pgAdminUrl: v['pg-url'] ?? process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
   };
 }

@@ -59,7 +59,7 @@ export async function runDatabase(kind: DatabaseKind, opts: DispatchOptions): Pr
 
 async function measure(kind: DatabaseKind, opts: DispatchOptions, pg: BenchDatabase | null): Promise<DatabaseRun> {
   progress(`${kind}: starting host and demo runner${pg ? ` (database ${pg.name})` : ''}`);
-  const fixture = await HostFixture.start(AGENT_ID, { mode: 'echo' }, pg);
+  const fixture = await HostFixture.start(AGENT_ID, { mode: 'echo' }, pg, { METRICS: opts.metrics });
   const driver = new RunDriver(fixture.http, AGENT_ID, INPUT_TEXT, RUN_TIMEOUT_MS);
   const pids = { host: fixture.host.pid, runner: fixture.runner.pid };
   const levels: MeasuredLevel[] = [];
