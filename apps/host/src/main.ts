@@ -9,7 +9,7 @@ import { ConfigError, loadConfig, type AppConfig } from '@libs/config';
 import { LOADER_OPTIONS, protoPath } from '@libs/proto';
 import { grpcMessageLimit } from '@libs/host-api';
 import { tolerateMalformedRequests } from '@libs/runner-gateway';
-import { telemetry } from '@libs/telemetry';
+import { telemetry, tracingRequested } from '@libs/telemetry';
 import { createHttpAdapter } from './edge/http-adapter';
 import { validationPipe } from './filters/validation';
 import { GrpcServerState } from './grpc-server-state';
@@ -43,6 +43,9 @@ async function bootstrap(): Promise<void> {
   // The logger is set before anything boots, so every line (TypeORM's connection retries
   // included) is one JSON line.
   const logger = new JsonLogger(config.logLevel);
+  if (tracingRequested()) {
+    telemetry.tracing.start({ instance: config.instanceId });
+  }
   if (config.metrics) {
     // Before the services are built: they register their scrape-time gauges in their constructors.
     telemetry.enableMetrics({ instance: config.instanceId });

@@ -45,7 +45,11 @@ export class HostApiGate {
     private readonly audit: AuditService,
   ) {}
 
-  async call<T>(caller: Caller, needs: CallNeeds, handler: (run: ActiveRun) => Promise<T>): Promise<T> {
+  call<T>(caller: Caller, needs: CallNeeds, handler: (run: ActiveRun) => Promise<T>): Promise<T> {
+    return telemetry.tracing.hostApiCall(needs.run_id, needs.action, () => this.pass(caller, needs, handler));
+  }
+
+  private async pass<T>(caller: Caller, needs: CallNeeds, handler: (run: ActiveRun) => Promise<T>): Promise<T> {
     const started = process.hrtime.bigint();
     const t0 = telemetry.now();
     let pluginId: string | null = null;

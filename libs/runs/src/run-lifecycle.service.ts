@@ -311,7 +311,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
           msg: `run ${outcome.status}${outcome.error_code ? ` (${outcome.error_code})` : ''}`,
         });
       } finally {
-        telemetry.runEnded(run.runner_id, outcome.status, run.admitted_at);
+        telemetry.runEnded(run.runner_id, outcome.status, run.admitted_at, run.run_id, outcome.error_code);
         this.active.remove(run.run_id);
         this.bus.end(run.run_id);
         this.deliveries.end(run.run_id);

@@ -136,7 +136,12 @@ export class RunStarter {
       return;
     }
     try {
-      session.send({ run: { runner_id: agent.runner_id, runner_name: live.runner.name, context: prepared.context } });
+      const traceparent = telemetry.tracing.runTraceparent(runId) ?? '';
+      telemetry.tracing.runStep(runId, 'dispatch', () =>
+        session.send({
+          run: { runner_id: agent.runner_id, runner_name: live.runner.name, context: prepared.context, traceparent },
+        }),
+      );
       telemetry.runDispatched(agent.runner_id, (active.admitted_at = prepared.run.created_at));
       this.logger.log({ run_id: runId, msg: `run dispatched to ${agent.runner_id}` });
     } catch (e) {

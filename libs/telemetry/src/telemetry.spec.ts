@@ -36,7 +36,7 @@ describe('Telemetry', () => {
     t.eventAdmitted('started', 'plugin:a/b/c');
     t.eventAdmitted('steered', 'plugin:a/b/c');
     t.runEnded('plugin:a/b/c', 'failed', Date.now() - 1500);
-    t.modelCall('m1', 'invoke', 'ok', t.now(), 10, 4);
+    t.modelCall('m1', 'invoke', 'ok', t.now(), 10, 4, 'run-1');
     t.hostApiCall('state.get', 'permission_denied', t.now());
     t.sample('active_runs', () => 7);
     t.sample('outbox_oldest_pending_age_seconds', () => Promise.resolve(12.5));

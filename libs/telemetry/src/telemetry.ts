@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { HostMetrics, type MetricsOptions, type SampleName } from './metrics';
+import { Tracing } from './tracing';
 
 /** Result kinds counted apart: deltas are most of the traffic. */
 export type ResultKind = 'delta' | 'result' | 'terminal';
@@ -11,6 +12,8 @@ export type ResultKind = 'delta' | 'result' | 'terminal';
  */
 export class Telemetry {
   private m: HostMetrics | null = null;
+  /** Traces (off unless started; see tracing.ts). */
+  readonly tracing = new Tracing();
 
   /** Creates the process's registry (once; a second call returns the same one). */
   enableMetrics(opts: MetricsOptions): HostMetrics {
@@ -41,11 +44,22 @@ export class Telemetry {
     this.m?.admissionToDispatch.get(runnerId).observe(secondsSince(admittedAt));
   }
 
-  runFirstResult(runnerId: string, admittedAt: number): void {
+  runFirstResult(runnerId: string, admittedAt: number, runId: string): void {
     this.m?.admissionToFirstResult.get(runnerId).observe(secondsSince(admittedAt));
+    this.tracing.runEvent(runId, 'first result');
   }
 
-  runEnded(runnerId: string, status: string, admittedAt: number): void {
+  /** The run's outcome; `runId` ends its trace span too (a run that never had one passes null). */
+  runEnded(
+    runnerId: string,
+    status: string,
+    admittedAt: number,
+    runId: string | null = null,
+    errorCode: string | null = null,
+  ): void {
+    if (runId !== null) {
+      this.tracing.runEnded(runId, status, errorCode);
+    }
     const m = this.m;
     if (m) {
       m.runsEnded.get(status, runnerId).inc();
@@ -87,8 +101,16 @@ export class Telemetry {
     }
   }
 
-  webhookAttempt(outcome: 'delivered' | 'retry' | 'failed'): void {
+  /** One webhook attempt of a delivery op; `startedMs` from `now()`. */
+  webhookAttempt(
+    outcome: 'delivered' | 'retry' | 'failed',
+    op: { run_id: string; op: string },
+    attempt: number,
+    startedMs: number,
+    status: number | null,
+  ): void {
     this.m?.webhookAttempts.get(outcome).inc();
+    this.tracing.webhookAttempt(op.run_id, op.op, attempt, startedMs, outcome, status);
   }
 
   /** `outcome`: `ok` or the protocol error code; `startedMs` from `now()`. */
@@ -107,7 +129,9 @@ export class Telemetry {
     startedMs: number,
     promptTokens: number | null,
     completionTokens: number | null,
+    runId: string,
   ): void {
+    this.tracing.modelCall(runId, modelId, operation, startedMs, outcome === 'error', promptTokens, completionTokens);
     const m = this.m;
     if (m) {
       m.modelCalls.get(modelId, operation, outcome).inc();
@@ -121,7 +145,8 @@ export class Telemetry {
     }
   }
 
-  toolCall(source: string, outcome: 'ok' | 'error', startedMs: number): void {
+  toolCall(source: string, outcome: 'ok' | 'error', startedMs: number, toolName: string, runId: string): void {
+    this.tracing.toolCall(runId, toolName, source, startedMs, outcome === 'error');
     const m = this.m;
     if (m) {
       m.toolCalls.get(source, outcome).inc();

@@ -31,5 +31,6 @@ export class MetricsEndpoint implements OnApplicationBootstrap, BeforeApplicatio
 
   async beforeApplicationShutdown(): Promise<void> {
     await this.server?.close();
+    await telemetry.tracing.shutdown(); // the spans still buffered go out
   }
 }

@@ -110,12 +110,12 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   private async deliver(op: OutboxRow): Promise<void> {
     const attempts = op.attempts + 1;
+    const t0 = telemetry.now();
     const result = await this.attempt(op);
     const now = Date.now();
     const log = { run_id: op.run_id, delivery_id: op.delivery_id, sequence: op.sequence, attempts };
-    telemetry.webhookAttempt(
-      result.ok ? 'delivered' : attempts >= this.config.webhooks.maxAttempts ? 'failed' : 'retry',
-    );
+    const outcome = result.ok ? 'delivered' : attempts >= this.config.webhooks.maxAttempts ? 'failed' : 'retry';
+    telemetry.webhookAttempt(outcome, op, attempts, t0, result.status);
     try {
       if (result.ok) {
         await this.hot.write(() => webhookDeliveredUnit(op.delivery_id, attempts, now, null));

@@ -272,7 +272,15 @@ export class ModelsService {
   ): Promise<void> {
     const prompt = count(usage?.prompt_tokens);
     const completion = count(usage?.completion_tokens);
-    telemetry.modelCall(modelId, operation, scope.failed ? 'error' : 'ok', scope.startedMs, prompt, completion);
+    telemetry.modelCall(
+      modelId,
+      operation,
+      scope.failed ? 'error' : 'ok',
+      scope.startedMs,
+      prompt,
+      completion,
+      call.run_id,
+    );
     const total = count(usage?.total_tokens) ?? (prompt !== null && completion !== null ? prompt + completion : null);
     try {
       await this.repo.recordUsage({

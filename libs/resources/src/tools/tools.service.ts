@@ -114,10 +114,10 @@ export class ToolsService {
     const t0 = telemetry.now();
     try {
       const result = await Promise.race([this.execute(target, parameters, ctl.signal, timeoutMs, onProgress), aborted]);
-      telemetry.toolCall(target.kind, 'ok', t0);
+      telemetry.toolCall(target.kind, 'ok', t0, tool.tool_name, call.run_id);
       return plainResult(boundResult(result, this.config.tools.maxResultBytes));
     } catch (e) {
-      telemetry.toolCall(target.kind, 'error', t0);
+      telemetry.toolCall(target.kind, 'error', t0, tool.tool_name, call.run_id);
       if (reason) {
         throw new DomainError('deadline_exceeded', this.abortMessage(reason, tool.tool_name, ms), {
           tool_name: tool.tool_name,

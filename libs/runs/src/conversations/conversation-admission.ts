@@ -115,30 +115,38 @@ export class ConversationAdmission {
     const stored = prepared.run.context as { context: Record<string, unknown> };
     const failed = unavailableRun(prepared.run);
     const now = event.received_at;
-    const admitted = this.steering.admit({
-      conversation: c,
-      event,
-      readmit: i.readmit,
-      decide: (s) => decideDisposition(mode, s, canSteerInto),
-      log: i.log,
-      user: i.user,
-      start: live
-        ? {
-            run: prepared.run,
-            contextAt: (event_seq) => ({ ...stored, context: { ...stored.context, event_seq } }),
-          }
-        : null,
-      unavailable: { run: failed.run, terminal: failed.terminal },
-      queuedRun: queuedRunRow(prepared.run.run_id, event.event_id, c, now),
-      item: (runId, position) => steeringItem(event.event_id, sub, agent.runner_id, runId, position, now),
-      submission: sub as unknown as JsonObject,
-    });
+    const admitted = telemetry.tracing.inSpan('writer commit', {}, () =>
+      this.steering.admit({
+        conversation: c,
+        event,
+        readmit: i.readmit,
+        decide: (s) => decideDisposition(mode, s, canSteerInto),
+        log: i.log,
+        user: i.user,
+        start: live
+          ? {
+              run: prepared.run,
+              contextAt: (event_seq) => ({ ...stored, context: { ...stored.context, event_seq } }),
+            }
+          : null,
+        unavailable: { run: failed.run, terminal: failed.terminal },
+        queuedRun: queuedRunRow(prepared.run.run_id, event.event_id, c, now),
+        item: (runId, position) => steeringItem(event.event_id, sub, agent.runner_id, runId, position, now),
+        submission: sub as unknown as JsonObject,
+      }),
+    );
     // Until it is dispatched (registered active), the run this event may start can take follow-ups.
     const outcome = await this.starter.whileStarting(prepared, admitted);
     if (!outcome.admitted) {
       return outcome;
     }
     telemetry.eventAdmitted(outcome.disposition, agent.runner_id);
+    if (outcome.disposition === 'started' || outcome.disposition === 'queued') {
+      telemetry.tracing.runStarted(outcome.run_id!, {
+        'runnerhost.runner_id': agent.runner_id,
+        'runnerhost.agent_id': agent.agent_id,
+      });
+    }
     const base = { event_id: event.event_id, run_id: outcome.run_id, replayed: false };
     switch (outcome.disposition) {
       case 'started':
