@@ -81,6 +81,12 @@ describe('OpenTelemetry traces', () => {
     });
   });
 
+  /** The spans of a trace received so far, once `ready` holds for them. */
+  const exported = (traceId: string, ready: (s: ReceivedSpan[]) => boolean) => {
+    const spans = receiver.ofTrace(traceId);
+    return Promise.resolve(ready(spans) ? spans : null);
+  };
+
   afterAll(async () => {
     await runner?.stop();
     await host?.stop();
@@ -99,10 +105,12 @@ describe('OpenTelemetry traces', () => {
     const runId = r.body.run_id as string;
     expect((await conversationRuns(host, conv)).map((x) => x.status)).toEqual(['completed']);
 
-    const spans = await waitFor('the run span exported', async () => {
-      const s = receiver.ofTrace(tp.traceId);
-      return s.some((x) => x.name === 'run') && s.some((x) => x.name === 'host_api steering.pull') && s;
-    });
+    const spans = await waitFor('the run span exported', () =>
+      exported(
+        tp.traceId,
+        (s) => s.some((x) => x.name === 'run') && s.some((x) => x.name === 'host_api steering.pull'),
+      ),
+    );
     const admission = byName(spans, 'admission');
     expect(admission.parentSpanId).toBe(tp.spanId); // the caller's span is the parent
     expect(admission.resource).toMatchObject({
@@ -143,10 +151,9 @@ describe('OpenTelemetry traces', () => {
     const r = await host.api('POST', '/v1/events', event('helper', 'Say hello'), undefined, { traceparent: tp.header });
     expect(r.status).toBe(202);
     expect((await host.sse(r.body.run_id)).at(-1)!.data.type).toBe('run.completed');
-    const spans = await waitFor('the model span exported', async () => {
-      const s = receiver.ofTrace(tp.traceId);
-      return s.some((x) => x.name === 'run') && s.some((x) => x.name === 'chat primary') && s;
-    });
+    const spans = await waitFor('the model span exported', () =>
+      exported(tp.traceId, (s) => s.some((x) => x.name === 'run') && s.some((x) => x.name === 'chat primary')),
+    );
     const run = byName(spans, 'run');
     const call = byName(spans, 'host_api model.stream');
     expect(call.parentSpanId).toBe(run.spanId);
@@ -170,10 +177,14 @@ describe('OpenTelemetry traces', () => {
     const r = await host.api('POST', '/v1/events', message('steer', conv, 'no parent'));
     expect(r.status).toBe(202);
     await conversationRuns(host, conv);
-    const admission = await waitFor('a new admission span', async () =>
-      receiver.spans.find(
-        (s) =>
-          s.name === 'admission' && !before.has(s.traceId) && receiver.ofTrace(s.traceId).some((x) => x.name === 'run'),
+    const admission = await waitFor('a new admission span', () =>
+      Promise.resolve(
+        receiver.spans.find(
+          (s) =>
+            s.name === 'admission' &&
+            !before.has(s.traceId) &&
+            receiver.ofTrace(s.traceId).some((x) => x.name === 'run'),
+        ),
       ),
     );
     expect(admission.parentSpanId).toBe('');

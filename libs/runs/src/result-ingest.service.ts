@@ -98,7 +98,9 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
       return;
     }
     telemetry.resultIngested(terminal ? 'terminal' : result.type.endsWith('.delta') ? 'delta' : 'result');
-    if (run.firstResult()) telemetry.runFirstResult(run.runner_id, run.admitted_at, run.run_id);
+    if (run.firstResult()) {
+      telemetry.runFirstResult(run.runner_id, run.admitted_at, run.run_id);
+    }
     const usage = result.usage && usageSchema.safeParse(result.usage).success ? result.usage : null;
     if (result.usage && !usage) {
       this.logger.warn({ ...log, msg: 'usage ignored: token counts must be non-negative integers' });
