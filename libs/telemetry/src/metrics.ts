@@ -1,5 +1,6 @@
 import * as os from 'node:os';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
+import { Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
+import { FastCounter, FastHistogram } from './fast-metrics';
 
 /**
  * The host's Prometheus metrics (docs: handoff/wt-g.md, "Metrics"). One registry per process,
@@ -7,8 +8,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric
  * are bounded: statuses, outcomes, actions and result types come from closed sets; runner,
  * plugin and model ids are the operator's catalogue. No run ids, no user text.
  *
- * Hot-path methods use label children bound once and cached (`Children`), so a call is a map
- * lookup and an increment. Gauges that describe a state (active runs, queue depths, WAL size,
+ * Hot-path methods use label children bound once and cached (`Children`, over the plain-number
+ * metrics of fast-metrics.ts), so a call is a map lookup and an addition. Gauges that describe a state (active runs, queue depths, WAL size,
  * outbox lag) are read at scrape time through `sample`, costing nothing between scrapes.
  */
 
@@ -21,32 +22,24 @@ const RUN_PHASE = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 1
 /** Units per writer group. */
 const GROUP_SIZE = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 
-/** Label children of one metric, bound once per distinct label tuple. */
+type Inc = { inc(n?: number): void };
+type Obs = { observe(v: number): void };
+
+/** Label children of one metric, bound once per distinct label tuple (up to three labels). */
 class Children<C> {
   private readonly cache = new Map<string, C>();
 
-  constructor(private readonly bind: (values: string[]) => C) {}
+  constructor(private readonly metric: { child(values: readonly string[]): C }) {}
 
   get(a: string, b = '', c = ''): C {
     const key = c ? `${a}\u0000${b}\u0000${c}` : b ? `${a}\u0000${b}` : a;
     let child = this.cache.get(key);
     if (child === undefined) {
-      child = this.bind([a, b, c]);
+      child = this.metric.child([a, b, c]);
       this.cache.set(key, child);
     }
     return child;
   }
-}
-
-type Inc = { inc(n?: number): void };
-type Obs = { observe(v: number): void };
-
-function counters<T extends string>(c: Counter<T>, names: readonly T[]): Children<Inc> {
-  return new Children((v) => c.labels(...v.slice(0, names.length)));
-}
-
-function histograms<T extends string>(h: Histogram<T>, names: readonly T[]): Children<Obs> {
-  return new Children((v) => h.labels(...v.slice(0, names.length)));
 }
 
 /** Values read at scrape time. */
@@ -106,10 +99,12 @@ export class HostMetrics {
     if (opts.processMetrics !== false) {
       collectDefaultMetrics({ register: r, eventLoopMonitoringPrecision: 10 });
     }
-    const counter = <T extends string>(name: string, help: string, labelNames: readonly T[]) =>
-      new Counter<T>({ name: PREFIX + name, help, labelNames, registers: [r] });
-    const histogram = <T extends string>(name: string, help: string, labelNames: readonly T[], buckets: number[]) =>
-      new Histogram<T>({ name: PREFIX + name, help, labelNames, buckets, registers: [r] });
+    const counter = (name: string, help: string, labelNames: readonly string[]) =>
+      new FastCounter(PREFIX + name, help, labelNames, r);
+    const histogram = (name: string, help: string, labelNames: readonly string[], buckets: number[]) =>
+      new FastHistogram(PREFIX + name, help, labelNames, buckets, r);
+    const counters = (c: FastCounter, _names: readonly string[]) => new Children<Inc>(c);
+    const histograms = (h: FastHistogram, _names: readonly string[]) => new Children<Obs>(h);
 
     const admitted = ['disposition', 'runner_id'] as const;
     this.runsAdmitted = counters(

@@ -51,10 +51,10 @@ describe('Telemetry', () => {
       'runnerhost_runs_ended_total{status="failed",runner_id="plugin:a/b/c",host_instance="host-a"} 1',
     );
     expect(text).toMatch(
-      /runnerhost_run_admission_to_end_seconds_bucket\{le="1",host_instance="host-a",runner_id="plugin:a\/b\/c"\} 0/,
+      /runnerhost_run_admission_to_end_seconds_bucket\{le="1",runner_id="plugin:a\/b\/c",host_instance="host-a"\} 0/,
     );
     expect(text).toMatch(
-      /runnerhost_run_admission_to_end_seconds_bucket\{le="2.5",host_instance="host-a",runner_id="plugin:a\/b\/c"\} 1/,
+      /runnerhost_run_admission_to_end_seconds_bucket\{le="2.5",runner_id="plugin:a\/b\/c",host_instance="host-a"\} 1/,
     );
     expect(text).toContain('runnerhost_model_tokens_total{model_id="m1",type="prompt",host_instance="host-a"} 10');
     expect(text).toContain('runnerhost_model_tokens_total{model_id="m1",type="completion",host_instance="host-a"} 4');
