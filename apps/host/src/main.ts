@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import * as grpc from '@grpc/grpc-js';
-import type { PackageDefinition } from '@grpc/proto-loader';
+import { loadSync, type PackageDefinition } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { NestFactory } from '@nestjs/core';
 import { Transport, type MicroserviceOptions } from '@nestjs/microservices';
@@ -59,6 +59,9 @@ async function bootstrap(): Promise<void> {
 
   setupOpenApi(app);
 
+  // Indexing the descriptors for reflection takes a while: done now, not when the gRPC server
+  // starts, after the workers (webhooks, dispatcher) are already running on this event loop.
+  const reflection = new ReflectionService(loadSync(protoPath(), LOADER_OPTIONS));
   app.connectMicroservice<MicroserviceOptions>(
     {
       transport: Transport.GRPC,
@@ -76,7 +79,7 @@ async function bootstrap(): Promise<void> {
         // grpcurl and other tools list and call the services without them (handoff/wt-g.md).
         onLoadPackageDefinition: (pkg: PackageDefinition, server: grpc.Server) => {
           tolerateMalformedRequests(pkg);
-          new ReflectionService(pkg).addToServer(server);
+          reflection.addToServer(server);
         },
       },
     },
