@@ -62,6 +62,8 @@ export function hostEnv(o: HostEnvOptions): NodeJS.ProcessEnv {
     DATA_DIR: o.dataDir,
     ADMIN_API_KEY: o.adminKey,
     LOG_LEVEL: 'warn',
+    // Several hosts may run at once: an ephemeral metrics port unless the bench names one.
+    METRICS_PORT: o.extra?.METRICS_PORT ?? '0',
   };
   for (const name of ['DATABASE_URL', ...(o.unset ?? [])]) {
     delete env[name];

@@ -47,13 +47,14 @@ export class HostFixture {
     runnerConfig: Record<string, unknown>,
     pg: BenchDatabase | null = null,
     runnerKind: RunnerKind = 'demo',
+    env: Record<string, string> = {},
   ): Promise<HostFixture> {
     requireBuilt(HOST_MAIN, RUNNER_MAIN[runnerKind]);
     const built = await BuiltHost.start({
       tmpPrefix: 'runner-host-bench-',
       // The streaming level follows 100 runs with 10 readers each under one API key: 1,000 streams,
       // above the per-key default (256) that bounds what one key can make the host hold.
-      env: { SSE_MAX_STREAMS_PER_KEY: '2048' },
+      env: { SSE_MAX_STREAMS_PER_KEY: '2048', ...env },
       databaseUrl: pg?.url,
       nodeArgs: hostNodeArgs(),
     });

@@ -23,6 +23,8 @@ export interface DispatchOptions {
   pgAdminUrl: string;
   /** The runner process: the demo runner (raw grpc-js) or the SDK echo runner (libs/runner-sdk). */
   runner: RunnerKind;
+  /** The host's METRICS setting: the overhead of the Prometheus metrics is on minus off. */
+  metrics: 'on' | 'off';
 }
 
 export type RunnerKind = 'demo' | 'sdk';
@@ -34,6 +36,7 @@ export const USAGE = `usage: node dist/bench/dispatch/main.js [options]
   --no-streaming      skip the streaming levels (1 run × 2,000 deltas, 100 runs × 200 deltas)
   --quick             shorter warm-up, floors and levels (about 1.5 minutes for both databases)
   --soak SECONDS      after the levels, c64 for SECONDS on each database, host RSS every 10 s
+  --metrics on|off    the host's Prometheus metrics (METRICS; default on): compare runs/s on vs off
   --json FILE         also write the figures and the same-run floors as JSON to FILE
   --runner NAME       demo (the demo runner, raw grpc-js; default) or sdk (the SDK echo runner)
   --pg-url URL        PostgreSQL admin URL (default $BENCH_PG_URL or postgres://postgres@127.0.0.1:5432/postgres)
@@ -85,6 +88,7 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
         quick: { type: 'boolean' },
         soak: { type: 'string' },
         json: { type: 'string' },
+        metrics: { type: 'string' },
         'pg-url': { type: 'string' },
         runner: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -102,6 +106,10 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
   if (runner !== 'demo' && runner !== 'sdk') {
     throw new UsageError(`--runner: "${runner}" is not one of demo, sdk`);
   }
+  const metrics = v.metrics ?? 'on';
+  if (metrics !== 'on' && metrics !== 'off') {
+    throw new UsageError(`--metrics: "${metrics}" is not one of on, off`);
+  }
   return {
     databases: parseDatabases(v.db ?? 'sqlite,postgres'),
     levels: parseLevels(v.levels ?? '1,16,64'),
@@ -112,6 +120,7 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
     streaming: v['no-streaming'] !== true,
     soakSeconds: v.soak ? positiveInt('--soak', v.soak, 10) : 0,
     json: v.json ?? null,
+    metrics,
     pgAdminUrl: v['pg-url'] ?? process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
     runner,
   };

@@ -61,7 +61,7 @@ async function measure(kind: DatabaseKind, opts: DispatchOptions, pg: BenchDatab
   progress(
     `${kind}: starting host and ${opts.runner === 'sdk' ? 'SDK echo' : 'demo'} runner${pg ? ` (database ${pg.name})` : ''}`,
   );
-  const fixture = await HostFixture.start(AGENT_ID, { mode: 'echo' }, pg, opts.runner);
+  const fixture = await HostFixture.start(AGENT_ID, { mode: 'echo' }, pg, opts.runner, { METRICS: opts.metrics });
   const driver = new RunDriver(fixture.http, AGENT_ID, INPUT_TEXT, RUN_TIMEOUT_MS);
   const pids = { host: fixture.host.pid, runner: fixture.runner.pid };
   const levels: MeasuredLevel[] = [];

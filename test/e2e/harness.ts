@@ -101,6 +101,8 @@ export class Host {
   proc!: Proc;
   http = '';
   grpc = '';
+  /** The metrics listener (METRICS_PORT): GET `${metrics}/metrics`. */
+  metrics = '';
 
   constructor(
     readonly db: TestDatabase,
@@ -115,10 +117,11 @@ export class Host {
 
   /** Starts the process without waiting for readiness (for a host that is expected to refuse to start). */
   async launch(): Promise<Proc> {
-    const [port, grpcPort] = [await freePort(), await freePort()];
+    const [port, grpcPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
     const url = await this.db.url();
     this.http = `http://127.0.0.1:${port}`;
     this.grpc = `127.0.0.1:${grpcPort}`;
+    this.metrics = `http://127.0.0.1:${metricsPort}`;
     this.proc = launch(HOST_MAIN, {
       PORT: String(port),
       HOST: '127.0.0.1',
@@ -128,6 +131,7 @@ export class Host {
       ADMIN_API_KEY: ADMIN_KEY,
       LOG_LEVEL: 'info',
       CANCEL_GRACE_MS: '1000',
+      METRICS_PORT: String(metricsPort),
       ...(url ? { DATABASE_URL: url } : {}),
       ...this.extraEnv,
     });

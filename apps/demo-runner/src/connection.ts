@@ -189,6 +189,7 @@ export class Session implements ResultSink {
       runId: context.run_id,
       text: context.input?.text ?? '',
       config: fromStruct(context.config),
+      traceparent: request.traceparent || undefined,
     });
   }
 

@@ -34,6 +34,8 @@ export interface RunInput {
   runId: string;
   text: string;
   config: JsonObject;
+  /** The run's W3C trace context (RunRequest.traceparent), sent back on host-API calls. */
+  traceparent?: string;
 }
 
 export interface EchoRunnerOptions {
@@ -209,7 +211,11 @@ export class EchoRunner {
     await emitter.send('message.completed', { message: { role: 'assistant', content: chunks.join('') } });
     for (;;) {
       emitter.signal.throwIfAborted();
-      const { items } = await hostApi.call('SteeringPull', { run_id: input.runId, mode, wait_ms: waitMs });
+      const { items } = await hostApi.call(
+        'SteeringPull',
+        { run_id: input.runId, mode, wait_ms: waitMs },
+        input.traceparent,
+      );
       if (items.length === 0) {
         break;
       }

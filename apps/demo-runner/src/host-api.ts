@@ -87,7 +87,12 @@ export class HostApi {
     private readonly credentials = grpc.credentials.createInsecure(),
   ) {}
 
-  call<M extends HostApiMethod>(method: M, request: HostApiMethods[M][0]): Promise<HostApiMethods[M][1]> {
+  /** One unary call; `traceparent` (the run's, from RunRequest) joins the call to the run's trace. */
+  call<M extends HostApiMethod>(
+    method: M,
+    request: HostApiMethods[M][0],
+    traceparent?: string,
+  ): Promise<HostApiMethods[M][1]> {
     if (!this.client) {
       const Client = loadHostApiService();
       this.client = new Client(this.url, this.credentials, { 'grpc.enable_retries': 0 });
@@ -95,6 +100,9 @@ export class HostApi {
     const client = this.client;
     const metadata = new grpc.Metadata();
     metadata.set('authorization', `Bearer ${this.token}`);
+    if (traceparent) {
+      metadata.set('traceparent', traceparent);
+    }
     const fn = (client as unknown as Record<string, UnaryMethod>)[method];
     return new Promise((resolve, reject) => {
       fn.call(client, request, metadata, (err, response) => {

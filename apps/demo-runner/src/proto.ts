@@ -76,6 +76,8 @@ export interface RunRequest {
   runner_id: string;
   runner_name: string;
   context: RunContext | null;
+  /** W3C trace context of the run when the host exports traces, else empty. */
+  traceparent: string;
 }
 
 /** Exactly one field is set, and `msg` names it (loader option `oneofs: true`). */

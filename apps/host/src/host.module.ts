@@ -30,6 +30,7 @@ import { SseStreams } from './http/sse-streams';
 import { EventsController } from './http/events.controller';
 import { HealthController } from './http/health.controller';
 import { RunsController } from './http/runs.controller';
+import { MetricsEndpoint } from './telemetry/metrics-endpoint';
 
 @Global()
 @Module({})
@@ -80,7 +81,7 @@ export class HostModule {
         AdminDeliveriesController,
         SteeringController,
       ],
-      providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }, SseStreams],
+      providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }, SseStreams, MetricsEndpoint],
     };
   }
 }

@@ -1,5 +1,7 @@
 import 'reflect-metadata';
 import * as grpc from '@grpc/grpc-js';
+import { loadSync, type PackageDefinition } from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
 import { NestFactory } from '@nestjs/core';
 import { Transport, type MicroserviceOptions } from '@nestjs/microservices';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -8,6 +10,7 @@ import { LOADER_OPTIONS, protoPath } from '@libs/proto';
 import { grpcMessageLimit } from '@libs/host-api';
 import { tolerateMalformedRequests } from '@libs/runner-gateway';
 import { DatabaseLock, DatabaseLockedError } from '@libs/persistence';
+import { telemetry, tracingRequested } from '@libs/telemetry';
 import { createHttpAdapter } from './edge/http-adapter';
 import { grpcServerOptions } from './edge/grpc-streams';
 import { validationPipe } from './filters/validation';
@@ -84,6 +87,13 @@ async function bootstrap(): Promise<void> {
   // The logger is set before anything boots, so every line (TypeORM's connection retries
   // included) is one JSON line.
   const logger = new JsonLogger(config.logLevel);
+  if (tracingRequested()) {
+    telemetry.tracing.start({ instance: config.instanceId });
+  }
+  if (config.metrics) {
+    // Before the services are built: they register their scrape-time gauges in their constructors.
+    telemetry.enableMetrics({ instance: config.instanceId });
+  }
   const app = await NestFactory.create<NestFastifyApplication>(HostModule.forRoot(config), createHttpAdapter(config), {
     logger,
     bodyParser: false, // the adapter registers the API's own body parsers
@@ -94,6 +104,9 @@ async function bootstrap(): Promise<void> {
 
   setupOpenApi(app);
 
+  // Indexing the descriptors for reflection takes a while: done now, not when the gRPC server
+  // starts, after the workers (webhooks, dispatcher) are already running on this event loop.
+  const reflection = new ReflectionService(loadSync(protoPath(), LOADER_OPTIONS));
   app.connectMicroservice<MicroserviceOptions>(
     {
       transport: Transport.GRPC,
@@ -107,7 +120,12 @@ async function bootstrap(): Promise<void> {
         // a little over it; malformed requests become INVALID_ARGUMENT, not INTERNAL.
         maxReceiveMessageLength: grpcMessageLimit(config),
         maxSendMessageLength: grpcMessageLimit(config),
-        onLoadPackageDefinition: tolerateMalformedRequests,
+        // Server reflection (grpc.reflection.v1 and v1alpha) over the same .proto files, so that
+        // grpcurl and other tools list and call the services without them (handoff/wt-g.md).
+        onLoadPackageDefinition: (pkg: PackageDefinition, server: grpc.Server) => {
+          tolerateMalformedRequests(pkg);
+          reflection.addToServer(server);
+        },
         // Handed to grpc.Server as they are (Nest's type knows only channel options).
         channelOptions: grpcServerOptions(config) as never,
       },

@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
@@ -49,6 +50,15 @@ export interface AppConfig {
   retention: RetentionConfig;
   /** The built-in local agent: the folder of skill packages it may read (SKILLS_DIR), or none. */
   localAgent: { skillsDir: string | null };
+  /** Prometheus metrics on their own listener (handoff/wt-g.md); null when METRICS=off. */
+  metrics: MetricsConfig | null;
+  /** This process's name in metrics and traces (HOST_INSTANCE_ID, default hostname:pid). */
+  instanceId: string;
+}
+
+export interface MetricsConfig {
+  host: string;
+  port: number;
 }
 
 export interface WebhookConfig {
@@ -174,6 +184,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       batchSize: dto.RETENTION_BATCH_SIZE ?? 500,
     },
     localAgent: { skillsDir: dto.SKILLS_DIR ? path.resolve(dto.SKILLS_DIR) : null },
+    metrics:
+      dto.METRICS === 'off'
+        ? null
+        : { host: dto.METRICS_HOST ?? dto.HOST ?? '0.0.0.0', port: dto.METRICS_PORT ?? 9464 },
+    instanceId: dto.HOST_INSTANCE_ID ?? `${os.hostname()}:${process.pid}`,
   };
 }
 

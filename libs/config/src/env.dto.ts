@@ -306,4 +306,28 @@ export class EnvDto {
   @Min(1)
   @Max(10_000)
   RETENTION_BATCH_SIZE?: number;
+
+  /** Prometheus metrics: on (default) or off (no registry, every hook a no-op, no listener). */
+  @IsOptional()
+  @IsIn(['on', 'off'])
+  METRICS?: string;
+
+  /** The metrics listener's port (GET /metrics, no auth: keep it on an operator-only network). */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  METRICS_PORT?: number;
+
+  @IsOptional()
+  @IsString()
+  METRICS_HOST?: string;
+
+  /** The `host_instance` label of every series (default hostname:pid). */
+  @IsOptional()
+  @Matches(/^[A-Za-z0-9_.:-]{1,128}$/, {
+    message: 'HOST_INSTANCE_ID must be 1-128 letters, digits, or . _ : -',
+  })
+  HOST_INSTANCE_ID?: string;
 }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AgentsRepository, outboxLastUnit, type NewOutboxRow, type RunEntity } from '@libs/persistence';
+import { telemetry } from '@libs/telemetry';
 import { interruptedOps } from './interrupted';
 import { DeliveryBus } from './delivery-bus';
 import type { DeliveryOp } from './ops';
@@ -78,6 +79,7 @@ export class DeliveryService {
 
   /** Committed ops: to live readers, and to the webhook when the run has one. */
   published(ops: readonly DeliveryOp[], plan: DeliveryPlan | null): void {
+    telemetry.deliveryOps(ops);
     for (const op of ops) {
       this.bus.publish(op);
     }

@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { AuditService, type ApiFlag, type StorageArea } from '@libs/authz';
 import { DomainError } from '@libs/protocol';
 import { ActiveRuns, type ActiveRun } from '@libs/runs';
+import { telemetry } from '@libs/telemetry';
 
 export type ResourceKind = 'model' | 'tool' | 'knowledge_base';
 
@@ -51,8 +52,13 @@ export class HostApiGate {
     private readonly audit: AuditService,
   ) {}
 
-  async call<T>(caller: Caller, needs: CallNeeds, handler: (run: ActiveRun) => Promise<T>): Promise<T> {
+  call<T>(caller: Caller, needs: CallNeeds, handler: (run: ActiveRun) => Promise<T>): Promise<T> {
+    return telemetry.tracing.hostApiCall(needs.run_id, needs.action, () => this.pass(caller, needs, handler));
+  }
+
+  private async pass<T>(caller: Caller, needs: CallNeeds, handler: (run: ActiveRun) => Promise<T>): Promise<T> {
     const started = process.hrtime.bigint();
+    const t0 = telemetry.now();
     let pluginId: string | null = null;
     let run: ActiveRun | undefined;
     let passed = false;
@@ -67,12 +73,14 @@ export class HostApiGate {
       passed = true;
       const result = await handler(run);
       await this.record(needs, run, pluginId, 'allowed', null, started);
+      telemetry.hostApiCall(needs.action, 'ok', t0);
       return result;
     } catch (e) {
       const code = e instanceof DomainError ? e.code : 'runtime_error';
       // A refusal is a denial also when the handler makes it (an event of another conversation,
       // a state scope this run has no identity for); other errors of an allowed call are failures.
       const outcome = passed && code !== 'unauthorized' ? 'failed' : 'denied';
+      telemetry.hostApiCall(needs.action, code, t0);
       await this.record(needs, run, pluginId, outcome, code, started).catch((err: unknown) =>
         this.logger.error({ run_id: needs.run_id, msg: `audit write failed: ${String(err)}` }),
       );

@@ -55,6 +55,7 @@ import { DomainError } from '@libs/protocol';
 import { PluginsService, isMalformed, malformedError, wireBytes } from '@libs/runner-gateway';
 import { HostActions, type HostActionName, type RequestOf, type ResultOf } from './host-actions';
 import type { Caller } from './host-api.gate';
+import { telemetry } from '@libs/telemetry';
 
 const size = (req: object) => wireBytes(req) ?? Buffer.byteLength(JSON.stringify(req));
 /** Page cursors: absent rather than null on the wire. */
@@ -122,7 +123,9 @@ export class HostApiController implements HostApiServiceController {
     if (isMalformed(req)) {
       throw malformedError(req);
     }
-    return this.actions.execute(this.caller(md), name, req.run_id, input(req), size(req));
+    return telemetry.tracing.withRemoteParent(md?.get('traceparent')[0]?.toString(), () =>
+      this.actions.execute(this.caller(md), name, req.run_id, input(req), size(req)),
+    );
   }
 
   invokeModel(req: InvokeModelRequest, md?: Metadata): Promise<InvokeModelResponse> {

@@ -38,6 +38,7 @@ describe('proto round trip through the wire codec', () => {
       run: {
         runner_id: 'plugin:a/b/default',
         runner_name: 'default',
+        traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
         context: {
           run_id: 'r1',
           trigger: { type: 'message.received', source: 'api', timestamp: 1700000000 },

@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Subject } from 'rxjs';
 import type { HostMessage, RunResult } from '@libs/proto';
 import type { RunnerManifest } from '@libs/protocol';
+import { telemetry } from '@libs/telemetry';
 
 export interface ConnectedRunner {
   runner_id: string;
@@ -37,6 +38,12 @@ export class RunnerConnections {
   private readonly byRunner = new Map<string, { session: RunnerSession; runner: ConnectedRunner }>();
   /** Results and disconnects, for the run lifecycle to consume. */
   readonly inbound$ = new Subject<InboundEvent>();
+  /** Plugins that connected before (a later connection counts as a reconnect). */
+  private readonly seen = new Set<string>();
+
+  constructor() {
+    telemetry.sample('runner_connections', () => this.byPlugin.size);
+  }
 
   attach(session: RunnerSession): void {
     const previous = this.byPlugin.get(session.plugin_id);
@@ -46,6 +53,8 @@ export class RunnerConnections {
       previous.close('replaced by a new connection of the same plugin');
     }
     this.byPlugin.set(session.plugin_id, session);
+    telemetry.runnerConnected(session.plugin_id, this.seen.has(session.plugin_id));
+    this.seen.add(session.plugin_id);
     for (const runner of session.runners) {
       this.byRunner.set(runner.runner_id, { session, runner });
     }
@@ -57,6 +66,7 @@ export class RunnerConnections {
       return;
     }
     this.byPlugin.delete(session.plugin_id);
+    telemetry.runnerDisconnected(session.plugin_id);
     for (const runner of session.runners) {
       if (this.byRunner.get(runner.runner_id)?.session === session) {
         this.byRunner.delete(runner.runner_id);

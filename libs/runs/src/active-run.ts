@@ -18,8 +18,11 @@ export class ActiveRun {
   readonly bucket: TokenBucket;
   readonly finished: Promise<void>;
   readonly runner_id: string;
+  /** When the run was admitted (epoch ms; its start until the dispatch sets it): the run-phase metrics. */
+  admitted_at = this.started_at;
 
   private last = 0;
+  private resultSeen = false;
   private readonly seen = new Set<number>();
   private endedFlag = false;
   private cancelFlag = false;
@@ -72,6 +75,11 @@ export class ActiveRun {
       this.last = Math.max(this.last, d.sequence);
     }
     return d;
+  }
+
+  /** True for the run's first accepted result only. */
+  firstResult(): boolean {
+    return this.resultSeen ? false : (this.resultSeen = true);
   }
 
   /** Marks the run ended; false when it already was (exactly one terminal outcome). */

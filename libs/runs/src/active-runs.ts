@@ -2,11 +2,16 @@ import { Injectable } from '@nestjs/common';
 import type { AuthorizationSnapshot } from '@libs/authz';
 import type { RunnerSession } from '@libs/runner-gateway';
 import { ActiveRun } from './active-run';
+import { telemetry } from '@libs/telemetry';
 
 /** The runs active in this process, by id. */
 @Injectable()
 export class ActiveRuns {
   private readonly runs = new Map<string, ActiveRun>();
+
+  constructor() {
+    telemetry.sample('active_runs', () => this.runs.size);
+  }
 
   add(run_id: string, agent_id: string, session: RunnerSession, snapshot: AuthorizationSnapshot): ActiveRun {
     const run = new ActiveRun(run_id, agent_id, session, snapshot);

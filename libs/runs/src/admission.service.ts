@@ -9,6 +9,7 @@ import { rejectedError, unavailableError, unavailableRun } from './admission-fai
 import { ConversationAdmission } from './conversations/conversation-admission';
 import { redactSubmission, type EventSubmission } from './event-submission';
 import { RunStarter } from './run-start';
+import { telemetry } from '@libs/telemetry';
 
 export interface Admission {
   event_id: string;
@@ -46,7 +47,13 @@ export class AdmissionService {
     private readonly conversations: ConversationAdmission,
   ) {}
 
-  async submit(sub: EventSubmission, idempotencyKey: string | null): Promise<Admission> {
+  submit(sub: EventSubmission, idempotencyKey: string | null): Promise<Admission> {
+    return telemetry.tracing.inSpan('admission', { 'runnerhost.agent_id': sub.agent_id }, () =>
+      this.admit(sub, idempotencyKey),
+    );
+  }
+
+  private async admit(sub: EventSubmission, idempotencyKey: string | null): Promise<Admission> {
     if (
       sub.event.event_type === 'message.received' &&
       !sub.input.text &&
@@ -95,20 +102,27 @@ export class AdmissionService {
       return this.failUnavailable(event, prepared.run, logRow, readmit, bodyHash);
     }
     const stored = prepared.run.context as { context: Record<string, unknown> };
-    const outcome = await this.runs.admit({
-      event,
-      run: prepared.run,
-      log: logRow,
-      user,
-      terminal: null,
-      readmit,
-      // The event's position in the event log (the EventPage cursor), known once its row is written.
-      contextAt: (event_seq) => ({ ...stored, context: { ...stored.context, event_seq } }),
-    });
+    const outcome = await telemetry.tracing.inSpan('writer commit', {}, () =>
+      this.runs.admit({
+        event,
+        run: prepared.run,
+        log: logRow,
+        user,
+        terminal: null,
+        readmit,
+        // The event's position in the event log (the EventPage cursor), known once its row is written.
+        contextAt: (event_seq) => ({ ...stored, context: { ...stored.context, event_seq } }),
+      }),
+    );
     if (!outcome.admitted) {
       // A concurrent duplicate won the insert: answer like it.
       return this.duplicate(outcome.existing, bodyHash);
     }
+    telemetry.eventAdmitted('started', agent.runner_id);
+    telemetry.tracing.runStarted(runId, {
+      'runnerhost.runner_id': agent.runner_id,
+      'runnerhost.agent_id': agent.agent_id,
+    });
     prepared.context.context = { ...prepared.context.context!, event_seq: outcome.event_seq };
     this.starter.dispatch(prepared, agent, live);
     return { event_id: eventId, disposition: 'started', run_id: runId, replayed: false };
@@ -154,6 +168,8 @@ export class AdmissionService {
     if (!outcome.admitted) {
       return this.duplicate(outcome.existing, bodyHash);
     }
+    telemetry.eventAdmitted('failed', run.runner_id);
+    telemetry.runEnded(run.runner_id, 'failed', run.created_at);
     this.logger.warn({ run_id: run.run_id, msg: `run failed at admission: ${failed.reason}` });
     throw unavailableError(event.event_id, run.run_id, failed.reason);
   }

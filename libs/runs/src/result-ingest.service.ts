@@ -25,6 +25,7 @@ function messageBytesWith(run: ActiveRun, data: Record<string, unknown>): number
     typeof all === 'string' ? Buffer.byteLength(all) : null,
   );
 }
+import { telemetry } from '@libs/telemetry';
 
 /**
  * The result-stream normaliser (docs/protocol.md#result-rules): sequence rules, strict payload validation of known
@@ -116,6 +117,10 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
     }
     if (messageBytes !== null) {
       run.noteMessageBytes(messageBytes);
+    }
+    telemetry.resultIngested(terminal ? 'terminal' : result.type.endsWith('.delta') ? 'delta' : 'result');
+    if (run.firstResult()) {
+      telemetry.runFirstResult(run.runner_id, run.admitted_at, run.run_id);
     }
     const usage = result.usage && usageSchema.safeParse(result.usage).success ? result.usage : null;
     if (result.usage && !usage) {

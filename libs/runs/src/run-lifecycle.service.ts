@@ -19,6 +19,7 @@ import type { ActiveRun } from './active-run';
 import { assistantMessageAtEnd, effectsOf } from './result-effects';
 import { RunStreamBus, type ResultView } from './run-stream.bus';
 import { SIGNAL_PORT, type SignalPort } from './conversations/signal-port';
+import { telemetry } from '@libs/telemetry';
 
 /** The host's own verdicts on a run, each written as a final `run.failed` result. */
 export interface HostVerdict {
@@ -304,6 +305,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
           msg: `run ${outcome.status}${outcome.error_code ? ` (${outcome.error_code})` : ''}`,
         });
       } finally {
+        telemetry.runEnded(run.runner_id, outcome.status, run.admitted_at, run.run_id, outcome.error_code);
         this.active.remove(run.run_id);
         this.bus.end(run.run_id);
         this.deliveries.end(run.run_id);

@@ -11,6 +11,7 @@ import { AdmissionCatalog } from './admission-catalog';
 import type { EventSubmission } from './event-submission';
 import { buildRunContext, contextJson, type RunAccess } from './run-context.builder';
 import { RunLifecycleService } from './run-lifecycle.service';
+import { telemetry } from '@libs/telemetry';
 
 export interface PreparedRun {
   scope: RunScope;
@@ -135,7 +136,13 @@ export class RunStarter {
       return;
     }
     try {
-      session.send({ run: { runner_id: agent.runner_id, runner_name: live.runner.name, context: prepared.context } });
+      const traceparent = telemetry.tracing.runTraceparent(runId) ?? '';
+      telemetry.tracing.runStep(runId, 'dispatch', () =>
+        session.send({
+          run: { runner_id: agent.runner_id, runner_name: live.runner.name, context: prepared.context, traceparent },
+        }),
+      );
+      telemetry.runDispatched(agent.runner_id, (active.admitted_at = prepared.run.created_at));
       this.logger.log({ run_id: runId, msg: `run dispatched to ${agent.runner_id}` });
     } catch (e) {
       // One run's message that cannot be sent fails that run, never the plugin's stream.

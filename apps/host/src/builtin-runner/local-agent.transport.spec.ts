@@ -32,7 +32,12 @@ function setup() {
   const target = dispatch.target('builtin:local-agent/default')!;
   const start = (runId: string) =>
     target.session.send({
-      run: { runner_id: target.runner.runner_id, runner_name: target.runner.name, context: { run_id: runId } },
+      run: {
+        runner_id: target.runner.runner_id,
+        runner_name: target.runner.name,
+        context: { run_id: runId },
+        traceparent: '',
+      },
     });
   const settled = () => new Promise((resolve) => setTimeout(resolve, 20));
   return { transport, target, start, inbound, settled };

@@ -5,6 +5,7 @@ import { Roles, type AuthenticatedRequest } from '@libs/auth';
 import { DomainError } from '@libs/protocol';
 import { AdmissionService } from '@libs/runs';
 import { AdmissionDto, SubmitEventDto } from './dto/event.dto';
+import { telemetry } from '@libs/telemetry';
 import { ErrorResponseDto } from './dto/error.dto';
 import { SseStreams } from './sse-streams';
 
@@ -57,7 +58,10 @@ export class EventsController {
         field: 'Idempotency-Key',
       });
     }
-    const a = await this.admission.submit(body, key ?? null);
+    // A caller's W3C trace context (traceparent) is continued: the event's spans join its trace.
+    const a = await telemetry.tracing.within(telemetry.tracing.extract(req.headers), () =>
+      this.admission.submit(body, key ?? null),
+    );
     const answer: AdmissionDto = {
       event_id: a.event_id,
       disposition: a.disposition,

@@ -5,6 +5,7 @@ import { ApiKeysService, type AuthenticatedRequest } from '@libs/auth';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { DomainError } from '@libs/protocol';
 import { RunsQueryService, type RunStreamKind } from '@libs/runs';
+import { telemetry } from '@libs/telemetry';
 import { INT32_MAX } from './dto/rules';
 import { StreamSlots } from './stream-slots';
 
@@ -78,6 +79,7 @@ export class SseStreams implements BeforeApplicationShutdown {
         this.logger.warn({ msg: `checking API key ${keyId} of open event streams: ${String(e)}` });
       }
     }
+    telemetry.sample('sse_readers', () => this.open.size);
   }
 
   /**
@@ -114,6 +116,7 @@ export class SseStreams implements BeforeApplicationShutdown {
     }
     res.flushHeaders();
     this.open.set(res, keyId);
+    telemetry.sseOpened();
     const limits = { maxBacklogBytes: this.config.sse.maxBacklogBytes, keepAliveMs: this.config.sse.keepAliveMs };
     const streamed =
       kind === 'results'
@@ -125,6 +128,7 @@ export class SseStreams implements BeforeApplicationShutdown {
     });
     const what = kind === 'results' ? 'SSE' : 'delivery SSE';
     if (end === 'cut') {
+      telemetry.sseCut();
       this.logger.warn({
         run_id: runId,
         msg: `${what} reader disconnected: unsent backlog over SSE_MAX_BACKLOG_BYTES`,

@@ -1,5 +1,6 @@
 import type { LoggerService, LogLevel } from '@nestjs/common';
 import pino, { type Logger as Pino } from 'pino';
+import { telemetry } from '@libs/telemetry';
 
 type PinoLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 
@@ -103,6 +104,11 @@ export class JsonLogger implements LoggerService {
       this.pino[level]({ ...fields, err: message }, scrubStreamTokens(message.message));
     } else if (message !== null && typeof message === 'object') {
       const record = { ...fields, ...(message as Record<string, unknown>) };
+      // A run's lines carry its trace id while traces are exported (handoff/wt-g.md, "Traces").
+      const traceId = typeof record.run_id === 'string' ? telemetry.tracing.traceIdOf(record.run_id) : null;
+      if (traceId) {
+        record.trace_id = traceId;
+      }
       if (typeof record.msg === 'string') {
         record.msg = scrubStreamTokens(record.msg);
       }

@@ -2,12 +2,14 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleD
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import {
   HotStore,
+  oldestPendingWebhookUnit,
   pendingHeadsUnit,
   webhookDeliveredUnit,
   webhookFailedUnit,
   webhookRetryUnit,
   type OutboxRow,
 } from '@libs/persistence';
+import { telemetry } from '@libs/telemetry';
 import { opOf } from '../outbox-store';
 import { backoffMs } from './backoff';
 import { EndpointScheduler } from './endpoint-scheduler';
@@ -57,6 +59,10 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
       breakerFailures: w.breakerFailures,
       breakerOpenMs: w.breakerOpenMs,
       breakerMaxOpenMs: Math.max(w.breakerOpenMs, w.retryMaxMs),
+    });
+    telemetry.sample('outbox_oldest_pending_age_seconds', async () => {
+      const oldest = await this.hot.read(oldestPendingWebhookUnit());
+      return oldest === null ? 0 : Math.max(0, Date.now() - oldest) / 1000;
     });
   }
 
@@ -147,12 +153,15 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   private async attemptAndRecord(op: OutboxRow): Promise<boolean> {
     const attempts = op.attempts + 1;
+    const t0 = telemetry.now();
     const result = await this.attempt(op);
     if (this.stopped) {
       return false; // cut by the shutdown, not the endpoint's answer: nothing to record
     }
     const now = Date.now();
     const log = { run_id: op.run_id, delivery_id: op.delivery_id, sequence: op.sequence, attempts };
+    const outcome = result.ok ? 'delivered' : attempts >= this.config.webhooks.maxAttempts ? 'failed' : 'retry';
+    telemetry.webhookAttempt(outcome, op, attempts, t0, result.status);
     try {
       if (result.ok) {
         await this.hot.write(() => webhookDeliveredUnit(op.delivery_id, attempts, now, null));

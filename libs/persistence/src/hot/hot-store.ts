@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { Database } from 'better-sqlite3';
 import type { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
+import { telemetry } from '@libs/telemetry';
 import { Checkpointer, type WalStatus } from './checkpointer';
 import { PgHot } from './pg-driver';
 import { SqliteHot } from './sqlite-driver';
@@ -41,6 +42,8 @@ export class HotStore implements OnModuleDestroy {
         });
       }
     }
+    telemetry.sample('writer_queue_depth', () => this.queue.depth);
+    telemetry.sample('wal_bytes', () => this.checkpointer?.status.wal_bytes ?? null);
   }
 
   get dialect(): 'sqlite' | 'postgres' {

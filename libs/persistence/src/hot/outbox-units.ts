@@ -4,7 +4,7 @@
  * `finishUnit`); the webhook worker's state changes are units of their own. SQL of both dialects.
  */
 import { insert, stmt } from './hot-sql';
-import { exec, json, rows, type SqlValue, type Unit } from './unit';
+import { exec, json, one, rows, type SqlValue, type Unit } from './unit';
 
 export const OUTBOX_COLUMNS = [
   'delivery_id',
@@ -107,6 +107,11 @@ export const OUTBOX_SQL = {
     'outbox_failed_page',
     `${SELECT} WHERE "webhook_state" = 'failed' AND "id" < ? ORDER BY "id" DESC LIMIT ?`,
   ),
+  /** Creation time of the oldest webhook op still pending (the outbox lag, read at scrape time). */
+  oldestPending: stmt(
+    'outbox_oldest_pending',
+    `SELECT MIN("created_at") AS "t" FROM "delivery_outbox" WHERE "webhook_state" = 'pending'`,
+  ),
   /** A run's last ops, newest first. */
   last: stmt('outbox_last', `${SELECT} WHERE "run_id" = ? ORDER BY "sequence" DESC LIMIT ?`),
   /** Every op of one run (admin), in order. */
@@ -187,6 +192,11 @@ export function* webhookFailedUnit(op: OutboxRow, attempts: number, error: strin
 /** Puts a run's failed webhook ops back in the queue; how many. */
 export function* webhookRetryFailedUnit(runId: string): Unit<number> {
   return yield* exec(OUTBOX_SQL.retryFailed, [runId]);
+}
+
+export function* oldestPendingWebhookUnit(): Unit<number | null> {
+  const r = yield* one<{ t: unknown }>(OUTBOX_SQL.oldestPending, []);
+  return r?.t === null || r?.t === undefined ? null : Number(r.t);
 }
 
 export function* failedPageUnit(beforeId: number, limit: number): Unit<OutboxRow[]> {

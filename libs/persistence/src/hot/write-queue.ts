@@ -1,3 +1,4 @@
+import { telemetry } from '@libs/telemetry';
 import type { Unit } from './unit';
 
 /** A connection the writer can drive: SQLite synchronously, PostgreSQL asynchronously. */
@@ -43,6 +44,11 @@ export class WriteQueue {
     private readonly driver: WriterDriver,
     private readonly maxBatch = 256,
   ) {}
+
+  /** Units waiting for a transaction. */
+  get depth(): number {
+    return this.pending.length;
+  }
 
   submit<T>(unit: () => Unit<T>): Promise<T> {
     if (this.closed) {
@@ -110,8 +116,10 @@ export class WriteQueue {
 
   private async runBatch(batch: Pending[]): Promise<void> {
     this.stats.units += batch.length;
+    const t0 = telemetry.now();
     try {
       const results = await this.group(batch.map((p) => p.unit));
+      telemetry.writerGroup(batch.length, t0, false);
       this.stats.commits++;
       batch.forEach((p, i) => p.resolve(results[i]));
       return;
@@ -122,6 +130,7 @@ export class WriteQueue {
       }
     }
     this.stats.replays++;
+    telemetry.writerGroup(batch.length, t0, true);
     for (const p of batch) {
       try {
         const [result] = await this.group([p.unit]);

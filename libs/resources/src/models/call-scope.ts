@@ -1,4 +1,5 @@
 import { DomainError } from '@libs/protocol';
+import { telemetry } from '@libs/telemetry';
 import type { ResourceCall } from '../resource-call';
 
 export type AbortCause = 'cancelled' | 'run_deadline' | 'timeout';
@@ -12,6 +13,9 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * bound on the whole call; the run deadline stays absolute.
  */
 export class CallScope {
+  /** For the model-call metrics: when the call started (telemetry clock) and whether it failed. */
+  readonly startedMs = telemetry.now();
+  failed = false;
   private readonly controller = new AbortController();
   private timer?: NodeJS.Timeout;
   private abortCause: AbortCause | null = null;

@@ -4,6 +4,7 @@ import type { CatalogModel } from '@libs/authz';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { ModelsRepository, type ModelEntity } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
+import { telemetry } from '@libs/telemetry';
 import type { ResourceCall } from '../resource-call';
 import { CallScope } from './call-scope';
 import { fromChatMessage, toChatMessages, toChatTools, type JsonObject } from './message-mapping';
@@ -109,11 +110,12 @@ export class ModelsService {
       yield { chunk: assembler.final() };
       yield { usage: assembler.usage ?? {} };
     } catch (e) {
+      scope.failed = true;
       throw providerError(e, scope, ctx);
     } finally {
       scope.dispose();
       if (sent) {
-        await this.meter(call, model.model_id, 'stream', assembler.usage);
+        await this.meter(call, model.model_id, 'stream', assembler.usage, scope);
       }
     }
   }
@@ -174,11 +176,12 @@ export class ModelsService {
       usage = parsed.usage;
       return { results: parsed.results };
     } catch (e) {
+      scope.failed = true;
       throw providerError(e, scope, ctx);
     } finally {
       scope.dispose();
       if (sent) {
-        await this.meter(call, model.model_id, 'rerank', usage);
+        await this.meter(call, model.model_id, 'rerank', usage, scope);
       }
     }
   }
@@ -208,11 +211,12 @@ export class ModelsService {
       }
       return { message: fromChatMessage(choice.message, choice.finish_reason ?? null, !!req.remove_think), usage };
     } catch (e) {
+      scope.failed = true;
       throw providerError(e, scope, ctx);
     } finally {
       scope.dispose();
       if (sent) {
-        await this.meter(call, model.model_id, operation, usage);
+        await this.meter(call, model.model_id, operation, usage, scope);
       }
     }
   }
@@ -268,9 +272,19 @@ export class ModelsService {
     modelId: string,
     operation: Operation,
     usage: JsonObject | null,
+    scope: CallScope,
   ): Promise<void> {
     const prompt = count(usage?.prompt_tokens);
     const completion = count(usage?.completion_tokens);
+    telemetry.modelCall(
+      modelId,
+      operation,
+      scope.failed ? 'error' : 'ok',
+      scope.startedMs,
+      prompt,
+      completion,
+      call.run_id,
+    );
     const total = count(usage?.total_tokens) ?? (prompt !== null && completion !== null ? prompt + completion : null);
     try {
       await this.repo.recordUsage({

@@ -5,6 +5,7 @@ import type { JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/t
 import type { CatalogTool, GrantedTool } from '@libs/authz';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { DomainError } from '@libs/protocol';
+import { telemetry } from '@libs/telemetry';
 import type { ResourceCall } from '../resource-call';
 import { callHttpTool } from './http-tools';
 import { callMcpTool } from './mcp-call';
@@ -110,10 +111,13 @@ export class ToolsService {
       ctl.signal.addEventListener('abort', () => reject(ctl.signal.reason as Error), { once: true }),
     );
     aborted.catch(() => undefined);
+    const t0 = telemetry.now();
     try {
       const result = await Promise.race([this.execute(target, parameters, ctl.signal, timeoutMs, onProgress), aborted]);
+      telemetry.toolCall(target.kind, 'ok', t0, tool.tool_name, call.run_id);
       return plainResult(boundResult(result, this.config.tools.maxResultBytes));
     } catch (e) {
+      telemetry.toolCall(target.kind, 'error', t0, tool.tool_name, call.run_id);
       if (reason) {
         throw new DomainError('deadline_exceeded', this.abortMessage(reason, tool.tool_name, ms), {
           tool_name: tool.tool_name,

@@ -18,6 +18,7 @@ import { RunStreamBus } from '../run-stream.bus';
 import { RunStarter, type LiveRunner, type PreparedRun } from '../run-start';
 import { decideDisposition, effectiveMode, type ConcurrencyMode } from './concurrency';
 import { SIGNAL_PORT, type SignalPort } from './signal-port';
+import { telemetry } from '@libs/telemetry';
 
 export interface ConversationAdmitInput {
   sub: EventSubmission;
@@ -114,28 +115,37 @@ export class ConversationAdmission {
     const stored = prepared.run.context as { context: Record<string, unknown> };
     const failed = unavailableRun(prepared.run);
     const now = event.received_at;
-    const admitted = this.steering.admit({
-      conversation: c,
-      event,
-      readmit: i.readmit,
-      decide: (s) => decideDisposition(mode, s, canSteerInto),
-      log: i.log,
-      user: i.user,
-      start: live
-        ? {
-            run: prepared.run,
-            contextAt: (event_seq) => ({ ...stored, context: { ...stored.context, event_seq } }),
-          }
-        : null,
-      unavailable: { run: failed.run, terminal: failed.terminal },
-      queuedRun: queuedRunRow(prepared.run.run_id, event.event_id, c, now),
-      item: (runId, position) => steeringItem(event.event_id, sub, agent.runner_id, runId, position, now),
-      submission: sub as unknown as JsonObject,
-    });
+    const admitted = telemetry.tracing.inSpan('writer commit', {}, () =>
+      this.steering.admit({
+        conversation: c,
+        event,
+        readmit: i.readmit,
+        decide: (s) => decideDisposition(mode, s, canSteerInto),
+        log: i.log,
+        user: i.user,
+        start: live
+          ? {
+              run: prepared.run,
+              contextAt: (event_seq) => ({ ...stored, context: { ...stored.context, event_seq } }),
+            }
+          : null,
+        unavailable: { run: failed.run, terminal: failed.terminal },
+        queuedRun: queuedRunRow(prepared.run.run_id, event.event_id, c, now),
+        item: (runId, position) => steeringItem(event.event_id, sub, agent.runner_id, runId, position, now),
+        submission: sub as unknown as JsonObject,
+      }),
+    );
     // Until it is dispatched (registered active), the run this event may start can take follow-ups.
     const outcome = await this.starter.whileStarting(prepared, admitted);
     if (!outcome.admitted) {
       return outcome;
+    }
+    telemetry.eventAdmitted(outcome.disposition, agent.runner_id);
+    if (outcome.disposition === 'started' || outcome.disposition === 'queued') {
+      telemetry.tracing.runStarted(outcome.run_id!, {
+        'runnerhost.runner_id': agent.runner_id,
+        'runnerhost.agent_id': agent.agent_id,
+      });
     }
     const base = { event_id: event.event_id, run_id: outcome.run_id, replayed: false };
     switch (outcome.disposition) {
@@ -144,11 +154,13 @@ export class ConversationAdmission {
         this.starter.dispatch(prepared, agent, live!);
         return { admitted: true, admission: { ...base, disposition: 'started' } };
       case 'failed':
+        telemetry.runEnded(agent.runner_id, 'failed', now);
         throw unavailableError(event.event_id, outcome.run_id!, failed.reason);
       case 'rejected':
         throw rejectedError(event.event_id, outcome.run_id);
       case 'steered':
         this.signals.publish({ kind: 'steering', run_id: outcome.run_id! });
+        telemetry.steered(outcome.position ?? 0);
         return {
           admitted: true,
           admission: { ...base, disposition: 'steered', position: outcome.position ?? undefined },

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { SteeringRepository, type JsonObject } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
+import { telemetry } from '@libs/telemetry';
 import type { ActiveRunView } from '../active-run';
 import { MAX_STEERING_QUEUE } from './concurrency';
 import { SIGNAL_PORT, nextSignal, type SignalPort } from './signal-port';
@@ -59,6 +60,7 @@ export class SteeringService {
     const limit = mode === 'one' ? 1 : Math.min(parsed.data.limit ?? MAX_STEERING_QUEUE, MAX_STEERING_QUEUE);
     const deadline = run.snapshot.deadline_at_ms ?? Number.POSITIVE_INFINITY;
     const until = Math.min(Date.now() + (parsed.data.wait_ms ?? 0), deadline);
+    const started = telemetry.now();
     for (;;) {
       const remaining = until - Date.now();
       // Subscribed before the read: an item queued between the read and the wait is not missed.
@@ -69,9 +71,11 @@ export class SteeringService {
       const items = await this.steering.pull(run.run_id, limit, mode);
       if (items.length > 0 || !waiter) {
         waiter?.cancel();
+        telemetry.steeringPulled(items.length, telemetry.now() - started);
         return items.map((i) => i.item);
       }
       if (!(await waiter.promise)) {
+        telemetry.steeringPulled(0, telemetry.now() - started);
         return [];
       }
     }

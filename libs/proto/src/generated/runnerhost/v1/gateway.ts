@@ -73,6 +73,12 @@ export interface RunRequest {
   runner_id: string;
   runner_name: string;
   context?: RunContext | undefined;
+  /**
+   * W3C trace context of the run's span (`00-<trace id>-<span id>-<flags>`), set when the host
+   * exports traces, else empty. A runner that traces continues it, and sends it back as the
+   * `traceparent` metadata of its HostApiService calls, so that they join the event's trace.
+   */
+  traceparent: string;
 }
 
 export interface CancelRun {

@@ -1,0 +1,4 @@
+export * from './metrics';
+export * from './metrics-server';
+export * from './telemetry';
+export * from './tracing';
