@@ -36,6 +36,7 @@ async function main() {
       DATABASE_URL: '',
       ADMIN_API_KEY: `schema-${process.pid}-${Date.now()}-0123456789abcdef`,
       LOG_LEVEL: 'error',
+      METRICS: 'off', // a build must not need the metrics port
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
