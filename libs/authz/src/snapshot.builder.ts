@@ -18,6 +18,7 @@ export interface PolicyInput {
     prompt?: { role: string; content: string }[];
   };
   state: { enable_state?: boolean; state_scopes?: StateScope[] };
+  delivery?: { enable_interactions?: boolean };
 }
 
 export interface SnapshotInput {
@@ -139,6 +140,11 @@ export function buildSnapshot(input: SnapshotInput): AuthorizationSnapshot {
     // conversation to steer.
     steering_pull: input.manifest.capabilities?.steering === true && hasConversation,
     run_get: true,
+    // docs/interactions.md: capability, permission and the agent's delivery policy, all three.
+    interaction_request:
+      caps.interactions === true &&
+      (perms.interactions ?? []).includes('request') &&
+      policy.delivery?.enable_interactions === true,
   };
 
   return {

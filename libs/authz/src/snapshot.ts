@@ -13,6 +13,8 @@ export interface ApiFlags {
   storage: boolean;
   steering_pull: boolean;
   run_get: boolean;
+  /** `action.requested` with `interaction.requested` (docs/interactions.md). */
+  interaction_request: boolean;
 }
 export type ApiFlag = keyof ApiFlags;
 

@@ -5,6 +5,7 @@ import { KbStemming1764800000000 } from './1764800000000-kb-stemming';
 import { ConversationSteering1765000000000 } from './1765000000000-conversation-steering';
 import { DeliveryOutbox1765100000000 } from './1765100000000-delivery-outbox';
 import { ToolMetadata1765300000000 } from './1765300000000-tool-metadata';
+import { Interactions1767000000000 } from './1767000000000-interactions';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
 export const MIGRATIONS = [
@@ -15,4 +16,5 @@ export const MIGRATIONS = [
   ConversationSteering1765000000000,
   DeliveryOutbox1765100000000,
   ToolMetadata1765300000000,
+  Interactions1767000000000,
 ];
