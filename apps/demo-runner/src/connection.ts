@@ -189,6 +189,8 @@ export class Session implements ResultSink {
       runId: context.run_id,
       text: context.input?.text ?? '',
       config: fromStruct(context.config),
+      eventType: context.event?.event_type ?? 'message.received',
+      interaction: context.input?.interaction ? fromStruct(context.input.interaction) : null,
     });
   }
 

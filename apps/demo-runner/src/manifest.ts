@@ -12,6 +12,7 @@ export const MODES = [
   'ignore_cancel',
   'host_api_bench',
   'steer',
+  'interaction',
 ] as const;
 export type Mode = (typeof MODES)[number];
 
@@ -31,9 +32,20 @@ export function demoManifest(author: string, plugin: string, opts: { steering?: 
     // `steering` (DEMO_STEERING=1): follow-ups of a busy conversation are steered into its run by
     // default; mode `steer` pulls them at turn boundaries, other modes never pull (the host then
     // re-dispatches them as runs of their own when the run ends).
-    capabilities: { streaming: true, interrupt: true, ...(opts.steering ? { steering: true } : {}) },
+    // `interactions`: mode `interaction` asks the user; the agent's delivery policy must allow it too.
+    capabilities: {
+      streaming: true,
+      interrupt: true,
+      interactions: true,
+      ...(opts.steering ? { steering: true } : {}),
+    },
     // Upper bounds of what its runs may pull from the host; each agent's policy narrows them further.
-    permissions: { history: ['page', 'search'], events: ['get', 'page'], storage: ['plugin'] },
+    permissions: {
+      history: ['page', 'search'],
+      events: ['get', 'page'],
+      storage: ['plugin'],
+      interactions: ['request'],
+    },
     config_schema: [
       {
         type: 'select',
@@ -46,6 +58,8 @@ export function demoManifest(author: string, plugin: string, opts: { steering?: 
       { type: 'integer', name: 'timeout', required: false, default: 300 },
       { type: 'integer', name: 'steer_wait_ms', required: false, default: 1000 },
       { type: 'string', name: 'steer_mode', required: false, default: 'all' },
+      { type: 'integer', name: 'interaction_expires_in', required: false },
+      { type: 'string', name: 'interaction_id', required: false, default: 'profile' },
     ],
     metadata: {},
   };

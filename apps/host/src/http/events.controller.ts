@@ -3,7 +3,7 @@ import { ApiBearerAuth, ApiHeader, ApiOperation, ApiProduces, ApiResponse, ApiTa
 import type { FastifyReply } from 'fastify';
 import { Roles, type AuthenticatedRequest } from '@libs/auth';
 import { DomainError } from '@libs/protocol';
-import { AdmissionService } from '@libs/runs';
+import { AdmissionService, InteractionsService } from '@libs/runs';
 import { AdmissionDto, SubmitEventDto } from './dto/event.dto';
 import { ErrorResponseDto } from './dto/error.dto';
 import { SseStreams } from './sse-streams';
@@ -15,6 +15,7 @@ export class EventsController {
   constructor(
     private readonly admission: AdmissionService,
     private readonly streams: SseStreams,
+    private readonly interactions: InteractionsService,
   ) {}
 
   @Post()
@@ -56,6 +57,12 @@ export class EventsController {
       throw new DomainError('invalid_argument', 'Idempotency-Key: must be 1-255 characters', {
         field: 'Idempotency-Key',
       });
+    }
+    if (body.event.event_type === 'interaction.submitted') {
+      // docs/interactions.md#submitting: the token decides; the host admits the checked submission as the event.
+      const s = await this.interactions.submit(null, body.input.interaction ?? {}, body.agent_id);
+      await res.status(202).send({ event_id: s.event_id, disposition: s.disposition, run_id: s.run_id });
+      return;
     }
     const a = await this.admission.submit(body, key ?? null);
     const answer: AdmissionDto = {
