@@ -274,7 +274,8 @@ async function askOrAnswer(input: RunInput, emitter: RunEmitter): Promise<void> 
   }
   const expiresIn = typeof input.config.interaction_expires_in === 'number' ? input.config.interaction_expires_in : null;
   await emitter.send('action.requested', {
-    action: 'interaction.requested',
+    // `action` config: another action name, which the host records and ignores.
+    action: typeof input.config.action === 'string' ? input.config.action : 'interaction.requested',
     target: { ignored: true },
     payload: {
       interaction_id: typeof input.config.interaction_id === 'string' ? input.config.interaction_id : 'profile',
