@@ -142,6 +142,10 @@ function makeCase(g: Gen, i: number): Case {
     },
     state: { enable_state: g.bool(), state_scopes: g.maybe(() => g.subset(SCOPES)) },
   };
+  // Drawn last, so the earlier draws of each case stay what they were.
+  manifest.capabilities.interactions = g.bool();
+  manifest.permissions.interactions = g.maybe(() => g.subset(['request'] as const));
+  policy.delivery = g.maybe(() => ({ enable_interactions: g.bool() }));
   return { manifest, policy, scope };
 }
 
@@ -247,6 +251,10 @@ function expectedGrants(c: Case) {
       storage: Object.keys(storage).length > 0,
       steering_pull: caps.steering === true && hasConversation,
       run_get: true,
+      interaction_request:
+        caps.interactions === true &&
+        inManifest(perms.interactions, 'request') &&
+        c.policy.delivery?.enable_interactions === true,
     },
     state_scopes: sorted(stateScopes),
     storage,
