@@ -96,8 +96,10 @@ describe('structured interactions', () => {
     // Default expiry: 30 minutes.
     expect(p.expires_at * 1000 - Date.now()).toBeGreaterThan(29 * 60 * 1000);
     expect(p.expires_at * 1000 - Date.now()).toBeLessThanOrEqual(30 * 60 * 1000);
-    await waitFor('the op on the webhook', async () =>
-      hook.received.find((x) => x.op.run_id === runId && x.op.op === 'interaction.request' && x.signed),
+    await waitFor('the op on the webhook', () =>
+      Promise.resolve(
+        hook.received.find((x) => x.op.run_id === runId && x.op.op === 'interaction.request' && x.signed),
+      ),
     );
 
     const pending = await host.api('GET', '/v1/admin/interactions');
@@ -142,7 +144,7 @@ describe('structured interactions', () => {
     expect(next.status).toBe('completed');
     const results = await host.sse(ok.body.run_id);
     const text = results.find((e) => e.event === 'message.completed')!.data.data.message.content as string;
-    expect(text).toBe('received profile: action=submit values={"name":"Ada","color":"green","agree":true}');
+    expect(text).toBe('received "profile": action="submit" values={"name":"Ada","color":"green","agree":true}');
 
     // The outcome is an op too, on the requesting run.
     await waitFor('interaction.update submitted', async () =>
@@ -209,7 +211,7 @@ describe('structured interactions', () => {
     const p = request!.payload;
     await host.stop();
     // The expiry passes while the host is down.
-    await waitFor('expiry passed', async () => Date.now() > p.expires_at * 1000 + 200, 10_000);
+    await waitFor('expiry passed', () => Promise.resolve(Date.now() > p.expires_at * 1000 + 200), 10_000);
     host = new Host(db, ENV);
     await host.start();
     await waitFor('interaction.update expired', async () =>

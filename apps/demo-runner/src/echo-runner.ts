@@ -267,7 +267,7 @@ export class EchoRunner {
 async function askOrAnswer(input: RunInput, emitter: RunEmitter): Promise<void> {
   if (input.eventType === 'interaction.submitted') {
     const s = input.interaction ?? {};
-    const text = `received ${String(s.interaction_id)}: action=${String(s.action_id ?? null)} values=${JSON.stringify(s.values ?? {})}`;
+    const text = `received ${JSON.stringify(s.interaction_id)}: action=${JSON.stringify(s.action_id ?? null)} values=${JSON.stringify(s.values ?? {})}`;
     await emitter.send('message.completed', { message: { role: 'assistant', content: text } });
     await emitter.terminal('run.completed', { finish_reason: 'stop' });
     return;

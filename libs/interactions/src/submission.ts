@@ -47,7 +47,7 @@ function checkValue(f: InteractionField, v: unknown): string | null {
       if (new Set(v).size !== v.length) {
         return 'must not repeat a value';
       }
-      return v.every((x) => allowed.includes(x as string)) ? null : `each value must be one of: ${allowed.join(', ')}`;
+      return v.every((x) => allowed.includes(x)) ? null : `each value must be one of: ${allowed.join(', ')}`;
     case 'number':
       return typeof v !== 'number' || !Number.isFinite(v) ? 'must be a finite number' : null;
     case 'boolean':
