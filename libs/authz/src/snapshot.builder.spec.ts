@@ -251,11 +251,13 @@ function expectedGrants(c: Case) {
       storage: Object.keys(storage).length > 0,
       steering_pull: caps.steering === true && hasConversation,
       run_get: true,
-      interaction_request:
-        caps.interactions === true &&
-        inManifest(perms.interactions, 'request') &&
-        c.policy.delivery?.enable_interactions === true,
     },
+    interactions:
+      caps.interactions === true &&
+      inManifest(perms.interactions, 'request') &&
+      c.policy.delivery?.enable_interactions === true
+        ? ['request']
+        : [],
     state_scopes: sorted(stateScopes),
     storage,
     prompt,
@@ -269,6 +271,7 @@ function expectedGrants(c: Case) {
 function actualGrants(s: AuthorizationSnapshot) {
   return {
     available_apis: s.available_apis,
+    interactions: s.interactions,
     state_scopes: sorted(s.state.scopes),
     storage: s.storage,
     prompt: s.prompt,
@@ -326,6 +329,7 @@ describe('buildSnapshot: the three-layer rule', () => {
       for (const scope of SCOPES) {
         note(`state.${scope}`, e.state_scopes.includes(scope));
       }
+      note('interactions', e.interactions.length > 0);
       note('models', e.models.length > 0);
       note(
         'rerank',

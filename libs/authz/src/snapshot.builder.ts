@@ -140,12 +140,14 @@ export function buildSnapshot(input: SnapshotInput): AuthorizationSnapshot {
     // conversation to steer.
     steering_pull: input.manifest.capabilities?.steering === true && hasConversation,
     run_get: true,
-    // docs/interactions.md: capability, permission and the agent's delivery policy, all three.
-    interaction_request:
-      caps.interactions === true &&
-      (perms.interactions ?? []).includes('request') &&
-      policy.delivery?.enable_interactions === true,
   };
+  // docs/interactions.md: capability, permission and the agent's delivery policy, all three.
+  const interactions: 'request'[] =
+    caps.interactions === true &&
+    (perms.interactions ?? []).includes('request') &&
+    policy.delivery?.enable_interactions === true
+      ? ['request']
+      : [];
 
   return {
     version: 1,
@@ -156,6 +158,7 @@ export function buildSnapshot(input: SnapshotInput): AuthorizationSnapshot {
     state: { scopes, scope_keys },
     storage,
     prompt,
+    interactions,
     limits: input.limits,
     deadline_at_ms: input.deadline_at_ms,
   };

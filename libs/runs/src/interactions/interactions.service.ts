@@ -145,7 +145,7 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
       this.logger.log({ run_id: run.run_id, msg: `action ${String(data.action)} recorded and ignored` });
       return { ops: [], written: null, refused: null };
     }
-    if (!run.snapshot.available_apis.interaction_request) {
+    if (!(run.snapshot.interactions ?? []).includes('request')) {
       return {
         ops: [],
         written: null,
