@@ -190,6 +190,8 @@ export class Session implements ResultSink {
       text: context.input?.text ?? '',
       config: fromStruct(context.config),
       traceparent: request.traceparent || undefined,
+      eventType: context.event?.event_type ?? 'message.received',
+      interaction: context.input?.interaction ? fromStruct(context.input.interaction) : null,
     });
   }
 

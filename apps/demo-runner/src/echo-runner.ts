@@ -36,6 +36,9 @@ export interface RunInput {
   config: JsonObject;
   /** The run's W3C trace context (RunRequest.traceparent), sent back on host-API calls. */
   traceparent?: string;
+  /** The event's type (`interaction.submitted` carries `interaction`). */
+  eventType?: string;
+  interaction?: JsonObject | null;
 }
 
 export interface EchoRunnerOptions {
@@ -187,6 +190,9 @@ export class EchoRunner {
       case 'long_answer':
         await longAnswer(emitter, input.config);
         return;
+      case 'interaction':
+        await askOrAnswer(input, emitter);
+        return;
     }
   }
 
@@ -261,6 +267,54 @@ export class EchoRunner {
     });
     await emitter.terminal('run.completed', { finish_reason: 'stop' });
   }
+}
+
+/**
+ * Mode `interaction` (docs/interactions.md#demo): a message asks the user through a form (its
+ * expiry `interaction_expires_in` seconds, default the host's 30 min) and ends the run; the
+ * `interaction.submitted` event that answers it continues the conversation with the values.
+ */
+async function askOrAnswer(input: RunInput, emitter: RunEmitter): Promise<void> {
+  if (input.eventType === 'interaction.submitted') {
+    const s = input.interaction ?? {};
+    const text = `received ${JSON.stringify(s.interaction_id)}: action=${JSON.stringify(s.action_id ?? null)} values=${JSON.stringify(s.values ?? {})}`;
+    await emitter.send('message.completed', { message: { role: 'assistant', content: text } });
+    await emitter.terminal('run.completed', { finish_reason: 'stop' });
+    return;
+  }
+  const expiresIn =
+    typeof input.config.interaction_expires_in === 'number' ? input.config.interaction_expires_in : null;
+  await emitter.send('action.requested', {
+    // `action` config: another action name, which the host records and ignores.
+    action: typeof input.config.action === 'string' ? input.config.action : 'interaction.requested',
+    target: { ignored: true },
+    payload: {
+      interaction_id: typeof input.config.interaction_id === 'string' ? input.config.interaction_id : 'profile',
+      kind: 'form',
+      title: 'Tell me about you',
+      description: `You said: ${input.text}`,
+      fields: [
+        { id: 'name', label: 'Name', type: 'text', required: true },
+        {
+          id: 'color',
+          label: 'Favourite colour',
+          type: 'select',
+          options: [
+            { value: 'red', label: 'Red' },
+            { value: 'green', label: 'Green' },
+          ],
+        },
+        { id: 'agree', label: 'I agree', type: 'boolean' },
+      ],
+      actions: [
+        { id: 'submit', label: 'Submit', style: 'primary' },
+        { id: 'cancel', label: 'Cancel', style: 'danger' },
+      ],
+      ...(expiresIn !== null ? { expires_at: Math.floor(Date.now() / 1000) + expiresIn } : {}),
+      fallback_text: 'Please tell me your name and favourite colour (red or green).',
+    },
+  });
+  await emitter.terminal('run.completed', { finish_reason: 'interaction_requested' });
 }
 
 function isMode(mode: string): mode is Mode {

@@ -13,6 +13,7 @@ export const MODES = [
   'host_api_bench',
   'steer',
   'long_answer',
+  'interaction',
 ] as const;
 export type Mode = (typeof MODES)[number];
 
@@ -32,9 +33,20 @@ export function demoManifest(author: string, plugin: string, opts: { steering?: 
     // `steering` (DEMO_STEERING=1): follow-ups of a busy conversation are steered into its run by
     // default; mode `steer` pulls them at turn boundaries, other modes never pull (the host then
     // re-dispatches them as runs of their own when the run ends).
-    capabilities: { streaming: true, interrupt: true, ...(opts.steering ? { steering: true } : {}) },
+    // `interactions`: mode `interaction` asks the user; the agent's delivery policy must allow it too.
+    capabilities: {
+      streaming: true,
+      interrupt: true,
+      interactions: true,
+      ...(opts.steering ? { steering: true } : {}),
+    },
     // Upper bounds of what its runs may pull from the host; each agent's policy narrows them further.
-    permissions: { history: ['page', 'search'], events: ['get', 'page'], storage: ['plugin'] },
+    permissions: {
+      history: ['page', 'search'],
+      events: ['get', 'page'],
+      storage: ['plugin'],
+      interactions: ['request'],
+    },
     config_schema: [
       {
         type: 'select',
@@ -50,6 +62,8 @@ export function demoManifest(author: string, plugin: string, opts: { steering?: 
       { type: 'integer', name: 'deltas', required: false, default: 1000 },
       { type: 'integer', name: 'delta_chars', required: false, default: 8192 },
       { type: 'integer', name: 'paragraph_every', required: false, default: 0 },
+      { type: 'integer', name: 'interaction_expires_in', required: false },
+      { type: 'string', name: 'interaction_id', required: false, default: 'profile' },
     ],
     metadata: {},
   };

@@ -68,7 +68,8 @@ export interface Welcome {
 /** The part of RunContext (context.proto) this runner reads; unset message fields decode as null. */
 export interface RunContext {
   run_id: string;
-  input: { text?: string } | null;
+  input: { text?: string; interaction?: Struct | null } | null;
+  event?: { event_type?: string } | null;
   config: Struct | null;
 }
 

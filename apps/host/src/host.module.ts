@@ -29,6 +29,7 @@ import { DeliveriesController } from './http/deliveries.controller';
 import { SseStreams } from './http/sse-streams';
 import { EventsController } from './http/events.controller';
 import { HealthController } from './http/health.controller';
+import { InteractionsController } from './http/interactions.controller';
 import { RunsController } from './http/runs.controller';
 import { MetricsEndpoint } from './telemetry/metrics-endpoint';
 
@@ -80,6 +81,7 @@ export class HostModule {
         DeliveriesController,
         AdminDeliveriesController,
         SteeringController,
+        InteractionsController,
       ],
       providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }, SseStreams, MetricsEndpoint],
     };

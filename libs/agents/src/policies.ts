@@ -100,6 +100,12 @@ export const webhookPolicySchema = z.strictObject({
 
 export const deliveryPolicySchema = z.strictObject({
   enable_streaming: z.boolean().default(true).describe('Deliver partial results as they stream.'),
+  enable_interactions: z
+    .boolean()
+    .default(false)
+    .describe(
+      'Let runs of this agent ask the user through structured interactions (docs/interactions.md); the runner must also declare capabilities.interactions and permissions.interactions ["request"].',
+    ),
   edit_interval_ms: z
     .number()
     .int()

@@ -142,6 +142,10 @@ function makeCase(g: Gen, i: number): Case {
     },
     state: { enable_state: g.bool(), state_scopes: g.maybe(() => g.subset(SCOPES)) },
   };
+  // Drawn last, so the earlier draws of each case stay what they were.
+  manifest.capabilities.interactions = g.bool();
+  manifest.permissions.interactions = g.maybe(() => g.subset(['request'] as const));
+  policy.delivery = g.maybe(() => ({ enable_interactions: g.bool() }));
   return { manifest, policy, scope };
 }
 
@@ -248,6 +252,12 @@ function expectedGrants(c: Case) {
       steering_pull: caps.steering === true && hasConversation,
       run_get: true,
     },
+    interactions:
+      caps.interactions === true &&
+      inManifest(perms.interactions, 'request') &&
+      c.policy.delivery?.enable_interactions === true
+        ? ['request']
+        : [],
     state_scopes: sorted(stateScopes),
     storage,
     prompt,
@@ -261,6 +271,7 @@ function expectedGrants(c: Case) {
 function actualGrants(s: AuthorizationSnapshot) {
   return {
     available_apis: s.available_apis,
+    interactions: s.interactions,
     state_scopes: sorted(s.state.scopes),
     storage: s.storage,
     prompt: s.prompt,
@@ -318,6 +329,7 @@ describe('buildSnapshot: the three-layer rule', () => {
       for (const scope of SCOPES) {
         note(`state.${scope}`, e.state_scopes.includes(scope));
       }
+      note('interactions', e.interactions.length > 0);
       note('models', e.models.length > 0);
       note(
         'rerank',

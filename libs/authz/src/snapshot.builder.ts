@@ -18,6 +18,7 @@ export interface PolicyInput {
     prompt?: { role: string; content: string }[];
   };
   state: { enable_state?: boolean; state_scopes?: StateScope[] };
+  delivery?: { enable_interactions?: boolean };
 }
 
 export interface SnapshotInput {
@@ -140,6 +141,13 @@ export function buildSnapshot(input: SnapshotInput): AuthorizationSnapshot {
     steering_pull: input.manifest.capabilities?.steering === true && hasConversation,
     run_get: true,
   };
+  // docs/interactions.md: capability, permission and the agent's delivery policy, all three.
+  const interactions: 'request'[] =
+    caps.interactions === true &&
+    (perms.interactions ?? []).includes('request') &&
+    policy.delivery?.enable_interactions === true
+      ? ['request']
+      : [];
 
   return {
     version: 1,
@@ -150,6 +158,7 @@ export function buildSnapshot(input: SnapshotInput): AuthorizationSnapshot {
     state: { scopes, scope_keys },
     storage,
     prompt,
+    interactions,
     limits: input.limits,
     deadline_at_ms: input.deadline_at_ms,
   };

@@ -75,6 +75,11 @@ export interface AuthorizationSnapshot {
   /** Granted storage areas with the owner each resolves to. */
   storage: Partial<Record<StorageArea, string>>;
   prompt: { role: string; content: string }[];
+  /**
+   * `["request"]` when the run may ask through structured interactions (docs/interactions.md):
+   * capability, permission and the agent's delivery policy `enable_interactions`; else `[]`.
+   */
+  interactions: 'request'[];
   limits: {
     max_payload_bytes: number;
     max_state_value_bytes: number;

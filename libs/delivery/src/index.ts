@@ -6,7 +6,7 @@ export { OutboxStore, opOf } from './outbox-store';
 export { RunDelivery, planOf, type RunDeliveryView } from './run-delivery';
 export { deliveryPlan, type DeliveryPlan, type DeliveryMode } from './plan';
 export { normalise, initialState, type NormaliserState, type NormaliserInput } from './normaliser';
-export { DELIVERY_OP_TYPES, type DeliveryOp, type DeliveryOpType } from './ops';
+export { DELIVERY_OP_TYPES, deliveryId, idempotencyKey, type DeliveryOp, type DeliveryOpType } from './ops';
 export { splitText, measure, graphemeEnds, type SizeUnit } from './split';
 export { textOf } from './message-content';
 export {
@@ -15,6 +15,7 @@ export {
   surfacePreset,
   type DeliveryContext,
   type DeliveryRequest,
+  type InteractionDeliveryCapabilities,
   type SurfacePreset,
 } from './surfaces';
 export { WEBHOOK_HEADERS, signature, signedString, verifySignature } from './webhook/signature';

@@ -46,7 +46,11 @@ export interface ResultLike {
 }
 
 export type NormaliserInput =
-  { kind: 'result'; result: ResultLike } | { kind: 'end'; result: ResultLike; status: RunStatus } | { kind: 'tick' };
+  | { kind: 'result'; result: ResultLike }
+  | { kind: 'end'; result: ResultLike; status: RunStatus }
+  | { kind: 'tick' }
+  /** An op decided outside the normaliser (an interaction, docs/interactions.md#delivery), in the run's order. */
+  | { kind: 'op'; op: DeliveryOpType; payload: Record<string, unknown>; result_sequence: number | null };
 
 /** The answer being streamed. */
 export interface OpenMessage {
@@ -420,7 +424,9 @@ export function normalise(
   if (state.ended) {
     return { state, ops: [] };
   }
-  const out = new Emitter(plan, state.run_id, state.seq, input.kind === 'tick' ? null : input.result.sequence, now);
+  const resultSequence =
+    input.kind === 'tick' ? null : input.kind === 'op' ? input.result_sequence : input.result.sequence;
+  const out = new Emitter(plan, state.run_id, state.seq, resultSequence, now);
   const d: Draft = { plan, now, out, state: { ...state } };
   switch (input.kind) {
     case 'result':
@@ -428,6 +434,9 @@ export function normalise(
       break;
     case 'end':
       onEnd(d, input.result, input.status);
+      break;
+    case 'op':
+      out.emit(input.op, input.payload);
       break;
     case 'tick':
       if (plan.mode === 'edit' && d.state.open !== null) {

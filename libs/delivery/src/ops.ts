@@ -6,6 +6,8 @@ export const DELIVERY_OP_TYPES = [
   'message.final',
   'attachment.send',
   'notice.send',
+  'interaction.request',
+  'interaction.update',
 ] as const;
 export type DeliveryOpType = (typeof DELIVERY_OP_TYPES)[number];
 
@@ -18,7 +20,10 @@ export type DeliveryOpType = (typeof DELIVERY_OP_TYPES)[number];
  *   `target_delivery_id` to this text, or (target null) send it as a new message;
  *   `incomplete: true` when the run ended without completing the answer;
  * - `attachment.send` {attachment}: an image or file of a completed message;
- * - `notice.send` {kind, text, retryable}: a short user-facing notice (failure, cancel, timeout).
+ * - `notice.send` {kind, text, retryable}: a short user-facing notice (failure, cancel, timeout);
+ * - `interaction.request` {interaction, presentation, callback_token, ...}: show a structured
+ *   interaction (a form, or `fallback_text`), see docs/interactions.md#delivery;
+ * - `interaction.update` {id, interaction_id, status}: its outcome — submitted, expired or superseded.
  */
 export interface DeliveryOp {
   delivery_id: string;

@@ -1,5 +1,5 @@
 import type { DeliveryPolicy } from '@libs/agents';
-import { surfacePreset, type DeliveryContext } from './surfaces';
+import { surfacePreset, type DeliveryContext, type InteractionDeliveryCapabilities } from './surfaces';
 import { MIN_LIMIT, type SizeUnit } from './split';
 
 /** How a run's results become messages: `edit` one streamed message, send `parts`, or only the `final` one. */
@@ -19,6 +19,8 @@ export interface DeliveryPlan {
   /** Per kind: `true` the default text, a custom text, or `false` for none. */
   notices: Record<NoticeKind, boolean | string>;
   webhook: { url: string; secret_env: string } | null;
+  /** What the surface renders of an interaction; null: only `fallback_text`. */
+  interactions: InteractionDeliveryCapabilities | null;
 }
 
 /**
@@ -46,5 +48,6 @@ export function deliveryPlan(policy: DeliveryPolicy, ctx: DeliveryContext): Deli
       timeout: policy.timeout_notice && (policy.notice_texts.timeout ?? true),
     },
     webhook: policy.webhook,
+    interactions: ctx.interactions ?? null,
   };
 }

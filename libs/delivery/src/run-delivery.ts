@@ -8,7 +8,7 @@ import {
   type NormaliserState,
   type ResultLike,
 } from './normaliser';
-import type { DeliveryOp } from './ops';
+import type { DeliveryOp, DeliveryOpType } from './ops';
 import { deliveryPlan, type DeliveryPlan } from './plan';
 import type { DeliveryContext } from './surfaces';
 
@@ -61,6 +61,11 @@ export class RunDelivery implements RunDeliveryView {
     const ops = this.step({ kind: 'end', result, status });
     this.stop();
     return ops;
+  }
+
+  /** One op decided outside the normaliser (an interaction), next in the run's order; none once the run ended. */
+  emit(op: DeliveryOpType, payload: Record<string, unknown>, resultSequence: number | null): DeliveryOp[] {
+    return this.step({ kind: 'op', op, payload, result_sequence: resultSequence });
   }
 
   /** The timed flush of a coalesced edit. */

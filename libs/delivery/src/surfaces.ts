@@ -1,5 +1,13 @@
 import type { SizeUnit } from './split';
 
+/** Runner Protocol v1 InteractionDeliveryCapabilities. */
+export interface InteractionDeliveryCapabilities {
+  field_types?: string[];
+  action_styles?: string[];
+  supports_updates?: boolean;
+  max_fields?: number;
+}
+
 /**
  * Surface presets (docs/delivery.md#the-runs-surface, issue 10): the platforms people bridge, each
  * with its message size limit, whether the host may edit a sent message, whether streaming in
@@ -108,6 +116,8 @@ export interface DeliveryRequest {
   supports_reaction?: boolean;
   max_message_size?: number;
   platform_capabilities?: Record<string, unknown>;
+  /** What the surface can render of a structured interaction (docs/interactions.md#delivery). */
+  interactions?: InteractionDeliveryCapabilities;
 }
 
 /** The run's `delivery` context (Runner Protocol v1 DeliveryContext), as the runner and the normaliser see it. */
@@ -119,6 +129,7 @@ export interface DeliveryContext {
   supports_reaction: boolean;
   max_message_size?: number;
   platform_capabilities: Record<string, unknown>;
+  interactions?: InteractionDeliveryCapabilities;
 }
 
 /**
@@ -136,5 +147,6 @@ export function deliveryContextOf(req: DeliveryRequest | undefined): DeliveryCon
     supports_reaction: req?.supports_reaction ?? false,
     max_message_size: max === null ? undefined : max,
     platform_capabilities: req?.platform_capabilities ?? {},
+    ...(req?.interactions ? { interactions: req.interactions } : {}),
   };
 }

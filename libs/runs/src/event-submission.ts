@@ -27,6 +27,12 @@ export interface EventSubmission {
     text?: string;
     contents?: ContentElementInput[];
     attachments?: AttachmentInput[];
+    /**
+     * `interaction.submitted` events (docs/interactions.md#submitting): on POST /v1/events the
+     * platform sends `callback_token`, `action_id`, `values`; the event the host then admits
+     * carries the checked submission instead (`interaction_id`, `submitted_at`, never the token).
+     */
+    interaction?: InteractionInput;
   };
   delivery?: DeliveryRequest;
   locale?: string;
@@ -37,6 +43,14 @@ export interface EventSubmission {
    * (docs/conversations-and-steering.md#concurrency-policies).
    */
   concurrency?: 'steer' | 'queue' | 'interrupt' | 'reject';
+}
+
+export interface InteractionInput {
+  interaction_id?: string;
+  callback_token?: string;
+  action_id?: string | null;
+  values?: Record<string, unknown>;
+  submitted_at?: number;
 }
 
 export interface ContentElementInput {

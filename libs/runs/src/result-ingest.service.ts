@@ -12,6 +12,7 @@ import {
 } from '@libs/protocol';
 import { RunnerConnections, type RunnerSession } from '@libs/runner-gateway';
 import { ActiveRuns } from './active-runs';
+import { InteractionsService } from './interactions/interactions.service';
 import { RunLifecycleService } from './run-lifecycle.service';
 import type { ResultView } from './run-stream.bus';
 import type { ActiveRun } from './active-run';
@@ -41,6 +42,7 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
     private readonly connections: RunnerConnections,
     private readonly active: ActiveRuns,
     private readonly lifecycle: RunLifecycleService,
+    private readonly interactions: InteractionsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -143,6 +145,19 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
     if (terminal) {
       if (run.end()) {
         this.lifecycle.acceptTerminal(run, row);
+      }
+    } else if (row.type === 'action.requested') {
+      // docs/interactions.md: interaction.requested executes (or fails the run, the rule named); other actions are recorded.
+      const action = this.interactions.onAction(run, row);
+      this.lifecycle.accept(run, row, action);
+      if (action.refused !== null) {
+        this.logger.warn({ ...log, msg: action.refused });
+        this.lifecycle.conclude(run, {
+          status: 'failed',
+          code: 'runner.protocol_error',
+          error: action.refused,
+          retryable: false,
+        });
       }
     } else {
       this.lifecycle.accept(run, row);

@@ -84,7 +84,7 @@ export function buildRunContext(
         image_url: c.image_url ? { url: c.image_url.url } : undefined,
       })),
       attachments: sub.input.attachments ?? [],
-      interaction: undefined,
+      interaction: sub.input.interaction,
     },
     // The surface preset named by `delivery.surface`, each field the event sets overriding it.
     delivery: deliveryContextOf(sub.delivery),

@@ -164,10 +164,14 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
   }
 
   /** A non-terminal result: written with what it implies (state), then shown to live readers. */
-  accept(run: ActiveRun, row: ResultView): void {
+  accept(run: ActiveRun, row: ResultView, extra: { ops?: DeliveryOp[]; written?: Promise<unknown> | null } = {}): void {
     const effects = effectsOf(run, row, this.state);
-    const ops = run.delivery?.onResult(row) ?? [];
-    const written = this.runs.insertResult(resultRow(row), effects.state, this.outboxRows(run, ops));
+    // `extra`: what the result implies beyond delivery's normaliser (an interaction, docs/interactions.md).
+    const ops = [...(extra.ops ?? []), ...(run.delivery?.onResult(row) ?? [])];
+    const written = Promise.all([
+      this.runs.insertResult(resultRow(row), effects.state, this.outboxRows(run, ops)),
+      extra.written,
+    ]);
     this.enqueue(run, async () => {
       try {
         await written;

@@ -170,7 +170,7 @@ export class RunStarter {
       run_id: runId,
       scope,
       manifest: manifest ?? { capabilities: {}, permissions: {} },
-      policy: { resource: agent.resource_policy, state: agent.state_policy },
+      policy: { resource: agent.resource_policy, state: agent.state_policy, delivery: agent.delivery_policy },
       catalog,
       limits: {
         max_payload_bytes: this.config.hostApi.maxPayloadBytes,

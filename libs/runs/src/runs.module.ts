@@ -1,3 +1,5 @@
+import { InteractionsModule } from '@libs/interactions';
+import { InteractionsService } from './interactions/interactions.service';
 import { Module } from '@nestjs/common';
 import { AgentsModule } from '@libs/agents';
 import { AuthzModule } from '@libs/authz';
@@ -20,13 +22,14 @@ import { SteeringAdminService } from './conversations/steering-admin.service';
 import { InProcessSignals, SIGNAL_PORT } from './conversations/signal-port';
 
 @Module({
-  imports: [AgentsModule, RunnerGatewayModule, AuthzModule, ConversationsModule, DeliveryModule],
+  imports: [AgentsModule, RunnerGatewayModule, AuthzModule, ConversationsModule, DeliveryModule, InteractionsModule],
   providers: [
     ActiveRuns,
     RunStreamBus,
     AdmissionCatalog,
     RunLifecycleService,
     ResultIngestService,
+    InteractionsService,
     AdmissionService,
     RunsQueryService,
     ToolTelemetryForwarder,
@@ -37,6 +40,6 @@ import { InProcessSignals, SIGNAL_PORT } from './conversations/signal-port';
     SteeringAdminService,
     { provide: SIGNAL_PORT, useClass: InProcessSignals },
   ],
-  exports: [AdmissionService, RunsQueryService, ActiveRuns, SteeringService, SteeringAdminService],
+  exports: [InteractionsService, AdmissionService, RunsQueryService, ActiveRuns, SteeringService, SteeringAdminService],
 })
 export class RunsModule {}

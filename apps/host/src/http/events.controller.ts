@@ -3,7 +3,7 @@ import { ApiBearerAuth, ApiHeader, ApiOperation, ApiProduces, ApiResponse, ApiTa
 import type { FastifyReply } from 'fastify';
 import { Roles, type AuthenticatedRequest } from '@libs/auth';
 import { DomainError } from '@libs/protocol';
-import { AdmissionService } from '@libs/runs';
+import { AdmissionService, InteractionsService } from '@libs/runs';
 import { AdmissionDto, SubmitEventDto } from './dto/event.dto';
 import { telemetry } from '@libs/telemetry';
 import { ErrorResponseDto } from './dto/error.dto';
@@ -16,6 +16,7 @@ export class EventsController {
   constructor(
     private readonly admission: AdmissionService,
     private readonly streams: SseStreams,
+    private readonly interactions: InteractionsService,
   ) {}
 
   @Post()
@@ -57,6 +58,12 @@ export class EventsController {
       throw new DomainError('invalid_argument', 'Idempotency-Key: must be 1-255 characters', {
         field: 'Idempotency-Key',
       });
+    }
+    if (body.event.event_type === 'interaction.submitted') {
+      // docs/interactions.md#submitting: the token decides; the host admits the checked submission as the event.
+      const s = await this.interactions.submit(null, body.input.interaction ?? {}, body.agent_id);
+      await res.status(202).send({ event_id: s.event_id, disposition: s.disposition, run_id: s.run_id });
+      return;
     }
     // A caller's W3C trace context (traceparent) is continued: the event's spans join its trace.
     const a = await telemetry.tracing.within(telemetry.tracing.extract(req.headers), () =>

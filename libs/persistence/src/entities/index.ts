@@ -14,6 +14,7 @@ import { SteeringItemEntity } from './steering-item.entity';
 import { KbChunkEntity, KbDocumentEntity, KnowledgeBaseEntity } from './knowledge.entity';
 import { ModelEntity, ModelUsageEntity } from './model.entity';
 import { ToolEntity, ToolSourceEntity } from './tool.entity';
+import { InteractionEntity } from './interaction.entity';
 
 export {
   KbChunkEntity,
@@ -36,8 +37,10 @@ export {
   StorageEntryEntity,
   TranscriptEntity,
   SteeringItemEntity,
+  InteractionEntity,
 };
 export type { ApiKeyRole } from './api-key.entity';
+export type { InteractionStatus } from './interaction.entity';
 export type { JsonObject, JsonValue } from './columns';
 
 export const ENTITIES = [
@@ -61,4 +64,5 @@ export const ENTITIES = [
   KbDocumentEntity,
   KbChunkEntity,
   SteeringItemEntity,
+  InteractionEntity,
 ];

@@ -7,6 +7,7 @@ import { DeliveryOutbox1765100000000 } from './1765100000000-delivery-outbox';
 import { ToolMetadata1765300000000 } from './1765300000000-tool-metadata';
 import { RetentionIndexes1765400000000 } from './1765400000000-retention-indexes';
 import { ConversationScope1765420000000 } from './1765420000000-conversation-scope';
+import { Interactions1767000000000 } from './1767000000000-interactions';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
 export const MIGRATIONS = [
@@ -19,4 +20,5 @@ export const MIGRATIONS = [
   ToolMetadata1765300000000,
   RetentionIndexes1765400000000,
   ConversationScope1765420000000,
+  Interactions1767000000000,
 ];

@@ -19,6 +19,7 @@ import {
 } from 'class-validator';
 import { CONCURRENCY_MODES, type ConcurrencyMode, type EventSubmission } from '@libs/runs';
 import { INT32_MAX, IsJsonMap, MAX_EPOCH_SECONDS, OPEN_MAP_MAX_BYTES } from './rules';
+import { InteractionCapabilitiesDto, InteractionInputDto } from './interactions.dto';
 
 export const TRIGGER_SOURCES = ['platform', 'webui', 'api', 'scheduler', 'system', 'host_adapter'];
 const ID = /^[^\s].{0,254}$/;
@@ -150,6 +151,14 @@ export class InputDto {
   @ValidateNested({ each: true })
   @Type(() => AttachmentDto)
   attachments?: AttachmentDto[];
+  @ApiPropertyOptional({
+    type: InteractionInputDto,
+    description: 'event_type interaction.submitted only: the answer with its one-time token (docs/interactions.md)',
+  })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => InteractionInputDto)
+  interaction?: InteractionInputDto;
 }
 
 export class DeliveryDto {
@@ -168,6 +177,11 @@ export class DeliveryDto {
   @IsOptional()
   @IsJsonMap()
   platform_capabilities?: Record<string, unknown>;
+  @ApiPropertyOptional({ type: InteractionCapabilitiesDto, description: 'What the surface renders of an interaction; absent: fallback_text only' })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => InteractionCapabilitiesDto)
+  interactions?: InteractionCapabilitiesDto;
 }
 
 export class SubmitEventDto implements EventSubmission {

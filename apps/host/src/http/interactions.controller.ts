@@ -1,0 +1,47 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Roles } from '@libs/auth';
+import { InteractionsService } from '@libs/runs';
+import { ErrorResponseDto } from './dto/error.dto';
+import {
+  InteractionListDto,
+  InteractionsQueryDto,
+  SubmitInteractionDto,
+  SubmitInteractionResultDto,
+} from './dto/interactions.dto';
+
+@ApiTags('interactions')
+@ApiBearerAuth()
+@Controller('v1')
+export class InteractionsController {
+  constructor(private readonly interactions: InteractionsService) {}
+
+  @Post('interactions/:id/submit')
+  @Roles('platform', 'admin')
+  @HttpCode(202)
+  @ApiOperation({
+    summary: 'Submit the answer to a structured interaction with its one-time token',
+    description:
+      'The token and id come from the `interaction.request` delivery op. Values are checked against the request (types, required, options). Exactly one valid submission is accepted; it becomes an `interaction.submitted` event of the conversation (steered into its active run when there is one). A used or expired token gets 409 and changes nothing; a token that does not match, 403.',
+  })
+  @ApiResponse({ status: 202, type: SubmitInteractionResultDto })
+  @ApiResponse({ status: 400, type: ErrorResponseDto, description: 'A value breaks its field (details.field)' })
+  @ApiResponse({ status: 403, type: ErrorResponseDto, description: 'callback_token does not match' })
+  @ApiResponse({
+    status: 409,
+    type: ErrorResponseDto,
+    description: 'Already submitted, expired or superseded (details.status)',
+  })
+  submit(@Param('id') id: string, @Body() body: SubmitInteractionDto): Promise<SubmitInteractionResultDto> {
+    return this.interactions.submit(id, body);
+  }
+
+  @Get('admin/interactions')
+  @ApiTags('admin')
+  @ApiOperation({ summary: 'Interactions by status (default pending), newest first, with their age and run' })
+  @ApiResponse({ status: 200, type: InteractionListDto })
+  @ApiResponse({ status: 400, type: ErrorResponseDto })
+  async list(@Query() q: InteractionsQueryDto): Promise<InteractionListDto> {
+    return { items: await this.interactions.list([q.status ?? 'pending'], q.limit ?? 50) };
+  }
+}

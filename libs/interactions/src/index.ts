@@ -1,0 +1,5 @@
+export * from './request';
+export * from './tokens';
+export * from './submission';
+export { InteractionsRepository } from './interactions.repository';
+export { InteractionsModule } from './interactions.module';
