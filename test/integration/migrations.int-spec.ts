@@ -60,6 +60,7 @@ function allTables(ds: DataSource, applied = MIGRATIONS.length): string[] {
     ...(applied >= 3 ? [...RESOURCE_TABLES, ...(sqlite ? SQLITE_KB_FTS_TABLES : [])] : []),
     ...(applied >= 5 ? STEERING_TABLES : []),
     ...(applied >= 6 ? DELIVERY_TABLES : []),
+    ...(applied >= 10 ? INTERACTION_TABLES : []),
     'migrations',
   ].sort();
 }
@@ -119,6 +120,14 @@ const SCOPE_INDEXES: Array<[string, string, boolean, string[]]> = [
   ['event_log', 'idx_event_log_scope', false, ['agent_id', 'conversation_id', 'id']],
 ];
 
+/** Structured interactions (the interactions migration): one row per request, its token hash unique. */
+const INTERACTION_TABLES = ['interactions'];
+const INTERACTION_INDEXES: Array<[string, string, boolean, string[]]> = [
+  ['interactions', 'uq_interactions_run_interaction', true, ['run_id', 'interaction_id']],
+  ['interactions', 'uq_interactions_token', true, ['callback_token_hash']],
+  ['interactions', 'idx_interactions_status_expiry', false, ['status', 'expires_at']],
+];
+
 const NAMED_INDEXES = [
   ...SCOPE_INDEXES,
   ...INITIAL_INDEXES,
@@ -127,6 +136,7 @@ const NAMED_INDEXES = [
   ...STEERING_INDEXES,
   ...DELIVERY_INDEXES,
   ...RETENTION_INDEXES,
+  ...INTERACTION_INDEXES,
 ];
 
 /** The tables with full-text search: the transcript (second migration), knowledge chunks (third). */
