@@ -6,7 +6,7 @@ import type { BenchDatabase } from '../dispatch/postgres';
 import { summarize } from '../common/stats';
 
 /*
- * The dead-endpoint level (handoff/wt-d.md, "Webhook fairness"): an agent whose webhook never
+ * The dead-endpoint level (docs/delivery.md, "Webhook fairness"): an agent whose webhook never
  * answers, with DEAD_RUNS runs, beside an agent with a healthy webhook. Figure: the healthy
  * endpoint's delivery latency (POST /v1/events → its receiver gets the run's op) alone, beside the
  * dead one, and beside the dead one with the per-endpoint limit at all 16 workers and the breaker

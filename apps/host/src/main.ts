@@ -121,7 +121,7 @@ async function bootstrap(): Promise<void> {
         maxReceiveMessageLength: grpcMessageLimit(config),
         maxSendMessageLength: grpcMessageLimit(config),
         // Server reflection (grpc.reflection.v1 and v1alpha) over the same .proto files, so that
-        // grpcurl and other tools list and call the services without them (handoff/wt-g.md).
+        // grpcurl and other tools list and call the services without them (docs/observability.md).
         onLoadPackageDefinition: (pkg: PackageDefinition, server: grpc.Server) => {
           tolerateMalformedRequests(pkg);
           reflection.addToServer(server);

@@ -50,7 +50,7 @@ export interface AppConfig {
   retention: RetentionConfig;
   /** The built-in local agent: the folder of skill packages it may read (SKILLS_DIR), or none. */
   localAgent: { skillsDir: string | null };
-  /** Prometheus metrics on their own listener (handoff/wt-g.md); null when METRICS=off. */
+  /** Prometheus metrics on their own listener (docs/observability.md); null when METRICS=off. */
   metrics: MetricsConfig | null;
   /** This process's name in metrics and traces (HOST_INSTANCE_ID, default hostname:pid). */
   instanceId: string;

@@ -276,7 +276,7 @@ export class EnvDto {
   @IsIn(['true', 'false'])
   WEBHOOK_ALLOW_PRIVATE?: string;
 
-  // Retention (handoff/wt-d.md): settled delivery ops, and optionally results and event-log rows.
+  // Retention (docs/durability.md, "Retention"): settled delivery ops, and optionally results and event-log rows.
   /** Hours a settled delivery op (delivered, or without webhook) is kept; 0 = forever. */
   @IsOptional()
   @Transform(toInt)

@@ -2,7 +2,7 @@ import { messageText } from '@runner-host/runner-sdk';
 import { FakeHost } from '@runner-host/runner-sdk/testing';
 import { assistant } from './assistant';
 
-// The test-kit example of the runner SDK's documentation (handoff/wt-h.md), as it is written there.
+// The test-kit example of the runner SDK's documentation (docs/runner-sdk.md), as it is written there.
 
 describe('the example assistant on the fake host', () => {
   it('answers and follows up', async () => {

@@ -2,7 +2,7 @@ import type { Registry } from 'prom-client';
 
 /*
  * Counters and histograms for the hot path. prom-client's labelled `inc`/`observe` validate and
- * hash the label set on every call (a few µs each, measured: handoff/wt-g.md); these keep plain
+ * hash the label set on every call (a few µs each, measured: docs/benchmarks.md); these keep plain
  * numbers per label tuple, bound once, and hand prom-client's registry the values only when it
  * is scraped (`get`, the interface the registry formats). Same text output, same names.
  */

@@ -5,7 +5,7 @@ import type { HostMetrics } from './metrics';
 /**
  * The metrics listener: `GET /metrics` in the Prometheus text format on a port of its own
  * (METRICS_PORT), without authentication — the port is meant for an operator-only network, the
- * way Prometheus scrapes exporters (handoff/wt-g.md explains the choice). Nothing else is served.
+ * way Prometheus scrapes exporters (docs/observability.md explains the choice). Nothing else is served.
  */
 export class MetricsServer {
   private readonly server: http.Server;

@@ -3,7 +3,7 @@ import { Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client
 import { FastCounter, FastHistogram } from './fast-metrics';
 
 /**
- * The host's Prometheus metrics (docs: handoff/wt-g.md, "Metrics"). One registry per process,
+ * The host's Prometheus metrics (docs: docs/observability.md, "Metrics"). One registry per process,
  * owned by `telemetry` below; the services that own a fact call one method here. Label values
  * are bounded: statuses, outcomes, actions and result types come from closed sets; runner,
  * plugin and model ids are the operator's catalogue. No run ids, no user text.

@@ -18,7 +18,7 @@ import { BatchSpanProcessor, ConsoleSpanExporter, type SpanExporter } from '@ope
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 
 /*
- * OpenTelemetry traces (docs: handoff/wt-g.md, "Traces"). Off unless OTEL_TRACES_EXPORTER names an
+ * OpenTelemetry traces (docs: docs/observability.md, "Traces"). Off unless OTEL_TRACES_EXPORTER names an
  * exporter (`otlp`, or `console` for a look); everything else is the SDK's standard environment:
  * OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT / _HEADERS, OTEL_TRACES_SAMPLER(_ARG), OTEL_BSP_*,
  * OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES. When off, every method here returns at once.

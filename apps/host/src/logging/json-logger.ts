@@ -104,7 +104,7 @@ export class JsonLogger implements LoggerService {
       this.pino[level]({ ...fields, err: message }, scrubStreamTokens(message.message));
     } else if (message !== null && typeof message === 'object') {
       const record = { ...fields, ...(message as Record<string, unknown>) };
-      // A run's lines carry its trace id while traces are exported (handoff/wt-g.md, "Traces").
+      // A run's lines carry its trace id while traces are exported (docs/observability.md, "Traces").
       const traceId = typeof record.run_id === 'string' ? telemetry.tracing.traceIdOf(record.run_id) : null;
       if (traceId) {
         record.trace_id = traceId;

@@ -1,5 +1,5 @@
 /**
- * Fair scheduling of webhook pushes across endpoints (handoff/wt-d.md, "Webhook fairness"):
+ * Fair scheduling of webhook pushes across endpoints (docs/delivery.md, "Webhook fairness"):
  *
  * - at most `perEndpoint` runs of one endpoint (webhook URL) are pushed at once, so an endpoint
  *   that never answers can hold at most that many of the `concurrency` workers;

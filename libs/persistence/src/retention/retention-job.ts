@@ -9,7 +9,7 @@ const MAX_BATCHES_PER_PASS = 200;
 export type RetentionCounts = Record<RetentionTable, number>;
 
 /**
- * The periodic retention job (handoff/wt-d.md, "Retention"): every RETENTION_INTERVAL_MS it
+ * The periodic retention job (docs/durability.md, "Retention"): every RETENTION_INTERVAL_MS it
  * deletes settled delivery ops older than RETENTION_DELIVERED_OPS_HOURS and, when
  * RETENTION_RUN_DATA_DAYS is set, results and event-log rows older than that — in batches of
  * RETENTION_BATCH_SIZE rows, each its own short transaction on the one writer, yielding to the

@@ -1,5 +1,5 @@
 /**
- * Batched deletes of old rows (handoff/wt-d.md, "Retention"), SQL of both dialects. Each unit
+ * Batched deletes of old rows (docs/durability.md, "Retention"), SQL of both dialects. Each unit
  * deletes at most `limit` rows, oldest first, so one batch is one short transaction on the one
  * writer — never a huge DELETE holding it. The `created_at` indexes of the retention migration
  * keep each batch a range scan.
