@@ -118,12 +118,15 @@ export function parseCursor(value: string | undefined, field: string): number | 
   return Number(value);
 }
 
-export function pageLimit(limit: number | undefined, fallback = 50): number {
+/** A page size: 0/absent → the fallback; a positive integer, clamped to 100 (docs/protocol.md#page-and-list-limits). */
+export function pageLimit(limit: number | undefined, fallback = 50, field = 'limit'): number {
   if (limit === undefined || limit === 0) {
     return fallback;
   }
   if (!Number.isInteger(limit) || limit < 1) {
-    throw new DomainError('invalid_argument', 'limit: must be an integer from 1 to 100', { field: 'limit' });
+    throw new DomainError('invalid_argument', `${field}: must be a positive integer (values above 100 count as 100)`, {
+      field,
+    });
   }
   return Math.min(limit, PAGE_LIMIT);
 }
@@ -233,7 +236,7 @@ export class TranscriptService {
     if (query.length > 1000) {
       throw new DomainError('invalid_argument', 'query: at most 1000 characters', { field: 'query' });
     }
-    const limit = pageLimit(topK, 10);
+    const limit = pageLimit(topK, 10, 'top_k');
     const rows = conversation ? await this.repo.transcriptSearch(conversation, query, limit) : [];
     return { items: rows.map((r) => item(r, false)), total_count: rows.length, query };
   }
