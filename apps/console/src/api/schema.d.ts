@@ -669,6 +669,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/interactions/{id}/submit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Submit the answer to a structured interaction with its one-time token
+         * @description The token and id come from the `interaction.request` delivery op. Values are checked against the request (types, required, options). Exactly one valid submission is accepted; it becomes an `interaction.submitted` event of the conversation (steered into its active run when there is one). A used or expired token gets 409 and changes nothing; a token that does not match, 403.
+         */
+        post: operations["InteractionsController_submit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/interactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Interactions by status (default pending), newest first, with their age and run */
+        get: operations["InteractionsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -747,10 +784,32 @@ export interface components {
             content?: string;
             id?: string;
         };
+        InteractionInputDto: {
+            /** @description The one-time token of the interaction.request op (`rhit_…`) */
+            callback_token: string;
+            /** @description One of the request's action ids */
+            action_id?: string | null;
+            /** @description Values by field id: text/textarea a string, select one option value, multiselect a list of option values, number a number, boolean true/false, file a file reference string. Required fields must be present; unknown field ids are refused. At most 256 KiB. */
+            values?: {
+                [key: string]: unknown;
+            };
+        };
         InputDto: {
             text?: string;
             contents?: components["schemas"]["ContentElementDto"][];
             attachments?: components["schemas"]["AttachmentDto"][];
+            /** @description event_type interaction.submitted only: the answer with its one-time token (docs/interactions.md) */
+            interaction?: components["schemas"]["InteractionInputDto"];
+        };
+        InteractionCapabilitiesDto: {
+            /** @description Field types it renders (default all) */
+            field_types?: ("text" | "textarea" | "select" | "multiselect" | "number" | "boolean" | "file")[];
+            /** @description Action styles it renders (default all) */
+            action_styles?: ("default" | "primary" | "danger")[];
+            /** @description It can update a shown interaction (read-only after the outcome) */
+            supports_updates?: boolean;
+            /** @description Most fields it renders in one interaction */
+            max_fields?: number;
         };
         DeliveryDto: {
             /** @default api */
@@ -770,6 +829,8 @@ export interface components {
             platform_capabilities?: {
                 [key: string]: unknown;
             };
+            /** @description What the surface renders of an interaction; absent: fallback_text only */
+            interactions?: components["schemas"]["InteractionCapabilitiesDto"];
         };
         SubmitEventDto: {
             /** @description The agent that handles the event */
@@ -988,6 +1049,11 @@ export interface components {
                  */
                 enable_streaming?: boolean;
                 /**
+                 * @description Let runs of this agent ask the user through structured interactions (docs/interactions.md); the runner must also declare capabilities.interactions and permissions.interactions ["request"].
+                 * @default false
+                 */
+                enable_interactions?: boolean;
+                /**
                  * @description Least interval between two edits of a streamed message; the surface preset's interval is a floor (platform rate limits).
                  * @default 1000
                  */
@@ -1127,6 +1193,11 @@ export interface components {
                  * @default true
                  */
                 enable_streaming?: boolean;
+                /**
+                 * @description Let runs of this agent ask the user through structured interactions (docs/interactions.md); the runner must also declare capabilities.interactions and permissions.interactions ["request"].
+                 * @default false
+                 */
+                enable_interactions?: boolean;
                 /**
                  * @description Least interval between two edits of a streamed message; the surface preset's interval is a floor (platform rate limits).
                  * @default 1000
@@ -1273,6 +1344,11 @@ export interface components {
                  * @default true
                  */
                 enable_streaming?: boolean;
+                /**
+                 * @description Let runs of this agent ask the user through structured interactions (docs/interactions.md); the runner must also declare capabilities.interactions and permissions.interactions ["request"].
+                 * @default false
+                 */
+                enable_interactions?: boolean;
                 /**
                  * @description Least interval between two edits of a streamed message; the surface preset's interval is a floor (platform rate limits).
                  * @default 1000
@@ -1562,6 +1638,10 @@ export interface components {
             event_id: string | null;
             conversation_id: string;
             thread_id: string | null;
+            /** @description The agent whose conversation this row belongs to */
+            agent_id: string;
+            /** @description The event's workspace (null: none) */
+            workspace_id: string | null;
             /** @enum {string} */
             role: "user" | "assistant";
             item_type: string;
@@ -2038,7 +2118,7 @@ export interface components {
             /** @description Per run, from 1 */
             sequence: number;
             /** @enum {string} */
-            op: "message.send" | "message.edit" | "message.final" | "attachment.send" | "notice.send";
+            op: "message.send" | "message.edit" | "message.final" | "attachment.send" | "notice.send" | "interaction.request" | "interaction.update";
             /** @description `<run_id>:<sequence>`, the same on every retry */
             idempotency_key: string;
             reply_target: {
@@ -2133,6 +2213,60 @@ export interface components {
             conversation_id: string;
             /** @description Oldest first (up to 500 of each kind) */
             entries: components["schemas"]["TimelineEntryDto"][];
+        };
+        SubmitInteractionDto: {
+            /** @description The one-time token of the interaction.request op (`rhit_…`) */
+            callback_token: string;
+            /** @description One of the request's action ids */
+            action_id?: string | null;
+            /** @description Values by field id: text/textarea a string, select one option value, multiselect a list of option values, number a number, boolean true/false, file a file reference string. Required fields must be present; unknown field ids are refused. At most 256 KiB. */
+            values?: {
+                [key: string]: unknown;
+            };
+        };
+        SubmitInteractionResultDto: {
+            /** @description The host's interaction id */
+            id: string;
+            /** @description The runner's interaction_id */
+            interaction_id: string;
+            /** @enum {string} */
+            status: "submitted";
+            /** @description The interaction.submitted event the submission became */
+            event_id: string;
+            /**
+             * @description What admission did with that event: a new run, steered into the active run of the conversation, queued, or failed (e.g. runner not connected; the submission stands)
+             * @enum {string}
+             */
+            disposition: "started" | "steered" | "queued" | "failed";
+            run_id: string | null;
+            error?: string;
+        };
+        InteractionViewDto: {
+            id: string;
+            interaction_id: string;
+            /** @description The run that requested it */
+            run_id: string;
+            agent_id: string;
+            conversation_id: string | null;
+            thread_id: string | null;
+            /** @enum {string} */
+            kind: "form" | "confirmation" | "choice";
+            title: string;
+            /** @enum {string} */
+            status: "pending" | "submitted" | "expired" | "superseded";
+            status_reason: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            expires_at: string;
+            /** @description Milliseconds since it was requested */
+            age_ms: number;
+            /** Format: date-time */
+            submitted_at: string | null;
+            submission_event_id: string | null;
+        };
+        InteractionListDto: {
+            items: components["schemas"]["InteractionViewDto"][];
         };
     };
     responses: never;
@@ -3671,6 +3805,10 @@ export interface operations {
             query?: {
                 /** @description Only this thread */
                 thread_id?: string;
+                /** @description Only this agent's conversation (agents sharing a conversation id are separate conversations) */
+                agent_id?: string;
+                /** @description Only rows of this workspace (workspaces sharing a conversation id are separate conversations) */
+                workspace_id?: string;
                 /** @description Items with seq < before (newest first) */
                 before?: string;
                 /** @description Items with seq > after (oldest first) */
@@ -5605,6 +5743,143 @@ export interface operations {
                 };
             };
             /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description unauthenticated: no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description unauthorized: the key's role may not use this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description runtime_error: an unexpected failure; the message carries an error id that the host logged (no detail leaks) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    InteractionsController_submit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubmitInteractionDto"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubmitInteractionResultDto"];
+                };
+            };
+            /** @description A value breaks its field (details.field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description unauthenticated: no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description callback_token does not match */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description Already submitted, expired or superseded (details.status) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description payload_too_large: the body is over the 5 MiB request limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description runtime_error: an unexpected failure; the message carries an error id that the host logged (no detail leaks) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    InteractionsController_list: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+                status?: "pending" | "submitted" | "expired" | "superseded";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InteractionListDto"];
+                };
+            };
             400: {
                 headers: {
                     [name: string]: unknown;
