@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { deliveryPolicySchema } from '@libs/agents';
-import { wholeTextParts } from '@libs/testing';
+import { wholeTextParts } from './whole-text.oracle';
 import { LARGE_EDIT, initialState, nextDueAt, normalise, type NormaliserState, type ResultLike } from './normaliser';
 import type { DeliveryOp } from './ops';
 import { deliveryPlan, type DeliveryPlan } from './plan';

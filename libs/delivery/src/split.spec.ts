@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { wholeTextParagraphs, wholeTextSplit } from '@libs/testing';
+import { wholeTextParagraphs, wholeTextSplit } from './whole-text.oracle';
 import {
   EMPTY_SCAN,
   completedParagraphs,

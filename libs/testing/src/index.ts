@@ -18,4 +18,3 @@ export {
   runCall,
   type ModelsFixture,
 } from './models-fixture';
-export { wholeTextParagraphs, wholeTextParts, wholeTextSplit } from './whole-text-delivery';

@@ -1,4 +1,4 @@
-import { graphemeEnds, measure, splitText, type SizeUnit } from '@libs/delivery';
+import { graphemeEnds, measure, splitText, type SizeUnit } from './split';
 
 /*
  * The whole-text delivery algorithms that the incremental ones of libs/delivery replaced (they
