@@ -227,3 +227,122 @@ describe('SteeringPull limit over real gRPC', () => {
     await host.sse(next.run_id as string);
   });
 });
+
+/*
+ * Concurrency and steering are per conversation too, workspace included: one agent serving two
+ * workspaces with the same conversation id runs each workspace's messages in its own run — a
+ * message of tenant-2 never steers into, nor waits behind, tenant-1's run, and tenant-1's
+ * follow-up is never pulled by tenant-2's run (docs/conversations-and-steering.md).
+ */
+describe('concurrency and steering per workspace over real gRPC: one agent, one conversation id', () => {
+  const db = new TestDatabase();
+  const host = new Host(db);
+  let plugin: RawPlugin;
+  let api: HostApiClient;
+
+  beforeAll(async () => {
+    await host.start();
+    const token = (await host.api('POST', '/v1/admin/plugins', { author: 'wsteer', name: 'raw' })).body
+      .token as string;
+    plugin = new RawPlugin(host.grpc, token);
+    // A runner that streams and pulls steering: its runs stay running until it answers.
+    plugin.hello('wsteer', 'raw', [manifestFor('wsteer', 'raw', { capabilities: { streaming: true, steering: true } })]);
+    expect((await plugin.next()).welcome.runners).toHaveLength(1);
+    expect(
+      (await host.api('POST', '/v1/admin/agents', { agent_id: 'wsteer', runner_id: 'plugin:wsteer/raw/default' }))
+        .status,
+    ).toBe(201);
+    api = new HostApiClient(host.grpc, token);
+  });
+
+  afterAll(async () => {
+    api?.close();
+    plugin?.close();
+    await host.stop();
+    await db.drop();
+  });
+
+  const post = (workspace: string | null, text: string, extra: Record<string, unknown> = {}) =>
+    host.api('POST', '/v1/events', {
+      agent_id: 'wsteer',
+      event: { event_type: 'message.received', source: 'api' },
+      conversation: { conversation_id: SHARED, ...(workspace === null ? {} : { workspace_id: workspace }) },
+      actor: { actor_type: 'user', actor_id: 'u1' },
+      input: { text },
+      ...extra,
+    });
+
+  const texts = (items: Array<{ input?: unknown }>) =>
+    items.map((i) => (i.input as { text?: string } | undefined)?.text ?? null);
+
+  it("tenant-2 starts its own run beside tenant-1's; tenant-1's follow-up still steers into tenant-1's run", async () => {
+    const t1 = await post('tenant-1', 't1 first');
+    expect(t1.status).toBe(202);
+    expect(t1.body.disposition).toBe('started');
+    const run1 = (await plugin.next()).run.context;
+    expect(run1.run_id).toBe(t1.body.run_id);
+
+    const t2 = await post('tenant-2', 't2 first');
+    expect(t2.status).toBe(202);
+    expect(t2.body.disposition).toBe('started');
+    expect(t2.body.run_id).not.toBe(t1.body.run_id);
+    const run2 = (await plugin.next()).run.context;
+    expect(run2.run_id).toBe(t2.body.run_id);
+
+    // No workspace is a conversation of its own, too.
+    const none = await post(null, 'no workspace first');
+    expect(none.body.disposition).toBe('started');
+    const run0 = (await plugin.next()).run.context;
+    expect(run0.run_id).toBe(none.body.run_id);
+
+    const follow = await post('tenant-1', 't1 follow-up');
+    expect(follow.status).toBe(202);
+    expect(follow.body).toMatchObject({ disposition: 'steered', run_id: t1.body.run_id, position: 1 });
+
+    // Only tenant-1's run pulls it.
+    for (const other of [run2.run_id, run0.run_id] as string[]) {
+      expect(texts(ok(await api.call('SteeringPull', { run_id: other, limit: 10 })).items)).toEqual([]);
+    }
+    expect(texts(ok(await api.call('SteeringPull', { run_id: run1.run_id as string, limit: 10 })).items)).toEqual([
+      't1 follow-up',
+    ]);
+
+    // The admin view of one conversation's queue: agent + workspace + conversation id.
+    const view = await host.api('GET', `/v1/admin/steering?agent_id=wsteer&workspace_id=tenant-1&conversation_id=${SHARED}`);
+    expect(view.status).toBe(200);
+    expect(view.body.items.map((i: any) => [i.workspace_id, i.text, i.run_id])).toEqual([
+      ['tenant-1', 't1 follow-up', t1.body.run_id],
+    ]);
+    expect(view.body.active_runs.map((r: any) => [r.workspace_id, r.run_id])).toEqual([['tenant-1', t1.body.run_id]]);
+    const other = await host.api('GET', `/v1/admin/steering?agent_id=wsteer&workspace_id=tenant-2`);
+    expect(other.body.items).toEqual([]);
+
+    // A queued message of tenant-2 waits behind tenant-2's run, and starts when that one ends,
+    // while tenant-1's run is still running.
+    const queued = await post('tenant-2', 't2 queued', { concurrency: 'queue' });
+    expect(queued.body.disposition).toBe('queued');
+    plugin.result(run2.run_id as string, 'run.completed', {}, 1);
+    await host.sse(run2.run_id as string);
+    const next = (await plugin.next()).run.context;
+    expect(next.run_id).toBe(queued.body.run_id);
+    expect(next.conversation).toMatchObject({ conversation_id: SHARED, workspace_id: 'tenant-2' });
+    const runs = await dbRows(db, 'runs');
+    expect(
+      runs
+        .filter((r) => r.status === 'running')
+        .map((r) => [r.run_id, r.workspace_id])
+        .sort(),
+    ).toEqual(
+      [
+        [t1.body.run_id, 'tenant-1'],
+        [none.body.run_id, null],
+        [queued.body.run_id, 'tenant-2'],
+      ].sort(),
+    );
+
+    for (const runId of [run1.run_id, run0.run_id, next.run_id] as string[]) {
+      plugin.result(runId, 'run.completed', {}, 1);
+      await host.sse(runId);
+    }
+  });
+});

@@ -124,6 +124,7 @@ function runRow(overrides: Partial<NewRun> = {}): NewRun {
     runner_id: 'acme/echo/echo',
     conversation_id: 'conv-1',
     thread_id: null,
+    workspace_id: null,
     status: 'running',
     status_reason: null,
     error_code: null,

@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import {
   ApiKeyEntity,
+  conversationKey,
   dataSourceOptions,
   ENTITIES,
   KbChunkEntity,
@@ -274,6 +275,24 @@ async function appliedMigrations(ds: DataSource): Promise<Array<{ id: number; ti
   return rows.map((r) => ({ id: Number(r.id), timestamp: Number(r.timestamp), name: r.name }));
 }
 
+/** A run row as the schema before the conversation-workspace migration stores it (no workspace). */
+function runBefore(runId: string, status: string, conversationId = 'conv-1'): string {
+  return `INSERT INTO "runs" ("run_id", "event_id", "agent_id", "runner_id", "conversation_id", "status", "context", "created_at")
+    VALUES ('${runId}', 'evt-${runId}', 'agent-1', 'acme/echo/echo', '${conversationId}', '${status}', '{}', 1)`;
+}
+
+/** The definition of the one-running-run index (an expression index: listIndexes does not show it). */
+async function runningIndexDefinition(ds: DataSource): Promise<string> {
+  const rows: Array<{ def: string }> = isPostgres(ds)
+    ? await ds.query(`SELECT indexdef AS def FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1`, [
+        'uq_runs_running_conversation',
+      ])
+    : await ds.query(`SELECT sql AS def FROM sqlite_master WHERE type = 'index' AND name = ?`, [
+        'uq_runs_running_conversation',
+      ]);
+  return rows[0]?.def ?? '';
+}
+
 /** Undoes the migrations after `name`, newest first (each later one has its own tests). */
 async function undoNewerThan(ds: DataSource, name: string): Promise<void> {
   while ((await appliedMigrations(ds)).at(-1)?.name !== name) {
@@ -289,6 +308,7 @@ function run(runId: string): Omit<RunEntity, 'id'> {
     runner_id: 'acme/echo/echo',
     conversation_id: 'conv-1',
     thread_id: null,
+    workspace_id: null,
     status: 'queued',
     status_reason: null,
     error_code: null,
@@ -527,7 +547,7 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
         "attachment_refs", "event_id", "run_id", "agent_id", "metadata", "created_at")
        VALUES ('conv-1', ${seq}, 'user', 'message', 'm${seq}', '{}', '[]',
         ${eventId === null ? 'NULL' : `'${eventId}'`}, ${runId === null ? 'NULL' : `'${runId}'`}, '${agentId}', '{}', 1)`;
-    await ds.getRepository(RunEntity).insert(run('run-1'));
+    await ds.query(runBefore('run-1', 'queued'));
     for (const sql of [
       log('evt-run-1', 'agent-1', 'tenant-1', 'run-1'),
       log('evt-user', 'agent-1', 'tenant-2', null),
@@ -553,6 +573,60 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
     for (const [table, name, unique, columns] of SCOPE_INDEXES) {
       expect(await listIndexes(ds, table)).toContainEqual({ name, unique, columns });
     }
+  });
+
+  it('the conversation-workspace migration keys running runs and steering items by workspace, from their events', async () => {
+    const ds = await ctx.open();
+    expect(await runningIndexDefinition(ds)).toMatch(/workspace_id/);
+    await undoNewerThan(ds, 'Interactions1767000000000');
+    expect(await columnsOf(ds, 'runs')).not.toContain('workspace_id');
+    expect(await columnsOf(ds, 'steering_items')).not.toContain('workspace_id');
+    expect(await runningIndexDefinition(ds)).not.toMatch(/workspace_id/);
+    const log = (eventId: string, workspace: string | null) =>
+      `INSERT INTO "event_log" ("event_id", "event_type", "source", "agent_id", "conversation_id", "workspace_id",
+        "input_summary", "metadata", "created_at")
+       VALUES ('${eventId}', 'message.received', 'api', 'agent-1', 'conv-1',
+        ${workspace === null ? 'NULL' : `'${workspace}'`}, '', '{}', 1)`;
+    const item = (eventId: string, oldKey: string) =>
+      `INSERT INTO "steering_items" ("conversation_key", "agent_id", "runner_id", "conversation_id", "event_id", "kind",
+        "state", "next_run_id", "dispatch", "item", "submission", "created_at")
+       VALUES ('${oldKey}', 'agent-1', 'acme/echo/echo', 'conv-1', '${eventId}', 'queue', 'waiting', 'run-q', 'waiting',
+        '{}', '{}', 1)`;
+    const oldKey = JSON.stringify(['agent-1', 'conv-1', '']);
+    for (const sql of [
+      runBefore('run-1', 'running'),
+      log('evt-run-1', 'tenant-1'),
+      runBefore('run-none', 'completed'),
+      log('evt-run-none', null),
+      log('evt-item', 'tenant-1'),
+      item('evt-item', oldKey),
+      log('evt-item-none', null),
+      item('evt-item-none', oldKey),
+    ]) {
+      await ds.query(sql);
+    }
+
+    await ds.runMigrations();
+    const runs: Array<{ run_id: string; workspace_id: string | null }> = await ds.query(
+      `SELECT "run_id", "workspace_id" FROM "runs" ORDER BY "run_id"`,
+    );
+    expect(runs.map((r) => [r.run_id, r.workspace_id])).toEqual([
+      ['run-1', 'tenant-1'],
+      ['run-none', null],
+    ]);
+    const items: Array<{ event_id: string; workspace_id: string | null; conversation_key: string }> = await ds.query(
+      `SELECT "event_id", "workspace_id", "conversation_key" FROM "steering_items" ORDER BY "event_id"`,
+    );
+    expect(items.map((i) => [i.event_id, i.workspace_id, i.conversation_key])).toEqual([
+      ['evt-item', 'tenant-1', conversationKey('agent-1', 'tenant-1', 'conv-1', null)],
+      ['evt-item-none', null, conversationKey('agent-1', null, 'conv-1', null)],
+    ]);
+    expect(await runningIndexDefinition(ds)).toMatch(/workspace_id/);
+    // Another workspace of the conversation may run now; the same workspace still may not.
+    await ds.getRepository(RunEntity).insert({ ...run('run-2'), status: 'running', workspace_id: 'tenant-2' });
+    await expect(
+      ds.getRepository(RunEntity).insert({ ...run('run-3'), status: 'running', workspace_id: 'tenant-1' }),
+    ).rejects.toThrow();
   });
 
   it('does nothing when the migrations are run again on an up-to-date database', async () => {

@@ -58,6 +58,7 @@ function run(overrides: Partial<NewRun> = {}): NewRun {
     runner_id: 'acme/echo/echo',
     conversation_id: 'conv-1',
     thread_id: null,
+    workspace_id: null,
     status: 'queued',
     status_reason: null,
     error_code: null,

@@ -19,27 +19,38 @@ import { logOf, newEvent, newResult, newRun, T0 } from './support/run-rows';
 jest.setTimeout(60_000);
 
 const conv: ConversationRef = {
-  key: conversationKey('agent-1', 'conv-s', null),
+  key: conversationKey('agent-1', null, 'conv-s', null),
   agent_id: 'agent-1',
   runner_id: 'acme/echo/echo',
+  workspace_id: null,
   conversation_id: 'conv-s',
   thread_id: null,
 };
 
-/** The rows admission gives for one event of `conv`, with a policy that steers when it can. */
-function admitRows(text: string, decide: ConversationAdmitRows['decide'] = steerWhenBusy): ConversationAdmitRows {
-  const run = newRun({ conversation_id: conv.conversation_id, agent_id: conv.agent_id });
-  const event = newEvent({ conversation_id: conv.conversation_id, agent_id: conv.agent_id, run_id: run.run_id });
+/** `conv` in a workspace: the same agent, conversation id and thread. */
+function inWorkspace(workspace: string | null): ConversationRef {
+  const { agent_id, conversation_id, thread_id } = conv;
+  return { ...conv, workspace_id: workspace, key: conversationKey(agent_id, workspace, conversation_id, thread_id) };
+}
+
+/** The rows admission gives for one event of `c`, with a policy that steers when it can. */
+function admitRows(
+  text: string,
+  decide: ConversationAdmitRows['decide'] = steerWhenBusy,
+  c: ConversationRef = conv,
+): ConversationAdmitRows {
+  const run = newRun({ conversation_id: c.conversation_id, agent_id: c.agent_id, workspace_id: c.workspace_id });
+  const event = newEvent({ conversation_id: c.conversation_id, agent_id: c.agent_id, run_id: run.run_id });
   return {
-    conversation: conv,
+    conversation: c,
     event: { ...event, event_id: run.event_id },
     readmit: false,
     decide,
-    log: logOf({ ...event, event_id: run.event_id }),
+    log: logOf({ ...event, event_id: run.event_id }, { workspace_id: c.workspace_id }),
     user: null,
     start: { run, contextAt: () => run.context },
     unavailable: { run: { ...run, status: 'failed' }, terminal: newResult(run.run_id, 1, { type: 'run.failed' }) },
-    queuedRun: queuedRunRow(run.run_id, run.event_id, conv, T0),
+    queuedRun: queuedRunRow(run.run_id, run.event_id, c, T0),
     item: (runId, position) => ({ text, claimed_run_id: runId, position }),
     submission: { input: { text } },
   };
@@ -96,6 +107,49 @@ describe.each(DIALECTS)('conversations and steering on %s', (_name, factory) => 
     await runs.insert(newRun({ conversation_id: 'c-x', status: 'completed' }));
     await runs.insert(newRun({ conversation_id: 'c-x', agent_id: 'agent-2' }));
     expect(await runs.countBy({ conversation_id: 'c-x', status: 'running' })).toBe(3);
+  });
+
+  it('keeps one running run per workspace: a missing workspace matches only a missing one', async () => {
+    const runs = ds.getRepository(RunEntity);
+    for (const workspace_id of ['tenant-1', 'tenant-2', null, '']) {
+      await runs.insert(newRun({ conversation_id: 'c-w', workspace_id }));
+    }
+    await expect(runs.insert(newRun({ conversation_id: 'c-w', workspace_id: 'tenant-1' }))).rejects.toThrow();
+    await expect(runs.insert(newRun({ conversation_id: 'c-w', workspace_id: null }))).rejects.toThrow();
+    await expect(runs.insert(newRun({ conversation_id: 'c-w', workspace_id: '' }))).rejects.toThrow();
+    expect(await runs.countBy({ conversation_id: 'c-w', status: 'running' })).toBe(4);
+  });
+
+  it('runs, steers and queues each workspace of one agent and conversation id apart', async () => {
+    const [t1, t2, none] = [inWorkspace('tenant-1'), inWorkspace('tenant-2'), inWorkspace(null)];
+    const a = await steering.admit(admitRows('t1 first', steerWhenBusy, t1));
+    const b = await steering.admit(admitRows('t2 first', steerWhenBusy, t2));
+    const c = await steering.admit(admitRows('none first', steerWhenBusy, none));
+    expect([a, b, c].map((o) => o.admitted && o.disposition)).toEqual(['started', 'started', 'started']);
+    const runOf = (o: typeof a) => (o.admitted ? o.run_id! : '');
+    expect(new Set([a, b, c].map(runOf)).size).toBe(3);
+    expect(await ds.getRepository(RunEntity).findOneBy({ run_id: runOf(b) })).toMatchObject({
+      workspace_id: 'tenant-2',
+      status: 'running',
+    });
+
+    const steered = await steering.admit(admitRows('t1 follow-up', steerWhenBusy, t1));
+    expect(steered.admitted && [steered.disposition, steered.run_id]).toEqual(['steered', runOf(a)]);
+    expect((await steering.situation(t2)).queued_on_run).toBe(0);
+    expect((await steering.pull(runOf(b), 10, 'all')).map((i) => i.item.text)).toEqual([]);
+    expect((await steering.pull(runOf(a), 10, 'all')).map((i) => i.item.text)).toEqual(['t1 follow-up']);
+
+    // A waiting run of tenant-2 is tenant-2's: tenant-1's dispatcher key never finds it.
+    const waiting = await steering.admit(admitRows('t2 queued', () => 'queued', t2));
+    expect(waiting.admitted && waiting.disposition).toBe('queued');
+    expect(await steering.nextWaiting(t1.key)).toBeNull();
+    expect(await steering.nextWaiting(none.key)).toBeNull();
+    expect(await steering.nextWaiting(t2.key)).toMatchObject({ workspace_id: 'tenant-2', item: { text: 't2 queued' } });
+    expect(await ds.getRepository(RunEntity).findOneBy({ run_id: runOf(waiting) })).toMatchObject({
+      workspace_id: 'tenant-2',
+      status: 'queued',
+    });
+    expect(new Set(await steering.waitingConversations())).toEqual(new Set([t2.key]));
   });
 
   it('admits 20 concurrent events of one conversation: one run starts, the others steer into it in order', async () => {

@@ -318,7 +318,12 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
           // The conversation is free: its next waiting run (re-dispatched items first, by arrival) may start.
           this.signals.publish({
             kind: 'conversation',
-            key: conversationKey(run.agent_id, conversation.conversation_id, conversation.thread_id),
+            key: conversationKey(
+              run.agent_id,
+              conversation.workspace_id,
+              conversation.conversation_id,
+              conversation.thread_id,
+            ),
           });
         }
       }

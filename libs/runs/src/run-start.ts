@@ -84,6 +84,7 @@ export class RunStarter {
       runner_id: agent.runner_id,
       conversation_id: scope.conversation_id,
       thread_id: scope.thread_id,
+      workspace_id: scope.workspace_id,
       status: 'running',
       status_reason: null,
       error_code: null,

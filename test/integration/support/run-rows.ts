@@ -21,6 +21,7 @@ export function newRun(overrides: Partial<NewRun> = {}): NewRun {
     runner_id: 'acme/echo/echo',
     conversation_id: 'conv-1',
     thread_id: null,
+    workspace_id: null,
     status: 'running',
     status_reason: null,
     error_code: null,

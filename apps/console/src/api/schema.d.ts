@@ -2164,6 +2164,8 @@ export interface components {
             /** @enum {string|null} */
             dispatch: "waiting" | "started" | "failed" | null;
             agent_id: string;
+            /** @description Part of the conversation key */
+            workspace_id: string | null;
             conversation_id: string;
             thread_id: string | null;
             /** @description The run it was steered into */
@@ -2185,6 +2187,7 @@ export interface components {
         ActiveRunQueueDto: {
             run_id: string;
             agent_id: string;
+            workspace_id: string | null;
             conversation_id: string | null;
             thread_id: string | null;
             /** @description The run may pull steering items */
@@ -5665,6 +5668,8 @@ export interface operations {
                 limit?: number;
                 conversation_id?: string;
                 agent_id?: string;
+                /** @description Only this workspace's conversations (with agent_id and conversation_id: one conversation) */
+                workspace_id?: string;
                 /** @description Items steered into this run */
                 run_id?: string;
                 state?: "queued" | "injected" | "redispatched" | "waiting";

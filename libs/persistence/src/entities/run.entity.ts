@@ -5,7 +5,8 @@ import { epochMs, type JsonObject } from './columns';
 @Entity('runs')
 @Index('idx_runs_conversation_status', ['conversation_id', 'status'])
 @Index('idx_runs_status', ['status'])
-// One running run per conversation: a unique partial expression index the migration creates.
+// One running run per conversation (agent + workspace + conversation id + thread): a unique partial
+// expression index the migrations create.
 @Index('uq_runs_running_conversation', { synchronize: false })
 export class RunEntity {
   /** Internal order key (cursor for listings). */
@@ -29,6 +30,10 @@ export class RunEntity {
 
   @Column({ type: 'varchar', length: 255, nullable: true })
   thread_id!: string | null;
+
+  /** The workspace of the run's conversation (part of its key: docs/conversations-and-steering.md). */
+  @Column({ type: 'varchar', length: 255, nullable: true })
+  workspace_id!: string | null;
 
   @Column({ type: 'varchar', length: 16 })
   status!: RunStatus;

@@ -31,6 +31,9 @@ export class SteeringItemEntity {
   @Column({ type: 'varchar', length: 255, nullable: true })
   thread_id!: string | null;
 
+  @Column({ type: 'varchar', length: 255, nullable: true })
+  workspace_id!: string | null;
+
   @Column({ type: 'varchar', length: 255, unique: true })
   event_id!: string;
 

@@ -43,6 +43,7 @@ export const RUN_COLUMNS = [
   'runner_id',
   'conversation_id',
   'thread_id',
+  'workspace_id',
   'status',
   'status_reason',
   'error_code',

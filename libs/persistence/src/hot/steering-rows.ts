@@ -4,18 +4,32 @@ import { SQL } from './hot-sql';
 import { STEERING_SQL } from './steering-sql';
 import { one, type Unit } from './unit';
 
-/** One conversation: agent + conversation_id + thread_id, and the runner its agent binds. */
+/**
+ * One conversation: agent + workspace + conversation_id + thread_id, and the runner its agent
+ * binds. A missing workspace is a workspace of its own: it matches only a missing workspace.
+ */
 export interface ConversationRef {
-  /** Canonical key of the three ids (see conversationKey). */
+  /** Canonical key of the four ids (see conversationKey). */
   key: string;
   agent_id: string;
   runner_id: string;
+  workspace_id: string | null;
   conversation_id: string;
   thread_id: string | null;
 }
 
-export function conversationKey(agentId: string, conversationId: string, threadId: string | null): string {
-  return JSON.stringify([agentId, conversationId, threadId ?? '']);
+/**
+ * The key of a conversation for concurrency and steering: the steering items' `conversation_key`,
+ * the conversation lock and the dispatcher's signal. The workspace stays `null` when missing, so
+ * it never equals a named workspace (the empty name included).
+ */
+export function conversationKey(
+  agentId: string,
+  workspaceId: string | null,
+  conversationId: string,
+  threadId: string | null,
+): string {
+  return JSON.stringify([agentId, workspaceId, conversationId, threadId ?? '']);
 }
 
 /** What admission sees of a conversation, under its lock. */
@@ -37,6 +51,7 @@ export interface SteeringRow {
   runner_id: string;
   conversation_id: string;
   thread_id: string | null;
+  workspace_id: string | null;
   event_id: string;
   kind: 'steer' | 'queue';
   state: string;
@@ -59,6 +74,7 @@ export function steeringFromRow(r: Row): SteeringRow {
     runner_id: String(r.runner_id),
     conversation_id: String(r.conversation_id),
     thread_id: (r.thread_id as string | null) ?? null,
+    workspace_id: (r.workspace_id as string | null) ?? null,
     event_id: String(r.event_id),
     kind: r.kind as 'steer' | 'queue',
     state: String(r.state),
@@ -80,6 +96,7 @@ export function* conversationLock(c: ConversationRef): Unit<void> {
 export function* situationOf(c: ConversationRef): Unit<ConversationSituation> {
   const running = yield* one<{ run_id: string }>(STEERING_SQL.runningRun, [
     c.agent_id,
+    c.workspace_id,
     c.conversation_id,
     c.thread_id ?? '',
   ]);

@@ -11,6 +11,7 @@ export const STEERING_COLUMNS = [
   'runner_id',
   'conversation_id',
   'thread_id',
+  'workspace_id',
   'event_id',
   'kind',
   'state',
@@ -24,7 +25,7 @@ export const STEERING_COLUMNS = [
   'created_at',
 ] as const;
 
-const ITEM = `"id", "conversation_key", "agent_id", "runner_id", "conversation_id", "thread_id", "event_id", "kind",
+const ITEM = `"id", "conversation_key", "agent_id", "runner_id", "conversation_id", "thread_id", "workspace_id", "event_id", "kind",
   "state", "run_id", "position", "next_run_id", "dispatch", "item", "submission", "created_at", "redispatched_at"`;
 
 export const STEERING_SQL = {
@@ -37,7 +38,10 @@ export const STEERING_SQL = {
   /** The running run of a conversation (at most one: uq_runs_running_conversation). */
   runningRun: stmt(
     'running_run',
-    `SELECT "run_id" FROM "runs" WHERE "agent_id" = ? AND "conversation_id" = ? AND COALESCE("thread_id", '') = ? AND "status" = 'running'`,
+    `SELECT "run_id" FROM "runs" WHERE "agent_id" = ? AND "workspace_id" IS ? AND "conversation_id" = ? AND COALESCE("thread_id", '') = ?
+     AND "status" = 'running'`,
+    `SELECT "run_id" FROM "runs" WHERE "agent_id" = ? AND "workspace_id" IS NOT DISTINCT FROM ? AND "conversation_id" = ?
+     AND COALESCE("thread_id", '') = ? AND "status" = 'running'`,
   ),
   /** Items of the conversation waiting to start as runs of their own. */
   waitingCount: stmt(

@@ -153,6 +153,7 @@ export function* admitConversationUnit(a: ConversationAdmitRows): Unit<Conversat
           runner_id: c.runner_id,
           conversation_id: c.conversation_id,
           thread_id: c.thread_id,
+          workspace_id: c.workspace_id,
           event_id: a.event.event_id,
           kind: disposition === 'steered' ? 'steer' : 'queue',
           state: disposition === 'steered' ? 'queued' : 'waiting',

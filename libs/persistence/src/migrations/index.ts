@@ -8,6 +8,7 @@ import { ToolMetadata1765300000000 } from './1765300000000-tool-metadata';
 import { RetentionIndexes1765400000000 } from './1765400000000-retention-indexes';
 import { ConversationScope1765420000000 } from './1765420000000-conversation-scope';
 import { Interactions1767000000000 } from './1767000000000-interactions';
+import { ConversationWorkspace1767100000000 } from './1767100000000-conversation-workspace';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   RetentionIndexes1765400000000,
   ConversationScope1765420000000,
   Interactions1767000000000,
+  ConversationWorkspace1767100000000,
 ];

@@ -33,6 +33,7 @@ export interface SteeringFilter {
   run_id?: string;
   conversation_id?: string;
   agent_id?: string;
+  workspace_id?: string;
   states?: string[];
 }
 
@@ -123,6 +124,9 @@ export class SteeringRepository {
     }
     if (filter.agent_id !== undefined) {
       where.agent_id = filter.agent_id;
+    }
+    if (filter.workspace_id !== undefined) {
+      where.workspace_id = filter.workspace_id;
     }
     if (filter.states?.length) {
       where.state = In(filter.states);

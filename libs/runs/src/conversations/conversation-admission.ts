@@ -37,10 +37,12 @@ export type ConversationAdmitResult =
 export function conversationOf(agent: AgentEntity, sub: EventSubmission): ConversationRef {
   const conv = sub.conversation!;
   const thread = conv.thread_id ?? null;
+  const workspace = conv.workspace_id ?? null;
   return {
-    key: conversationKey(agent.agent_id, conv.conversation_id, thread),
+    key: conversationKey(agent.agent_id, workspace, conv.conversation_id, thread),
     agent_id: agent.agent_id,
     runner_id: agent.runner_id,
+    workspace_id: workspace,
     conversation_id: conv.conversation_id,
     thread_id: thread,
   };

@@ -17,6 +17,7 @@ function item(id: number, createdAt = Date.now()): SteeringRow {
     runner_id: 'plugin:a/b/default',
     conversation_id: 'c1',
     thread_id: null,
+    workspace_id: null,
     event_id: `e${id}`,
     kind: 'queue',
     state: 'waiting',

@@ -109,6 +109,7 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
       key: item.conversation_key,
       agent_id: item.agent_id,
       runner_id: item.runner_id,
+      workspace_id: item.workspace_id,
       conversation_id: item.conversation_id,
       thread_id: item.thread_id,
     };

@@ -14,6 +14,7 @@ export interface SteeringItemView {
   /** waiting | started | failed: for an item due as a run of its own. */
   dispatch: string | null;
   agent_id: string;
+  workspace_id: string | null;
   conversation_id: string;
   thread_id: string | null;
   run_id: string | null;
@@ -33,6 +34,7 @@ export interface SteeringView {
   active_runs: {
     run_id: string;
     agent_id: string;
+    workspace_id: string | null;
     conversation_id: string | null;
     thread_id: string | null;
     steering_pull: boolean;
@@ -66,6 +68,7 @@ function itemView(i: SteeringItemEntity): SteeringItemView {
     state: i.state,
     dispatch: i.dispatch,
     agent_id: i.agent_id,
+    workspace_id: i.workspace_id,
     conversation_id: i.conversation_id,
     thread_id: i.thread_id,
     run_id: i.run_id,
@@ -107,6 +110,7 @@ export class SteeringAdminService {
       .filter((r) => r.snapshot.scope.conversation_id !== null && !r.ended)
       .filter((r) => filter.run_id === undefined || r.run_id === filter.run_id)
       .filter((r) => filter.agent_id === undefined || r.agent_id === filter.agent_id)
+      .filter((r) => filter.workspace_id === undefined || r.snapshot.scope.workspace_id === filter.workspace_id)
       .filter(
         (r) => filter.conversation_id === undefined || r.snapshot.scope.conversation_id === filter.conversation_id,
       )
@@ -115,6 +119,7 @@ export class SteeringAdminService {
       runs.map(async (r) => ({
         run_id: r.run_id,
         agent_id: r.agent_id,
+        workspace_id: r.snapshot.scope.workspace_id,
         conversation_id: r.snapshot.scope.conversation_id,
         thread_id: r.snapshot.scope.thread_id,
         steering_pull: r.snapshot.available_apis.steering_pull,
@@ -147,7 +152,9 @@ export class SteeringAdminService {
     }
     for (const r of t.runs) {
       const base = { event_id: r.event_id, run_id: r.run_id };
-      add(r.created_at, 3, { ...base, at: iso(r.created_at)!, type: 'run.created', detail: { agent_id: r.agent_id } });
+      add(r.created_at, 3, { ...base, at: iso(r.created_at)!, type: 'run.created',
+        detail: { agent_id: r.agent_id, workspace_id: r.workspace_id },
+      });
       if (r.started_at !== null) {
         add(r.started_at, 4, { ...base, at: iso(r.started_at)!, type: 'run.started', detail: {} });
       }

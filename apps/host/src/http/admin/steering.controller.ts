@@ -21,6 +21,7 @@ export class SteeringController {
       {
         conversation_id: q.conversation_id,
         agent_id: q.agent_id,
+        workspace_id: q.workspace_id,
         run_id: q.run_id,
         states: q.state ? [q.state] : undefined,
       },

@@ -7,6 +7,13 @@ export const ITEM_STATES = ['queued', 'injected', 'redispatched', 'waiting'];
 export class SteeringQueryDto extends PageQueryDto {
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(255) conversation_id?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(128) agent_id?: string;
+  @ApiPropertyOptional({
+    description: "Only this workspace's conversations (with agent_id and conversation_id: one conversation)",
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(255)
+  workspace_id?: string;
   @ApiPropertyOptional({ description: 'Items steered into this run' })
   @IsOptional()
   @IsString()
@@ -36,6 +43,8 @@ export class SteeringItemDto {
   state!: string;
   @ApiProperty({ nullable: true, type: String, enum: ['waiting', 'started', 'failed'] }) dispatch!: string | null;
   @ApiProperty() agent_id!: string;
+  @ApiProperty({ nullable: true, type: String, description: 'Part of the conversation key' }) workspace_id!:
+    string | null;
   @ApiProperty() conversation_id!: string;
   @ApiProperty({ nullable: true, type: String }) thread_id!: string | null;
   @ApiProperty({ nullable: true, type: String, description: 'The run it was steered into' }) run_id!: string | null;
@@ -54,6 +63,7 @@ export class SteeringItemDto {
 export class ActiveRunQueueDto {
   @ApiProperty() run_id!: string;
   @ApiProperty() agent_id!: string;
+  @ApiProperty({ nullable: true, type: String }) workspace_id!: string | null;
   @ApiProperty({ nullable: true, type: String }) conversation_id!: string | null;
   @ApiProperty({ nullable: true, type: String }) thread_id!: string | null;
   @ApiProperty({ description: 'The run may pull steering items' }) steering_pull!: boolean;
