@@ -4,7 +4,7 @@ import { wholeTextParts } from './whole-text.oracle';
 import { LARGE_EDIT, initialState, nextDueAt, normalise, type NormaliserState, type ResultLike } from './normaliser';
 import type { DeliveryOp } from './ops';
 import { deliveryPlan, type DeliveryPlan } from './plan';
-import { measure } from './split';
+import { measure, splitText } from './split';
 import { deliveryContextOf, type DeliveryRequest } from './surfaces';
 
 /*
@@ -195,5 +195,31 @@ describe('normaliser: a long answer', () => {
     expect(edits[edits.length - 1]).toBeLessThan(LARGE_EDIT + delta.length);
     expect(ops.map((o) => o.op).slice(-1)).toEqual(['message.final']);
     expect(ops[ops.length - 1].payload.text).toBe(delta.repeat(400));
+  });
+
+  it('final mode with a limit: the answer is split while it streams, and its end sends exactly splitText of it', () => {
+    const plan = planOf({ surface: 'qq' });
+    expect(plan.mode).toBe('final');
+    let state: NormaliserState = initialState(RUN);
+    for (let i = 0; i < 50; i++) {
+      const r = normalise(
+        plan,
+        state,
+        {
+          kind: 'result',
+          result: { run_id: RUN, sequence: i + 1, type: 'message.delta', data: { chunk: { content: delta } } },
+        },
+        0,
+      );
+      expect(r.ops).toEqual([]);
+      state = r.state;
+    }
+    // Before the end most of the answer is already cut into parts.
+    expect(state.open?.growing.cut).toBeGreaterThan(49 * delta.length);
+    const ops = run(
+      plan,
+      Array.from({ length: 50 }, () => delta),
+    );
+    expect(ops.map((o) => o.payload.text)).toEqual(splitText(delta.repeat(50), plan.max_message_size, plan.size_unit));
   });
 });

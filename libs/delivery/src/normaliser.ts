@@ -28,12 +28,16 @@ import type { DeliveryPlan, NoticeKind } from './plan';
 import { attachmentsOf, textOf } from './message-content';
 import { noticeText } from './notices';
 import {
+  EMPTY_GROWING_SPLIT,
   EMPTY_SCAN,
+  finishSplit,
+  growSplit,
   measure,
   scanParagraphs,
   scannedParagraphs,
   splitText,
   visible,
+  type GrowingSplit,
   type ParagraphScan,
 } from './split';
 
@@ -75,6 +79,8 @@ export interface OpenMessage {
   readonly extends_shown: boolean;
   /** parts: the paragraph scan of `pending`. */
   readonly scan: ParagraphScan;
+  /** final with a size limit: `text` split as it grows, so that its end splits only the last parts. */
+  readonly growing: GrowingSplit;
 }
 
 export interface NormaliserState {
@@ -106,6 +112,7 @@ const EMPTY_MESSAGE: OpenMessage = {
   pending_visible: false,
   extends_shown: true,
   scan: EMPTY_SCAN,
+  growing: EMPTY_GROWING_SPLIT,
 };
 
 /**
@@ -177,6 +184,13 @@ function resetPending(d: Draft, m: Mutable<OpenMessage>, pending: string): void 
   m.pending_visible = visible(pending);
   m.extends_shown = pending.startsWith(m.shown);
   m.scan = d.plan.mode === 'parts' ? scanParagraphs(EMPTY_SCAN, pending) : EMPTY_SCAN;
+  const limit = growLimit(d.plan);
+  m.growing = limit === null ? EMPTY_GROWING_SPLIT : growSplit(EMPTY_GROWING_SPLIT, pending, limit, d.plan.size_unit);
+}
+
+/** final mode with a size limit: the answer (`pending` is all of it) is split as it grows; its limit, else null. */
+function growLimit(plan: DeliveryPlan): number | null {
+  return plan.mode === 'final' ? plan.max_message_size : null;
 }
 
 /** `chunk` appended to the answer: O(chunk). */
@@ -192,6 +206,10 @@ function appendPending(d: Draft, m: Mutable<OpenMessage>, chunk: string): void {
   }
   if (d.plan.mode === 'parts') {
     m.scan = scanParagraphs(m.scan, chunk);
+  }
+  const limit = growLimit(d.plan);
+  if (limit !== null) {
+    m.growing = growSplit(m.growing, chunk, limit, d.plan.size_unit);
   }
 }
 
@@ -308,7 +326,10 @@ function finishAnswer(d: Draft, finalText: string, incomplete: boolean): void {
   const from = d.plan.mode === 'edit' ? m.base : d.plan.mode === 'parts' ? m.sent : 0;
   // The final text normally extends what was sent; if the runner changed it, what is left of it.
   const remaining = finalText.slice(Math.min(from, finalText.length));
-  const parts = visible(remaining) ? split(d, remaining) : [];
+  // final mode: the streamed text was split as it grew; only its last parts are cut now.
+  const limit = growLimit(d.plan);
+  const grown = limit !== null && finalText === m.text ? finishSplit(m.growing, limit, d.plan.size_unit) : null;
+  const parts = visible(remaining) ? (grown ?? split(d, remaining)) : [];
   if (d.plan.mode === 'edit' && m.current !== null) {
     const [first, ...rest] = parts.length > 0 ? parts : [m.shown];
     if (rest.length === 0) {

@@ -1,8 +1,11 @@
 import fc from 'fast-check';
 import { wholeTextParagraphs, wholeTextSplit } from './whole-text.oracle';
 import {
+  EMPTY_GROWING_SPLIT,
   EMPTY_SCAN,
   completedParagraphs,
+  finishSplit,
+  growSplit,
   graphemeEnds,
   measure,
   scanParagraphs,
@@ -232,4 +235,58 @@ describe('splitText window by window equals the whole-text splitter', () => {
       );
     });
   }
+});
+
+describe('growSplit (split as the text grows) equals splitText of the whole text', () => {
+  const noFence = fc
+    .array(
+      fc.oneof(
+        piece.filter((p) => !p.includes('```')),
+        paragraphPiece.filter((p) => !p.includes('```') && !p.includes('~~~')),
+        fc.integer({ min: 1, max: 90 }).map((n) => 'e' + '\u0301'.repeat(n)),
+        fc.string({ unit: 'grapheme', maxLength: 8 }),
+      ),
+      { maxLength: 300 },
+    )
+    .map((a) => a.join(''));
+  for (const unit of ['chars', 'bytes'] as SizeUnit[]) {
+    it(`${unit}: any text, chunking and limit — with or without a fence (then the whole text is split at the end)`, () => {
+      fc.assert(
+        fc.property(
+          fc.oneof(noFence, noFence, text).chain((t) => fc.tuple(fc.constant(t), chunkings(t))),
+          fc.integer({ min: unit === 'chars' ? 2 : 4, max: 200 }),
+          ([t, chunks], limit) => {
+            let s = EMPTY_GROWING_SPLIT;
+            for (const c of chunks) {
+              const before = s;
+              const frozen = JSON.stringify(before);
+              s = growSplit(s, c, limit, unit);
+              expect(JSON.stringify(before)).toBe(frozen); // a state is never changed by a later one
+            }
+            const whole = splitText(t, limit, unit);
+            expect(finishSplit(s, limit, unit) ?? whole).toEqual(whole);
+            if (/```|~~~/.test(t)) {
+              expect(finishSplit(s, limit, unit)).toBeNull();
+            }
+          },
+        ),
+        { numRuns: 800 },
+      );
+    });
+  }
+
+  it('cuts a long answer as it grows, keeping a bounded buffer', () => {
+    let s = EMPTY_GROWING_SPLIT;
+    const delta = 'word '.repeat(1638);
+    for (let i = 0; i < 200; i++) {
+      s = growSplit(s, delta, 2000, 'chars');
+      expect(s.buf.length).toBeLessThan(2 * 2064 + delta.length);
+    }
+    expect(s.cut).toBeGreaterThan(200 * delta.length - 2 * 2064);
+    expect(finishSplit(s, 2000, 'chars')).toEqual(splitText(delta.repeat(200), 2000, 'chars'));
+  });
+
+  it('refuses a bad limit as splitText does', () => {
+    expect(() => growSplit(EMPTY_GROWING_SPLIT, 'abc', 1, 'chars')).toThrow('limit: must be an integer ≥ 2 chars');
+  });
 });

@@ -237,58 +237,181 @@ export function splitText(text: string, limit: number | null, unit: SizeUnit = '
   if (limit === null || measure(text, unit) <= limit) {
     return [text];
   }
+  checkLimit(limit, unit);
+  const fences = new FenceIndex(text);
+  const parts: string[] = [];
+  let at: SplitPosition = { start: 0, bigEnd: 0 };
+  while (at.start < text.length) {
+    const next = splitStep(text, at, limit, unit, fences, true);
+    if (!next) {
+      parts.push(text.slice(at.start));
+      break;
+    }
+    parts.push(text.slice(at.start, next.start));
+    at = next;
+  }
+  return parts;
+}
+
+function checkLimit(limit: number, unit: SizeUnit): void {
   if (!Number.isInteger(limit) || limit < MIN_LIMIT[unit]) {
     throw new RangeError(`limit: must be an integer ≥ ${MIN_LIMIT[unit]} ${unit}`);
   }
-  const fences = new FenceIndex(text);
-  const parts: string[] = [];
-  let start = 0;
-  /** End of a grapheme larger than the limit that the last part ended inside. */
-  let bigEnd = 0;
-  while (start < text.length) {
-    const { ends, sizes, big } = unitsFrom(text, start, limit, unit, bigEnd);
-    let size = 0;
-    let j = 0;
-    while (j < ends.length && size + sizes[j] <= limit) {
-      size += sizes[j];
-      j++;
+}
+
+/** Where the next part starts, and the end of a grapheme larger than the limit the last part ended inside (else 0). */
+interface SplitPosition {
+  start: number;
+  bigEnd: number;
+}
+
+/**
+ * One part of splitText from `at`: where the next one starts, or null when the rest is the last
+ * part. With `atEnd` false the text may still grow: a step whose window reaches the end of the
+ * text is not taken (undefined), so that a part chosen now is the part chosen on the whole text.
+ */
+function splitStep(
+  text: string,
+  at: SplitPosition,
+  limit: number,
+  unit: SizeUnit,
+  fences: FenceIndex,
+  atEnd: boolean,
+): SplitPosition | null | undefined {
+  const { start } = at;
+  const { ends, sizes, big, complete } = unitsFrom(text, start, limit, unit, at.bigEnd);
+  if (complete && !atEnd) {
+    return undefined;
+  }
+  let size = 0;
+  let j = 0;
+  while (j < ends.length && size + sizes[j] <= limit) {
+    size += sizes[j];
+    j++;
+  }
+  if (j === ends.length) {
+    return null;
+  }
+  // Candidate ends are ends[0..j-1]; choose the best-ranked one past MIN_FILL of the window.
+  const windowEnd = ends[j - 1];
+  const minPos = start + Math.floor((windowEnd - start) * MIN_FILL);
+  let best = j - 1;
+  let bestRank: Rank | -1 = -1;
+  for (let c = j - 1; c >= 0; c--) {
+    const pos = ends[c];
+    const rank = rankAt(text, pos, fences.at(pos));
+    if (pos < minPos) {
+      // Early in the window: only the nearest real boundary, and only when none lies later.
+      if (bestRank <= Rank.Grapheme && rank > Rank.Grapheme) {
+        best = c;
+      }
+      if (bestRank > Rank.Grapheme || rank > Rank.Grapheme) {
+        break;
+      }
+      continue;
     }
-    if (j === ends.length) {
-      parts.push(text.slice(start));
+    if (rank > bestRank) {
+      best = c;
+      bestRank = rank;
+      if (rank === Rank.Paragraph) {
+        break;
+      }
+    }
+  }
+  const next = ends[best];
+  // Still inside a grapheme cut into code points: the next window goes on cutting it so.
+  return { start: next, bigEnd: big[best] > next ? big[best] : 0 };
+}
+
+/** Characters before a part's start that rankAt may read (it looks at most 8 back). */
+const RANK_CONTEXT = 8;
+
+/**
+ * splitText of a text that grows, done as it grows (docs/delivery.md#long-answers): parts whose
+ * window lies wholly in the text so far are cut at once, so that splitting a huge answer at its
+ * end costs only its last parts. `parts` is a persistent list (newest first), so a state stays
+ * unchanged when a later one grows. Only for text without a code fence line marker (a fence
+ * changes where parts may end, from the text's start on): once one appears, `off` — the whole
+ * text is split at the end, as splitText.
+ */
+export interface GrowingSplit {
+  /** The text from the next part's start (minus up to RANK_CONTEXT characters before it). */
+  readonly buf: string;
+  /** Where in `buf` the next part starts, and a big grapheme's end there (0: none). */
+  readonly at: SplitPosition;
+  /** Parts cut so far, newest first. */
+  readonly parts: PartList | null;
+  /** Characters of the text the cut parts hold. */
+  readonly cut: number;
+  /** A fence marker was seen: nothing more is cut. */
+  readonly off: boolean;
+}
+
+export interface PartList {
+  readonly part: string;
+  readonly rest: PartList | null;
+}
+
+export const EMPTY_GROWING_SPLIT: GrowingSplit = { buf: '', at: { start: 0, bigEnd: 0 }, parts: null, cut: 0, off: false };
+
+/** `chunk` appended to the text: the parts now certain are cut (O(chunk + limit) per part). */
+export function growSplit(s: GrowingSplit, chunk: string, limit: number, unit: SizeUnit): GrowingSplit {
+  if (s.off) {
+    return s;
+  }
+  const tail = s.buf.slice(-2);
+  if (/```|~~~/.test(tail + chunk)) {
+    return { ...s, off: true };
+  }
+  checkLimit(limit, unit);
+  let buf = s.buf + chunk;
+  let at = s.at;
+  let parts = s.parts;
+  let cut = s.cut;
+  const fences = new FenceIndex(buf); // no fence marker in the text: never inside one
+  for (;;) {
+    const next = splitStep(buf, at, limit, unit, fences, false);
+    if (!next) {
       break;
     }
-    // Candidate ends are ends[0..j-1]; choose the best-ranked one past MIN_FILL of the window.
-    const windowEnd = ends[j - 1];
-    const minPos = start + Math.floor((windowEnd - start) * MIN_FILL);
-    let best = j - 1;
-    let bestRank: Rank | -1 = -1;
-    for (let c = j - 1; c >= 0; c--) {
-      const pos = ends[c];
-      const rank = rankAt(text, pos, fences.at(pos));
-      if (pos < minPos) {
-        // Early in the window: only the nearest real boundary, and only when none lies later.
-        if (bestRank <= Rank.Grapheme && rank > Rank.Grapheme) {
-          best = c;
-        }
-        if (bestRank > Rank.Grapheme || rank > Rank.Grapheme) {
-          break;
-        }
-        continue;
-      }
-      if (rank > bestRank) {
-        best = c;
-        bestRank = rank;
-        if (rank === Rank.Paragraph) {
-          break;
-        }
-      }
-    }
-    parts.push(text.slice(start, ends[best]));
-    start = ends[best];
-    // Still inside a grapheme cut into code points: the next window goes on cutting it so.
-    bigEnd = big[best] > start ? big[best] : 0;
+    parts = { part: buf.slice(at.start, next.start), rest: parts };
+    cut += next.start - at.start;
+    at = next;
   }
-  return parts;
+  if (at.start > RANK_CONTEXT) {
+    const drop = at.start - RANK_CONTEXT;
+    buf = buf.slice(drop);
+    at = { start: at.start - drop, bigEnd: at.bigEnd > 0 ? at.bigEnd - drop : 0 };
+  }
+  return { buf, at, parts, cut, off: s.off };
+}
+
+/**
+ * The parts of the whole text (the text `s` grew to): the parts already cut, then the rest split
+ * to the end — splitText(text) exactly, or null when nothing was cut (split the text itself).
+ */
+export function finishSplit(s: GrowingSplit, limit: number, unit: SizeUnit): string[] | null {
+  if (s.off || s.parts === null) {
+    return null;
+  }
+  const cut: string[] = [];
+  for (let l: PartList | null = s.parts; l !== null; l = l.rest) {
+    cut.push(l.part);
+  }
+  cut.reverse();
+  const { buf } = s;
+  const fences = new FenceIndex(buf);
+  let at = s.at;
+  while (at.start < buf.length) {
+    const next = splitStep(buf, at, limit, unit, fences, true);
+    if (!next) {
+      cut.push(buf.slice(at.start));
+      break;
+    }
+    cut.push(buf.slice(at.start, next.start));
+    at = next;
+  }
+  return cut;
 }
 
 /** True when the text has something to show (not only whitespace). */
