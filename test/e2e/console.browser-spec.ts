@@ -292,12 +292,16 @@ describe('admin console in headless Chromium', () => {
     await page.type('#f-description', 'edited in the console');
     await page.$eval('#f-resource_policy', (e) => ((e as any).value = ''));
     await page.type('#f-resource_policy', '{}');
+    const editedField = await page.$('#f-description');
     await page.click('form.editor button[type=submit]');
     await waitText('Saved.');
     expect((await host.api('GET', '/v1/admin/agents/echo')).body.description).toBe('edited in the console');
-    // The page reloaded the agent (its new version): a second edit is not refused as stale (409).
+    // The page reloads the agent (its new version) and redraws the editor: wait for the old field
+    // to leave the page, so the second edit is typed into the reloaded form (not refused as stale).
+    await page.waitForFunction((el) => !(el as Element).isConnected, {}, editedField);
     await page.waitForFunction(() => document.querySelector('#f-description')?.value === 'edited in the console');
-    await page.type('#f-description', ', twice');
+    await page.$eval('#f-description', (e) => ((e as any).value = ''));
+    await page.type('#f-description', 'edited in the console, twice');
     await page.click('form.editor button[type=submit]');
     await waitFor('second edit saved', async () => {
       const agent = (await host.api('GET', '/v1/admin/agents/echo')).body;
