@@ -298,7 +298,7 @@ describe('admin console in headless Chromium', () => {
     expect((await host.api('GET', '/v1/admin/agents/echo')).body.description).toBe('edited in the console');
     // The page reloads the agent (its new version) and redraws the editor: wait for the old field
     // to leave the page, so the second edit is typed into the reloaded form (not refused as stale).
-    await page.waitForFunction((el) => !(el as Element).isConnected, {}, editedField);
+    await page.waitForFunction((el: any) => !el.isConnected, {}, editedField);
     await page.waitForFunction(() => document.querySelector('#f-description')?.value === 'edited in the console');
     await page.$eval('#f-description', (e) => ((e as any).value = ''));
     await page.type('#f-description', 'edited in the console, twice');
