@@ -2,7 +2,7 @@ import type { Writable } from 'node:stream';
 import { Injectable } from '@nestjs/common';
 import { snapshotHash, type AuthorizationSnapshot } from '@libs/authz';
 import { ModelsRepository, RunsRepository, type RunListFilter } from '@libs/persistence';
-import { DomainError, isTerminal } from '@libs/protocol';
+import { DomainError, isTerminal, parseRowCursor, readPage } from '@libs/protocol';
 import { ActiveRuns } from './active-runs';
 import { ConversationDispatcher } from './conversations/conversation-dispatcher';
 import { RunLifecycleService } from './run-lifecycle.service';
@@ -56,18 +56,13 @@ export class RunsQueryService {
     cursor: string | null,
     limit: number,
   ): Promise<{ items: RunView[]; next_cursor: string | null }> {
-    const before = cursor === null ? null : Number(cursor);
-    if (before !== null && (!Number.isInteger(before) || before <= 0)) {
-      throw new DomainError('invalid_argument', 'cursor: must be a cursor returned by a previous page', {
-        field: 'cursor',
-      });
-    }
-    const rows = await this.runs.page(filter, before, limit + 1);
-    const page = rows.slice(0, limit);
-    return {
-      items: page.map((r) => runView(r)),
-      next_cursor: rows.length > limit ? String(page[page.length - 1].id) : null,
-    };
+    const before = parseRowCursor(cursor);
+    const { rows, next_cursor } = await readPage(
+      limit,
+      (n) => this.runs.page(filter, before, n),
+      (r) => r.id,
+    );
+    return { items: rows.map((r) => runView(r)), next_cursor };
   }
 
   async cancel(runId: string, reason: string): Promise<RunView> {
