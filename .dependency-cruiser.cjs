@@ -3,7 +3,7 @@
  * import apps, test helpers stay in tests, and each lib imports only libs on its floor or below.
  */
 const LAYERS = [
-  ['protocol', 'proto', 'config', 'telemetry'],
+  ['protocol', 'proto', 'config', 'telemetry', 'streams'],
   ['persistence'],
   ['auth', 'authz', 'conversations', 'local-agent'],
   ['resources', 'runner-gateway'],
