@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**', 'scripts/**', 'libs/proto/src/generated/**', 'apps/console/src/api/schema.d.ts', 'test/contract/**', '*.js', '*.mjs'] },
+  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**', 'scripts/**', 'libs/proto/src/generated/**', 'apps/console/src/api/schema.d.ts', 'test/contract/**', '*.js', '*.mjs', '*.cjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

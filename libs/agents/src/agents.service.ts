@@ -3,7 +3,14 @@ import { RESOURCE_CATALOG, type ResourceCatalog } from '@libs/authz';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import type { z } from 'zod';
 import { AgentsRepository, PluginsRepository, type AgentEntity, type JsonObject } from '@libs/persistence';
-import { DomainError, describeIssues, parseRunnerId, validateRunnerConfig, type RunnerManifest } from '@libs/protocol';
+import {
+  DomainError,
+  describeIssues,
+  parseRunnerId,
+  validateRunnerConfig,
+  type RunnerManifest,
+  readPage,
+} from '@libs/protocol';
 import { RunnerDispatch } from '@libs/runner-gateway';
 import {
   concurrencyPolicySchema,
@@ -124,9 +131,12 @@ export class AgentsService {
   }
 
   async page(after: string | null, limit: number): Promise<{ items: AgentView[]; next_cursor: string | null }> {
-    const rows = await this.agents.page(after, limit + 1);
-    const items = rows.slice(0, limit).map(agentView);
-    return { items, next_cursor: rows.length > limit ? items[items.length - 1].agent_id : null };
+    const { rows, next_cursor } = await readPage(
+      limit,
+      (n) => this.agents.page(after, n),
+      (a) => a.agent_id,
+    );
+    return { items: rows.map(agentView), next_cursor };
   }
 
   async remove(agentId: string): Promise<void> {

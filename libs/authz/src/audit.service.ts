@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { readPage } from '@libs/protocol';
 import { StoresRepository } from '@libs/persistence';
 
 export interface AuditRecord {
@@ -32,8 +33,12 @@ export class AuditService {
     afterId: number,
     limit: number,
   ): Promise<{ items: AuditView[]; next_cursor: string | null }> {
-    const rows = await this.stores.auditOf(runId, afterId, limit + 1);
-    const items = rows.slice(0, limit).map((r) => ({
+    const { rows, next_cursor } = await readPage(
+      limit,
+      (n) => this.stores.auditOf(runId, afterId, n),
+      (r) => r.id,
+    );
+    const items = rows.map((r) => ({
       id: r.id,
       run_id: r.run_id,
       runner_id: r.runner_id,
@@ -46,6 +51,6 @@ export class AuditService {
       duration_us: r.duration_us,
       created_at: new Date(r.created_at).toISOString(),
     }));
-    return { items, next_cursor: rows.length > limit ? String(items[items.length - 1].id) : null };
+    return { items, next_cursor };
   }
 }

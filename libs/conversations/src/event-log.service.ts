@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { cutPage } from '@libs/protocol';
 import { ContextRepository, type ConversationScope, type EventLogEntity } from '@libs/persistence';
 import { pageLimit, parseCursor } from './transcript.service';
 
@@ -74,8 +75,8 @@ export class EventLogService {
     const n = pageLimit(limit);
     const before = parseCursor(beforeCursor, 'before_cursor');
     const rows = conversation ? await this.repo.eventPage(conversation, types, before, n + 1) : [];
-    const items = rows.slice(0, n).map(eventRecord);
-    const has_more = rows.length > n;
-    return { items, has_more, next_cursor: has_more ? items[items.length - 1].cursor : null };
+    const items = rows.map(eventRecord);
+    const { rows: page, has_more, next_cursor } = cutPage(items, n, (e) => e.cursor);
+    return { items: page, has_more, next_cursor };
   }
 }

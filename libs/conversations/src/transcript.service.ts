@@ -8,7 +8,7 @@ import {
   type TranscriptEntity,
   type TranscriptQuery,
 } from '@libs/persistence';
-import { DomainError } from '@libs/protocol';
+import { DomainError, cutPage } from '@libs/protocol';
 
 export const TRANSCRIPT_CONTENT_LIMIT = 4000;
 export const PAGE_LIMIT = 100;
@@ -218,12 +218,12 @@ export class TranscriptService {
     const rows = filter
       ? await this.repo.transcriptPage({ ...filter, before, after, direction, limit: limit + 1 })
       : [];
-    const has_more = rows.length > limit;
-    const items = rows.slice(0, limit).map((r) => item(r, req.include_attachments ?? false));
+    const { rows: page, has_more, next_cursor } = cutPage(rows, limit, (r) => r.seq);
+    const items = page.map((r) => item(r, req.include_attachments ?? false));
     return {
       items,
       has_more,
-      next_cursor: has_more ? items[items.length - 1].cursor : null,
+      next_cursor,
       prev_cursor: items.length > 0 ? items[0].cursor : null,
     };
   }

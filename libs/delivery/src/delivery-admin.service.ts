@@ -1,11 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import type { OutboxRow } from '@libs/persistence';
-import { DomainError } from '@libs/protocol';
+import { DomainError, MAX_ROW_ID, parseRowCursor, readPage } from '@libs/protocol';
 import { OutboxStore } from './outbox-store';
 import { WebhookWorker } from './webhook/webhook-worker';
 
-/** Outbox ids are INTEGER (SERIAL on PostgreSQL): the first page of a newest-first listing starts above the largest. */
-const MAX_ID = 2_147_483_647;
 /** The admin listing of one run's ops is bounded (a run streaming edits may have thousands). */
 const RUN_OPS_LIMIT = 10_000;
 
@@ -27,15 +25,14 @@ export class DeliveryAdminService {
 
   /** Ops whose webhook push failed, newest first; `cursor` is the `next_cursor` of the previous page. */
   async failed(cursor: string | undefined, limit: number): Promise<OutboxPage> {
-    const before = cursor === undefined ? MAX_ID : Number(cursor);
-    if (!Number.isInteger(before) || before <= 0 || before > MAX_ID) {
-      throw new DomainError('invalid_argument', 'cursor: must be a cursor returned by a previous page', {
-        field: 'cursor',
-      });
-    }
-    const rows = await this.outbox.failedPage(before, limit + 1);
-    const items = rows.slice(0, limit);
-    return { items, next_cursor: rows.length > limit ? String(items[items.length - 1].id) : null };
+    // Outbox ids are INTEGER (SERIAL on PostgreSQL): the first page of a newest-first listing starts above the largest.
+    const before = parseRowCursor(cursor) ?? MAX_ROW_ID;
+    const { rows, next_cursor } = await readPage(
+      limit,
+      (n) => this.outbox.failedPage(before, n),
+      (r) => r.id,
+    );
+    return { items: rows, next_cursor };
   }
 
   /**

@@ -6,3 +6,4 @@ export * from './results';
 export * from './config-schema';
 export { describeIssues } from './zod-issues';
 export * from './json-limits';
+export * from './paging';

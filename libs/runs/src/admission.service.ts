@@ -10,22 +10,9 @@ import { ConversationAdmission } from './conversations/conversation-admission';
 import { redactSubmission, type EventSubmission } from './event-submission';
 import { RunStarter } from './run-start';
 import { telemetry } from '@libs/telemetry';
+import type { Admission } from './admission';
 
-export interface Admission {
-  event_id: string;
-  /**
-   * started | steered | queued (docs/conversations-and-steering.md#concurrency-policies); a
-   * duplicate answers the original one.
-   */
-  disposition: string;
-  run_id: string | null;
-  /** True when this answers a duplicate of an event already accepted. */
-  replayed: boolean;
-  /** Steered: the item's position in the run's steering queue. */
-  position?: number;
-  /** Interrupt: the run being cancelled for this event. */
-  interrupted_run_id?: string;
-}
+export type { Admission } from './admission';
 
 /** Dispositions of events that were not accepted: the same event (same body) may be sent again. */
 const RETRYABLE = ['failed', 'rejected'];

@@ -3,7 +3,7 @@ export { AdmissionService, type Admission } from './admission.service';
 export { RunsQueryService, type RunStreamKind } from './runs-query.service';
 export { ActiveRuns } from './active-runs';
 export type { ActiveRun, ActiveRunView } from './active-run';
-export type { ResultView } from './run-stream.bus';
+export { RESULT_EVENTS, type ResultView } from './run-stream.bus';
 export { runView, type RunView } from './run-view';
 export type { EventSubmission, ContentElementInput, AttachmentInput, InteractionInput } from './event-submission';
 export { InteractionsService, type InteractionView, type SubmitOutcome } from './interactions/interactions.service';

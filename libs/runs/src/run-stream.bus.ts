@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { Subject, type Observable } from 'rxjs';
 import type { StoredResult } from '@libs/persistence';
+import { TERMINAL_RESULT_TYPES } from '@libs/protocol';
+import { RunChannels, type StreamSource } from '@libs/streams';
 
 /**
  * A persisted result as clients see it (SSE, API): the stored result, without its row metadata.
@@ -9,29 +10,12 @@ import type { StoredResult } from '@libs/persistence';
  */
 export type ResultView = StoredResult & { ephemeral?: true };
 
-/** In-process fan-out of each active run's persisted results to live readers. */
+/** Each active run's committed results, fanned out to its live readers. */
 @Injectable()
-export class RunStreamBus {
-  private readonly subjects = new Map<string, Subject<ResultView>>();
+export class RunStreamBus extends RunChannels<ResultView> {}
 
-  publish(result: ResultView): void {
-    this.subjects.get(result.run_id)?.next(result);
-  }
-
-  /** Opens the live channel of a run when it becomes active (or is queued); its readers stay on it when it starts. */
-  open(runId: string): void {
-    if (!this.subjects.has(runId)) {
-      this.subjects.set(runId, new Subject<ResultView>());
-    }
-  }
-
-  /** Live results of an active run from now on; null when the run is not active here. */
-  follow(runId: string): Observable<ResultView> | null {
-    return this.subjects.get(runId)?.asObservable() ?? null;
-  }
-
-  end(runId: string): void {
-    this.subjects.get(runId)?.complete();
-    this.subjects.delete(runId);
-  }
-}
+/** How a result goes out on a stream: `id` its sequence (none when live-only), `event` its type; the terminal one is last. */
+export const RESULT_EVENTS: Pick<StreamSource<ResultView>, 'event' | 'isLast'> = {
+  event: (r) => ({ id: r.ephemeral ? null : r.sequence, event: r.type, data: r }),
+  isLast: (r) => TERMINAL_RESULT_TYPES.includes(r.type),
+};

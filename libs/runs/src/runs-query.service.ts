@@ -1,14 +1,13 @@
-import type { Writable } from 'node:stream';
 import { Injectable } from '@nestjs/common';
 import { snapshotHash, type AuthorizationSnapshot } from '@libs/authz';
 import { ModelsRepository, RunsRepository, type RunListFilter } from '@libs/persistence';
-import { DomainError, isTerminal } from '@libs/protocol';
+import { DomainError, isTerminal, parseRowCursor, readPage } from '@libs/protocol';
 import { ActiveRuns } from './active-runs';
 import { ConversationDispatcher } from './conversations/conversation-dispatcher';
 import { RunLifecycleService } from './run-lifecycle.service';
 import { DeliveryBus, OutboxStore, type DeliveryOp } from '@libs/delivery';
-import { cachedFrame, RunEventStream, type EventStreamLimits, type StreamEnd } from './run-event-stream';
-import { RunStreamBus, type ResultView } from './run-stream.bus';
+import type { StreamSource } from '@libs/streams';
+import { RESULT_EVENTS, RunStreamBus, type ResultView } from './run-stream.bus';
 import { runView, type RunView } from './run-view';
 
 /** Reading runs and their result streams; cancelling them. */
@@ -56,18 +55,13 @@ export class RunsQueryService {
     cursor: string | null,
     limit: number,
   ): Promise<{ items: RunView[]; next_cursor: string | null }> {
-    const before = cursor === null ? null : Number(cursor);
-    if (before !== null && (!Number.isInteger(before) || before <= 0)) {
-      throw new DomainError('invalid_argument', 'cursor: must be a cursor returned by a previous page', {
-        field: 'cursor',
-      });
-    }
-    const rows = await this.runs.page(filter, before, limit + 1);
-    const page = rows.slice(0, limit);
-    return {
-      items: page.map((r) => runView(r)),
-      next_cursor: rows.length > limit ? String(page[page.length - 1].id) : null,
-    };
+    const before = parseRowCursor(cursor);
+    const { rows, next_cursor } = await readPage(
+      limit,
+      (n) => this.runs.page(filter, before, n),
+      (r) => r.id,
+    );
+    return { items: rows.map((r) => runView(r)), next_cursor };
   }
 
   async cancel(runId: string, reason: string): Promise<RunView> {
@@ -137,13 +131,14 @@ export class RunsQueryService {
   }
 
   /**
-   * Writes the run's results with sequence > `after` to `out` as SSE frames: persisted ones first
-   * (paged from the database as the socket drains), then live ones as they are accepted; ends
-   * `out` after the terminal result. Works during and after the run. Resolves with how it ended.
+   * The run's results as a stream (docs/api.md#streams): committed ones with sequence > a cursor,
+   * then live ones as they are accepted; its last item is the terminal result. Works during and
+   * after the run.
    */
-  async stream(runId: string, after: number, out: Writable, limits: EventStreamLimits): Promise<StreamEnd> {
+  async results(runId: string): Promise<StreamSource<ResultView>> {
     await this.followWaiting(runId);
-    const source = {
+    return {
+      ...RESULT_EVENTS,
       follow: () => this.bus.follow(runId),
       page: async (cursor: number, limit: number): Promise<ResultView[]> =>
         (await this.runs.resultsAfter(runId, cursor, limit)).map((row) => ({
@@ -156,23 +151,18 @@ export class RunsQueryService {
           timestamp: row.timestamp,
         })),
     };
-    return new RunEventStream(out, after, source, limits).run();
   }
 
   /**
-   * Writes the run's delivery ops with sequence > `after` to `out` as SSE frames (`id:` the op's
-   * sequence, `event:` its type, `data:` the op): committed ones first, then live ones, with the
-   * same paging, backpressure and resumption as the result stream; ends `out` once the run ended
-   * and its last op was written.
+   * The run's delivery ops as a stream (`id` the op's sequence, `event` its type, `data` the op):
+   * committed ones first, then live ones; it ends once the run ended and its last op was sent.
    */
-  deliveries(runId: string, after: number, out: Writable, limits: EventStreamLimits): Promise<StreamEnd> {
-    const source = {
+  deliveryOps(runId: string): StreamSource<DeliveryOp> {
+    return {
       follow: () => this.deliveryBus.follow(runId),
       page: (cursor: number, limit: number) => this.outbox.after(runId, cursor, limit),
-      frame: (op: DeliveryOp) =>
-        cachedFrame(op, (o) => `id: ${o.sequence}\nevent: ${o.op}\ndata: ${JSON.stringify(o)}\n\n`),
+      event: (op: DeliveryOp) => ({ id: op.sequence, event: op.op, data: op }),
       isLast: () => false,
     };
-    return new RunEventStream(out, after, source, limits).run();
   }
 }

@@ -8,6 +8,7 @@ import { RunsQueryService, type RunStreamKind } from '@libs/runs';
 import { telemetry } from '@libs/telemetry';
 import { INT32_MAX } from './dto/rules';
 import { StreamSlots } from './stream-slots';
+import { SseWriter } from './sse-writer';
 
 const ANONYMOUS = 'anonymous';
 /** How often open streams' keys are checked for a revocation made by another process. */
@@ -120,8 +121,8 @@ export class SseStreams implements BeforeApplicationShutdown {
     const limits = { maxBacklogBytes: this.config.sse.maxBacklogBytes, keepAliveMs: this.config.sse.keepAliveMs };
     const streamed =
       kind === 'results'
-        ? this.runs.stream(runId, after, res, limits)
-        : this.runs.deliveries(runId, after, res, limits);
+        ? this.runs.results(runId).then((source) => new SseWriter(res, after, source, limits).run())
+        : new SseWriter(res, after, this.runs.deliveryOps(runId), limits).run();
     const end = await streamed.finally(() => {
       release();
       this.open.delete(res);

@@ -10,7 +10,7 @@ import type {
   RunEntity,
   RunResultEntity,
 } from '../entities';
-import type { NewTranscriptRow } from '../repositories/context.repository';
+import type { NewTranscriptRow } from './transcript-row';
 import {
   AUDIT_COLUMNS,
   MODEL_USAGE_COLUMNS,

@@ -6,8 +6,9 @@ import { HotStore } from '../hot/hot-store';
 import { SQL } from '../hot/hot-sql';
 import { appendTranscriptUnit, eventLogUnit } from '../hot/run-units';
 import { one, rows } from '../hot/unit';
+import type { NewTranscriptRow } from '../hot/transcript-row';
 
-export type NewTranscriptRow = Omit<TranscriptEntity, 'id' | 'seq'>;
+export type { NewTranscriptRow } from '../hot/transcript-row';
 
 /**
  * One conversation: agent + workspace + conversation id + thread (null matches only null). Every

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { CatalogKnowledgeBase } from '@libs/authz';
 import { KnowledgeRepository, type KbDocumentEntity, type KnowledgeBaseEntity } from '@libs/persistence';
-import { DomainError } from '@libs/protocol';
+import { DomainError, readPage } from '@libs/protocol';
 import type { ResourceCall } from '../resource-call';
 import { chunkDocument } from './chunker';
 import {
@@ -92,12 +92,15 @@ export class KnowledgeService {
   }
 
   async page(after: string | null, limit: number): Promise<{ items: KnowledgeBaseView[]; next_cursor: string | null }> {
-    const rows = await this.repo.knowledgeBases(after, limit + 1);
-    const page = rows.slice(0, limit);
+    const { rows: page, next_cursor } = await readPage(
+      limit,
+      (n) => this.repo.knowledgeBases(after, n),
+      (kb) => kb.kb_id,
+    );
     const stats = await this.repo.stats(page.map((kb) => kb.kb_id));
     return {
       items: page.map((kb) => kbView(kb, stats.get(kb.kb_id))),
-      next_cursor: rows.length > limit ? page[page.length - 1].kb_id : null,
+      next_cursor,
     };
   }
 
@@ -187,9 +190,12 @@ export class KnowledgeService {
     limit: number,
   ): Promise<{ items: DocumentView[]; next_cursor: string | null }> {
     await this.entity(kbId);
-    const rows = await this.repo.documents(kbId, after, limit + 1);
-    const items = rows.slice(0, limit).map(documentView);
-    return { items, next_cursor: rows.length > limit ? items[items.length - 1].document_id : null };
+    const { rows, next_cursor } = await readPage(
+      limit,
+      (n) => this.repo.documents(kbId, after, n),
+      (d) => d.document_id,
+    );
+    return { items: rows.map(documentView), next_cursor };
   }
 
   async document(kbId: string, documentId: string): Promise<DocumentView> {

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs
 import type { CatalogModel } from '@libs/authz';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { ModelsRepository, type JsonObject, type ModelEntity } from '@libs/persistence';
-import { DomainError } from '@libs/protocol';
+import { DomainError, readPage } from '@libs/protocol';
 import type { ModelAbilities, ModelInput, ModelKind, ModelView, TokenizerName } from './model-types';
 import { checkModelId, tokenizerFor, validateModel, type ValidatedModel } from './model-validation';
 import { warmTokenizer } from './tokenizer';
@@ -73,9 +73,12 @@ export class ModelRegistry implements OnApplicationBootstrap {
   }
 
   async page(after: string | null, limit: number): Promise<{ items: ModelView[]; next_cursor: string | null }> {
-    const rows = await this.repo.page(after, limit + 1);
-    const items = rows.slice(0, limit).map((m) => this.view(m));
-    return { items, next_cursor: rows.length > limit ? items[items.length - 1].model_id : null };
+    const { rows, next_cursor } = await readPage(
+      limit,
+      (n) => this.repo.page(after, n),
+      (m) => m.model_id,
+    );
+    return { items: rows.map((m) => this.view(m)), next_cursor };
   }
 
   async remove(modelId: string): Promise<void> {

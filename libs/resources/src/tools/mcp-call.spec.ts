@@ -3,7 +3,7 @@ import { DomainError } from '@libs/protocol';
 import { callMcpTool, isLostSession } from './mcp-call';
 import type { McpClientPool } from './mcp-client-pool';
 import type { ToolProgress } from './tool-progress';
-import type { ToolTarget } from './tool-registry.service';
+import type { ToolTarget } from './tool-target';
 
 const NO_SESSION = new StreamableHTTPError(
   400,

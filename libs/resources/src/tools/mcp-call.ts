@@ -7,7 +7,7 @@ import type { McpClientPool } from './mcp-client-pool';
 import { readMetadata } from './tool-metadata';
 import type { ToolProgress } from './tool-progress';
 import { errorResult, isPlainObject, type ToolResult } from './tool-result';
-import type { ToolTarget } from './tool-registry.service';
+import type { ToolTarget } from './tool-target';
 
 type McpTarget = Extract<ToolTarget, { kind: 'mcp' }>;
 

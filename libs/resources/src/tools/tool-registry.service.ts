@@ -1,22 +1,19 @@
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import type { CatalogTool, GrantedTool } from '@libs/authz';
-import { ToolsRepository, type JsonObject, type ToolEntity, type ToolSourceEntity } from '@libs/persistence';
+import { ToolsRepository, type JsonObject, type ToolSourceEntity } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
-import { BUILTINS, type BuiltinTool } from './builtin-tools';
+import { BUILTINS } from './builtin-tools';
 import { isLostSession } from './mcp-call';
 import { MAX_LISTED_TOOLS, McpClientPool } from './mcp-client-pool';
-import { SOURCE_OF, parseSource, type HttpToolSpec, type McpSpec, type SourceSpec } from './tool-config';
+import { SOURCE_OF, parseSource, type HttpToolSpec, type McpSpec } from './tool-config';
 import { catalogMetadata, mcpMetadata } from './tool-metadata';
+import type { ToolTarget } from './tool-target';
 import { nameTools, type ListedTool, type Naming } from './tool-naming';
 
 /** The row of `tool_sources` that holds which built-ins are on (absent: the defaults). */
 const BUILTIN_ROW = 'builtin';
 
-/** What `call_tool` executes: the implementation the frozen `{source, source_id}` names, as it is now. */
-export type ToolTarget =
-  | { kind: 'builtin'; tool: BuiltinTool }
-  | { kind: 'http'; row: ToolEntity; sourceId: string; spec: Extract<SourceSpec, { kind: 'http' }>; http: HttpToolSpec }
-  | { kind: 'mcp'; row: ToolEntity; sourceId: string; spec: McpSpec };
+export type { ToolTarget } from './tool-target';
 
 /**
  * The tool registry: tool sources, the tools each lists (named by the collision rule, stored in

@@ -11,7 +11,7 @@ import {
   type NewTranscriptRow,
 } from '@libs/persistence';
 import { ActiveRuns } from '../active-runs';
-import type { Admission } from '../admission.service';
+import type { Admission } from '../admission';
 import { rejectedError, unavailableError, unavailableRun } from '../admission-failures';
 import type { EventSubmission } from '../event-submission';
 import { RunStreamBus } from '../run-stream.bus';

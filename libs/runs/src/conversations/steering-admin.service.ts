@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { SteeringRepository, type SteeringFilter, type SteeringItemEntity } from '@libs/persistence';
-import { DomainError } from '@libs/protocol';
+import { parseRowCursor, readPage } from '@libs/protocol';
 import { ActiveRuns } from '../active-runs';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -97,14 +97,12 @@ export class SteeringAdminService {
   ) {}
 
   async list(filter: SteeringFilter, cursor: string | null, limit: number): Promise<SteeringView> {
-    const before = cursor === null ? null : Number(cursor);
-    if (before !== null && (!Number.isInteger(before) || before <= 0)) {
-      throw new DomainError('invalid_argument', 'cursor: must be a cursor returned by a previous page', {
-        field: 'cursor',
-      });
-    }
-    const rows = await this.steering.page(filter, before, limit + 1);
-    const page = rows.slice(0, limit);
+    const before = parseRowCursor(cursor);
+    const { rows: page, next_cursor } = await readPage(
+      limit,
+      (n) => this.steering.page(filter, before, n),
+      (r) => r.id,
+    );
     const runs = this.active
       .all()
       .filter((r) => r.snapshot.scope.conversation_id !== null && !r.ended)
@@ -130,7 +128,7 @@ export class SteeringAdminService {
     return {
       active_runs,
       items: page.map(itemView),
-      next_cursor: rows.length > limit ? String(page[page.length - 1].id) : null,
+      next_cursor,
     };
   }
 
@@ -152,7 +150,10 @@ export class SteeringAdminService {
     }
     for (const r of t.runs) {
       const base = { event_id: r.event_id, run_id: r.run_id };
-      add(r.created_at, 3, { ...base, at: iso(r.created_at)!, type: 'run.created',
+      add(r.created_at, 3, {
+        ...base,
+        at: iso(r.created_at)!,
+        type: 'run.created',
         detail: { agent_id: r.agent_id, workspace_id: r.workspace_id },
       });
       if (r.started_at !== null) {

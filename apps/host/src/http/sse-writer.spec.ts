@@ -1,8 +1,9 @@
 import { EventEmitter } from 'node:events';
 import type { Writable } from 'node:stream';
 import { Subject } from 'rxjs';
-import { RunEventStream, type StreamEnd } from './run-event-stream';
-import type { ResultView } from './run-stream.bus';
+import { RESULT_EVENTS, type ResultView } from '@libs/runs';
+import type { StreamEnd } from '@libs/streams';
+import { SseWriter } from './sse-writer';
 
 /** A socket stand-in: records writes; `full` makes write() return false until drain(). */
 class FakeSocket extends EventEmitter {
@@ -51,13 +52,14 @@ function setup(stored: ResultView[], live: Subject<ResultView> | null, after = 0
   const socket = new FakeSocket();
   const pages: [number, number][] = [];
   const source = {
+    ...RESULT_EVENTS,
     follow: () => live?.asObservable() ?? null,
     page: (cursor: number, limit: number) => {
       pages.push([cursor, limit]);
       return Promise.resolve(stored.filter((r) => r.sequence > cursor).slice(0, limit));
     },
   };
-  const stream = new RunEventStream(socket as unknown as Writable, after, source, {
+  const stream = new SseWriter(socket as unknown as Writable, after, source, {
     maxBacklogBytes,
     keepAliveMs: 60_000,
   });
@@ -67,7 +69,7 @@ function setup(stored: ResultView[], live: Subject<ResultView> | null, after = 0
 
 const tick = () => new Promise((r) => setImmediate(r));
 
-describe('RunEventStream', () => {
+describe('SseWriter', () => {
   it('replays a finished run page by page after `after` and ends after the terminal result', async () => {
     const stored = [...Array.from({ length: 40 }, (_, i) => result(i + 1)), result(41, 'run.completed')];
     const { socket, pages, done } = setup(stored, null, 5);
@@ -172,7 +174,7 @@ describe('RunEventStream', () => {
   });
 });
 
-describe('RunEventStream and live-only telemetry', () => {
+describe('SseWriter and live-only telemetry', () => {
   const progress = (sequence: number): ResultView => ({
     ...result(sequence, 'tool.call.progress'),
     data: { tool_name: 't', progress: 1, total: 2 },

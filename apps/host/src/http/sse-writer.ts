@@ -1,7 +1,5 @@
 import type { Writable } from 'node:stream';
-import type { Observable } from 'rxjs';
-import { TERMINAL_RESULT_TYPES } from '@libs/protocol';
-import type { ResultView } from './run-stream.bus';
+import type { StreamEnd, StreamItem, StreamSource } from '@libs/streams';
 
 /**
  * Replay pages: rows per read, sized from the rows just read so that a page holds about
@@ -11,65 +9,34 @@ const FIRST_PAGE = 16;
 const MAX_PAGE = 512;
 const PAGE_TARGET_BYTES = 256 * 1024;
 
-export interface EventStreamLimits {
+export interface SseLimits {
   /** Unsent live frames (our queue + the socket's buffer) above which the reader is cut. */
   maxBacklogBytes: number;
   keepAliveMs: number;
 }
 
-/** What a stream carries: results, or anything else with a per-run sequence (delivery ops). */
-export interface StreamItem {
-  sequence: number;
-  /** Live-only telemetry (tool progress): no id, never persisted, dropped for readers behind. */
-  ephemeral?: true;
-}
-
-export interface EventStreamSource<T extends StreamItem = ResultView> {
-  /** Live items of the run from now on; null when the run is not active in this process. */
-  follow(): Observable<T> | null;
-  /** Persisted items with sequence > after, in sequence order, at most `limit`. */
-  page(after: number, limit: number): Promise<T[]>;
-  /** The SSE frame of an item (default: a result's, `sseFrame`). */
-  frame?(item: T): string;
-  /** Whether an item is the stream's last (default: a terminal result). */
-  isLast?(item: T): boolean;
-}
-
-export type StreamEnd = 'completed' | 'closed' | 'cut' | 'failed';
-
 /** A live item is one object shared by every reader: its frame is built once for all of them. */
 const frames = new WeakMap<object, string>();
 
-/** The frame of any stream item, built once per object. */
-export function cachedFrame<T extends object>(item: T, build: (item: T) => string): string {
+/** The SSE frame of a stream item, built once per object. A live-only item has no `id:` (EventSource keeps the last one for Last-Event-ID). */
+export function sseFrame<T extends StreamItem>(item: T, source: Pick<StreamSource<T>, 'event'>): string {
   let text = frames.get(item);
   if (text === undefined) {
-    text = build(item);
+    const e = source.event(item);
+    text = `${e.id === null ? '' : `id: ${e.id}\n`}event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`;
     frames.set(item, text);
   }
   return text;
 }
 
-export function sseFrame(r: ResultView): string {
-  // An ephemeral frame has no id: EventSource keeps the last one for Last-Event-ID.
-  return cachedFrame(
-    r,
-    (x) => `${x.ephemeral ? '' : `id: ${x.sequence}\n`}event: ${x.type}\ndata: ${JSON.stringify(x)}\n\n`,
-  );
-}
-
-const resultSource = {
-  frame: (r: StreamItem) => sseFrame(r as ResultView),
-  isLast: (r: StreamItem) => TERMINAL_RESULT_TYPES.includes((r as ResultView).type),
-};
-
 /**
- * One SSE reader of one run, with backpressure: replay pages from the database one at a time and
- * only when the socket has drained, then live frames from the bus, all frames of one tick in one
- * write. A reader whose unsent backlog passes the bound is disconnected; it resumes with
- * Last-Event-ID. Ends (response ended) after the terminal result.
+ * Pipes one run's stream (results or delivery ops, docs/api.md#streams) to one SSE reader, with
+ * backpressure: replay pages from the database one at a time and only when the socket has drained,
+ * then live frames from the run's channel, all frames of one tick in one write. A reader whose
+ * unsent backlog passes the bound is disconnected; it resumes with Last-Event-ID. Ends (response
+ * ended) after the stream's last item.
  */
-export class RunEventStream<T extends StreamItem = ResultView> {
+export class SseWriter<T extends StreamItem> {
   private sent: number;
   private pending: T[] = [];
   private pendingBytes = 0;
@@ -88,12 +55,12 @@ export class RunEventStream<T extends StreamItem = ResultView> {
   constructor(
     private readonly out: Writable,
     after: number,
-    private readonly source: EventStreamSource<T>,
-    private readonly limits: EventStreamLimits,
+    private readonly source: StreamSource<T>,
+    private readonly limits: SseLimits,
   ) {
     this.sent = after;
-    this.frameOf = source.frame?.bind(source) ?? resultSource.frame;
-    this.isLast = source.isLast?.bind(source) ?? resultSource.isLast;
+    this.frameOf = (item) => sseFrame(item, source);
+    this.isLast = (item) => source.isLast(item);
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
   }
 

@@ -1,0 +1,2 @@
+export { RunChannels } from './run-channels';
+export type { StreamEnd, StreamEvent, StreamItem, StreamSource } from './stream-source';
