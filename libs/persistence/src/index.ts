@@ -2,6 +2,7 @@ export * from './entities';
 export { dataSourceOptions } from './data-source';
 export { DatabaseLock, DatabaseLockedError, type LockHolder } from './database-lock';
 export { MIGRATIONS } from './migrations';
+export { MIGRATION_LOCK_KEY, openDataSource, runMigrationsLocked } from './migrate';
 export { PersistenceModule } from './persistence.module';
 export { AgentsRepository } from './repositories/agents.repository';
 export { ApiKeysRepository } from './repositories/api-keys.repository';

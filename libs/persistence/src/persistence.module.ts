@@ -2,6 +2,7 @@ import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { dataSourceOptions } from './data-source';
+import { openDataSource } from './migrate';
 import { Transactions } from './transactions';
 import { HotStore } from './hot/hot-store';
 import { ENTITIES } from './entities';
@@ -42,6 +43,8 @@ export class PersistenceModule {
         TypeOrmModule.forRootAsync({
           inject: [APP_CONFIG],
           useFactory: (config: AppConfig) => dataSourceOptions(config.database),
+          // Several processes on one PostgreSQL migrate once, under a lock (migrate.ts).
+          dataSourceFactory: (options) => openDataSource(options!),
         }),
         TypeOrmModule.forFeature(ENTITIES),
       ],

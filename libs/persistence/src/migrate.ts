@@ -1,0 +1,40 @@
+import { DataSource, type DataSourceOptions } from 'typeorm';
+
+/** The session advisory lock that serialises migrations of processes sharing one PostgreSQL. */
+export const MIGRATION_LOCK_KEY = 0x52484d47; // "RHMG"
+
+/**
+ * Opens the data source and runs pending migrations once, also when several host processes start
+ * on one PostgreSQL at the same moment (docs/deployment.md): the migrations run under a session
+ * advisory lock, so the second process waits, then finds nothing pending. SQLite has one process
+ * per file (docs/durability.md#one-process-per-sqlite-database): migrations run as TypeORM does.
+ */
+export async function openDataSource(options: DataSourceOptions): Promise<DataSource> {
+  if (options.type !== 'postgres') {
+    return new DataSource(options).initialize();
+  }
+  const ds = await new DataSource({ ...options, migrationsRun: false }).initialize();
+  try {
+    await runMigrationsLocked(ds);
+  } catch (e) {
+    await ds.destroy();
+    throw e;
+  }
+  return ds;
+}
+
+/** Runs pending migrations (all in one transaction) while holding the migration lock (PostgreSQL). */
+export async function runMigrationsLocked(ds: DataSource): Promise<void> {
+  const holder = ds.createQueryRunner();
+  await holder.connect();
+  try {
+    await holder.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    try {
+      await ds.runMigrations({ transaction: 'all' });
+    } finally {
+      await holder.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+    }
+  } finally {
+    await holder.release();
+  }
+}
