@@ -15,7 +15,12 @@ import {
 } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, ConsoleSpanExporter, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import {
+  BatchSpanProcessor,
+  ConsoleSpanExporter,
+  SimpleSpanProcessor,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 
 /*
@@ -44,6 +49,8 @@ const GEN_AI = {
 export interface TracingOptions {
   instance: string;
   env?: NodeJS.ProcessEnv;
+  /** Unit tests: export each span at once to this exporter instead of the environment's. */
+  exporter?: SpanExporter;
 }
 
 /** True when the environment turns traces on (OTEL_TRACES_EXPORTER=otlp|console and the SDK not disabled). */
@@ -104,16 +111,18 @@ export class Tracing {
     }
     const env = opts.env ?? process.env;
     const exporter: SpanExporter =
-      (env.OTEL_TRACES_EXPORTER ?? '').trim().toLowerCase() === 'console'
+      opts.exporter ??
+      ((env.OTEL_TRACES_EXPORTER ?? '').trim().toLowerCase() === 'console'
         ? new ConsoleSpanExporter()
-        : new OTLPTraceExporter();
+        : new OTLPTraceExporter());
     const resource = defaultResource().merge(
       resourceFromAttributes({
         'service.name': env.OTEL_SERVICE_NAME ?? 'runner-host',
         'service.instance.id': opts.instance,
       }),
     );
-    this.provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
+    const processor = opts.exporter ? new SimpleSpanProcessor(opts.exporter) : new BatchSpanProcessor(exporter);
+    this.provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
     // Global provider, AsyncLocalStorage context manager, W3C trace context + baggage propagators.
     this.provider.register();
     this.tracer = trace.getTracer('runner-host');
