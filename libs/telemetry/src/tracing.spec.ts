@@ -70,10 +70,12 @@ describe('Tracing', () => {
         Promise.resolve(tracing.modelCall('r2', 'm1', 'stream', performance.now(), false, 10, 2)),
       );
       tracing.toolCall('r2', 'add', 'mcp', performance.now(), false); // after its call returned
+      expect(tracing.activeRunId()).toBe('r2'); // log lines inside the turn name the run
       note({ model: 'm1', inputTokens: 10, outputTokens: 2, toolCalls: 1 });
     });
     await expect(tracing.agentTurn('r2', 2, () => Promise.reject(new Error('model failed')))).rejects.toThrow();
     tracing.runEnded('r2', 'failed', 'runner.llm_error');
+    expect(tracing.activeRunId()).toBeNull();
     const [turn, failedTurn] = named('agent turn');
     const [call] = named('host_api model.stream');
     expect(turn.attributes).toEqual({

@@ -226,6 +226,16 @@ export class Tracing {
     return carrier.traceparent ?? null;
   }
 
+  /** The run whose host-API call or local-agent turn is being handled (a log line without run_id), or null. */
+  activeRunId(): string | null {
+    if (!this.tracer) {
+      return null;
+    }
+    const active = context.active();
+    const runId = active.getValue(HOST_API_RUN) ?? active.getValue(TURN_RUN);
+    return typeof runId === 'string' ? runId : null;
+  }
+
   /** The trace id of a run's span (log lines), or null. */
   traceIdOf(runId: string): string | null {
     return this.runs.get(runId)?.spanContext().traceId ?? this.ended.get(runId) ?? null;
