@@ -181,7 +181,8 @@ export class BuiltHost {
     try {
       await waitFor(
         'the host to be ready',
-        30_000,
+        // A loaded shared machine can take longer than 30 s to boot the host: BENCH_HOST_READY_MS.
+        Number(process.env.BENCH_HOST_READY_MS) || 30_000,
         async () => (await host.http.json('GET', '/health/ready')).status === 200,
         [child],
         o.pollMs,

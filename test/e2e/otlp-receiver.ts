@@ -15,6 +15,8 @@ export interface ReceivedSpan {
   kind: number;
   attributes: Record<string, unknown>;
   events: string[];
+  /** Span links: the linked span's ids and the link's attributes. */
+  links: { traceId: string; spanId: string; attributes: Record<string, unknown> }[];
   status: number;
   resource: Record<string, unknown>;
 }
@@ -88,6 +90,11 @@ export class OtlpReceiver {
             kind: s.kind,
             attributes: attributesOf(s.attributes),
             events: (s.events ?? []).map((e: { name: string }) => e.name),
+            links: (s.links ?? []).map((l: { traceId: string; spanId: string; attributes?: unknown }) => ({
+              traceId: hexId(l.traceId),
+              spanId: hexId(l.spanId),
+              attributes: attributesOf(l.attributes),
+            })),
             status: s.status?.code ?? 0,
             resource,
           });

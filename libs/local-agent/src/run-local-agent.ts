@@ -1,7 +1,7 @@
 import { parseAgentConfig } from './config';
 import type { AgentRunContext, JsonObject, LocalAgentHostPort } from './host-port';
 import { UsageTracker } from './model/usage';
-import { AgentLoop } from './run/agent-loop';
+import { AgentLoop, type TraceTurn } from './run/agent-loop';
 import { assemble, NoAuthorizedModelError } from './run/assembly';
 import { errorMessage, RunControls, RunStopped } from './run/controls';
 import { ResultSink } from './run/result-sink';
@@ -11,6 +11,8 @@ import { loadSkills } from './skills/skill-loader';
 export interface LocalAgentOptions {
   now?: () => Date;
   warn?: (message: string) => void;
+  /** Wraps each turn of the loop (the host's trace span per turn); default: runs it. */
+  traceTurn?: TraceTurn;
 }
 
 const STOP_RESULT = {
@@ -78,6 +80,7 @@ export async function runLocalAgent(
       usage,
       clock: () => now().getTime(),
       warn,
+      traceTurn: options.traceTurn ?? ((_n, fn) => fn(() => undefined)),
     });
     const outcome = await loop.run();
     if (!outcome.ok) {

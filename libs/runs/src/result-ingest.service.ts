@@ -120,7 +120,9 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
     if (messageBytes !== null) {
       run.noteMessageBytes(messageBytes);
     }
-    telemetry.resultIngested(terminal ? 'terminal' : result.type.endsWith('.delta') ? 'delta' : 'result');
+    const kind = terminal ? 'terminal' : result.type.endsWith('.delta') ? 'delta' : 'result';
+    telemetry.resultIngested(kind);
+    telemetry.tracing.resultAccepted(run.run_id, decision.sequence, kind === 'delta');
     if (run.firstResult()) {
       telemetry.runFirstResult(run.runner_id, run.admitted_at, run.run_id);
     }

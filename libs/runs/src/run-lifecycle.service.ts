@@ -182,6 +182,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
         });
         return;
       }
+      telemetry.tracing.resultsCommitted(run.run_id, row.sequence);
       this.bus.publish(row);
       this.deliveries.published(ops, run.delivery?.plan ?? null);
     });

@@ -14,6 +14,7 @@ import {
   type RunnerTransport,
 } from '@libs/runner-gateway';
 import { ActiveRuns } from '@libs/runs';
+import { telemetry } from '@libs/telemetry';
 import { skillRoots } from './skill-roots';
 
 /**
@@ -112,7 +113,10 @@ export class LocalAgentTransport implements RunnerTransport, OnModuleInit {
         roots,
         { max_request_bytes: this.config.hostApi.maxPayloadBytes, max_result_bytes: this.config.runs.maxResultBytes },
       );
-      await runLocalAgent(port, context, context.config ?? {}, { warn });
+      await runLocalAgent(port, context, context.config ?? {}, {
+        warn,
+        traceTurn: (n, fn) => telemetry.tracing.agentTurn(runId, n, fn),
+      });
     } catch (e) {
       // runLocalAgent never rejects; if it did, the run still ends with a terminal result.
       this.logger.error({ run_id: runId, msg: `local agent crashed: ${e instanceof Error ? e.stack : String(e)}` });

@@ -104,7 +104,14 @@ export class JsonLogger implements LoggerService {
       this.pino[level]({ ...fields, err: message }, scrubStreamTokens(message.message));
     } else if (message !== null && typeof message === 'object') {
       const record = { ...fields, ...(message as Record<string, unknown>) };
-      // A run's lines carry its trace id while traces are exported (docs/observability.md, "Traces").
+      // A run's lines carry its trace id while traces are exported (docs/observability.md, "Traces");
+      // a line logged inside a run's host-API call or local-agent turn that names no run gets its run id.
+      if (record.run_id === undefined) {
+        const runId = telemetry.tracing.activeRunId();
+        if (runId) {
+          record.run_id = runId;
+        }
+      }
       const traceId = typeof record.run_id === 'string' ? telemetry.tracing.traceIdOf(record.run_id) : null;
       if (traceId) {
         record.trace_id = traceId;

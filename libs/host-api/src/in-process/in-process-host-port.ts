@@ -34,12 +34,12 @@ const jsonBytes = (req: object): number => Buffer.byteLength(JSON.stringify(req)
  * What the port throws: the gate's and services' protocol errors as they are; anything else (a
  * declared action not served yet, a bug) as `runtime_error`, logged here since no transport will.
  */
-function portError(e: unknown): DomainError {
+function portError(e: unknown, runId: string): DomainError {
   if (e instanceof DomainError) {
     return e;
   }
   const message = e instanceof Error ? e.message : String(e);
-  logger.warn({ msg: `in-process host API call failed: ${message}` });
+  logger.warn({ run_id: runId, msg: `in-process host API call failed: ${message}` });
   return new DomainError('runtime_error', message, {}, false);
 }
 
@@ -73,7 +73,7 @@ export class InProcessHostPort implements LocalAgentHostPort {
     return this.actions
       .execute(this.caller, name, this.runId, req, jsonBytes(req), { paced: true })
       .catch((e: unknown) => {
-        throw portError(e);
+        throw portError(e, this.runId);
       });
   }
 
@@ -90,7 +90,7 @@ export class InProcessHostPort implements LocalAgentHostPort {
         yield fromStreamItem(item);
       }
     } catch (e) {
-      throw portError(e);
+      throw portError(e, this.runId);
     }
   }
 

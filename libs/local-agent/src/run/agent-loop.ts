@@ -39,7 +39,20 @@ export interface LoopDeps {
   usage: UsageTracker;
   clock: () => number;
   warn: (m: string) => void;
+  /** Runs one turn (the host traces it: docs/observability.md#traces); `(n, fn) => fn(() => {})` when not traced. */
+  traceTurn: TraceTurn;
 }
+
+/** What a turn reports to its trace span when its model call is done. */
+export interface TurnNote {
+  model?: string | null;
+  inputTokens?: number | null;
+  outputTokens?: number | null;
+  toolCalls?: number;
+}
+
+/** Wraps a turn (number `n`, from 1) of the loop; the host's tracing passes one, otherwise it just runs it. */
+export type TraceTurn = <T>(n: number, fn: (note: (n: TurnNote) => void) => Promise<T>) => Promise<T>;
 
 /** A failure that ends the run with this code. */
 class LoopFailure extends Error {
@@ -71,37 +84,11 @@ export class AgentLoop {
   /** Runs to the end; emits everything but the terminal result, which it returns (or throws RunStopped). */
   async run(): Promise<{ ok: true; answer: ChatMessage | null } | { ok: false; failure: LoopFailure }> {
     try {
-      let pending: ToolCall[] | null = null;
-      for (;;) {
-        if (pending) {
-          if (this.iterations >= this.d.config['max-tool-iterations']) {
-            await this.iterationLimit(pending);
-            return { ok: true, answer: this.lastAnswer };
-          }
-          this.iterations += 1;
-          if (await this.toolBatch(pending)) {
-            return { ok: true, answer: null };
-          }
-          pending = null;
+      for (let n = 1; ; n++) {
+        const step = await this.d.traceTurn(n, (note) => this.turn(note));
+        if (step.done) {
+          return { ok: true, answer: step.answer };
         }
-        const turn = await this.modelTurn();
-        if (turn.tool_calls.length > 0) {
-          this.checkArgumentSizes(turn.tool_calls);
-          this.messages.push({ ...turn.message, content: stripThink(turn.text) });
-          this.prefix += turn.text;
-          this.anchor = { total_tokens: usageTotal(turn.usage), message_count: this.messages.length };
-          pending = turn.tool_calls;
-          continue;
-        }
-        this.messages.push(turn.message);
-        this.lastAnswer = turn.message;
-        const before = this.messages.length;
-        if (this.followUps < MAX_STEERING_FOLLOW_UPS && (await this.pullSteering())) {
-          this.followUps += 1;
-          this.anchor = { total_tokens: usageTotal(turn.usage), message_count: before };
-          continue; // a follow-up arrived while answering: answer it too, with the committed model
-        }
-        return { ok: true, answer: this.lastAnswer };
       }
     } catch (e) {
       if (e instanceof RunStopped) {
@@ -112,6 +99,44 @@ export class AgentLoop {
       }
       return { ok: false, failure: new LoopFailure(errorMessage(e) || 'Agent run failed', 'runner.error', false) };
     }
+  }
+
+  /**
+   * One turn: a model round trip, then the tool calls it asked for (and the steering pull after
+   * them), or the final answer (and the pull for follow-ups). `done` when the run has its answer.
+   */
+  private async turn(note: (n: TurnNote) => void): Promise<{ done: false } | { done: true; answer: ChatMessage | null }> {
+    const turn = await this.modelTurn();
+    note({
+      model: turn.model_id,
+      inputTokens: turn.usage?.prompt_tokens ?? null,
+      outputTokens: turn.usage?.completion_tokens ?? null,
+      toolCalls: turn.tool_calls.length,
+    });
+    if (turn.tool_calls.length > 0) {
+      this.checkArgumentSizes(turn.tool_calls);
+      this.messages.push({ ...turn.message, content: stripThink(turn.text) });
+      this.prefix += turn.text;
+      this.anchor = { total_tokens: usageTotal(turn.usage), message_count: this.messages.length };
+      if (this.iterations >= this.d.config['max-tool-iterations']) {
+        await this.iterationLimit(turn.tool_calls);
+        return { done: true, answer: this.lastAnswer };
+      }
+      this.iterations += 1;
+      if (await this.toolBatch(turn.tool_calls)) {
+        return { done: true, answer: null };
+      }
+      return { done: false };
+    }
+    this.messages.push(turn.message);
+    this.lastAnswer = turn.message;
+    const before = this.messages.length;
+    if (this.followUps < MAX_STEERING_FOLLOW_UPS && (await this.pullSteering())) {
+      this.followUps += 1;
+      this.anchor = { total_tokens: usageTotal(turn.usage), message_count: before };
+      return { done: false }; // a follow-up arrived while answering: answer it too, with the committed model
+    }
+    return { done: true, answer: this.lastAnswer };
   }
 
   /** Appends pulled steering input as user messages; true when there was any. */

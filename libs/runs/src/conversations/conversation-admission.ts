@@ -56,6 +56,7 @@ export function steeringItem(
   runId: string,
   position: number,
   now: number,
+  traceparent: string | null = null,
 ): JsonObject {
   const e = sub.event;
   const c = sub.conversation;
@@ -81,6 +82,8 @@ export function steeringItem(
       actor: sub.actor ?? null,
       subject: sub.subject ?? null,
       input: sub.input,
+      // The follow-up's trace context when traces are on (proto/runnerhost/v1/host_api.proto, SteeringPullResponse).
+      ...(traceparent ? { traceparent } : {}),
     }),
   ) as JsonObject;
 }
@@ -117,6 +120,8 @@ export class ConversationAdmission {
     const stored = prepared.run.context as { context: Record<string, unknown> };
     const failed = unavailableRun(prepared.run);
     const now = event.received_at;
+    // A steered follow-up's item carries its admission's trace context (docs/observability.md#traces).
+    const traceparent = telemetry.tracing.activeTraceparent();
     const admitted = telemetry.tracing.inSpan('writer commit', {}, () =>
       this.steering.admit({
         conversation: c,
@@ -133,7 +138,7 @@ export class ConversationAdmission {
           : null,
         unavailable: { run: failed.run, terminal: failed.terminal },
         queuedRun: queuedRunRow(prepared.run.run_id, event.event_id, c, now),
-        item: (runId, position) => steeringItem(event.event_id, sub, agent.runner_id, runId, position, now),
+        item: (runId, position) => steeringItem(event.event_id, sub, agent.runner_id, runId, position, now, traceparent),
         submission: sub as unknown as JsonObject,
       }),
     );
@@ -163,6 +168,7 @@ export class ConversationAdmission {
       case 'steered':
         this.signals.publish({ kind: 'steering', run_id: outcome.run_id! });
         telemetry.steered(outcome.position ?? 0);
+        telemetry.tracing.steeredInto(outcome.run_id!);
         return {
           admitted: true,
           admission: { ...base, disposition: 'steered', position: outcome.position ?? undefined },

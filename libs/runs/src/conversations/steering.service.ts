@@ -72,7 +72,9 @@ export class SteeringService {
       if (items.length > 0 || !waiter) {
         waiter?.cancel();
         telemetry.steeringPulled(items.length, telemetry.now() - started);
-        return items.map((i) => i.item);
+        const pulled = items.map((i) => i.item);
+        telemetry.tracing.linkSteeringItems(pulled);
+        return pulled;
       }
       if (!(await waiter.promise)) {
         telemetry.steeringPulled(0, telemetry.now() - started);

@@ -260,7 +260,12 @@ export interface SteeringPullRequest {
 }
 
 export interface SteeringPullResponse {
-  /** SteeringInputItem objects. */
+  /**
+   * SteeringInputItem objects. While the host exports traces, an item also carries
+   * "traceparent": the W3C trace context of the follow-up's admission (its caller's trace, see
+   * docs/observability.md#traces). A runner may link the turn that answers the item to it; the
+   * key is absent when traces are off. The host links its SteeringPull span to these contexts.
+   */
   items: { [key: string]: any }[];
 }
 
