@@ -286,9 +286,7 @@ async function mcpServerFactory(name: string, tools: Map<string, BridgedTool>, h
       const tool = tools.get(request.params.name);
       try {
         // A tool the run was not granted still goes to the host: it refuses it, and audits the refusal.
-        return tool
-          ? await tool.call(args)
-          : toolResultToMcp(await host.tools.call(request.params.name, args));
+        return tool ? await tool.call(args) : toolResultToMcp(await host.tools.call(request.params.name, args));
       } catch (err) {
         if (err instanceof HostApiError) {
           if (['unauthorized', 'not_found', 'invalid_argument', 'unauthenticated'].includes(err.code)) {

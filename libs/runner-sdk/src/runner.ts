@@ -195,7 +195,7 @@ export class RunDispatcher {
       );
       run.timer.unref();
     }
-    const io = this.makeIO(ctx, run, deadline);
+    const io = this.makeIO(ctx, run, deadline, request.traceparent || undefined);
     try {
       await runner.run(ctx, io);
       if (!controller.signal.aborted) {
@@ -270,17 +270,19 @@ export class RunDispatcher {
   private finish(runId: string, run: ActiveRun): void {
     clearTimeout(run.timer);
     for (const close of run.closers.splice(0)) {
-      void close().catch((err: unknown) => this.log('warn', 'closing a run resource failed', { run_id: runId, error: String(err) }));
+      void close().catch((err: unknown) =>
+        this.log('warn', 'closing a run resource failed', { run_id: runId, error: String(err) }),
+      );
     }
     if (this.active.get(runId) === run) {
       this.active.delete(runId);
     }
   }
 
-  private makeIO(ctx: RunContext, run: ActiveRun, deadline: Date | null): RunIO {
+  private makeIO(ctx: RunContext, run: ActiveRun, deadline: Date | null, traceparent?: string): RunIO {
     const { results } = run;
     const signal = run.controller.signal;
-    const host = new RunHostApi(this.transport, ctx.run_id, signal, deadline ?? undefined);
+    const host = new RunHostApi(this.transport, ctx.run_id, signal, deadline ?? undefined, traceparent);
     const steeringGranted = ctx.context?.available_apis?.steering_pull === true;
     let toolCalls = 0;
     return {
