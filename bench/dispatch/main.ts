@@ -8,7 +8,15 @@ import { parseOptions, USAGE, type DispatchOptions } from './options';
 import { INPUT_TEXT, runDatabase, STREAMING_CASES, WARMUP_CONCURRENCY, type DatabaseRun } from './phase';
 import { postgresFloor } from './postgres';
 import { benchTimeLine, groupLines, machineLine } from '../common/report';
-import { afterLoadLines, DB_LABEL, floorsTable, levelsTable, ratiosTable } from './report';
+import {
+  afterLoadLines,
+  DB_LABEL,
+  floorsTable,
+  levelsTable,
+  ratiosTable,
+  RUNNER_LABEL,
+  runnerComparisonTable,
+} from './report';
 import { soakLines, streamingTable } from './report-streaming';
 import { fmtInt } from '../common/stats';
 import { sideBySideTable, targetChecks, targetsTable } from './targets';
@@ -58,18 +66,27 @@ function report(opts: DispatchOptions, floors: Floors, runs: DatabaseRun[], star
     '',
     `machine: ${machineLine()}; bench client, host and runner share these cores`,
     `setup: host (${runs.map((r) => DB_LABEL[r.database]).join(' and ')}${opts.databases.includes('sqlite') ? '; SQLite WAL + synchronous=NORMAL' : ''}${opts.databases.includes('postgres') ? `; PostgreSQL a fresh database on ${new URL(opts.pgAdminUrl).host}` : ''}; LOG_LEVEL=warn; METRICS=${opts.metrics})`,
-    `       and ${opts.runner === 'sdk' ? 'SDK echo runner (libs/runner-sdk)' : 'demo runner (raw grpc-js)'} (mode echo, input "${INPUT_TEXT}") as child processes; closed loop, warm-up ${opts.warmupMs / 1000} s at c${WARMUP_CONCURRENCY},`,
+    `       and ${opts.runners.map((r) => RUNNER_LABEL[r]).join(', then ')} (mode echo, input "${INPUT_TEXT}") as child processes; closed loop, warm-up ${opts.warmupMs / 1000} s at c${WARMUP_CONCURRENCY},`,
     `       then ${opts.levelMs / 1000} s per level; times from POST /v1/events sent${opts.streaming ? `; streaming: ${streaming} (echo, chunk_delay_ms 0)` : ''}`,
     '',
     '### Floors (measured in this run)',
     '',
     floorsTable(floors.bidi, floors.sqlite, floors.pg),
   ];
-  if (levels.length > 0) {
+  if (levels.length > 0 && opts.runners.length > 1) {
+    for (const runner of opts.runners) {
+      const own = runs.filter((r) => r.runner === runner).flatMap((r) => r.levels);
+      out.push('', `### Runner Host with the ${RUNNER_LABEL[runner]}: POST /v1/events → SSE`, '', levelsTable(own));
+    }
+    out.push('', '### Runner beside runner (this run)', '', runnerComparisonTable(runs, opts.runners));
+  } else if (levels.length > 0) {
     out.push('', '### Runner Host: POST /v1/events → results on the run’s SSE stream', '', levelsTable(levels));
     if (runs.length > 1) {
       out.push('', '### PostgreSQL mode beside SQLite mode', '', sideBySideTable(runs));
     }
+    out.push('', '### Ratios to the floors', '', ratiosTable(levels, floors.bidi, floors.sqlite));
+  }
+  if (levels.length > 0 && opts.runners.length > 1) {
     out.push('', '### Ratios to the floors', '', ratiosTable(levels, floors.bidi, floors.sqlite));
   }
   if (runs.some((r) => r.streaming.length > 0)) {
@@ -105,7 +122,9 @@ async function main(): Promise<number> {
   const floors = await measureFloors(opts);
   const runs: DatabaseRun[] = [];
   for (const kind of opts.databases) {
-    runs.push(await runDatabase(kind, opts));
+    for (const runner of opts.runners) {
+      runs.push(await runDatabase(kind, { ...opts, runner }));
+    }
   }
   process.stdout.write(report(opts, floors, runs, started, load0));
 

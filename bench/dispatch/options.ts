@@ -23,6 +23,8 @@ export interface DispatchOptions {
   pgAdminUrl: string;
   /** The runner process: the demo runner (raw grpc-js) or the SDK echo runner (libs/runner-sdk). */
   runner: RunnerKind;
+  /** `--runner demo,sdk`: every runner in turn on each database, compared side by side. */
+  runners: RunnerKind[];
   /** The host's METRICS setting: the overhead of the Prometheus metrics is on minus off. */
   metrics: 'on' | 'off';
 }
@@ -38,7 +40,8 @@ export const USAGE = `usage: node dist/bench/dispatch/main.js [options]
   --soak SECONDS      after the levels, c64 for SECONDS on each database, host RSS every 10 s
   --metrics on|off    the host's Prometheus metrics (METRICS; default on): compare runs/s on vs off
   --json FILE         also write the figures and the same-run floors as JSON to FILE
-  --runner NAME       demo (the demo runner, raw grpc-js; default) or sdk (the SDK echo runner)
+  --runner LIST       demo (the demo runner, raw grpc-js; default), sdk (the SDK echo runner), or both
+                      (demo,sdk: each in turn on each database, runs/s side by side)
   --pg-url URL        PostgreSQL admin URL (default $BENCH_PG_URL or postgres://postgres@127.0.0.1:5432/postgres)
   -h, --help          this text`;
 
@@ -102,10 +105,16 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
     return 'help';
   }
   const quick = v.quick === true;
-  const runner = v.runner ?? 'demo';
-  if (runner !== 'demo' && runner !== 'sdk') {
-    throw new UsageError(`--runner: "${runner}" is not one of demo, sdk`);
+  const runners = (v.runner ?? 'demo').split(',').map((r) => r.trim());
+  for (const runner of runners) {
+    if (runner !== 'demo' && runner !== 'sdk') {
+      throw new UsageError(`--runner: "${runner}" is not one of demo, sdk`);
+    }
   }
+  if (new Set(runners).size !== runners.length) {
+    throw new UsageError(`--runner: "${v.runner}" names a runner twice`);
+  }
+  const runner = runners[0] as RunnerKind;
   const metrics = v.metrics ?? 'on';
   if (metrics !== 'on' && metrics !== 'off') {
     throw new UsageError(`--metrics: "${metrics}" is not one of on, off`);
@@ -123,5 +132,6 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
     metrics,
     pgAdminUrl: v['pg-url'] ?? process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
     runner,
+    runners: runners as RunnerKind[],
   };
 }

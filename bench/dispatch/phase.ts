@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HostFixture } from './host-fixture';
 import { closedLoop, RunDriver } from './load';
-import type { DatabaseKind, DispatchOptions } from './options';
+import type { DatabaseKind, DispatchOptions, RunnerKind } from './options';
 import { BenchDatabase } from './postgres';
 import { cpuMs, machineBusyMs, rssMiB, selfCpuMs } from '../common/proc';
 import type { AfterLoad, MeasuredLevel } from './report';
@@ -31,6 +31,8 @@ const STREAMING_WARMUP: StreamingCase = { runs: 10, deltasPerRun: 200, readers: 
 
 export interface DatabaseRun {
   database: DatabaseKind;
+  /** The runner process measured. */
+  runner: RunnerKind;
   levels: MeasuredLevel[];
   streaming: StreamingResult[];
   soak: SoakResult | null;
@@ -135,6 +137,7 @@ async function measure(kind: DatabaseKind, opts: DispatchOptions, pg: BenchDatab
   ];
   return {
     database: kind,
+    runner: opts.runner,
     levels,
     streaming,
     soak: soakResult,

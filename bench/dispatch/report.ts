@@ -1,6 +1,7 @@
 import * as os from 'node:os';
 import type { FloorResult } from './floors';
 import type { LevelResult } from './load';
+import type { RunnerKind } from './options';
 import { fmtDuration, fmtInt, fmtNum, markdownTable, summarize } from '../common/stats';
 
 /** One closed-loop level with the CPU time the three processes spent on it (ms). */
@@ -139,4 +140,45 @@ export function afterLoadLines(levels: MeasuredLevel[], after: AfterLoad): strin
     `host log lines (LOG_LEVEL=warn): ${after.hostLog.lines}; runner connects: ${after.runnerLog.connects} (1 = never reconnected); runner warn/error lines: ${after.runnerLog.problems.length}`,
     `database rows per submitted run (before the streaming runs): ${rows}`,
   ];
+}
+
+export const RUNNER_LABEL: Record<RunnerKind, string> = {
+  demo: 'demo runner (raw grpc-js)',
+  sdk: 'SDK echo runner (libs/runner-sdk)',
+};
+
+/**
+ * `--runner demo,sdk`: runs/s and the runner's CPU per run of each runner at each database and
+ * concurrency, and each runner's runs/s as a share of the first one's (issue 18: within 10 %).
+ */
+export function runnerComparisonTable(
+  runs: { database: MeasuredLevel['database']; runner: RunnerKind; levels: MeasuredLevel[] }[],
+  runners: RunnerKind[],
+): string {
+  const rows: string[][] = [];
+  const keys = [...new Set(runs.flatMap((r) => r.levels.map((l) => `${r.database}|${l.concurrency}`)))];
+  for (const key of keys) {
+    const [database, c] = key.split('|');
+    const at = runners.map((runner) =>
+      runs.find((r) => r.runner === runner && r.database === database)?.levels.find((l) => String(l.concurrency) === c),
+    );
+    const base = at[0] ? runsPerSecond(at[0]) : NaN;
+    rows.push([
+      DB_LABEL[database as MeasuredLevel['database']],
+      c,
+      ...at.map((l) => (l ? fmtNum(runsPerSecond(l)) : '–')),
+      ...at.slice(1).map((l) => (l && base > 0 ? `${Math.round((100 * runsPerSecond(l)) / base)} %` : '–')),
+      ...at.map((l) => (l && l.timings.length > 0 ? fmtDuration(l.cpu.runner / l.timings.length) : '–')),
+    ]);
+  }
+  return markdownTable(
+    [
+      'database',
+      'concurrency',
+      ...runners.map((r) => `${r} runs/s`),
+      ...runners.slice(1).map((r) => `${r} / ${runners[0]}`),
+      ...runners.map((r) => `${r} CPU/run`),
+    ],
+    rows,
+  );
 }

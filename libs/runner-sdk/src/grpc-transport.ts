@@ -122,7 +122,7 @@ export class GrpcHostApiTransport implements HostApiTransport {
       const call = fn.call(
         client,
         encode(request, CODEC[method].req),
-        this.metadata(),
+        this.metadata(options.traceparent),
         { deadline: options.deadline },
         (err, response) => {
           signal?.removeEventListener('abort', onAbort);
@@ -146,7 +146,7 @@ export class GrpcHostApiTransport implements HostApiTransport {
     }
     const client = this.getClient();
     const fn = (client as unknown as Record<string, ServerStream>).StreamModel;
-    const call = fn.call(client, encode(request, CODEC.StreamModel.req), this.metadata(), {
+    const call = fn.call(client, encode(request, CODEC.StreamModel.req), this.metadata(options.traceparent), {
       deadline: options.deadline,
     });
     const onAbort = () => call.cancel();
@@ -171,9 +171,12 @@ export class GrpcHostApiTransport implements HostApiTransport {
     this.client = undefined;
   }
 
-  private metadata(): grpc.Metadata {
+  private metadata(traceparent?: string): grpc.Metadata {
     const metadata = new grpc.Metadata();
     metadata.set('authorization', `Bearer ${this.token}`);
+    if (traceparent) {
+      metadata.set('traceparent', traceparent); // the host's spans of this call join the run's trace
+    }
     return metadata;
   }
 

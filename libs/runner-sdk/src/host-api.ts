@@ -117,6 +117,8 @@ export interface CallOptions {
   /** The call is abandoned (and rejects with the signal's reason) when it fires. */
   signal?: AbortSignal;
   deadline?: Date;
+  /** W3C trace context sent as `traceparent` metadata (the run's, from its RunRequest). */
+  traceparent?: string;
 }
 
 /** Carries host API calls; rejects with HostApiError (or the signal's reason when aborted). */
@@ -168,7 +170,13 @@ export class RunHostApi {
     readonly runId: string,
     private readonly signal: AbortSignal,
     private readonly deadline?: Date,
+    private readonly traceparent?: string,
   ) {}
+
+  /** What every call of this run carries. */
+  private get options(): CallOptions {
+    return { signal: this.signal, deadline: this.deadline, traceparent: this.traceparent };
+  }
 
   /** Any unary RPC with this run's id (the typed helpers below cover them all). */
   call<M extends UnaryMethod>(method: M, request: Omit<RequestOf<M>, 'run_id'>): Promise<ResponseOf<M>> {
@@ -176,7 +184,7 @@ export class RunHostApi {
       return Promise.reject(this.abortReason());
     }
     const full = { ...request, run_id: this.runId } as RequestOf<M>;
-    return this.transport.unary(method, full, { signal: this.signal, deadline: this.deadline });
+    return this.transport.unary(method, full, this.options);
   }
 
   readonly models = {
@@ -200,7 +208,7 @@ export class RunHostApi {
       if (this.signal.aborted) {
         return new ModelStream(rejecting(this.abortReason()));
       }
-      return new ModelStream(this.transport.streamModel(request, { signal: this.signal, deadline: this.deadline }));
+      return new ModelStream(this.transport.streamModel(request, this.options));
     },
     countTokens: async (modelId: string, messages: Message[] | string, tools?: JsonObject[]) =>
       (await this.call('CountTokens', { model_id: modelId, messages: toMessages(messages), tools })).tokens,

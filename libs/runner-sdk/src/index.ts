@@ -1,6 +1,7 @@
 export * from './errors';
 export * from './host-api';
 export * from './json';
+export * from './mcp-bridge';
 export * from './plugin';
 export * from './results';
 export * from './runner';

@@ -151,6 +151,20 @@ describe('RunnerPlugin over gRPC (loopback gateway)', () => {
     });
   }
 
+  it('sends extra manifests as they are, after the runners’ own', async () => {
+    const gw = await new Gateway().start();
+    gateways.push(gw);
+    const raw = { id: 'plugin:acme/bot/raw', name: 'raw', protocol_version: '1', unknown_key: true };
+    const plugin = start(gw.port, [echo()], { extraManifests: [raw] });
+    void plugin.start().catch(() => undefined);
+    const hello = await gw.hellos.next();
+    expect(hello.manifests.map(fromStruct).map((m) => m.id)).toEqual([
+      'plugin:acme/bot/default',
+      'plugin:acme/bot/raw',
+    ]);
+    expect(fromStruct(hello.manifests[1])).toEqual(raw);
+  });
+
   it('says hello with the token and one manifest per runner; answers pings; heartbeats list the active runs', async () => {
     const gw = await new Gateway().start();
     gateways.push(gw);

@@ -4,7 +4,9 @@ import * as grpc from '@grpc/grpc-js';
 import { Session, type SessionEnd } from './connection';
 import { PluginRefusedError } from './errors';
 import { GrpcHostApiTransport } from './grpc-transport';
+import type { JsonObject } from './json';
 import { manifestOf, stderrLogger, type Logger, type RunnerDefinition } from './runner';
+import type { RunnerManifest } from './types';
 import { CHANNEL_OPTIONS, loadServices, type ConnectCall, type WireWelcome } from './wire';
 
 /*
@@ -40,6 +42,12 @@ export interface PluginOptions {
   maxBatch?: number;
   /** Source of randomness of the jitter (tests). */
   random?: () => number;
+  /**
+   * Manifests sent in hello as they are, after the runners' own: runners this plugin serves
+   * without `defineRunner` (their runs fail `runner.not_found`), or manifests a protocol test
+   * wants the host to reject (listed in `welcome.rejected` and logged).
+   */
+  extraManifests?: JsonObject[];
 }
 
 /** Delay before reconnect attempt `attempt` (0-based): capped exponential backoff with jitter. */
@@ -133,7 +141,10 @@ export class RunnerPlugin {
       CHANNEL_OPTIONS,
     ) as unknown as GatewayClient;
     const client = this.client;
-    const manifests = this.options.runners.map((r) => manifestOf(r, this.options.author, this.options.plugin));
+    const manifests = [
+      ...this.options.runners.map((r) => manifestOf(r, this.options.author, this.options.plugin)),
+      ...((this.options.extraManifests ?? []) as unknown as RunnerManifest[]),
+    ];
     let attempt = 0;
     while (!this.stopping.signal.aborted) {
       this.log('info', 'connecting', {

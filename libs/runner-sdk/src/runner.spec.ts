@@ -267,4 +267,24 @@ describe('runners on the fake host', () => {
     expect(() => defineRunner({ name: 'a/b', run: () => undefined })).toThrow('runner name must match');
     expect(() => new FakeHost({ runners: [r, r] })).toThrow('two runners are named "default"');
   });
+  it('sends the run’s traceparent with each of its host calls, streams included', async () => {
+    const runner = defineRunner({
+      name: 'traced',
+      async run(_ctx, io) {
+        await io.host.tools.call('t');
+        for await (const chunk of io.host.models.stream('m', 'hi')) {
+          await io.delta(chunk);
+        }
+      },
+    });
+    const host = new FakeHost({ runners: [runner], tools: { t: () => ({}) }, models: { m: () => 'ok' } });
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    expect((await host.run({ traceparent })).status).toBe('completed');
+    expect(host.calls.map((c) => [c.method, c.traceparent])).toEqual([
+      ['CallTool', traceparent],
+      ['StreamModel', traceparent],
+    ]);
+    await host.run();
+    expect(host.calls.slice(2).map((c) => c.traceparent)).toEqual([undefined, undefined]);
+  });
 });

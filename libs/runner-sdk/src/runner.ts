@@ -1,6 +1,7 @@
 import { HostApiError, RunAbortedError } from './errors';
 import { RunHostApi, type HostApiTransport, type SteeringItem } from './host-api';
 import type { JsonObject } from './json';
+import { startMcpBridge, type McpBridge, type McpBridgeOptions } from './mcp-bridge';
 import { RunResults, type Outbox } from './results';
 import type {
   ConfigSchemaItem,
@@ -82,6 +83,12 @@ export interface RunIO {
 
   /** The follow-ups queued now (a pull without waiting); [] when steering is not granted. */
   drainSteering(): Promise<SteeringItem[]>;
+
+  /**
+   * Starts the run's MCP bridge (docs/runner-sdk.md#the-run-scoped-mcp-bridge): an MCP server
+   * listing what this run was granted, every call made through `host`; closed at the run's end.
+   */
+  mcpBridge(options?: McpBridgeOptions): Promise<McpBridge>;
 }
 
 export type RunHandler = (ctx: RunContext, io: RunIO) => Promise<void> | void;
@@ -129,6 +136,8 @@ interface ActiveRun {
   controller: AbortController;
   results: RunResults;
   timer: NodeJS.Timeout | undefined;
+  /** What ends with the run (its MCP bridges). */
+  closers: (() => Promise<void>)[];
 }
 
 function textOf(input: Input | JsonObject | null | undefined): string {
@@ -175,7 +184,7 @@ export class RunDispatcher {
       return;
     }
     const controller = new AbortController();
-    const run: ActiveRun = { controller, results, timer: undefined };
+    const run: ActiveRun = { controller, results, timer: undefined, closers: [] };
     this.active.set(runId, run);
     const deadlineAt = ctx.runtime?.deadline_at;
     const deadline = typeof deadlineAt === 'number' && deadlineAt > 0 ? new Date(deadlineAt * 1000) : null;
@@ -186,7 +195,7 @@ export class RunDispatcher {
       );
       run.timer.unref();
     }
-    const io = this.makeIO(ctx, results, controller.signal, deadline);
+    const io = this.makeIO(ctx, run, deadline, request.traceparent || undefined);
     try {
       await runner.run(ctx, io);
       if (!controller.signal.aborted) {
@@ -260,13 +269,20 @@ export class RunDispatcher {
 
   private finish(runId: string, run: ActiveRun): void {
     clearTimeout(run.timer);
+    for (const close of run.closers.splice(0)) {
+      void close().catch((err: unknown) =>
+        this.log('warn', 'closing a run resource failed', { run_id: runId, error: String(err) }),
+      );
+    }
     if (this.active.get(runId) === run) {
       this.active.delete(runId);
     }
   }
 
-  private makeIO(ctx: RunContext, results: RunResults, signal: AbortSignal, deadline: Date | null): RunIO {
-    const host = new RunHostApi(this.transport, ctx.run_id, signal, deadline ?? undefined);
+  private makeIO(ctx: RunContext, run: ActiveRun, deadline: Date | null, traceparent?: string): RunIO {
+    const { results } = run;
+    const signal = run.controller.signal;
+    const host = new RunHostApi(this.transport, ctx.run_id, signal, deadline ?? undefined, traceparent);
     const steeringGranted = ctx.context?.available_apis?.steering_pull === true;
     let toolCalls = 0;
     return {
@@ -297,6 +313,15 @@ export class RunDispatcher {
       },
       drainSteering: async () => (steeringGranted ? host.steering.pull({ wait_ms: 0 }) : []),
       turns: (opts = {}) => turns(ctx, host, steeringGranted, signal, opts),
+      mcpBridge: async (options) => {
+        const bridge = await startMcpBridge(ctx, host, signal, options);
+        if (this.active.get(ctx.run_id) === run) {
+          run.closers.push(() => bridge.close());
+        } else {
+          await bridge.close(); // the run ended while the bridge was starting
+        }
+        return bridge;
+      },
     };
   }
 }

@@ -285,6 +285,8 @@ export interface RunRequest {
   runner_id: string;
   runner_name: string;
   context: RunContext;
+  /** The run's W3C trace context; the SDK sends it back on the run's host API calls. */
+  traceparent?: string;
 }
 
 /** One result as sent (plain JSON; the connection encodes `data` and `usage`). */

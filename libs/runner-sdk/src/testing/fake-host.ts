@@ -70,6 +70,8 @@ export interface StartOptions {
   availableApis?: Partial<AvailableApis>;
   /** Changes to the context the fake builds. */
   context?: (ctx: RunContext) => RunContext;
+  /** The run's W3C trace context (RunRequest.traceparent); its host calls carry it. */
+  traceparent?: string;
 }
 
 export interface FakeRunOutcome {
@@ -213,7 +215,8 @@ function asAnswer(answer: Awaited<ReturnType<FakeModel>>): { message: Message; u
 
 export class FakeHost implements HostApiTransport {
   /** Every host API call, in order. */
-  readonly calls: { method: string; request: JsonObject }[] = [];
+  /** Every host call: its method, request and the `traceparent` it carried. */
+  readonly calls: { method: string; request: JsonObject; traceparent?: string }[] = [];
   /** Every frame of results, as the real connection would send them (see results.ts). */
   readonly frames: RunResult[][] = [];
   /** The state store: scope -> key -> value. */
@@ -315,6 +318,7 @@ export class FakeHost implements HostApiTransport {
       runner_id: `plugin:test/test/${runner.name}`,
       runner_name: runner.name,
       context: ctx,
+      traceparent: opts.traceparent,
     });
     return run;
   }
@@ -347,7 +351,7 @@ export class FakeHost implements HostApiTransport {
     if (options.signal?.aborted) {
       throw options.signal.reason ?? new RunAbortedError('stopped', 'aborted');
     }
-    this.calls.push({ method, request: request as unknown as JsonObject });
+    this.calls.push({ method, request: request as unknown as JsonObject, traceparent: options.traceparent });
     const override = this.options.handlers?.[method];
     if (override) {
       return override(request);
@@ -362,7 +366,11 @@ export class FakeHost implements HostApiTransport {
   }
 
   async *streamModel(request: InvokeModelRequest, options: CallOptions): AsyncIterable<StreamModelItem> {
-    this.calls.push({ method: 'StreamModel', request: request as unknown as JsonObject });
+    this.calls.push({
+      method: 'StreamModel',
+      request: request as unknown as JsonObject,
+      traceparent: options.traceparent,
+    });
     const run = this.activeRun('StreamModel', request.run_id);
     const { message, usage } = await this.invoke(run, 'stream', request);
     const text = typeof message.content === 'string' ? message.content : '';
