@@ -7,7 +7,7 @@ import { Transport, type MicroserviceOptions } from '@nestjs/microservices';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { ConfigError, loadConfig, type AppConfig } from '@libs/config';
 import { LOADER_OPTIONS, protoPath } from '@libs/proto';
-import { grpcMessageLimit } from '@libs/host-api';
+import { HostApiGrpc, grpcMessageLimit, serveHostApi } from '@libs/host-api';
 import { tolerateMalformedRequests } from '@libs/runner-gateway';
 import { DatabaseLock, DatabaseLockedError } from '@libs/persistence';
 import { telemetry, tracingRequested } from '@libs/telemetry';
@@ -122,8 +122,10 @@ async function bootstrap(): Promise<void> {
         maxSendMessageLength: grpcMessageLimit(config),
         // Server reflection (grpc.reflection.v1 and v1alpha) over the same .proto files, so that
         // grpcurl and other tools list and call the services without them (docs/observability.md).
+        // The host API is served by grpc-js handlers directly, without the RPC layer per call.
         onLoadPackageDefinition: (pkg: PackageDefinition, server: grpc.Server) => {
           tolerateMalformedRequests(pkg);
+          serveHostApi(pkg, server, app.get(HostApiGrpc));
           reflection.addToServer(server);
         },
         // Handed to grpc.Server as they are (Nest's type knows only channel options).

@@ -1,9 +1,10 @@
-import { Controller } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import type * as grpc from '@grpc/grpc-js';
 import type { Metadata } from '@grpc/grpc-js';
+import type { PackageDefinition } from '@grpc/proto-loader';
 import { Root, common } from 'protobufjs';
-import { from, mergeMap, type Observable } from 'rxjs';
 import {
-  HostApiServiceControllerMethods,
+  HOST_API_SERVICE_NAME,
   type CallToolRequest,
   type CallToolResponse,
   type CountTokensRequest,
@@ -52,7 +53,7 @@ import {
 import type { StorageArea } from '@libs/authz';
 import { bearerToken } from '@libs/auth';
 import { DomainError } from '@libs/protocol';
-import { PluginsService, isMalformed, malformedError, wireBytes } from '@libs/runner-gateway';
+import { PluginsService, grpcStatusErrorOf, isMalformed, malformedError, wireBytes } from '@libs/runner-gateway';
 import { HostActions, type HostActionName, type RequestOf, type ResultOf } from './host-actions';
 import type { Caller } from './host-api.gate';
 import { telemetry } from '@libs/telemetry';
@@ -84,22 +85,26 @@ function wireValue(value: unknown): unknown {
   return value ?? undefined;
 }
 /**
- * gRPC adapter of the run-scoped host API: authenticates the plugin token of the call metadata,
- * converts each proto request to its domain action and the result back to the wire, and hands
- * the action to HostActions, whose gate authorises, limits and audits every call.
+ * gRPC adapter of the run-scoped host API, served by grpc-js handlers directly (no framework RPC
+ * layer per call: docs/protocol.md#host-api): authenticates the plugin token of the call
+ * metadata, converts each proto request to its domain action and the result back to the wire,
+ * and hands the action to HostActions, whose gate authorises, limits and audits every call. Every
+ * error leaves as the protocol's gRPC status (GrpcStatusError: status code, message, `x-error-*`
+ * trailers), the same as the exception filter gives the other gRPC services.
  */
-@Controller()
-@HostApiServiceControllerMethods()
-export class HostApiController implements HostApiServiceController {
+@Injectable()
+export class HostApiGrpc {
+  private readonly logger = new Logger('Errors');
+
   constructor(
     private readonly actions: HostActions,
     private readonly plugins: PluginsService,
   ) {}
 
   /** The caller is the plugin whose token the call metadata carries. */
-  private caller(md: Metadata | undefined): Caller {
+  private caller(md: Metadata): Caller {
     return async () => {
-      const token = bearerToken(md?.get('authorization').map(String));
+      const token = bearerToken(md.get('authorization').map(String));
       const plugin = token ? await this.plugins.authenticate(token) : null;
       if (!plugin) {
         throw new DomainError(
@@ -111,149 +116,186 @@ export class HostApiController implements HostApiServiceController {
     };
   }
 
-  private call<A extends HostActionName, R extends { run_id: string }>(
+  private async call<A extends HostActionName, R extends { run_id: string }>(
     name: A,
     req: R,
-    md: Metadata | undefined,
+    md: Metadata,
     input: (req: R) => RequestOf<A>,
   ): Promise<ResultOf<A>> {
     // A request that is not valid protobuf is refused INVALID_ARGUMENT before the gate: no run_id
-    // can be read from it, so it has no audit row (docs/security.md#wire-errors-grpc). Checked here rather than by
-    // an interceptor, which would cost every call an async-resource binding.
+    // can be read from it, so it has no audit row (docs/security.md#wire-errors-grpc).
     if (isMalformed(req)) {
       throw malformedError(req);
     }
-    return telemetry.tracing.withRemoteParent(md?.get('traceparent')[0]?.toString(), () =>
+    return telemetry.tracing.withRemoteParent(md.get('traceparent')[0]?.toString(), () =>
       this.actions.execute(this.caller(md), name, req.run_id, input(req), size(req)),
     );
   }
 
-  invokeModel(req: InvokeModelRequest, md?: Metadata): Promise<InvokeModelResponse> {
-    return this.call('model.invoke', req, md, toModelCall);
+  /** A unary handler: the action's answer converted to the wire, or the error as its gRPC status. */
+  private unary<A extends HostActionName, R extends { run_id: string }, W>(
+    name: A,
+    input: (req: R) => RequestOf<A>,
+    output: (res: ResultOf<A>) => W,
+  ): grpc.handleUnaryCall<R, W> {
+    return (call, callback) => {
+      this.call(name, call.request, call.metadata, input).then(
+        (res) => callback(null, output(res)),
+        (e: unknown) => callback(grpcStatusErrorOf(e, this.logger)),
+      );
+    };
   }
 
-  streamModel(req: InvokeModelRequest, md?: Metadata): Observable<StreamModelChunk> {
-    return from(this.call('model.stream', req, md, toModelCall)).pipe(mergeMap((chunks) => from(chunks)));
+  /**
+   * StreamModel: the gate passes (and audits) first; the chunks then flow as the provider sends
+   * them, each written when the stream has room (the `drain` event). A cancelled call stops the
+   * provider's stream; an error ends the call with its gRPC status.
+   */
+  private streamModel(): grpc.handleServerStreamingCall<InvokeModelRequest, StreamModelChunk> {
+    return (call) => {
+      const write = async () => {
+        const chunks = await this.call('model.stream', call.request, call.metadata, toModelCall);
+        for await (const chunk of chunks) {
+          if (call.cancelled) {
+            return;
+          }
+          if (!call.write(chunk)) {
+            await new Promise<void>((resolve) => {
+              const done = () => {
+                call.off('drain', done);
+                call.off('cancelled', done);
+                resolve();
+              };
+              call.on('drain', done);
+              call.on('cancelled', done);
+            });
+          }
+        }
+        call.end();
+      };
+      write().catch((e: unknown) => {
+        if (!call.cancelled) {
+          call.emit('error', grpcStatusErrorOf(e, this.logger));
+        }
+      });
+    };
   }
 
-  countTokens(req: CountTokensRequest, md?: Metadata): Promise<CountTokensResponse> {
-    return this.call('model.count_tokens', req, md, (r: CountTokensRequest) => ({
-      model_id: r.model_id,
-      messages: r.messages,
-      tools: r.tools,
-    }));
+  /** The handlers of `runnerhost.v1.HostApiService`, by method. */
+  handlers(): HostApiHandlers {
+    return {
+      invokeModel: this.unary('model.invoke', toModelCall, (res): InvokeModelResponse => res),
+      streamModel: this.streamModel(),
+      countTokens: this.unary(
+        'model.count_tokens',
+        (r: CountTokensRequest) => ({ model_id: r.model_id, messages: r.messages, tools: r.tools }),
+        (res): CountTokensResponse => res,
+      ),
+      rerank: this.unary(
+        'model.rerank',
+        (r: RerankRequest) => ({
+          model_id: r.model_id,
+          query: r.query,
+          documents: r.documents,
+          top_k: r.top_k,
+          extra_args: r.extra_args,
+        }),
+        (res): RerankResponse => res,
+      ),
+      getToolDetail: this.unary(
+        'tool.detail',
+        (r: GetToolDetailRequest) => ({ tool_name: r.tool_name }),
+        (res): GetToolDetailResponse => res,
+      ),
+      callTool: this.unary(
+        'tool.call',
+        (r: CallToolRequest) => ({ tool_name: r.tool_name, parameters: r.parameters ?? {} }),
+        (res): CallToolResponse => res,
+      ),
+      retrieveKnowledge: this.unary(
+        'knowledge.retrieve',
+        (r: RetrieveKnowledgeRequest) => ({
+          kb_id: r.kb_id,
+          query_text: r.query_text,
+          top_k: r.top_k,
+          filters: r.filters,
+        }),
+        (res): RetrieveKnowledgeResponse => res,
+      ),
+      historyPage: this.unary('history.page', (r: HistoryPageRequest) => r, (res): HistoryPageResponse => cursors(res)),
+      historySearch: this.unary(
+        'history.search',
+        (r: HistorySearchRequest) => ({ query: r.query, filters: r.filters, top_k: r.top_k }),
+        (res): HistorySearchResponse => res,
+      ),
+      eventGet: this.unary(
+        'event.get',
+        (r: EventGetRequest) => ({ event_id: r.event_id }),
+        ({ event }): EventGetResponse => ({ event: { ...event } }),
+      ),
+      eventPage: this.unary('event.page', (r: EventPageRequest) => r, (res): EventPageResponse => cursors(res)),
+      stateGet: this.unary(
+        'state.get',
+        (r: StateGetRequest) => stateKey(r),
+        ({ value }): StateGetResponse => ({ value: wireValue(value) }),
+      ),
+      stateSet: this.unary(
+        'state.set',
+        (r: StateSetRequest) => ({ scope: r.scope, key: r.key, value: r.value }),
+        (res): StateSetResponse => res,
+      ),
+      stateDelete: this.unary('state.delete', (r: StateDeleteRequest) => stateKey(r), (res): StateDeleteResponse => res),
+      stateList: this.unary(
+        'state.list',
+        (r: StateListRequest) => ({ scope: r.scope, prefix: r.prefix, limit: r.limit }),
+        (res): StateListResponse => res,
+      ),
+      storageGet: this.unary('storage.get', (r: StorageGetRequest) => storageKey(r), (res): StorageGetResponse => res),
+      storageSet: this.unary(
+        'storage.set',
+        (r: StorageSetRequest) => ({ ...storageKey(r), value: Buffer.from(r.value) }),
+        (res): StorageSetResponse => res,
+      ),
+      storageDelete: this.unary(
+        'storage.delete',
+        (r: StorageDeleteRequest) => storageKey(r),
+        (res): StorageDeleteResponse => res,
+      ),
+      storageList: this.unary(
+        'storage.list',
+        (r: StorageListRequest) => ({ area: r.area as StorageArea, prefix: r.prefix, limit: r.limit }),
+        (res): StorageListResponse => res,
+      ),
+      promptGet: this.unary('prompt.get', (_r: PromptGetRequest) => ({}), (res): PromptGetResponse => res),
+      steeringPull: this.unary(
+        'steering.pull',
+        (r: SteeringPullRequest) => ({ mode: r.mode, limit: r.limit, wait_ms: r.wait_ms }),
+        (res): SteeringPullResponse => res,
+      ),
+      runGet: this.unary('run.get', (_r: RunGetRequest) => ({}), (res): RunGetResponse => res),
+    };
   }
+}
 
-  rerank(req: RerankRequest, md?: Metadata): Promise<RerankResponse> {
-    return this.call('model.rerank', req, md, (r: RerankRequest) => ({
-      model_id: r.model_id,
-      query: r.query,
-      documents: r.documents,
-      top_k: r.top_k,
-      extra_args: r.extra_args,
-    }));
-  }
+/** One grpc-js handler per method of HostApiService, under the method's camelCase name. */
+export type HostApiHandlers = Record<keyof HostApiServiceController, grpc.UntypedHandleCall>;
 
-  getToolDetail(req: GetToolDetailRequest, md?: Metadata): Promise<GetToolDetailResponse> {
-    return this.call('tool.detail', req, md, (r: GetToolDetailRequest) => ({ tool_name: r.tool_name }));
-  }
+/** The fully qualified name of the service in the loaded package definition. */
+const HOST_API_SERVICE = `runnerhost.v1.${HOST_API_SERVICE_NAME}`;
 
-  callTool(req: CallToolRequest, md?: Metadata): Promise<CallToolResponse> {
-    return this.call('tool.call', req, md, (r: CallToolRequest) => ({
-      tool_name: r.tool_name,
-      parameters: r.parameters ?? {},
-    }));
+/**
+ * Serves HostApiService on `server` with the handlers above, and takes the service out of the
+ * package definition the framework's gRPC server loads next (given as `onLoadPackageDefinition`),
+ * so that the framework registers no handler of its own for it. Call it after the request
+ * deserializers were made tolerant (tolerateMalformedRequests): the service keeps them.
+ */
+export function serveHostApi(definition: PackageDefinition, server: grpc.Server, api: HostApiGrpc): void {
+  const service = definition[HOST_API_SERVICE];
+  if (!service || 'format' in service) {
+    throw new Error(`${HOST_API_SERVICE} is not in the package definition`);
   }
-
-  retrieveKnowledge(req: RetrieveKnowledgeRequest, md?: Metadata): Promise<RetrieveKnowledgeResponse> {
-    return this.call('knowledge.retrieve', req, md, (r: RetrieveKnowledgeRequest) => ({
-      kb_id: r.kb_id,
-      query_text: r.query_text,
-      top_k: r.top_k,
-      filters: r.filters,
-    }));
-  }
-
-  historyPage(req: HistoryPageRequest, md?: Metadata): Promise<HistoryPageResponse> {
-    return this.call('history.page', req, md, (r: HistoryPageRequest) => r).then(cursors);
-  }
-
-  historySearch(req: HistorySearchRequest, md?: Metadata): Promise<HistorySearchResponse> {
-    return this.call('history.search', req, md, (r: HistorySearchRequest) => ({
-      query: r.query,
-      filters: r.filters,
-      top_k: r.top_k,
-    }));
-  }
-
-  eventGet(req: EventGetRequest, md?: Metadata): Promise<EventGetResponse> {
-    return this.call('event.get', req, md, (r: EventGetRequest) => ({ event_id: r.event_id })).then(({ event }) => ({
-      event: { ...event },
-    }));
-  }
-
-  eventPage(req: EventPageRequest, md?: Metadata): Promise<EventPageResponse> {
-    return this.call('event.page', req, md, (r: EventPageRequest) => r).then(cursors);
-  }
-
-  stateGet(req: StateGetRequest, md?: Metadata): Promise<StateGetResponse> {
-    return this.call('state.get', req, md, stateKey).then(({ value }) => ({ value: wireValue(value) }));
-  }
-
-  stateSet(req: StateSetRequest, md?: Metadata): Promise<StateSetResponse> {
-    return this.call('state.set', req, md, (r: StateSetRequest) => ({ scope: r.scope, key: r.key, value: r.value }));
-  }
-
-  stateDelete(req: StateDeleteRequest, md?: Metadata): Promise<StateDeleteResponse> {
-    return this.call('state.delete', req, md, stateKey);
-  }
-
-  stateList(req: StateListRequest, md?: Metadata): Promise<StateListResponse> {
-    return this.call('state.list', req, md, (r: StateListRequest) => ({
-      scope: r.scope,
-      prefix: r.prefix,
-      limit: r.limit,
-    }));
-  }
-
-  storageGet(req: StorageGetRequest, md?: Metadata): Promise<StorageGetResponse> {
-    return this.call('storage.get', req, md, storageKey);
-  }
-
-  storageSet(req: StorageSetRequest, md?: Metadata): Promise<StorageSetResponse> {
-    return this.call('storage.set', req, md, (r: StorageSetRequest) => ({
-      ...storageKey(r),
-      value: Buffer.from(r.value),
-    }));
-  }
-
-  storageDelete(req: StorageDeleteRequest, md?: Metadata): Promise<StorageDeleteResponse> {
-    return this.call('storage.delete', req, md, storageKey);
-  }
-
-  storageList(req: StorageListRequest, md?: Metadata): Promise<StorageListResponse> {
-    return this.call('storage.list', req, md, (r: StorageListRequest) => ({
-      area: r.area as StorageArea,
-      prefix: r.prefix,
-      limit: r.limit,
-    }));
-  }
-
-  promptGet(req: PromptGetRequest, md?: Metadata): Promise<PromptGetResponse> {
-    return this.call('prompt.get', req, md, () => ({}));
-  }
-
-  steeringPull(req: SteeringPullRequest, md?: Metadata): Promise<SteeringPullResponse> {
-    return this.call('steering.pull', req, md, (r: SteeringPullRequest) => ({
-      mode: r.mode,
-      limit: r.limit,
-      wait_ms: r.wait_ms,
-    }));
-  }
-
-  runGet(req: RunGetRequest, md?: Metadata): Promise<RunGetResponse> {
-    return this.call('run.get', req, md, () => ({}));
-  }
+  server.addService(service, api.handlers());
+  delete definition[HOST_API_SERVICE];
 }
 
 const toModelCall = (r: InvokeModelRequest) => ({

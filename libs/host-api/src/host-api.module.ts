@@ -6,13 +6,13 @@ import { RunsModule } from '@libs/runs';
 import { ContextApiService } from './context-api.service';
 import { HostActions } from './host-actions';
 import { HostApiGate } from './host-api.gate';
-import { HostApiController } from './host-api.grpc';
+import { HostApiGrpc } from './host-api.grpc';
 import { StorageApiService } from './storage-api.service';
 
 @Module({
   imports: [AuthzModule, ConversationsModule, RunnerGatewayModule, RunsModule],
-  controllers: [HostApiController],
-  providers: [HostApiGate, HostActions, ContextApiService, StorageApiService],
-  exports: [HostActions],
+  // HostApiGrpc is served on the gRPC server by serveHostApi (apps/host main), not as a controller.
+  providers: [HostApiGate, HostActions, HostApiGrpc, ContextApiService, StorageApiService],
+  exports: [HostActions, HostApiGrpc],
 })
 export class HostApiModule {}

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Metadata, status } from '@grpc/grpc-js';
 import { DomainError, grpcStatusOf, type ErrorCode } from '@libs/protocol';
 
@@ -53,4 +54,28 @@ function asciiJson(value: unknown): string {
 
 export function grpcErrorOf(code: ErrorCode, message: string, retryable?: boolean): GrpcStatusError {
   return new GrpcStatusError(new DomainError(code, message, {}, retryable));
+}
+
+/**
+ * An error no rule expected, as the protocol error the caller sees: `runtime_error` naming only a
+ * fresh error id; the error itself (with its stack) is logged under that id.
+ */
+export function unexpectedError(exception: unknown, logger: { error(line: object): void }): DomainError {
+  const errorId = randomUUID();
+  logger.error({
+    error_id: errorId,
+    msg: exception instanceof Error ? (exception.stack ?? exception.message) : String(exception),
+  });
+  return new DomainError('runtime_error', `internal error (error id ${errorId})`, { error_id: errorId }, false);
+}
+
+/**
+ * Any error of a gRPC handler as the status the call ends with: a GrpcStatusError as it is, a
+ * protocol error mapped, anything else `runtime_error` / INTERNAL (see unexpectedError).
+ */
+export function grpcStatusErrorOf(exception: unknown, logger: { error(line: object): void }): GrpcStatusError {
+  if (exception instanceof GrpcStatusError) {
+    return exception;
+  }
+  return new GrpcStatusError(exception instanceof DomainError ? exception : unexpectedError(exception, logger));
 }

@@ -1,7 +1,7 @@
 export { RunnerGatewayModule } from './runner-gateway.module';
 export { PluginsService, pluginView, type PluginView } from './plugins.service';
 export { RunnerConnections, type RunnerSession, type ConnectedRunner, type InboundEvent } from './runner-connections';
-export { grpcErrorOf, GrpcStatusError } from './grpc-error';
+export { grpcErrorOf, grpcStatusErrorOf, GrpcStatusError, unexpectedError } from './grpc-error';
 export { HOST_VERSION } from './connect-session.handler';
 export { RunnerDispatch, type RunnerTarget, type RunnerTransport } from './dispatch/runner-dispatch';
 export { RunnerCatalogService, type RunnerView } from './runner-catalog.service';

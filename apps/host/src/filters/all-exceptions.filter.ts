@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { throwError, type Observable } from 'rxjs';
 import { DomainError, httpStatusOf, type ErrorCode, type ProtocolError } from '@libs/protocol';
-import { GrpcStatusError } from '@libs/runner-gateway';
+import { GrpcStatusError, unexpectedError } from '@libs/runner-gateway';
 import { BODY_LIMIT_BYTES } from '../edge/http-adapter';
 
 const HTTP_CODES: Record<number, ErrorCode> = {
@@ -78,16 +77,6 @@ export class AllExceptionsFilter implements ExceptionFilter {
         return new DomainError(code, exception.message).toProtocol();
       }
     }
-    const errorId = randomUUID();
-    this.logger.error({
-      error_id: errorId,
-      msg: exception instanceof Error ? (exception.stack ?? exception.message) : String(exception),
-    });
-    return {
-      code: 'runtime_error',
-      message: `internal error (error id ${errorId})`,
-      retryable: false,
-      details: { error_id: errorId },
-    };
+    return unexpectedError(exception, this.logger).toProtocol();
   }
 }
