@@ -239,7 +239,9 @@ describe('Python runner SDK against the real host', () => {
 
     const client = new Client({ name: 'e2e', version: '1.0.0' });
     await client.connect(
-      new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${secret}` } } }),
+      new StreamableHTTPClientTransport(new URL(url), {
+        requestInit: { headers: { authorization: `Bearer ${secret}` } },
+      }),
     );
     const tools = await client.listTools();
     expect(tools.tools.map((t) => t.name)).toEqual(['current_time']);
@@ -264,10 +266,12 @@ describe('Python runner SDK against the real host', () => {
       'run.completed',
     ]);
     expect(events[4].data.message.content).toBe('the bridge served 2 calls');
-    const audit = (await host.api<{ items: { action: string; resource: string; outcome: string }[] }>(
-      'GET',
-      `/v1/admin/runs/${runId}/audit?limit=100`,
-    )).body.items;
+    const audit = (
+      await host.api<{ items: { action: string; resource: string; outcome: string }[] }>(
+        'GET',
+        `/v1/admin/runs/${runId}/audit?limit=100`,
+      )
+    ).body.items;
     expect(audit.filter((a) => a.action === 'tool.call').map((a) => [a.resource, a.outcome])).toEqual([
       ['tool:current_time', 'allowed'],
       ['tool:http_fetch', 'denied'],
