@@ -48,6 +48,7 @@ def to_value(value: Json, out: struct_pb2.Value | None = None) -> struct_pb2.Val
     elif isinstance(value, str):
         out.string_value = value
     elif isinstance(value, Mapping):
+        out.struct_value.SetInParent()  # an empty object is {}, not unset
         to_struct(value, out.struct_value)
     elif isinstance(value, (list, tuple)):
         out.list_value.SetInParent()

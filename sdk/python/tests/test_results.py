@@ -117,10 +117,10 @@ class WireTest(unittest.TestCase):
         ctx = message_to_dict(
             dict_to_message(
                 context_pb2.RunContext,
-                {"run_id": "r1", "input": {"text": "hi"}, "config": {"n": 3, "f": 2.5, "l": [1, None, {"a": True}]}},
+                {"run_id": "r1", "input": {"text": "hi"}, "config": {"n": 3, "f": 2.5, "l": [1, None, {"a": True}, {}, []], "e": {}}},
             )
         )
-        self.assertEqual(ctx["config"], {"n": 3, "f": 2.5, "l": [1, None, {"a": True}]})
+        self.assertEqual(ctx["config"], {"n": 3, "f": 2.5, "l": [1, None, {"a": True}, {}, []], "e": {}})
         self.assertIsNone(ctx["resources"])
         self.assertEqual(ctx["input"]["text"], "hi")
         self.assertIsNone(ctx["input"]["interaction"])
