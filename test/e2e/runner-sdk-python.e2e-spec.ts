@@ -285,7 +285,10 @@ describe('Python runner SDK against the real host', () => {
     const inFlight = await host.api('POST', '/v1/events', message('assistant', 'c-restart', 'are you there?'));
     await modelAsked('are you there?');
     await host.stop('SIGKILL');
-    host = await startHost();
+    const dead = host;
+    host = await startHost().catch((e: Error) => {
+      throw new Error(`${e.message}\n${host.proc?.logs() ?? dead.proc.logs()}`);
+    });
     await runnerConnected(host, 'plugin:py/assistant/default');
     const old = await waitFor('the old run to end', async () => {
       const run = await runOf(inFlight.body.run_id);

@@ -44,7 +44,7 @@ async def probe(ctx, io):
     }))
 
 
-@runner("bridge", capabilities={"steering": True}, permissions={"tools": ["detail", "call"]})
+@runner("bridge", capabilities={"steering": True, "tool_calling": True}, permissions={"tools": ["detail", "call"]})
 async def bridge(ctx, io):
     async with io.mcp_bridge() as mcp:
         print(json.dumps({"run_id": io.run_id, "url": mcp.url, "secret": mcp.secret}), flush=True)
