@@ -65,8 +65,13 @@ describe('Python runner SDK against the real host', () => {
   let server: ScriptedOpenAIServer;
   const procs: PyProc[] = [];
 
-  const startHost = async () =>
-    new Host(db, { SCRIPTED_KEY: KEY, SECRET_ENV_ALLOWLIST: 'SCRIPTED_KEY', GRPC_PORT: String(grpcPort) }).start();
+  /** The host on a fixed gRPC port, so that the plugins find it again after a restart. */
+  const startHost = async () => {
+    const next = new Host(db, { SCRIPTED_KEY: KEY, SECRET_ENV_ALLOWLIST: 'SCRIPTED_KEY', GRPC_PORT: String(grpcPort) });
+    return next.start().catch((e: Error) => {
+      throw new Error(`${e.message}\n${next.proc.logs().slice(-4000)}`);
+    });
+  };
   const runOf = async (runId: string) => (await host.api('GET', `/v1/runs/${runId}`)).body;
   const modelAsked = (text: string) =>
     waitFor(`the model call with "${text}"`, () =>
@@ -285,10 +290,7 @@ describe('Python runner SDK against the real host', () => {
     const inFlight = await host.api('POST', '/v1/events', message('assistant', 'c-restart', 'are you there?'));
     await modelAsked('are you there?');
     await host.stop('SIGKILL');
-    const dead = host;
-    host = await startHost().catch((e: Error) => {
-      throw new Error(`${e.message}\n${host.proc?.logs() ?? dead.proc.logs()}`);
-    });
+    host = await startHost();
     await runnerConnected(host, 'plugin:py/assistant/default');
     const old = await waitFor('the old run to end', async () => {
       const run = await runOf(inFlight.body.run_id);

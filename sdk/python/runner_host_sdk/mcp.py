@@ -51,6 +51,7 @@ class McpBridge:
         self.url = ""
         self._server: Optional[asyncio.base_events.Server] = None
         self._sessions: set[str] = set()
+        self._connections: set[asyncio.StreamWriter] = set()
         self._closed = False
         self.calls = 0
 
@@ -76,6 +77,9 @@ class McpBridge:
         if self._server is not None:
             self._server.close()
             self._server = None
+        for writer in list(self._connections):  # keep-alive connections end with the bridge too
+            writer.close()
+        self._connections.clear()
 
     async def __aenter__(self) -> "McpBridge":
         return await self.start()
@@ -217,10 +221,11 @@ class McpBridge:
     # ---- HTTP/1.1 ----
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._connections.add(writer)
         try:
             while not self._closed:
                 request = await _read_request(reader)
-                if request is None:
+                if request is None or self._closed:
                     break
                 status, headers, body = await self._http(*request)
                 _write_response(writer, status, headers, body)
@@ -228,6 +233,7 @@ class McpBridge:
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
             pass
         finally:
+            self._connections.discard(writer)
             writer.close()
 
     async def _http(self, method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:

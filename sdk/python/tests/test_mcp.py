@@ -97,12 +97,19 @@ class McpBridgeTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(calls, [("CallTool", "add"), ("RetrieveKnowledge", "kb1"), ("CallTool", "http_fetch")])
         self.assertTrue(all(r["run_id"] == run.run_id for _, r in host.calls))
 
+        # A keep-alive connection opened while the run is active...
+        hostport = bridge.url[len("http://"):].split("/", 1)[0]
+        reader, writer = await asyncio.open_connection(*hostport.split(":"))
         finish.set()
         outcome = await run.done
         types = [r["type"] for r in outcome.results]
         self.assertEqual(types, ["tool.call.started", "tool.call.completed", "tool.call.started", "tool.call.completed", "run.completed"])
         with self.assertRaises(OSError):
             await post(bridge.url, {"jsonrpc": "2.0", "id": 9, "method": "ping"}, auth)
+        # ...is closed with the bridge: no answer on it.
+        writer.write(b"POST /mcp HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+        self.assertEqual(await reader.read(), b"")
+        writer.close()
 
     async def test_the_bridge_closes_when_the_run_is_cancelled(self):
         opened = asyncio.Event()
