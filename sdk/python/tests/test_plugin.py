@@ -83,6 +83,14 @@ class FakeGateway(gateway_pb2_grpc.RunnerGatewayServiceServicer):
         await asyncio.wait_for(loop(), timeout)
 
 
+async def until(predicate, timeout=10):
+    async def loop():
+        while not predicate():
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(loop(), timeout)
+
+
 def run_request(run_id, runner_name="default"):
     return gateway_pb2.HostMessage(
         run=gateway_pb2.RunRequest(
@@ -154,7 +162,7 @@ class PluginTest(unittest.IsolatedAsyncioTestCase):
             gw2 = FakeGateway()
             server = await self.start_server(gw2, port)
             await asyncio.wait_for(gw2.connected.wait(), 10)
-            self.assertEqual(plugin.connections, 2)
+            await until(lambda: plugin.connections == 2)  # the plugin has read the new welcome
             await gw2.outgoing.put(run_request("r4"))
             await gw2.wait_for(lambda: any(r.type == "run.completed" for r in gw2.results()))
             self.assertFalse(any(r.run_id == "r3" for r in gw2.results()))
