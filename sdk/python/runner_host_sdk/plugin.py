@@ -210,10 +210,17 @@ class RunnerPlugin:
         """Connects; returns the host's first welcome; raises PluginRefusedError when refused."""
         if self._loop_task is not None:
             raise RuntimeError("already started")
+        # gRPC's own reconnect backoff (up to 120 s by default) follows ours, so that an attempt
+        # after a host restart is not failed fast by a channel still backing off.
+        options = CHANNEL_OPTIONS + [
+            ("grpc.initial_reconnect_backoff_ms", self.reconnect.initial_delay_ms),
+            ("grpc.min_reconnect_backoff_ms", self.reconnect.initial_delay_ms),
+            ("grpc.max_reconnect_backoff_ms", self.reconnect.max_delay_ms),
+        ]
         if self.credentials is None:
-            self._channel = grpc.aio.insecure_channel(self.url, options=CHANNEL_OPTIONS)
+            self._channel = grpc.aio.insecure_channel(self.url, options=options)
         else:
-            self._channel = grpc.aio.secure_channel(self.url, self.credentials, options=CHANNEL_OPTIONS)
+            self._channel = grpc.aio.secure_channel(self.url, self.credentials, options=options)
         self._transport = GrpcHostApiTransport(self._channel, self.token)
         self._first_welcome = asyncio.get_running_loop().create_future()
         self._loop_task = asyncio.ensure_future(self._run())
