@@ -1,0 +1,1 @@
+"""Generated protobuf/gRPC stubs of proto/runnerhost (scripts/gen-stubs.sh)."""
