@@ -47,7 +47,7 @@ export function readConfig<T>(config: JsonObject, schema: ConfigSchemaItem[]): T
     const want = TYPE_OF[item.type];
     const isObject = want === 'object' && typeof value === 'object' && !Array.isArray(value);
     if (want && !isObject && typeof value !== want) {
-      throw configError(item.name, `must be a ${item.type}`);
+      throw configError(item.name, `must be of type ${item.type}`);
     }
     if (item.type === 'integer' && !Number.isInteger(value)) {
       throw configError(item.name, 'must be an integer');
