@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { ScriptedOpenAIServer, scripts } from '@libs/testing';
 import { FakeDify } from '../../apps/runners/hosted-workflow/testing/fake-targets';
@@ -9,7 +11,8 @@ import { message } from './steering-support';
  * The reference runners (docs/reference-runners.md) as real processes, started from the build
  * (`node dist/apps/runners/...`) with the SDK's environment variables, against the real host and
  * the scripted fakes of their targets: the OpenAI-compatible runner against the scripted
- * OpenAI-compatible server, the Dify runner against a scripted Dify app API.
+ * OpenAI-compatible server, the Dify runner against a scripted Dify app API, the ACP runner driving
+ * the scripted ACP agent (built to dist/apps/runners/acp/testing/scripted-agent.js).
  */
 
 jest.setTimeout(120_000);
@@ -17,6 +20,7 @@ jest.setTimeout(120_000);
 const ROOT = path.resolve(__dirname, '..', '..');
 const OPENAI_KEY = 'sk-ref-e2e';
 const DIFY_KEY = 'app-ref-e2e';
+const ACP_DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'ref-e2e-acp-'));
 
 function startRunner(
   main: string,
@@ -33,6 +37,9 @@ function startRunner(
       RUNNERHOST_PLUGIN_NAME: plugin,
       REF_E2E_OPENAI_KEY: OPENAI_KEY,
       REF_E2E_DIFY_KEY: DIFY_KEY,
+      // Read by the scripted ACP agent, which the ACP runner starts with its own environment.
+      ACP_FIXTURE_STATE: path.join(ACP_DIR, 'sessions.json'),
+      ACP_FIXTURE_LOG: path.join(ACP_DIR, 'agent.log'),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -77,6 +84,7 @@ describe('reference runners as processes against the real host', () => {
     for (const [plugin, main, runnerIds] of [
       ['openai', 'openai-compatible/main.js', ['plugin:ref/openai/default']],
       ['workflow', 'hosted-workflow/main.js', ['plugin:ref/workflow/dify', 'plugin:ref/workflow/webhook']],
+      ['acp', 'acp/main.js', ['plugin:ref/acp/default']],
     ] as const) {
       const reg = await host.api('POST', '/v1/admin/plugins', { author: 'ref', name: plugin });
       expect(reg.status).toBe(201);
@@ -101,6 +109,15 @@ describe('reference runners as processes against the real host', () => {
         runner_id: 'plugin:ref/workflow/dify',
         runner_config: { base_url: dify.baseUrl, api_key_env: 'REF_E2E_DIFY_KEY' },
       },
+      {
+        agent_id: 'acp',
+        runner_id: 'plugin:ref/acp/default',
+        runner_config: {
+          command: process.execPath,
+          args: [path.join(ROOT, 'dist/apps/runners/acp/testing/scripted-agent.js')],
+          cwd: ACP_DIR,
+        },
+      },
     ];
     for (const agent of agents) {
       const created = await host.api('POST', '/v1/admin/agents', agent);
@@ -116,6 +133,7 @@ describe('reference runners as processes against the real host', () => {
     await openai?.close();
     await dify?.close();
     await db.drop();
+    fs.rmSync(ACP_DIR, { recursive: true, force: true });
   });
 
   it("the host refuses a binding whose config misses a field the runner's config_schema requires", async () => {
@@ -183,5 +201,29 @@ describe('reference runners as processes against the real host', () => {
     expect(c2).not.toBe('');
     expect(dify.conversations.get(c2)).toEqual(['hello dify', 'follow up']);
     expect(dify.chats.every((r) => r.headers.authorization === `Bearer ${DIFY_KEY}`)).toBe(true);
+  });
+
+  it('the ACP runner answers through the agent and continues its ACP session on the next message of the conversation', async () => {
+    const first = await host.api('POST', '/v1/events', message('acp', 'c-acp', 'hello agent'));
+    const a1 = await answerOf(first.body.run_id);
+    expect(a1.streamed).toBe('echo: hello agent [turn 1]');
+    expect(a1.messages).toEqual(['echo: hello agent [turn 1]']);
+    expect(a1.types.at(-1)).toBe('run.completed');
+
+    const second = await host.api('POST', '/v1/events', message('acp', 'c-acp', 'tool: /etc/hostname'));
+    const a2 = await answerOf(second.body.run_id);
+    expect(a2.types).toEqual(expect.arrayContaining(['tool.call.started', 'tool.call.completed']));
+    expect(a2.messages).toEqual(['read /etc/hostname']);
+    // The second run's agent loaded the session the first run created (its id in conversation state).
+    const log = fs.readFileSync(path.join(ACP_DIR, 'agent.log'), 'utf8').split('\n').filter(Boolean);
+    const created = log.filter((l) => l.startsWith('session/new'));
+    const loaded = log.filter((l) => l.startsWith('session/load'));
+    expect(created).toHaveLength(1);
+    expect(loaded).toHaveLength(1);
+    const sessionId = loaded[0].split(' ')[1];
+    expect(log.filter((l) => l.startsWith('session/prompt')).map((l) => l.split(' ')[1])).toEqual([
+      sessionId,
+      sessionId,
+    ]);
   });
 });
