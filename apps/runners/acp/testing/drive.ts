@@ -1,0 +1,106 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { FakeHost, type FakeRunOutcome } from '@runner-host/runner-sdk/testing';
+import { ACP_STATE_KEY, acp } from '../runner';
+
+/*
+ * The ACP runner's test scenarios on the SDK's fake host against the scripted ACP agent, run in
+ * a plain Node process (the ACP SDK is ESM-only: jest cannot load it, Node's require() can).
+ * runner.spec.ts starts this file with ts-node and asserts on the JSON it prints: per scenario,
+ * the run's outcome and the ACP methods the agent received.
+ */
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'acp-runner-'));
+const logFile = path.join(dir, 'agent.log');
+process.env.ACP_FIXTURE_STATE = path.join(dir, 'sessions.json');
+process.env.ACP_FIXTURE_LOG = logFile;
+// The agent runs from its own working directory: ts-node needs the repository's tsconfig by its absolute path.
+process.env.TS_NODE_PROJECT = path.resolve(__dirname, '..', '..', '..', '..', 'tsconfig.json');
+
+const agentConfig = {
+  command: process.execPath,
+  args: ['-r', require.resolve('ts-node/register/transpile-only'), path.join(__dirname, 'scripted-agent.ts')],
+  cwd: dir,
+};
+
+function summary(o: FakeRunOutcome) {
+  return {
+    status: o.status,
+    code: o.code,
+    error: o.error,
+    messages: o.messages,
+    streamed: o.streamed,
+    results: o.results.map((r) => ({ type: r.type, sequence: r.sequence, data: r.data })),
+  };
+}
+
+function takeLog(): string[] {
+  const lines = fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').split('\n').filter(Boolean) : [];
+  fs.rmSync(logFile, { force: true });
+  return lines;
+}
+
+async function main() {
+  const host = new FakeHost({ runners: [acp] });
+  const out: Record<string, unknown> = {};
+  const scenario = async (name: string, fn: () => Promise<FakeRunOutcome>) => {
+    const outcome = await fn();
+    out[name] = { outcome: summary(outcome), log: takeLog() };
+    return outcome;
+  };
+
+  await scenario('prompt', () => host.run({ text: 'hello there', config: agentConfig, conversationId: 'c1' }));
+  await scenario('tool', () => host.run({ text: 'tool: /tmp/notes.txt', config: agentConfig, conversationId: 'c2' }));
+  const steered = await scenario('steer', async () => {
+    const run = host.start({ text: 'first', config: { ...agentConfig, steer_wait_ms: 0 }, conversationId: 'c3' });
+    host.steer(run.runId, 'second');
+    return run.done;
+  });
+  const sessionId = steered.results.find((r) => r.type === 'state.updated')?.data.value as string;
+  await scenario('resume', () =>
+    host.run({
+      text: 'third',
+      config: agentConfig,
+      conversationId: 'c3',
+      context: (ctx) => ({ ...ctx, state: { ...ctx.state!, conversation: { [ACP_STATE_KEY]: sessionId } } }),
+    }),
+  );
+  await scenario('unknown-session', () =>
+    host.run({
+      text: 'again',
+      config: agentConfig,
+      conversationId: 'c4',
+      context: (ctx) => ({ ...ctx, state: { ...ctx.state!, conversation: { [ACP_STATE_KEY]: 'forgotten' } } }),
+    }),
+  );
+  await scenario('cancel', async () => {
+    const run = host.start({ text: 'hang', config: agentConfig });
+    await run.waitFor('message.delta').catch(() => undefined);
+    host.cancel(run.runId, 'user stop');
+    const outcome = await run.done;
+    // The cancel notification reaches the agent after the run's end was reported.
+    for (
+      let i = 0;
+      i < 200 && !(fs.existsSync(logFile) && fs.readFileSync(logFile, 'utf8').includes('session/cancel'));
+      i++
+    ) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    return outcome;
+  });
+  await scenario('permission-allow', () => host.run({ text: 'ask', config: { ...agentConfig, permissions: 'allow' } }));
+  await scenario('permission-reject', () => host.run({ text: 'ask', config: agentConfig }));
+  await scenario('bad-cwd', () => host.run({ text: 'x', config: { ...agentConfig, cwd: 'relative/dir' } }));
+  await scenario('no-agent', () => host.run({ text: 'x', config: { command: path.join(dir, 'no-such-agent') } }));
+  process.stdout.write(`${JSON.stringify(out)}\n`);
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    process.stderr.write(`${e instanceof Error ? e.stack : String(e)}\n`);
+    process.exit(1);
+  },
+);
