@@ -7,6 +7,7 @@ import { invokeTurn, ModelCallError, streamTurn, type ModelTurn } from '../model
 import { isContextOverflow } from '../model/overflow';
 import { usageTotal, UsageTracker } from '../model/usage';
 import {
+  approvedTurn,
   askApproval,
   currentTurn,
   needsApproval,
@@ -90,9 +91,12 @@ export class AgentLoop {
     try {
       // An approved call of the resumed turn runs first, before any model turn.
       const resume = this.d.approval?.resume;
-      let pending: ToolCall[] | null = resume && resume.submitted && resume.refusal === null ? resume.calls : null;
-      for (const c of pending ?? []) {
-        this.approved.add(c.id);
+      const turn = approvedTurn(resume);
+      let pending: ToolCall[] | null = null;
+      if (resume && turn) {
+        this.messages.push(...turn);
+        pending = resume.calls;
+        resume.calls.forEach((c) => this.approved.add(c.id));
       }
       for (;;) {
         if (pending) {

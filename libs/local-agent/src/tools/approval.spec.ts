@@ -93,6 +93,8 @@ describe('tool approval', () => {
     expect(executed).toEqual([{ path: '/tmp/x' }]);
     expect(terminal(h)).toEqual([{ type: 'run.completed', data: { finish_reason: 'stop' } }]);
     const last = h.modelRequests.at(-1)!.messages;
+    // The assistant's calls, then every result: the one the first run had, then the approved one.
+    expect(last.find((m) => m.role === 'assistant')?.tool_calls?.map((c) => c.id)).toEqual(['c1', 'c2']);
     const tools = last.filter((m) => m.role === 'tool');
     expect(tools.map((m) => m.tool_call_id)).toEqual(['c2', 'c1']);
     expect(tools[1].content).toContain('deleted /tmp/x');
@@ -114,8 +116,9 @@ describe('tool approval', () => {
     h.script('m1', { text: 'OK, I did not delete it.' });
     await runAgent(h, context(answer('run-2', id, 'reject')));
     expect(executed).toEqual([]);
-    const refusal = h.modelRequests.at(-1)!.messages.find((m) => m.tool_call_id === 'c1');
-    expect(refusal?.content).toBe(`Error: ${REFUSED.rejected}`);
+    const msgs = h.modelRequests.at(-1)!.messages;
+    expect(msgs.find((m) => m.role === 'assistant')?.tool_calls?.map((c) => c.id)).toEqual(['c1', 'c2']);
+    expect(msgs.find((m) => m.tool_call_id === 'c1')?.content).toBe(`Error: ${REFUSED.rejected}`);
     expect(terminal(h).at(-1)).toMatchObject({ type: 'run.completed', data: { finish_reason: 'stop' } });
   });
 

@@ -260,15 +260,24 @@ export async function askApproval(
 
 /**
  * The current part of a resumed run's context: the saved turn, the refusals when the calls do not
- * run, then the run's own message (a new message; an approval's answer has none). Approved calls
- * are executed by the loop, after the turn.
+ * run, then the run's own message (a new message; an approval's answer has none). An approved
+ * turn is not part of it: its calls have no results yet (the context's sanitizer would drop them),
+ * so the loop appends the turn and executes the calls (`approvedTurn`).
  */
 export function resumedMessages(resume: ApprovalResume, user: ChatMessage | null): ChatMessage[] {
+  if (approvedTurn(resume)) {
+    return user ? [user] : [];
+  }
   const refusals: ChatMessage[] =
     resume.refusal === null
       ? []
       : resume.calls.map((c) => ({ role: 'tool', tool_call_id: c.id, content: `Error: ${resume.refusal}` }));
   return [...resume.turn.map((m) => ({ ...m })), ...refusals, ...(user ? [user] : [])];
+}
+
+/** The saved turn whose calls this run executes (an approval), or null. */
+export function approvedTurn(resume: ApprovalResume | null | undefined): ChatMessage[] | null {
+  return resume && resume.submitted && resume.refusal === null ? resume.turn.map((m) => ({ ...m })) : null;
 }
 
 /** The turn to save: the messages after the last user message (the assistant's calls and the results so far). */
