@@ -115,6 +115,19 @@ describe('local agent: tool approval', () => {
     expect(chat.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'call_conv-approve' });
     expect(chat.messages.some((m: any) => m.role === 'user' && m.content === 'approve')).toBe(false);
 
+    // The conversation's timeline shows the request and its answer, between the two runs.
+    const timeline = await world.host.api('GET', '/v1/admin/conversations/conv-approve/timeline');
+    const types = timeline.body.entries.map((e: { type: string }) => e.type);
+    expect(types.indexOf('interaction.requested')).toBeGreaterThan(types.indexOf('run.created'));
+    expect(timeline.body.entries.find((e: { type: string }) => e.type === 'interaction.requested')).toMatchObject({
+      run_id: runId,
+      detail: { id: p.id, kind: 'confirmation', title: 'Approve tool call: append' },
+    });
+    expect(timeline.body.entries.find((e: { type: string }) => e.type === 'interaction.submitted')).toMatchObject({
+      event_id: ok.body.event_id,
+      detail: { id: p.id, action_id: 'approve' },
+    });
+
     // A second submission is refused; nothing executes again.
     const again = await submit(p, 'approve');
     expect(again.status).toBe(409);

@@ -79,6 +79,15 @@ export class InteractionsRepository {
     });
   }
 
+  /** A conversation's interactions (of one agent, when given), oldest first, at most `limit`. */
+  ofConversation(conversationId: string, agentId: string | undefined, limit: number): Promise<InteractionEntity[]> {
+    return this.repo.find({
+      where: { conversation_id: conversationId, ...(agentId ? { agent_id: agentId } : {}) },
+      order: { created_at: 'ASC' },
+      take: limit,
+    });
+  }
+
   ofRun(runId: string): Promise<InteractionEntity[]> {
     return this.repo.find({ where: { run_id: runId }, order: { created_at: 'ASC' } });
   }
