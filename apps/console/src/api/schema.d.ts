@@ -2204,7 +2204,7 @@ export interface components {
         };
         TimelineEntryDto: {
             at: string;
-            /** @description event (detail.disposition), run.created, run.started, run.ended (detail.status), steering.injected, steering.dropped, steering.redispatched */
+            /** @description event (detail.disposition), run.created, run.started, run.ended (detail.status), steering.injected, steering.dropped, steering.redispatched, interaction.requested (detail.kind, title, expires_at), interaction.submitted (detail.action_id; event_id: the event it started), interaction.expired, interaction.superseded (detail.status_reason) */
             type: string;
             event_id: string | null;
             run_id: string | null;
