@@ -42,6 +42,12 @@ export class InteractionsRepository {
     return (r.affected ?? 0) > 0;
   }
 
+  /** `pending` → `expired` before its time (what asked is gone: an elicitation's tool call ended). */
+  async expireEarly(id: string, reason: string, now: number): Promise<boolean> {
+    const r = await this.repo.update({ id, status: 'pending' }, { status: 'expired', status_reason: reason, updated_at: now });
+    return (r.affected ?? 0) > 0;
+  }
+
   /** Pending rows past their expiry, oldest first, at most `limit` (the sweep's batch). */
   dueForExpiry(now: number, limit: number): Promise<InteractionEntity[]> {
     return this.repo.find({
