@@ -152,5 +152,5 @@ export async function runToolBatch(deps: BatchDeps, calls: readonly ToolCall[]):
       await deps.emit(started(p.call));
     }
   }
-  return Promise.all(prepared.map((p) => (p.awaiting ? awaiting(p.call) : runOne(deps, p.call))));
+  return Promise.all(prepared.map((p) => (p.awaiting ? Promise.resolve(awaiting(p.call)) : runOne(deps, p.call))));
 }
