@@ -81,6 +81,18 @@ export class DemoHost {
     return all;
   }
 
+  /** A run's delivery ops so far (the deliveries SSE read to its end: the run has ended). */
+  async deliveries(runId: string): Promise<{ op: string; payload: Record<string, any> }[]> {
+    const res = await fetch(`${this.url}/v1/runs/${runId}/deliveries`, { headers: this.built.http.headers() });
+    if (res.status !== 200) {
+      throw new Error(`GET /v1/runs/${runId}/deliveries answered ${res.status}`);
+    }
+    return (await res.text())
+      .split('\n')
+      .filter((l) => l.startsWith('data:'))
+      .map((l) => JSON.parse(l.slice(5)) as { op: string; payload: Record<string, any> });
+  }
+
   async stop(): Promise<void> {
     await this.built.stop();
   }

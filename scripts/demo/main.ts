@@ -7,8 +7,9 @@ import { auditTable, say, section, snapshotSummary, StreamPrinter } from './prin
 /*
  * `npm run demo` (README.md, Demo): the host with SQLite in a temp dir, the scripted OpenAI-compatible
  * model server (in this process, real HTTP, no network), and the built-in local agent; then one
- * conversation that shows streaming, a tool call, a steered follow-up, a cancel, and the admin
- * views of a run's authorization snapshot and audit log. Offline, well under a minute.
+ * conversation that shows streaming, a tool call, a steered follow-up, a cancel, a tool call that
+ * waits for a person's approval (docs/interactions.md), and the admin views of a run's
+ * authorization snapshot and audit log. Offline, well under a minute.
  *
  *   npm run demo            (builds, then runs dist/scripts/demo/main.js)
  *
@@ -16,6 +17,8 @@ import { auditTable, say, section, snapshotSummary, StreamPrinter } from './prin
  */
 
 const AGENT = 'demo';
+/** The same agent, but `current_time` runs only once a person approved the call. */
+const CAREFUL = 'demo-careful';
 const CONVERSATION = `demo-${randomBytes(3).toString('hex')}`;
 const KEY = `sk-demo-${randomBytes(12).toString('hex')}`;
 
@@ -52,6 +55,13 @@ async function main(): Promise<void> {
       resource_policy: { allowed_model_ids: ['demo-model'], allowed_tool_names: ['current_time'] },
       concurrency_policy: { mode: 'steer' },
     });
+    await host.expect(201, 'POST', '/v1/admin/agents', {
+      agent_id: CAREFUL,
+      runner_id: 'builtin:local-agent/default',
+      runner_config: { model: { primary: 'demo-model', fallbacks: [] }, 'approval-tools': ['current_time'] },
+      resource_policy: { allowed_model_ids: ['demo-model'], allowed_tool_names: ['current_time'] },
+      delivery_policy: { enable_interactions: true },
+    });
     const runners = await host.expect<{ runner_id: string; kind: string; state: string }[]>(
       200,
       'GET',
@@ -61,6 +71,7 @@ async function main(): Promise<void> {
       say(`runner    ${r.runner_id} (${r.kind}, ${r.state})`);
     }
     say(`agent     ${AGENT} → builtin:local-agent/default, may use demo-model and the tool current_time`);
+    say(`agent     ${CAREFUL} → the same, but current_time needs a person's approval`);
 
     section('1. Streaming');
     model.chat(
@@ -123,14 +134,17 @@ async function main(): Promise<void> {
     });
     expectStatus(fourth, 'run.failed');
 
-    section(`5. Admin views of run ${short(second.runId)} (the tool call)`);
+    section('5. A tool approval');
+    await approval(host, model);
+
+    section(`6. Admin views of run ${short(second.runId)} (the tool call)`);
     snapshotSummary(await host.expect(200, 'GET', `/v1/admin/runs/${second.runId}/authorization`));
     auditTable(
       (await host.expect<{ items: any[] }>(200, 'GET', `/v1/admin/runs/${second.runId}/audit?limit=50`)).items,
     );
 
     section('Done');
-    say(`${model.requests.length} model requests, 4 runs, ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    say(`${model.requests.length} model requests, 6 runs, ${((performance.now() - started) / 1000).toFixed(1)} s`);
     ok = true;
   } finally {
     await host.stop();
@@ -142,11 +156,61 @@ async function main(): Promise<void> {
   }
 }
 
-async function post(host: DemoHost, text: string): Promise<{ run_id: string; disposition: string }> {
+/**
+ * The careful agent wants a tool: its run asks for approval (an `interaction.request` op with a
+ * one-time token) and ends; the platform approves with the token; the next run executes the call
+ * once and answers. The conversation's timeline shows both.
+ */
+async function approval(host: DemoHost, model: ScriptedOpenAIServer): Promise<void> {
+  const conversation = `${CONVERSATION}-careful`;
+  model.chat(
+    scripts.toolCalls([{ id: 'call_careful', name: 'current_time', arguments: '{"timezone":"UTC"}' }]),
+    scripts.reply('Approved and done: the time is above.'),
+  );
+  const asking = await turn(host, 'What time is it? (to the careful agent)', undefined, undefined, CAREFUL, conversation);
+  expectStatus(asking, 'run.completed');
+  const request = (await host.deliveries(asking.runId)).find((o) => o.op === 'interaction.request');
+  if (!request || asking.events.some((e) => e.type === 'tool.call.started')) {
+    throw new Error('the careful agent did not ask for approval before calling the tool');
+  }
+  say(`asked  ${request.payload.request.title}: ${request.payload.request.description.split('\n').at(-1)}`);
+  say(`       token ${request.payload.callback_token.slice(0, 9)}…, expires ${new Date(request.payload.expires_at * 1000).toISOString()}`);
+  const submitted = await host.expect<{ run_id: string; disposition: string }>(
+    202,
+    'POST',
+    `/v1/interactions/${request.payload.id}/submit`,
+    { callback_token: request.payload.callback_token, action_id: 'approve' },
+  );
+  say(`you>   [approve]   (the submission ${submitted.disposition} run ${short(submitted.run_id)})`);
+  const printer = new StreamPrinter();
+  const events = await host.follow(submitted.run_id, (e) => printer.show(e));
+  printer.end(events.at(-1), short(submitted.run_id));
+  if (events.filter((e) => e.type === 'tool.call.completed').length !== 1) {
+    throw new Error('the approved call did not run exactly once');
+  }
+  const again = await host.api('POST', `/v1/interactions/${request.payload.id}/submit`, {
+    callback_token: request.payload.callback_token,
+    action_id: 'approve',
+  });
+  say(`a second submission of the token: ${again.status}`);
+  const timeline = await host.expect<{ entries: { type: string; run_id: string | null }[] }>(
+    200,
+    'GET',
+    `/v1/admin/conversations/${conversation}/timeline`,
+  );
+  say(`timeline  ${timeline.entries.map((e) => e.type).join(' → ')}`);
+}
+
+async function post(
+  host: DemoHost,
+  text: string,
+  agent = AGENT,
+  conversation = CONVERSATION,
+): Promise<{ run_id: string; disposition: string }> {
   return host.expect(202, 'POST', '/v1/events', {
-    agent_id: AGENT,
+    agent_id: agent,
     event: { event_type: 'message.received', source: 'api' },
-    conversation: { conversation_id: CONVERSATION },
+    conversation: { conversation_id: conversation },
     actor: { actor_type: 'user', actor_id: 'demo-user' },
     input: { text },
   });
@@ -158,9 +222,11 @@ async function turn(
   text: string,
   during?: (runId: string) => Promise<void>,
   onEvent?: (runId: string, e: ResultEvent) => Promise<void>,
+  agent = AGENT,
+  conversation = CONVERSATION,
 ): Promise<Step> {
   say(`you>   ${text}`);
-  const { run_id: runId } = await post(host, text);
+  const { run_id: runId } = await post(host, text, agent, conversation);
   const printer = new StreamPrinter();
   const side = during?.(runId);
   const events = await host.follow(runId, async (e) => {

@@ -12,7 +12,7 @@ jest.setTimeout(120_000);
 const ROOT = path.resolve(__dirname, '..', '..');
 
 describe('npm run demo', () => {
-  it('walks the conversation: streaming, a tool call, a steered follow-up, a cancel, the admin views', async () => {
+  it('walks the conversation: streaming, a tool call, a steered follow-up, a cancel, a tool approval, the admin views', async () => {
     const child = spawn(process.execPath, [path.join(ROOT, 'dist/scripts/demo/main.js')], {
       cwd: ROOT,
       // No DATABASE_URL: the demo always uses its own SQLite; no network beyond loopback.
@@ -33,7 +33,8 @@ describe('npm run demo', () => {
       '2. A tool call',
       '3. A steered follow-up',
       '4. A cancel',
-      expect.stringMatching(/^5\. Admin views of run [0-9a-f]{8}/),
+      '5. A tool approval',
+      expect.stringMatching(/^6\. Admin views of run [0-9a-f]{8}/),
       'Done',
     ]);
     expect(out).toContain('builtin:local-agent/default (builtin, connected)');
@@ -43,6 +44,10 @@ describe('npm run demo', () => {
     expect(out).toContain('The follow-up reached the running agent at its next turn.');
     expect(out).toContain('[cancel sent]');
     expect(out).toMatch(/\[run [0-9a-f]{8}: run\.failed \(cancelled/);
+    expect(out).toContain('asked  Approve tool call: current_time: - current_time({"timezone":"UTC"})');
+    expect(out).toMatch(/you> {3}\[approve\] {3}\(the submission started run [0-9a-f]{8}\)/);
+    expect(out).toContain('a second submission of the token: 409');
+    expect(out).toMatch(/timeline {2}.*interaction\.requested.*interaction\.submitted.*run\.created/);
     expect(out).toMatch(/authorization snapshot {2}[0-9a-f]{64} \(verified\)/);
     expect(out).toMatch(/tool\.call\s+tool:current_time\s+allowed/);
   });

@@ -39,10 +39,12 @@ export class LocalAgentWorld {
   readonly db = new TestDatabase();
   /** SKILLS_DIR of the host: one skill package, `router-reset`. */
   readonly skillsDir = path.join(this.db.dataDir, 'skills');
-  readonly host: Host;
+  host: Host;
+  private readonly env: Record<string, string>;
 
   /** `env`: more host environment (limits) for this world's host. */
   constructor(env: Record<string, string> = {}) {
+    this.env = env;
     this.host = new Host(this.db, {
       SCRIPTED_KEY: KEY,
       SECRET_ENV_ALLOWLIST: 'SCRIPTED_KEY',
@@ -93,6 +95,21 @@ export class LocalAgentWorld {
     });
   }
 
+  /** Stops the host (`SIGKILL`: no shutdown at all) and starts a new one on the same database. */
+  async restart(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    await this.host.stop(signal);
+    this.host = new Host(this.db, {
+      SCRIPTED_KEY: KEY,
+      SECRET_ENV_ALLOWLIST: 'SCRIPTED_KEY',
+      CANCEL_GRACE_MS: '3000',
+      SKILLS_DIR: this.skillsDir,
+      ...this.env,
+    });
+    // Boot connects the MCP tool source (a ts-node child): slower than a first start on a busy machine.
+    await this.host.launch();
+    await waitFor('host readiness after the restart', async () => (await fetch(`${this.host.http}/health/ready`)).ok, 120_000);
+  }
+
   async stop(): Promise<void> {
     await this.host.stop();
     await this.server?.close();
@@ -111,7 +128,7 @@ export class LocalAgentWorld {
   /** An agent on the built-in runner; runner_config gets the two models unless it names its own. */
   async agent(
     agentId: string,
-    opts: { config?: object; tools?: string[]; kbs?: string[]; concurrency?: string } = {},
+    opts: { config?: object; tools?: string[]; kbs?: string[]; concurrency?: string; delivery?: object } = {},
   ): Promise<void> {
     await this.created('/v1/admin/agents', {
       agent_id: agentId,
@@ -123,6 +140,7 @@ export class LocalAgentWorld {
         allowed_kb_ids: opts.kbs ?? [],
       },
       ...(opts.concurrency ? { concurrency_policy: { mode: opts.concurrency } } : {}),
+      ...(opts.delivery ? { delivery_policy: opts.delivery } : {}),
     });
   }
 

@@ -84,6 +84,7 @@ const callOf = (run: ActiveRun): ResourceCall => ({
   run_id: run.run_id,
   signal: run.abort.signal,
   deadline_at_ms: run.snapshot.deadline_at_ms,
+  interactions: (run.snapshot.interactions ?? []).includes('request'),
 });
 const grantedTool = (run: ActiveRun, name: string) => run.snapshot.resources.tools.find((t) => t.tool_name === name)!;
 

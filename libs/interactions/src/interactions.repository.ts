@@ -42,6 +42,12 @@ export class InteractionsRepository {
     return (r.affected ?? 0) > 0;
   }
 
+  /** `pending` → `expired` before its time (what asked is gone: an elicitation's tool call ended). */
+  async expireEarly(id: string, reason: string, now: number): Promise<boolean> {
+    const r = await this.repo.update({ id, status: 'pending' }, { status: 'expired', status_reason: reason, updated_at: now });
+    return (r.affected ?? 0) > 0;
+  }
+
   /** Pending rows past their expiry, oldest first, at most `limit` (the sweep's batch). */
   dueForExpiry(now: number, limit: number): Promise<InteractionEntity[]> {
     return this.repo.find({
@@ -75,6 +81,15 @@ export class InteractionsRepository {
     return this.repo.find({
       where: { status: In(statuses), ...(before !== null ? { created_at: LessThan(before) } : {}) },
       order: { created_at: 'DESC', id: 'ASC' },
+      take: limit,
+    });
+  }
+
+  /** A conversation's interactions (of one agent, when given), oldest first, at most `limit`. */
+  ofConversation(conversationId: string, agentId: string | undefined, limit: number): Promise<InteractionEntity[]> {
+    return this.repo.find({
+      where: { conversation_id: conversationId, ...(agentId ? { agent_id: agentId } : {}) },
+      order: { created_at: 'ASC' },
       take: limit,
     });
   }

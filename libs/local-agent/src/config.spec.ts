@@ -27,6 +27,9 @@ const FIELDS = [
   'context-reserve-tokens',
   'context-keep-recent-tokens',
   'context-summary-tokens',
+  'approval-tools',
+  'approval-sources',
+  'approval-expires-in',
 ];
 
 describe('local agent config and manifest', () => {
@@ -41,7 +44,10 @@ describe('local agent config and manifest', () => {
       steering: true,
       interrupt: true,
       self_managed_context: true,
+      // Tool approval asks through structured interactions (docs/interactions.md#tool-approval-local-agent).
+      interactions: true,
     });
+    expect(LOCAL_AGENT_MANIFEST.permissions.interactions).toEqual(['request']);
     expect(LOCAL_AGENT_MANIFEST.permissions.models).toEqual(['invoke', 'stream', 'count_tokens', 'rerank']);
     expect(LOCAL_AGENT_CONFIG_SCHEMA.map((i) => i.name)).toEqual(FIELDS);
     const defaults = Object.fromEntries(LOCAL_AGENT_CONFIG_SCHEMA.map((i) => [i.name, i.default]));

@@ -65,6 +65,10 @@ export const agentConfigSchema = z.object({
   'context-reserve-tokens': nonNegativeInt(DEFAULTS['context-reserve-tokens']),
   'context-keep-recent-tokens': nonNegativeInt(DEFAULTS['context-keep-recent-tokens']),
   'context-summary-tokens': nonNegativeInt(DEFAULTS['context-summary-tokens']),
+  /** Tool approval (docs/interactions.md#tool-approval-local-agent): tool names, tool source ids, expiry seconds. */
+  'approval-tools': z.array(z.unknown()).catch([]),
+  'approval-sources': z.array(z.unknown()).catch([]),
+  'approval-expires-in': z.number().int().min(1).max(86_400).nullable().catch(null),
 });
 export type AgentConfig = z.infer<typeof agentConfigSchema>;
 

@@ -324,6 +324,7 @@ export type AgentResult =
       data: { tool_call_id: string; tool_name: string; result: JsonObject | null; error: string | null };
     }
   | { type: 'state.updated'; data: { scope: StateScope; key: string; value: unknown } }
+  | { type: 'action.requested'; data: JsonObject }
   | { type: 'run.completed'; data: { finish_reason: string }; usage?: Usage }
   | { type: 'run.failed'; data: { error: string; code: string; retryable: boolean }; usage?: Usage };
 
@@ -367,6 +368,12 @@ export interface LocalAgentHostPort {
    * Absent: unknown, no check of the agent's own.
    */
   readonly limits?: PortLimits;
+
+  /**
+   * True when this run may ask a person through structured interactions (the run's frozen
+   * grant: docs/interactions.md#who-may-ask); absent or false: tools needing approval are refused.
+   */
+  readonly interactions?: boolean;
 
   /** model.invoke */
   invokeModel(req: ModelCallRequest): Promise<ModelInvokeResult>;

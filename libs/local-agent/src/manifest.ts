@@ -136,6 +136,29 @@ export const LOCAL_AGENT_CONFIG_SCHEMA: ConfigSchemaItem[] = [
     description: en('Maximum size of the conversation summary.'),
     default: DEFAULTS['context-summary-tokens'],
   },
+  {
+    name: 'approval-tools',
+    type: 'array',
+    label: en('Tools needing approval'),
+    description: en(
+      "Tool names the agent runs only after a person approved the call (needs the agent's delivery policy enable_interactions).",
+    ),
+    default: [],
+  },
+  {
+    name: 'approval-sources',
+    type: 'array',
+    label: en('Tool sources needing approval'),
+    description: en('Tool source ids (e.g. an MCP server) all of whose tools need approval.'),
+    default: [],
+  },
+  {
+    name: 'approval-expires-in',
+    type: 'integer',
+    label: en('Approval expiry (seconds)'),
+    description: en("How long an approval request stays answerable (at most 86400); empty: the host's 30 minutes."),
+    required: false,
+  },
 ];
 
 /** The manifest the host registers for `builtin:local-agent/default`. */
@@ -145,7 +168,7 @@ export const LOCAL_AGENT_MANIFEST: RunnerManifest = runnerManifestSchema.parse({
   label: en('Local agent'),
   description: en(
     'The built-in LLM agent: prompt assembly, model fallback, streaming, tools, knowledge retrieval with rerank, ' +
-      'context budgeting with compaction, skills, steering, timeouts and cancel.',
+      'context budgeting with compaction, skills, steering, tool approval, timeouts and cancel.',
   ),
   protocol_version: '1',
   capabilities: {
@@ -156,12 +179,14 @@ export const LOCAL_AGENT_MANIFEST: RunnerManifest = runnerManifestSchema.parse({
     steering: true,
     interrupt: true,
     self_managed_context: true,
+    interactions: true,
   },
   permissions: {
     models: ['invoke', 'stream', 'count_tokens', 'rerank'],
     tools: ['detail', 'call'],
     knowledge_bases: ['list', 'retrieve'],
     history: ['page'],
+    interactions: ['request'],
   },
   config_schema: LOCAL_AGENT_CONFIG_SCHEMA,
   metadata: { builtin: true, reference: 'langbot LocalAgent 0.1.9 (LP)' },

@@ -6,6 +6,7 @@ import { assemble, NoAuthorizedModelError } from './run/assembly';
 import { errorMessage, RunControls, RunStopped } from './run/controls';
 import { ResultSink } from './run/result-sink';
 import { loadSkills } from './skills/skill-loader';
+import { approvalPolicy, takeApproval } from './tools/approval';
 
 /** Injectable clocks and logging (tests); production uses the defaults. */
 export interface LocalAgentOptions {
@@ -55,9 +56,12 @@ export async function runLocalAgent(
   try {
     await controls.pollCancel();
     let assembly;
+    let resume = null;
     try {
       const skills = await controls.race(loadSkills(port.skill_roots ?? [], warn));
-      assembly = await assemble({ port, controls, context, config: cfg, skills, now, warn });
+      // docs/interactions.md#tool-approval-local-agent: the approval this conversation waits for, taken once.
+      resume = await takeApproval(port, controls, context, now().getTime(), warn, approvalPolicy(cfg));
+      assembly = await assemble({ port, controls, context, config: cfg, skills, now, warn, resume });
     } catch (e) {
       if (e instanceof RunStopped) {
         throw e;
@@ -81,6 +85,7 @@ export async function runLocalAgent(
       clock: () => now().getTime(),
       warn,
       traceTurn: options.traceTurn ?? ((_n, fn) => fn(() => undefined)),
+      approval: { policy: approvalPolicy(cfg), resume },
     });
     const outcome = await loop.run();
     if (!outcome.ok) {
@@ -92,7 +97,8 @@ export async function runLocalAgent(
       await sink.emit({ type: 'message.completed', data: { message: outcome.answer } });
     }
     const u = usage.snapshot();
-    await sink.emit({ type: 'run.completed', data: { finish_reason: 'stop' }, ...(u ? { usage: u } : {}) });
+    const finish = outcome.waiting ? 'interaction_requested' : 'stop';
+    await sink.emit({ type: 'run.completed', data: { finish_reason: finish }, ...(u ? { usage: u } : {}) });
   } catch (e) {
     const r = e instanceof RunStopped ? STOP_RESULT[e.reason] : null;
     if (!sink.terminated) {

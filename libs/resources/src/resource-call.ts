@@ -5,4 +5,6 @@ export interface ResourceCall {
   signal: AbortSignal;
   /** Epoch ms, or null for no deadline; per-call timeouts never outlive it. */
   deadline_at_ms: number | null;
+  /** The run may ask a person (docs/interactions.md#who-may-ask): MCP servers may then elicit. */
+  interactions?: boolean;
 }

@@ -2204,7 +2204,7 @@ export interface components {
         };
         TimelineEntryDto: {
             at: string;
-            /** @description event (detail.disposition), run.created, run.started, run.ended (detail.status), steering.injected, steering.dropped, steering.redispatched */
+            /** @description event (detail.disposition), run.created, run.started, run.ended (detail.status), steering.injected, steering.dropped, steering.redispatched, interaction.requested (detail.kind, title, expires_at), interaction.submitted (detail.action_id; event_id: the event it started), interaction.expired, interaction.superseded (detail.status_reason) */
             type: string;
             event_id: string | null;
             run_id: string | null;
@@ -2237,10 +2237,10 @@ export interface components {
             /** @description The interaction.submitted event the submission became */
             event_id: string;
             /**
-             * @description What admission did with that event: a new run, steered into the active run of the conversation, queued, or failed (e.g. runner not connected; the submission stands)
+             * @description What admission did with that event: a new run, steered into the active run of the conversation, queued, or failed (e.g. runner not connected; the submission stands); delivered: an MCP elicitation answered inside the tool call that asked
              * @enum {string}
              */
-            disposition: "started" | "steered" | "queued" | "failed";
+            disposition: "started" | "steered" | "queued" | "failed" | "delivered";
             run_id: string | null;
             error?: string;
         };

@@ -112,6 +112,7 @@ export class LocalAgentTransport implements RunnerTransport, OnModuleInit {
         (result) => this.deliver(runId, result),
         roots,
         { max_request_bytes: this.config.hostApi.maxPayloadBytes, max_result_bytes: this.config.runs.maxResultBytes },
+        (this.active.get(runId)?.snapshot.interactions ?? []).includes('request'),
       );
       await runLocalAgent(port, context, context.config ?? {}, {
         warn,

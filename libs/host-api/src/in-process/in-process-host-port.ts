@@ -61,6 +61,8 @@ export class InProcessHostPort implements LocalAgentHostPort {
     private readonly sink: (result: AgentResult) => void,
     readonly skill_roots?: readonly string[],
     readonly limits?: PortLimits,
+    /** The run may request interactions (its frozen grant; docs/interactions.md#who-may-ask). */
+    readonly interactions = false,
   ) {
     const identity = Promise.resolve(pluginId);
     this.caller = () => identity;

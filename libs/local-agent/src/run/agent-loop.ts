@@ -6,7 +6,17 @@ import { buildUserMessage, stripThink } from '../context/messages';
 import { invokeTurn, ModelCallError, streamTurn, type ModelTurn } from '../model/model-caller';
 import { isContextOverflow } from '../model/overflow';
 import { usageTotal, UsageTracker } from '../model/usage';
-import { runToolBatch, ToolBatchError } from '../tools/batch';
+import {
+  approvedTurn,
+  askApproval,
+  currentTurn,
+  needsApproval,
+  REFUSED,
+  type ApprovalPolicy,
+  type ApprovalResume,
+  type Gate,
+} from '../tools/approval';
+import { runToolBatch, ToolBatchError, type PreparedCall } from '../tools/batch';
 import type { Assembly } from './assembly';
 import { errorCode, errorMessage, RunStopped, type RunControls } from './controls';
 import { DeltaStream, type ResultSink } from './result-sink';
@@ -41,6 +51,8 @@ export interface LoopDeps {
   warn: (m: string) => void;
   /** Runs one turn (the host traces it: docs/observability.md#traces); `(n, fn) => fn(() => {})` when not traced. */
   traceTurn: TraceTurn;
+  /** Tool approval (docs/interactions.md#tool-approval-local-agent): the policy, and what this run resumes. */
+  approval?: { policy: ApprovalPolicy; resume: ApprovalResume | null };
 }
 
 /** What a turn reports to its trace span when its model call is done. */
@@ -74,6 +86,10 @@ export class AgentLoop {
   private lastAnswer: ChatMessage | null = null;
   private fresh = true;
   private followUps = 0;
+  /** Calls a person approved: they run without asking again. */
+  private readonly approved = new Set<string>();
+  /** The run ends waiting for a person's approval. */
+  private waiting = false;
   private readonly deltas: DeltaStream;
 
   constructor(private readonly d: LoopDeps) {
@@ -82,12 +98,29 @@ export class AgentLoop {
   }
 
   /** Runs to the end; emits everything but the terminal result, which it returns (or throws RunStopped). */
-  async run(): Promise<{ ok: true; answer: ChatMessage | null } | { ok: false; failure: LoopFailure }> {
+  async run(): Promise<
+    { ok: true; answer: ChatMessage | null; waiting?: boolean } | { ok: false; failure: LoopFailure }
+  > {
     try {
+      // An approved call of the resumed turn runs first, before any model turn.
+      const resume = this.d.approval?.resume;
+      const approved = approvedTurn(resume);
+      if (resume && approved) {
+        this.messages.push(...approved);
+        resume.calls.forEach((c) => this.approved.add(c.id));
+        if (this.iterations >= this.d.config['max-tool-iterations']) {
+          await this.iterationLimit(resume.calls);
+          return { ok: true, answer: this.lastAnswer };
+        }
+        this.iterations += 1;
+        if (await this.toolBatch(resume.calls)) {
+          return { ok: true, answer: null, waiting: this.waiting };
+        }
+      }
       for (let n = 1; ; n++) {
         const step = await this.d.traceTurn(n, (note) => this.turn(note));
         if (step.done) {
-          return { ok: true, answer: step.answer };
+          return { ok: true, answer: step.answer, ...(this.waiting ? { waiting: true } : {}) };
         }
       }
     } catch (e) {
@@ -105,7 +138,9 @@ export class AgentLoop {
    * One turn: a model round trip, then the tool calls it asked for (and the steering pull after
    * them), or the final answer (and the pull for follow-ups). `done` when the run has its answer.
    */
-  private async turn(note: (n: TurnNote) => void): Promise<{ done: false } | { done: true; answer: ChatMessage | null }> {
+  private async turn(
+    note: (n: TurnNote) => void,
+  ): Promise<{ done: false } | { done: true; answer: ChatMessage | null }> {
     const turn = await this.modelTurn();
     note({
       model: turn.model_id,
@@ -266,6 +301,7 @@ export class AgentLoop {
           localTools: a.localTools,
           allowed: a.tools.map((t) => t.function.name),
           hostTools: a.hostTools,
+          gate: (call) => this.gate(call),
         },
         calls,
       );
@@ -280,7 +316,17 @@ export class AgentLoop {
       }
       throw new LoopFailure(errorMessage(e), 'runner.tool_error', false);
     }
-    this.messages.push(...outcomes.map((o) => o.message));
+    const asked = outcomes.filter((o) => o.awaiting);
+    this.messages.push(...outcomes.filter((o) => !o.awaiting).map((o) => o.message));
+    if (asked.length > 0) {
+      const toAsk = calls.filter((c) => asked.some((o) => o.call.id === c.id));
+      if (await this.askApproval(toAsk)) {
+        return true; // the run ends here; the answer starts the next one
+      }
+      this.messages.push(
+        ...toAsk.map((c) => ({ role: 'tool', tool_call_id: c.id, content: `Error: ${REFUSED.cannotAsk}` })),
+      );
+    }
     if (outcomes.length > 0 && outcomes.every((o) => o.terminate)) {
       // Not pulled: queued follow-ups stay with the host (audited as dropped) instead of being
       // consumed and never answered, as the reference does.
@@ -288,6 +334,38 @@ export class AgentLoop {
     }
     await this.pullSteering();
     return false;
+  }
+
+  /** Tool approval: approved calls run; calls of tools needing approval are asked for (or refused when this run cannot ask). */
+  private gate(call: PreparedCall): Gate {
+    const approval = this.d.approval;
+    if (!approval || this.approved.has(call.id)) {
+      return { run: true };
+    }
+    if (!needsApproval(approval.policy, call.name, this.d.context.resources?.tools ?? [])) {
+      return { run: true };
+    }
+    const canAsk = this.d.port.interactions === true && this.d.context.context?.available_apis?.state === true;
+    return canAsk ? { run: false, ask: true } : { run: false, ask: false, refusal: REFUSED.cannotAsk };
+  }
+
+  /** Saves the turn and asks; true when asked (the run then ends waiting). */
+  private async askApproval(calls: ToolCall[]): Promise<boolean> {
+    const asked = await askApproval(
+      {
+        port: this.d.port,
+        controls: this.d.controls,
+        emit: (r) => this.d.sink.emit(r),
+        runId: this.d.context.run_id,
+        warn: this.d.warn,
+      },
+      this.d.approval!.policy,
+      currentTurn(this.messages),
+      calls,
+      this.d.clock(),
+    );
+    this.waiting = asked;
+    return asked;
   }
 
   /** The limit is reached while the model still wants tools: tell it why, answer with a notice, end cleanly. */

@@ -8,6 +8,7 @@ import { buildRagMessage, buildUserMessage, inputText, withDateGrounding } from 
 import { retrieveChunks } from '../context/rag';
 import { llmSummarizer, type Summarizer } from '../context/summary';
 import type { SkillPackage } from '../skills/skill-loader';
+import { resumedMessages, type ApprovalResume } from '../tools/approval';
 import { buildSkillsMessage, skillEntries, skillTools } from '../skills/skill-tools';
 import { buildToolDefinitions, type LocalTool } from '../tools/definitions';
 import { RunStopped, type RunControls } from './controls';
@@ -47,6 +48,8 @@ export interface AssemblyDeps {
   skills: readonly SkillPackage[];
   now: () => Date;
   warn: (m: string) => void;
+  /** A tool approval this run resumes (docs/interactions.md#tool-approval-local-agent). */
+  resume?: ApprovalResume | null;
 }
 
 /** Streaming iff runtime metadata allows it (default yes) and the delivery supports it (default no). */
@@ -103,7 +106,9 @@ export async function assemble(deps: AssemblyDeps): Promise<Assembly> {
 
   const apis = context.context?.available_apis ?? {};
   const conversationId = context.context?.conversation_id ?? context.conversation?.conversation_id ?? null;
-  const query = inputText(context.input);
+  const resume = deps.resume ?? null;
+  // An approval's answer is not a question: nothing to retrieve for it.
+  const query = resume?.submitted ? '' : inputText(context.input);
   const rerank = rerankConfig(config);
   const kbIds = knowledgeBaseIds(config, new Set((resources.knowledge_bases ?? []).map((k) => k.kb_id)));
   const chunks = await retrieveChunks(
@@ -136,14 +141,15 @@ export async function assemble(deps: AssemblyDeps): Promise<Assembly> {
   }
   const skillsMessage = buildSkillsMessage(skillEntries(resources.skills, deps.skills));
   const ragMessage = buildRagMessage(chunks);
-  const user = buildUserMessage(context.input);
+  const user = resume?.submitted ? null : buildUserMessage(context.input);
+  const current = resume ? resumedMessages(resume, user) : user ? [user] : [];
 
   const compaction = await compactFrame(
     {
       prompt: skillsMessage ? [...promptMessages, skillsMessage] : promptMessages,
       history: history.messages,
       rag: ragMessage ? [ragMessage] : [],
-      current: user ? [user] : [],
+      current,
     },
     { budget, count: counter(), summarize },
   );

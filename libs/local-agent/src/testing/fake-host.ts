@@ -60,6 +60,7 @@ export class FakeHost implements LocalAgentHostPort {
   readonly signal = this.abort.signal;
   skill_roots?: string[];
   limits?: PortLimits;
+  interactions?: boolean;
   readonly results: AgentResult[] = [];
   readonly calls: { op: string; args: unknown }[] = [];
   readonly modelRequests: (ModelCallRequest & { op: 'invoke' | 'stream' })[] = [];

@@ -1,6 +1,7 @@
 import type { AgentResult, ChatMessage, JsonObject, LocalAgentHostPort, ToolCall } from '../host-port';
 import { errorCode, errorMessage, isRunDeadlineError, RunStopped, type RunControls } from '../run/controls';
 import type { LocalTool } from './definitions';
+import type { Gate } from './approval';
 import { boundToolResult, eventResult, isTerminate, toolReportedError } from './results';
 
 /*
@@ -22,6 +23,8 @@ export interface ToolOutcome {
   error: string | null;
   terminate: boolean;
   message: ChatMessage;
+  /** Not executed: it needs a person's approval, which the loop asks for (docs/interactions.md#tool-approval-local-agent). */
+  awaiting?: boolean;
 }
 
 /** A failure that aborts the batch: the run deadline (runner.timeout) or anything unexpected. */
@@ -46,6 +49,8 @@ export interface BatchDeps {
   allowed: readonly string[];
   /** Granted host tools: a host tool wins over a local tool of the same name. */
   hostTools: ReadonlySet<string>;
+  /** Whether a call may run now, must be asked for, or is refused (tool approval); absent: all run. */
+  gate?: (call: PreparedCall) => Gate;
 }
 
 export function prepareCall(call: ToolCall): PreparedCall {
@@ -114,18 +119,38 @@ const started = (call: PreparedCall): AgentResult => ({
 
 /** Runs the batch; outcomes in source order. Throws RunStopped or ToolBatchError to abort. */
 export async function runToolBatch(deps: BatchDeps, calls: readonly ToolCall[]): Promise<ToolOutcome[]> {
-  const prepared = calls.map(prepareCall);
+  const prepared = calls.map((c) => {
+    const call = prepareCall(c);
+    const gate = call.error === null && deps.gate ? deps.gate(call) : { run: true as const };
+    if (gate.run) {
+      return { call, awaiting: false };
+    }
+    return gate.ask ? { call, awaiting: true } : { call: { ...call, error: gate.refusal }, awaiting: false };
+  });
+  const awaiting = (call: PreparedCall): ToolOutcome => ({
+    call,
+    error: null,
+    terminate: false,
+    awaiting: true,
+    message: { role: 'tool', tool_call_id: call.id, content: '' },
+  });
   if (deps.mode === 'serial') {
     const out: ToolOutcome[] = [];
-    for (const call of prepared) {
+    for (const p of prepared) {
+      if (p.awaiting) {
+        out.push(awaiting(p.call));
+        continue;
+      }
       deps.controls.check();
-      await deps.emit(started(call));
-      out.push(await runOne(deps, call));
+      await deps.emit(started(p.call));
+      out.push(await runOne(deps, p.call));
     }
     return out;
   }
-  for (const call of prepared) {
-    await deps.emit(started(call));
+  for (const p of prepared) {
+    if (!p.awaiting) {
+      await deps.emit(started(p.call));
+    }
   }
-  return Promise.all(prepared.map((call) => runOne(deps, call)));
+  return Promise.all(prepared.map((p) => (p.awaiting ? Promise.resolve(awaiting(p.call)) : runOne(deps, p.call))));
 }

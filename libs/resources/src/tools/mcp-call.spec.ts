@@ -35,7 +35,7 @@ type FakeClient = Record<string, unknown>;
 function pool(...clients: FakeClient[]) {
   const invalidated: unknown[] = [];
   const p = {
-    acquire: () => Promise.resolve({ client: clients.shift(), fresh: false }),
+    acquire: () => Promise.resolve({ client: clients.shift(), fresh: false, release: () => undefined }),
     invalidate: (_id: string, c: unknown) => invalidated.push(c),
   } as unknown as McpClientPool;
   return { p, invalidated };

@@ -3,7 +3,7 @@ import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamable
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { CallToolResultSchema, ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { DomainError } from '@libs/protocol';
-import type { McpClientPool } from './mcp-client-pool';
+import type { McpClientPool, McpRunScope } from './mcp-client-pool';
 import { readMetadata } from './tool-metadata';
 import type { ToolProgress } from './tool-progress';
 import { errorResult, isPlainObject, type ToolResult } from './tool-result';
@@ -17,6 +17,8 @@ export interface McpCallOptions {
   timeoutMs: number;
   /** Each progress notification (and task status); the caller restarts its timeout on it. */
   onProgress: (p: ToolProgress) => void;
+  /** The run may ask a person: the call goes over a connection of its own that offers elicitation. */
+  elicit?: McpRunScope | null;
 }
 
 /**
@@ -50,7 +52,7 @@ export async function callMcpTool(
   const name = target.row.source_tool_name;
   const asTask = readMetadata(target.row.metadata).task_support === 'required';
   for (let attempt = 0; ; attempt++) {
-    const { client } = await pool.acquire(target.sourceId, target.spec);
+    const { client, release } = await pool.acquire(target.sourceId, target.spec, options.elicit ?? null, signal);
     const hadSession = typeof (client.transport as { sessionId?: string } | undefined)?.sessionId === 'string';
     const request: RequestOptions = {
       signal,
@@ -60,17 +62,7 @@ export async function callMcpTool(
       onprogress: (p) => onProgress({ progress: p.progress, total: p.total, message: p.message }),
     };
     try {
-      const r = asTask
-        ? await callAsTask(client, name, args, request, onProgress)
-        : await client.callTool({ name, arguments: args }, undefined, request);
-      const result: ToolResult = {
-        is_error: r.isError === true,
-        content: Array.isArray(r.content) ? (r.content as Record<string, unknown>[]) : [],
-      };
-      if (isPlainObject(r.structuredContent)) {
-        result.structured_content = r.structuredContent;
-      }
-      return result;
+      return await callOnce(client, name, args, request, asTask, onProgress);
     } catch (e) {
       if (signal.aborted) {
         throw e;
@@ -91,8 +83,31 @@ export async function callMcpTool(
         `MCP source ${target.sourceId}: the connection failed during the call: ${(e as Error).message}`,
         { source_id: target.sourceId },
       );
+    } finally {
+      release();
     }
   }
+}
+
+async function callOnce(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+  request: RequestOptions,
+  asTask: boolean,
+  onProgress: (p: ToolProgress) => void,
+): Promise<ToolResult> {
+  const r = asTask
+    ? await callAsTask(client, name, args, request, onProgress)
+    : await client.callTool({ name, arguments: args }, undefined, request);
+  const result: ToolResult = {
+    is_error: r.isError === true,
+    content: Array.isArray(r.content) ? (r.content as Record<string, unknown>[]) : [],
+  };
+  if (isPlainObject(r.structuredContent)) {
+    result.structured_content = r.structuredContent;
+  }
+  return result;
 }
 
 /**

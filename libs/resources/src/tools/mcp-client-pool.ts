@@ -3,10 +3,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { DomainError } from '@libs/protocol';
 import { canonicalJson } from '@libs/authz';
+import { ElicitationBroker } from './elicitation';
 import { StderrTail } from './stderr-tail';
 import { resolveEnvRefs, type McpSpec } from './tool-config';
 
@@ -23,12 +24,21 @@ export interface McpListing {
 }
 
 /**
- * What the host tells MCP servers it can do: nothing beyond calling tools. No `sampling` (the
- * host does not lend a run's model to a server; see docs/models-tools-knowledge.md#mcp-compatibility), no `roots`, no
- * `elicitation` (they need a human in the loop the host does not have yet). Servers hide the
- * tools that need them; a server that asks anyway gets JSON-RPC "method not found".
+ * What the host tells MCP servers it can do on a shared connection: nothing beyond calling
+ * tools. No `sampling` (the host does not lend a run's model to a server; see
+ * docs/models-tools-knowledge.md#mcp-compatibility), no `roots`. Servers hide the tools that need
+ * them; a server that asks anyway gets JSON-RPC "method not found". `elicitation` is offered only
+ * on a run's own connection, when the run may ask a person (docs/interactions.md#mcp-elicitation).
  */
 const CLIENT_CAPABILITIES = {};
+const RUN_CLIENT_CAPABILITIES = { elicitation: {} };
+
+/** A run that may ask a person: its calls use a connection of its own that offers elicitation. */
+export interface McpRunScope {
+  runId: string;
+  /** Aborted when the run ends: its connections are closed. */
+  runSignal: AbortSignal;
+}
 
 /** One connection to one MCP server. */
 interface Connection {
@@ -37,6 +47,8 @@ interface Connection {
   ready: Promise<Client>;
   client: Client;
   closed: boolean;
+  /** A run's own connection: the signals of its calls in flight (an elicitation ends with them). */
+  calls?: Set<AbortSignal>;
 }
 
 export type ConnectionState = 'connected' | 'connecting' | 'disconnected';
@@ -55,10 +67,61 @@ export class McpClientPool implements OnModuleDestroy {
   /** Set by the registry: a new connection was made, or the server's tool list changed. */
   onToolsChanged: (sourceId: string) => void = () => undefined;
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly broker: ElicitationBroker,
+  ) {}
 
-  /** The source's live client; `fresh` when this call made the connection. */
-  async acquire(sourceId: string, spec: McpSpec): Promise<{ client: Client; fresh: boolean }> {
+  /**
+   * The source's live client; `fresh` when this call made the connection. With `run` (a run that
+   * may ask a person) a connection of the run's own, offering elicitation, closed when the run
+   * ends; `release` ends the call (`signal`: the call's own).
+   */
+  async acquire(
+    sourceId: string,
+    spec: McpSpec,
+    run: McpRunScope | null = null,
+    signal: AbortSignal | null = null,
+  ): Promise<{ client: Client; fresh: boolean; release: () => void }> {
+    if (run && this.broker.requester && !run.runSignal.aborted) {
+      return this.acquireForRun(sourceId, spec, run, signal);
+    }
+    const r = await this.acquireShared(sourceId, spec);
+    return { ...r, release: () => undefined };
+  }
+
+  private async acquireForRun(
+    sourceId: string,
+    spec: McpSpec,
+    run: McpRunScope,
+    signal: AbortSignal | null,
+  ): Promise<{ client: Client; fresh: boolean; release: () => void }> {
+    const id = `${sourceId}\u0000run:${run.runId}`;
+    const key = canonicalJson(spec);
+    let conn = this.connections.get(id);
+    let fresh = false;
+    if (!conn || conn.closed || conn.key !== key) {
+      if (conn) {
+        void this.discard(id, conn);
+      }
+      conn = this.connect(sourceId, spec, key, run);
+      this.connections.set(id, conn);
+      const made = conn;
+      run.runSignal.addEventListener('abort', () => void this.discard(id, made), { once: true });
+      fresh = true;
+    }
+    const calls = conn.calls!;
+    const mine = signal ?? new AbortController().signal;
+    calls.add(mine);
+    try {
+      return { client: await conn.ready, fresh, release: () => calls.delete(mine) };
+    } catch (e) {
+      calls.delete(mine);
+      throw e;
+    }
+  }
+
+  private async acquireShared(sourceId: string, spec: McpSpec): Promise<{ client: Client; fresh: boolean }> {
     const key = canonicalJson(spec);
     const current = this.connections.get(sourceId);
     if (current && !current.closed && current.key === key) {
@@ -147,16 +210,27 @@ export class McpClientPool implements OnModuleDestroy {
     return c.client.close().catch((e: unknown) => this.logger.warn(`closing MCP source ${sourceId}: ${String(e)}`));
   }
 
-  private connect(sourceId: string, spec: McpSpec, key: string): Connection {
+  private connect(sourceId: string, spec: McpSpec, key: string, run: McpRunScope | null = null): Connection {
     const client = new Client(
       { name: 'runner-host', version: '1' },
       {
-        capabilities: CLIENT_CAPABILITIES,
+        capabilities: run ? RUN_CLIENT_CAPABILITIES : CLIENT_CAPABILITIES,
         listChanged: { tools: { autoRefresh: false, onChanged: () => this.onToolsChanged(sourceId) } },
       },
     );
     const stderr = new StderrTail();
     const conn: Connection = { key, client, closed: false, ready: Promise.resolve(client) };
+    if (run) {
+      const calls = new Set<AbortSignal>();
+      conn.calls = calls;
+      client.setRequestHandler(ElicitRequestSchema, (req, extra) => {
+        const requester = this.broker.requester;
+        if (!requester) {
+          return { action: 'decline' as const };
+        }
+        return requester.request(run.runId, req.params, elicitationSignal(calls, extra.signal, run.runSignal));
+      });
+    }
     client.onclose = () => {
       if (!conn.closed) {
         const why = `MCP source ${sourceId}: the server closed the connection${stderr.suffix()}`;
@@ -185,6 +259,9 @@ export class McpClientPool implements OnModuleDestroy {
         throw new DomainError('unavailable', message, { source_id: sourceId });
       }
       this.errors.delete(sourceId);
+      if (run) {
+        return client; // a run's own connection: the shared one keeps the catalogue
+      }
       this.logger.log(`MCP source ${sourceId}: connected (${spec.kind})`);
       this.onToolsChanged(sourceId);
       return client;
@@ -216,4 +293,26 @@ export class McpClientPool implements OnModuleDestroy {
     });
     return transport;
   }
+}
+
+/**
+ * An elicitation lives as long as the tool calls that can have asked it: aborted when the server
+ * withdraws it, when the run ends, or when no call of the connection is in flight any more (the
+ * call that asked timed out, was cancelled or ended).
+ */
+function elicitationSignal(calls: ReadonlySet<AbortSignal>, server: AbortSignal, runEnd: AbortSignal): AbortSignal {
+  const ctl = new AbortController();
+  const live = [...calls].filter((s) => !s.aborted);
+  const check = () => {
+    if (live.every((s) => s.aborted)) {
+      ctl.abort(new Error('the tool call that asked has ended'));
+    }
+  };
+  for (const s of live) {
+    s.addEventListener('abort', check, { once: true });
+  }
+  server.addEventListener('abort', () => ctl.abort(new Error('the MCP server withdrew the request')), { once: true });
+  runEnd.addEventListener('abort', () => ctl.abort(new Error('the run ended')), { once: true });
+  check();
+  return ctl.signal;
 }

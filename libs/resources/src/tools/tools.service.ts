@@ -8,6 +8,7 @@ import { DomainError } from '@libs/protocol';
 import { telemetry } from '@libs/telemetry';
 import type { ResourceCall } from '../resource-call';
 import { callHttpTool } from './http-tools';
+import type { McpRunScope } from './mcp-client-pool';
 import { callMcpTool } from './mcp-call';
 import { McpClientPool } from './mcp-client-pool';
 import { boundResult } from './result-bound';
@@ -113,7 +114,11 @@ export class ToolsService {
     aborted.catch(() => undefined);
     const t0 = telemetry.now();
     try {
-      const result = await Promise.race([this.execute(target, parameters, ctl.signal, timeoutMs, onProgress), aborted]);
+      const elicit = call.interactions ? { runId: call.run_id, runSignal: call.signal } : null;
+      const result = await Promise.race([
+        this.execute(target, parameters, ctl.signal, timeoutMs, onProgress, elicit),
+        aborted,
+      ]);
       telemetry.toolCall(target.kind, 'ok', t0, tool.tool_name, call.run_id);
       return plainResult(boundResult(result, this.config.tools.maxResultBytes));
     } catch (e) {
@@ -143,6 +148,7 @@ export class ToolsService {
     signal: AbortSignal,
     timeoutMs: number,
     onProgress: (p: ToolProgress) => void,
+    elicit: McpRunScope | null = null,
   ): Promise<ToolResult> {
     const max = this.config.tools.maxResultBytes;
     switch (target.kind) {
@@ -151,7 +157,7 @@ export class ToolsService {
       case 'http':
         return callHttpTool(target.sourceId, target.spec.config, target.http, args, signal, max, this.config.secret);
       case 'mcp':
-        return callMcpTool(this.pool, target, args, { signal, timeoutMs, onProgress });
+        return callMcpTool(this.pool, target, args, { signal, timeoutMs, onProgress, elicit });
     }
   }
 

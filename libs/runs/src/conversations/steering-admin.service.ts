@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { InteractionsRepository } from '@libs/interactions';
 import { SteeringRepository, type SteeringFilter, type SteeringItemEntity } from '@libs/persistence';
 import { parseRowCursor, readPage } from '@libs/protocol';
 import { ActiveRuns } from '../active-runs';
@@ -94,6 +95,7 @@ export class SteeringAdminService {
   constructor(
     private readonly steering: SteeringRepository,
     private readonly active: ActiveRuns,
+    private readonly interactions: InteractionsRepository,
   ) {}
 
   async list(filter: SteeringFilter, cursor: string | null, limit: number): Promise<SteeringView> {
@@ -176,6 +178,35 @@ export class SteeringAdminService {
           event_id: l.event_id,
           run_id: l.run_id,
           detail: (l.metadata as { steering?: Record<string, unknown> }).steering ?? {},
+        });
+      }
+    }
+    // docs/interactions.md#admin: each request, and its outcome when it has one.
+    for (const i of await this.interactions.ofConversation(conversationId, agentId, 500)) {
+      const base = { event_id: null, run_id: i.run_id };
+      const ref = { id: i.id, interaction_id: i.interaction_id };
+      const title = typeof i.request.title === 'string' ? i.request.title : '';
+      add(i.created_at, 2, {
+        ...base,
+        at: iso(i.created_at)!,
+        type: 'interaction.requested',
+        detail: { ...ref, kind: i.kind, title, expires_at: iso(i.expires_at) },
+      });
+      if (i.status === 'submitted' && i.submitted_at !== null) {
+        const s = (i.submission ?? {}) as { action_id?: unknown };
+        add(i.submitted_at, 0, {
+          at: iso(i.submitted_at)!,
+          type: 'interaction.submitted',
+          event_id: i.submission_event_id,
+          run_id: i.run_id,
+          detail: { ...ref, action_id: s.action_id ?? null },
+        });
+      } else if (i.status !== 'pending') {
+        add(i.updated_at, 2, {
+          ...base,
+          at: iso(i.updated_at)!,
+          type: `interaction.${i.status}`,
+          detail: { ...ref, status_reason: i.status_reason },
         });
       }
     }

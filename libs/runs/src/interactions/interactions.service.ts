@@ -13,10 +13,14 @@ import {
   planOf,
   type DeliveryContext,
   type DeliveryOp,
+  type DeliveryOpType,
   type DeliveryRequest,
 } from '@libs/delivery';
 import {
+  ELICITATION_ORIGIN,
   InteractionsRepository,
+  elicitationRequest,
+  elicitationResult,
   hashCallbackToken,
   newCallbackToken,
   isCallbackTokenShape,
@@ -37,6 +41,7 @@ import {
   type JsonObject,
 } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
+import { ElicitationBroker, type ElicitationParams, type ElicitResult } from '@libs/resources';
 import { AdmissionService } from '../admission.service';
 import type { ActiveRun } from '../active-run';
 import { ActiveRuns } from '../active-runs';
@@ -64,7 +69,7 @@ export interface SubmitOutcome {
   interaction_id: string;
   status: 'submitted';
   event_id: string;
-  /** What admission did with the `interaction.submitted` event: started, steered, queued, or failed. */
+  /** What admission did with the `interaction.submitted` event: started, steered, queued, or failed; `delivered` for an MCP elicitation (answered inside the waiting tool call). */
   disposition: string;
   run_id: string | null;
   error?: string;
@@ -111,6 +116,8 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
   private readonly requested = new WeakMap<ActiveRun, Set<string>>();
   private timer?: NodeJS.Timeout;
   private sweeping = false;
+  /** MCP elicitations waiting in this process for their answer, by interaction row id (null: it ended unanswered). */
+  private readonly waiting = new Map<string, (s: InteractionSubmission | null) => void>();
 
   constructor(
     private readonly repo: InteractionsRepository,
@@ -121,9 +128,12 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
     private readonly runs: RunsRepository,
     private readonly agents: AgentsRepository,
     private readonly admission: AdmissionService,
+    private readonly broker: ElicitationBroker,
   ) {}
 
   onApplicationBootstrap(): void {
+    // docs/interactions.md#mcp-elicitation: MCP servers' questions become interactions of the run.
+    this.broker.requester = { request: (runId, params, signal) => this.elicit(runId, params, signal) };
     // Expiries that fell due while the host was down fire now; then periodically.
     void this.sweep();
     this.timer = setInterval(() => void this.sweep(), SWEEP_INTERVAL_MS);
@@ -132,6 +142,88 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
 
   onModuleDestroy(): void {
     clearInterval(this.timer);
+    this.broker.requester = null;
+  }
+
+  /**
+   * An MCP server's `elicitation/create` during a tool call of `runId`: a form interaction of the
+   * run, delivered like a runner's; the answer goes back to the server (accept with the values, or
+   * decline). It lives as long as the tool call that asked: when that call ends first (its
+   * timeout, the run's end) the interaction is closed `expired` and a later submission gets 409.
+   */
+  async elicit(runId: string, params: ElicitationParams, signal: AbortSignal): Promise<ElicitResult> {
+    const run = this.active.get(runId);
+    const p = params as unknown as Record<string, unknown>;
+    if (!run || run.ended || !(run.snapshot.interactions ?? []).includes('request') || p.mode === 'url') {
+      return { action: 'decline' };
+    }
+    const now = Date.now();
+    const checked = parseInteractionRequest(elicitationRequest(p, `elicitation:${randomUUID()}`), now);
+    if (!checked.ok) {
+      this.logger.warn({ run_id: runId, msg: `elicitation declined: ${checked.reason}` });
+      return { action: 'decline' };
+    }
+    const request = checked.request;
+    const plan = run.delivery?.plan ?? null;
+    const token = newCallbackToken();
+    const scope = run.snapshot.scope;
+    const entity: InteractionEntity = {
+      id: randomUUID(),
+      interaction_id: request.interaction_id,
+      run_id: run.run_id,
+      agent_id: run.agent_id,
+      runner_id: run.runner_id,
+      conversation_id: scope.conversation_id,
+      thread_id: scope.thread_id,
+      actor_id: scope.actor_id,
+      kind: request.kind,
+      status: 'pending',
+      status_reason: null,
+      request,
+      delivery_target: { surface: plan?.surface ?? 'api', reply_target: plan?.reply_target ?? null, origin: ELICITATION_ORIGIN },
+      callback_token_hash: token.hash,
+      replaces_id: null,
+      expires_at: checked.expires_at_ms,
+      submission: null,
+      submitted_at: null,
+      submission_event_id: null,
+      created_at: now,
+      updated_at: now,
+    };
+    await this.repo.insert(entity);
+    const answer = new Promise<InteractionSubmission | null>((resolve) => {
+      const done = (s: InteractionSubmission | null) => {
+        signal.removeEventListener('abort', ended);
+        this.waiting.delete(entity.id);
+        resolve(s);
+      };
+      const ended = () => {
+        done(null);
+        const why = signal.reason instanceof Error ? signal.reason.message : 'the tool call that asked has ended';
+        void this.repo
+          .expireEarly(entity.id, why, Date.now())
+          .then((closed) => (closed ? this.emitOutcome(entity, 'expired', { reason: why }) : undefined))
+          .catch((e: unknown) => this.logger.error({ run_id: runId, msg: `closing elicitation failed: ${String(e)}` }));
+      };
+      this.waiting.set(entity.id, done);
+      signal.addEventListener('abort', ended, { once: true });
+      if (signal.aborted) {
+        ended();
+      }
+    });
+    await this.emitLive(run, 'interaction.request', {
+      id: entity.id,
+      interaction_id: request.interaction_id,
+      kind: request.kind,
+      presentation: presentationFor(request, plan?.interactions),
+      request,
+      fallback_text: request.fallback_text,
+      callback_token: token.token,
+      expires_at: Math.floor(checked.expires_at_ms / 1000),
+      submit_path: `/v1/interactions/${entity.id}/submit`,
+      origin: ELICITATION_ORIGIN,
+    });
+    return elicitationResult(await answer);
   }
 
   /**
@@ -265,6 +357,16 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
       throw new DomainError('conflict', `interaction ${row.id}: already answered`, { status: current.status });
     }
     await this.emitOutcome(row, 'submitted', { action_id: checked.action_id });
+    if ((row.delivery_target as { origin?: unknown }).origin === ELICITATION_ORIGIN) {
+      // The answer goes to the MCP server that asked, inside the tool call still waiting for it.
+      const base = { id: row.id, interaction_id: row.interaction_id, status: 'submitted' as const, event_id: eventId };
+      const waiter = this.waiting.get(row.id);
+      if (!waiter) {
+        return { ...base, disposition: 'failed', run_id: row.run_id, error: 'the tool call that asked has ended' };
+      }
+      waiter(submission);
+      return { ...base, disposition: 'delivered', run_id: row.run_id };
+    }
     return this.admit(row, request, submission, eventId);
   }
 
@@ -329,6 +431,7 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
 
   private async expire(row: InteractionEntity, now: number): Promise<void> {
     if (await this.repo.close(row.id, 'expired', `expired at ${iso(row.expires_at)}`, now)) {
+      this.waiting.get(row.id)?.(null); // an elicitation past its expiry: the server gets `cancel`
       await this.emitOutcome(row, 'expired', {});
     }
   }
@@ -377,21 +480,30 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
    * An `interaction.update` op on the requesting run's deliveries: through its live delivery
    * while it runs here, else appended after its last op (once its own end is written).
    */
+  /** An op through a live run's delivery (in its op order); false when the run has none here. */
+  private async emitLive(run: ActiveRun, op: DeliveryOpType, payload: Record<string, unknown>): Promise<boolean> {
+    if (run.ended || !run.delivery) {
+      return false;
+    }
+    const delivery = run.delivery;
+    const ops = delivery.emit(op, payload, null);
+    if (ops.length === 0) {
+      return false;
+    }
+    const written = this.outbox.write(this.deliveries.rows(run.agent_id, delivery.plan, ops));
+    this.lifecycle.enqueue(run, async () => {
+      await written;
+      this.deliveries.published(ops, delivery.plan);
+    });
+    await written;
+    return true;
+  }
+
   private async emitOutcome(row: InteractionEntity, status: InteractionStatus, extra: Record<string, unknown>) {
     const payload = { id: row.id, interaction_id: row.interaction_id, status, ...extra };
     const run = this.active.get(row.run_id);
-    if (run && !run.ended && run.delivery) {
-      const delivery = run.delivery;
-      const ops = delivery.emit('interaction.update', payload, null);
-      if (ops.length > 0) {
-        const written = this.outbox.write(this.deliveries.rows(run.agent_id, delivery.plan, ops));
-        this.lifecycle.enqueue(run, async () => {
-          await written;
-          this.deliveries.published(ops, delivery.plan);
-        });
-        await written;
-        return;
-      }
+    if (run && (await this.emitLive(run, 'interaction.update', payload))) {
+      return;
     }
     if (run) {
       await run.finished;

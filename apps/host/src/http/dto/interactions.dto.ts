@@ -73,9 +73,9 @@ export class SubmitInteractionResultDto {
   @ApiProperty({ enum: ['submitted'] }) status!: string;
   @ApiProperty({ description: 'The interaction.submitted event the submission became' }) event_id!: string;
   @ApiProperty({
-    enum: ['started', 'steered', 'queued', 'failed'],
+    enum: ['started', 'steered', 'queued', 'failed', 'delivered'],
     description:
-      'What admission did with that event: a new run, steered into the active run of the conversation, queued, or failed (e.g. runner not connected; the submission stands)',
+      'What admission did with that event: a new run, steered into the active run of the conversation, queued, or failed (e.g. runner not connected; the submission stands); delivered: an MCP elicitation answered inside the tool call that asked',
   })
   disposition!: string;
   @ApiProperty({ nullable: true, type: String }) run_id!: string | null;

@@ -82,7 +82,7 @@ export class TimelineEntryDto {
   @ApiProperty() at!: string;
   @ApiProperty({
     description:
-      'event (detail.disposition), run.created, run.started, run.ended (detail.status), steering.injected, steering.dropped, steering.redispatched',
+      'event (detail.disposition), run.created, run.started, run.ended (detail.status), steering.injected, steering.dropped, steering.redispatched, interaction.requested (detail.kind, title, expires_at), interaction.submitted (detail.action_id; event_id: the event it started), interaction.expired, interaction.superseded (detail.status_reason)',
   })
   type!: string;
   @ApiProperty({ nullable: true, type: String }) event_id!: string | null;
