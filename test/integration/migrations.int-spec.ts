@@ -351,6 +351,7 @@ function apiKey(id: string): ApiKeyEntity {
     role: 'admin',
     key_hash: `hash-${id}`,
     key_prefix: 'rh_',
+    workspace_ids: null,
     created_at: 1_764_500_000_000,
     revoked_at: null,
   };

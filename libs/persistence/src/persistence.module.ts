@@ -15,6 +15,7 @@ import { ModelsRepository } from './repositories/models.repository';
 import { ToolsRepository } from './repositories/tools.repository';
 import { KnowledgeRepository } from './repositories/knowledge.repository';
 import { SteeringRepository } from './repositories/steering.repository';
+import { WorkspacesRepository } from './repositories/workspaces.repository';
 import { RetentionJob } from './retention/retention-job';
 
 const REPOSITORIES = [
@@ -30,6 +31,7 @@ const REPOSITORIES = [
   ModelsRepository,
   KnowledgeRepository,
   SteeringRepository,
+  WorkspacesRepository,
 ];
 
 @Global()

@@ -6,6 +6,10 @@ export class AgentEntity {
   @PrimaryColumn({ type: 'varchar', length: 128 })
   agent_id!: string;
 
+  /** The owning workspace (docs/tenancy.md). */
+  @Column({ type: 'varchar', length: 64, default: 'default' })
+  workspace_id!: string;
+
   @Column({ type: 'varchar', length: 200 })
   runner_id!: string;
 

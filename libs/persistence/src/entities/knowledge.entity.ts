@@ -6,6 +6,14 @@ export class KnowledgeBaseEntity {
   @PrimaryColumn({ type: 'varchar', length: 128 })
   kb_id!: string;
 
+  /** The owning workspace (docs/tenancy.md). */
+  @Column({ type: 'varchar', length: 64, default: 'default' })
+  workspace_id!: string;
+
+  /** Visible to the runs of every workspace, not only its own (docs/tenancy.md#resources). */
+  @Column({ type: 'boolean', default: false })
+  shared!: boolean;
+
   @Column({ type: 'varchar', length: 255 })
   name!: string;
 
