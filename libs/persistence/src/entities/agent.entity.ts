@@ -1,7 +1,8 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { epochMs, type JsonObject } from './columns';
 
 @Entity('agents')
+@Index('idx_agents_workspace', ['workspace_id'])
 export class AgentEntity {
   @PrimaryColumn({ type: 'varchar', length: 128 })
   agent_id!: string;

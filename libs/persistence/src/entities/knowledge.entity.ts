@@ -2,6 +2,7 @@ import { Column, Entity, Index, PrimaryColumn, PrimaryGeneratedColumn } from 'ty
 import { epochMs, type JsonObject } from './columns';
 
 @Entity('knowledge_bases')
+@Index('idx_knowledge_bases_workspace', ['workspace_id'])
 export class KnowledgeBaseEntity {
   @PrimaryColumn({ type: 'varchar', length: 128 })
   kb_id!: string;

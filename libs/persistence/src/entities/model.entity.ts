@@ -3,6 +3,7 @@ import { epochMs, type JsonObject } from './columns';
 
 /** A registered model: an OpenAI-compatible chat endpoint or a rerank endpoint. */
 @Entity('models')
+@Index('idx_models_workspace', ['workspace_id'])
 export class ModelEntity {
   @PrimaryColumn({ type: 'varchar', length: 128 })
   model_id!: string;

@@ -3,6 +3,7 @@ import { epochMs, type JsonObject } from './columns';
 
 /** A configured tool source: an MCP server (stdio or streamable HTTP), an HTTP tool or a built-in. */
 @Entity('tool_sources')
+@Index('idx_tool_sources_workspace', ['workspace_id'])
 export class ToolSourceEntity {
   @PrimaryColumn({ type: 'varchar', length: 128 })
   source_id!: string;
