@@ -191,8 +191,11 @@ describe('tenancy: two workspaces on one host', () => {
     expect(bad.status).toBe(400);
     expect(bad.body.error.details.field).toBe('quotas.runs_per_second');
 
-    const first = await host.api('POST', '/v1/events', event('agent-acme', 'one'), key.acme);
-    expect(first.status).toBe(202);
+    // One admission takes the bucket's only token; the next one at once is refused.
+    await waitFor('admitted', async () => {
+      const r = await host.api('POST', '/v1/events', event('agent-acme', 'one'), key.acme);
+      return r.status === 202;
+    });
     const res = await fetch(`${host.http}/v1/events`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${key.acme}` },
