@@ -4,10 +4,11 @@ import { HostApiClient, type RpcResult } from './host-api-client';
 import { RawPlugin, manifestFor } from './raw-plugin';
 
 /*
- * A conversation is agent + workspace + conversation id + thread. Two plugins, each with its own
- * agent, and events that share one conversation id ("shared") across two workspaces: over real
- * gRPC, each run's HistoryPage, HistorySearch, EventPage and EventGet see only its own
- * conversation's rows — never another agent's, nor the same agent's in another workspace.
+ * A conversation is agent + workspace + conversation id + thread. Two plugins, their agents in two
+ * workspaces (an agent belongs to one workspace: docs/tenancy.md, so plugin A serves tenant-2
+ * through a second agent), and events that share one conversation id ("shared"): over real gRPC,
+ * each run's HistoryPage, HistorySearch, EventPage and EventGet see only its own conversation's
+ * rows — never another agent's, nor the same runner's in another workspace.
  * Also SteeringPull's limit: above 100 it is clamped, not refused (docs: the host API).
  */
 
@@ -19,7 +20,8 @@ const SHARED = 'shared';
 interface Tenant {
   plugin: RawPlugin;
   api: HostApiClient;
-  agent: string;
+  /** The plugin's agent in each workspace. */
+  agents: Record<string, string>;
 }
 
 function ok<T>(r: RpcResult<T>): T {
@@ -35,23 +37,30 @@ describe('conversation scope over real gRPC: two plugins, two workspaces, one co
   let a: Tenant;
   let b: Tenant;
 
-  async function tenant(author: string, agent: string, manifest: Record<string, unknown> = {}): Promise<Tenant> {
+  async function tenant(
+    author: string,
+    agents: Record<string, string>,
+    manifest: Record<string, unknown> = {},
+  ): Promise<Tenant> {
     const token = (await host.api('POST', '/v1/admin/plugins', { author, name: 'raw' })).body.token as string;
     const plugin = new RawPlugin(host.grpc, token);
     plugin.hello(author, 'raw', [manifestFor(author, 'raw', manifest)]);
     expect((await plugin.next()).welcome.runners).toHaveLength(1);
-    const r = await host.api('POST', '/v1/admin/agents', {
-      agent_id: agent,
-      runner_id: `plugin:${author}/raw/default`,
-    });
-    expect(r.status).toBe(201);
-    return { plugin, api: new HostApiClient(host.grpc, token), agent };
+    for (const [workspace_id, agent_id] of Object.entries(agents)) {
+      const r = await host.api('POST', '/v1/admin/agents', {
+        agent_id,
+        workspace_id,
+        runner_id: `plugin:${author}/raw/default`,
+      });
+      expect(r.status).toBe(201);
+    }
+    return { plugin, api: new HostApiClient(host.grpc, token), agents };
   }
 
   /** Posts a message of `t`'s agent in the shared conversation of `workspace`; resolves to the run context. */
   async function start(t: Tenant, workspace: string, text: string) {
     const r = await host.api('POST', '/v1/events', {
-      agent_id: t.agent,
+      agent_id: t.agents[workspace],
       event: { event_type: 'message.received', source: 'api' },
       conversation: { conversation_id: SHARED, workspace_id: workspace },
       actor: { actor_type: 'user', actor_id: 'u1' },
@@ -70,8 +79,11 @@ describe('conversation scope over real gRPC: two plugins, two workspaces, one co
 
   beforeAll(async () => {
     await host.start();
-    a = await tenant('tenant-a', 'agent-a');
-    b = await tenant('tenant-b', 'agent-b');
+    for (const workspace_id of ['tenant-1', 'tenant-2']) {
+      expect((await host.api('POST', '/v1/admin/workspaces', { workspace_id })).status).toBe(201);
+    }
+    a = await tenant('tenant-a', { 'tenant-1': 'agent-a', 'tenant-2': 'agent-a2' });
+    b = await tenant('tenant-b', { 'tenant-2': 'agent-b' });
   });
 
   afterAll(async () => {
@@ -120,7 +132,7 @@ describe('conversation scope over real gRPC: two plugins, two workspaces, one co
     await finish(b, run.run_id, 'beta answer');
   });
 
-  it("agent A's conversation in another workspace is another conversation", async () => {
+  it("plugin A's conversation in another workspace is another conversation", async () => {
     const other = await start(a, 'tenant-2', 'gamma question');
     expect(other.context.context.has_history_before).toBe(false);
     const page = ok(await a.api.call('HistoryPage', { run_id: other.run_id }));
@@ -144,7 +156,7 @@ describe('conversation scope over real gRPC: two plugins, two workspaces, one co
     // The transcript rows record their workspace; the admin view narrows by agent and workspace.
     const rows = await dbRows(db, 'transcript');
     expect(new Set(rows.map((r) => `${String(r.agent_id)}/${String(r.workspace_id)}`))).toEqual(
-      new Set(['agent-a/tenant-1', 'agent-b/tenant-2', 'agent-a/tenant-2']),
+      new Set(['agent-a/tenant-1', 'agent-b/tenant-2', 'agent-a2/tenant-2']),
     );
     const narrowed = await host.api('GET', `/v1/conversations/${SHARED}/transcript?agent_id=agent-b&order=oldest`);
     expect(narrowed.status).toBe(200);
@@ -229,12 +241,16 @@ describe('SteeringPull limit over real gRPC', () => {
 });
 
 /*
- * Concurrency and steering are per conversation too, workspace included: one agent serving two
- * workspaces with the same conversation id runs each workspace's messages in its own run — a
+ * Concurrency and steering are per conversation too, workspace included: one runner serving two
+ * workspaces (an agent in each, and one in `default`) with the same conversation id runs each
+ * workspace's messages in its own run — a
  * message of tenant-2 never steers into, nor waits behind, tenant-1's run, and tenant-1's
  * follow-up is never pulled by tenant-2's run (docs/conversations-and-steering.md).
  */
-describe('concurrency and steering per workspace over real gRPC: one agent, one conversation id', () => {
+/** The runner's agent in each workspace. */
+const WSTEER: Record<string, string> = { 'tenant-1': 'wsteer', 'tenant-2': 'wsteer-2', default: 'wsteer-0' };
+
+describe('concurrency and steering per workspace over real gRPC: one runner, one conversation id', () => {
   const db = new TestDatabase();
   const host = new Host(db);
   let plugin: RawPlugin;
@@ -242,16 +258,24 @@ describe('concurrency and steering per workspace over real gRPC: one agent, one 
 
   beforeAll(async () => {
     await host.start();
-    const token = (await host.api('POST', '/v1/admin/plugins', { author: 'wsteer', name: 'raw' })).body
-      .token as string;
+    const token = (await host.api('POST', '/v1/admin/plugins', { author: 'wsteer', name: 'raw' })).body.token as string;
     plugin = new RawPlugin(host.grpc, token);
     // A runner that streams and pulls steering: its runs stay running until it answers.
-    plugin.hello('wsteer', 'raw', [manifestFor('wsteer', 'raw', { capabilities: { streaming: true, steering: true } })]);
+    plugin.hello('wsteer', 'raw', [
+      manifestFor('wsteer', 'raw', { capabilities: { streaming: true, steering: true } }),
+    ]);
     expect((await plugin.next()).welcome.runners).toHaveLength(1);
-    expect(
-      (await host.api('POST', '/v1/admin/agents', { agent_id: 'wsteer', runner_id: 'plugin:wsteer/raw/default' }))
-        .status,
-    ).toBe(201);
+    for (const [workspace_id, agent_id] of Object.entries(WSTEER)) {
+      if (workspace_id !== 'default') {
+        expect((await host.api('POST', '/v1/admin/workspaces', { workspace_id })).status).toBe(201);
+      }
+      const r = await host.api('POST', '/v1/admin/agents', {
+        agent_id,
+        workspace_id,
+        runner_id: 'plugin:wsteer/raw/default',
+      });
+      expect(r.status).toBe(201);
+    }
     api = new HostApiClient(host.grpc, token);
   });
 
@@ -264,7 +288,8 @@ describe('concurrency and steering per workspace over real gRPC: one agent, one 
 
   const post = (workspace: string | null, text: string, extra: Record<string, unknown> = {}) =>
     host.api('POST', '/v1/events', {
-      agent_id: 'wsteer',
+      // No workspace named: the agent's (`default`) is filled in.
+      agent_id: WSTEER[workspace ?? 'default'],
       event: { event_type: 'message.received', source: 'api' },
       conversation: { conversation_id: SHARED, ...(workspace === null ? {} : { workspace_id: workspace }) },
       actor: { actor_type: 'user', actor_id: 'u1' },
@@ -289,7 +314,7 @@ describe('concurrency and steering per workspace over real gRPC: one agent, one 
     const run2 = (await plugin.next()).run.context;
     expect(run2.run_id).toBe(t2.body.run_id);
 
-    // No workspace is a conversation of its own, too.
+    // No workspace named: the agent's (default) is a conversation of its own, too.
     const none = await post(null, 'no workspace first');
     expect(none.body.disposition).toBe('started');
     const run0 = (await plugin.next()).run.context;
@@ -308,7 +333,10 @@ describe('concurrency and steering per workspace over real gRPC: one agent, one 
     ]);
 
     // The admin view of one conversation's queue: agent + workspace + conversation id.
-    const view = await host.api('GET', `/v1/admin/steering?agent_id=wsteer&workspace_id=tenant-1&conversation_id=${SHARED}`);
+    const view = await host.api(
+      'GET',
+      `/v1/admin/steering?agent_id=wsteer&workspace_id=tenant-1&conversation_id=${SHARED}`,
+    );
     expect(view.status).toBe(200);
     expect(view.body.items.map((i: any) => [i.workspace_id, i.text, i.run_id])).toEqual([
       ['tenant-1', 't1 follow-up', t1.body.run_id],
@@ -335,7 +363,7 @@ describe('concurrency and steering per workspace over real gRPC: one agent, one 
     ).toEqual(
       [
         [t1.body.run_id, 'tenant-1'],
-        [none.body.run_id, null],
+        [none.body.run_id, 'default'],
         [queued.body.run_id, 'tenant-2'],
       ].sort(),
     );

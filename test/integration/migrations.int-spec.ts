@@ -62,6 +62,7 @@ function allTables(ds: DataSource, applied = MIGRATIONS.length): string[] {
     ...(applied >= 5 ? STEERING_TABLES : []),
     ...(applied >= 6 ? DELIVERY_TABLES : []),
     ...(applied >= 10 ? INTERACTION_TABLES : []),
+    ...(applied >= 12 ? ['workspaces'] : []),
     'migrations',
   ].sort();
 }
@@ -351,6 +352,7 @@ function apiKey(id: string): ApiKeyEntity {
     role: 'admin',
     key_hash: `hash-${id}`,
     key_prefix: 'rh_',
+    workspace_ids: null,
     created_at: 1_764_500_000_000,
     revoked_at: null,
   };
@@ -564,11 +566,13 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
     const rows: Array<{ seq: number | string; workspace_id: string | null }> = await ds.query(
       `SELECT "seq", "workspace_id" FROM "transcript" ORDER BY "seq"`,
     );
+    // runMigrations applies the chain to its end: the workspaces migration then moves every row into
+    // the default workspace (docs/tenancy.md), so each row's workspace is 'default' now.
     expect(rows.map((r) => [Number(r.seq), r.workspace_id])).toEqual([
-      [1, 'tenant-2'],
-      [2, 'tenant-1'],
-      [3, null],
-      [4, null],
+      [1, 'default'],
+      [2, 'default'],
+      [3, 'default'],
+      [4, 'default'],
     ]);
     for (const [table, name, unique, columns] of SCOPE_INDEXES) {
       expect(await listIndexes(ds, table)).toContainEqual({ name, unique, columns });
@@ -610,23 +614,66 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
     const runs: Array<{ run_id: string; workspace_id: string | null }> = await ds.query(
       `SELECT "run_id", "workspace_id" FROM "runs" ORDER BY "run_id"`,
     );
+    // Then the workspaces migration moves every row into the default workspace (docs/tenancy.md).
     expect(runs.map((r) => [r.run_id, r.workspace_id])).toEqual([
-      ['run-1', 'tenant-1'],
-      ['run-none', null],
+      ['run-1', 'default'],
+      ['run-none', 'default'],
     ]);
     const items: Array<{ event_id: string; workspace_id: string | null; conversation_key: string }> = await ds.query(
       `SELECT "event_id", "workspace_id", "conversation_key" FROM "steering_items" ORDER BY "event_id"`,
     );
     expect(items.map((i) => [i.event_id, i.workspace_id, i.conversation_key])).toEqual([
-      ['evt-item', 'tenant-1', conversationKey('agent-1', 'tenant-1', 'conv-1', null)],
-      ['evt-item-none', null, conversationKey('agent-1', null, 'conv-1', null)],
+      ['evt-item', 'default', conversationKey('agent-1', 'default', 'conv-1', null)],
+      ['evt-item-none', 'default', conversationKey('agent-1', 'default', 'conv-1', null)],
     ]);
     expect(await runningIndexDefinition(ds)).toMatch(/workspace_id/);
     // Another workspace of the conversation may run now; the same workspace still may not.
     await ds.getRepository(RunEntity).insert({ ...run('run-2'), status: 'running', workspace_id: 'tenant-2' });
     await expect(
-      ds.getRepository(RunEntity).insert({ ...run('run-3'), status: 'running', workspace_id: 'tenant-1' }),
+      ds.getRepository(RunEntity).insert({ ...run('run-3'), status: 'running', workspace_id: 'default' }),
     ).rejects.toThrow();
+  });
+
+  it('the workspaces migration moves existing rows into the default workspace and scopes keys (docs/tenancy.md)', async () => {
+    const ds = await ctx.open();
+    await undoNewerThan(ds, 'ConversationWorkspace1767100000000');
+    expect(await listTables(ds)).not.toContain('workspaces');
+    const key = (id: string, role: string) =>
+      `INSERT INTO "api_keys" ("id", "name", "role", "key_hash", "key_prefix", "created_at")
+       VALUES ('${id}', '${id}', '${role}', 'hash-${id}', 'rhk_', 1)`;
+    for (const sql of [
+      key('k-platform', 'platform'),
+      key('k-admin', 'admin'),
+      `INSERT INTO "agents" ("agent_id", "runner_id", "description", "runner_config", "resource_policy", "state_policy",
+        "delivery_policy", "concurrency_policy", "version", "created_at", "updated_at")
+       VALUES ('agent-1', 'acme/echo/echo', '', '{}', '{}', '{}', '{}', '{}', 1, 1, 1)`,
+      `INSERT INTO "runs" ("run_id", "event_id", "agent_id", "runner_id", "conversation_id", "workspace_id", "status",
+        "context", "created_at") VALUES ('run-w', 'evt-w', 'agent-1', 'acme/echo/echo', 'conv-1', 'tenant-1',
+        'completed', '{}', 1)`,
+    ]) {
+      await ds.query(sql);
+    }
+
+    await ds.runMigrations();
+    const workspaces: Array<{ workspace_id: string }> = await ds.query(`SELECT "workspace_id" FROM "workspaces"`);
+    expect(workspaces.map((w) => w.workspace_id)).toEqual(['default']);
+    const keys: Array<{ id: string; workspace_ids: string | null }> = await ds.query(
+      `SELECT "id", "workspace_ids" FROM "api_keys" ORDER BY "id"`,
+    );
+    // Platform keys act in the default workspace; admin keys stay global.
+    expect(keys.map((k) => [k.id, k.workspace_ids])).toEqual([
+      ['k-admin', null],
+      ['k-platform', '["default"]'],
+    ]);
+    const agents: Array<{ workspace_id: string }> = await ds.query(`SELECT "workspace_id" FROM "agents"`);
+    expect(agents.map((a) => a.workspace_id)).toEqual(['default']);
+    const runs: Array<{ workspace_id: string }> = await ds.query(`SELECT "workspace_id" FROM "runs"`);
+    expect(runs.map((r) => r.workspace_id)).toEqual(['default']);
+
+    await ds.undoLastMigration();
+    expect(await listTables(ds)).not.toContain('workspaces');
+    expect(await columnsOf(ds, 'agents')).not.toContain('workspace_id');
+    expect(await columnsOf(ds, 'api_keys')).not.toContain('workspace_ids');
   });
 
   it('does nothing when the migrations are run again on an up-to-date database', async () => {

@@ -125,6 +125,7 @@ function apiKey(overrides: Partial<ApiKeyEntity> = {}): ApiKeyEntity {
     role: 'admin',
     key_hash: `${id}${id}`,
     key_prefix: id.slice(0, 8),
+    workspace_ids: null,
     created_at: T0,
     revoked_at: null,
     ...overrides,
@@ -134,6 +135,7 @@ function apiKey(overrides: Partial<ApiKeyEntity> = {}): ApiKeyEntity {
 function agent(overrides: Partial<AgentEntity> = {}): AgentEntity {
   return {
     agent_id: `agent-${randomUUID()}`,
+    workspace_id: 'default',
     runner_id: 'acme/echo/echo',
     description: 'first',
     runner_config: { model: 'small' },

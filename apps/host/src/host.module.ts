@@ -1,7 +1,7 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { AgentsModule } from '@libs/agents';
-import { AuthModule } from '@libs/auth';
+import { AuthModule, OWNER_LOOKUP } from '@libs/auth';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { AuthzModule } from '@libs/authz';
 import { ConversationsModule } from '@libs/conversations';
@@ -32,6 +32,9 @@ import { HealthController } from './http/health.controller';
 import { InteractionsController } from './http/interactions.controller';
 import { RunsController } from './http/runs.controller';
 import { MetricsEndpoint } from './telemetry/metrics-endpoint';
+import { WorkspacesController } from './http/admin/workspaces.controller';
+import { RouteOwners } from './http/owners';
+import { WriteTenancy } from './http/tenancy';
 
 @Global()
 @Module({})
@@ -45,6 +48,15 @@ class ConfigModule {
   }
 }
 
+/** docs/tenancy.md#isolation: the API key guard (AuthModule) asks who owns a route's ids. */
+@Global()
+@Module({
+  imports: [RunsModule],
+  providers: [{ provide: OWNER_LOOKUP, useClass: RouteOwners }],
+  exports: [OWNER_LOOKUP],
+})
+class RouteOwnersModule {}
+
 /** The host process: HTTP API + gRPC runner gateway over one embedded (or PostgreSQL) database. */
 @Module({})
 export class HostModule {
@@ -54,6 +66,7 @@ export class HostModule {
       imports: [
         ConfigModule.of(config),
         PersistenceModule.forRoot(),
+        RouteOwnersModule,
         AuthModule,
         RunnerGatewayModule,
         AgentsModule,
@@ -82,8 +95,9 @@ export class HostModule {
         AdminDeliveriesController,
         SteeringController,
         InteractionsController,
+        WorkspacesController,
       ],
-      providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }, SseStreams, MetricsEndpoint],
+      providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }, SseStreams, MetricsEndpoint, WriteTenancy],
     };
   }
 }

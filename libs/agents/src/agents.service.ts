@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { RESOURCE_CATALOG, type ResourceCatalog } from '@libs/authz';
+import { RESOURCE_CATALOG, visibleIn, type ResourceCatalog } from '@libs/authz';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import type { z } from 'zod';
 import { AgentsRepository, PluginsRepository, type AgentEntity, type JsonObject } from '@libs/persistence';
@@ -33,6 +33,8 @@ export interface AgentInput {
 
 export interface AgentView {
   agent_id: string;
+  /** The owning workspace (docs/tenancy.md); fixed at creation. */
+  workspace_id: string;
   runner_id: string;
   description: string;
   runner_config: Record<string, unknown>;
@@ -50,6 +52,7 @@ export const AGENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 export function agentView(a: AgentEntity): AgentView {
   return {
     agent_id: a.agent_id,
+    workspace_id: a.workspace_id,
     runner_id: a.runner_id,
     description: a.description,
     runner_config: a.runner_config,
@@ -82,7 +85,7 @@ export class AgentsService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  async create(agentId: string, input: AgentInput): Promise<AgentView> {
+  async create(agentId: string, input: AgentInput, workspaceId = 'default'): Promise<AgentView> {
     if (!AGENT_ID_PATTERN.test(agentId)) {
       throw new DomainError('invalid_argument', 'agent_id must be 1-128 letters, digits, ".", "_", ":" or "-"', {
         field: 'agent_id',
@@ -94,7 +97,8 @@ export class AgentsService {
     const now = Date.now();
     const entity = {
       agent_id: agentId,
-      ...(await this.validated(input)),
+      workspace_id: workspaceId,
+      ...(await this.validated(input, workspaceId)),
       version: 1,
       created_at: now,
       updated_at: now,
@@ -111,7 +115,12 @@ export class AgentsService {
         version: current.version,
       });
     }
-    const next = { ...current, ...(await this.validated(input)), version: current.version + 1, updated_at: Date.now() };
+    const next = {
+      ...current,
+      ...(await this.validated(input, current.workspace_id)),
+      version: current.version + 1,
+      updated_at: Date.now(),
+    };
     if (!(await this.agents.update(next, current.version))) {
       throw new DomainError('conflict', `agent ${agentId} changed concurrently; read it again`, { agent_id: agentId });
     }
@@ -130,10 +139,15 @@ export class AgentsService {
     return agent;
   }
 
-  async page(after: string | null, limit: number): Promise<{ items: AgentView[]; next_cursor: string | null }> {
+  /** Agents of `scope` (null: every workspace), by id. */
+  async page(
+    after: string | null,
+    limit: number,
+    scope: readonly string[] | null = null,
+  ): Promise<{ items: AgentView[]; next_cursor: string | null }> {
     const { rows, next_cursor } = await readPage(
       limit,
-      (n) => this.agents.page(after, n),
+      (n) => this.agents.page(after, n, scope),
       (a) => a.agent_id,
     );
     return { items: rows.map(agentView), next_cursor };
@@ -155,7 +169,7 @@ export class AgentsService {
     return stored ? (stored.manifest as unknown as RunnerManifest) : null;
   }
 
-  private async validated(input: AgentInput) {
+  private async validated(input: AgentInput, workspaceId: string) {
     parseRunnerId(input.runner_id);
     const runnerConfig = (input.runner_config ?? {}) as JsonObject;
     // Checked against the runner's config_schema when the runner is known; `timeout` always.
@@ -171,7 +185,7 @@ export class AgentsService {
       input.resource_policy,
       'resource_policy',
     ) as ResourcePolicy;
-    await this.checkResources(resourcePolicy);
+    await this.checkResources(resourcePolicy, workspaceId);
     return {
       runner_id: input.runner_id,
       description: input.description ?? '',
@@ -199,12 +213,17 @@ export class AgentsService {
     return policy;
   }
 
-  /** Every resource a policy names must be registered (docs/api.md#agents). */
-  private async checkResources(policy: ResourcePolicy): Promise<void> {
+  /**
+   * Every resource a policy names must be registered and visible in the agent's workspace
+   * (docs/api.md#agents, docs/tenancy.md#resources).
+   */
+  private async checkResources(policy: ResourcePolicy, workspaceId: string): Promise<void> {
+    const visible = <T extends { workspace_id?: string; shared?: boolean }>(xs: T[]) =>
+      xs.filter((x) => visibleIn(x, workspaceId));
     const [models, tools, kbs] = await Promise.all([
-      this.catalog.models(),
-      this.catalog.tools(),
-      this.catalog.knowledgeBases(),
+      this.catalog.models().then(visible),
+      this.catalog.tools().then(visible),
+      this.catalog.knowledgeBases().then(visible),
     ]);
     const lists: [string, string, string[] | undefined, Set<string>][] = [
       ['allowed_model_ids', 'model', policy.allowed_model_ids, new Set(models.map((m) => m.model_id))],

@@ -1,4 +1,4 @@
-import { type CanActivate, type ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Inject, Injectable, Optional, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ApiKeyRole } from '@libs/persistence';
@@ -6,6 +6,7 @@ import { DomainError } from '@libs/protocol';
 import { ApiKeysService, type Principal } from './api-keys.service';
 import { StreamTokensService } from './stream-tokens';
 import { bearerToken } from './secrets';
+import { GLOBAL_ONLY_KEY, OWNED_PARAMS, OWNER_LOOKUP, type OwnedParam, type OwnerLookup } from './tenancy';
 
 const ROLES = 'runnerhost:roles';
 const PUBLIC = 'runnerhost:public';
@@ -36,6 +37,7 @@ export class ApiKeyGuard implements CanActivate {
     private readonly reflector: Reflector,
     private readonly keys: ApiKeysService,
     private readonly streamTokens: StreamTokensService,
+    @Optional() @Inject(OWNER_LOOKUP) private readonly owners?: OwnerLookup,
   ) {}
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
@@ -71,6 +73,43 @@ export class ApiKeyGuard implements CanActivate {
       throw new DomainError('unauthorized', `this route requires the ${roles.join(' or ')} role`);
     }
     req.principal = principal;
+    if (principal.workspaces !== null) {
+      await this.checkTenancy(principal.workspaces, req, targets, ctx);
+    }
     return true;
+  }
+
+  /**
+   * A workspace-scoped caller (docs/tenancy.md#isolation): host-wide routes are refused (403), and
+   * an id in the route that belongs to another workspace answers the route's own 404. Shared
+   * resources are readable by every workspace, writable only by a global key.
+   */
+  private async checkTenancy(
+    workspaces: readonly string[],
+    req: AuthenticatedRequest,
+    targets: Parameters<Reflector['getAllAndOverride']>[1],
+    ctx: ExecutionContext,
+  ): Promise<void> {
+    if (this.reflector.getAllAndOverride<boolean>(GLOBAL_ONLY_KEY, targets)) {
+      throw new DomainError('unauthorized', 'this route is host-wide: it requires an admin key of every workspace');
+    }
+    const params = (req.params ?? {}) as Record<string, string | undefined>;
+    const read = ctx.switchToHttp().getRequest<{ method?: string }>().method === 'GET';
+    for (const name of Object.keys(OWNED_PARAMS) as OwnedParam[]) {
+      const id = params[name];
+      if (id === undefined) {
+        continue;
+      }
+      if (name === 'workspace_id') {
+        if (!workspaces.includes(id)) {
+          throw OWNED_PARAMS[name](id);
+        }
+        continue;
+      }
+      const owner = this.owners ? await this.owners.ownerOf(name, id) : null;
+      if (owner && !workspaces.includes(owner.workspace_id) && !(owner.shared && read)) {
+        throw OWNED_PARAMS[name](id);
+      }
+    }
   }
 }

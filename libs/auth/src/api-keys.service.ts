@@ -16,6 +16,8 @@ export interface ApiKeyView {
    * nothing away); null for the operator-chosen ADMIN_API_KEY, of which no part is ever shown.
    */
   key_prefix: string | null;
+  /** The workspaces the key acts in (docs/tenancy.md#keys); null: every workspace (admin keys only). */
+  workspace_ids: string[] | null;
   created_at: string;
   revoked_at: string | null;
 }
@@ -23,6 +25,8 @@ export interface ApiKeyView {
 export interface Principal {
   key_id: string;
   role: ApiKeyRole;
+  /** The workspaces the caller may see and act in (docs/tenancy.md#keys); null: every workspace. */
+  workspaces: readonly string[] | null;
 }
 
 const ENV_ADMIN_KEY_ID = 'env-admin';
@@ -40,9 +44,15 @@ function view(k: ApiKeyEntity): ApiKeyView {
     name: k.name,
     role: k.role,
     key_prefix: isEnvAdminKey(k) ? null : k.key_prefix,
+    workspace_ids: k.workspace_ids,
     created_at: new Date(k.created_at).toISOString(),
     revoked_at: k.revoked_at === null ? null : new Date(k.revoked_at).toISOString(),
   };
+}
+
+/** Whether a key of `workspaces` lies within `scope` (null scope: everything; a global key only in it). */
+function within(workspaces: readonly string[] | null, scope: readonly string[] | null): boolean {
+  return scope === null || (workspaces !== null && workspaces.every((w) => scope.includes(w)));
 }
 
 @Injectable()
@@ -75,6 +85,8 @@ export class ApiKeysService implements OnApplicationBootstrap {
           key_hash: hash,
           // No part of a secret the host did not generate is stored or listed (it may be weak or reused).
           key_prefix: '',
+          // The operator's key is global: a single-tenant install notices nothing (docs/tenancy.md#keys).
+          workspace_ids: null,
           created_at: Date.now(),
           revoked_at: null,
         });
@@ -84,7 +96,7 @@ export class ApiKeysService implements OnApplicationBootstrap {
     if ((await this.keys.countActive('admin')) > 0) {
       return;
     }
-    const created = await this.create('bootstrap admin', 'admin');
+    const created = await this.create('bootstrap admin', 'admin', null);
     const file = path.join(this.config.dataDir, ADMIN_KEY_FILE);
     fs.mkdirSync(this.config.dataDir, { recursive: true });
     fs.writeFileSync(file, `${created.key}\n`, { mode: 0o600 });
@@ -94,7 +106,16 @@ export class ApiKeysService implements OnApplicationBootstrap {
     this.logger.log(`created the first admin API key ${created.id}; saved to ${file}`);
   }
 
-  async create(name: string, role: ApiKeyRole): Promise<ApiKeyView & { key: string }> {
+  /**
+   * A new key of `role` for `workspaceIds` (docs/tenancy.md#keys): a platform key needs at least one
+   * workspace; an admin key null (global) or a list. Workspaces are checked by the caller.
+   */
+  async create(name: string, role: ApiKeyRole, workspaceIds: string[] | null): Promise<ApiKeyView & { key: string }> {
+    if (role === 'platform' && (workspaceIds === null || workspaceIds.length === 0)) {
+      throw new DomainError('invalid_argument', 'workspace_ids: a platform key belongs to one or more workspaces', {
+        field: 'workspace_ids',
+      });
+    }
     const key = newSecret('rhk');
     const row = await this.keys.create({
       id: randomUUID(),
@@ -102,19 +123,21 @@ export class ApiKeysService implements OnApplicationBootstrap {
       role,
       key_hash: hashSecret(key),
       key_prefix: secretPrefix(key),
+      workspace_ids: workspaceIds === null ? null : [...new Set(workspaceIds)],
       created_at: Date.now(),
       revoked_at: null,
     });
     return { ...view(row), key };
   }
 
-  async list(): Promise<ApiKeyView[]> {
-    return (await this.keys.list()).map(view);
+  /** The keys a caller may see: a workspace-scoped caller, only keys within its workspaces. */
+  async list(scope: readonly string[] | null = null): Promise<ApiKeyView[]> {
+    return (await this.keys.list()).filter((k) => within(k.workspace_ids, scope)).map(view);
   }
 
   async revoke(id: string, by: Principal): Promise<void> {
     const key = await this.keys.get(id);
-    if (!key) {
+    if (!key || !within(key.workspace_ids, by.workspaces)) {
       throw new DomainError('not_found', `API key ${id} not found`, { id });
     }
     if (key.id === by.key_id) {
@@ -168,7 +191,7 @@ export class ApiKeysService implements OnApplicationBootstrap {
       this.cache.delete(hash);
       return null;
     }
-    const principal = { key_id: key.id, role: key.role };
+    const principal: Principal = { key_id: key.id, role: key.role, workspaces: key.workspace_ids };
     this.cache.set(hash, { principal, until: Date.now() + AUTH_CACHE_MS });
     return principal;
   }

@@ -4,7 +4,7 @@ import { StreamTokensService } from './stream-tokens';
 
 const RUN = '0b6c6c1e-9a43-4d55-9c1c-3c1f3f7a2f10';
 const OTHER = '5d0e0f4e-2b8a-4c1d-8f0e-1a2b3c4d5e6f';
-const by = { key_id: 'key-1', role: 'platform' as const };
+const by = { key_id: 'key-1', role: 'platform' as const, workspaces: ['acme'] };
 
 function refusal(fn: () => unknown): { code: string; message: string } {
   try {

@@ -15,6 +15,8 @@ interface Claims {
   /** minting API key id and role: the stream counts against that key, and ends with it */
   k: string;
   o: ApiKeyRole;
+  /** the key's workspaces (null: all): the stream is read within them (docs/tenancy.md) */
+  w: readonly string[] | null;
   /** expiry, epoch ms */
   e: number;
 }
@@ -37,7 +39,13 @@ export class StreamTokensService {
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
   mint(runId: string, by: Principal, now = Date.now()): MintedStreamToken {
-    const claims: Claims = { r: runId, k: by.key_id, o: by.role, e: now + this.config.browser.streamTokenTtlMs };
+    const claims: Claims = {
+      r: runId,
+      k: by.key_id,
+      o: by.role,
+      w: by.workspaces,
+      e: now + this.config.browser.streamTokenTtlMs,
+    };
     const body = Buffer.from(JSON.stringify(claims)).toString('base64url');
     return { token: `${STREAM_TOKEN_PREFIX}${body}.${this.sign(body)}`, expires_at: new Date(claims.e).toISOString() };
   }
@@ -63,7 +71,7 @@ export class StreamTokensService {
     if (claims.r !== runId) {
       throw new DomainError('unauthorized', 'stream_token: issued for another run', { field: 'stream_token' });
     }
-    return { key_id: claims.k, role: claims.o };
+    return { key_id: claims.k, role: claims.o, workspaces: claims.w ?? null };
   }
 
   private sign(body: string): string {

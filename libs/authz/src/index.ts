@@ -13,3 +13,12 @@ export { TokenBucket } from './rate-limiter';
 export { AuthzModule } from './authz.module';
 export { CatalogVersions } from './catalog-versions';
 export { CatalogInvalidationInterceptor, InvalidatesCatalog } from './catalog-invalidation.interceptor';
+export {
+  WorkspacesService,
+  parseQuotas,
+  QUOTA_NAMES,
+  type WorkspaceInput,
+  type WorkspaceQuotas,
+  type WorkspaceView,
+} from './workspaces.service';
+export { visibleIn, workspaceOwners } from './tenancy';

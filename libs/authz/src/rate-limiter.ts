@@ -30,6 +30,12 @@ export class TokenBucket {
     return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens / this.rate) * 1000);
   }
 
+  /** Whole tokens available now. */
+  available(now = Date.now()): number {
+    this.refill(now);
+    return Math.max(0, Math.floor(this.tokens));
+  }
+
   private refill(now: number): void {
     this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.rate);
     this.last = now;

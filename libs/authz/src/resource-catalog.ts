@@ -4,6 +4,9 @@ export interface CatalogModel {
   provider: string;
   /** Tokens the model can take (chat models); shown to runners as `model_context_window_tokens`. */
   context_window?: number | null;
+  /** The owning workspace and whether it is shared (docs/tenancy.md#resources); absent: the host's own. */
+  workspace_id?: string;
+  shared?: boolean;
 }
 
 export interface CatalogTool {
@@ -18,12 +21,18 @@ export interface CatalogTool {
   annotations?: Record<string, unknown>;
   /** JSON schema of the tool's `structured_content`. */
   output_schema?: Record<string, unknown>;
+  /** The owning workspace and whether it is shared (docs/tenancy.md#resources); absent: the host's own. */
+  workspace_id?: string;
+  shared?: boolean;
 }
 
 export interface CatalogKnowledgeBase {
   kb_id: string;
   kb_name: string;
   kb_type: string;
+  /** The owning workspace and whether it is shared (docs/tenancy.md#resources); absent: the host's own. */
+  workspace_id?: string;
+  shared?: boolean;
 }
 
 /** The host-held resources agents may be granted (models, tools, knowledge bases). */

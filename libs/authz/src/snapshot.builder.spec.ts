@@ -191,7 +191,11 @@ function expectedGrants(c: Case) {
     binding: resource.allow_binding_storage === true,
   };
   const areaOwner = {
-    plugin: scope.plugin_id,
+    // docs/tenancy.md#storage: a plugin's storage is per workspace (the default one keeps the plain id).
+    plugin:
+      scope.workspace_id === null || scope.workspace_id === 'default'
+        ? scope.plugin_id
+        : `w/${scope.workspace_id}/${scope.plugin_id}`,
     workspace: scope.workspace_id === null ? 'default' : scope.workspace_id,
     binding: scope.agent_id,
   };
@@ -582,5 +586,73 @@ describe('state scope keys', () => {
 
   it('has no key for a scope without an identity', () => {
     expect(Object.keys(keysOf({ conversation_id: null, actor_id: null, subject_id: null }))).toEqual(['runner']);
+  });
+});
+
+describe('buildSnapshot: workspaces (docs/tenancy.md#resources)', () => {
+  const scope = (workspace_id: string | null): Case['scope'] => ({
+    agent_id: 'agent-1',
+    runner_id: 'acme/echo/default',
+    plugin_id: 'acme/echo',
+    conversation_id: null,
+    thread_id: null,
+    bot_id: null,
+    workspace_id,
+    actor_type: null,
+    actor_id: null,
+    subject_type: null,
+    subject_id: null,
+  });
+  const catalog: SnapshotInput['catalog'] = {
+    models: [
+      { model_id: 'm-own', model_type: 'llm', provider: 'acme', workspace_id: 'ws-1', shared: false },
+      { model_id: 'm-other', model_type: 'llm', provider: 'acme', workspace_id: 'ws-2', shared: false },
+      { model_id: 'm-shared', model_type: 'llm', provider: 'acme', workspace_id: 'ws-2', shared: true },
+    ],
+    tools: [
+      { tool_name: 'builtin', description: '', parameters: null, source: 'builtin', source_id: null },
+      { tool_name: 't-other', description: '', parameters: null, source: 'mcp', source_id: 's', workspace_id: 'ws-2' },
+    ],
+    knowledge_bases: [
+      { kb_id: 'kb-own', kb_name: 'own', kb_type: 'fts', workspace_id: 'ws-1', shared: false },
+      { kb_id: 'kb-other', kb_name: 'other', kb_type: 'fts', workspace_id: 'ws-2', shared: false },
+    ],
+  };
+  const grant = (workspace: string | null) =>
+    buildSnapshot({
+      run_id: 'run-1',
+      scope: scope(workspace),
+      manifest: {
+        capabilities: { tool_calling: true, knowledge_retrieval: true },
+        permissions: { models: ['invoke'], tools: ['call'], knowledge_bases: ['retrieve'], storage: ['plugin'] },
+      },
+      policy: {
+        resource: {
+          allowed_model_ids: ['m-own', 'm-other', 'm-shared'],
+          allow_all_tools: true,
+          allowed_kb_ids: ['kb-own', 'kb-other'],
+        },
+        state: {},
+      },
+      catalog,
+      limits: LIMITS,
+      deadline_at_ms: null,
+    });
+
+  it("grants a run only its workspace's resources, shared ones and the host's own, never another workspace's", () => {
+    const s = grant('ws-1');
+    expect(s.scope.workspace_id).toBe('ws-1');
+    expect(s.resources.models.map((m) => m.model_id)).toEqual(['m-own', 'm-shared']);
+    expect(s.resources.tools.map((t) => t.tool_name)).toEqual(['builtin']);
+    expect(s.resources.knowledge_bases.map((k) => k.kb_id)).toEqual(['kb-own']);
+    // The grant names the resource, not its owner.
+    expect(s.resources.models[0]).not.toHaveProperty('workspace_id');
+    expect(grant('ws-2').resources.knowledge_bases.map((k) => k.kb_id)).toEqual(['kb-other']);
+  });
+
+  it("keeps a plugin's storage apart per workspace", () => {
+    expect(grant('ws-1').storage.plugin).toBe('w/ws-1/acme/echo');
+    expect(grant('ws-2').storage.plugin).toBe('w/ws-2/acme/echo');
+    expect(grant('default').storage.plugin).toBe('acme/echo');
   });
 });

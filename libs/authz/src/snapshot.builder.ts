@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { RunnerManifest } from '@libs/protocol';
 import type { CatalogKnowledgeBase, CatalogModel, CatalogTool } from './resource-catalog';
+import { visibleIn, workspaceOwners } from './tenancy';
 import type { ApiFlags, AuthorizationSnapshot, RunScope, StateScope, StorageArea } from './snapshot';
 
 /** The agent policy fields the snapshot reads (validated and defaulted on agent write). */
@@ -34,6 +35,14 @@ export interface SnapshotInput {
 const both = <T extends string>(a: readonly string[] | undefined, b: readonly T[]): T[] =>
   b.filter((x) => (a ?? []).includes(x));
 
+/** A catalogue entry without its tenancy fields (the grant names the resource, not its owner). */
+function ownFields<T extends { workspace_id?: string; shared?: boolean }>(
+  entry: T,
+): Omit<T, 'workspace_id' | 'shared'> {
+  const { workspace_id: _w, shared: _s, ...rest } = entry;
+  return rest;
+}
+
 /** Scope identities: a scope without one is not available in this run. */
 function scopeDims(scope: RunScope): Record<StateScope, Record<string, string | null> | null> {
   return {
@@ -62,7 +71,14 @@ export function stateScopeKey(scope: StateScope, run: RunScope, dims: Record<str
  * (docs/protocol.md#the-authorization-snapshot).
  */
 export function buildSnapshot(input: SnapshotInput): AuthorizationSnapshot {
-  const { manifest, policy, scope, catalog } = input;
+  const { manifest, policy, scope } = input;
+  // docs/tenancy.md#resources: only the run's workspace's resources and shared ones exist for it.
+  const ws = scope.workspace_id;
+  const catalog = {
+    models: input.catalog.models.filter((m) => visibleIn(m, ws)),
+    tools: input.catalog.tools.filter((t) => visibleIn(t, ws)),
+    knowledge_bases: input.catalog.knowledge_bases.filter((k) => visibleIn(k, ws)),
+  };
   const perms = manifest.permissions;
   const caps = manifest.capabilities;
   const hasConversation = scope.conversation_id !== null;
@@ -85,7 +101,7 @@ export function buildSnapshot(input: SnapshotInput): AuthorizationSnapshot {
     caps.tool_calling && toolOps.length > 0
       ? toolNames.flatMap((name) => {
           const t = catalog.tools.find((x) => x.tool_name === name);
-          return t ? [{ ...t, tool_type: t.source, operations: [...toolOps] }] : [];
+          return t ? [{ ...ownFields(t), tool_type: t.source, operations: [...toolOps] }] : [];
         })
       : [];
 
@@ -94,7 +110,7 @@ export function buildSnapshot(input: SnapshotInput): AuthorizationSnapshot {
     caps.knowledge_retrieval && kbOps.length > 0
       ? (policy.resource.allowed_kb_ids ?? []).flatMap((id) => {
           const kb = catalog.knowledge_bases.find((x) => x.kb_id === id);
-          return kb ? [{ ...kb, operations: [...kbOps] }] : [];
+          return kb ? [{ ...ownFields(kb), operations: [...kbOps] }] : [];
         })
       : [];
 
@@ -110,11 +126,7 @@ export function buildSnapshot(input: SnapshotInput): AuthorizationSnapshot {
     scope_keys[s] = stateScopeKey(s, scope, dims[s]!);
   }
 
-  const owners: Record<StorageArea, string> = {
-    plugin: scope.plugin_id,
-    workspace: scope.workspace_id ?? 'default',
-    binding: scope.agent_id,
-  };
+  const owners = workspaceOwners(scope.workspace_id, scope.plugin_id, scope.agent_id);
   const allowed: Record<StorageArea, boolean> = {
     plugin: policy.resource.allow_plugin_storage ?? true,
     workspace: policy.resource.allow_workspace_storage ?? false,

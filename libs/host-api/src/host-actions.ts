@@ -11,7 +11,7 @@ import {
   type ResourceCall,
   type RetrieveRequest,
 } from '@libs/resources';
-import { SteeringService, type ActiveRun } from '@libs/runs';
+import { SteeringService, WorkspaceQuotaGate, type ActiveRun } from '@libs/runs';
 import { ContextApiService } from './context-api.service';
 import { HostApiGate, type CallNeeds, type Caller } from './host-api.gate';
 import { StorageApiService } from './storage-api.service';
@@ -102,17 +102,29 @@ export class HostActions {
     private readonly tools: ToolsService,
     private readonly knowledge: KnowledgeService,
     private readonly steering: SteeringService,
+    private readonly quotas: WorkspaceQuotaGate,
   ) {}
+
+  /** docs/tenancy.md#quotas: a model call of a workspace that spent its day's tokens answers 429. */
+  private tokensLeft(run: ActiveRun): Promise<void> {
+    return this.quotas.modelCall(run.snapshot.scope.workspace_id ?? 'default');
+  }
 
   readonly table = {
     'model.invoke': action(
       (r: ModelCallInput) => model(r.model_id, 'invoke'),
-      (run, r) => this.models.invoke(callOf(run), r),
+      async (run, r) => {
+        await this.tokensLeft(run);
+        return this.models.invoke(callOf(run), r);
+      },
     ),
     // Resolves once the gate passed (and audited); the chunks then flow as the provider sends them.
     'model.stream': action(
       (r: ModelCallInput) => model(r.model_id, 'stream'),
-      (run, r) => Promise.resolve(this.models.stream(callOf(run), r)),
+      async (run, r) => {
+        await this.tokensLeft(run);
+        return this.models.stream(callOf(run), r);
+      },
     ),
     'model.count_tokens': action(
       (r: CountTokensInput) => model(r.model_id, 'count_tokens'),
@@ -120,7 +132,10 @@ export class HostActions {
     ),
     'model.rerank': action(
       (r: RerankCallInput) => model(r.model_id, 'rerank'),
-      (run, r) => this.models.rerank(callOf(run), r),
+      async (run, r) => {
+        await this.tokensLeft(run);
+        return this.models.rerank(callOf(run), r);
+      },
     ),
     'tool.detail': action(
       (r: { tool_name: string }) => tool(r.tool_name, 'detail'),

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { StorageArea } from '@libs/authz';
 import { StoresRepository } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
-import type { ActiveRun } from '@libs/runs';
+import { WorkspaceQuotaGate, type ActiveRun } from '@libs/runs';
 
 // eslint-disable-next-line no-control-regex -- control characters are exactly what keys must not hold
 const KEY = /^[^\u0000-\u001f]{1,255}$/;
@@ -10,7 +10,10 @@ const KEY = /^[^\u0000-\u001f]{1,255}$/;
 /** Byte storage per area; the owner comes from the run's snapshot, never from the caller. */
 @Injectable()
 export class StorageApiService {
-  constructor(private readonly stores: StoresRepository) {}
+  constructor(
+    private readonly stores: StoresRepository,
+    private readonly quotas: WorkspaceQuotaGate,
+  ) {}
 
   private owner(run: ActiveRun, area: StorageArea): string {
     return `${area}:${run.snapshot.storage[area]}`;
@@ -41,6 +44,8 @@ export class StorageApiService {
         limit,
       });
     }
+    // docs/tenancy.md#quotas: the workspace's storage bytes (429 naming max_storage_bytes).
+    await this.quotas.storage(run.snapshot.scope.workspace_id ?? 'default', value.length);
     await this.stores.storageSet(this.owner(run, area), this.key(key), value);
     return {};
   }

@@ -19,6 +19,8 @@ export { ToolsRepository, type NewToolRow } from './repositories/tools.repositor
 export { ModelsRepository, type NewModelUsage } from './repositories/models.repository';
 export { KnowledgeRepository, type KbChunkHit, type KbStats } from './repositories/knowledge.repository';
 export { SteeringRepository, type ConversationTimeline, type SteeringFilter } from './repositories/steering.repository';
+export { WorkspacesRepository, type WorkspaceUsageCounts } from './repositories/workspaces.repository';
+export { DEFAULT_WORKSPACE } from './migrations/1767200000000-workspaces';
 export { Transactions } from './transactions';
 export { RetentionJob, type RetentionCounts } from './retention/retention-job';
 export { retentionBatchUnit, type RetentionTable } from './retention/retention-units';

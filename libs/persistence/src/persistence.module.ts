@@ -16,6 +16,7 @@ import { ModelsRepository } from './repositories/models.repository';
 import { ToolsRepository } from './repositories/tools.repository';
 import { KnowledgeRepository } from './repositories/knowledge.repository';
 import { SteeringRepository } from './repositories/steering.repository';
+import { WorkspacesRepository } from './repositories/workspaces.repository';
 import { RetentionJob } from './retention/retention-job';
 
 const REPOSITORIES = [
@@ -31,6 +32,7 @@ const REPOSITORIES = [
   ModelsRepository,
   KnowledgeRepository,
   SteeringRepository,
+  WorkspacesRepository,
 ];
 
 @Global()

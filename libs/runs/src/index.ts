@@ -11,3 +11,6 @@ export { SteeringService, steeringPullSchema, MAX_PULL_WAIT_MS } from './convers
 export { SteeringAdminService, type SteeringView, type TimelineView } from './conversations/steering-admin.service';
 export { CONCURRENCY_MODES, MAX_STEERING_QUEUE, type ConcurrencyMode } from './conversations/concurrency';
 export { SIGNAL_PORT, type SignalPort, type Signal } from './conversations/signal-port';
+export { WorkspaceAdmission } from './workspace-admission';
+export { WorkspaceQuotaGate, quotaExceeded } from './workspace-quotas';
+export { AdmissionCatalog } from './admission-catalog';

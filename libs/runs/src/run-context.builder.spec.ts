@@ -5,6 +5,7 @@ import { buildRunContext, contextJson } from './run-context.builder';
 
 const agent = (runner_config: Record<string, unknown>): AgentEntity => ({
   agent_id: 'a1',
+  workspace_id: 'default',
   runner_id: 'plugin:demo/echo/default',
   description: '',
   runner_config: runner_config as AgentEntity['runner_config'],

@@ -34,7 +34,8 @@ export function scopeOf(sub: EventSubmission, agent: AgentEntity, pluginId: stri
     conversation_id: sub.conversation?.conversation_id ?? null,
     thread_id: sub.conversation?.thread_id ?? null,
     bot_id: sub.conversation?.bot_id ?? null,
-    workspace_id: sub.conversation?.workspace_id ?? null,
+    // docs/tenancy.md#runs: the agent's workspace (an event's was checked against it at the edge).
+    workspace_id: sub.conversation?.workspace_id ?? agent.workspace_id ?? null,
     actor_type: sub.actor?.actor_type ?? null,
     actor_id: sub.actor?.actor_id ?? null,
     subject_type: sub.subject?.subject_type ?? null,

@@ -20,6 +20,8 @@ import { ConversationDispatcher } from './conversations/conversation-dispatcher'
 import { SteeringService } from './conversations/steering.service';
 import { SteeringAdminService } from './conversations/steering-admin.service';
 import { InProcessSignals, SIGNAL_PORT } from './conversations/signal-port';
+import { WorkspaceAdmission } from './workspace-admission';
+import { WorkspaceQuotaGate } from './workspace-quotas';
 
 @Module({
   imports: [AgentsModule, RunnerGatewayModule, AuthzModule, ConversationsModule, DeliveryModule, InteractionsModule],
@@ -39,7 +41,19 @@ import { InProcessSignals, SIGNAL_PORT } from './conversations/signal-port';
     SteeringService,
     SteeringAdminService,
     { provide: SIGNAL_PORT, useClass: InProcessSignals },
+    WorkspaceAdmission,
+    WorkspaceQuotaGate,
   ],
-  exports: [InteractionsService, AdmissionService, RunsQueryService, ActiveRuns, SteeringService, SteeringAdminService],
+  exports: [
+    InteractionsService,
+    AdmissionService,
+    RunsQueryService,
+    ActiveRuns,
+    SteeringService,
+    SteeringAdminService,
+    WorkspaceAdmission,
+    WorkspaceQuotaGate,
+    AdmissionCatalog,
+  ],
 })
 export class RunsModule {}

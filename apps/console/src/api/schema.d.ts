@@ -31,7 +31,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List runs, newest first, cursor-paged */
+        /** List runs, newest first, cursor-paged (the key's workspaces only) */
         get: operations["RunsController_list"];
         put?: never;
         post?: never;
@@ -228,10 +228,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List API keys (never the keys themselves) */
+        /** List API keys (never the keys themselves): a scoped caller's within its workspaces */
         get: operations["ApiKeysController_list"];
         put?: never;
-        /** Create an API key (platform or admin); the key is shown once */
+        /**
+         * Create an API key (platform or admin) for one or more workspaces; the key is shown once
+         * @description A workspace-scoped admin creates keys within its own workspaces only (403 naming workspace_ids otherwise).
+         */
         post: operations["ApiKeysController_create"];
         delete?: never;
         options?: never;
@@ -706,6 +709,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/workspaces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List workspaces: all for a global key, the key's own otherwise */
+        get: operations["WorkspacesController_list"];
+        put?: never;
+        /** Create a workspace (global admin keys only) */
+        post: operations["WorkspacesController_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/workspaces/{workspace_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A workspace and its quotas */
+        get: operations["WorkspacesController_get"];
+        /** Change a workspace's name or quotas (global admin keys only); quotas apply at once */
+        put: operations["WorkspacesController_update"];
+        post?: never;
+        /** Delete an empty workspace (global admin keys only; never `default`) */
+        delete: operations["WorkspacesController_remove"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/workspaces/{workspace_id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the workspace uses against each quota now (docs/tenancy.md#quotas)
+         * @description Active runs are those of this host process; the rest is read from the database.
+         */
+        get: operations["WorkspacesController_usage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1122,6 +1182,11 @@ export interface components {
             };
             /** @example support-bot */
             agent_id: string;
+            /**
+             * @description The owning workspace (docs/tenancy.md): one of the caller's (403 otherwise). Default: the caller's only workspace; `default` for a global admin key.
+             * @example default
+             */
+            workspace_id?: string;
         };
         AgentDto: {
             /** @example plugin:demo/echo/default */
@@ -1266,6 +1331,8 @@ export interface components {
                 mode?: "steer" | "queue" | "interrupt" | "reject";
             };
             agent_id: string;
+            /** @description The owning workspace (docs/tenancy.md) */
+            workspace_id: string;
             version: number;
             created_at: string;
             updated_at: string;
@@ -1528,6 +1595,8 @@ export interface components {
             name: string;
             /** @enum {string} */
             role: "platform" | "admin";
+            /** @description The workspaces the key acts in (docs/tenancy.md#keys). Platform keys: one or more (default: the caller's workspace, `default` for a global caller). Admin keys: null = every workspace (only a global admin may create one; the default for a global caller), or a list within the caller's workspaces. */
+            workspace_ids?: string[] | null;
         };
         ApiKeyWithSecretDto: {
             id: string;
@@ -1536,6 +1605,8 @@ export interface components {
             role: "platform" | "admin";
             /** @description first characters of a generated key; null for ADMIN_API_KEY (no part of it is shown) */
             key_prefix: string | null;
+            /** @description null: every workspace (a global admin key) */
+            workspace_ids: string[] | null;
             created_at: string;
             revoked_at: string | null;
             /** @description Shown once */
@@ -1548,6 +1619,8 @@ export interface components {
             role: "platform" | "admin";
             /** @description first characters of a generated key; null for ADMIN_API_KEY (no part of it is shown) */
             key_prefix: string | null;
+            /** @description null: every workspace (a global admin key) */
+            workspace_ids: string[] | null;
             created_at: string;
             revoked_at: string | null;
         };
@@ -1670,6 +1743,10 @@ export interface components {
             tool_name: string;
             /** @description The name at its source */
             source_tool_name: string;
+            /** @description Its source's workspace; null for a built-in (the host's own) */
+            workspace_id: string | null;
+            /** @description Visible to every workspace's runs (docs/tenancy.md#resources) */
+            shared: boolean;
             description: string;
             /** @description JSON schema of the parameters */
             parameters: {
@@ -1760,6 +1837,13 @@ export interface components {
             enabled?: boolean;
             /** @example github */
             source_id: string;
+            /**
+             * @description The owning workspace (docs/tenancy.md): one of the caller's (403 otherwise). Default: the caller's only workspace; `default` for a global admin key.
+             * @example default
+             */
+            workspace_id?: string;
+            /** @description Visible to every workspace's agents and runs, not only its own (global admin keys only). Default false. */
+            shared?: boolean;
         };
         SkippedToolDto: {
             name: string;
@@ -1767,6 +1851,10 @@ export interface components {
         };
         ToolSourceDto: {
             source_id: string;
+            /** @description The owning workspace (docs/tenancy.md) */
+            workspace_id: string;
+            /** @description Visible to every workspace's runs (docs/tenancy.md#resources) */
+            shared: boolean;
             /** @enum {string} */
             kind: "mcp_stdio" | "mcp_http" | "http";
             /** @description As registered (by kind): environment-variable references, never their values */
@@ -1903,6 +1991,13 @@ export interface components {
              * @example product-docs
              */
             kb_id: string;
+            /**
+             * @description The owning workspace (docs/tenancy.md): one of the caller's (403 otherwise). Default: the caller's only workspace; `default` for a global admin key.
+             * @example default
+             */
+            workspace_id?: string;
+            /** @description Visible to every workspace's agents and runs, not only its own (global admin keys only). Default false. */
+            shared?: boolean;
             /** @example Product documentation */
             name: string;
             description?: string;
@@ -1919,6 +2014,10 @@ export interface components {
         };
         KnowledgeBaseDto: {
             kb_id: string;
+            /** @description The owning workspace (docs/tenancy.md) */
+            workspace_id: string;
+            /** @description Visible to every workspace's runs (docs/tenancy.md#resources) */
+            shared: boolean;
             name: string;
             description: string;
             /**
@@ -2049,9 +2148,20 @@ export interface components {
             };
             /** @example gpt-small */
             model_id: string;
+            /**
+             * @description The owning workspace (docs/tenancy.md): one of the caller's (403 otherwise). Default: the caller's only workspace; `default` for a global admin key.
+             * @example default
+             */
+            workspace_id?: string;
+            /** @description Visible to every workspace's agents and runs, not only its own (global admin keys only). Default false. */
+            shared?: boolean;
         };
         ModelDto: {
             model_id: string;
+            /** @description The owning workspace (docs/tenancy.md) */
+            workspace_id: string;
+            /** @description Visible to every workspace's runs (docs/tenancy.md#resources) */
+            shared: boolean;
             /** @enum {string} */
             kind: "chat" | "rerank";
             /** @enum {string} */
@@ -2271,6 +2381,57 @@ export interface components {
         InteractionListDto: {
             items: components["schemas"]["InteractionViewDto"][];
         };
+        WorkspaceQuotasDto: {
+            /** @description Runs admitted per second, sustained */
+            runs_per_second?: number | null;
+            /** @description Runs that may be admitted at once (default: runs_per_second) */
+            runs_burst?: number | null;
+            /** @description Runs running at the same time */
+            max_active_runs?: number | null;
+            /** @description Follow-ups waiting (steered or queued) at the same time */
+            max_steering_queue?: number | null;
+            /** @description Bytes held in storage by the workspace's runs */
+            max_storage_bytes?: number | null;
+            /** @description Model tokens metered by the host per UTC day */
+            max_model_tokens_per_day?: number | null;
+        };
+        CreateWorkspaceDto: {
+            /** @description 1-64 lowercase letters, digits, "_" or "-" */
+            workspace_id: string;
+            /** @description Default: the id */
+            name?: string;
+            /** @description Absent quotas are unlimited (docs/tenancy.md#quotas) */
+            quotas?: components["schemas"]["WorkspaceQuotasDto"];
+        };
+        WorkspaceDto: {
+            workspace_id: string;
+            name: string;
+            quotas: components["schemas"]["WorkspaceQuotasDto"];
+            created_at: string;
+            updated_at: string;
+        };
+        UpdateWorkspaceDto: {
+            name?: string;
+            /** @description Replaces every quota (absent: unlimited) */
+            quotas?: components["schemas"]["WorkspaceQuotasDto"];
+        };
+        QuotaUsageDto: {
+            used: number;
+            /** @description null: unlimited */
+            limit: number | null;
+        };
+        WorkspaceUsageDto: {
+            workspace_id: string;
+            /** @description Running runs */
+            active_runs: components["schemas"]["QuotaUsageDto"];
+            /** @description Steered or queued follow-ups waiting */
+            steering_queue: components["schemas"]["QuotaUsageDto"];
+            storage_bytes: components["schemas"]["QuotaUsageDto"];
+            /** @description Host-metered model tokens since 00:00 UTC */
+            model_tokens_today: components["schemas"]["QuotaUsageDto"];
+            /** @description Admission tokens left in the runs-per-second bucket */
+            runs_per_second: components["schemas"]["QuotaUsageDto"];
+        };
     };
     responses: never;
     parameters: never;
@@ -2333,7 +2494,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description unauthorized: the key's role may not use this operation */
+            /** @description conversation.workspace_id names a workspace other than the agent's (details.field) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2342,7 +2503,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description Unknown agent */
+            /** @description Unknown agent, or another workspace's */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2362,6 +2523,15 @@ export interface operations {
             };
             /** @description payload_too_large: the body is over the 5 MiB request limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description A workspace quota is reached (details.quota, details.workspace_id; Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3493,7 +3663,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyWithSecretDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description An unknown workspace (details.field) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3511,7 +3681,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description unauthorized: the key's role may not use this operation */
+            /** @description A workspace outside the caller's */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5904,6 +6074,416 @@ export interface operations {
             };
             /** @description unauthorized: the key's role may not use this operation */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description runtime_error: an unexpected failure; the message carries an error id that the host logged (no detail leaks) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    WorkspacesController_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceDto"][];
+                };
+            };
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description unauthenticated: no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description unauthorized: the key's role may not use this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description runtime_error: an unexpected failure; the message carries an error id that the host logged (no detail leaks) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    WorkspacesController_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWorkspaceDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceDto"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description unauthenticated: no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description unauthorized: the key's role may not use this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description payload_too_large: the body is over the 5 MiB request limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description runtime_error: an unexpected failure; the message carries an error id that the host logged (no detail leaks) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    WorkspacesController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspace_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceDto"];
+                };
+            };
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description unauthenticated: no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description unauthorized: the key's role may not use this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description runtime_error: an unexpected failure; the message carries an error id that the host logged (no detail leaks) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    WorkspacesController_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspace_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWorkspaceDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceDto"];
+                };
+            };
+            /** @description A quota that is not a positive integer (details.field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description unauthenticated: no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description unauthorized: the key's role may not use this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description payload_too_large: the body is over the 5 MiB request limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description runtime_error: an unexpected failure; the message carries an error id that the host logged (no detail leaks) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    WorkspacesController_remove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspace_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description unauthenticated: no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description unauthorized: the key's role may not use this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description It still owns agents or resources (details.owns) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description runtime_error: an unexpected failure; the message carries an error id that the host logged (no detail leaks) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    WorkspacesController_usage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspace_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceUsageDto"];
+                };
+            };
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description unauthenticated: no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description unauthorized: the key's role may not use this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,6 +1,7 @@
-import { Controller, Get, Param, Query } from '@nestjs/common';
+import { Controller, Get, Param, Query, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { Roles } from '@libs/auth';
+import { Roles, type AuthenticatedRequest } from '@libs/auth';
+import { WriteTenancy } from './tenancy';
 import { TranscriptService } from '@libs/conversations';
 import { TranscriptPageDto, TranscriptQueryDto } from './dto/inspection.dto';
 
@@ -9,7 +10,10 @@ import { TranscriptPageDto, TranscriptQueryDto } from './dto/inspection.dto';
 @Roles('platform', 'admin')
 @Controller('v1/conversations')
 export class ConversationsController {
-  constructor(private readonly transcript: TranscriptService) {}
+  constructor(
+    private readonly transcript: TranscriptService,
+    private readonly tenancy: WriteTenancy,
+  ) {}
 
   @Get(':conversation_id/transcript')
   @ApiOperation({ summary: "A page of the conversation's transcript (user and assistant messages)" })
@@ -17,6 +21,7 @@ export class ConversationsController {
   async transcriptPage(
     @Param('conversation_id') conversationId: string,
     @Query() q: TranscriptQueryDto,
+    @Req() req: AuthenticatedRequest,
   ): Promise<TranscriptPageDto> {
     const forward = q.order === 'oldest' || (q.after !== undefined && q.order === undefined);
     // Stored attachment_refs and metadata are the shapes admission wrote (see TranscriptItemDto).
@@ -24,7 +29,8 @@ export class ConversationsController {
     const filter = {
       conversation_id: conversationId,
       agent_id: q.agent_id,
-      workspace_id: q.workspace_id,
+      // docs/tenancy.md#isolation: a workspace key reads its workspace's rows only.
+      workspace_id: this.tenancy.read(req, q.workspace_id),
       thread_id: q.thread_id,
     };
     const page = await this.transcript.browse(filter, {

@@ -3,7 +3,7 @@ import { ApiBearerAuth, ApiHeader, ApiOperation, ApiProduces, ApiResponse, ApiTa
 import type { FastifyReply } from 'fastify';
 import { Roles, type AuthenticatedRequest } from '@libs/auth';
 import { DomainError } from '@libs/protocol';
-import { AdmissionService, InteractionsService } from '@libs/runs';
+import { AdmissionService, InteractionsService, WorkspaceAdmission } from '@libs/runs';
 import { AdmissionDto, SubmitEventDto } from './dto/event.dto';
 import { telemetry } from '@libs/telemetry';
 import { ErrorResponseDto } from './dto/error.dto';
@@ -17,6 +17,7 @@ export class EventsController {
     private readonly admission: AdmissionService,
     private readonly streams: SseStreams,
     private readonly interactions: InteractionsService,
+    private readonly tenancy: WorkspaceAdmission,
   ) {}
 
   @Post()
@@ -38,7 +39,17 @@ export class EventsController {
   })
   @ApiResponse({ status: 200, type: AdmissionDto, description: 'Duplicate of an event already accepted' })
   @ApiResponse({ status: 400, type: ErrorResponseDto })
-  @ApiResponse({ status: 404, type: ErrorResponseDto, description: 'Unknown agent' })
+  @ApiResponse({
+    status: 403,
+    type: ErrorResponseDto,
+    description: "conversation.workspace_id names a workspace other than the agent's (details.field)",
+  })
+  @ApiResponse({ status: 404, type: ErrorResponseDto, description: "Unknown agent, or another workspace's" })
+  @ApiResponse({
+    status: 429,
+    type: ErrorResponseDto,
+    description: 'A workspace quota is reached (details.quota, details.workspace_id; Retry-After)',
+  })
   @ApiResponse({
     status: 409,
     type: ErrorResponseDto,
@@ -59,6 +70,8 @@ export class EventsController {
         field: 'Idempotency-Key',
       });
     }
+    // docs/tenancy.md#runs: the workspace comes from the key and the agent, never from the body.
+    body = (await this.tenancy.derive(body, req.principal!.workspaces)) as SubmitEventDto;
     if (body.event.event_type === 'interaction.submitted') {
       // docs/interactions.md#submitting: the token decides; the host admits the checked submission as the event.
       const s = await this.interactions.submit(null, body.input.interaction ?? {}, body.agent_id);

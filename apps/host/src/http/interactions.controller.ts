@@ -1,6 +1,7 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { Roles } from '@libs/auth';
+import { Roles, type AuthenticatedRequest } from '@libs/auth';
+import { WriteTenancy } from './tenancy';
 import { InteractionsService } from '@libs/runs';
 import { ErrorResponseDto } from './dto/error.dto';
 import {
@@ -14,7 +15,10 @@ import {
 @ApiBearerAuth()
 @Controller('v1')
 export class InteractionsController {
-  constructor(private readonly interactions: InteractionsService) {}
+  constructor(
+    private readonly interactions: InteractionsService,
+    private readonly tenancy: WriteTenancy,
+  ) {}
 
   @Post('interactions/:id/submit')
   @Roles('platform', 'admin')
@@ -41,7 +45,8 @@ export class InteractionsController {
   @ApiOperation({ summary: 'Interactions by status (default pending), newest first, with their age and run' })
   @ApiResponse({ status: 200, type: InteractionListDto })
   @ApiResponse({ status: 400, type: ErrorResponseDto })
-  async list(@Query() q: InteractionsQueryDto): Promise<InteractionListDto> {
-    return { items: await this.interactions.list([q.status ?? 'pending'], q.limit ?? 50) };
+  async list(@Query() q: InteractionsQueryDto, @Req() req: AuthenticatedRequest): Promise<InteractionListDto> {
+    const items = await this.interactions.list([q.status ?? 'pending'], q.limit ?? 50);
+    return { items: await this.tenancy.ofVisibleRuns(req, items) };
   }
 }

@@ -30,11 +30,18 @@ export class RunsController {
   ) {}
 
   @Get()
-  @ApiOperation({ summary: 'List runs, newest first, cursor-paged' })
+  @ApiOperation({ summary: "List runs, newest first, cursor-paged (the key's workspaces only)" })
   @ApiResponse({ status: 200, type: RunPageDto })
-  async list(@Query() q: ListRunsQueryDto): Promise<RunPageDto> {
+  async list(@Query() q: ListRunsQueryDto, @Req() req: AuthenticatedRequest): Promise<RunPageDto> {
+    const scope = req.principal!.workspaces;
     return this.runs.list(
-      { conversation_id: q.conversation_id, agent_id: q.agent_id, status: q.status as RunStatus[] | undefined },
+      {
+        conversation_id: q.conversation_id,
+        agent_id: q.agent_id,
+        status: q.status as RunStatus[] | undefined,
+        // docs/tenancy.md#isolation: a workspace key lists its workspaces' runs only.
+        ...(scope === null ? {} : { workspaces: scope }),
+      },
       q.cursor ?? null,
       q.limit ?? 50,
     );

@@ -1,7 +1,7 @@
 import { buildSnapshot, type AuditRecord, type AuditService } from '@libs/authz';
 import { DomainError } from '@libs/protocol';
 import type { KnowledgeService, ModelsService, ToolsService } from '@libs/resources';
-import { ActiveRuns, type SteeringService } from '@libs/runs';
+import { ActiveRuns, type SteeringService, type WorkspaceQuotaGate } from '@libs/runs';
 import type { ContextApiService } from '../context-api.service';
 import { HostActions } from '../host-actions';
 import { HostApiGate } from '../host-api.gate';
@@ -84,6 +84,8 @@ function setup() {
     tools as unknown as ToolsService,
     {} as KnowledgeService,
     {} as SteeringService,
+    // A workspace without quotas: every call may go.
+    { modelCall: () => Promise.resolve() } as unknown as WorkspaceQuotaGate,
   );
   const emitted: unknown[] = [];
   const port = (pluginId = 'builtin') =>

@@ -1,10 +1,15 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { epochMs, type JsonObject } from './columns';
 
 @Entity('agents')
+@Index('idx_agents_workspace', ['workspace_id'])
 export class AgentEntity {
   @PrimaryColumn({ type: 'varchar', length: 128 })
   agent_id!: string;
+
+  /** The owning workspace (docs/tenancy.md). */
+  @Column({ type: 'varchar', length: 64, default: 'default' })
+  workspace_id!: string;
 
   @Column({ type: 'varchar', length: 200 })
   runner_id!: string;

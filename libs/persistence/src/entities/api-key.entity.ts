@@ -22,6 +22,13 @@ export class ApiKeyEntity {
   @Column({ type: 'varchar', length: 16 })
   key_prefix!: string;
 
+  /**
+   * The workspaces the key may act in (docs/tenancy.md#keys): a platform key names one or more; an
+   * admin key null (every workspace) or a list.
+   */
+  @Column({ type: 'simple-json', nullable: true })
+  workspace_ids!: string[] | null;
+
   @Column({ type: 'bigint', transformer: epochMs })
   created_at!: number;
 

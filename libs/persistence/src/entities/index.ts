@@ -15,6 +15,7 @@ import { KbChunkEntity, KbDocumentEntity, KnowledgeBaseEntity } from './knowledg
 import { ModelEntity, ModelUsageEntity } from './model.entity';
 import { ToolEntity, ToolSourceEntity } from './tool.entity';
 import { InteractionEntity } from './interaction.entity';
+import { WorkspaceEntity } from './workspace.entity';
 
 export {
   KbChunkEntity,
@@ -38,6 +39,7 @@ export {
   TranscriptEntity,
   SteeringItemEntity,
   InteractionEntity,
+  WorkspaceEntity,
 };
 export type { ApiKeyRole } from './api-key.entity';
 export type { InteractionStatus } from './interaction.entity';
@@ -65,4 +67,5 @@ export const ENTITIES = [
   KbChunkEntity,
   SteeringItemEntity,
   InteractionEntity,
+  WorkspaceEntity,
 ];

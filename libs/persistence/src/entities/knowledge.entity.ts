@@ -2,9 +2,18 @@ import { Column, Entity, Index, PrimaryColumn, PrimaryGeneratedColumn } from 'ty
 import { epochMs, type JsonObject } from './columns';
 
 @Entity('knowledge_bases')
+@Index('idx_knowledge_bases_workspace', ['workspace_id'])
 export class KnowledgeBaseEntity {
   @PrimaryColumn({ type: 'varchar', length: 128 })
   kb_id!: string;
+
+  /** The owning workspace (docs/tenancy.md). */
+  @Column({ type: 'varchar', length: 64, default: 'default' })
+  workspace_id!: string;
+
+  /** Visible to the runs of every workspace, not only its own (docs/tenancy.md#resources). */
+  @Column({ type: 'boolean', default: false })
+  shared!: boolean;
 
   @Column({ type: 'varchar', length: 255 })
   name!: string;

@@ -3,9 +3,18 @@ import { epochMs, type JsonObject } from './columns';
 
 /** A registered model: an OpenAI-compatible chat endpoint or a rerank endpoint. */
 @Entity('models')
+@Index('idx_models_workspace', ['workspace_id'])
 export class ModelEntity {
   @PrimaryColumn({ type: 'varchar', length: 128 })
   model_id!: string;
+
+  /** The owning workspace (docs/tenancy.md). */
+  @Column({ type: 'varchar', length: 64, default: 'default' })
+  workspace_id!: string;
+
+  /** Visible to the runs of every workspace, not only its own (docs/tenancy.md#resources). */
+  @Column({ type: 'boolean', default: false })
+  shared!: boolean;
 
   /** `chat` or `rerank`. */
   @Column({ type: 'varchar', length: 16 })

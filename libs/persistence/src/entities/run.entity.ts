@@ -5,6 +5,7 @@ import { epochMs, type JsonObject } from './columns';
 @Entity('runs')
 @Index('idx_runs_conversation_status', ['conversation_id', 'status'])
 @Index('idx_runs_status', ['status'])
+@Index('idx_runs_workspace', ['workspace_id', 'id'])
 // One running run per conversation (agent + workspace + conversation id + thread): a unique partial
 // expression index the migrations create.
 @Index('uq_runs_running_conversation', { synchronize: false })

@@ -3,9 +3,18 @@ import { epochMs, type JsonObject } from './columns';
 
 /** A configured tool source: an MCP server (stdio or streamable HTTP), an HTTP tool or a built-in. */
 @Entity('tool_sources')
+@Index('idx_tool_sources_workspace', ['workspace_id'])
 export class ToolSourceEntity {
   @PrimaryColumn({ type: 'varchar', length: 128 })
   source_id!: string;
+
+  /** The owning workspace (docs/tenancy.md). */
+  @Column({ type: 'varchar', length: 64, default: 'default' })
+  workspace_id!: string;
+
+  /** Visible to the runs of every workspace, not only its own (docs/tenancy.md#resources). */
+  @Column({ type: 'boolean', default: false })
+  shared!: boolean;
 
   /** `mcp_stdio`, `mcp_http`, `http` or `builtin`. */
   @Column({ type: 'varchar', length: 16 })

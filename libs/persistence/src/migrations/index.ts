@@ -9,6 +9,7 @@ import { RetentionIndexes1765400000000 } from './1765400000000-retention-indexes
 import { ConversationScope1765420000000 } from './1765420000000-conversation-scope';
 import { Interactions1767000000000 } from './1767000000000-interactions';
 import { ConversationWorkspace1767100000000 } from './1767100000000-conversation-workspace';
+import { Workspaces1767200000000 } from './1767200000000-workspaces';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
 export const MIGRATIONS = [
@@ -23,4 +24,5 @@ export const MIGRATIONS = [
   ConversationScope1765420000000,
   Interactions1767000000000,
   ConversationWorkspace1767100000000,
+  Workspaces1767200000000,
 ];

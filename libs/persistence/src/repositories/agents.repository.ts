@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { MoreThan, Repository } from 'typeorm';
+import { In, MoreThan, Repository, type FindOptionsWhere } from 'typeorm';
 import { AgentEntity } from '../entities';
 
 @Injectable()
@@ -15,10 +15,17 @@ export class AgentsRepository {
     return this.repo.findOne({ where: { agent_id: agentId } });
   }
 
-  /** Agents ordered by id, after `afterId`, at most `limit`. */
-  async page(afterId: string | null, limit: number): Promise<AgentEntity[]> {
+  /** Agents ordered by id, after `afterId`, at most `limit`, of the workspaces in `scope` (null: all). */
+  async page(afterId: string | null, limit: number, scope: readonly string[] | null = null): Promise<AgentEntity[]> {
+    const where: FindOptionsWhere<AgentEntity> = {};
+    if (afterId) {
+      where.agent_id = MoreThan(afterId);
+    }
+    if (scope !== null) {
+      where.workspace_id = In([...scope]);
+    }
     return this.repo.find({
-      where: afterId ? { agent_id: MoreThan(afterId) } : {},
+      where,
       order: { agent_id: 'ASC' },
       take: limit,
     });

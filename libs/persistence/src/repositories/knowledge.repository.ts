@@ -1,3 +1,4 @@
+import { ownedWhere } from './owned-where';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, MoreThan, QueryFailedError, Repository, type EntityManager } from 'typeorm';
@@ -55,9 +56,14 @@ export class KnowledgeRepository {
   }
 
   /** Knowledge bases ordered by id, after `afterId`, at most `limit` (all of them without a limit). */
-  async knowledgeBases(afterId: string | null = null, limit?: number): Promise<KnowledgeBaseEntity[]> {
+  /** Of `scope`'s workspaces or shared (null: all: docs/tenancy.md#isolation). */
+  async knowledgeBases(
+    afterId: string | null = null,
+    limit?: number,
+    scope: readonly string[] | null = null,
+  ): Promise<KnowledgeBaseEntity[]> {
     return this.kbs.find({
-      where: afterId ? { kb_id: MoreThan(afterId) } : {},
+      where: ownedWhere<KnowledgeBaseEntity>(afterId ? { kb_id: MoreThan(afterId) } : {}, scope),
       order: { kb_id: 'ASC' },
       take: limit,
     });

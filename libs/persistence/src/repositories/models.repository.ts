@@ -1,3 +1,4 @@
+import { ownedWhere } from './owned-where';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { MoreThan, Repository } from 'typeorm';
@@ -29,10 +30,10 @@ export class ModelsRepository {
     return this.models.find({ order: { model_id: 'ASC' } });
   }
 
-  /** Models ordered by id, after `afterId`, at most `limit`. */
-  async page(afterId: string | null, limit: number): Promise<ModelEntity[]> {
+  /** Models ordered by id, after `afterId`, at most `limit`; of `scope`'s workspaces or shared (null: all). */
+  async page(afterId: string | null, limit: number, scope: readonly string[] | null = null): Promise<ModelEntity[]> {
     return this.models.find({
-      where: afterId ? { model_id: MoreThan(afterId) } : {},
+      where: ownedWhere<ModelEntity>(afterId ? { model_id: MoreThan(afterId) } : {}, scope),
       order: { model_id: 'ASC' },
       take: limit,
     });

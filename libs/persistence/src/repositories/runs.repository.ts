@@ -35,6 +35,8 @@ export interface RunListFilter {
   conversation_id?: string;
   status?: RunStatus[];
   agent_id?: string;
+  /** Only runs of these workspaces (docs/tenancy.md#isolation); undefined: every workspace. */
+  workspaces?: readonly string[];
 }
 
 /**
@@ -89,6 +91,9 @@ export class RunsRepository {
     }
     if (filter.status && filter.status.length > 0) {
       where.status = In(filter.status);
+    }
+    if (filter.workspaces !== undefined) {
+      where.workspace_id = In([...filter.workspaces]);
     }
     if (beforeId !== null) {
       where.id = LessThan(beforeId);

@@ -143,14 +143,45 @@ export class SteeringRepository {
   }
 
   /** Admin: everything recorded about one conversation of an agent (optionally one thread), oldest first. */
-  async timeline(conversationId: string, agentId?: string, limit = 500): Promise<ConversationTimeline> {
+  async timeline(
+    conversationId: string,
+    agentId?: string,
+    limit = 500,
+    workspaces: readonly string[] | null = null,
+  ): Promise<ConversationTimeline> {
     const scoped = <T extends { conversation_id: string | null; agent_id: string }>() =>
       ({ conversation_id: conversationId, ...(agentId ? { agent_id: agentId } : {}) }) as FindOptionsWhere<T>;
+    // docs/tenancy.md#isolation: rows with a workspace by it; events (which have none) by their agent's.
+    const inWs = <T>(): FindOptionsWhere<T> =>
+      (workspaces === null ? {} : { workspace_id: In([...workspaces]) }) as FindOptionsWhere<T>;
+    const agents =
+      workspaces === null
+        ? null
+        : (
+            await this.events.manager.query<{ agent_id: string }[]>(
+              `SELECT "agent_id" FROM "agents" WHERE "workspace_id" IN (${workspaces
+                .map((_, i) => (this.events.manager.connection.options.type === 'postgres' ? `$${i + 1}` : '?'))
+                .join(', ')})`,
+              [...workspaces],
+            )
+          ).map((r) => r.agent_id);
+    const eventsWhere =
+      agents === null
+        ? scoped<EventEntity>()
+        : { ...scoped<EventEntity>(), agent_id: agentId ? (agents.includes(agentId) ? agentId : In([])) : In(agents) };
     const [events, runs, items, log] = await Promise.all([
-      this.events.find({ where: scoped<EventEntity>(), order: { received_at: 'ASC' }, take: limit }),
-      this.runs.find({ where: scoped<RunEntity>(), order: { id: 'ASC' }, take: limit }),
-      this.items.find({ where: scoped<SteeringItemEntity>(), order: { id: 'ASC' }, take: limit }),
-      this.log.find({ where: scoped<EventLogEntity>(), order: { id: 'ASC' }, take: limit }),
+      this.events.find({ where: eventsWhere, order: { received_at: 'ASC' }, take: limit }),
+      this.runs.find({ where: { ...scoped<RunEntity>(), ...inWs<RunEntity>() }, order: { id: 'ASC' }, take: limit }),
+      this.items.find({
+        where: { ...scoped<SteeringItemEntity>(), ...inWs<SteeringItemEntity>() },
+        order: { id: 'ASC' },
+        take: limit,
+      }),
+      this.log.find({
+        where: { ...scoped<EventLogEntity>(), ...inWs<EventLogEntity>() },
+        order: { id: 'ASC' },
+        take: limit,
+      }),
     ]);
     return { events, runs, items, log };
   }

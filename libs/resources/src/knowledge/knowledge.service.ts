@@ -1,3 +1,4 @@
+import { DEFAULT_OWNER, type Owner } from '../owner';
 import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { CatalogKnowledgeBase } from '@libs/authz';
@@ -59,10 +60,16 @@ export class KnowledgeService {
   constructor(private readonly repo: KnowledgeRepository) {}
 
   async catalog(): Promise<CatalogKnowledgeBase[]> {
-    return (await this.repo.knowledgeBases()).map((kb) => ({ kb_id: kb.kb_id, kb_name: kb.name, kb_type: KB_TYPE }));
+    return (await this.repo.knowledgeBases()).map((kb) => ({
+      kb_id: kb.kb_id,
+      kb_name: kb.name,
+      kb_type: KB_TYPE,
+      workspace_id: kb.workspace_id,
+      shared: kb.shared,
+    }));
   }
 
-  async create(kbId: string, input: KnowledgeBaseInput): Promise<KnowledgeBaseView> {
+  async create(kbId: string, input: KnowledgeBaseInput, owner: Owner = DEFAULT_OWNER): Promise<KnowledgeBaseView> {
     if (!KB_ID_PATTERN.test(kbId)) {
       throw new DomainError('invalid_argument', 'kb_id must be 1-128 letters, digits, ".", "_", ":" or "-"', {
         field: 'kb_id',
@@ -74,6 +81,7 @@ export class KnowledgeService {
     const now = Date.now();
     const kb: KnowledgeBaseEntity = {
       kb_id: kbId,
+      ...owner,
       name: input.name,
       description: input.description ?? '',
       ...chunkSettings(input.chunk_size, input.chunk_overlap),
@@ -91,10 +99,14 @@ export class KnowledgeService {
     return kbView(kb, (await this.repo.stats([kbId])).get(kbId));
   }
 
-  async page(after: string | null, limit: number): Promise<{ items: KnowledgeBaseView[]; next_cursor: string | null }> {
+  async page(
+    after: string | null,
+    limit: number,
+    scope: readonly string[] | null = null,
+  ): Promise<{ items: KnowledgeBaseView[]; next_cursor: string | null }> {
     const { rows: page, next_cursor } = await readPage(
       limit,
-      (n) => this.repo.knowledgeBases(after, n),
+      (n) => this.repo.knowledgeBases(after, n, scope),
       (kb) => kb.kb_id,
     );
     const stats = await this.repo.stats(page.map((kb) => kb.kb_id));

@@ -2,6 +2,9 @@ import type { JsonObject, KbDocumentEntity, KbStats, KnowledgeBaseEntity } from 
 
 export interface KnowledgeBaseView extends KbStats {
   kb_id: string;
+  /** The owning workspace, and whether every workspace's runs may be granted it (docs/tenancy.md#resources). */
+  workspace_id: string;
+  shared: boolean;
   name: string;
   description: string;
   kb_type: string;
@@ -42,6 +45,8 @@ const iso = (ms: number) => new Date(ms).toISOString();
 export function kbView(kb: KnowledgeBaseEntity, stats: KbStats | undefined): KnowledgeBaseView {
   return {
     kb_id: kb.kb_id,
+    workspace_id: kb.workspace_id,
+    shared: kb.shared,
     name: kb.name,
     description: kb.description,
     kb_type: KB_TYPE,

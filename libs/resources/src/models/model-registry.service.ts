@@ -1,3 +1,4 @@
+import { DEFAULT_OWNER, type Owner } from '../owner';
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import type { CatalogModel } from '@libs/authz';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
@@ -34,14 +35,14 @@ export class ModelRegistry implements OnApplicationBootstrap {
     }
   }
 
-  async create(modelId: string, input: ModelInput): Promise<ModelView> {
+  async create(modelId: string, input: ModelInput, owner: Owner = DEFAULT_OWNER): Promise<ModelView> {
     checkModelId(modelId);
     const fields = validateModel(input, this.config.secretEnv);
     if (await this.repo.get(modelId)) {
       throw new DomainError('conflict', `model ${modelId} already exists`, { model_id: modelId });
     }
     const now = Date.now();
-    const entity = this.entity(modelId, fields, now, now);
+    const entity = this.entity(modelId, fields, now, now, owner);
     warmTokenizer(fields.tokenizer);
     this.forCalls.delete(modelId);
     try {
@@ -59,7 +60,13 @@ export class ModelRegistry implements OnApplicationBootstrap {
   async replace(modelId: string, input: ModelInput): Promise<ModelView> {
     const current = await this.load(modelId);
     const fields = validateModel(input, this.config.secretEnv);
-    const entity = this.entity(modelId, fields, current.created_at, Math.max(Date.now(), current.updated_at + 1));
+    const entity = this.entity(
+      modelId,
+      fields,
+      current.created_at,
+      Math.max(Date.now(), current.updated_at + 1),
+      current,
+    );
     warmTokenizer(fields.tokenizer);
     this.forCalls.delete(modelId);
     if (!(await this.repo.update(entity))) {
@@ -72,10 +79,14 @@ export class ModelRegistry implements OnApplicationBootstrap {
     return this.view(await this.load(modelId));
   }
 
-  async page(after: string | null, limit: number): Promise<{ items: ModelView[]; next_cursor: string | null }> {
+  async page(
+    after: string | null,
+    limit: number,
+    scope: readonly string[] | null = null,
+  ): Promise<{ items: ModelView[]; next_cursor: string | null }> {
     const { rows, next_cursor } = await readPage(
       limit,
-      (n) => this.repo.page(after, n),
+      (n) => this.repo.page(after, n, scope),
       (m) => m.model_id,
     );
     return { items: rows.map((m) => this.view(m)), next_cursor };
@@ -94,6 +105,8 @@ export class ModelRegistry implements OnApplicationBootstrap {
       model_type: m.kind === 'chat' ? 'llm' : 'rerank',
       provider: m.provider,
       context_window: m.context_window,
+      workspace_id: m.workspace_id,
+      shared: m.shared,
     }));
   }
 
@@ -121,6 +134,8 @@ export class ModelRegistry implements OnApplicationBootstrap {
     const kind = m.kind as ModelKind;
     return {
       model_id: m.model_id,
+      workspace_id: m.workspace_id,
+      shared: m.shared,
       kind,
       model_type: kind === 'chat' ? 'llm' : 'rerank',
       provider: m.provider,
@@ -182,9 +197,11 @@ export class ModelRegistry implements OnApplicationBootstrap {
     }
   }
 
-  private entity(modelId: string, f: ValidatedModel, createdAt: number, updatedAt: number): ModelEntity {
+  private entity(modelId: string, f: ValidatedModel, createdAt: number, updatedAt: number, owner: Owner): ModelEntity {
     return {
       model_id: modelId,
+      workspace_id: owner.workspace_id,
+      shared: owner.shared,
       ...f,
       abilities: f.abilities as unknown as JsonObject,
       extra_args: f.extra_args as JsonObject,

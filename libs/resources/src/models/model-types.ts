@@ -32,6 +32,9 @@ export interface ModelInput {
 /** A model as the admin API shows it: the key reference, never the key. */
 export interface ModelView {
   model_id: string;
+  /** The owning workspace, and whether every workspace's runs may be granted it (docs/tenancy.md#resources). */
+  workspace_id: string;
+  shared: boolean;
   kind: ModelKind;
   model_type: 'llm' | 'rerank';
   provider: string;

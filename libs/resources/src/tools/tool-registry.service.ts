@@ -97,6 +97,9 @@ export class ToolRegistryService implements OnApplicationBootstrap {
       const now = Date.now();
       if (!(await this.repo.updateSource(BUILTIN_ROW, { config, updated_at: now }))) {
         await this.repo.insertSource({
+          // The built-ins are the host's own: every workspace's runs may be granted them.
+          workspace_id: 'default',
+          shared: true,
           source_id: BUILTIN_ROW,
           kind: 'builtin',
           config,
@@ -111,7 +114,13 @@ export class ToolRegistryService implements OnApplicationBootstrap {
 
   /** The catalogue: enabled built-ins, then every listed tool of the enabled sources. */
   async catalog(): Promise<CatalogTool[]> {
-    const [rows, builtins] = await Promise.all([this.repo.tools(), this.enabledBuiltins()]);
+    const [rows, builtins, sources] = await Promise.all([
+      this.repo.tools(),
+      this.enabledBuiltins(),
+      this.repo.sources(),
+    ]);
+    // docs/tenancy.md#resources: a tool belongs to its source's workspace.
+    const owner = new Map(sources.map((s) => [s.source_id, { workspace_id: s.workspace_id, shared: s.shared }]));
     return [
       ...[...BUILTINS.values()]
         .filter((b) => builtins.has(b.name))
@@ -129,6 +138,7 @@ export class ToolRegistryService implements OnApplicationBootstrap {
         source: r.source,
         source_id: r.source_id,
         ...catalogMetadata(r.metadata),
+        ...(owner.get(r.source_id) ?? { workspace_id: 'default', shared: false }),
       })),
     ];
   }

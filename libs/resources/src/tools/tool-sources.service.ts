@@ -1,3 +1,4 @@
+import { DEFAULT_OWNER, type Owner } from '../owner';
 import { Inject, Injectable } from '@nestjs/common';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
@@ -25,6 +26,9 @@ export interface ToolSourceInput {
 /** A source as the admin API shows it: its config holds environment-variable names, never values. */
 export interface ToolSourceView {
   source_id: string;
+  /** The owning workspace, and whether every workspace's runs may be granted its tools (docs/tenancy.md#resources). */
+  workspace_id: string;
+  shared: boolean;
   kind: string;
   config: Record<string, unknown>;
   enabled: boolean;
@@ -48,6 +52,9 @@ export interface ToolView {
   source_id: string | null;
   kind: string;
   enabled: boolean;
+  /** Its source's workspace (null: a built-in, the host's own) and sharing (docs/tenancy.md#resources). */
+  workspace_id: string | null;
+  shared: boolean;
   /** MCP metadata, only the keys the server gave. */
   title?: string;
   annotations?: Record<string, unknown>;
@@ -69,7 +76,7 @@ export class ToolSourcesService {
   ) {}
 
   /** Registers a source and lists its tools; a server that cannot be reached still registers (status `error`). */
-  async create(sourceId: string, input: ToolSourceInput): Promise<ToolSourceView> {
+  async create(sourceId: string, input: ToolSourceInput, owner: Owner = DEFAULT_OWNER): Promise<ToolSourceView> {
     validateSourceId(sourceId);
     const spec = this.parse(input);
     if (await this.repo.source(sourceId)) {
@@ -78,6 +85,7 @@ export class ToolSourcesService {
     const now = Date.now();
     await this.repo.insertSource({
       source_id: sourceId,
+      ...owner,
       kind: spec.kind,
       config: spec.config,
       enabled: input.enabled ?? true,
@@ -128,10 +136,11 @@ export class ToolSourcesService {
     return this.view(row, names);
   }
 
-  async list(): Promise<ToolSourceView[]> {
+  /** Sources of `scope`'s workspaces or shared (null: all: docs/tenancy.md#isolation). */
+  async list(scope: readonly string[] | null = null): Promise<ToolSourceView[]> {
     const [rows, tools] = await Promise.all([this.repo.sources(), this.repo.tools()]);
     return rows
-      .filter((r) => isSourceKind(r.kind))
+      .filter((r) => isSourceKind(r.kind) && (scope === null || r.shared || scope.includes(r.workspace_id)))
       .map((r) =>
         this.view(
           r,
@@ -140,14 +149,19 @@ export class ToolSourcesService {
       );
   }
 
-  /** Every tool with its source: the built-ins (on or off) and every listed tool. */
-  async tools(): Promise<ToolView[]> {
+  /** Every tool with its source: the built-ins (on or off) and every listed tool (of `scope`: see list). */
+  async tools(scope: readonly string[] | null = null): Promise<ToolView[]> {
     const [rows, sources, builtins] = await Promise.all([
       this.repo.tools(),
       this.repo.sources(),
       this.registry.enabledBuiltins(),
     ]);
     const kindOf = new Map(sources.map((s) => [s.source_id, s.kind]));
+    const ownerOf = new Map(sources.map((s) => [s.source_id, s]));
+    const visible = (sourceId: string) => {
+      const o = ownerOf.get(sourceId);
+      return scope === null || (o !== undefined && (o.shared || scope.includes(o.workspace_id)));
+    };
     return [
       ...[...BUILTINS.values()].map((b) => ({
         tool_name: b.name,
@@ -158,18 +172,24 @@ export class ToolSourcesService {
         source_id: null,
         kind: 'builtin',
         enabled: builtins.has(b.name),
+        workspace_id: null,
+        shared: true,
       })),
-      ...rows.map((r) => ({
-        tool_name: r.tool_name,
-        source_tool_name: r.source_tool_name,
-        description: r.description,
-        parameters: r.parameters,
-        source: r.source,
-        source_id: r.source_id,
-        kind: kindOf.get(r.source_id) ?? r.source,
-        enabled: true,
-        ...catalogMetadata(r.metadata),
-      })),
+      ...rows
+        .filter((r) => visible(r.source_id))
+        .map((r) => ({
+          tool_name: r.tool_name,
+          source_tool_name: r.source_tool_name,
+          description: r.description,
+          parameters: r.parameters,
+          source: r.source,
+          source_id: r.source_id,
+          kind: kindOf.get(r.source_id) ?? r.source,
+          enabled: true,
+          workspace_id: ownerOf.get(r.source_id)?.workspace_id ?? 'default',
+          shared: ownerOf.get(r.source_id)?.shared ?? false,
+          ...catalogMetadata(r.metadata),
+        })),
     ];
   }
 
@@ -212,6 +232,8 @@ export class ToolSourcesService {
     const status = !row.enabled ? 'disabled' : !mcp ? 'ready' : state === 'disconnected' && lastError ? 'error' : state;
     return {
       source_id: row.source_id,
+      workspace_id: row.workspace_id,
+      shared: row.shared,
       kind: row.kind,
       config: row.config,
       enabled: row.enabled,

@@ -135,8 +135,13 @@ export class SteeringAdminService {
   }
 
   /** A conversation's events (with their dispositions), runs and steering transitions, oldest first. */
-  async timeline(conversationId: string, agentId?: string): Promise<TimelineView> {
-    const t = await this.steering.timeline(conversationId, agentId);
+  /** `workspaces`: only rows of those workspaces (docs/tenancy.md#isolation); null: all. */
+  async timeline(
+    conversationId: string,
+    agentId?: string,
+    workspaces: readonly string[] | null = null,
+  ): Promise<TimelineView> {
+    const t = await this.steering.timeline(conversationId, agentId, 500, workspaces);
     // Ties within one millisecond: an event before what it caused; a run's end before the release of
     // its queue; a released item before the run it became; a run created before it started.
     const entries: (TimelineEntry & { ms: number; order: number })[] = [];

@@ -1,8 +1,10 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Req } from '@nestjs/common';
+import type { AuthenticatedRequest } from '@libs/auth';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { InvalidatesCatalog } from '@libs/authz';
 import { AgentsService } from '@libs/agents';
 import { ErrorResponseDto } from '../dto/error.dto';
+import { WriteTenancy } from '../tenancy';
 import { AgentDto, AgentPageDto, CreateAgentDto, PageQueryDto, ReplaceAgentDto } from '../dto/admin.dto';
 
 @ApiTags('admin')
@@ -10,23 +12,26 @@ import { AgentDto, AgentPageDto, CreateAgentDto, PageQueryDto, ReplaceAgentDto }
 @InvalidatesCatalog()
 @Controller('v1/admin/agents')
 export class AgentsController {
-  constructor(private readonly agents: AgentsService) {}
+  constructor(
+    private readonly agents: AgentsService,
+    private readonly tenancy: WriteTenancy,
+  ) {}
 
   @Post()
   @ApiOperation({ summary: 'Create an agent (a runner bound to its config and policies)' })
   @ApiResponse({ status: 201, type: AgentDto })
   @ApiResponse({ status: 400, type: ErrorResponseDto })
   @ApiResponse({ status: 409, type: ErrorResponseDto })
-  async create(@Body() body: CreateAgentDto): Promise<AgentDto> {
-    const { agent_id, ...input } = body;
-    return this.agents.create(agent_id, input);
+  async create(@Body() body: CreateAgentDto, @Req() req: AuthenticatedRequest): Promise<AgentDto> {
+    const { agent_id, workspace_id, ...input } = body;
+    return this.agents.create(agent_id, input, this.tenancy.target(req, workspace_id));
   }
 
   @Get()
   @ApiOperation({ summary: 'List agents, cursor-paged' })
   @ApiResponse({ status: 200, type: AgentPageDto })
-  async list(@Query() q: PageQueryDto): Promise<AgentPageDto> {
-    return this.agents.page(q.cursor ?? null, q.limit ?? 50);
+  async list(@Query() q: PageQueryDto, @Req() req: AuthenticatedRequest): Promise<AgentPageDto> {
+    return this.agents.page(q.cursor ?? null, q.limit ?? 50, this.tenancy.scope(req));
   }
 
   @Get(':agent_id')

@@ -1,4 +1,6 @@
-import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import type { AuthenticatedRequest } from '@libs/auth';
+import { WriteTenancy } from '../tenancy';
+import { Controller, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { DeliveryAdminService } from '@libs/delivery';
 import type { OutboxRow } from '@libs/persistence';
@@ -25,6 +27,7 @@ export class AdminDeliveriesController {
   constructor(
     private readonly deliveries: DeliveryAdminService,
     private readonly runs: RunsQueryService,
+    private readonly tenancy: WriteTenancy,
   ) {}
 
   @Get('deliveries/failed')
@@ -33,9 +36,10 @@ export class AdminDeliveriesController {
       'Delivery ops whose webhook push failed (retries exhausted, or after such an op of their run), newest first',
   })
   @ApiResponse({ status: 200, type: DeliveryRecordPageDto })
-  async failed(@Query() q: PageQueryDto): Promise<DeliveryRecordPageDto> {
+  async failed(@Query() q: PageQueryDto, @Req() req: AuthenticatedRequest): Promise<DeliveryRecordPageDto> {
     const page = await this.deliveries.failed(q.cursor, q.limit ?? 50);
-    return { items: page.items.map(recordOf), next_cursor: page.next_cursor };
+    // docs/tenancy.md#isolation: a workspace key sees its runs' ops (a page may come out shorter).
+    return { items: (await this.tenancy.ofVisibleRuns(req, page.items)).map(recordOf), next_cursor: page.next_cursor };
   }
 
   @Get('runs/:run_id/deliveries')

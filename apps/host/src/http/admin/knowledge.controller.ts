@@ -12,6 +12,7 @@ import {
   type CallHandler,
   type ExecutionContext,
   type NestInterceptor,
+  Req,
 } from '@nestjs/common';
 import { ApiBearerAuth, ApiConsumes, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { InvalidatesCatalog } from '@libs/authz';
@@ -22,7 +23,9 @@ import { DomainError } from '@libs/protocol';
 import { KnowledgeService } from '@libs/resources';
 import { PageQueryDto } from '../dto/admin.dto';
 import { TEXT_BODY, TEXT_TYPES } from '../text-body';
+import type { AuthenticatedRequest } from '@libs/auth';
 import { ErrorResponseDto } from '../dto/error.dto';
+import { WriteTenancy } from '../tenancy';
 import {
   CreateKnowledgeBaseDto,
   DocumentDto,
@@ -76,23 +79,29 @@ class TextDocumentInterceptor implements NestInterceptor {
 @InvalidatesCatalog()
 @Controller('v1/admin/knowledge-bases')
 export class KnowledgeController {
-  constructor(private readonly knowledge: KnowledgeService) {}
+  constructor(
+    private readonly knowledge: KnowledgeService,
+    private readonly tenancy: WriteTenancy,
+  ) {}
 
   @Post()
   @ApiOperation({ summary: 'Create a knowledge base (documents are chunked with its chunk_size and chunk_overlap)' })
   @ApiResponse({ status: 201, type: KnowledgeBaseDto })
   @ApiResponse({ status: 400, type: ErrorResponseDto })
   @ApiResponse({ status: 409, type: ErrorResponseDto })
-  async create(@Body() body: CreateKnowledgeBaseDto): Promise<KnowledgeBaseDto> {
-    const { kb_id, ...input } = body;
-    return this.knowledge.create(kb_id, input);
+  async create(@Body() body: CreateKnowledgeBaseDto, @Req() req: AuthenticatedRequest): Promise<KnowledgeBaseDto> {
+    const { kb_id, workspace_id, shared, ...input } = body;
+    return this.knowledge.create(kb_id, input, {
+      workspace_id: this.tenancy.target(req, workspace_id),
+      shared: this.tenancy.shared(req, shared),
+    });
   }
 
   @Get()
   @ApiOperation({ summary: 'List knowledge bases, cursor-paged' })
   @ApiResponse({ status: 200, type: KnowledgeBasePageDto })
-  async list(@Query() q: PageQueryDto): Promise<KnowledgeBasePageDto> {
-    return this.knowledge.page(q.cursor ?? null, q.limit ?? 50);
+  async list(@Query() q: PageQueryDto, @Req() req: AuthenticatedRequest): Promise<KnowledgeBasePageDto> {
+    return this.knowledge.page(q.cursor ?? null, q.limit ?? 50, this.tenancy.scope(req));
   }
 
   @Get(':kb_id')

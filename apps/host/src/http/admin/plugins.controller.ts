@@ -1,3 +1,4 @@
+import { GlobalAdminOnly } from '@libs/auth';
 import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { InvalidatesCatalog } from '@libs/authz';
@@ -9,6 +10,7 @@ import { PluginDto, PluginWithTokenDto, RegisterPluginDto } from '../dto/admin.d
 @ApiTags('admin')
 @ApiBearerAuth()
 @InvalidatesCatalog()
+@GlobalAdminOnly()
 @Controller('v1/admin/plugins')
 export class PluginsController {
   constructor(

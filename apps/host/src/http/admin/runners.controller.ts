@@ -1,3 +1,4 @@
+import { GlobalAdminOnly } from '@libs/auth';
 import { Controller, Get } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { RunnerCatalogService } from '@libs/runner-gateway';
@@ -5,6 +6,7 @@ import { RunnerDto } from '../dto/admin.dto';
 
 @ApiTags('admin')
 @ApiBearerAuth()
+@GlobalAdminOnly()
 @Controller('v1/admin/runners')
 export class RunnersController {
   constructor(private readonly catalog: RunnerCatalogService) {}

@@ -1,8 +1,10 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { InvalidatesCatalog } from '@libs/authz';
 import { ToolSourcesService } from '@libs/resources';
+import { GlobalAdminOnly, type AuthenticatedRequest } from '@libs/auth';
 import { ErrorResponseDto } from '../dto/error.dto';
+import { WriteTenancy } from '../tenancy';
 import { CreateToolSourceDto, SetBuiltinToolDto, ToolDto, ToolSourceBodyDto, ToolSourceDto } from '../dto/tools.dto';
 
 @ApiTags('admin')
@@ -10,16 +12,20 @@ import { CreateToolSourceDto, SetBuiltinToolDto, ToolDto, ToolSourceBodyDto, Too
 @InvalidatesCatalog()
 @Controller('v1/admin/tools')
 export class ToolsController {
-  constructor(private readonly sources: ToolSourcesService) {}
+  constructor(
+    private readonly sources: ToolSourcesService,
+    private readonly tenancy: WriteTenancy,
+  ) {}
 
   @Get()
   @ApiOperation({ summary: 'Every tool with its source: built-ins (on or off) and the tools the sources list' })
   @ApiResponse({ status: 200, type: [ToolDto] })
-  async tools(): Promise<ToolDto[]> {
-    return this.sources.tools();
+  async tools(@Req() req: AuthenticatedRequest): Promise<ToolDto[]> {
+    return this.sources.tools(this.tenancy.scope(req));
   }
 
   @Put('builtins/:name')
+  @GlobalAdminOnly()
   @ApiOperation({ summary: 'Switch a built-in tool on or off (current_time is on, http_fetch off by default)' })
   @ApiResponse({ status: 200, type: ToolDto })
   @ApiResponse({ status: 404, type: ErrorResponseDto })
@@ -35,16 +41,19 @@ export class ToolsController {
   @ApiResponse({ status: 201, type: ToolSourceDto })
   @ApiResponse({ status: 400, type: ErrorResponseDto })
   @ApiResponse({ status: 409, type: ErrorResponseDto })
-  async create(@Body() body: CreateToolSourceDto): Promise<ToolSourceDto> {
-    const { source_id, ...input } = body;
-    return this.sources.create(source_id, input);
+  async create(@Body() body: CreateToolSourceDto, @Req() req: AuthenticatedRequest): Promise<ToolSourceDto> {
+    const { source_id, workspace_id, shared, ...input } = body;
+    return this.sources.create(source_id, input, {
+      workspace_id: this.tenancy.target(req, workspace_id),
+      shared: this.tenancy.shared(req, shared),
+    });
   }
 
   @Get('sources')
   @ApiOperation({ summary: 'List tool sources with their status and tools' })
   @ApiResponse({ status: 200, type: [ToolSourceDto] })
-  async list(): Promise<ToolSourceDto[]> {
-    return this.sources.list();
+  async list(@Req() req: AuthenticatedRequest): Promise<ToolSourceDto[]> {
+    return this.sources.list(this.tenancy.scope(req));
   }
 
   @Get('sources/:source_id')

@@ -1,6 +1,18 @@
 import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsNotEmpty,
+  IsOptional,
+  IsString,
+  Max,
+  MaxLength,
+  Min,
+} from 'class-validator';
 import {
   concurrencyPolicySchema,
   deliveryPolicySchema,
@@ -10,6 +22,7 @@ import {
 } from '@libs/agents';
 import { runnerManifestSchema } from '@libs/protocol';
 import { openApiSchemaOf } from './zod-schema';
+import { WorkspaceOfRow, WorkspaceOfWrite } from './owner.dto';
 import { INT32_MAX, IsJsonMap } from './rules';
 
 const obj = { type: 'object', additionalProperties: true } as const;
@@ -55,6 +68,7 @@ export class AgentBodyDto {
 
 export class CreateAgentDto extends AgentBodyDto {
   @ApiProperty({ example: 'support-bot' }) @IsString() @IsNotEmpty() @MaxLength(128) agent_id!: string;
+  @WorkspaceOfWrite() workspace_id?: string;
 }
 
 export class ReplaceAgentDto extends AgentBodyDto {
@@ -68,6 +82,7 @@ export class ReplaceAgentDto extends AgentBodyDto {
 
 export class AgentDto extends AgentBodyDto {
   @ApiProperty() agent_id!: string;
+  @WorkspaceOfRow() workspace_id!: string;
   @ApiProperty() declare description: string;
   @ApiProperty() version!: number;
   @ApiProperty() created_at!: string;
@@ -134,6 +149,20 @@ export class RunnerDto {
 export class CreateApiKeyDto {
   @ApiProperty() @IsString() @IsNotEmpty() @MaxLength(200) name!: string;
   @ApiProperty({ enum: ['platform', 'admin'] }) @IsIn(['platform', 'admin']) role!: 'platform' | 'admin';
+  @ApiPropertyOptional({
+    type: [String],
+    nullable: true,
+    description:
+      'The workspaces the key acts in (docs/tenancy.md#keys). Platform keys: one or more (default: the ' +
+      "caller's workspace, `default` for a global caller). Admin keys: null = every workspace (only a global " +
+      "admin may create one; the default for a global caller), or a list within the caller's workspaces.",
+  })
+  @IsOptional()
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(100)
+  @IsString({ each: true })
+  workspace_ids?: string[] | null;
 }
 
 export class ApiKeyDto {
@@ -146,6 +175,8 @@ export class ApiKeyDto {
     description: 'first characters of a generated key; null for ADMIN_API_KEY (no part of it is shown)',
   })
   key_prefix!: string | null;
+  @ApiProperty({ type: [String], nullable: true, description: 'null: every workspace (a global admin key)' })
+  workspace_ids!: string[] | null;
   @ApiProperty() created_at!: string;
   @ApiProperty({ nullable: true, type: String }) revoked_at!: string | null;
 }

@@ -1,3 +1,4 @@
+import { SharedOfRow, SharedOfWrite, WorkspaceOfRow, WorkspaceOfWrite } from './owner.dto';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsInt, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
 import { IsJsonMap } from './rules';
@@ -10,6 +11,9 @@ export class CreateKnowledgeBaseDto {
   @IsNotEmpty()
   @MaxLength(128)
   kb_id!: string;
+
+  @WorkspaceOfWrite() workspace_id?: string;
+  @SharedOfWrite() shared?: boolean;
 
   @ApiProperty({ example: 'Product documentation' }) @IsString() @IsNotEmpty() @MaxLength(255) name!: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(10_000) description?: string;
@@ -31,6 +35,8 @@ export class CreateKnowledgeBaseDto {
 
 export class KnowledgeBaseDto {
   @ApiProperty() kb_id!: string;
+  @WorkspaceOfRow() workspace_id!: string;
+  @SharedOfRow() shared!: boolean;
   @ApiProperty() name!: string;
   @ApiProperty() description!: string;
   @ApiProperty({ example: 'fulltext', description: 'Retrieval kind, as runners see it in their resources' })

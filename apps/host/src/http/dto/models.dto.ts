@@ -1,3 +1,4 @@
+import { SharedOfRow, SharedOfWrite, WorkspaceOfRow, WorkspaceOfWrite } from './owner.dto';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
@@ -87,12 +88,16 @@ export class ModelBodyDto {
 
 export class CreateModelDto extends ModelBodyDto {
   @ApiProperty({ example: 'gpt-small' }) @IsString() @IsNotEmpty() @MaxLength(128) model_id!: string;
+  @WorkspaceOfWrite() workspace_id?: string;
+  @SharedOfWrite() shared?: boolean;
 }
 
 export class ReplaceModelDto extends ModelBodyDto {}
 
 export class ModelDto {
   @ApiProperty() model_id!: string;
+  @WorkspaceOfRow() workspace_id!: string;
+  @SharedOfRow() shared!: boolean;
   @ApiProperty({ enum: ['chat', 'rerank'] }) kind!: string;
   @ApiProperty({ enum: ['llm', 'rerank'] }) model_type!: string;
   @ApiProperty() provider!: string;

@@ -1,3 +1,4 @@
+import { SharedOfRow, SharedOfWrite, WorkspaceOfRow, WorkspaceOfWrite } from './owner.dto';
 import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
 import { IsBoolean, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
 import { httpSourceConfig, mcpHttpConfig, mcpStdioConfig } from '@libs/resources';
@@ -34,6 +35,8 @@ export class ToolSourceBodyDto {
 
 export class CreateToolSourceDto extends ToolSourceBodyDto {
   @ApiProperty({ example: 'github' }) @IsString() @IsNotEmpty() @MaxLength(64) source_id!: string;
+  @WorkspaceOfWrite() workspace_id?: string;
+  @SharedOfWrite() shared?: boolean;
 }
 
 export class SkippedToolDto {
@@ -43,6 +46,8 @@ export class SkippedToolDto {
 
 export class ToolSourceDto {
   @ApiProperty() source_id!: string;
+  @WorkspaceOfRow() workspace_id!: string;
+  @SharedOfRow() shared!: boolean;
   @ApiProperty({ enum: KINDS }) kind!: string;
   @ApiProperty(configSchema('output', 'As registered (by kind): environment-variable references, never their values'))
   config!: Record<string, unknown>;
@@ -58,6 +63,13 @@ export class ToolSourceDto {
 export class ToolDto {
   @ApiProperty({ description: 'The name runners see (and agents grant)' }) tool_name!: string;
   @ApiProperty({ description: 'The name at its source' }) source_tool_name!: string;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: "Its source's workspace; null for a built-in (the host's own)",
+  })
+  workspace_id!: string | null;
+  @SharedOfRow() shared!: boolean;
   @ApiProperty() description!: string;
   @ApiProperty({ ...obj, nullable: true, description: 'JSON schema of the parameters' })
   parameters!: Record<string, unknown> | null;

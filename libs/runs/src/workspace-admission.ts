@@ -1,0 +1,48 @@
+import { Injectable } from '@nestjs/common';
+import { DEFAULT_WORKSPACE } from '@libs/persistence';
+import { DomainError } from '@libs/protocol';
+import { AdmissionCatalog } from './admission-catalog';
+import type { EventSubmission } from './event-submission';
+import { WorkspaceQuotaGate } from './workspace-quotas';
+
+/**
+ * The edge of admission for tenancy (docs/tenancy.md#runs): the run's workspace comes from the
+ * trusted context — the agent's workspace, which the caller's key must reach — never from the
+ * event. An event naming another workspace is refused (403 naming `conversation.workspace_id`);
+ * a missing one is filled in. Then the workspace's admission quotas. All in memory.
+ */
+@Injectable()
+export class WorkspaceAdmission {
+  constructor(
+    private readonly catalog: AdmissionCatalog,
+    private readonly quotas: WorkspaceQuotaGate,
+  ) {}
+
+  /** The submission with its workspace set, or the refusal; `workspaces` are the caller's (null: all). */
+  async derive(sub: EventSubmission, workspaces: readonly string[] | null): Promise<EventSubmission> {
+    const agent = await this.catalog.agent(sub.agent_id).catch((e: unknown) => {
+      throw e instanceof DomainError ? new DomainError(e.code, e.message, { ...e.details, field: 'agent_id' }) : e;
+    });
+    const workspace = agent.workspace_id ?? DEFAULT_WORKSPACE;
+    if (workspaces !== null && !workspaces.includes(workspace)) {
+      // Another workspace's agent reads like a missing one.
+      throw new DomainError('not_found', `agent ${sub.agent_id} not found`, {
+        agent_id: sub.agent_id,
+        field: 'agent_id',
+      });
+    }
+    const named = sub.conversation?.workspace_id;
+    if (named !== undefined && named !== workspace) {
+      throw new DomainError(
+        'unauthorized',
+        `conversation.workspace_id: the run's workspace comes from the API key and the agent; ${JSON.stringify(named)} is not the agent's workspace`,
+        { field: 'conversation.workspace_id' },
+      );
+    }
+    this.quotas.admit(workspace, sub.conversation !== undefined);
+    if (sub.conversation) {
+      await this.quotas.admitFollowUp(workspace);
+    }
+    return sub.conversation ? { ...sub, conversation: { ...sub.conversation, workspace_id: workspace } } : sub;
+  }
+}

@@ -1,0 +1,233 @@
+import { Host, TestDatabase, dbRows, event, startDemoRunner, waitFor, type Proc } from './harness';
+
+/*
+ * Tenancy (docs/tenancy.md) through the real HTTP API, on SQLite and PostgreSQL (E2E_DATABASE):
+ * two workspaces, each with its own platform key, admin key and agent. Every route tried across
+ * the boundary answers 404 (a foreign id reads like a missing one) or 403 and changes nothing; a
+ * platform key naming another workspace's workspace_id is refused; a quota is hit and recovered.
+ */
+
+jest.setTimeout(180_000);
+
+describe('tenancy: two workspaces on one host', () => {
+  const db = new TestDatabase();
+  const host = new Host(db);
+  let runner: Proc;
+  let runnerId: string;
+  const key: Record<string, string> = {};
+
+  async function mintKey(name: string, role: 'platform' | 'admin', workspace_ids: string[] | undefined) {
+    const r = await host.api('POST', '/v1/admin/api-keys', { name, role, workspace_ids });
+    expect(r.status).toBe(201);
+    return r.body.key as string;
+  }
+
+  /** A finished run of `agent` posted with `k`, in a conversation of its own. */
+  async function finishedRun(agent: string, k: string, text = 'hello') {
+    const r = await host.api('POST', '/v1/events', event(agent, text), k);
+    expect(r.status).toBe(202);
+    await host.sse(r.body.run_id as string);
+    return { run_id: r.body.run_id as string, event_id: r.body.event_id as string };
+  }
+
+  beforeAll(async () => {
+    await host.start();
+    ({ runner, runnerId } = await startDemoRunner(host));
+    for (const id of ['acme', 'globex']) {
+      expect(
+        (await host.api('POST', '/v1/admin/workspaces', { workspace_id: id, name: id.toUpperCase() })).status,
+      ).toBe(201);
+    }
+    key.acme = await mintKey('acme platform', 'platform', ['acme']);
+    key.globex = await mintKey('globex platform', 'platform', ['globex']);
+    key.acmeAdmin = await mintKey('acme admin', 'admin', ['acme']);
+    for (const [agent, ws] of [
+      ['agent-acme', 'acme'],
+      ['agent-globex', 'globex'],
+    ]) {
+      const r = await host.api('POST', '/v1/admin/agents', { agent_id: agent, runner_id: runnerId, workspace_id: ws });
+      expect(r.status).toBe(201);
+      expect(r.body.workspace_id).toBe(ws);
+    }
+  });
+
+  afterAll(async () => {
+    await runner?.stop();
+    await host.stop();
+    await db.drop();
+  });
+
+  it("behaviour #4: the run's workspace comes from the trusted context; an event naming another is rejected, a missing one is filled", async () => {
+    // "A trusted ExecutionContext is mandatory; an event whose workspace_id differs from it is
+    // rejected; a missing workspace id is filled from it."
+    const filled = await finishedRun('agent-acme', key.acme);
+    const auth = await host.api('GET', `/v1/admin/runs/${filled.run_id}/authorization`);
+    expect(auth.body.authorization.scope.workspace_id).toBe('acme');
+    const log = (await dbRows(db, 'event_log')).find((r) => r.event_id === filled.event_id);
+    expect(log?.workspace_id).toBe('acme');
+
+    const before = (await dbRows(db, 'events')).length;
+    for (const k of [key.acme, undefined]) {
+      // The platform key of acme, and even the global admin key: the agent decides.
+      const named = event('agent-acme', 'spoofed');
+      (named.conversation as Record<string, unknown>).workspace_id = 'globex';
+      const r = await host.api('POST', '/v1/events', named, k);
+      expect(r.status).toBe(403);
+      expect(r.body.error.details.field).toBe('conversation.workspace_id');
+    }
+    const same = event('agent-acme', 'same workspace named');
+    (same.conversation as Record<string, unknown>).workspace_id = 'acme';
+    expect((await host.api('POST', '/v1/events', same, key.acme)).status).toBe(202);
+    expect((await dbRows(db, 'events')).length).toBe(before + 1);
+  });
+
+  it('refuses every route across the boundary with 404/403 and changes nothing', async () => {
+    const a = await finishedRun('agent-acme', key.acme, 'acme secret');
+    const g = await finishedRun('agent-globex', key.globex, 'globex secret');
+
+    // Admission: another workspace's agent does not exist for this key.
+    const foreign = await host.api('POST', '/v1/events', event('agent-globex', 'x'), key.acme);
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error.details.field).toBe('agent_id');
+
+    // Read, cancel, stream, stream token, deliveries of another workspace's run: 404, as if missing.
+    for (const [method, path] of [
+      ['GET', `/v1/runs/${g.run_id}`],
+      ['POST', `/v1/runs/${g.run_id}/cancel`],
+      ['GET', `/v1/runs/${g.run_id}/events`],
+      ['POST', `/v1/runs/${g.run_id}/stream-tokens`],
+      ['GET', `/v1/runs/${g.run_id}/deliveries`],
+    ] as const) {
+      const r = await host.api(method, path, method === 'POST' ? {} : undefined, key.acme);
+      expect({ path, status: r.status, message: r.body?.error?.message }).toEqual({
+        path,
+        status: 404,
+        message: `run ${g.run_id} not found`,
+      });
+    }
+    // The owner still reads it.
+    expect((await host.api('GET', `/v1/runs/${g.run_id}`, undefined, key.globex)).status).toBe(200);
+
+    // Lists: only the key's own workspace.
+    const listed = await host.api('GET', '/v1/runs?limit=100', undefined, key.acme);
+    const ids = listed.body.items.map((r: { run_id: string }) => r.run_id);
+    expect(ids).toContain(a.run_id);
+    expect(ids).not.toContain(g.run_id);
+
+    // History: a platform key reads its workspace's rows only.
+    const gConv = (await dbRows(db, 'runs')).find((r) => r.run_id === g.run_id)!.conversation_id as string;
+    const history = await host.api('GET', `/v1/conversations/${gConv}/transcript`, undefined, key.acme);
+    expect(history.status).toBe(200);
+    expect(history.body.items).toEqual([]);
+    expect(
+      (await host.api('GET', `/v1/conversations/${gConv}/transcript?workspace_id=globex`, undefined, key.acme)).status,
+    ).toBe(403);
+    const own = await host.api('GET', `/v1/conversations/${gConv}/transcript`, undefined, key.globex);
+    expect(own.body.items.map((i: { content: string }) => i.content)).toContain('globex secret');
+
+    // Admin views with a workspace admin key: another workspace's run, agent and workspace are 404.
+    for (const [method, path] of [
+      ['GET', `/v1/admin/runs/${g.run_id}/authorization`],
+      ['GET', `/v1/admin/runs/${g.run_id}/audit`],
+      ['GET', `/v1/admin/runs/${g.run_id}/deliveries`],
+      ['POST', `/v1/admin/runs/${g.run_id}/deliveries/retry`],
+      ['GET', '/v1/admin/agents/agent-globex'],
+      ['PUT', '/v1/admin/agents/agent-globex'],
+      ['DELETE', '/v1/admin/agents/agent-globex'],
+      ['GET', '/v1/admin/workspaces/globex'],
+      ['GET', '/v1/admin/workspaces/globex/usage'],
+    ] as const) {
+      const body = method === 'PUT' ? { runner_id: runnerId } : method === 'POST' ? {} : undefined;
+      const r = await host.api(method, path, body, key.acmeAdmin);
+      expect({ path, status: r.status }).toEqual({ path, status: 404 });
+    }
+    // Host-wide routes are for global admins.
+    for (const [method, path] of [
+      ['GET', '/v1/admin/plugins'],
+      ['GET', '/v1/admin/runners'],
+      ['POST', '/v1/admin/workspaces'],
+    ] as const) {
+      const r = await host.api(method, path, method === 'POST' ? { workspace_id: 'evil' } : undefined, key.acmeAdmin);
+      expect({ path, status: r.status }).toEqual({ path, status: 403 });
+    }
+    // Platform keys are not admins at all.
+    expect((await host.api('GET', '/v1/admin/agents', undefined, key.acme)).status).toBe(403);
+
+    const agents = await host.api('GET', '/v1/admin/agents', undefined, key.acmeAdmin);
+    expect(agents.body.items.map((x: { agent_id: string }) => x.agent_id)).toEqual(['agent-acme']);
+    const workspaces = await host.api('GET', '/v1/admin/workspaces', undefined, key.acmeAdmin);
+    expect(workspaces.body.map((w: { workspace_id: string }) => w.workspace_id)).toEqual(['acme']);
+    const keys = await host.api('GET', '/v1/admin/api-keys', undefined, key.acmeAdmin);
+    expect(new Set(keys.body.flatMap((k: { workspace_ids: string[] }) => k.workspace_ids))).toEqual(new Set(['acme']));
+    // A workspace admin cannot mint keys for another workspace, nor create in it.
+    const mint = await host.api(
+      'POST',
+      '/v1/admin/api-keys',
+      { name: 'x', role: 'platform', workspace_ids: ['globex'] },
+      key.acmeAdmin,
+    );
+    expect(mint.status).toBe(403);
+    expect(mint.body.error.details.field).toBe('workspace_ids[0]');
+    const create = await host.api(
+      'POST',
+      '/v1/admin/agents',
+      { agent_id: 'intruder', runner_id: runnerId, workspace_id: 'globex' },
+      key.acmeAdmin,
+    );
+    expect(create.status).toBe(403);
+    expect(create.body.error.details.field).toBe('workspace_id');
+
+    // Nothing changed: the other workspace's run and agent are as they were.
+    expect((await host.api('GET', '/v1/admin/agents/agent-globex')).status).toBe(200);
+    expect((await host.api('GET', '/v1/admin/agents/intruder')).status).toBe(404);
+    expect((await dbRows(db, 'runs')).find((r) => r.run_id === g.run_id)?.status).toBe('completed');
+  });
+
+  it('answers 429 with Retry-After naming the quota, and admits again once it refills', async () => {
+    const set = await host.api('PUT', '/v1/admin/workspaces/acme', { quotas: { runs_per_second: 1, runs_burst: 1 } });
+    expect(set.status).toBe(200);
+    expect(set.body.quotas).toEqual({ runs_per_second: 1, runs_burst: 1 });
+    const bad = await host.api('PUT', '/v1/admin/workspaces/acme', { quotas: { runs_per_second: 0 } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.details.field).toBe('quotas.runs_per_second');
+
+    // One admission takes the bucket's only token; the next one at once is refused.
+    await waitFor('admitted', async () => {
+      const r = await host.api('POST', '/v1/events', event('agent-acme', 'one'), key.acme);
+      return r.status === 202;
+    });
+    const res = await fetch(`${host.http}/v1/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key.acme}` },
+      body: JSON.stringify(event('agent-acme', 'two')),
+    });
+    expect(res.status).toBe(429);
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    const refused = (await res.json()) as { error: { details: Record<string, unknown> } };
+    expect(refused.error.details).toMatchObject({ quota: 'runs_per_second', workspace_id: 'acme', limit: 1 });
+    // The other workspace is not affected.
+    expect((await host.api('POST', '/v1/events', event('agent-globex', 'free'), key.globex)).status).toBe(202);
+    // Recovered: once the bucket refills the same workspace is admitted again.
+    await waitFor('admitted again', async () => {
+      const r = await host.api('POST', '/v1/events', event('agent-acme', 'again'), key.acme);
+      return r.status === 202;
+    });
+    const usage = await host.api('GET', '/v1/admin/workspaces/acme/usage', undefined, key.acmeAdmin);
+    expect(usage.status).toBe(200);
+    expect(usage.body.runs_per_second.limit).toBe(1);
+    expect(usage.body.active_runs).toEqual({ used: expect.any(Number), limit: null });
+    expect((await host.api('PUT', '/v1/admin/workspaces/acme', { quotas: {} })).status).toBe(200);
+  });
+
+  it('keeps a single-tenant install unchanged: the default workspace and the global admin key', async () => {
+    const r = await host.api('POST', '/v1/admin/agents', { agent_id: 'plain', runner_id: runnerId });
+    expect(r.body.workspace_id).toBe('default');
+    const k = await mintKey('plain platform', 'platform', undefined);
+    const listedKey = (await host.api('GET', '/v1/admin/api-keys')).body.find(
+      (x: { name: string }) => x.name === 'plain platform',
+    );
+    expect(listedKey.workspace_ids).toEqual(['default']);
+    await finishedRun('plain', k);
+    expect((await host.api('DELETE', '/v1/admin/workspaces/default')).status).toBe(409);
+  });
+});
