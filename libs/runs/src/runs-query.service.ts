@@ -121,28 +121,12 @@ export class RunsQueryService {
   }
 
   /**
-   * A run waiting in its conversation (`queued`) has no live channel yet when this process did
-   * not queue it (e.g. after a restart): one is opened, so its readers follow it until it ends.
-   */
-  private async followWaiting(runId: string): Promise<void> {
-    if (this.bus.follow(runId) || (await this.runs.status(runId)) !== 'queued') {
-      return;
-    }
-    this.bus.open(runId);
-    // It may have ended between the read and the open: then nothing would ever end the channel.
-    const now = await this.runs.status(runId);
-    if (now !== 'queued' && now !== 'running') {
-      this.bus.end(runId);
-    }
-  }
-
-  /**
    * Writes the run's results with sequence > `after` to `out` as SSE frames: persisted ones first
    * (paged from the database as the socket drains), then live ones as they are accepted; ends
    * `out` after the terminal result. Works during and after the run. Resolves with how it ended.
    */
   async stream(runId: string, after: number, out: Writable, limits: EventStreamLimits): Promise<StreamEnd> {
-    await this.followWaiting(runId);
+    await this.lifecycle.followWaiting(runId);
     const source = {
       follow: () => this.bus.follow(runId),
       page: async (cursor: number, limit: number): Promise<ResultView[]> =>
