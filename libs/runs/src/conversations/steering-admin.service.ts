@@ -152,10 +152,7 @@ export class SteeringAdminService {
     }
     for (const r of t.runs) {
       const base = { event_id: r.event_id, run_id: r.run_id };
-      add(r.created_at, 3, {
-        ...base,
-        at: iso(r.created_at)!,
-        type: 'run.created',
+      add(r.created_at, 3, { ...base, at: iso(r.created_at)!, type: 'run.created',
         detail: { agent_id: r.agent_id, workspace_id: r.workspace_id },
       });
       if (r.started_at !== null) {
