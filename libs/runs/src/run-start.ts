@@ -108,7 +108,10 @@ export class RunStarter {
   /** Marks a prepared run of a conversation as starting (see `starting`) until `done` settles. */
   async whileStarting<T>(prepared: PreparedRun, conversationKey: string, done: () => Promise<T>): Promise<T> {
     const entry = { run_id: prepared.run.run_id, steerable: prepared.access.snapshot.available_apis.steering_pull };
-    this.starting.set(conversationKey, entry);
+    // The first start in flight stays: a concurrent one finds it running and may steer into it.
+    if (!this.starting.has(conversationKey)) {
+      this.starting.set(conversationKey, entry);
+    }
     try {
       return await done();
     } finally {
