@@ -404,7 +404,11 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
       expect(await admit(runs, e, r, log, user)).toMatchObject({ admitted: true, transcript_seq: 1 });
 
       expect(await runs.getEvent(e.event_id)).toEqual(e);
-      expect(await runs.get(r.run_id)).toEqual({ ...r, id: expect.any(Number) });
+      expect(await runs.get(r.run_id)).toEqual({
+        ...r,
+        context: { ...r.context, context: { event_seq: expect.any(Number) } },
+        id: expect.any(Number),
+      });
       expect(await context.getEvent(e.event_id)).toEqual({ ...log, id: expect.any(Number) });
       expect(await ds.getRepository(TranscriptEntity).find()).toEqual([{ ...user, id: expect.any(Number), seq: 1 }]);
     });

@@ -222,7 +222,8 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
 
     it('re-admits a failed event once when 8 retries of it arrive at once', async () => {
       const failed = eventWithRun({ disposition: 'failed', idempotency_key: 'idem-retry-race' }, { status: 'failed' });
-      await runs.admit(admission(failed.event, failed.run));
+      // Failed at admission: its run comes with its terminal result.
+      await runs.admit({ ...admission(failed.event, failed.run), terminal: newResult(failed.run.run_id, 1) });
 
       const retries = Array.from({ length: 8 }, () => {
         const { run } = eventWithRun({}, { event_id: failed.event.event_id });
@@ -238,7 +239,7 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
       }
       expect(await runs.getEvent(failed.event.event_id)).toEqual(winner.event);
       expect((await ds.getRepository(RunEntity).find()).map((r) => r.run_id).sort()).toEqual(
-        [failed.run.run_id, winner.run.run_id].sort(),
+        [failed.run.run_id, winner.run!.run_id].sort(),
       );
       expect(await ds.getRepository(EventLogEntity).count()).toBe(2);
     });

@@ -43,7 +43,7 @@ function event(overrides: Partial<EventEntity> = {}): EventEntity {
     idempotency_key: null,
     body_hash: 'a'.repeat(64),
     payload: { text: 'hello' },
-    disposition: 'accepted',
+    disposition: 'started',
     run_id: null,
     received_at: T0,
     ...overrides,
@@ -227,7 +227,9 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
     user: NewTranscriptRow | null = null,
     readmit = false,
   ): Promise<AdmitOutcome> {
-    return runs.admit({ event: e, run: r, log: logRow(e), user, terminal: null, readmit });
+    // The unit decides the disposition: an event recorded failed is one whose run failed at admission.
+    const terminal = e.disposition === 'failed' ? result(r.run_id, 1) : null;
+    return runs.admit({ event: e, run: r, log: logRow(e), user, terminal, readmit });
   }
 
   it('runs on the dialect it was configured for, with the schema migrated', async () => {
@@ -246,7 +248,11 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
       await admit(e, r);
 
       expect(await runs.getEvent(e.event_id)).toEqual(e);
-      expect(await runs.get(r.run_id)).toEqual({ ...r, id: expect.any(Number) });
+      expect(await runs.get(r.run_id)).toEqual({
+        ...r,
+        context: { ...r.context, context: { event_seq: expect.any(Number) } },
+        id: expect.any(Number),
+      });
       expect(await ds.getRepository(EventLogEntity).find()).toEqual([{ ...logRow(e), id: expect.any(Number) }]);
       expect(await count(TranscriptEntity)).toBe(0);
     });

@@ -5,13 +5,13 @@ import {
   EventEntity,
   HotStore,
   RunEntity,
+  RunsRepository,
   SteeringItemEntity,
   SteeringRepository,
   conversationKey,
-  queuedRunRow,
-  type ConversationAdmitRows,
+  type AdmissionRows,
   type ConversationRef,
-  type Disposition,
+  type DecisionTable,
 } from '@libs/persistence';
 import { DIALECTS, postgresDatabase, storesModule, type TestDatabase } from './support/databases';
 import { logOf, newEvent, newResult, newRun, T0 } from './support/run-rows';
@@ -33,36 +33,26 @@ function inWorkspace(workspace: string | null): ConversationRef {
   return { ...conv, workspace_id: workspace, key: conversationKey(agent_id, workspace, conversation_id, thread_id) };
 }
 
-/** The rows admission gives for one event of `c`, with a policy that steers when it can. */
-function admitRows(
-  text: string,
-  decide: ConversationAdmitRows['decide'] = steerWhenBusy,
-  c: ConversationRef = conv,
-): ConversationAdmitRows {
+/** A table that steers into `runId` when it runs (null: into nothing), and queues otherwise. */
+const steerInto = (runId: string | null): DecisionTable => ({ busy: 'queued', steer_into: runId, max_queue: 100 });
+const queueAll = steerInto(null);
+
+/** The rows admission gives for one event of `c`, prepared to start. */
+function admitRows(text: string, table: DecisionTable = queueAll, c: ConversationRef = conv): AdmissionRows {
   const run = newRun({ conversation_id: c.conversation_id, agent_id: c.agent_id, workspace_id: c.workspace_id });
   const event = newEvent({ conversation_id: c.conversation_id, agent_id: c.agent_id, run_id: run.run_id });
   return {
-    conversation: c,
     event: { ...event, event_id: run.event_id },
     readmit: false,
-    decide,
     log: logOf({ ...event, event_id: run.event_id }, { workspace_id: c.workspace_id }),
     user: null,
-    start: { run, contextAt: () => run.context },
-    unavailable: { run: { ...run, status: 'failed' }, terminal: newResult(run.run_id, 1, { type: 'run.failed' }) },
-    queuedRun: queuedRunRow(run.run_id, run.event_id, c, T0),
-    item: (runId, position) => ({ text, claimed_run_id: runId, position }),
-    submission: { input: { text } },
+    run,
+    terminal: null,
+    conversation: { ref: c, table, item: { text }, submission: { input: { text } } },
   };
 }
 
-function steerWhenBusy(s: { running_run_id: string | null; waiting: number }): Disposition {
-  return s.running_run_id === null && s.waiting === 0
-    ? 'started'
-    : s.running_run_id && !s.waiting
-      ? 'steered'
-      : 'queued';
-}
+const runOf = (o: Awaited<ReturnType<RunsRepository['admit']>>) => (o.admitted ? o.run_id! : '');
 
 function end(runId: string, at = T0 + 10) {
   return [
@@ -77,13 +67,15 @@ describe.each(DIALECTS)('conversations and steering on %s', (_name, factory) => 
   let ds: DataSource;
   let hot: HotStore;
   let steering: SteeringRepository;
+  let runsRepo: RunsRepository;
 
   beforeAll(async () => {
     db = await factory();
-    moduleRef = await storesModule(db, [SteeringRepository]);
+    moduleRef = await storesModule(db, [SteeringRepository, RunsRepository]);
     ds = moduleRef.get(DataSource);
     hot = moduleRef.get(HotStore);
     steering = moduleRef.get(SteeringRepository);
+    runsRepo = moduleRef.get(RunsRepository);
   });
 
   afterAll(async () => {
@@ -122,25 +114,24 @@ describe.each(DIALECTS)('conversations and steering on %s', (_name, factory) => 
 
   it('runs, steers and queues each workspace of one agent and conversation id apart', async () => {
     const [t1, t2, none] = [inWorkspace('tenant-1'), inWorkspace('tenant-2'), inWorkspace(null)];
-    const a = await steering.admit(admitRows('t1 first', steerWhenBusy, t1));
-    const b = await steering.admit(admitRows('t2 first', steerWhenBusy, t2));
-    const c = await steering.admit(admitRows('none first', steerWhenBusy, none));
+    const a = await runsRepo.admit(admitRows('t1 first', queueAll, t1));
+    const b = await runsRepo.admit(admitRows('t2 first', queueAll, t2));
+    const c = await runsRepo.admit(admitRows('none first', queueAll, none));
     expect([a, b, c].map((o) => o.admitted && o.disposition)).toEqual(['started', 'started', 'started']);
-    const runOf = (o: typeof a) => (o.admitted ? o.run_id! : '');
     expect(new Set([a, b, c].map(runOf)).size).toBe(3);
     expect(await ds.getRepository(RunEntity).findOneBy({ run_id: runOf(b) })).toMatchObject({
       workspace_id: 'tenant-2',
       status: 'running',
     });
 
-    const steered = await steering.admit(admitRows('t1 follow-up', steerWhenBusy, t1));
+    const steered = await runsRepo.admit(admitRows('t1 follow-up', steerInto(runOf(a)), t1));
     expect(steered.admitted && [steered.disposition, steered.run_id]).toEqual(['steered', runOf(a)]);
     expect((await steering.situation(t2)).queued_on_run).toBe(0);
     expect((await steering.pull(runOf(b), 10, 'all')).map((i) => i.item.text)).toEqual([]);
     expect((await steering.pull(runOf(a), 10, 'all')).map((i) => i.item.text)).toEqual(['t1 follow-up']);
 
     // A waiting run of tenant-2 is tenant-2's: tenant-1's dispatcher key never finds it.
-    const waiting = await steering.admit(admitRows('t2 queued', () => 'queued', t2));
+    const waiting = await runsRepo.admit(admitRows('t2 queued', queueAll, t2));
     expect(waiting.admitted && waiting.disposition).toBe('queued');
     expect(await steering.nextWaiting(t1.key)).toBeNull();
     expect(await steering.nextWaiting(none.key)).toBeNull();
@@ -152,25 +143,40 @@ describe.each(DIALECTS)('conversations and steering on %s', (_name, factory) => 
     expect(new Set(await steering.waitingConversations())).toEqual(new Set([t2.key]));
   });
 
-  it('admits 20 concurrent events of one conversation: one run starts, the others steer into it in order', async () => {
-    const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => steering.admit(admitRows(`m${i}`))));
+  it('admits 20 concurrent follow-ups of one conversation: they steer into its run in order, positions unique', async () => {
+    const first = await runsRepo.admit(admitRows('m0'));
+    expect(first.admitted && first.disposition).toBe('started');
+    const outcomes = await Promise.all(
+      Array.from({ length: 19 }, (_, i) => runsRepo.admit(admitRows(`m${i + 1}`, steerInto(runOf(first))))),
+    );
     const dispositions = outcomes.map((o) => (o.admitted ? o.disposition : 'duplicate'));
-    expect(dispositions.filter((d) => d === 'started')).toHaveLength(1);
     expect(dispositions.filter((d) => d === 'steered')).toHaveLength(19);
     const positions = outcomes.flatMap((o) => (o.admitted && o.position ? [o.position] : []));
     expect(positions).toEqual(Array.from({ length: 19 }, (_, i) => i + 1));
   });
 
+  it('a start it did not prepare writes nothing and answers existing: null', async () => {
+    const rows = { ...admitRows('unprepared'), run: null };
+    expect(await runsRepo.admit(rows)).toEqual({ admitted: false, existing: null });
+    expect(await ds.getRepository(EventEntity).count()).toBe(0);
+    expect(await runsRepo.admit(admitRows('prepared'))).toMatchObject({ admitted: true, disposition: 'started' });
+    // Busy: no run needed to queue.
+    expect(await runsRepo.admit({ ...admitRows('waits'), run: null })).toMatchObject({
+      admitted: true,
+      disposition: 'queued',
+    });
+  });
+
   it('hands each item out once, FIFO, and releases the rest at the run end as waiting runs, in arrival order', async () => {
-    const first = await steering.admit(admitRows('first'));
-    const runId = first.admitted ? first.run_id! : '';
+    const first = await runsRepo.admit(admitRows('first'));
+    const runId = runOf(first);
     for (const t of ['a', 'b', 'c', 'd']) {
-      await steering.admit(admitRows(t));
+      await runsRepo.admit(admitRows(t, steerInto(runId)));
     }
     const [p1, p2] = await Promise.all([steering.pull(runId, 1, 'one'), steering.pull(runId, 1, 'one')]);
     expect([...p1, ...p2].map((i) => i.item.text)).toEqual(['a', 'b']);
     const [terminal, e] = end(runId);
-    expect(await steering.endRun(terminal, e)).toEqual({ ended: true, released: 2 });
+    expect(await runsRepo.end(terminal, e)).toEqual({ ended: true, released: 2 });
     expect(await steering.pull(runId, 10, 'all')).toEqual([]);
     const items = await ds.getRepository(SteeringItemEntity).find({ order: { id: 'ASC' } });
     expect(items.map((i) => [i.item.text, i.state, i.dispatch])).toEqual([
@@ -186,40 +192,47 @@ describe.each(DIALECTS)('conversations and steering on %s', (_name, factory) => 
       event_id: next!.event_id,
     });
     // A new event now waits behind them (no overtaking), whatever the policy says about steering.
-    const later = await steering.admit(admitRows('later'));
+    const later = await runsRepo.admit(admitRows('later', steerInto(runId)));
     expect(later.admitted && later.disposition).toBe('queued');
   });
 
   it('starts a waiting run only when the conversation is free and it is the next one', async () => {
-    const first = await steering.admit(admitRows('first'));
-    const queued = await steering.admit(admitRows('second', () => 'queued'));
+    const first = await runsRepo.admit(admitRows('first'));
+    const queued = await runsRepo.admit(admitRows('second'));
+    expect(queued.admitted && queued.disposition).toBe('queued');
     const item = await steering.nextWaiting(conv.key);
     const start = {
       conversation: conv,
       item_id: item!.id,
-      run_id: queued.admitted ? queued.run_id! : '',
-      context: { ok: true },
-      authorization: {},
-      authorization_hash: 'h',
-      started_at: T0 + 20,
-      deadline_at: null,
+      run_id: runOf(queued),
+      run: newRun({
+        run_id: runOf(queued),
+        event_id: item!.event_id,
+        context: { context: { ok: true } },
+        started_at: T0 + 20,
+      }),
     };
-    expect(await steering.startQueued(start)).toBe('busy');
-    const [terminal, e] = end(first.admitted ? first.run_id! : '');
-    expect(await steering.endRun(terminal, e)).toEqual({ ended: true, released: 0 });
-    expect(await steering.startQueued({ ...start, item_id: item!.id + 1000 })).toBe('moved');
-    expect(await steering.startQueued(start)).toBe('started');
-    expect(await steering.startQueued(start)).toBe('busy'); // it runs now: the conversation is busy
+    expect(await steering.startWaiting(start)).toEqual({ started: false, why: 'busy' });
+    const [terminal, e] = end(runOf(first));
+    expect(await runsRepo.end(terminal, e)).toEqual({ ended: true, released: 0 });
+    expect(await steering.startWaiting({ ...start, item_id: item!.id + 1000 })).toEqual({
+      started: false,
+      why: 'moved',
+    });
+    const started = await steering.startWaiting(start);
+    expect(started).toMatchObject({ started: true, event_seq: expect.any(Number) });
+    expect(await steering.startWaiting(start)).toEqual({ started: false, why: 'busy' }); // it runs now
+    // The event's position is set in the stored context by the unit, as at admission.
     expect(await ds.getRepository(RunEntity).findOneBy({ run_id: start.run_id })).toMatchObject({
       status: 'running',
-      context: { ok: true },
+      context: { context: { ok: true, event_seq: started.started ? started.event_seq : -1 } },
     });
   });
 
   it('boot: items queued on a run that ended without its release are released', async () => {
-    const first = await steering.admit(admitRows('first'));
-    await steering.admit(admitRows('orphan'));
-    const runId = first.admitted ? first.run_id! : '';
+    const first = await runsRepo.admit(admitRows('first'));
+    const runId = runOf(first);
+    await runsRepo.admit(admitRows('orphan', steerInto(runId)));
     await ds.getRepository(RunEntity).update({ run_id: runId }, { status: 'interrupted', finished_at: T0 + 5 });
     expect(await steering.releaseOrphans()).toBe(1);
     expect(await steering.releaseOrphans()).toBe(0);
@@ -233,7 +246,10 @@ describe('two writers (two host processes) on postgres', () => {
 
   beforeAll(async () => {
     db = await postgresDatabase();
-    modules.push(await storesModule(db, [SteeringRepository]), await storesModule(db, [SteeringRepository]));
+    modules.push(
+      await storesModule(db, [SteeringRepository, RunsRepository]),
+      await storesModule(db, [SteeringRepository, RunsRepository]),
+    );
   });
 
   afterAll(async () => {
@@ -244,10 +260,14 @@ describe('two writers (two host processes) on postgres', () => {
   });
 
   it('decide under the conversation lock: one run starts, the others steer into it, positions unique', async () => {
-    const repos = modules.map((m) => m.get(SteeringRepository));
-    const outcomes = await Promise.all(Array.from({ length: 30 }, (_, i) => repos[i % 2].admit(admitRows(`w${i}`))));
+    const repos = modules.map((m) => m.get(RunsRepository));
+    const first = await repos[0].admit(admitRows('first'));
+    expect(first.admitted && first.disposition).toBe('started');
+    const runId = runOf(first);
+    const outcomes = await Promise.all(
+      Array.from({ length: 29 }, (_, i) => repos[i % 2].admit(admitRows(`w${i}`, steerInto(runId)))),
+    );
     const admitted = outcomes.flatMap((o) => (o.admitted ? [o] : []));
-    expect(admitted.filter((o) => o.disposition === 'started')).toHaveLength(1);
     expect(
       admitted
         .filter((o) => o.disposition === 'steered')
@@ -259,7 +279,13 @@ describe('two writers (two host processes) on postgres', () => {
   it('a unit that would start a second running run fails whole (the unique index), writing nothing', async () => {
     const ds = modules[0].get(DataSource);
     const events = await ds.getRepository(EventEntity).count();
-    await expect(modules[1].get(SteeringRepository).admit(admitRows('forced', () => 'started'))).rejects.toThrow();
+    // Another thread's lock and situation (free), but the run row is this conversation's: the unique index refuses it.
+    const forced = admitRows('forced', queueAll, {
+      ...conv,
+      thread_id: 'elsewhere',
+      key: conversationKey('agent-1', null, 'conv-s', 'elsewhere'),
+    });
+    await expect(modules[1].get(RunsRepository).admit(forced)).rejects.toThrow();
     expect(await ds.getRepository(EventEntity).count()).toBe(events);
     expect(
       await ds.getRepository(RunEntity).countBy({ conversation_id: conv.conversation_id, status: 'running' }),

@@ -1,13 +1,23 @@
 import { Injectable } from '@nestjs/common';
 import type { AuthorizationSnapshot } from '@libs/authz';
+import { conversationKey } from '@libs/persistence';
 import type { RunnerSession } from '@libs/runner-gateway';
 import { ActiveRun } from './active-run';
 import { telemetry } from '@libs/telemetry';
 
-/** The runs active in this process, by id. */
+function keyOf(run: ActiveRun): string | null {
+  const s = run.snapshot.scope;
+  return s.conversation_id === null
+    ? null
+    : conversationKey(s.agent_id, s.workspace_id, s.conversation_id, s.thread_id);
+}
+
+/** The runs active in this process, by id (and by conversation). */
 @Injectable()
 export class ActiveRuns {
   private readonly runs = new Map<string, ActiveRun>();
+  /** The active run of each conversation (at most one runs at a time), by conversation key. */
+  private readonly byConversation = new Map<string, ActiveRun>();
 
   constructor() {
     telemetry.sample('active_runs', () => this.runs.size);
@@ -16,7 +26,17 @@ export class ActiveRuns {
   add(run_id: string, agent_id: string, session: RunnerSession, snapshot: AuthorizationSnapshot): ActiveRun {
     const run = new ActiveRun(run_id, agent_id, session, snapshot);
     this.runs.set(run_id, run);
+    const key = keyOf(run);
+    if (key !== null) {
+      this.byConversation.set(key, run);
+    }
     return run;
+  }
+
+  /** The conversation's run active here that can take steering now; null when none. */
+  steerableIn(conversationKey: string): string | null {
+    const run = this.byConversation.get(conversationKey);
+    return run && !run.ended && run.snapshot.available_apis.steering_pull ? run.run_id : null;
   }
 
   get(runId: string): ActiveRun | undefined {
@@ -24,7 +44,12 @@ export class ActiveRuns {
   }
 
   remove(runId: string): void {
+    const run = this.runs.get(runId);
     this.runs.delete(runId);
+    const key = run ? keyOf(run) : null;
+    if (key !== null && this.byConversation.get(key) === run) {
+      this.byConversation.delete(key);
+    }
   }
 
   onSession(sessionId: string): ActiveRun[] {

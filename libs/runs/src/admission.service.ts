@@ -1,26 +1,41 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { Injectable, Logger } from '@nestjs/common';
-import { RunsRepository, type EventEntity, type JsonObject, type NewRun } from '@libs/persistence';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  NOT_ACCEPTED,
+  RunsRepository,
+  SteeringRepository,
+  type AdmitOutcome,
+  type AgentEntity,
+  type ConversationRef,
+  type EventEntity,
+  type JsonObject,
+} from '@libs/persistence';
 import { DomainError, parseRunnerId } from '@libs/protocol';
 import { RunnerDispatch } from '@libs/runner-gateway';
 import { AdmissionCatalog } from './admission-catalog';
 import { eventLogRow, userTranscriptRow } from './admission-records';
 import { rejectedError, unavailableError, unavailableRun } from './admission-failures';
-import { ConversationAdmission } from './conversations/conversation-admission';
+import { conversationOf, steeringItem } from './conversations/admission-rows';
+import { decisionTable, effectiveMode, type ConcurrencyMode } from './conversations/concurrency';
+import { SIGNAL_PORT, type SignalPort } from './conversations/signal-port';
 import { redactSubmission, type EventSubmission } from './event-submission';
-import { RunStarter } from './run-start';
+import { RunLifecycleService } from './run-lifecycle.service';
+import { RunStarter, scopeOf, type LiveRunner, type PreparedRun } from './run-start';
 import { telemetry } from '@libs/telemetry';
 import type { Admission } from './admission';
 
 export type { Admission } from './admission';
 
-/** Dispositions of events that were not accepted: the same event (same body) may be sent again. */
-const RETRYABLE = ['failed', 'rejected'];
+/** A start the unit found unprepared is prepared and submitted again, this many times at most. */
+const MAX_PREPARE_ROUNDS = 4;
 
 /**
- * Event intake (`POST /v1/events`, docs/api.md#routes): dedupe, resolve the agent, freeze grants, record,
- * dispatch. An event of a conversation goes through the conversation's concurrency policy
- * (ConversationAdmission); one without a conversation always starts a run.
+ * Event intake (`POST /v1/events`, docs/api.md#routes), one path for every event — one without
+ * a conversation is a conversation of one: dedupe, resolve the agent, build the decision table
+ * from the conversation's policy, prepare the run (grants, state, transcript window, context)
+ * only when it is expected to start, commit through the one admission unit
+ * (RunsRepository.admit), then set going what the disposition implies: the run dispatched, a
+ * waiting SteeringPull woken, the dispatcher kicked, an interrupted run cancelled.
  */
 @Injectable()
 export class AdmissionService {
@@ -29,9 +44,11 @@ export class AdmissionService {
   constructor(
     private readonly catalog: AdmissionCatalog,
     private readonly runs: RunsRepository,
+    private readonly steering: SteeringRepository,
     private readonly runners: RunnerDispatch,
     private readonly starter: RunStarter,
-    private readonly conversations: ConversationAdmission,
+    private readonly lifecycle: RunLifecycleService,
+    @Inject(SIGNAL_PORT) private readonly signals: SignalPort,
   ) {}
 
   submit(sub: EventSubmission, idempotencyKey: string | null): Promise<Admission> {
@@ -53,7 +70,7 @@ export class AdmissionService {
     }
     const bodyHash = createHash('sha256').update(JSON.stringify(sub)).digest('hex');
     const previous = await this.previous(sub.event.event_id ?? null, idempotencyKey);
-    const readmit = previous !== null && RETRYABLE.includes(previous.disposition) && previous.body_hash === bodyHash;
+    const readmit = previous !== null && NOT_ACCEPTED.includes(previous.disposition) && previous.body_hash === bodyHash;
     if (previous && !readmit) {
       return this.duplicate(previous, bodyHash);
     }
@@ -74,45 +91,128 @@ export class AdmissionService {
       idempotency_key: idempotencyKey,
       body_hash: bodyHash,
       payload: redactSubmission(sub) as JsonObject,
-      disposition: live ? 'started' : 'failed',
+      disposition: 'started',
       run_id: runId,
       received_at: now,
     };
-    const prepared = await this.starter.prepare(runId, eventId, sub, agent, live, now);
-    const logRow = eventLogRow(eventId, sub, prepared.scope, runId, now);
-    const user = userTranscriptRow(eventId, sub, prepared.scope, now);
-    if (sub.conversation) {
-      const a = await this.conversations.admit({ sub, agent, event, prepared, live, log: logRow, user, readmit });
-      return a.admitted ? a.admission : this.duplicate(a.existing, bodyHash);
+    const scope = scopeOf(sub, agent, live?.session.plugin_id ?? '');
+    const log = eventLogRow(eventId, sub, scope, runId, now);
+    const user = userTranscriptRow(eventId, sub, scope, now);
+    const c = sub.conversation ? conversationOf(agent, sub) : null;
+    const mode = c ? this.modeOf(sub, agent, live) : null;
+    // Decide first: a conversation that looks busy is not prepared for (the unit decides again).
+    let prepared =
+      !c || (await this.looksFree(c)) ? await this.starter.prepare(runId, eventId, sub, agent, live, now) : null;
+    // A steered follow-up's item carries its admission's trace context (docs/observability.md#traces).
+    const traceparent = c ? telemetry.tracing.activeTraceparent() : null;
+    let outcome: AdmitOutcome | undefined;
+    for (let round = 0; round < MAX_PREPARE_ROUNDS; round++) {
+      const submit = () => {
+        const failed = prepared && !live ? unavailableRun(prepared.run) : null;
+        return this.runs.admit({
+          event,
+          readmit,
+          log,
+          user,
+          run: failed?.run ?? prepared?.run ?? null,
+          terminal: failed?.terminal ?? null,
+          // The table is built when the unit is submitted: it sees every run started before it.
+          conversation: c && {
+            ref: c,
+            table: decisionTable(mode!, sub.event.event_type === 'message.received', this.starter.steerableRun(c.key)),
+            item: steeringItem(eventId, sub, agent.runner_id, now, traceparent),
+            submission: sub as unknown as JsonObject,
+          },
+        });
+      };
+      outcome = await telemetry.tracing.inSpan('writer commit', {}, () =>
+        c && prepared ? this.starter.whileStarting(prepared, c.key, submit) : submit(),
+      );
+      if (outcome.admitted || outcome.existing !== null) {
+        break;
+      }
+      // The conversation was free after all: prepare the run and submit again.
+      prepared = await this.starter.prepare(runId, eventId, sub, agent, live, now);
     }
-    if (!live) {
-      return this.failUnavailable(event, prepared.run, logRow, readmit, bodyHash);
-    }
-    const stored = prepared.run.context as { context: Record<string, unknown> };
-    const outcome = await telemetry.tracing.inSpan('writer commit', {}, () =>
-      this.runs.admit({
-        event,
-        run: prepared.run,
-        log: logRow,
-        user,
-        terminal: null,
-        readmit,
-        // The event's position in the event log (the EventPage cursor), known once its row is written.
-        contextAt: (event_seq) => ({ ...stored, context: { ...stored.context, event_seq } }),
-      }),
-    );
-    if (!outcome.admitted) {
+    if (!outcome?.admitted) {
+      if (!outcome?.existing) {
+        throw new DomainError(
+          'unavailable',
+          'the conversation changed under admission too often; send the event again',
+          {
+            event_id: eventId,
+          },
+        );
+      }
       // A concurrent duplicate won the insert: answer like it.
       return this.duplicate(outcome.existing, bodyHash);
     }
-    telemetry.eventAdmitted('started', agent.runner_id);
-    telemetry.tracing.runStarted(runId, {
-      'runnerhost.runner_id': agent.runner_id,
-      'runnerhost.agent_id': agent.agent_id,
-    });
-    prepared.context.context = { ...prepared.context.context!, event_seq: outcome.event_seq };
-    this.starter.dispatch(prepared, agent, live);
-    return { event_id: eventId, disposition: 'started', run_id: runId, replayed: false };
+    return this.afterCommit(outcome, event, agent, prepared, live, c, mode);
+  }
+
+  /** What the committed disposition sets going, and the answer. */
+  private afterCommit(
+    outcome: Extract<AdmitOutcome, { admitted: true }>,
+    event: EventEntity,
+    agent: AgentEntity,
+    prepared: PreparedRun | null,
+    live: LiveRunner | undefined,
+    c: ConversationRef | null,
+    mode: ConcurrencyMode | null,
+  ): Admission {
+    telemetry.eventAdmitted(outcome.disposition, agent.runner_id);
+    if (outcome.disposition === 'started' || outcome.disposition === 'queued') {
+      telemetry.tracing.runStarted(outcome.run_id!, {
+        'runnerhost.runner_id': agent.runner_id,
+        'runnerhost.agent_id': agent.agent_id,
+      });
+    }
+    const base = { event_id: event.event_id, run_id: outcome.run_id, replayed: false };
+    switch (outcome.disposition) {
+      case 'started':
+        this.starter.dispatch(prepared!, agent, live!, outcome.event_seq);
+        return { ...base, disposition: 'started' };
+      case 'failed': {
+        // No runner to take the run: recorded, failed `runner.unavailable` with its terminal
+        // result (its stream ends like any other); the caller gets a retryable 503.
+        const reason = unavailableRun(prepared!.run).reason;
+        telemetry.runEnded(agent.runner_id, 'failed', event.received_at);
+        this.logger.warn({ run_id: outcome.run_id, msg: `run failed at admission: ${reason}` });
+        throw unavailableError(event.event_id, outcome.run_id!, reason);
+      }
+      case 'rejected':
+        throw rejectedError(event.event_id, outcome.run_id);
+      case 'steered':
+        this.signals.publish({ kind: 'steering', run_id: outcome.run_id! });
+        telemetry.steered(outcome.position ?? 0);
+        telemetry.tracing.steeredInto(outcome.run_id!);
+        return { ...base, disposition: 'steered', position: outcome.position ?? undefined };
+      case 'queued': {
+        // Readers may follow the run before it starts.
+        this.lifecycle.openWaiting(outcome.run_id!);
+        const interrupted = mode === 'interrupt' ? outcome.running_run_id : null;
+        if (interrupted) {
+          this.signals.publish({
+            kind: 'cancel',
+            run_id: interrupted,
+            reason: `interrupted by event ${event.event_id}`,
+          });
+        }
+        this.signals.publish({ kind: 'conversation', key: c!.key });
+        return { ...base, disposition: 'queued', ...(interrupted ? { interrupted_run_id: interrupted } : {}) };
+      }
+    }
+  }
+
+  private modeOf(sub: EventSubmission, agent: AgentEntity, live: LiveRunner | undefined): ConcurrencyMode {
+    const agentMode = (agent.concurrency_policy as { mode?: ConcurrencyMode }).mode;
+    return effectiveMode(sub.concurrency, agentMode, live?.runner.manifest.capabilities?.steering === true);
+  }
+
+  /** Nothing running, nothing waiting (read before the commit; the unit decides under the lock). */
+  private async looksFree(c: ConversationRef): Promise<boolean> {
+    const s = await this.steering.situation(c);
+    return s.running_run_id === null && s.waiting === 0;
   }
 
   private duplicate(previous: EventEntity, bodyHash: string): Admission {
@@ -129,36 +229,6 @@ export class AdmissionService {
       throw rejectedError(previous.event_id, previous.run_id);
     }
     return { event_id: previous.event_id, disposition: previous.disposition, run_id: previous.run_id, replayed: true };
-  }
-
-  /**
-   * No runner to take the run: the event and its run are recorded, the run failed
-   * `runner.unavailable` with its terminal result (its stream ends like any other), and the
-   * caller gets a retryable 503. The same event may be sent again.
-   */
-  private async failUnavailable(
-    event: EventEntity,
-    run: NewRun,
-    logRow: ReturnType<typeof eventLogRow>,
-    readmit: boolean,
-    bodyHash: string,
-  ): Promise<Admission> {
-    const failed = unavailableRun(run);
-    const outcome = await this.runs.admit({
-      event,
-      run: failed.run,
-      log: { ...logRow, metadata: { ...logRow.metadata, disposition: 'failed', error_code: 'runner.unavailable' } },
-      user: null,
-      terminal: failed.terminal,
-      readmit,
-    });
-    if (!outcome.admitted) {
-      return this.duplicate(outcome.existing, bodyHash);
-    }
-    telemetry.eventAdmitted('failed', run.runner_id);
-    telemetry.runEnded(run.runner_id, 'failed', run.created_at);
-    this.logger.warn({ run_id: run.run_id, msg: `run failed at admission: ${failed.reason}` });
-    throw unavailableError(event.event_id, run.run_id, failed.reason);
   }
 
   private async previous(eventId: string | null, key: string | null): Promise<EventEntity | null> {

@@ -4,14 +4,7 @@ import { deliveryPolicySchema } from '@libs/agents';
 import { DeliveryService, deliveryPlan, deliveryContextOf, type DeliveryOp, type DeliveryPlan } from '@libs/delivery';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { StateService, TranscriptService, conversationOf } from '@libs/conversations';
-import {
-  RunsRepository,
-  SteeringRepository,
-  conversationKey,
-  type JsonObject,
-  type NewResult,
-  type RunEnd,
-} from '@libs/persistence';
+import { RunsRepository, conversationKey, type JsonObject, type NewResult, type RunEnd } from '@libs/persistence';
 import type { RunStatus } from '@libs/protocol';
 import type { RunnerSession } from '@libs/runner-gateway';
 import { ActiveRuns } from './active-runs';
@@ -64,7 +57,6 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
 
   constructor(
     private readonly runs: RunsRepository,
-    private readonly steering: SteeringRepository,
     @Inject(SIGNAL_PORT) private readonly signals: SignalPort,
     private readonly active: ActiveRuns,
     private readonly bus: RunStreamBus,
@@ -115,7 +107,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
         retryable: true,
       };
       const outbox = await this.deliveries.interrupted(row);
-      const { released } = await this.steering.endRun(
+      const { released } = await this.runs.end(
         resultRow(verdictResult(row.run_id, sequence, verdict)),
         { ...endOf(verdict), finished_at: Date.now() },
         null,
@@ -127,6 +119,33 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
         msg: `run interrupted by a host restart${released ? `; ${released} steering item(s) re-dispatched` : ''}`,
       });
     }
+  }
+
+  /** Opens the results channel of a run that waits in its conversation: its readers follow it before it starts. */
+  openWaiting(runId: string): void {
+    this.bus.open(runId);
+  }
+
+  /**
+   * A run waiting in its conversation (`queued`) has no live channel yet when this process did
+   * not queue it (e.g. after a restart): one is opened, so its readers follow it until it ends.
+   */
+  async followWaiting(runId: string): Promise<void> {
+    if (this.bus.follow(runId) || (await this.runs.status(runId)) !== 'queued') {
+      return;
+    }
+    this.bus.open(runId);
+    // It may have ended between the read and the open: then nothing would ever end the channel.
+    const now = await this.runs.status(runId);
+    if (now !== 'queued' && now !== 'running') {
+      this.bus.end(runId);
+    }
+  }
+
+  /** A waiting run ended before it started (its end committed): its readers see the terminal result, the channel ends. */
+  endedWaiting(terminal: ResultView): void {
+    this.bus.publish(terminal);
+    this.bus.end(terminal.run_id);
   }
 
   /** Registers a dispatched run and arms its deadline. */
@@ -281,7 +300,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
         : null;
     const end = { ...outcome, usage: outcome.usage ?? null, finished_at: Date.now() };
     const ops = run.delivery?.onEnd(terminal, outcome.status as RunStatus) ?? [];
-    const written = this.steering.endRun(resultRow(terminal), end, effects.state, assistant, this.outboxRows(run, ops));
+    const written = this.runs.end(resultRow(terminal), end, effects.state, assistant, this.outboxRows(run, ops));
     this.enqueue(run, async () => {
       try {
         await written.catch(async (e: unknown) => {
@@ -301,7 +320,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
             error_code: 'host.persistence_failed',
             retryable: true,
           };
-          return this.steering.endRun(resultRow(terminal), { ...outcome, finished_at: Date.now() });
+          return this.runs.end(resultRow(terminal), { ...outcome, finished_at: Date.now() });
         });
         this.bus.publish(terminal);
         this.deliveries.published(ops, run.delivery?.plan ?? null);

@@ -7,6 +7,7 @@ import { runTimeoutSeconds, type RunnerManifest } from '@libs/protocol';
 import { planOf, type DeliveryContext } from '@libs/delivery';
 import { RunnerDispatch, type ConnectedRunner, type RunnerSession } from '@libs/runner-gateway';
 import type { RunContext } from '@libs/proto';
+import { ActiveRuns } from './active-runs';
 import { AdmissionCatalog } from './admission-catalog';
 import type { EventSubmission } from './event-submission';
 import { buildRunContext, contextJson, type RunAccess } from './run-context.builder';
@@ -52,15 +53,17 @@ export function scopeOf(sub: EventSubmission, agent: AgentEntity, pluginId: stri
 export class RunStarter {
   private readonly logger = new Logger('Admission');
   /**
-   * Runs whose start is being committed, and whether they may pull steering: a follow-up admitted
-   * in the same commit as the start (before the run is registered) can already be steered into it.
+   * Runs whose start is being committed, by conversation key, and whether they may pull
+   * steering: a follow-up admitted in the same commit group as the start (before the run is
+   * registered) can already be steered into it.
    */
-  private readonly starting = new Map<string, boolean>();
+  private readonly starting = new Map<string, { run_id: string; steerable: boolean }>();
 
   constructor(
     private readonly catalog: AdmissionCatalog,
     private readonly runners: RunnerDispatch,
     private readonly lifecycle: RunLifecycleService,
+    private readonly active: ActiveRuns,
     private readonly transcript: TranscriptService,
     private readonly state: StateService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -103,28 +106,41 @@ export class RunStarter {
     return { scope, access, context, run };
   }
 
-  /** Marks a prepared run as starting (see `starting`) until `done` settles. */
-  async whileStarting<T>(prepared: PreparedRun, done: Promise<T>): Promise<T> {
-    const runId = prepared.run.run_id;
-    this.starting.set(runId, prepared.access.snapshot.available_apis.steering_pull);
+  /** Marks a prepared run of a conversation as starting (see `starting`) until `done` settles. */
+  async whileStarting<T>(prepared: PreparedRun, conversationKey: string, done: () => Promise<T>): Promise<T> {
+    const entry = { run_id: prepared.run.run_id, steerable: prepared.access.snapshot.available_apis.steering_pull };
+    // The first start in flight stays: a concurrent one finds it running and may steer into it.
+    if (!this.starting.has(conversationKey)) {
+      this.starting.set(conversationKey, entry);
+    }
     try {
-      return await done;
+      return await done();
     } finally {
-      this.starting.delete(runId);
+      if (this.starting.get(conversationKey) === entry) {
+        this.starting.delete(conversationKey);
+      }
     }
   }
 
-  /** True while a run's start is being committed and its grants allow steering. */
-  startingSteerable(runId: string): boolean {
-    return this.starting.get(runId) === true;
+  /**
+   * The conversation's run in this process that can take steering now — active, or being
+   * started — for the admission decision table; null when none.
+   */
+  steerableRun(conversationKey: string): string | null {
+    const starting = this.starting.get(conversationKey);
+    return this.active.steerableIn(conversationKey) ?? (starting?.steerable ? starting.run_id : null);
   }
 
   /**
    * Registers the run as active and sends it to the runner — only on the session it was
-   * prepared for: a runner that went meanwhile fails it `runner.disconnected`.
+   * prepared for: a runner that went meanwhile fails it `runner.disconnected`. `eventSeq`: the
+   * event's position in the event log, as the admission unit wrote it in the stored context.
    */
-  dispatch(prepared: PreparedRun, agent: AgentEntity, live: LiveRunner): void {
+  dispatch(prepared: PreparedRun, agent: AgentEntity, live: LiveRunner, eventSeq: number | null): void {
     const runId = prepared.run.run_id;
+    if (eventSeq !== null) {
+      prepared.context.context = { ...prepared.context.context!, event_seq: eventSeq };
+    }
     const session = this.runners.target(agent.runner_id)?.session;
     const delivery = planOf(agent.delivery_policy, prepared.context.delivery as DeliveryContext);
     const active = this.lifecycle.start(runId, agent, session ?? live.session, prepared.access.snapshot, delivery);

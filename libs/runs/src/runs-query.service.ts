@@ -115,28 +115,12 @@ export class RunsQueryService {
   }
 
   /**
-   * A run waiting in its conversation (`queued`) has no live channel yet when this process did
-   * not queue it (e.g. after a restart): one is opened, so its readers follow it until it ends.
-   */
-  private async followWaiting(runId: string): Promise<void> {
-    if (this.bus.follow(runId) || (await this.runs.status(runId)) !== 'queued') {
-      return;
-    }
-    this.bus.open(runId);
-    // It may have ended between the read and the open: then nothing would ever end the channel.
-    const now = await this.runs.status(runId);
-    if (now !== 'queued' && now !== 'running') {
-      this.bus.end(runId);
-    }
-  }
-
-  /**
    * The run's results as a stream (docs/api.md#streams): committed ones with sequence > a cursor,
    * then live ones as they are accepted; its last item is the terminal result. Works during and
    * after the run.
    */
   async results(runId: string): Promise<StreamSource<ResultView>> {
-    await this.followWaiting(runId);
+    await this.lifecycle.followWaiting(runId);
     return {
       ...RESULT_EVENTS,
       follow: () => this.bus.follow(runId),

@@ -15,7 +15,6 @@ import { RunStreamBus } from './run-stream.bus';
 import { RunsQueryService } from './runs-query.service';
 import { ToolTelemetryForwarder } from './tool-telemetry';
 import { RunStarter } from './run-start';
-import { ConversationAdmission } from './conversations/conversation-admission';
 import { ConversationDispatcher } from './conversations/conversation-dispatcher';
 import { SteeringService } from './conversations/steering.service';
 import { SteeringAdminService } from './conversations/steering-admin.service';
@@ -36,7 +35,6 @@ import { WorkspaceQuotaGate } from './workspace-quotas';
     RunsQueryService,
     ToolTelemetryForwarder,
     RunStarter,
-    ConversationAdmission,
     ConversationDispatcher,
     SteeringService,
     SteeringAdminService,

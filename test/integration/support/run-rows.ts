@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type {
-  AdmitRows,
+  AdmissionRows,
   EventEntity,
   NewEventLog,
   NewResult,
@@ -106,7 +106,7 @@ export function transcriptRow(
 }
 
 /** A new admission of `event` (run, event log row, optional user row), not a retry. */
-export function admission(event: EventEntity, run: NewRun, user: NewTranscriptRow | null = null): AdmitRows {
+export function admission(event: EventEntity, run: NewRun, user: NewTranscriptRow | null = null): AdmissionRows {
   return { event, run, log: logOf(event), user, terminal: null, readmit: false };
 }
 

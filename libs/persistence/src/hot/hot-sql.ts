@@ -151,11 +151,14 @@ export const SQL = {
   insertEvent: insert('insert_event', 'events', EVENT_COLUMNS, ' ON CONFLICT DO NOTHING'),
   eventById: stmt('event_by_id', 'SELECT * FROM "events" WHERE "event_id" = ?'),
   eventByKey: stmt('event_by_key', 'SELECT * FROM "events" WHERE "idempotency_key" = ?'),
-  /** Re-admits an event whose run failed at admission (runner unavailable), only from that state. */
+  /**
+   * Re-admits an event that was not accepted (failed: no runner; rejected: a busy conversation),
+   * only from those states and with the same body (admission-unit.ts: the one readmission rule).
+   */
   readmitEvent: stmt(
     'readmit_event',
     `UPDATE "events" SET "disposition" = ?, "run_id" = ?, "received_at" = ?, "idempotency_key" = COALESCE("idempotency_key", ?)
-     WHERE "event_id" = ? AND "disposition" = 'failed' AND "body_hash" = ?`,
+     WHERE "event_id" = ? AND "disposition" IN ('failed', 'rejected') AND "body_hash" = ?`,
   ),
   insertRun: insert('insert_run', 'runs', RUN_COLUMNS),
   insertEventLog: insert('insert_event_log', 'event_log', EVENT_LOG_COLUMNS, ' RETURNING "id"'),

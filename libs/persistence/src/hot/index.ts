@@ -5,5 +5,6 @@ export { WriteQueue, type WriterDriver, type WriterStats } from './write-queue';
 export * from './run-units';
 export * from './outbox-units';
 export * from './steering-rows';
-export * from './steering-units';
+export * from './admission-decision';
+export * from './admission-unit';
 export * from './steering-queue-units';

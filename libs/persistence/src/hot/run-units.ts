@@ -1,6 +1,6 @@
 /**
  * The units of work of the run path, for the one writer (see unit.ts). Each is one all-or-nothing
- * step of a run: its admission, one result, its end.
+ * step of a run: one result, its end (its admission: admission-unit.ts).
  */
 import type {
   AuditEntity,
@@ -14,10 +14,8 @@ import type { NewTranscriptRow } from './transcript-row';
 import {
   AUDIT_COLUMNS,
   MODEL_USAGE_COLUMNS,
-  EVENT_COLUMNS,
   EVENT_LOG_COLUMNS,
   RESULT_COLUMNS,
-  RUN_COLUMNS,
   SQL,
   TRANSCRIPT_COLUMNS,
 } from './hot-sql';
@@ -54,28 +52,6 @@ export function eventFromRow(r: Row): EventEntity {
   };
 }
 
-export type AdmitOutcome =
-  { admitted: true; transcript_seq: number | null; event_seq: number } | { admitted: false; existing: EventEntity };
-
-export interface AdmitRows {
-  event: EventEntity;
-  run: NewRun;
-  log: NewEventLog;
-  user: NewTranscriptRow | null;
-  /** Set when the run failed at admission: its terminal result, so its stream ends like any other. */
-  terminal: NewResult | null;
-  /** Re-admits an event whose earlier run failed at admission (same id and body). */
-  readmit: boolean;
-  /** The stored run context, given the event's event-log position (`event_seq`) once it is known. */
-  contextAt?: (eventSeq: number) => RunEntity['context'];
-}
-
-function* existingEvent(e: EventEntity): Unit<EventEntity | undefined> {
-  const byKey = e.idempotency_key ? yield* one<Row>(SQL.eventByKey, [e.idempotency_key]) : undefined;
-  const row = byKey ?? (yield* one<Row>(SQL.eventById, [e.event_id]));
-  return row ? eventFromRow(row) : undefined;
-}
-
 export function* appendTranscriptUnit(row: NewTranscriptRow): Unit<number> {
   yield* one(SQL.lockConversation, [`transcript:${row.conversation_id}`]);
   const r = yield* one<{ seq: number | string }>(SQL.insertTranscript, [
@@ -83,46 +59,6 @@ export function* appendTranscriptUnit(row: NewTranscriptRow): Unit<number> {
     row.conversation_id,
   ]);
   return Number(r?.seq);
-}
-
-/**
- * Admission in one transaction: the event row is the guard — inserted, or (a duplicate, maybe a
- * concurrent one) the existing row is returned and nothing else is written.
- */
-export function* admitUnit(a: AdmitRows): Unit<AdmitOutcome> {
-  const e = a.event;
-  if (a.readmit && e.idempotency_key) {
-    // The retry brings a key another event took meanwhile: that event is the answer.
-    const holder = yield* one<Row>(SQL.eventByKey, [e.idempotency_key]);
-    if (holder && holder.event_id !== e.event_id) {
-      return { admitted: false, existing: eventFromRow(holder) };
-    }
-  }
-  const claimed = a.readmit
-    ? yield* exec(SQL.readmitEvent, [
-        e.disposition,
-        e.run_id,
-        e.received_at,
-        e.idempotency_key,
-        e.event_id,
-        e.body_hash,
-      ])
-    : yield* exec(SQL.insertEvent, rowParams(EVENT_COLUMNS, e as unknown as Row));
-  if (claimed === 0) {
-    const existing = yield* existingEvent(e);
-    if (!existing) {
-      throw new Error(`event ${e.event_id} conflicted but cannot be read`);
-    }
-    return { admitted: false, existing };
-  }
-  const eventSeq = yield* eventLogUnit(a.log);
-  const run = a.contextAt ? { ...a.run, context: a.contextAt(eventSeq) } : a.run;
-  yield* exec(SQL.insertRun, rowParams(RUN_COLUMNS, run));
-  const seq = a.user ? yield* appendTranscriptUnit(a.user) : null;
-  if (a.terminal) {
-    yield* exec(SQL.insertResult, rowParams(RESULT_COLUMNS, a.terminal));
-  }
-  return { admitted: true, transcript_seq: seq, event_seq: eventSeq };
 }
 
 /** One accepted result and what it implies (a `state.updated` write, delivery ops), together. */

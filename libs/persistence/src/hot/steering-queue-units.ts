@@ -1,11 +1,12 @@
 /**
  * The steering queue of a run and the runs that wait in a conversation
  * (docs/conversations-and-steering.md), for the one writer: a pull (each item handed out once), the
- * release of a run's undrained items at its end, the start or failure of a waiting run, and the
- * release of orphans at boot. Each is one transaction.
+ * release of a run's undrained items at its end, the failure of a waiting run, and the release of
+ * orphans at boot (its start: admission-unit.ts). Each is one transaction.
  */
 import { randomUUID } from 'node:crypto';
 import type { JsonObject } from '../entities';
+import { waitingRunRow } from './admission-unit';
 import type { NewTranscriptRow } from '../repositories/context.repository';
 import type { NewOutboxRow } from './outbox-units';
 import { RESULT_COLUMNS, RUN_COLUMNS, SQL } from './hot-sql';
@@ -14,20 +15,12 @@ import {
   finishUnit,
   type NewEventLog,
   type NewResult,
-  type NewRun,
   type RunEnd,
   type StateWrite,
 } from './run-units';
 import { STEERING_SQL } from './steering-sql';
-import {
-  conversationLock,
-  situationOf,
-  steeringFromRow,
-  type ConversationRef,
-  type Row,
-  type SteeringRow,
-} from './steering-rows';
-import { bool, exec, json, one, rowParams, rows, type Unit } from './unit';
+import { steeringFromRow, type Row, type SteeringRow } from './steering-rows';
+import { bool, exec, rowParams, rows, type Unit } from './unit';
 
 /** The event-log row of a steering transition of an item. */
 function transition(
@@ -81,32 +74,6 @@ export function* pullUnit(runId: string, limit: number, mode: string, at: number
   return out;
 }
 
-/** A run's row when it has to wait (started later by the conversation dispatcher). */
-export function queuedRunRow(runId: string, eventId: string, c: Omit<ConversationRef, 'key'>, at: number): NewRun {
-  return {
-    run_id: runId,
-    event_id: eventId,
-    agent_id: c.agent_id,
-    runner_id: c.runner_id,
-    conversation_id: c.conversation_id,
-    thread_id: c.thread_id,
-    workspace_id: c.workspace_id,
-    status: 'queued',
-    status_reason: 'waiting for the conversation',
-    error_code: null,
-    retryable: null,
-    context: {},
-    usage: null,
-    authorization: null,
-    authorization_hash: null,
-    created_at: at,
-    started_at: null,
-    finished_at: null,
-    deadline_at: null,
-    cancel_requested_at: null,
-  };
-}
-
 /**
  * Zero loss at a run's end: every item still queued on it is recorded `steering.dropped`, then
  * re-dispatched as a run of its own (queued, started in arrival order). Returns their number.
@@ -118,7 +85,7 @@ export function* releaseRunUnit(runId: string, at: number): Unit<number> {
     if ((yield* exec(STEERING_SQL.markRedispatched, [at, at, next, item.id])) !== 1) {
       continue;
     }
-    yield* exec(SQL.insertRun, rowParams(RUN_COLUMNS, queuedRunRow(next, item.event_id, item, at)));
+    yield* exec(SQL.insertRun, rowParams(RUN_COLUMNS, waitingRunRow(next, item.event_id, item, at)));
     const position = item.position;
     yield* eventLogUnit(
       transition(item, 'steering.dropped', runId, { status: 'dropped', reason: 'run_ended', position }, at),
@@ -147,43 +114,6 @@ export function* endRunUnit(
   const ended = yield* finishUnit(terminal, end, state, assistant, outbox);
   const released = ended ? yield* releaseRunUnit(terminal.run_id, end.finished_at) : 0;
   return { ended, released };
-}
-
-export interface QueuedStart {
-  conversation: ConversationRef;
-  item_id: number;
-  run_id: string;
-  context: JsonObject;
-  authorization: JsonObject;
-  authorization_hash: string;
-  started_at: number;
-  deadline_at: number | null;
-}
-
-/**
- * A waiting run starts — only if the conversation has no running run and it is still the
- * conversation's next item (else 'busy' / 'moved', nothing written); 'gone' when the run ended meanwhile.
- */
-export function* startQueuedUnit(s: QueuedStart): Unit<'started' | 'busy' | 'moved' | 'gone'> {
-  yield* conversationLock(s.conversation);
-  const situation = yield* situationOf(s.conversation);
-  if (situation.running_run_id) {
-    return 'busy';
-  }
-  const next = yield* one<Row>(STEERING_SQL.nextWaiting, [s.conversation.key]);
-  if (!next || Number(next.id) !== s.item_id) {
-    return 'moved';
-  }
-  const changed = yield* exec(STEERING_SQL.startQueuedRun, [
-    json(s.context),
-    json(s.authorization),
-    s.authorization_hash,
-    s.started_at,
-    s.deadline_at,
-    s.run_id,
-  ]);
-  yield* exec(STEERING_SQL.markDispatched, [changed ? 'started' : 'failed', s.started_at, s.item_id]);
-  return changed ? 'started' : 'gone';
 }
 
 /**

@@ -29,12 +29,6 @@ const ITEM = `"id", "conversation_key", "agent_id", "runner_id", "conversation_i
   "state", "run_id", "position", "next_run_id", "dispatch", "item", "submission", "created_at", "redispatched_at"`;
 
 export const STEERING_SQL = {
-  /** Events not accepted (runner unavailable, rejected) may be sent again with the same body. */
-  readmitEvent: stmt(
-    'readmit_event_conversation',
-    `UPDATE "events" SET "disposition" = ?, "run_id" = ?, "received_at" = ?, "idempotency_key" = COALESCE("idempotency_key", ?)
-     WHERE "event_id" = ? AND "disposition" IN ('failed', 'rejected') AND "body_hash" = ?`,
-  ),
   /** The running run of a conversation (at most one: uq_runs_running_conversation). */
   runningRun: stmt(
     'running_run',

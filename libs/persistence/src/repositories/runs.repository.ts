@@ -5,18 +5,16 @@ import type { RunStatus } from '@libs/protocol';
 import { EventEntity, RunEntity } from '../entities';
 import { HotStore } from '../hot/hot-store';
 import { SQL } from '../hot/hot-sql';
+import { admitUnit, type AdmissionRows, type AdmitOutcome } from '../hot/admission-unit';
 import {
-  admitUnit,
   cancelRequestedUnit,
   eventFromRow,
-  finishUnit,
   resultUnit,
-  type AdmitOutcome,
-  type AdmitRows,
   type NewResult,
   type RunEnd,
   type StateWrite,
 } from '../hot/run-units';
+import { endRunUnit } from '../hot/steering-queue-units';
 import type { NewOutboxRow } from '../hot/outbox-units';
 import { one, rows } from '../hot/unit';
 import type { NewTranscriptRow } from './context.repository';
@@ -52,11 +50,12 @@ export class RunsRepository {
   ) {}
 
   /**
-   * Records an event (new, or a retry of one whose run failed at admission), its run, its event
-   * log row and the user's transcript row, atomically; a duplicate writes nothing and returns the
-   * event already recorded.
+   * Admits an event (new, or a retry of one that was not accepted) in one commit: the decision
+   * under its conversation's lock, then the event, its log row, and by disposition its run, its
+   * steering item or its waiting run, and the user's transcript row (hot/admission-unit.ts). A
+   * duplicate writes nothing and returns the event recorded first.
    */
-  admit(a: AdmitRows): Promise<AdmitOutcome> {
+  admit(a: AdmissionRows): Promise<AdmitOutcome> {
     return this.hot.write(() => admitUnit(a));
   }
 
@@ -102,17 +101,29 @@ export class RunsRepository {
   }
 
   /**
-   * Records a run's end atomically — final status, terminal result, its state write, the
-   * assistant transcript row — if the run is still active; false (nothing written) when it ended.
+   * The end of a run in one commit — final status, terminal result, its state write, its last
+   * delivery ops, the assistant transcript row, and the release of its undrained steering items —
+   * if the run is still active (`ended` false, nothing written, when it already ended).
    */
-  finish(
+  end(
+    terminal: NewResult,
+    end: RunEnd,
+    state: StateWrite | null = null,
+    assistant: NewTranscriptRow | null = null,
+    outbox: readonly NewOutboxRow[] = [],
+  ): Promise<{ ended: boolean; released: number }> {
+    return this.hot.write(() => endRunUnit(terminal, end, state, assistant, outbox));
+  }
+
+  /** `end`, answering only whether the run ended now. */
+  async finish(
     terminal: NewResult,
     end: RunEnd,
     state: StateWrite | null = null,
     assistant: NewTranscriptRow | null = null,
     outbox: readonly NewOutboxRow[] = [],
   ): Promise<boolean> {
-    return this.hot.write(() => finishUnit(terminal, end, state, assistant, outbox));
+    return (await this.end(terminal, end, state, assistant, outbox)).ended;
   }
 
   markCancelRequested(runId: string, at: number): Promise<void> {

@@ -3,17 +3,10 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { In, LessThan, Repository, type FindOptionsWhere } from 'typeorm';
 import { EventEntity, EventLogEntity, RunEntity, SteeringItemEntity } from '../entities';
 import { HotStore } from '../hot/hot-store';
-import type { NewOutboxRow } from '../hot/outbox-units';
-import type { NewResult, RunEnd, StateWrite } from '../hot/run-units';
+import { startWaitingUnit, type WaitingStart, type WaitingStartOutcome } from '../hot/admission-unit';
+import type { NewResult, RunEnd } from '../hot/run-units';
 import { STEERING_SQL } from '../hot/steering-sql';
-import {
-  endRunUnit,
-  failQueuedUnit,
-  pullUnit,
-  releaseOrphansUnit,
-  startQueuedUnit,
-  type QueuedStart,
-} from '../hot/steering-queue-units';
+import { failQueuedUnit, pullUnit, releaseOrphansUnit } from '../hot/steering-queue-units';
 import {
   situationOf,
   steeringFromRow,
@@ -21,13 +14,7 @@ import {
   type ConversationSituation,
   type SteeringRow,
 } from '../hot/steering-rows';
-import {
-  admitConversationUnit,
-  type ConversationAdmitOutcome,
-  type ConversationAdmitRows,
-} from '../hot/steering-units';
 import { one, rows } from '../hot/unit';
-import type { NewTranscriptRow } from './context.repository';
 
 export interface SteeringFilter {
   run_id?: string;
@@ -45,8 +32,8 @@ export interface ConversationTimeline {
 }
 
 /**
- * Conversations and steering queues: the hot path (admission, pulls, the end of a run, waiting
- * runs) through the one writer; the admin views through TypeORM.
+ * Conversations and steering queues: the hot path (pulls, waiting runs) through the one writer;
+ * the admin views through TypeORM. Admission and the end of a run: RunsRepository.
  */
 @Injectable()
 export class SteeringRepository {
@@ -58,31 +45,17 @@ export class SteeringRepository {
     @InjectRepository(EventLogEntity) private readonly log: Repository<EventLogEntity>,
   ) {}
 
-  admit(a: ConversationAdmitRows): Promise<ConversationAdmitOutcome> {
-    return this.hot.write(() => admitConversationUnit(a));
-  }
-
   pull(runId: string, limit: number, mode: string): Promise<SteeringRow[]> {
     return this.hot.write(() => pullUnit(runId, limit, mode, Date.now()));
-  }
-
-  /** The end of a run and the release of its undrained steering items, in one commit. */
-  endRun(
-    terminal: NewResult,
-    end: RunEnd,
-    state: StateWrite | null = null,
-    assistant: NewTranscriptRow | null = null,
-    outbox: readonly NewOutboxRow[] = [],
-  ): Promise<{ ended: boolean; released: number }> {
-    return this.hot.write(() => endRunUnit(terminal, end, state, assistant, outbox));
   }
 
   releaseOrphans(): Promise<number> {
     return this.hot.write(() => releaseOrphansUnit(Date.now()));
   }
 
-  startQueued(s: QueuedStart): Promise<'started' | 'busy' | 'moved' | 'gone'> {
-    return this.hot.write(() => startQueuedUnit(s));
+  /** A waiting run starts, if its conversation is free and it is next (hot/admission-unit.ts). */
+  startWaiting(w: WaitingStart): Promise<WaitingStartOutcome> {
+    return this.hot.write(() => startWaitingUnit(w));
   }
 
   failQueued(itemId: number, terminal: NewResult, end: RunEnd): Promise<boolean> {
@@ -96,11 +69,6 @@ export class SteeringRepository {
   async nextWaiting(key: string): Promise<SteeringRow | null> {
     const r = await this.hot.read(one<Record<string, unknown>>(STEERING_SQL.nextWaiting, [key]));
     return r ? steeringFromRow(r) : null;
-  }
-
-  async eventSeq(eventId: string): Promise<number | null> {
-    const r = await this.hot.read(one<{ id: number | string | null }>(STEERING_SQL.eventSeq, [eventId]));
-    return r?.id === null || r?.id === undefined ? null : Number(r.id);
   }
 
   async itemOfNextRun(runId: string): Promise<SteeringRow | null> {

@@ -1,4 +1,4 @@
-import type { ConversationSituation, Disposition } from '@libs/persistence';
+import type { DecisionTable } from '@libs/persistence';
 
 /** What a follow-up does while its conversation is busy (docs/conversations-and-steering.md#concurrency-policies). */
 export const CONCURRENCY_MODES = ['steer', 'queue', 'interrupt', 'reject'] as const;
@@ -24,35 +24,21 @@ export function effectiveMode(
 }
 
 /**
- * The disposition of an event, given its conversation (read under the conversation's lock):
+ * The decision table of an event's admission (applied by the admission unit under the
+ * conversation's lock, `decide` in libs/persistence):
  * - a free conversation (nothing running, nothing waiting) starts a run, whatever the mode;
  * - `reject` refuses it while the conversation is busy;
- * - `steer` queues it on the running run when that run can take it (its runner pulls steering,
- *   the event is a message, the queue has room) and nothing waits before it — a follow-up never
- *   overtakes an earlier message; otherwise it waits as the next run (`queued`);
+ * - `steer` queues it on the running run when that run can take it — `steerInto`: this process's
+ *   run of the conversation whose runner pulls steering — the event is a message, the queue has
+ *   room and nothing waits before it (a follow-up never overtakes an earlier message); otherwise
+ *   it waits as the next run (`queued`);
  * - `queue` and `interrupt` wait as the next run (an interrupt also cancels the running run,
  *   after the commit).
  */
-export function decideDisposition(
-  mode: ConcurrencyMode,
-  s: ConversationSituation,
-  canSteerInto: (runId: string) => boolean,
-): Disposition {
-  if (s.running_run_id === null && s.waiting === 0) {
-    return 'started';
-  }
-  switch (mode) {
-    case 'reject':
-      return 'rejected';
-    case 'steer':
-      return s.running_run_id !== null &&
-        s.waiting === 0 &&
-        s.queued_on_run < MAX_STEERING_QUEUE &&
-        canSteerInto(s.running_run_id)
-        ? 'steered'
-        : 'queued';
-    case 'queue':
-    case 'interrupt':
-      return 'queued';
-  }
+export function decisionTable(mode: ConcurrencyMode, isMessage: boolean, steerInto: string | null): DecisionTable {
+  return {
+    busy: mode === 'reject' ? 'rejected' : 'queued',
+    steer_into: mode === 'steer' && isMessage ? steerInto : null,
+    max_queue: MAX_STEERING_QUEUE,
+  };
 }

@@ -3,7 +3,6 @@ import type { AgentEntity, SteeringRepository, SteeringRow } from '@libs/persist
 import type { AdmissionCatalog } from '../admission-catalog';
 import type { RunLifecycleService } from '../run-lifecycle.service';
 import type { PreparedRun, RunStarter } from '../run-start';
-import type { RunStreamBus } from '../run-stream.bus';
 import { ConversationDispatcher } from './conversation-dispatcher';
 import { InProcessSignals } from './signal-port';
 
@@ -41,12 +40,11 @@ function setup(opts: { waiting: SteeringRow[]; runner?: () => boolean; waitMs?: 
     nextWaiting: () => Promise.resolve(waiting[0] ?? null),
     situation: () =>
       Promise.resolve({ running_run_id: running ? 'run-x' : null, queued_on_run: 0, waiting: waiting.length }),
-    eventSeq: () => Promise.resolve(7),
-    startQueued: (s: { item_id: number }) => {
+    startWaiting: (s: { item_id: number }) => {
       waiting.shift();
       running = true;
       log.push(`start ${s.item_id}`);
-      return Promise.resolve('started');
+      return Promise.resolve({ started: true, event_seq: 7 });
     },
     failQueued: (itemId: number, _t: unknown, end: { error_code: string }) => {
       waiting.shift();
@@ -68,8 +66,9 @@ function setup(opts: { waiting: SteeringRow[]; runner?: () => boolean; waitMs?: 
     }) as unknown as PreparedRun;
   const starter = {
     prepare: (runId: string) => Promise.resolve(prepared(runId)),
-    whileStarting: <T>(_p: PreparedRun, done: Promise<T>) => done,
-    dispatch: (p: PreparedRun) => log.push(`dispatch ${p.run.run_id}`),
+    whileStarting: <T>(_p: PreparedRun, _key: string, done: () => Promise<T>) => done(),
+    dispatch: (p: PreparedRun, _a: unknown, _l: unknown, eventSeq: number) =>
+      log.push(`dispatch ${p.run.run_id}${eventSeq === 7 ? '' : ` (event_seq ${eventSeq})`}`),
   } as unknown as RunStarter;
   // The runner lookup: `runner()` (live connections) or `target()` (the runner dispatch port).
   const live = () => ((opts.runner ?? (() => true))() ? { session: {}, runner: {} } : undefined);
@@ -79,15 +78,14 @@ function setup(opts: { waiting: SteeringRow[]; runner?: () => boolean; waitMs?: 
   const catalog = {
     agent: () => Promise.resolve({ agent_id: 'agent-1', runner_id: 'plugin:a/b/default' } as AgentEntity),
   };
-  const bus = { publish: () => undefined, end: () => undefined } as unknown as RunStreamBus;
+  const lifecycle = { endedWaiting: () => undefined } as unknown as RunLifecycleService;
   const config = { runs: { runnerWaitMs: opts.waitMs ?? 10_000 } } as AppConfig;
   const dispatcher = new ConversationDispatcher(
     steering,
-    {} as RunLifecycleService,
+    lifecycle,
     starter,
     catalog as unknown as AdmissionCatalog,
     connections,
-    bus,
     new InProcessSignals(),
     config,
   );

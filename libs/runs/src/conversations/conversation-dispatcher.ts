@@ -7,7 +7,6 @@ import { AdmissionCatalog } from '../admission-catalog';
 import type { EventSubmission } from '../event-submission';
 import { RunLifecycleService, verdictResult, type HostVerdict } from '../run-lifecycle.service';
 import { RunStarter, type LiveRunner } from '../run-start';
-import { RunStreamBus } from '../run-stream.bus';
 import { SIGNAL_PORT, type SignalPort } from './signal-port';
 
 const RUNNER_POLL_MS = 100;
@@ -37,7 +36,6 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
     private readonly starter: RunStarter,
     private readonly catalog: AdmissionCatalog,
     private readonly runners: RunnerDispatch,
-    private readonly bus: RunStreamBus,
     @Inject(SIGNAL_PORT) private readonly signals: SignalPort,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
@@ -130,32 +128,15 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
     }
     const sub = item.submission as unknown as EventSubmission;
     const prepared = await this.starter.prepare(runId, item.event_id, sub, agent, live, Date.now());
-    // The event's position in the event log, as a run started at admission has it.
-    const eventSeq = await this.steering.eventSeq(item.event_id);
-    if (eventSeq !== null) {
-      prepared.context.context = { ...prepared.context.context!, event_seq: eventSeq };
-      const stored = prepared.run.context as { context: Record<string, unknown> };
-      prepared.run.context = { ...stored, context: { ...stored.context, event_seq: eventSeq } };
-    }
-    const started = await this.starter.whileStarting(
-      prepared,
-      this.steering.startQueued({
-        conversation,
-        item_id: item.id,
-        run_id: runId,
-        context: prepared.run.context,
-        authorization: prepared.run.authorization as JsonObject,
-        authorization_hash: prepared.run.authorization_hash!,
-        started_at: prepared.run.started_at!,
-        deadline_at: prepared.run.deadline_at,
-      }),
+    const started = await this.starter.whileStarting(prepared, conversation.key, () =>
+      this.steering.startWaiting({ conversation, item_id: item.id, run_id: runId, run: prepared.run }),
     );
-    if (started === 'started') {
+    if (started.started) {
       this.logger.log({ run_id: runId, msg: `waiting run started (event ${item.event_id})` });
-      this.starter.dispatch(prepared, agent, live);
+      this.starter.dispatch(prepared, agent, live, started.event_seq);
       return 'started';
     }
-    return started === 'busy' ? 'busy' : 'moved';
+    return started.why === 'busy' ? 'busy' : 'moved';
   }
 
   /** The runner's live session, waiting for it to connect until the item's bound passes. */
@@ -212,8 +193,7 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
     );
     if (ended) {
       this.logger.warn({ run_id: runId, msg: `waiting run ended ${verdict.status}: ${verdict.error}` });
-      this.bus.publish(terminal);
-      this.bus.end(runId);
+      this.lifecycle.endedWaiting(terminal);
     }
     return ended;
   }

@@ -1,0 +1,308 @@
+/**
+ * The one admission unit (docs/conversations-and-steering.md, docs/durability.md), for the one
+ * writer. Every event goes through it; an event without a conversation is a conversation of one
+ * (always free). Under the conversation's lock it reads the situation, applies the decision table
+ * (admission-decision.ts), claims the event row (the idempotency guard), and writes what the
+ * disposition implies: the run (started, or failed at admission), the steering item (steered), the
+ * waiting run (queued), or nothing more (rejected). The run is prepared by the caller only when it
+ * expects a start; a start it did not prepare writes nothing and answers `existing: null`.
+ *
+ * One readmission rule: an event that was not accepted — `failed` (no runner) or `rejected` (a
+ * busy conversation under `reject`) — may be sent again with the same body; it is the only kind of
+ * event whose first answer was an error, so the only one a client is told to retry.
+ */
+import type { EventEntity, JsonObject } from '../entities';
+import type { NewTranscriptRow } from '../repositories/context.repository';
+import { decide, FREE, type DecisionTable } from './admission-decision';
+import { EVENT_COLUMNS, RESULT_COLUMNS, RUN_COLUMNS, SQL } from './hot-sql';
+import {
+  appendTranscriptUnit,
+  eventFromRow,
+  eventLogUnit,
+  type NewEventLog,
+  type NewResult,
+  type NewRun,
+} from './run-units';
+import { STEERING_COLUMNS, STEERING_SQL } from './steering-sql';
+import {
+  conversationLock,
+  situationOf,
+  type ConversationRef,
+  type ConversationSituation,
+  type Disposition,
+  type Row,
+} from './steering-rows';
+import { exec, json, one, rowParams, type Unit } from './unit';
+
+/** Dispositions of events that were not accepted: the same event (same body) may be sent again. */
+export const NOT_ACCEPTED: readonly string[] = ['failed', 'rejected'];
+
+export interface ConversationRows {
+  ref: ConversationRef;
+  table: DecisionTable;
+  /** The SteeringInputItem a runner pulls; the unit sets its `claimed_run_id` and `position`. */
+  item: JsonObject;
+  /** The full submission (a waiting run is prepared from it when it starts). */
+  submission: JsonObject;
+}
+
+export interface AdmissionRows {
+  /**
+   * The event row; the decision sets its disposition and run_id. Its run_id on input is the id
+   * of the run this event starts or waits as.
+   */
+  event: EventEntity;
+  /** A retry of an event that was not accepted (see the readmission rule above). */
+  readmit: boolean;
+  log: NewEventLog;
+  user: NewTranscriptRow | null;
+  /**
+   * The run as it starts now (prepared: grants, context without `event_seq`), or — with
+   * `terminal` — the run failed at admission (no runner connected); null when the caller expected
+   * a busy conversation and did not prepare it.
+   */
+  run: NewRun | null;
+  terminal: NewResult | null;
+  /** Null or missing: a conversation of one. */
+  conversation?: ConversationRows | null;
+}
+
+export type AdmitOutcome =
+  | {
+      admitted: true;
+      disposition: Disposition | 'failed';
+      /** The run it concerns: started, failed, steered into, queued as; the running run for a rejection. */
+      run_id: string | null;
+      /** The event's position in the event log (the EventPage cursor), set in the stored run context. */
+      event_seq: number;
+      /** The user's transcript row, when written. */
+      transcript_seq: number | null;
+      /** Steered: the item's position in the run's steering queue. */
+      position: number | null;
+      /** The conversation's running run (steered into, rejected by, or to interrupt). */
+      running_run_id: string | null;
+    }
+  /** A duplicate (maybe concurrent): nothing written, the event recorded first. */
+  | { admitted: false; existing: EventEntity }
+  /** The conversation was free but the run was not prepared: nothing written; prepare and submit again. */
+  | { admitted: false; existing: null };
+
+/** The stored run context with the event's position, set once, by the unit that knows it. */
+export function withEventSeq(context: NewRun['context'], eventSeq: number): NewRun['context'] {
+  const inner = (context as { context?: Record<string, unknown> }).context ?? {};
+  return { ...context, context: { ...inner, event_seq: eventSeq } };
+}
+
+/** Inserts the event row (or re-admits a retry); the event recorded first when it lost to a duplicate. */
+function* claimEvent(e: EventEntity, readmit: boolean): Unit<EventEntity | undefined> {
+  if (readmit && e.idempotency_key) {
+    // The retry brings a key another event took meanwhile: that event is the answer.
+    const holder = yield* one<Row>(SQL.eventByKey, [e.idempotency_key]);
+    if (holder && holder.event_id !== e.event_id) {
+      return eventFromRow(holder);
+    }
+  }
+  const claimed = readmit
+    ? yield* exec(SQL.readmitEvent, [
+        e.disposition,
+        e.run_id,
+        e.received_at,
+        e.idempotency_key,
+        e.event_id,
+        e.body_hash,
+      ])
+    : yield* exec(SQL.insertEvent, rowParams(EVENT_COLUMNS, e as unknown as Row));
+  if (claimed > 0) {
+    return undefined;
+  }
+  const byKey = e.idempotency_key ? yield* one<Row>(SQL.eventByKey, [e.idempotency_key]) : undefined;
+  const row = byKey ?? (yield* one<Row>(SQL.eventById, [e.event_id]));
+  if (!row) {
+    throw new Error(`event ${e.event_id} conflicted but cannot be read`);
+  }
+  return eventFromRow(row);
+}
+
+/** The event recorded first (read only), unless it is the one this retry may take over. */
+function* recordedEvent(e: EventEntity, readmit: boolean): Unit<EventEntity | undefined> {
+  const byKey = e.idempotency_key ? yield* one<Row>(SQL.eventByKey, [e.idempotency_key]) : undefined;
+  const row = byKey ?? (yield* one<Row>(SQL.eventById, [e.event_id]));
+  const found = row ? eventFromRow(row) : undefined;
+  const retryable =
+    readmit &&
+    found?.event_id === e.event_id &&
+    found.body_hash === e.body_hash &&
+    NOT_ACCEPTED.includes(found.disposition);
+  return retryable ? undefined : found;
+}
+
+function runOf(d: Disposition | 'failed', a: AdmissionRows, s: ConversationSituation): string | null {
+  return d === 'steered' || d === 'rejected' ? s.running_run_id : a.event.run_id;
+}
+
+/** Admission of one event, in one transaction (see the file comment). */
+export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
+  const c = a.conversation ?? null;
+  if (c) {
+    yield* conversationLock(c.ref);
+  }
+  const s = c ? yield* situationOf(c.ref) : FREE;
+  const decided = c ? decide(c.table, s) : 'started';
+  if (decided === 'started' && !a.run) {
+    // A duplicate still answers as one, even when the start was not prepared.
+    return { admitted: false, existing: (yield* recordedEvent(a.event, a.readmit)) ?? null };
+  }
+  const disposition = decided === 'started' && a.terminal ? 'failed' : decided;
+  const runId = runOf(disposition, a, s);
+  const existing = yield* claimEvent({ ...a.event, disposition, run_id: runId }, a.readmit);
+  if (existing) {
+    return { admitted: false, existing };
+  }
+  const queue =
+    disposition === 'steered' && runId ? yield* one<{ last: number | string }>(STEERING_SQL.runQueue, [runId]) : null;
+  const position = queue ? Number(queue.last) + 1 : null;
+  const steering =
+    disposition === 'steered'
+      ? { status: 'queued', run_id: runId, position }
+      : disposition === 'queued'
+        ? { status: 'waiting', next_run_id: runId }
+        : undefined;
+  // The log row records the disposition of an event of a conversation, and a failure at admission.
+  const eventSeq = yield* eventLogUnit({
+    ...a.log,
+    run_id: runId,
+    metadata: {
+      ...a.log.metadata,
+      ...(c || disposition === 'failed' ? { disposition } : {}),
+      ...(steering ? { steering } : {}),
+      ...(disposition === 'failed' ? { error_code: 'runner.unavailable' } : {}),
+    },
+  });
+  const admitted = (transcriptSeq: number | null): AdmitOutcome => ({
+    admitted: true,
+    disposition,
+    run_id: runId,
+    event_seq: eventSeq,
+    transcript_seq: transcriptSeq,
+    position,
+    running_run_id: s.running_run_id,
+  });
+  switch (disposition) {
+    case 'started':
+      yield* exec(
+        SQL.insertRun,
+        rowParams(RUN_COLUMNS, { ...a.run!, context: withEventSeq(a.run!.context, eventSeq) }),
+      );
+      break;
+    case 'failed':
+      // Its terminal result, so its stream ends like any other; no transcript row.
+      yield* exec(SQL.insertRun, rowParams(RUN_COLUMNS, a.run!));
+      yield* exec(SQL.insertResult, rowParams(RESULT_COLUMNS, a.terminal!));
+      return admitted(null);
+    case 'rejected':
+      // Nothing else changes: no transcript row, no run.
+      return admitted(null);
+    case 'steered':
+    case 'queued': {
+      const ref = c!.ref;
+      if (disposition === 'queued') {
+        yield* exec(
+          SQL.insertRun,
+          rowParams(RUN_COLUMNS, waitingRunRow(runId!, a.event.event_id, ref, a.event.received_at)),
+        );
+      }
+      yield* exec(
+        STEERING_SQL.insertItem,
+        rowParams(STEERING_COLUMNS, {
+          conversation_key: ref.key,
+          agent_id: ref.agent_id,
+          runner_id: ref.runner_id,
+          conversation_id: ref.conversation_id,
+          thread_id: ref.thread_id,
+          workspace_id: ref.workspace_id,
+          event_id: a.event.event_id,
+          kind: disposition === 'steered' ? 'steer' : 'queue',
+          state: disposition === 'steered' ? 'queued' : 'waiting',
+          run_id: disposition === 'steered' ? runId : null,
+          position,
+          next_run_id: disposition === 'queued' ? runId : null,
+          dispatch: disposition === 'queued' ? 'waiting' : null,
+          item: { ...c!.item, claimed_run_id: runId, position: position ?? 0 },
+          submission: c!.submission,
+          pull_mode: null,
+          created_at: a.event.received_at,
+        }),
+      );
+      break;
+    }
+  }
+  return admitted(a.user ? yield* appendTranscriptUnit(a.user) : null);
+}
+
+/** A run's row while it waits in its conversation (started later by the conversation dispatcher). */
+export function waitingRunRow(runId: string, eventId: string, c: Omit<ConversationRef, 'key'>, at: number): NewRun {
+  return {
+    run_id: runId,
+    event_id: eventId,
+    agent_id: c.agent_id,
+    runner_id: c.runner_id,
+    conversation_id: c.conversation_id,
+    thread_id: c.thread_id,
+    workspace_id: c.workspace_id,
+    status: 'queued',
+    status_reason: 'waiting for the conversation',
+    error_code: null,
+    retryable: null,
+    context: {},
+    usage: null,
+    authorization: null,
+    authorization_hash: null,
+    created_at: at,
+    started_at: null,
+    finished_at: null,
+    deadline_at: null,
+    cancel_requested_at: null,
+  };
+}
+
+export interface WaitingStart {
+  conversation: ConversationRef;
+  item_id: number;
+  run_id: string;
+  /** The run as prepared now (status running, grants, context without `event_seq`). */
+  run: NewRun;
+}
+
+export type WaitingStartOutcome =
+  { started: true; event_seq: number | null } | { started: false; why: 'busy' | 'moved' | 'gone' };
+
+/**
+ * The deferred start of an admitted event that waited (queued, or re-dispatched): the same
+ * decision on the same situation — it starts only when the conversation has no running run and it
+ * is the conversation's next waiting item ('busy' / 'moved', nothing written); 'gone' when its run
+ * ended meanwhile. The event's position is set in the stored context as at admission.
+ */
+export function* startWaitingUnit(w: WaitingStart): Unit<WaitingStartOutcome> {
+  yield* conversationLock(w.conversation);
+  const situation = yield* situationOf(w.conversation);
+  if (situation.running_run_id) {
+    return { started: false, why: 'busy' };
+  }
+  const next = yield* one<Row>(STEERING_SQL.nextWaiting, [w.conversation.key]);
+  if (!next || Number(next.id) !== w.item_id) {
+    return { started: false, why: 'moved' };
+  }
+  const seq = yield* one<{ id: number | string | null }>(STEERING_SQL.eventSeq, [w.run.event_id]);
+  const eventSeq = seq?.id === null || seq?.id === undefined ? null : Number(seq.id);
+  const r = w.run;
+  const changed = yield* exec(STEERING_SQL.startQueuedRun, [
+    json(eventSeq === null ? r.context : withEventSeq(r.context, eventSeq)),
+    json(r.authorization),
+    r.authorization_hash,
+    r.started_at,
+    r.deadline_at,
+    w.run_id,
+  ]);
+  yield* exec(STEERING_SQL.markDispatched, [changed ? 'started' : 'failed', r.started_at, w.item_id]);
+  return changed ? { started: true, event_seq: eventSeq } : { started: false, why: 'gone' };
+}

@@ -1,0 +1,148 @@
+import type {
+  AdmissionRows,
+  AdmitOutcome,
+  AgentEntity,
+  ConversationSituation,
+  RunsRepository,
+  SteeringRepository,
+} from '@libs/persistence';
+import type { RunnerDispatch } from '@libs/runner-gateway';
+import type { AdmissionCatalog } from './admission-catalog';
+import { AdmissionService } from './admission.service';
+import { InProcessSignals, type Signal } from './conversations/signal-port';
+import type { EventSubmission } from './event-submission';
+import type { RunLifecycleService } from './run-lifecycle.service';
+import type { PreparedRun, RunStarter } from './run-start';
+
+const agent = {
+  agent_id: 'agent-1',
+  runner_id: 'plugin:acme/echo/default',
+  concurrency_policy: {},
+} as unknown as AgentEntity;
+
+const message = (conversation?: string): EventSubmission => ({
+  agent_id: 'agent-1',
+  event: { event_type: 'message.received', source: 'test' },
+  ...(conversation ? { conversation: { conversation_id: conversation } } : {}),
+  input: { text: 'hello' },
+});
+
+const busy: ConversationSituation = { running_run_id: 'run-busy', queued_on_run: 0, waiting: 0 };
+const free: ConversationSituation = { running_run_id: null, queued_on_run: 0, waiting: 0 };
+
+/**
+ * The admission service against fakes of the one admission unit (RunsRepository.admit), the
+ * starter and the runner lookup: what it prepares, what it submits, what it sets going.
+ */
+function setup(opts: { situation?: ConversationSituation; outcomes: ((a: AdmissionRows) => AdmitOutcome)[] }) {
+  const log: string[] = [];
+  const submitted: AdmissionRows[] = [];
+  const runs = {
+    getEvent: () => Promise.resolve(null),
+    getEventByIdempotencyKey: () => Promise.resolve(null),
+    admit: (a: AdmissionRows) => {
+      submitted.push(a);
+      return Promise.resolve(opts.outcomes.shift()!(a));
+    },
+  } as unknown as RunsRepository;
+  const steering = { situation: () => Promise.resolve(opts.situation ?? free) } as unknown as SteeringRepository;
+  const live = { session: { plugin_id: 'acme' }, runner: { manifest: { capabilities: { steering: true } } } };
+  const runners = { target: () => live } as unknown as RunnerDispatch;
+  const starter = {
+    prepare: (runId: string) => {
+      log.push('prepare');
+      return Promise.resolve({
+        run: { run_id: runId, runner_id: agent.runner_id, created_at: 1, context: {} },
+        access: { snapshot: { available_apis: { steering_pull: true } } },
+        context: { context: {} },
+      } as unknown as PreparedRun);
+    },
+    whileStarting: <T>(_p: PreparedRun, _key: string, done: () => Promise<T>) => done(),
+    steerableRun: () => 'run-busy',
+    dispatch: (p: PreparedRun, _a: unknown, _l: unknown, eventSeq: number) =>
+      log.push(`dispatch ${p.run.run_id} event_seq=${eventSeq}`),
+  } as unknown as RunStarter;
+  const lifecycle = { openWaiting: (id: string) => log.push(`open ${id}`) } as unknown as RunLifecycleService;
+  const signals = new InProcessSignals();
+  for (const kind of ['steering', 'conversation', 'cancel'] as const) {
+    signals.subscribe(kind, (s: Signal) => log.push(`signal ${s.kind}`));
+  }
+  const catalog = { agent: () => Promise.resolve(agent) } as unknown as AdmissionCatalog;
+  const service = new AdmissionService(catalog, runs, steering, runners, starter, lifecycle, signals);
+  return { service, log, submitted };
+}
+
+const admitted =
+  (over: Partial<Extract<AdmitOutcome, { admitted: true }>>) =>
+  (a: AdmissionRows): AdmitOutcome => ({
+    admitted: true,
+    disposition: 'started',
+    run_id: a.event.run_id,
+    event_seq: 42,
+    transcript_seq: null,
+    position: null,
+    running_run_id: null,
+    ...over,
+  });
+
+describe('AdmissionService', () => {
+  it('an event without a conversation is a conversation of one: prepared, admitted, dispatched with its event_seq', async () => {
+    const { service, log, submitted } = setup({ outcomes: [admitted({})] });
+    const a = await service.submit(message(), null);
+    expect(a).toMatchObject({ disposition: 'started', replayed: false });
+    expect(submitted[0].conversation).toBeNull();
+    expect(submitted[0].run).not.toBeNull();
+    expect(log).toEqual(['prepare', `dispatch ${a.run_id} event_seq=42`]);
+  });
+
+  it('decides first: a busy conversation is not prepared for, and a steered event only wakes its run', async () => {
+    const { service, log, submitted } = setup({
+      situation: busy,
+      outcomes: [admitted({ disposition: 'steered', run_id: 'run-busy', position: 3, running_run_id: 'run-busy' })],
+    });
+    expect(await service.submit(message('c1'), null)).toMatchObject({
+      disposition: 'steered',
+      run_id: 'run-busy',
+      position: 3,
+    });
+    expect(submitted[0].run).toBeNull();
+    // The decision table is data: the steerable run named, the policy's fallback.
+    expect(submitted[0].conversation?.table).toEqual({ busy: 'queued', steer_into: 'run-busy', max_queue: 100 });
+    expect(log).toEqual(['signal steering']);
+  });
+
+  it('a queued event opens its run channel and kicks the conversation', async () => {
+    const { service, log } = setup({ situation: busy, outcomes: [admitted({ disposition: 'queued' })] });
+    const a = await service.submit(message('c1'), null);
+    expect(a.disposition).toBe('queued');
+    expect(log).toEqual([`open ${a.run_id}`, 'signal conversation']);
+  });
+
+  it('a start the unit found unprepared (the conversation freed meanwhile) is prepared and submitted again', async () => {
+    const { service, log, submitted } = setup({
+      situation: busy,
+      outcomes: [() => ({ admitted: false, existing: null }), admitted({})],
+    });
+    const a = await service.submit(message('c1'), null);
+    expect(a.disposition).toBe('started');
+    expect(submitted.map((s) => s.run !== null)).toEqual([false, true]);
+    expect(log).toEqual(['prepare', `dispatch ${a.run_id} event_seq=42`]);
+  });
+
+  it('a concurrent duplicate gets the original answer, nothing set going', async () => {
+    const { service, log } = setup({
+      outcomes: [
+        (a) => ({
+          admitted: false,
+          existing: { ...a.event, disposition: 'started', run_id: 'run-first' },
+        }),
+      ],
+    });
+    expect(await service.submit(message(), null)).toMatchObject({
+      disposition: 'started',
+      run_id: 'run-first',
+      replayed: true,
+    });
+    expect(log).toEqual(['prepare']);
+  });
+});

@@ -1,0 +1,62 @@
+/**
+ * What admission writes of an event of a conversation (docs/conversations-and-steering.md): its
+ * conversation and the steering item a runner pulls. Pure: the admission unit
+ * (AdmissionService → RunsRepository.admit) decides and writes.
+ */
+import { conversationKey, type AgentEntity, type ConversationRef, type JsonObject } from '@libs/persistence';
+import type { EventSubmission } from '../event-submission';
+
+export function conversationOf(agent: AgentEntity, sub: EventSubmission): ConversationRef {
+  const conv = sub.conversation!;
+  const thread = conv.thread_id ?? null;
+  const workspace = conv.workspace_id ?? null;
+  return {
+    key: conversationKey(agent.agent_id, workspace, conv.conversation_id, thread),
+    agent_id: agent.agent_id,
+    runner_id: agent.runner_id,
+    workspace_id: workspace,
+    conversation_id: conv.conversation_id,
+    thread_id: thread,
+  };
+}
+
+/**
+ * The SteeringInputItem a runner pulls (docs/protocol.md#steering-pull), with the whole input;
+ * its `claimed_run_id` and `position` are set by the admission unit, which knows them.
+ */
+export function steeringItem(
+  eventId: string,
+  sub: EventSubmission,
+  runnerId: string,
+  now: number,
+  traceparent: string | null = null,
+): JsonObject {
+  const e = sub.event;
+  const c = sub.conversation;
+  return JSON.parse(
+    JSON.stringify({
+      item_id: eventId,
+      claimed_run_id: '',
+      runner_id: runnerId,
+      claimed_at: Math.floor(now / 1000),
+      position: 0,
+      event: {
+        event_id: eventId,
+        event_type: e.event_type,
+        event_time: e.event_time,
+        source: e.source,
+        source_event_type: e.source_event_type,
+        raw_ref: e.raw_ref,
+        data: e.data ?? {},
+      },
+      conversation: c
+        ? { conversation_id: c.conversation_id, thread_id: c.thread_id, bot_id: c.bot_id, workspace_id: c.workspace_id }
+        : null,
+      actor: sub.actor ?? null,
+      subject: sub.subject ?? null,
+      input: sub.input,
+      // The follow-up's trace context when traces are on (proto/runnerhost/v1/host_api.proto, SteeringPullResponse).
+      ...(traceparent ? { traceparent } : {}),
+    }),
+  ) as JsonObject;
+}
