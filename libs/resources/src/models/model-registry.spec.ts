@@ -31,8 +31,23 @@ describe('ModelRegistry', () => {
     await registry.create('rr', { kind: 'rerank', base_url: BASE, api_key_env: 'OTHER', model_name: 'rerank-1' });
     expect(await registry.get('rr')).toMatchObject({ model_type: 'rerank', abilities: null, api_key_set: false });
     expect(await registry.catalog()).toEqual([
-      { model_id: 'gpt', model_type: 'llm', provider: 'openai-compatible', context_window: 128000 },
-      { model_id: 'rr', model_type: 'rerank', provider: 'openai-compatible', context_window: null },
+      // A model created without a workspace belongs to the default one, not shared (docs/tenancy.md).
+      {
+        model_id: 'gpt',
+        model_type: 'llm',
+        provider: 'openai-compatible',
+        context_window: 128000,
+        workspace_id: 'default',
+        shared: false,
+      },
+      {
+        model_id: 'rr',
+        model_type: 'rerank',
+        provider: 'openai-compatible',
+        context_window: null,
+        workspace_id: 'default',
+        shared: false,
+      },
     ]);
     const page = await registry.page(null, 1);
     expect(page).toMatchObject({ items: [{ model_id: 'gpt' }], next_cursor: 'gpt' });

@@ -117,7 +117,9 @@ describe('ToolsService.call on an MCP tool that reports progress', () => {
     const registry = {
       resolve: () => Promise.resolve({ kind: 'mcp', row, sourceId: 's', spec: { kind: 'mcp_stdio', config: {} } }),
     } as unknown as ToolRegistryService;
-    const pool = { acquire: () => Promise.resolve({ client, fresh: false }) } as unknown as McpClientPool;
+    const pool = {
+      acquire: () => Promise.resolve({ client, fresh: false, release: () => undefined }),
+    } as unknown as McpClientPool;
     const config = { tools: { callTimeoutMs, maxResultBytes: 4096 } } as AppConfig;
     return new ToolsService(registry, pool, config);
   }
