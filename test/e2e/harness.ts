@@ -111,7 +111,7 @@ export class Host {
 
   async start(): Promise<this> {
     await this.launch();
-    await waitFor('host readiness', async () => (await fetch(`${this.http}/health/ready`)).ok, 30_000);
+    await waitFor('host readiness', async () => (await fetch(`${this.http}/health/ready`)).ok, 60_000);
     return this;
   }
 
