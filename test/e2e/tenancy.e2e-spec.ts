@@ -1,4 +1,4 @@
-import { Host, TestDatabase, dbRows, event, startDemoRunner, waitFor, type Proc } from './harness';
+import { Host, TestDatabase, dbRows, event, parseSse, startDemoRunner, waitFor, type Proc } from './harness';
 
 /*
  * Tenancy (docs/tenancy.md) through the real HTTP API, on SQLite and PostgreSQL (E2E_DATABASE):
@@ -181,6 +181,67 @@ describe('tenancy: two workspaces on one host', () => {
     expect((await host.api('GET', '/v1/admin/agents/agent-globex')).status).toBe(200);
     expect((await host.api('GET', '/v1/admin/agents/intruder')).status).toBe(404);
     expect((await dbRows(db, 'runs')).find((r) => r.run_id === g.run_id)?.status).toBe('completed');
+  });
+
+  it("refuses another workspace's interaction (submit by id, by event, admin listing) with 404 and changes nothing", async () => {
+    const ask = { runner_config: { mode: 'interaction' }, delivery_policy: { enable_interactions: true } };
+    for (const [agent_id, workspace_id] of [
+      ['ask-acme', 'acme'],
+      ['ask-globex', 'globex'],
+    ]) {
+      const r = await host.api('POST', '/v1/admin/agents', { agent_id, runner_id: runnerId, workspace_id, ...ask });
+      expect(r.status).toBe(201);
+    }
+    const delivery = { surface: 'slack', reply_target: { target_type: 'group', target_id: 'G1' }, interactions: {} };
+    const started = await host.api('POST', '/v1/events', event('ask-globex', 'hello', { delivery }), key.globex);
+    expect(started.status).toBe(202);
+    const runId = started.body.run_id as string;
+    const request = await waitFor('the interaction request', async () => {
+      const res = await fetch(`${host.http}/v1/runs/${runId}/deliveries`, {
+        headers: { authorization: `Bearer ${key.globex}` },
+      });
+      const ops = parseSse(await res.text()).map((e) => e.data as { op: string; payload: Record<string, any> });
+      return ops.find((o) => o.op === 'interaction.request');
+    });
+    const p = request.payload;
+    const answer = { callback_token: p.callback_token, action_id: 'submit', values: { name: 'Ada', agree: true } };
+
+    // Submit by id with acme's key and globex's real token: 404, as for an id that does not exist.
+    const byId = await host.api('POST', `/v1/interactions/${p.id}/submit`, answer, key.acme);
+    expect(byId.status).toBe(404);
+    expect(byId.body.error.message).toBe(`interaction ${p.id} not found`);
+    const missing = await host.api('POST', '/v1/interactions/no-such-interaction/submit', answer, key.acme);
+    expect(missing.status).toBe(404);
+    // As an event: naming globex's agent, the agent is not there; naming acme's own, the token is not.
+    const asEvent = (agent_id: string) => ({
+      agent_id,
+      event: { event_type: 'interaction.submitted', source: 'platform' },
+      input: { interaction: answer },
+    });
+    const foreignAgent = await host.api('POST', '/v1/events', asEvent('ask-globex'), key.acme);
+    expect(foreignAgent.status).toBe(404);
+    expect(foreignAgent.body.error.details.field).toBe('agent_id');
+    const ownAgent = await host.api('POST', '/v1/events', asEvent('ask-acme'), key.acme);
+    expect(ownAgent.status).toBe(404);
+    expect(ownAgent.body.error.details.field).toBe('callback_token');
+
+    // The admin listing: acme's admin does not see it; the global admin does, still pending.
+    const acmeList = await host.api('GET', '/v1/admin/interactions?limit=100', undefined, key.acmeAdmin);
+    expect(acmeList.status).toBe(200);
+    expect(acmeList.body.items.map((i: { id: string }) => i.id)).not.toContain(p.id);
+    const all = await host.api('GET', '/v1/admin/interactions?limit=100');
+    expect(all.body.items.find((i: { id: string }) => i.id === p.id)).toMatchObject({
+      status: 'pending',
+      run_id: runId,
+    });
+
+    // Nothing changed: the token still works once for its own workspace.
+    const ok = await host.api('POST', `/v1/interactions/${p.id}/submit`, answer, key.globex);
+    expect(ok.status).toBe(202);
+    expect(ok.body).toMatchObject({ id: p.id, status: 'submitted' });
+    expect(
+      (await host.api('GET', '/v1/admin/interactions?status=submitted&limit=100', undefined, key.acmeAdmin)).body.items,
+    ).toEqual([]);
   });
 
   it('answers 429 with Retry-After naming the quota, and admits again once it refills', async () => {
