@@ -203,7 +203,9 @@ describe('tenancy: two workspaces on one host', () => {
       const res = await fetch(`${host.http}/v1/runs/${runId}/deliveries`, {
         headers: { authorization: `Bearer ${key.globex}` },
       });
-      const ops = parseSse(await res.text()).map((e) => e.data as { op: string; payload: Record<string, any> });
+      const ops = parseSse(await res.text()).map(
+        (e) => e.data as unknown as { op: string; payload: Record<string, any> },
+      );
       return ops.find((o) => o.op === 'interaction.request');
     });
     const p = request.payload;
