@@ -42,6 +42,18 @@ describe('fuzz: gRPC', () => {
   let runId: string;
   let longRunId: string;
   let rssStart: number;
+  /** The second workspace (docs/tenancy.md): a run of the same raw plugin, with a secret in its state and storage. */
+  const ws2 = { runId: '', secret: `ws2-secret-${Math.random().toString(36).slice(2)}` };
+
+  /** The second workspace's data, read back through its own run. */
+  async function ws2Data(): Promise<unknown> {
+    const ref = { run_id: ws2.runId, key: 'ws2-probe' };
+    const [state, storage] = [
+      await api.call('StateGet', { ...ref, scope: 'conversation' }),
+      await api.call('StorageGet', { ...ref, area: 'plugin' }),
+    ];
+    return { state: state.err ?? state.res.value, storage: storage.err ?? Buffer.from(storage.res.value).toString() };
+  }
 
   async function startRawRun(text: string): Promise<string> {
     const r = await host.api('POST', '/v1/events', event('fuzz-raw', text));
@@ -104,6 +116,25 @@ describe('fuzz: gRPC', () => {
     generic = new grpc.Client(host.grpc, grpc.credentials.createInsecure());
     const words = Array.from({ length: 350 }, (_, i) => `w${i}`).join(' ');
     longRunId = (await host.api('POST', '/v1/events', event('fuzz-long', words))).body.run_id;
+    // The second workspace: the same raw plugin serves its agent; its run holds a secret.
+    expect((await host.api('POST', '/v1/admin/workspaces', { workspace_id: 'fuzz-ws2' })).status).toBe(201);
+    const ws2Agent = await host.api('POST', '/v1/admin/agents', {
+      agent_id: 'ws2-raw',
+      runner_id: 'plugin:fuzz/raw/default',
+      workspace_id: 'fuzz-ws2',
+      state_policy: { state_scopes: ['conversation'] },
+    });
+    expect(ws2Agent.status).toBe(201);
+    const ws2Run = await host.api('POST', '/v1/events', event('ws2-raw', 'second workspace run'));
+    expect(ws2Run.status).toBe(202);
+    expect((await raw.next()).run?.context?.run_id).toBe(ws2Run.body.run_id);
+    ws2.runId = ws2Run.body.run_id as string;
+    const ref = { run_id: ws2.runId, key: 'ws2-probe' };
+    expect((await api.call('StateSet', { ...ref, scope: 'conversation', value: ws2.secret })).err).toBeUndefined();
+    expect(
+      (await api.call('StorageSet', { ...ref, area: 'plugin', value: Buffer.from(ws2.secret) })).err,
+    ).toBeUndefined();
+    expect(await ws2Data()).toEqual({ state: ws2.secret, storage: ws2.secret });
     rssStart = rssMiB(host.proc.child.pid!);
   });
 
@@ -134,6 +165,13 @@ describe('fuzz: gRPC', () => {
         if (isHostFault(r.err)) {
           findings.add(`${method}: ${grpc.status[r.err!.code]} (${shape(r.err!.details)})`, example);
         }
+        // Calls in the default workspace's run never read the second workspace's data.
+        if (
+          !r.err &&
+          JSON.stringify(r.res, (_k, v: unknown) => (Buffer.isBuffer(v) ? v.toString() : v)).includes(ws2.secret)
+        ) {
+          findings.add(`${method}: answered with the second workspace's data`, example);
+        }
         if (r.err) {
           const changes = countChanges(before, await counter.counts());
           if (changes.length > 0) {
@@ -145,6 +183,8 @@ describe('fuzz: gRPC', () => {
     );
     await checkRawRun(findings, 'the host API fuzz');
     expect(findings.list()).toEqual([]);
+    // Nothing of the second workspace changed.
+    expect(await ws2Data()).toEqual({ state: ws2.secret, storage: ws2.secret });
   });
 
   it('HostApiService.StreamModel: well-formed requests with hostile values', async () => {
@@ -342,6 +382,8 @@ describe('fuzz: gRPC', () => {
   });
 
   it('the fuzzed run, the long run of another plugin and the host all came through', async () => {
+    expect(await ws2Data()).toEqual({ state: ws2.secret, storage: ws2.secret });
+    raw.result(ws2.runId, 'run.completed', { finish_reason: 'stop' });
     raw.result(runId, 'run.completed', { finish_reason: 'stop' });
     const status = await waitFor('fuzzed run ends', async () => {
       const s = (await host.api('GET', `/v1/runs/${runId}`)).body.status;

@@ -1,6 +1,6 @@
 import * as fc from 'fast-check';
 import { concurrencyPolicySchema, deliveryPolicySchema, resourcePolicySchema, statePolicySchema } from '@libs/agents';
-import { ADMIN_KEY, Host, TestDatabase, event, startDemoRunner, waitFor, type Proc } from './harness';
+import { ADMIN_KEY, Host, TestDatabase, dbRows, event, startDemoRunner, waitFor, type Proc } from './harness';
 import { deepJsonText } from './fuzz/arbitraries';
 import { countChanges, httpViolation, RowCounter, rssMiB, RSS_GROWTH_LIMIT_MIB } from './fuzz/checks';
 import { params } from './fuzz/config';
@@ -39,6 +39,22 @@ describe('fuzz: HTTP', () => {
   let platformKey: string;
   let longRunId: string;
   let rssStart: number;
+  /** The second workspace (docs/tenancy.md): its run, its secret text; the fuzzed platform key is default's. */
+  const ws2 = { runId: '', conversationId: '', secret: `ws2-secret-${Math.random().toString(36).slice(2)}` };
+
+  /** Everything of the second workspace a request could change: its run, agent, events, transcript. */
+  async function ws2State(): Promise<string> {
+    const [runs, agents, log, transcript, events] = await Promise.all(
+      ['runs', 'agents', 'event_log', 'transcript', 'events'].map((t) => dbRows(db, t)),
+    );
+    return JSON.stringify([
+      runs.filter((r) => r.run_id === ws2.runId).map((r) => [r.status, r.updated_at, r.workspace_id]),
+      agents.filter((a) => a.agent_id === 'ws2-agent'),
+      log.filter((r) => r.workspace_id === 'fuzz-ws2').length,
+      transcript.filter((r) => r.workspace_id === 'fuzz-ws2').length,
+      events.filter((r) => r.agent_id === 'ws2-agent').length,
+    ]);
+  }
 
   async function send(r: FuzzRequest): Promise<{ status: number; text: string }> {
     const authorization =
@@ -73,6 +89,17 @@ describe('fuzz: HTTP', () => {
     const violation = httpViolation(res.status, res.text);
     if (violation) {
       findings.add(`${route}: ${shape(violation)}`, `${example} → ${res.text.slice(0, 300)}`);
+    }
+    if (r.auth === 'platform') {
+      // The default workspace's key never sees anything of the second workspace: its run id only
+      // echoed back in the 404 of a request that named it.
+      const asked = `${r.path} ${r.body ?? ''}`.includes(ws2.runId);
+      const leaked = [ws2.secret, 'ws2-agent', ws2.conversationId, ...(asked ? [] : [ws2.runId])].find((x) =>
+        res.text.includes(x),
+      );
+      if (leaked !== undefined || (asked && res.status < 400)) {
+        findings.add(`${route}: the platform key of default reached the second workspace (${res.status})`, example);
+      }
     }
     if (res.status >= 400) {
       const changes = countChanges(before, await counter.counts());
@@ -110,6 +137,27 @@ describe('fuzz: HTTP', () => {
     longRunId = started.body.run_id;
     const finished = await host.api('POST', '/v1/events', event('fuzz-agent', 'a finished run'));
     knownRunIds.push(finished.body.run_id as string);
+    // A second workspace with its own agent, key and finished run; its run id is fuzzed too.
+    expect((await host.api('POST', '/v1/admin/workspaces', { workspace_id: 'fuzz-ws2' })).status).toBe(201);
+    expect(
+      (
+        await host.api('POST', '/v1/admin/agents', {
+          agent_id: 'ws2-agent',
+          runner_id: runnerId,
+          workspace_id: 'fuzz-ws2',
+        })
+      ).status,
+    ).toBe(201);
+    const ws2Key = (
+      await host.api('POST', '/v1/admin/api-keys', { name: 'ws2', role: 'platform', workspace_ids: ['fuzz-ws2'] })
+    ).body.key as string;
+    const ws2Event = event('ws2-agent', ws2.secret);
+    ws2.conversationId = ws2Event.conversation.conversation_id;
+    const ws2Run = await host.api('POST', '/v1/events', ws2Event, ws2Key);
+    expect(ws2Run.status).toBe(202);
+    ws2.runId = ws2Run.body.run_id as string;
+    await host.sse(ws2.runId);
+    knownRunIds.push(ws2.runId);
     rssStart = rssMiB(host.proc.child.pid!);
   });
 
@@ -221,11 +269,14 @@ describe('fuzz: HTTP', () => {
   for (const [group, arb] of Object.entries(routeGroups('plugin:demo/echo/default'))) {
     it(`routes: ${group}`, async () => {
       const findings = new Findings();
+      const ws2Before = await ws2State();
       await fc.assert(
         fc.asyncProperty(arb, (r) => check(findings, r)),
         params(group === 'events' ? 60 : group === 'inspection' ? 60 : 25),
       );
       expect(findings.list()).toEqual([]);
+      // Nothing of the second workspace changed.
+      expect(await ws2State()).toBe(ws2Before);
     });
   }
 

@@ -1,4 +1,6 @@
-import { Host, TestDatabase, dbRows, event, startDemoRunner, waitFor, type Proc } from './harness';
+import * as grpc from '@grpc/grpc-js';
+import { Host, TestDatabase, dbRows, event, parseSse, startDemoRunner, waitFor, type Proc } from './harness';
+import { HostApiClient } from './host-api-client';
 
 /*
  * Tenancy (docs/tenancy.md) through the real HTTP API, on SQLite and PostgreSQL (E2E_DATABASE):
@@ -14,6 +16,7 @@ describe('tenancy: two workspaces on one host', () => {
   const host = new Host(db);
   let runner: Proc;
   let runnerId: string;
+  let pluginToken: string;
   const key: Record<string, string> = {};
 
   async function mintKey(name: string, role: 'platform' | 'admin', workspace_ids: string[] | undefined) {
@@ -32,7 +35,7 @@ describe('tenancy: two workspaces on one host', () => {
 
   beforeAll(async () => {
     await host.start();
-    ({ runner, runnerId } = await startDemoRunner(host));
+    ({ runner, runnerId, token: pluginToken } = await startDemoRunner(host));
     for (const id of ['acme', 'globex']) {
       expect(
         (await host.api('POST', '/v1/admin/workspaces', { workspace_id: id, name: id.toUpperCase() })).status,
@@ -183,6 +186,69 @@ describe('tenancy: two workspaces on one host', () => {
     expect((await dbRows(db, 'runs')).find((r) => r.run_id === g.run_id)?.status).toBe('completed');
   });
 
+  it("refuses another workspace's interaction (submit by id, by event, admin listing) with 404 and changes nothing", async () => {
+    const ask = { runner_config: { mode: 'interaction' }, delivery_policy: { enable_interactions: true } };
+    for (const [agent_id, workspace_id] of [
+      ['ask-acme', 'acme'],
+      ['ask-globex', 'globex'],
+    ]) {
+      const r = await host.api('POST', '/v1/admin/agents', { agent_id, runner_id: runnerId, workspace_id, ...ask });
+      expect(r.status).toBe(201);
+    }
+    const delivery = { surface: 'slack', reply_target: { target_type: 'group', target_id: 'G1' }, interactions: {} };
+    const started = await host.api('POST', '/v1/events', event('ask-globex', 'hello', { delivery }), key.globex);
+    expect(started.status).toBe(202);
+    const runId = started.body.run_id as string;
+    const request = await waitFor('the interaction request', async () => {
+      const res = await fetch(`${host.http}/v1/runs/${runId}/deliveries`, {
+        headers: { authorization: `Bearer ${key.globex}` },
+      });
+      const ops = parseSse(await res.text()).map(
+        (e) => e.data as unknown as { op: string; payload: Record<string, any> },
+      );
+      return ops.find((o) => o.op === 'interaction.request');
+    });
+    const p = request.payload;
+    const answer = { callback_token: p.callback_token, action_id: 'submit', values: { name: 'Ada', agree: true } };
+
+    // Submit by id with acme's key and globex's real token: 404, as for an id that does not exist.
+    const byId = await host.api('POST', `/v1/interactions/${p.id}/submit`, answer, key.acme);
+    expect(byId.status).toBe(404);
+    expect(byId.body.error.message).toBe(`interaction ${p.id} not found`);
+    const missing = await host.api('POST', '/v1/interactions/no-such-interaction/submit', answer, key.acme);
+    expect(missing.status).toBe(404);
+    // As an event: naming globex's agent, the agent is not there; naming acme's own, the token is not.
+    const asEvent = (agent_id: string) => ({
+      agent_id,
+      event: { event_type: 'interaction.submitted', source: 'platform' },
+      input: { interaction: answer },
+    });
+    const foreignAgent = await host.api('POST', '/v1/events', asEvent('ask-globex'), key.acme);
+    expect(foreignAgent.status).toBe(404);
+    expect(foreignAgent.body.error.details.field).toBe('agent_id');
+    const ownAgent = await host.api('POST', '/v1/events', asEvent('ask-acme'), key.acme);
+    expect(ownAgent.status).toBe(404);
+    expect(ownAgent.body.error.details.field).toBe('callback_token');
+
+    // The admin listing: acme's admin does not see it; the global admin does, still pending.
+    const acmeList = await host.api('GET', '/v1/admin/interactions?limit=100', undefined, key.acmeAdmin);
+    expect(acmeList.status).toBe(200);
+    expect(acmeList.body.items.map((i: { id: string }) => i.id)).not.toContain(p.id);
+    const all = await host.api('GET', '/v1/admin/interactions?limit=100');
+    expect(all.body.items.find((i: { id: string }) => i.id === p.id)).toMatchObject({
+      status: 'pending',
+      run_id: runId,
+    });
+
+    // Nothing changed: the token still works once for its own workspace.
+    const ok = await host.api('POST', `/v1/interactions/${p.id}/submit`, answer, key.globex);
+    expect(ok.status).toBe(202);
+    expect(ok.body).toMatchObject({ id: p.id, status: 'submitted' });
+    expect(
+      (await host.api('GET', '/v1/admin/interactions?status=submitted&limit=100', undefined, key.acmeAdmin)).body.items,
+    ).toEqual([]);
+  });
+
   it('answers 429 with Retry-After naming the quota, and admits again once it refills', async () => {
     const set = await host.api('PUT', '/v1/admin/workspaces/acme', { quotas: { runs_per_second: 1, runs_burst: 1 } });
     expect(set.status).toBe(200);
@@ -217,6 +283,140 @@ describe('tenancy: two workspaces on one host', () => {
     expect(usage.body.runs_per_second.limit).toBe(1);
     expect(usage.body.active_runs).toEqual({ used: expect.any(Number), limit: null });
     expect((await host.api('PUT', '/v1/admin/workspaces/acme', { quotas: {} })).status).toBe(200);
+  });
+
+  describe('counted quotas: hit (429, Retry-After, quota named) and recovered', () => {
+    const STALL = { runner_config: { mode: 'stall', timeout: 0 } };
+    const quotas = async (q: Record<string, number>) =>
+      expect((await host.api('PUT', '/v1/admin/workspaces/acme', { quotas: q })).status).toBe(200);
+    /** A raw POST /v1/events as acme, for the status and the Retry-After header. */
+    const post = async (body: unknown) => {
+      const res = await fetch(`${host.http}/v1/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key.acme}` },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as any };
+    };
+    const expectRefused = (
+      r: { status: number; retryAfter: string | null; body: any },
+      quota: string,
+      limit: number,
+    ) => {
+      expect({ status: r.status, details: r.body.error?.details }).toEqual({
+        status: 429,
+        details: { workspace_id: 'acme', quota, limit, retry_after_ms: expect.any(Number) },
+      });
+      expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
+    };
+    const cancelled = async (runId: string) => {
+      expect((await host.api('POST', `/v1/runs/${runId}/cancel`, {}, key.acme)).status).toBeLessThan(300);
+      await waitFor(`run ${runId} ended`, async () => {
+        const r = await host.api('GET', `/v1/runs/${runId}`, undefined, key.acme);
+        return ['completed', 'failed', 'cancelled'].includes(r.body?.status);
+      });
+    };
+
+    beforeAll(async () => {
+      const r = await host.api('POST', '/v1/admin/agents', {
+        agent_id: 'stall-acme',
+        runner_id: runnerId,
+        workspace_id: 'acme',
+        ...STALL,
+        resource_policy: { allow_plugin_storage: true },
+      });
+      expect(r.status).toBe(201);
+    });
+    afterEach(async () => quotas({}));
+
+    it('max_active_runs: a second running run is refused until the first ends', async () => {
+      await quotas({ max_active_runs: 1 });
+      const first = await post(event('stall-acme', 'one'));
+      expect(first.status).toBe(202);
+      const before = (await dbRows(db, 'runs')).length;
+      expectRefused(await post(event('stall-acme', 'two')), 'max_active_runs', 1);
+      expect((await dbRows(db, 'runs')).length).toBe(before);
+      // Another workspace is not limited by acme's quota.
+      expect((await host.api('POST', '/v1/events', event('agent-globex', 'free'), key.globex)).status).toBe(202);
+      await cancelled(first.body.run_id);
+      const again = await waitFor('admitted again', async () => {
+        const r = await post(event('stall-acme', 'three'));
+        return r.status === 202 ? r : null;
+      });
+      await cancelled(again.body.run_id);
+    });
+
+    it("max_steering_queue: a conversation's follow-up beyond the queue is refused until the queue drains", async () => {
+      const conversation = { conversation_id: `conv-q-${Date.now()}` };
+      const active = await post(event('stall-acme', 'busy', { conversation }));
+      expect(active.status).toBe(202);
+      await quotas({ max_steering_queue: 1 });
+      const followUp = (text: string) =>
+        post(
+          event('stall-acme', text, {
+            conversation,
+            concurrency: 'queue',
+          }),
+        );
+      const queued = await followUp('queued');
+      expect(queued.status).toBe(202);
+      expect(queued.body.disposition).toBe('queued');
+      // The count is read at most once a second (docs/tenancy.md#quotas): a follow-up inside that
+      // second may still be queued; after it, the full queue refuses.
+      const refused = await waitFor('the queue is full', async () => {
+        const r = await followUp('one too many');
+        return r.status === 429 ? r : null;
+      });
+      expectRefused(refused, 'max_steering_queue', 1);
+      const usage = await host.api('GET', '/v1/admin/workspaces/acme/usage', undefined, key.acmeAdmin);
+      expect(usage.body.steering_queue.limit).toBe(1);
+      expect(usage.body.steering_queue.used).toBeGreaterThanOrEqual(1);
+      // Recovered: the runs end, the queued follow-ups run (and are ended), the queue drains.
+      const cancelRunning = async () => {
+        const runs = (await host.api('GET', '/v1/runs?limit=100', undefined, key.acme)).body.items;
+        for (const run of runs as { run_id: string; status: string }[]) {
+          if (run.status === 'running') {
+            await host.api('POST', `/v1/runs/${run.run_id}/cancel`, {}, key.acme);
+          }
+        }
+      };
+      await waitFor('a follow-up accepted again', async () => {
+        await cancelRunning();
+        return (await followUp('after the drain')).status === 202;
+      });
+      await quotas({});
+      await waitFor('no acme run left running', async () => {
+        await cancelRunning();
+        const runs = (await host.api('GET', '/v1/runs?limit=100', undefined, key.acme)).body.items;
+        return !runs.some((r: { status: string }) => r.status === 'running' || r.status === 'queued');
+      });
+    });
+
+    it('max_storage_bytes: a host-API storage write beyond it is refused until a delete frees room', async () => {
+      const api = new HostApiClient(host.grpc, pluginToken);
+      try {
+        const run = await post(event('stall-acme', 'storage'));
+        expect(run.status).toBe(202);
+        const at = (k: string) => ({ run_id: run.body.run_id as string, area: 'plugin', key: k });
+        await quotas({ max_storage_bytes: 64 });
+        expect((await api.call('StorageSet', { ...at('a'), value: Buffer.alloc(40, 1) })).err).toBeUndefined();
+        const over = await api.call('StorageSet', { ...at('b'), value: Buffer.alloc(40, 2) });
+        expect({ code: over.err?.code, xcode: over.err?.xcode }).toEqual({
+          code: grpc.status.RESOURCE_EXHAUSTED,
+          xcode: 'rate_limited',
+        });
+        expect(over.err?.details).toContain('max_storage_bytes');
+        expect((await api.call('StorageGet', at('b'))).res?.value ?? null).toBeFalsy();
+        const usage = await host.api('GET', '/v1/admin/workspaces/acme/usage', undefined, key.acmeAdmin);
+        expect(usage.body.storage_bytes).toEqual({ used: 40, limit: 64 });
+        // Recovered: a delete frees the bytes (storage is counted fresh on every write).
+        expect((await api.call('StorageDelete', at('a'))).err).toBeUndefined();
+        expect((await api.call('StorageSet', { ...at('b'), value: Buffer.alloc(40, 2) })).err).toBeUndefined();
+        await cancelled(run.body.run_id);
+      } finally {
+        api.close();
+      }
+    });
   });
 
   it('keeps a single-tenant install unchanged: the default workspace and the global admin key', async () => {

@@ -6005,6 +6005,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
+            /** @description No such interaction, or another workspace's (docs/tenancy.md#isolation) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
             /** @description Already submitted, expired or superseded (details.status) */
             409: {
                 headers: {

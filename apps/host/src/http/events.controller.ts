@@ -8,6 +8,7 @@ import { AdmissionDto, SubmitEventDto } from './dto/event.dto';
 import { telemetry } from '@libs/telemetry';
 import { ErrorResponseDto } from './dto/error.dto';
 import { SseStreams } from './sse-streams';
+import { WriteTenancy } from './tenancy';
 
 @ApiTags('events')
 @ApiBearerAuth()
@@ -18,6 +19,7 @@ export class EventsController {
     private readonly streams: SseStreams,
     private readonly interactions: InteractionsService,
     private readonly tenancy: WorkspaceAdmission,
+    private readonly scope: WriteTenancy,
   ) {}
 
   @Post()
@@ -74,7 +76,9 @@ export class EventsController {
     body = (await this.tenancy.derive(body, req.principal!.workspaces)) as SubmitEventDto;
     if (body.event.event_type === 'interaction.submitted') {
       // docs/interactions.md#submitting: the token decides; the host admits the checked submission as the event.
-      const s = await this.interactions.submit(null, body.input.interaction ?? {}, body.agent_id);
+      const s = await this.interactions.submit(null, body.input.interaction ?? {}, body.agent_id, (runId) =>
+        this.scope.seesRun(req, runId),
+      );
       await res.status(202).send({ event_id: s.event_id, disposition: s.disposition, run_id: s.run_id });
       return;
     }

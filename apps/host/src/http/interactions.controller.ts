@@ -32,12 +32,21 @@ export class InteractionsController {
   @ApiResponse({ status: 400, type: ErrorResponseDto, description: 'A value breaks its field (details.field)' })
   @ApiResponse({ status: 403, type: ErrorResponseDto, description: 'callback_token does not match' })
   @ApiResponse({
+    status: 404,
+    type: ErrorResponseDto,
+    description: "No such interaction, or another workspace's (docs/tenancy.md#isolation)",
+  })
+  @ApiResponse({
     status: 409,
     type: ErrorResponseDto,
     description: 'Already submitted, expired or superseded (details.status)',
   })
-  submit(@Param('id') id: string, @Body() body: SubmitInteractionDto): Promise<SubmitInteractionResultDto> {
-    return this.interactions.submit(id, body);
+  submit(
+    @Param('id') id: string,
+    @Body() body: SubmitInteractionDto,
+    @Req() req: AuthenticatedRequest,
+  ): Promise<SubmitInteractionResultDto> {
+    return this.interactions.submit(id, body, null, (runId) => this.tenancy.seesRun(req, runId));
   }
 
   @Get('admin/interactions')

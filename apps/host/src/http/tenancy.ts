@@ -59,6 +59,16 @@ export class WriteTenancy {
     return out;
   }
 
+  /** Whether the caller may see the run (its workspace is one of the caller's). */
+  async seesRun(req: AuthenticatedRequest, runId: string): Promise<boolean> {
+    const p = req.principal!;
+    if (p.workspaces === null) {
+      return true;
+    }
+    const owner = await this.owners.ownerOf('run_id', runId);
+    return owner !== null && owner !== undefined && canSee(p, owner.workspace_id);
+  }
+
   /** `shared`: only a global admin key shares a resource with every workspace. */
   shared(req: AuthenticatedRequest, shared: boolean | undefined): boolean {
     if (shared === true && req.principal!.workspaces !== null) {

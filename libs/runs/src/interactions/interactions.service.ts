@@ -1,10 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import {
-  Injectable,
-  Logger,
-  type OnApplicationBootstrap,
-  type OnModuleDestroy,
-} from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import {
   DeliveryService,
   OutboxStore,
@@ -180,7 +175,11 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
       status: 'pending',
       status_reason: null,
       request,
-      delivery_target: { surface: plan?.surface ?? 'api', reply_target: plan?.reply_target ?? null, origin: ELICITATION_ORIGIN },
+      delivery_target: {
+        surface: plan?.surface ?? 'api',
+        reply_target: plan?.reply_target ?? null,
+        origin: ELICITATION_ORIGIN,
+      },
       callback_token_hash: token.hash,
       replaces_id: null,
       expires_at: checked.expires_at_ms,
@@ -314,19 +313,31 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
   /**
    * A platform's submission (HTTP, or `POST /v1/events` with `interaction.submitted`): the token
    * names the interaction (`id`, when given, must be that one); a used, expired or forged token
-   * changes nothing. Exactly one valid submission wins the conditional update.
+   * changes nothing. Exactly one valid submission wins the conditional update. `seesRun` is the
+   * caller's workspace filter (docs/tenancy.md#isolation): an interaction of a run it may not see
+   * answers 404 like a missing one, and nothing changes.
    */
   async submit(
     id: string | null,
     input: SubmissionInput & { callback_token?: unknown },
     agentId: string | null = null,
+    seesRun: (runId: string) => Promise<boolean> = () => Promise.resolve(true),
   ): Promise<SubmitOutcome> {
     if (!isCallbackTokenShape(input.callback_token)) {
       throw new DomainError('unauthorized', 'callback_token: not a valid interaction token', {
         field: 'callback_token',
       });
     }
+    if (id !== null) {
+      const named = await this.repo.get(id);
+      if (!named || !(await seesRun(named.run_id))) {
+        throw new DomainError('not_found', `interaction ${id} not found`);
+      }
+    }
     const row = await this.repo.byTokenHash(hashCallbackToken(input.callback_token));
+    if (row && id === null && !(await seesRun(row.run_id))) {
+      throw new DomainError('not_found', 'callback_token: interaction not found', { field: 'callback_token' });
+    }
     if (!row || (id !== null && row.id !== id)) {
       throw new DomainError('unauthorized', 'callback_token: does not match this interaction', {
         field: 'callback_token',
@@ -513,7 +524,13 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
     const ctx = (stored?.context as { delivery?: DeliveryContext } | null)?.delivery;
     const plan = planOf(
       agent?.delivery_policy,
-      ctx ?? { surface: 'api', supports_streaming: true, supports_edit: false, supports_reaction: false, platform_capabilities: {} },
+      ctx ?? {
+        surface: 'api',
+        supports_streaming: true,
+        supports_edit: false,
+        supports_reaction: false,
+        platform_capabilities: {},
+      },
     );
     // Two outcomes of one run at once may race for the next sequence: the unique index decides, the loser retries.
     for (let attempt = 0; attempt < 5; attempt++) {

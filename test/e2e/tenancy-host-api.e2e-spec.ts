@@ -1,0 +1,174 @@
+import { randomBytes } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import { ScriptedOpenAIServer, scripts } from '@libs/testing';
+import { Host, TestDatabase, dbRows, event, waitFor } from './harness';
+import { HostApiClient, type RpcResult } from './host-api-client';
+import { RawPlugin, manifestFor } from './raw-plugin';
+
+/*
+ * Tenancy over the host API (docs/tenancy.md#resources, #storage, #quotas), on SQLite and
+ * PostgreSQL (E2E_DATABASE): one plugin serves an agent in each of two workspaces. From a run of
+ * one workspace it tries to reach the other's model and storage over real gRPC: refused, audited,
+ * nothing changes. The model-tokens-per-day quota is hit (RESOURCE_EXHAUSTED naming it) and
+ * recovered.
+ */
+
+jest.setTimeout(120_000);
+
+const KEY = `sk-scripted-${randomBytes(20).toString('hex')}`;
+const PERMISSIONS = { models: ['invoke', 'stream', 'count_tokens'], storage: ['plugin'] };
+const HI = [{ role: 'user', content: 'hi' }];
+
+describe('tenancy over the host API: one plugin serving two workspaces', () => {
+  const db = new TestDatabase();
+  const host = new Host(db, { SCRIPTED_KEY: KEY, SECRET_ENV_ALLOWLIST: 'SCRIPTED_KEY' });
+  let server: ScriptedOpenAIServer;
+  let plugin: RawPlugin;
+  let api: HostApiClient;
+  const run: Record<'acme' | 'globex', string> = { acme: '', globex: '' };
+  const runs: string[] = [];
+
+  const admin = (method: string, path: string, body?: unknown) => host.api(method, path, body);
+  const startRun = async (agentId: string) => {
+    const r = await host.api('POST', '/v1/events', event(agentId, 'use the model'));
+    expect(r.status).toBe(202);
+    const msg = await plugin.next();
+    expect(msg.run.context.run_id).toBe(r.body.run_id);
+    runs.push(r.body.run_id);
+    return r.body.run_id as string;
+  };
+  const refusal = (r: RpcResult<unknown>) => (r.err ? { code: grpc.status[r.err.code], xcode: r.err.xcode } : r.res);
+  /** The run's audit holds a denied row of `action` on `resource` (rows are written after the answer). */
+  const audited = (runId: string, action: string, resource: string) =>
+    waitFor(`audit ${action} denied`, async () =>
+      (await admin('GET', `/v1/admin/runs/${runId}/audit?limit=100`)).body.items.some(
+        (a: { action: string; resource: string; outcome: string }) =>
+          a.action === action && a.resource === resource && a.outcome === 'denied',
+      ),
+    );
+  const value = async (runId: string, key: string) => {
+    const r = await api.call('StorageGet', { run_id: runId, area: 'plugin', key });
+    return r.err ? `error ${grpc.status[r.err.code]}` : Buffer.from(r.res.value ?? []).toString();
+  };
+
+  beforeAll(async () => {
+    server = await ScriptedOpenAIServer.start();
+    await host.start();
+    const token = (await admin('POST', '/v1/admin/plugins', { author: 'ten', name: 'raw' })).body.token as string;
+    plugin = new RawPlugin(host.grpc, token);
+    plugin.hello('ten', 'raw', [manifestFor('ten', 'raw', { permissions: PERMISSIONS })]);
+    expect((await plugin.next()).welcome.runners).toHaveLength(1);
+    api = new HostApiClient(host.grpc, token);
+    for (const ws of ['acme', 'globex'] as const) {
+      expect((await admin('POST', '/v1/admin/workspaces', { workspace_id: ws })).status).toBe(201);
+      const model = await admin('POST', '/v1/admin/models', {
+        model_id: `m-${ws}`,
+        kind: 'chat',
+        provider: 'openai',
+        base_url: server.baseUrl,
+        api_key_env: 'SCRIPTED_KEY',
+        model_name: 'scripted-gpt',
+        workspace_id: ws,
+      });
+      expect(model.status).toBe(201);
+      const agent = await admin('POST', '/v1/admin/agents', {
+        agent_id: `a-${ws}`,
+        runner_id: 'plugin:ten/raw/default',
+        workspace_id: ws,
+        resource_policy: { allowed_model_ids: [`m-${ws}`], allow_plugin_storage: true },
+      });
+      expect(agent.status).toBe(201);
+      run[ws] = await startRun(`a-${ws}`);
+    }
+  });
+
+  afterAll(async () => {
+    runs.forEach((runId, i) => plugin?.result(runId, 'run.completed', { finish_reason: 'stop' }, 1000 + i));
+    await new Promise((r) => setTimeout(r, 300));
+    api?.close();
+    plugin?.close();
+    await host.stop();
+    await server?.close();
+    await db.drop();
+  });
+
+  it("an agent's policy cannot name another workspace's model", async () => {
+    const r = await admin('POST', '/v1/admin/agents', {
+      agent_id: 'a-greedy',
+      runner_id: 'plugin:ten/raw/default',
+      workspace_id: 'acme',
+      resource_policy: { allowed_model_ids: ['m-globex'] },
+    });
+    expect(r.status).toBe(400);
+    expect(r.body.error.details.field).toBe('resource_policy.allowed_model_ids[0]');
+    const authz = await admin('GET', `/v1/admin/runs/${run.acme}/authorization`);
+    expect(authz.body.authorization.scope.workspace_id).toBe('acme');
+    expect(authz.body.authorization.resources.models.map((m: { model_id: string }) => m.model_id)).toEqual(['m-acme']);
+  });
+
+  it("the plugin cannot reach another workspace's model from a run, nor its storage; nothing changes", async () => {
+    const sentBefore = server.requests.length;
+    for (const [method, action] of [
+      ['InvokeModel', 'model.invoke'],
+      ['CountTokens', 'model.count_tokens'],
+    ] as const) {
+      const r = await api.call(method, { run_id: run.acme, model_id: 'm-globex', messages: HI });
+      expect(refusal(r)).toEqual({ code: 'PERMISSION_DENIED', xcode: 'unauthorized' });
+      await audited(run.acme, action, 'model:m-globex');
+    }
+    const stream = await api.streamModel({ run_id: run.acme, model_id: 'm-globex', messages: HI });
+    expect(refusal(stream)).toEqual({ code: 'PERMISSION_DENIED', xcode: 'unauthorized' });
+    await audited(run.acme, 'model.stream', 'model:m-globex');
+    expect(server.requests.length).toBe(sentBefore);
+
+    // Plugin storage is per workspace: the same plugin and key name reach two separate values.
+    const set = (runId: string, v: string) =>
+      api.call('StorageSet', { run_id: runId, area: 'plugin', key: 'probe', value: Buffer.from(v) });
+    expect((await set(run.globex, 'globex secret')).err).toBeUndefined();
+    expect(await value(run.acme, 'probe')).not.toBe('globex secret');
+    expect((await set(run.acme, 'acme value')).err).toBeUndefined();
+    expect(await value(run.globex, 'probe')).toBe('globex secret');
+    expect(await value(run.acme, 'probe')).toBe('acme value');
+    const del = await api.call('StorageDelete', { run_id: run.acme, area: 'plugin', key: 'probe' });
+    expect(del.err).toBeUndefined();
+    expect(await value(run.globex, 'probe')).toBe('globex secret');
+    expect((await dbRows(db, 'storage_entries')).length).toBe(1);
+  });
+
+  it('max_model_tokens_per_day: a model call is refused once the day is spent, and accepted when the quota allows', async () => {
+    expect((await admin('PUT', '/v1/admin/workspaces/acme', { quotas: { max_model_tokens_per_day: 10 } })).status).toBe(
+      200,
+    );
+    let scripted = false;
+    const invoke = async (runId: string, model: string) => {
+      if (!scripted) {
+        server.chat(scripts.reply('ok', { usage: { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 } }));
+        scripted = true;
+      }
+      const r = await api.call('InvokeModel', { run_id: runId, model_id: model, messages: HI });
+      if (!r.err) {
+        scripted = false;
+      }
+      return r;
+    };
+    expect((await invoke(run.acme, 'm-acme')).err).toBeUndefined();
+    // Usage is read at most once a second (docs/tenancy.md#quotas): wait for the refusal.
+    let refused: RpcResult<unknown> | null = null;
+    for (let i = 0; i < 200 && refused === null; i++) {
+      const r = await invoke(run.acme, 'm-acme');
+      refused = r.err ? r : null;
+    }
+    expect(refusal(refused!)).toEqual({ code: 'RESOURCE_EXHAUSTED', xcode: 'rate_limited' });
+    expect(refused!.err.details).toContain('max_model_tokens_per_day');
+    const usage = await admin('GET', '/v1/admin/workspaces/acme/usage');
+    expect(usage.body.model_tokens_today.limit).toBe(10);
+    expect(usage.body.model_tokens_today.used).toBeGreaterThanOrEqual(16);
+    // The other workspace's calls are not limited by acme's quota.
+    expect((await invoke(run.globex, 'm-globex')).err).toBeUndefined();
+    // Recovered: the day's window cannot pass in a test; raising the quota admits the call again.
+    expect(
+      (await admin('PUT', '/v1/admin/workspaces/acme', { quotas: { max_model_tokens_per_day: 1_000_000 } })).status,
+    ).toBe(200);
+    expect((await invoke(run.acme, 'm-acme')).err).toBeUndefined();
+  });
+});
