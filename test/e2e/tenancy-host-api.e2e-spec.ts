@@ -8,7 +8,7 @@ import { RawPlugin, manifestFor } from './raw-plugin';
 /*
  * Tenancy over the host API (docs/tenancy.md#resources, #storage, #quotas), on SQLite and
  * PostgreSQL (E2E_DATABASE): one plugin serves an agent in each of two workspaces. From a run of
- * one workspace it tries to reach the other's model and storage over real gRPC: refused, audited,
+ * one workspace it tries to reach the other's model, knowledge base and storage over real gRPC: refused, audited,
  * nothing changes. The model-tokens-per-day quota is hit (RESOURCE_EXHAUSTED naming it) and
  * recovered.
  */
@@ -16,7 +16,11 @@ import { RawPlugin, manifestFor } from './raw-plugin';
 jest.setTimeout(120_000);
 
 const KEY = `sk-scripted-${randomBytes(20).toString('hex')}`;
-const PERMISSIONS = { models: ['invoke', 'stream', 'count_tokens'], storage: ['plugin'] };
+const PERMISSIONS = {
+  models: ['invoke', 'stream', 'count_tokens'],
+  storage: ['plugin'],
+  knowledge_bases: ['retrieve'],
+};
 const HI = [{ role: 'user', content: 'hi' }];
 
 describe('tenancy over the host API: one plugin serving two workspaces', () => {
@@ -56,7 +60,12 @@ describe('tenancy over the host API: one plugin serving two workspaces', () => {
     await host.start();
     const token = (await admin('POST', '/v1/admin/plugins', { author: 'ten', name: 'raw' })).body.token as string;
     plugin = new RawPlugin(host.grpc, token);
-    plugin.hello('ten', 'raw', [manifestFor('ten', 'raw', { permissions: PERMISSIONS })]);
+    plugin.hello('ten', 'raw', [
+      manifestFor('ten', 'raw', {
+        capabilities: { streaming: true, knowledge_retrieval: true },
+        permissions: PERMISSIONS,
+      }),
+    ]);
     expect((await plugin.next()).welcome.runners).toHaveLength(1);
     api = new HostApiClient(host.grpc, token);
     for (const ws of ['acme', 'globex'] as const) {
@@ -71,11 +80,19 @@ describe('tenancy over the host API: one plugin serving two workspaces', () => {
         workspace_id: ws,
       });
       expect(model.status).toBe(201);
+      const kb = await admin('POST', '/v1/admin/knowledge-bases', { kb_id: `kb-${ws}`, name: ws, workspace_id: ws });
+      expect(kb.status).toBe(201);
+      const doc = await admin('POST', `/v1/admin/knowledge-bases/kb-${ws}/documents`, {
+        name: 'plans',
+        content_type: 'text/plain',
+        content: `The ${ws} launch plan is codenamed ${ws}-aurora.`,
+      });
+      expect(doc.status).toBe(201);
       const agent = await admin('POST', '/v1/admin/agents', {
         agent_id: `a-${ws}`,
         runner_id: 'plugin:ten/raw/default',
         workspace_id: ws,
-        resource_policy: { allowed_model_ids: [`m-${ws}`], allow_plugin_storage: true },
+        resource_policy: { allowed_model_ids: [`m-${ws}`], allowed_kb_ids: [`kb-${ws}`], allow_plugin_storage: true },
       });
       expect(agent.status).toBe(201);
       run[ws] = await startRun(`a-${ws}`);
@@ -133,6 +150,20 @@ describe('tenancy over the host API: one plugin serving two workspaces', () => {
     expect(del.err).toBeUndefined();
     expect(await value(run.globex, 'probe')).toBe('globex secret');
     expect((await dbRows(db, 'storage_entries')).length).toBe(1);
+  });
+
+  it("the plugin cannot retrieve from another workspace's knowledge base; its own answers", async () => {
+    const retrieve = (runId: string, kbId: string) =>
+      api.call('RetrieveKnowledge', { run_id: runId, kb_id: kbId, query_text: 'launch plan codenamed' });
+    const own = await retrieve(run.acme, 'kb-acme');
+    expect(own.err).toBeUndefined();
+    expect(JSON.stringify(own.res)).toContain('acme-aurora');
+    const foreign = await retrieve(run.acme, 'kb-globex');
+    expect(refusal(foreign)).toEqual({ code: 'PERMISSION_DENIED', xcode: 'unauthorized' });
+    expect(JSON.stringify(foreign.err ?? {})).not.toContain('globex-aurora');
+    await audited(run.acme, 'knowledge.retrieve', 'knowledge_base:kb-globex');
+    // The other workspace's own run still reads it.
+    expect(JSON.stringify((await retrieve(run.globex, 'kb-globex')).res)).toContain('globex-aurora');
   });
 
   it('max_model_tokens_per_day: a model call is refused once the day is spent, and accepted when the quota allows', async () => {
