@@ -41,6 +41,15 @@ describe.each(DIALECTS)('knowledge search with stemming on %s', (_name, factory)
     for (let i = 0; i < fromStemming.length; i++) {
       await ds.undoLastMigration();
     }
+    // The service writes today's knowledge_bases row (the workspaces migration, after this one,
+    // added two columns): give the old table those columns while it is used, and take them away before migrating.
+    const tenancyColumns = [
+      `"workspace_id" VARCHAR(64) NOT NULL DEFAULT 'default'`,
+      `"shared" BOOLEAN NOT NULL DEFAULT false`,
+    ];
+    for (const column of tenancyColumns) {
+      await ds.query(`ALTER TABLE "knowledge_bases" ADD COLUMN ${column}`);
+    }
     await kb.create('old', { name: 'Stored before stemming' });
     await kb.addDocument('old', { name: 'etna', content_type: 'text/plain', content: 'Mount Etna erupts often.' });
     const indexDef = async () =>
@@ -55,6 +64,9 @@ describe.each(DIALECTS)('knowledge search with stemming on %s', (_name, factory)
       expect(names(await kb.retrieve(CALL, { kb_id: 'old', query_text: 'erupt' }))).toEqual([]);
     }
 
+    for (const column of ['workspace_id', 'shared']) {
+      await ds.query(`ALTER TABLE "knowledge_bases" DROP COLUMN "${column}"`);
+    }
     expect((await ds.runMigrations()).map((m) => m.name)).toEqual(fromStemming);
     expect(names(await kb.retrieve(CALL, { kb_id: 'old', query_text: 'erupt' }))).toEqual(['etna']);
     if (isPostgres(ds)) {

@@ -118,9 +118,9 @@ describe.each(DIALECTS)('knowledge bases on %s', (_name, factory) => {
       expect(page1.next_cursor).toBe('small');
       expect((await kb.page(page1.next_cursor, 2)).items.map((k) => k.kb_id)).toEqual(['tiny']);
       expect(await kb.catalog()).toEqual([
-        { kb_id: 'docs', kb_name: 'Docs', kb_type: 'fulltext' },
-        { kb_id: 'small', kb_name: 'Small', kb_type: 'fulltext' },
-        { kb_id: 'tiny', kb_name: 'T', kb_type: 'fulltext' },
+        { kb_id: 'docs', kb_name: 'Docs', kb_type: 'fulltext', workspace_id: 'default', shared: false },
+        { kb_id: 'small', kb_name: 'Small', kb_type: 'fulltext', workspace_id: 'default', shared: false },
+        { kb_id: 'tiny', kb_name: 'T', kb_type: 'fulltext', workspace_id: 'default', shared: false },
       ]);
       expect(await domainError(kb.get('nope'))).toEqual({ code: 'not_found' });
     });

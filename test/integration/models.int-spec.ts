@@ -59,8 +59,22 @@ describe.each(DIALECTS)('model registry on %s', (_name, factory) => {
     expect(await registry.get('a-rerank')).toMatchObject({ api_key_env: null, api_key_set: false, tokenizer: null });
     expect((await registry.page(null, 10)).items.map((m) => m.model_id)).toEqual(['a-rerank', 'b-chat']);
     expect(await registry.catalog()).toEqual([
-      { model_id: 'a-rerank', model_type: 'rerank', provider: 'openai-compatible', context_window: null },
-      { model_id: 'b-chat', model_type: 'llm', provider: 'openai-compatible', context_window: 128_000 },
+      {
+        model_id: 'a-rerank',
+        model_type: 'rerank',
+        provider: 'openai-compatible',
+        context_window: null,
+        workspace_id: 'default',
+        shared: false,
+      },
+      {
+        model_id: 'b-chat',
+        model_type: 'llm',
+        provider: 'openai-compatible',
+        context_window: 128_000,
+        workspace_id: 'default',
+        shared: false,
+      },
     ]);
     const replaced = await registry.replace('b-chat', { ...chat, model_name: 'gpt-4.1', extra_args: {} });
     expect(await registry.get('b-chat')).toEqual(replaced);

@@ -3,7 +3,7 @@ import type { GrantedTool } from '@libs/authz';
 import { APP_CONFIG, secretEnvPolicy } from '@libs/config';
 import { ToolsRepository, Transactions } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
-import { ToolSourcesService, ToolsService } from '@libs/resources';
+import { ToolSourcesService, ToolsService, ElicitationBroker } from '@libs/resources';
 import { McpClientPool } from '../../libs/resources/src/tools/mcp-client-pool';
 import { ToolRegistryService } from '../../libs/resources/src/tools/tool-registry.service';
 import { DIALECTS, type TestDatabase, storesModule } from './support/databases';
@@ -39,6 +39,7 @@ describe.each(DIALECTS)('tool registry on %s', (_name, factory) => {
       Transactions,
       ToolsRepository,
       McpClientPool,
+      ElicitationBroker,
       ToolRegistryService,
       ToolSourcesService,
       ToolsService,
