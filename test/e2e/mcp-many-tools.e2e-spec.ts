@@ -16,7 +16,8 @@ const MCP_STDIO_ARGS = [
   require.resolve('ts-node/register/transpile-only'),
   path.join(__dirname, 'fixtures', 'mcp-stdio-server.ts'),
 ];
-const FIXTURE_OWN_TOOLS = 9;
+/** The fixture server's own tools (fixtures/mcp-stdio-server.ts), listed before its generated ones. */
+const FIXTURE_OWN_TOOLS = 11;
 const CAP = 1000;
 
 describe('an MCP source with many tools', () => {
@@ -62,7 +63,7 @@ describe('an MCP source with many tools', () => {
     expect(catalogue.body.filter((t) => t.source_id === 'wide')).toHaveLength(CAP);
   });
 
-  it('keeps the first 1,000 of 1,509 tools and names each one left out, and why', async () => {
+  it('keeps the first 1,000 of 1,511 tools and names each one left out, and why', async () => {
     const r = await addSource('huge', 1500);
     expect(r.status).toBe(201);
     expect(r.body).toMatchObject({ status: 'connected', last_error: null });

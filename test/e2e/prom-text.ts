@@ -36,9 +36,11 @@ function fail(n: number, line: string, why: string): never {
 }
 
 function parseValue(text: string, n: number, line: string): number {
-  if (text === '+Inf') return Infinity;
-  if (text === '-Inf') return -Infinity;
-  if (text === 'NaN') return NaN;
+  // As Prometheus reads a value (Go's ParseFloat): Inf and NaN in any case; prom-client writes
+  // an empty event-loop histogram's mean as `Nan`.
+  if (/^\+?inf(inity)?$/i.test(text)) return Infinity;
+  if (/^-inf(inity)?$/i.test(text)) return -Infinity;
+  if (/^nan$/i.test(text)) return NaN;
   if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(text)) {
     fail(n, line, `value ${JSON.stringify(text)} is not a float`);
   }
