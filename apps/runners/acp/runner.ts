@@ -14,7 +14,7 @@ import type {
   StopReason,
 } from '@agentclientprotocol/sdk';
 import { defineRunner, type JsonObject, type RunContext, type RunIO } from '@runner-host/runner-sdk';
-import { configError, readConfig } from '../shared/config';
+import { configError, readConfig } from '../common/config';
 
 /*
  * The ACP reference runner (docs/reference-runners.md#acp-runner): drives an ACP-compatible agent

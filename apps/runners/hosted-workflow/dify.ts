@@ -1,6 +1,6 @@
 import { defineRunner, type JsonObject, type RunContext, type RunIO, type Usage } from '@runner-host/runner-sdk';
-import { configError, readConfig } from '../shared/config';
-import { sseMessages } from '../shared/sse';
+import { configError, readConfig } from '../common/config';
+import { sseMessages } from '../common/sse';
 
 /*
  * The Dify chat-app runner (docs/reference-runners.md#dify-chat-apps): each turn is one

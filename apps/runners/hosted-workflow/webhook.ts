@@ -1,5 +1,5 @@
 import { defineRunner, type Json, type JsonObject, type RunContext, type RunIO } from '@runner-host/runner-sdk';
-import { configError, readConfig } from '../shared/config';
+import { configError, readConfig } from '../common/config';
 
 /*
  * The n8n-style webhook runner (docs/reference-runners.md#n8n-style-webhooks): each turn POSTs

@@ -1,7 +1,7 @@
 import OpenAI, { APIError } from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { defineRunner, type JsonObject, type RunContext, type RunIO, type Usage } from '@runner-host/runner-sdk';
-import { configError, historyMessages, readConfig } from '../shared/config';
+import { configError, historyMessages, readConfig } from '../common/config';
 
 /*
  * The OpenAI-compatible reference runner (docs/reference-runners.md#openai-compatible-runner):
