@@ -258,8 +258,13 @@ describe('tenancy: two workspaces on one host', () => {
     expect(bad.body.error.details.field).toBe('quotas.runs_per_second');
 
     // One admission takes the bucket's only token; the next one at once is refused.
+    const one = event('agent-acme', 'one', {
+      event: { event_type: 'message.received', source: 'api', event_id: `q-${Date.now()}` },
+    });
+    let first: { run_id?: string } = {};
     await waitFor('admitted', async () => {
-      const r = await host.api('POST', '/v1/events', event('agent-acme', 'one'), key.acme);
+      const r = await host.api('POST', '/v1/events', one, key.acme);
+      first = r.body;
       return r.status === 202;
     });
     const res = await fetch(`${host.http}/v1/events`, {
@@ -271,6 +276,16 @@ describe('tenancy: two workspaces on one host', () => {
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     const refused = (await res.json()) as { error: { details: Record<string, unknown> } };
     expect(refused.error.details).toMatchObject({ quota: 'runs_per_second', workspace_id: 'acme', limit: 1 });
+    // A duplicate of the admitted event (a platform's retry) still gets its original answer: a
+    // duplicate spends no token and is never refused by the rate.
+    const replay = await fetch(`${host.http}/v1/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key.acme}` },
+      body: JSON.stringify(one),
+    });
+    expect(replay.status).toBe(200);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(await replay.json()).toMatchObject({ disposition: 'started', run_id: first.run_id });
     // The other workspace is not affected.
     expect((await host.api('POST', '/v1/events', event('agent-globex', 'free'), key.globex)).status).toBe(202);
     // Recovered: once the bucket refills the same workspace is admitted again.

@@ -3,6 +3,7 @@ import type {
   AdmitOutcome,
   AgentEntity,
   ConversationSituation,
+  EventEntity,
   RunsRepository,
   SteeringRepository,
 } from '@libs/persistence';
@@ -10,6 +11,7 @@ import type { RunnerDispatch } from '@libs/runner-gateway';
 import type { AdmissionCatalog } from './admission-catalog';
 import { AdmissionService } from './admission.service';
 import { InProcessSignals, type Signal } from './conversations/signal-port';
+import { quotaExceeded, type WorkspaceQuotaGate } from './workspace-quotas';
 import type { EventSubmission } from './event-submission';
 import type { RunLifecycleService } from './run-lifecycle.service';
 import type { PreparedRun, RunStarter } from './run-start';
@@ -34,11 +36,16 @@ const free: ConversationSituation = { running_run_id: null, queued_on_run: 0, wa
  * The admission service against fakes of the one admission unit (RunsRepository.admit), the
  * starter and the runner lookup: what it prepares, what it submits, what it sets going.
  */
-function setup(opts: { situation?: ConversationSituation; outcomes: ((a: AdmissionRows) => AdmitOutcome)[] }) {
+function setup(opts: {
+  situation?: ConversationSituation;
+  outcomes: ((a: AdmissionRows) => AdmitOutcome)[];
+  previous?: EventEntity;
+  quotaFull?: boolean;
+}) {
   const log: string[] = [];
   const submitted: AdmissionRows[] = [];
   const runs = {
-    getEvent: () => Promise.resolve(null),
+    getEvent: () => Promise.resolve(opts.previous ?? null),
     getEventByIdempotencyKey: () => Promise.resolve(null),
     admit: (a: AdmissionRows) => {
       submitted.push(a);
@@ -68,7 +75,19 @@ function setup(opts: { situation?: ConversationSituation; outcomes: ((a: Admissi
     signals.subscribe(kind, (s: Signal) => log.push(`signal ${s.kind}`));
   }
   const catalog = { agent: () => Promise.resolve(agent) } as unknown as AdmissionCatalog;
-  const service = new AdmissionService(catalog, runs, steering, runners, starter, lifecycle, signals);
+  const quotas = {
+    admit: (workspace: string) => {
+      log.push(`quota ${workspace}`);
+      if (opts.quotaFull) {
+        throw quotaExceeded(workspace, 'runs_per_second', 1, 1000);
+      }
+    },
+    admitFollowUp: (workspace: string) => {
+      log.push(`follow-up quota ${workspace}`);
+      return Promise.resolve();
+    },
+  } as unknown as WorkspaceQuotaGate;
+  const service = new AdmissionService(catalog, runs, steering, runners, starter, lifecycle, signals, quotas);
   return { service, log, submitted };
 }
 
@@ -92,7 +111,39 @@ describe('AdmissionService', () => {
     expect(a).toMatchObject({ disposition: 'started', replayed: false });
     expect(submitted[0].conversation).toBeNull();
     expect(submitted[0].run).not.toBeNull();
-    expect(log).toEqual(['prepare', `dispatch ${a.run_id} event_seq=42`]);
+    expect(log).toEqual(['quota default', 'prepare', `dispatch ${a.run_id} event_seq=42`]);
+  });
+
+  it('a duplicate answers its original admission without spending a quota token, even when the quota is spent', async () => {
+    const previous = {
+      event_id: 'e-1',
+      body_hash: 'x',
+      disposition: 'started',
+      run_id: 'run-first',
+    } as EventEntity;
+    const { service, log, submitted } = setup({ outcomes: [], previous, quotaFull: true });
+    // The body hash must match the original's for a replay: take it from a first submission's rows.
+    const first = setup({ outcomes: [admitted({})] });
+    await first.service.submit({ ...message(), event: { ...message().event, event_id: 'e-1' } }, null);
+    previous.body_hash = first.submitted[0].event.body_hash;
+    expect(await service.submit({ ...message(), event: { ...message().event, event_id: 'e-1' } }, null)).toEqual({
+      event_id: 'e-1',
+      disposition: 'started',
+      run_id: 'run-first',
+      replayed: true,
+    });
+    expect(log).toEqual([]);
+    expect(submitted).toEqual([]);
+  });
+
+  it('a spent quota refuses a new event with 429 before anything is prepared or written', async () => {
+    const { service, log, submitted } = setup({ outcomes: [admitted({})], quotaFull: true });
+    await expect(service.submit(message('c1'), null)).rejects.toMatchObject({
+      code: 'rate_limited',
+      details: { quota: 'runs_per_second', workspace_id: 'default' },
+    });
+    expect(log).toEqual(['quota default']);
+    expect(submitted).toEqual([]);
   });
 
   it('decides first: a busy conversation is not prepared for, and a steered event only wakes its run', async () => {
@@ -108,14 +159,14 @@ describe('AdmissionService', () => {
     expect(submitted[0].run).toBeNull();
     // The decision table is data: the steerable run named, the policy's fallback.
     expect(submitted[0].conversation?.table).toEqual({ busy: 'queued', steer_into: 'run-busy', max_queue: 100 });
-    expect(log).toEqual(['signal steering']);
+    expect(log).toEqual(['quota default', 'follow-up quota default', 'signal steering']);
   });
 
   it('a queued event opens its run channel and kicks the conversation', async () => {
     const { service, log } = setup({ situation: busy, outcomes: [admitted({ disposition: 'queued' })] });
     const a = await service.submit(message('c1'), null);
     expect(a.disposition).toBe('queued');
-    expect(log).toEqual([`open ${a.run_id}`, 'signal conversation']);
+    expect(log).toEqual(['quota default', 'follow-up quota default', `open ${a.run_id}`, 'signal conversation']);
   });
 
   it('a start the unit found unprepared (the conversation freed meanwhile) is prepared and submitted again', async () => {
@@ -126,7 +177,7 @@ describe('AdmissionService', () => {
     const a = await service.submit(message('c1'), null);
     expect(a.disposition).toBe('started');
     expect(submitted.map((s) => s.run !== null)).toEqual([false, true]);
-    expect(log).toEqual(['prepare', `dispatch ${a.run_id} event_seq=42`]);
+    expect(log).toEqual(['quota default', 'follow-up quota default', 'prepare', `dispatch ${a.run_id} event_seq=42`]);
   });
 
   it('a concurrent duplicate gets the original answer, nothing set going', async () => {
@@ -143,6 +194,6 @@ describe('AdmissionService', () => {
       run_id: 'run-first',
       replayed: true,
     });
-    expect(log).toEqual(['prepare']);
+    expect(log).toEqual(['quota default', 'prepare']);
   });
 });

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
+  DEFAULT_WORKSPACE,
   NOT_ACCEPTED,
   RunsRepository,
   SteeringRepository,
@@ -23,6 +24,7 @@ import { RunLifecycleService } from './run-lifecycle.service';
 import { RunStarter, scopeOf, type LiveRunner, type PreparedRun } from './run-start';
 import { telemetry } from '@libs/telemetry';
 import type { Admission } from './admission';
+import { WorkspaceQuotaGate } from './workspace-quotas';
 
 export type { Admission } from './admission';
 
@@ -49,6 +51,7 @@ export class AdmissionService {
     private readonly starter: RunStarter,
     private readonly lifecycle: RunLifecycleService,
     @Inject(SIGNAL_PORT) private readonly signals: SignalPort,
+    private readonly quotas: WorkspaceQuotaGate,
   ) {}
 
   submit(sub: EventSubmission, idempotencyKey: string | null): Promise<Admission> {
@@ -79,6 +82,13 @@ export class AdmissionService {
       throw e instanceof DomainError ? new DomainError(e.code, e.message, { ...e.details, field: 'agent_id' }) : e;
     });
     parseRunnerId(agent.runner_id);
+    // The workspace's admission quotas (docs/tenancy.md#quotas), after the duplicate check: a
+    // duplicate answers its original admission and never spends a token.
+    const workspace = agent.workspace_id ?? DEFAULT_WORKSPACE;
+    this.quotas.admit(workspace);
+    if (sub.conversation) {
+      await this.quotas.admitFollowUp(workspace);
+    }
     const live = this.runners.target(agent.runner_id);
     const now = Date.now();
     const runId = randomUUID();

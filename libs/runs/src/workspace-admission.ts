@@ -3,20 +3,17 @@ import { DEFAULT_WORKSPACE } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import { AdmissionCatalog } from './admission-catalog';
 import type { EventSubmission } from './event-submission';
-import { WorkspaceQuotaGate } from './workspace-quotas';
 
 /**
  * The edge of admission for tenancy (docs/tenancy.md#runs): the run's workspace comes from the
  * trusted context — the agent's workspace, which the caller's key must reach — never from the
  * event. An event naming another workspace is refused (403 naming `conversation.workspace_id`);
- * a missing one is filled in. Then the workspace's admission quotas. All in memory.
+ * a missing one is filled in. All in memory; the workspace's quotas are admission's, after its
+ * duplicate check (AdmissionService).
  */
 @Injectable()
 export class WorkspaceAdmission {
-  constructor(
-    private readonly catalog: AdmissionCatalog,
-    private readonly quotas: WorkspaceQuotaGate,
-  ) {}
+  constructor(private readonly catalog: AdmissionCatalog) {}
 
   /** The submission with its workspace set, or the refusal; `workspaces` are the caller's (null: all). */
   async derive(sub: EventSubmission, workspaces: readonly string[] | null): Promise<EventSubmission> {
@@ -38,10 +35,6 @@ export class WorkspaceAdmission {
         `conversation.workspace_id: the run's workspace comes from the API key and the agent; ${JSON.stringify(named)} is not the agent's workspace`,
         { field: 'conversation.workspace_id' },
       );
-    }
-    this.quotas.admit(workspace, sub.conversation !== undefined);
-    if (sub.conversation) {
-      await this.quotas.admitFollowUp(workspace);
     }
     return sub.conversation ? { ...sub, conversation: { ...sub.conversation, workspace_id: workspace } } : sub;
   }

@@ -42,7 +42,7 @@ export class WorkspaceQuotaGate {
   }
 
   /** Admission: runs per second, then active runs (throws 429). */
-  admit(workspace: string, _conversation: boolean, now = Date.now()): void {
+  admit(workspace: string, now = Date.now()): void {
     const q = this.workspaces.quotas(workspace);
     if (q.runs_per_second !== undefined) {
       const bucket = this.bucket(workspace, q.runs_per_second, q.runs_burst ?? q.runs_per_second);
