@@ -103,7 +103,11 @@ describe('ConnectSessionHandler: one Connect stream (docs/protocol.md)', () => {
 
   it('hello → welcome: valid manifests become runners, invalid ones are reported, the session is attached', async () => {
     const s = setup();
-    s.from.next(hello({ manifests: [manifest('default'), manifest('other', { id: 'plugin:evil/x/other' }), manifest('default')] }));
+    s.from.next(
+      hello({
+        manifests: [manifest('default'), manifest('other', { id: 'plugin:evil/x/other' }), manifest('default')],
+      }),
+    );
     await settle();
     expect(s.error()).toBeNull();
     expect(s.out).toHaveLength(1);
@@ -130,7 +134,9 @@ describe('ConnectSessionHandler: one Connect stream (docs/protocol.md)', () => {
     expect(s.out).toEqual([]);
     await settle();
     expect(s.out[0].welcome).toBeDefined();
-    expect(s.inbound).toEqual([expect.objectContaining({ kind: 'result', result: expect.objectContaining({ run_id: 'r1' }) })]);
+    expect(s.inbound).toEqual([
+      expect.objectContaining({ kind: 'result', result: expect.objectContaining({ run_id: 'r1' }) }),
+    ]);
     s.sub.unsubscribe();
   });
 

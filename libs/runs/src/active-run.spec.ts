@@ -37,7 +37,12 @@ const snapshot = (deadline: number | null = null) =>
 function run(deadline: number | null = null) {
   const ends: RunEnding[] = [];
   const r = new ActiveRun(
-    { run_id: 'r1', agent_id: 'a', session: { session_id: 's1', plugin_id: 'x/y' } as RunnerSession, snapshot: snapshot(deadline) },
+    {
+      run_id: 'r1',
+      agent_id: 'a',
+      session: { session_id: 's1', plugin_id: 'x/y' } as RunnerSession,
+      snapshot: snapshot(deadline),
+    },
     { cancelGraceMs: GRACE_MS, onEnd: (e) => ends.push(e) },
   );
   return { r, ends };
@@ -140,7 +145,9 @@ describe('ActiveRun: the run state machine (docs/architecture.md#the-life-of-a-r
     it('a host failure ends the run with the host’s run.failed after the last accepted sequence', () => {
       const { r, ends } = run();
       r.accept(result('tool.call.started', 4));
-      expect(r.fail({ status: 'failed', code: 'host.dispatch_failed', error: 'not sent', retryable: false })).toBe(true);
+      expect(r.fail({ status: 'failed', code: 'host.dispatch_failed', error: 'not sent', retryable: false })).toBe(
+        true,
+      );
       expect(ends).toEqual([
         {
           cause: 'host',
@@ -208,7 +215,10 @@ describe('ActiveRun: the run state machine (docs/architecture.md#the-life-of-a-r
       jest.advanceTimersByTime(GRACE_MS - 1);
       a.r.accept(failed(1, 'runner.error'));
       expect(a.ends).toEqual([
-        expect.objectContaining({ cause: 'result', outcome: expect.objectContaining({ status: 'cancelled', retryable: false }) }),
+        expect.objectContaining({
+          cause: 'result',
+          outcome: expect.objectContaining({ status: 'cancelled', retryable: false }),
+        }),
       ]);
       jest.advanceTimersByTime(GRACE_MS);
       expect(a.ends).toHaveLength(1);

@@ -220,7 +220,12 @@ export class ActiveRun {
     return this.verdict(
       'runner_lost',
       this.cancel_requested
-        ? { status: 'cancelled', code: 'cancelled', error: `cancelled; the runner disconnected (${reason})`, retryable: false }
+        ? {
+            status: 'cancelled',
+            code: 'cancelled',
+            error: `cancelled; the runner disconnected (${reason})`,
+            retryable: false,
+          }
         : { status: 'failed', code: 'runner.disconnected', error: `runner disconnected: ${reason}`, retryable: true },
     );
   }
@@ -294,7 +299,11 @@ export class ActiveRun {
     if (this.ended) {
       return false;
     }
-    this.decide({ cause, terminal: verdictResult(this.run_id, this.nextHostSequence(), v), outcome: verdictOutcome(v) });
+    this.decide({
+      cause,
+      terminal: verdictResult(this.run_id, this.nextHostSequence(), v),
+      outcome: verdictOutcome(v),
+    });
     return true;
   }
 

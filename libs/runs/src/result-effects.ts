@@ -22,7 +22,11 @@ const logger = new Logger('RunResults');
  * `state.updated` becomes a state write under the run's grants (a rejection is logged and never
  * fails the run). What the run keeps of its messages for its end, it keeps itself (ActiveRun.accept).
  */
-export function effectsOf(run: Pick<RunGrant, 'run_id' | 'snapshot'>, row: ResultView, rules: StateRules): ResultEffects {
+export function effectsOf(
+  run: Pick<RunGrant, 'run_id' | 'snapshot'>,
+  row: ResultView,
+  rules: StateRules,
+): ResultEffects {
   const data = row.data;
   switch (row.type) {
     case 'state.updated':

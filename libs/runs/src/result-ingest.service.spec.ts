@@ -99,7 +99,7 @@ function setup(opts: { interactions?: Partial<InteractionsService> } = {}) {
     config,
   );
   const send = (r: Partial<Incoming> & { type: string }, from = s1) =>
-    ingest.accept(from, { run_id: 'r1', data: {}, ...r } as Incoming);
+    ingest.accept(from, { run_id: 'r1', data: {}, ...r });
   return { ingest, connections, run, lifecycle, ends, s1, send };
 }
 
@@ -134,7 +134,9 @@ describe('ResultIngestService: the result rules at the runner edge (docs/protoco
     const { send, lifecycle, ends, run } = setup();
     send({ type: 'run.completed', sequence: 1, data: { finish_reason: 'stop' } });
     expect(lifecycle.accepted).toEqual([]);
-    expect(ends).toEqual([expect.objectContaining({ cause: 'result', outcome: expect.objectContaining({ status: 'completed' }) })]);
+    expect(ends).toEqual([
+      expect.objectContaining({ cause: 'result', outcome: expect.objectContaining({ status: 'completed' }) }),
+    ]);
     send({ type: 'message.delta', sequence: 2, data: { chunk: { content: 'late' } } });
     expect(lifecycle.accepted).toEqual([]);
     expect(run.last_sequence).toBe(1);
@@ -198,16 +200,28 @@ describe('ResultIngestService: the result rules at the runner edge (docs/protoco
     expect(lifecycle.verdicts).toEqual([
       expect.objectContaining({ code: 'runner.protocol_error', error: 'interaction.requested: not allowed' }),
     ]);
-    expect(ends).toEqual([expect.objectContaining({ cause: 'host', terminal: expect.objectContaining({ sequence: 2 }) })]);
+    expect(ends).toEqual([
+      expect.objectContaining({ cause: 'host', terminal: expect.objectContaining({ sequence: 2 }) }),
+    ]);
   });
 
   it('takes results and disconnects from the runner connections', () => {
     const { ingest, connections, lifecycle, s1 } = setup();
     ingest.onModuleInit();
-    connections.deliver(s1, { run_id: 'r1', type: 'tool.call.started', sequence: 1, data: { tool_call_id: 'c', tool_name: 't' } });
+    connections.deliver(s1, {
+      run_id: 'r1',
+      type: 'tool.call.started',
+      sequence: 1,
+      data: { tool_call_id: 'c', tool_name: 't' },
+    });
     connections.inbound$.next({ kind: 'disconnected', session: s1, reason: 'gone' });
     ingest.onModuleDestroy();
-    connections.deliver(s1, { run_id: 'r1', type: 'tool.call.started', sequence: 2, data: { tool_call_id: 'c', tool_name: 't' } });
+    connections.deliver(s1, {
+      run_id: 'r1',
+      type: 'tool.call.started',
+      sequence: 2,
+      data: { tool_call_id: 'c', tool_name: 't' },
+    });
     expect(lifecycle.accepted.map((r) => r.sequence)).toEqual([1]);
     expect(lifecycle.disconnected).toEqual(['s1: gone']);
   });

@@ -54,7 +54,7 @@ class FakeRuns {
   readonly written: { kind: 'result' | 'end'; row: NewResult; end?: RunEnd; assistant?: unknown }[] = [];
   readonly cancelRequested: string[] = [];
   failNextEnd = false;
-  pending: ReturnType<typeof deferred>[] = [];
+  pending: { resolve: () => void }[] = [];
   holding = false;
   active: Partial<RunEntity>[] = [];
   last = new Map<string, number>();
@@ -63,8 +63,8 @@ class FakeRuns {
     if (!this.holding) {
       return Promise.resolve(value);
     }
-    const d = deferred();
-    this.pending.push(d);
+    const d = deferred<void>();
+    this.pending.push({ resolve: () => d.resolve() });
     return d.promise.then(() => value);
   }
   insertResult(row: NewResult): Promise<void> {
@@ -111,11 +111,13 @@ function setup() {
     assistantRow: (scope: { run_id: string }, message: Record<string, unknown>) => ({ run_id: scope.run_id, message }),
   } as unknown as TranscriptService;
   const delivery = { plan: { webhook: null }, onResult: () => [], onEnd: () => [] } as unknown as RunDelivery;
+  const opened = jest.fn(() => delivery);
+  const ended = jest.fn();
   const deliveries = {
-    open: jest.fn(() => delivery),
+    open: opened,
     rows: () => [],
     published: jest.fn(),
-    end: jest.fn(),
+    end: ended,
     interrupted: () => Promise.resolve([]),
   } as unknown as DeliveryService;
   const config = { runs: { cancelGraceMs: GRACE_MS } } as AppConfig;
@@ -143,7 +145,7 @@ function setup() {
     bus.follow(runId)!.subscribe({ next: (r) => seen.push(r), complete: () => (complete = true) });
     return { run, seen, done: () => complete };
   };
-  return { lifecycle, runs, active, bus, signals, published, deliveries, sent, session, start };
+  return { lifecycle, runs, active, bus, signals, published, deliveries: { opened, ended }, sent, session, start };
 }
 
 const flush = async () => {
@@ -178,7 +180,7 @@ describe('RunLifecycleService: the one owner of a run (docs/architecture.md#the-
     expect(active.get('r1')).toBe(run);
     expect(active.grant('r1')).toBe(run.grant);
     expect(bus.follow('r1')).not.toBeNull();
-    expect(deliveries.open).toHaveBeenCalledTimes(1);
+    expect(deliveries.opened).toHaveBeenCalledTimes(1);
     expect(run.delivery).not.toBeNull();
   });
 
@@ -207,7 +209,7 @@ describe('RunLifecycleService: the one owner of a run (docs/architecture.md#the-
     expect(end.assistant).toEqual({ run_id: 'r1', message: { role: 'assistant', content: 'hi' } });
     expect(active.get('r1')).toBeUndefined();
     expect(run.phase).toBe('ended');
-    expect(deliveries.end).toHaveBeenCalledWith('r1');
+    expect(deliveries.ended).toHaveBeenCalledWith('r1');
     // The conversation is free: its next waiting run may start.
     expect(published).toEqual([{ kind: 'conversation', key: expect.any(String) }]);
   });
@@ -268,7 +270,10 @@ describe('RunLifecycleService: the one owner of a run (docs/architecture.md#the-
     await Promise.all([cancel, again]);
     expect(sent).toHaveLength(1);
     expect(runs.written).toEqual([
-      expect.objectContaining({ kind: 'end', end: expect.objectContaining({ status: 'cancelled', error_code: 'cancelled' }) }),
+      expect.objectContaining({
+        kind: 'end',
+        end: expect.objectContaining({ status: 'cancelled', error_code: 'cancelled' }),
+      }),
     ]);
   });
 
@@ -279,7 +284,9 @@ describe('RunLifecycleService: the one owner of a run (docs/architecture.md#the-
     const cancel = lifecycle.cancel(run, 'user');
     await Promise.resolve();
     ingest(lifecycle, run, 'run.failed', 1, { error: 'stopped', code: 'cancelled', retryable: false });
-    expect(ingest(lifecycle, run, 'message.delta', 2, { chunk: { content: 'late' } })).toMatchObject({ kind: 'dropped' });
+    expect(ingest(lifecycle, run, 'message.delta', 2, { chunk: { content: 'late' } })).toMatchObject({
+      kind: 'dropped',
+    });
     jest.useRealTimers();
     await cancel;
     expect(runs.written).toEqual([
