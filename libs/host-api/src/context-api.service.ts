@@ -8,7 +8,7 @@ import {
   type PageRequest,
 } from '@libs/conversations';
 import { DomainError } from '@libs/protocol';
-import type { ActiveRun } from '@libs/runs';
+import type { RunGrant } from '@libs/runs';
 
 /**
  * Pull APIs over the run's conversation: history, events, state, prompt, run. The conversation is
@@ -24,16 +24,16 @@ export class ContextApiService {
     private readonly state: StateService,
   ) {}
 
-  async historyPage(run: ActiveRun, req: PageRequest) {
+  async historyPage(run: RunGrant, req: PageRequest) {
     return this.transcript.page(conversationOf(run.snapshot.scope), req);
   }
 
-  async historySearch(run: ActiveRun, query: string, topK: number | undefined) {
+  async historySearch(run: RunGrant, query: string, topK: number | undefined) {
     return this.transcript.search(conversationOf(run.snapshot.scope), query, topK);
   }
 
   /** An event of this run, or of the run's conversation and thread. */
-  async eventGet(run: ActiveRun, eventId: string) {
+  async eventGet(run: RunGrant, eventId: string) {
     if (!eventId) {
       throw new DomainError('invalid_argument', 'event_id: is required', { field: 'event_id' });
     }
@@ -55,32 +55,32 @@ export class ContextApiService {
     return eventRecord(e);
   }
 
-  async eventPage(run: ActiveRun, types: string[], beforeCursor: string | undefined, limit: number | undefined) {
+  async eventPage(run: RunGrant, types: string[], beforeCursor: string | undefined, limit: number | undefined) {
     return this.events.page(conversationOf(run.snapshot.scope), types, beforeCursor, limit);
   }
 
-  async stateGet(run: ActiveRun, scope: string, key: string) {
+  async stateGet(run: RunGrant, scope: string, key: string) {
     return { value: await this.state.get(run.snapshot.state.scope_keys, scope, key) };
   }
 
-  async stateSet(run: ActiveRun, scope: string, key: string, value: unknown) {
+  async stateSet(run: RunGrant, scope: string, key: string, value: unknown) {
     await this.state.set(run.snapshot.state.scope_keys, scope, key, value);
     return { success: true };
   }
 
-  async stateDelete(run: ActiveRun, scope: string, key: string) {
+  async stateDelete(run: RunGrant, scope: string, key: string) {
     return { success: await this.state.delete(run.snapshot.state.scope_keys, scope, key) };
   }
 
-  async stateList(run: ActiveRun, scope: string, prefix: string | undefined, limit: number | undefined) {
+  async stateList(run: RunGrant, scope: string, prefix: string | undefined, limit: number | undefined) {
     return this.state.list(run.snapshot.state.scope_keys, scope, prefix, limit);
   }
 
-  prompt(run: ActiveRun) {
+  prompt(run: RunGrant) {
     return { prompt: run.snapshot.prompt };
   }
 
-  runGet(run: ActiveRun) {
+  runGet(run: RunGrant) {
     return {
       run_id: run.run_id,
       status: 'running',

@@ -11,7 +11,7 @@ import {
   type ResourceCall,
   type RetrieveRequest,
 } from '@libs/resources';
-import { SteeringService, WorkspaceQuotaGate, type ActiveRun } from '@libs/runs';
+import { SteeringService, WorkspaceQuotaGate, type RunGrant } from '@libs/runs';
 import { ContextApiService } from './context-api.service';
 import { HostApiGate, type CallNeeds, type Caller } from './host-api.gate';
 import { StorageApiService } from './storage-api.service';
@@ -67,12 +67,12 @@ export type ActionNeeds = Omit<CallNeeds, 'action' | 'run_id' | 'payload_bytes'>
 
 interface ActionSpec<Req, Res> {
   needs(req: Req): ActionNeeds;
-  run(run: ActiveRun, req: Req): Promise<Res>;
+  run(run: RunGrant, req: Req): Promise<Res>;
 }
 
 const action = <Req, Res>(
   needs: (req: Req) => ActionNeeds,
-  run: (run: ActiveRun, req: Req) => Promise<Res>,
+  run: (run: RunGrant, req: Req) => Promise<Res>,
 ): ActionSpec<Req, Res> => ({ needs, run });
 
 const model = (id: string, operation: string): ActionNeeds => ({ resource: { kind: 'model', id, operation } });
@@ -80,13 +80,13 @@ const tool = (id: string, operation: string): ActionNeeds => ({ resource: { kind
 const storage = (area: StorageArea, key?: string): ActionNeeds => ({ flag: 'storage', storage: area, scope: key });
 
 /** The run-side handle a resource operation gets: its abort signal and deadline. */
-const callOf = (run: ActiveRun): ResourceCall => ({
+const callOf = (run: RunGrant): ResourceCall => ({
   run_id: run.run_id,
-  signal: run.abort.signal,
+  signal: run.signal,
   deadline_at_ms: run.snapshot.deadline_at_ms,
   interactions: (run.snapshot.interactions ?? []).includes('request'),
 });
-const grantedTool = (run: ActiveRun, name: string) => run.snapshot.resources.tools.find((t) => t.tool_name === name)!;
+const grantedTool = (run: RunGrant, name: string) => run.snapshot.resources.tools.find((t) => t.tool_name === name)!;
 
 /**
  * The action table: action → needed grant, resource and limits, and the one service call that
@@ -106,8 +106,8 @@ export class HostActions {
   ) {}
 
   /** docs/tenancy.md#quotas: a model call of a workspace that spent its day's tokens answers 429. */
-  private tokensLeft(run: ActiveRun): Promise<void> {
-    return this.quotas.modelCall(run.snapshot.scope.workspace_id ?? 'default');
+  private tokensLeft(run: RunGrant): Promise<void> {
+    return this.quotas.modelCall(run.workspace_id ?? 'default');
   }
 
   readonly table = {
@@ -247,7 +247,7 @@ export class HostActions {
   }
 
   /** The one delegate of steering.pull: the run's durable steering queue (libs/runs). */
-  private async steeringPull(run: ActiveRun, req: SteeringPullInput): Promise<{ items: Json[] }> {
+  private async steeringPull(run: RunGrant, req: SteeringPullInput): Promise<{ items: Json[] }> {
     return { items: await this.steering.pull(run, req) };
   }
 }

@@ -1,5 +1,5 @@
-import { buildSnapshot, type AuditRecord, type AuditService } from '@libs/authz';
-import { ActiveRuns } from '@libs/runs';
+import { TokenBucket, buildSnapshot, type AuditRecord, type AuditService } from '@libs/authz';
+import type { RunGrant, RunGrants } from '@libs/runs';
 import { DomainError } from '@libs/protocol';
 import { HostApiGate, type CallNeeds, type Caller } from './host-api.gate';
 
@@ -33,11 +33,22 @@ function setup(opts: { deadline?: number | null; burst?: number } = {}) {
     },
     deadline_at_ms: opts.deadline === undefined ? null : opts.deadline,
   });
-  const active = new ActiveRuns();
-  active.add(RUN, 'a', { session_id: 's', plugin_id: 'acme/bot' } as never, snapshot);
+  const run: RunGrant = {
+    run_id: RUN,
+    plugin_id: 'acme/bot',
+    runner_id: snapshot.scope.runner_id,
+    workspace_id: null,
+    snapshot,
+    signal: new AbortController().signal,
+    budget: new TokenBucket(snapshot.limits.calls_per_second, snapshot.limits.burst),
+    started_at: Date.now(),
+    active: true,
+    cancel_requested: false,
+  };
+  const grants: RunGrants = { grant: (id) => (id === RUN ? run : undefined) };
   const audit: AuditRecord[] = [];
   const auditService = { record: (r: AuditRecord) => Promise.resolve(void audit.push(r)) } as unknown as AuditService;
-  return { guard: new HostApiGate(active, auditService), audit, active };
+  return { guard: new HostApiGate(grants, auditService), audit };
 }
 
 const PLUGINS: Record<string, string> = { good: 'acme/bot', other: 'other/bot' };

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AuditService, type ApiFlag, type StorageArea } from '@libs/authz';
 import { DomainError } from '@libs/protocol';
-import { ActiveRuns, type ActiveRun } from '@libs/runs';
+import { RunGrants, type RunGrant } from '@libs/runs';
 import { telemetry } from '@libs/telemetry';
 
 export type ResourceKind = 'model' | 'tool' | 'knowledge_base';
@@ -48,24 +48,24 @@ export class HostApiGate {
   private readonly logger = new Logger('HostApi');
 
   constructor(
-    private readonly active: ActiveRuns,
+    private readonly grants: RunGrants,
     private readonly audit: AuditService,
   ) {}
 
-  call<T>(caller: Caller, needs: CallNeeds, handler: (run: ActiveRun) => Promise<T>): Promise<T> {
+  call<T>(caller: Caller, needs: CallNeeds, handler: (run: RunGrant) => Promise<T>): Promise<T> {
     return telemetry.tracing.hostApiCall(needs.run_id, needs.action, () => this.pass(caller, needs, handler));
   }
 
-  private async pass<T>(caller: Caller, needs: CallNeeds, handler: (run: ActiveRun) => Promise<T>): Promise<T> {
+  private async pass<T>(caller: Caller, needs: CallNeeds, handler: (run: RunGrant) => Promise<T>): Promise<T> {
     const started = process.hrtime.bigint();
     const t0 = telemetry.now();
     let pluginId: string | null = null;
-    let run: ActiveRun | undefined;
+    let run: RunGrant | undefined;
     let passed = false;
     try {
       pluginId = await caller();
       run = this.check(pluginId, needs);
-      const wait = needs.paced ? run.bucket.reserve() : 0;
+      const wait = needs.paced ? run.budget.reserve() : 0;
       if (wait > 0) {
         await new Promise((resolve) => setTimeout(resolve, wait));
         run = this.check(pluginId, needs); // the run may have ended (or passed its deadline) meanwhile
@@ -94,16 +94,16 @@ export class HostApiGate {
     }
   }
 
-  private check(pluginId: string, needs: CallNeeds): ActiveRun {
+  private check(pluginId: string, needs: CallNeeds): RunGrant {
     if (!needs.run_id) {
       throw new DomainError('invalid_argument', 'run_id: is required', { field: 'run_id' });
     }
-    const run = this.active.get(needs.run_id);
-    if (!run || run.ended) {
+    const run = this.grants.grant(needs.run_id);
+    if (!run?.active) {
       throw new DomainError('not_found', `run ${needs.run_id} is not active`, { run_id: needs.run_id });
     }
     const snapshot = run.snapshot;
-    if (run.session.plugin_id !== pluginId) {
+    if (run.plugin_id !== pluginId) {
       throw new DomainError('unauthorized', `run ${needs.run_id} belongs to another plugin`);
     }
     if (needs.flag && !snapshot.available_apis[needs.flag]) {
@@ -136,7 +136,7 @@ export class HostApiGate {
         limit,
       });
     }
-    if (!needs.paced && !run.bucket.take()) {
+    if (!needs.paced && !run.budget.take()) {
       throw new DomainError('rate_limited', `more than ${snapshot.limits.calls_per_second} host API calls per second`);
     }
     if (snapshot.deadline_at_ms !== null && Date.now() > snapshot.deadline_at_ms) {
@@ -147,7 +147,7 @@ export class HostApiGate {
 
   private async record(
     needs: CallNeeds,
-    run: ActiveRun | undefined,
+    run: RunGrant | undefined,
     pluginId: string | null,
     outcome: 'allowed' | 'denied' | 'failed',
     errorCode: string | null,
@@ -161,7 +161,7 @@ export class HostApiGate {
     await this.audit.record({
       run_id: String(needs.run_id).slice(0, 64),
       // Also for a denial before the run was checked: the runner the run belongs to, if it is active.
-      runner_id: (run ?? this.active.get(String(needs.run_id)))?.runner_id ?? null,
+      runner_id: (run ?? this.grants.grant(String(needs.run_id)))?.runner_id ?? null,
       plugin_id: pluginId,
       action: needs.action,
       resource: resource?.slice(0, 300) ?? null,

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { StorageArea } from '@libs/authz';
 import { StoresRepository } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
-import { WorkspaceQuotaGate, type ActiveRun } from '@libs/runs';
+import { WorkspaceQuotaGate, type RunGrant } from '@libs/runs';
 
 // eslint-disable-next-line no-control-regex -- control characters are exactly what keys must not hold
 const KEY = /^[^\u0000-\u001f]{1,255}$/;
@@ -15,7 +15,7 @@ export class StorageApiService {
     private readonly quotas: WorkspaceQuotaGate,
   ) {}
 
-  private owner(run: ActiveRun, area: StorageArea): string {
+  private owner(run: RunGrant, area: StorageArea): string {
     return `${area}:${run.snapshot.storage[area]}`;
   }
 
@@ -28,7 +28,7 @@ export class StorageApiService {
     return key;
   }
 
-  async get(run: ActiveRun, area: StorageArea, key: string) {
+  async get(run: RunGrant, area: StorageArea, key: string) {
     const row = await this.stores.storageGet(this.owner(run, area), this.key(key));
     if (!row) {
       throw new DomainError('not_found', `storage key "${key}" not found`, { field: 'key' });
@@ -36,7 +36,7 @@ export class StorageApiService {
     return { value: Buffer.from(row.value_base64, 'base64') };
   }
 
-  async set(run: ActiveRun, area: StorageArea, key: string, value: Buffer) {
+  async set(run: RunGrant, area: StorageArea, key: string, value: Buffer) {
     const limit = run.snapshot.limits.max_storage_value_bytes;
     if (value.length > limit) {
       throw new DomainError('payload_too_large', `value: ${value.length} bytes exceeds the limit of ${limit} bytes`, {
@@ -45,16 +45,16 @@ export class StorageApiService {
       });
     }
     // docs/tenancy.md#quotas: the workspace's storage bytes (429 naming max_storage_bytes).
-    await this.quotas.storage(run.snapshot.scope.workspace_id ?? 'default', value.length);
+    await this.quotas.storage(run.workspace_id ?? 'default', value.length);
     await this.stores.storageSet(this.owner(run, area), this.key(key), value);
     return {};
   }
 
-  async delete(run: ActiveRun, area: StorageArea, key: string) {
+  async delete(run: RunGrant, area: StorageArea, key: string) {
     return { success: await this.stores.storageDelete(this.owner(run, area), this.key(key)) };
   }
 
-  async list(run: ActiveRun, area: StorageArea, prefix: string | undefined, limit: number | undefined) {
+  async list(run: RunGrant, area: StorageArea, prefix: string | undefined, limit: number | undefined) {
     const n = limit === undefined || limit <= 0 ? 100 : Math.min(limit, 100);
     const keys = await this.stores.storageKeys(this.owner(run, area), prefix ?? '', n + 1);
     return { keys: keys.slice(0, n), has_more: keys.length > n };

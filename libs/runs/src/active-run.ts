@@ -1,31 +1,92 @@
 import { TokenBucket, type AuthorizationSnapshot } from '@libs/authz';
 import type { RunDelivery } from '@libs/delivery';
+import { TERMINAL_RESULT_TYPES } from '@libs/protocol';
 import type { RunnerSession } from '@libs/runner-gateway';
-import { decideSequence, MAX_SEQUENCE, type SequenceDecision } from './sequence-rules';
+import type { RunGrant } from './run-grant';
+import { terminalOutcome, verdictOutcome, verdictResult, type HostVerdict, type RunOutcome } from './run-outcome';
+import type { ResultView } from './run-stream.bus';
+import { decideSequence, MAX_SEQUENCE } from './sequence-rules';
 
 const MAX_TIMER_MS = 2_147_483_647;
 
 /**
- * A run active in this process. It owns its transitions — sequence bookkeeping, the one
- * terminal outcome, cancel, deadline and grace timers, its serialised result steps, the
- * assistant text it streamed — and the rest of the host reads it through `ActiveRunView`.
+ * Where a run is in its life (docs/architecture.md#the-life-of-a-run): `running` takes results;
+ * `cancelling` too, with the cancel grace running; `ending` has its one end decided (being
+ * written: results are dropped, no other verdict counts); `ended` has it committed.
+ */
+export type RunPhase = 'running' | 'cancelling' | 'ending' | 'ended';
+
+/** What decided the end: the runner's terminal result, or one of the host's verdicts. */
+export type EndCause = 'result' | 'cancel' | 'deadline' | 'runner_lost' | 'host';
+
+/** The run's one end, decided: its terminal result and the outcome its row records. */
+export interface RunEnding {
+  cause: EndCause;
+  terminal: ResultView;
+  outcome: RunOutcome;
+}
+
+/** A runner's result as the ingest checked it (payload valid, within the limits). */
+export interface IncomingResult {
+  type: string;
+  /** As the runner sent it: the sequence rules decide the one it keeps. */
+  sequence: number | null | undefined;
+  data: Record<string, unknown>;
+  usage: Record<string, unknown> | null;
+  timestamp: number | null;
+  /** A `message.delta`'s message size with it (`messageBytesWith`), already checked against the bound. */
+  messageBytes?: number | null;
+}
+
+/** What became of a result: accepted (to be written), the terminal one (the run ends with it), or dropped. */
+export type Intake =
+  | { kind: 'accepted' | 'terminal'; row: ResultView; first: boolean; warning: string | null }
+  | { kind: 'dropped'; reason: string };
+
+export interface RunInit {
+  run_id: string;
+  agent_id: string;
+  session: RunnerSession;
+  /** The frozen grants every host API call of this run is checked against. */
+  snapshot: AuthorizationSnapshot;
+}
+
+export interface RunOwner {
+  /** How long a cancelled run waits for its runner's `run.failed {code: cancelled}` (ms). */
+  cancelGraceMs: number;
+  /** Called once, synchronously, when the end is decided: the owner writes it, then calls `settle`. */
+  onEnd(ending: RunEnding): void;
+}
+
+/**
+ * A run active in this process: its state machine (docs/architecture.md#the-life-of-a-run).
+ * Results go in (`accept`), verdicts go in (`cancel`, the deadline, `runnerLost`, `fail`), and
+ * exactly one end comes out — to the owner's `onEnd`, once; `finished` resolves with the
+ * outcome once the owner wrote it (`settle`). The run also keeps what its end needs: the
+ * assistant text it streamed, its first completed message, and its serialised result steps.
+ * Other code reads it through `ActiveRunView`; the host API through its `grant`.
  */
 export class ActiveRun {
-  readonly started_at = Date.now();
-  /** Aborted when the run ends or a cancel is requested: in-flight resource calls stop. */
-  readonly abort = new AbortController();
-  /** Per-run host API rate limit. */
-  readonly bucket: TokenBucket;
-  readonly finished: Promise<void>;
+  readonly run_id: string;
+  readonly agent_id: string;
+  readonly session: RunnerSession;
+  readonly snapshot: AuthorizationSnapshot;
   readonly runner_id: string;
+  readonly started_at = Date.now();
   /** When the run was admitted (epoch ms; its start until the dispatch sets it): the run-phase metrics. */
   admitted_at = this.started_at;
+  /** Resolves with the written outcome once the end committed. */
+  readonly finished: Promise<RunOutcome>;
+  /** The host API's read-only view of this run. */
+  readonly grant: RunGrant;
 
+  private phaseNow: RunPhase = 'running';
+  /** Set by the first cancel and kept through the end (a cancelled run's terminal result stays cancelled). */
+  private cancelRequested = false;
+  private readonly abort = new AbortController();
   private last = 0;
   private resultSeen = false;
   private readonly seen = new Set<number>();
-  private endedFlag = false;
-  private cancelFlag = false;
   private deadlineTimer?: NodeJS.Timeout;
   private graceTimer?: NodeJS.Timeout;
   private chain: Promise<void> = Promise.resolve();
@@ -33,28 +94,54 @@ export class ActiveRun {
   /** UTF-8 bytes the run streamed since its last message.completed (the message being streamed). */
   private streamingBytes = 0;
   private firstCompleted: Record<string, unknown> | null = null;
-  private resolveFinished!: () => void;
+  private resolveFinished!: (outcome: RunOutcome) => void;
   private deliveryState: RunDelivery | null = null;
 
   constructor(
-    readonly run_id: string,
-    readonly agent_id: string,
-    readonly session: RunnerSession,
-    /** The frozen grants every host API call of this run is checked against. */
-    readonly snapshot: AuthorizationSnapshot,
+    init: RunInit,
+    private readonly owner: RunOwner,
   ) {
-    this.runner_id = snapshot.scope.runner_id;
-    this.bucket = new TokenBucket(snapshot.limits.calls_per_second, snapshot.limits.burst);
-    this.finished = new Promise<void>((resolve) => (this.resolveFinished = resolve));
+    this.run_id = init.run_id;
+    this.agent_id = init.agent_id;
+    this.session = init.session;
+    this.snapshot = init.snapshot;
+    this.runner_id = init.snapshot.scope.runner_id;
+    this.finished = new Promise<RunOutcome>((resolve) => (this.resolveFinished = resolve));
+    const bucket = new TokenBucket(init.snapshot.limits.calls_per_second, init.snapshot.limits.burst);
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the grant's getters read the live run
+    const run = this;
+    this.grant = Object.freeze({
+      run_id: this.run_id,
+      plugin_id: init.session.plugin_id,
+      runner_id: this.runner_id,
+      workspace_id: init.snapshot.scope.workspace_id,
+      snapshot: init.snapshot,
+      signal: this.abort.signal,
+      budget: { take: () => bucket.take(), reserve: () => bucket.reserve() },
+      started_at: this.started_at,
+      get active() {
+        return !run.ended;
+      },
+      get cancel_requested() {
+        return run.cancel_requested;
+      },
+    });
+    if (init.snapshot.deadline_at_ms !== null) {
+      this.armDeadline(init.snapshot.deadline_at_ms);
+    }
   }
 
-  /** True once a terminal result was accepted or the host decided the outcome. */
+  get phase(): RunPhase {
+    return this.phaseNow;
+  }
+
+  /** True once the end is decided (a terminal result accepted, or a verdict). */
   get ended(): boolean {
-    return this.endedFlag;
+    return this.phaseNow === 'ending' || this.phaseNow === 'ended';
   }
 
   get cancel_requested(): boolean {
-    return this.cancelFlag;
+    return this.cancelRequested;
   }
 
   /** Highest sequence accepted so far. */
@@ -67,86 +154,102 @@ export class ActiveRun {
     return Math.min(this.last + 1, MAX_SEQUENCE);
   }
 
-  /** Applies the sequence rules to a runner's result and, when accepted, records its sequence. */
-  acceptSequence(raw: number | null | undefined): SequenceDecision {
-    const d = decideSequence(raw, this.last, this.seen);
-    if (d.accept) {
-      this.seen.add(d.sequence);
-      this.last = Math.max(this.last, d.sequence);
+  /**
+   * A runner's result: dropped once the end is decided or by the sequence rules
+   * (docs/protocol.md#result-rules); a terminal one decides the end (a cancelled run stays
+   * cancelled); any other is accepted, and what the end needs of it is kept.
+   */
+  accept(result: IncomingResult): Intake {
+    if (this.ended) {
+      return { kind: 'dropped', reason: 'result dropped: the run already has a terminal result' };
     }
-    return d;
+    const d = decideSequence(result.sequence, this.last, this.seen);
+    if (!d.accept) {
+      return { kind: 'dropped', reason: d.warning };
+    }
+    this.seen.add(d.sequence);
+    this.last = Math.max(this.last, d.sequence);
+    const first = !this.resultSeen;
+    this.resultSeen = true;
+    const row: ResultView = {
+      run_id: this.run_id,
+      sequence: d.sequence,
+      type: result.type,
+      data: result.data,
+      usage: result.usage,
+      source: 'runner',
+      timestamp: result.timestamp,
+    };
+    const warning = d.warning ?? null;
+    if (TERMINAL_RESULT_TYPES.includes(result.type)) {
+      this.decide({ cause: 'result', terminal: row, outcome: terminalOutcome(row, this.cancel_requested) });
+      return { kind: 'terminal', row, first, warning };
+    }
+    this.keep(row, result.messageBytes ?? null);
+    return { kind: 'accepted', row, first, warning };
   }
 
-  /** True for the run's first accepted result only. */
-  firstResult(): boolean {
-    return this.resultSeen ? false : (this.resultSeen = true);
-  }
-
-  /** Marks the run ended; false when it already was (exactly one terminal outcome). */
-  end(): boolean {
-    if (this.endedFlag) {
+  /**
+   * The first cancel request: in-flight calls abort, and the runner has the cancel grace to
+   * confirm before the run ends `cancelled` regardless. False when a cancel was requested
+   * already or the end is decided.
+   */
+  cancel(reason: string): boolean {
+    if (this.phaseNow !== 'running') {
       return false;
     }
-    this.endedFlag = true;
-    return true;
-  }
-
-  /** First cancel request: true (and in-flight calls abort); later ones: false. */
-  requestCancel(): boolean {
-    if (this.cancelFlag) {
-      return false;
-    }
-    this.cancelFlag = true;
+    this.phaseNow = 'cancelling';
+    this.cancelRequested = true;
     this.abort.abort();
+    const ms = this.owner.cancelGraceMs;
+    this.graceTimer = setTimeout(
+      () =>
+        this.verdict('cancel', {
+          status: 'cancelled',
+          code: 'cancelled',
+          error: `cancelled (${reason}); the runner did not confirm within ${ms} ms`,
+          retryable: false,
+        }),
+      ms,
+    );
     return true;
+  }
+
+  /** The runner's session went: a cancelled run ends cancelled, any other fails (retryable). */
+  runnerLost(reason: string): boolean {
+    return this.verdict(
+      'runner_lost',
+      this.cancel_requested
+        ? {
+            status: 'cancelled',
+            code: 'cancelled',
+            error: `cancelled; the runner disconnected (${reason})`,
+            retryable: false,
+          }
+        : { status: 'failed', code: 'runner.disconnected', error: `runner disconnected: ${reason}`, retryable: true },
+    );
+  }
+
+  /** A host failure decides the end (the verdict names it); false when the end was decided already. */
+  fail(verdict: HostVerdict): boolean {
+    return this.verdict('host', verdict);
+  }
+
+  /**
+   * The owner wrote the end: the run is over and `finished` resolves with `outcome` (what was
+   * written, which a failed commit may have changed). Only after the end was decided.
+   */
+  settle(outcome: RunOutcome): void {
+    if (this.phaseNow !== 'ending') {
+      throw new Error(`run ${this.run_id}: settle() in phase ${this.phaseNow} (only an ending run settles)`);
+    }
+    this.phaseNow = 'ended';
+    this.resolveFinished(outcome);
   }
 
   /** Serialises this run's persistence steps in arrival order; a failing step does not stop the next. */
   enqueue(step: () => Promise<void>, onError: (e: unknown) => void): void {
     this.chain = this.chain.then(step).catch(onError);
-  }
-
-  armDeadline(deadlineAtMs: number, onExpiry: () => void): void {
-    const remaining = deadlineAtMs - Date.now();
-    if (remaining > MAX_TIMER_MS) {
-      this.deadlineTimer = setTimeout(() => this.armDeadline(deadlineAtMs, onExpiry), MAX_TIMER_MS);
-      return;
-    }
-    this.deadlineTimer = setTimeout(
-      () => {
-        if (!this.endedFlag) {
-          onExpiry();
-        }
-      },
-      Math.max(0, remaining),
-    );
-  }
-
-  armGrace(ms: number, onExpiry: () => void): void {
-    this.graceTimer = setTimeout(onExpiry, ms);
-  }
-
-  /** Stops timers and in-flight calls: called once the outcome is being written. */
-  settle(): void {
-    clearTimeout(this.deadlineTimer);
-    clearTimeout(this.graceTimer);
-    this.endedFlag = true;
-    this.abort.abort();
-  }
-
-  markFinished(): void {
-    this.resolveFinished();
-  }
-
-  /**
-   * A streamed delta's text, kept for a run that never completes a message (its transcript row).
-   * Only until the first completed message — which is the transcript row then — so it never
-   * outgrows the message bound (`messageBytesWith`).
-   */
-  noteStreamed(text: string): void {
-    if (this.firstCompleted === null) {
-      this.streamedText += text; // a rope: appending costs O(text), flattened once at the end
-    }
   }
 
   /**
@@ -157,13 +260,14 @@ export class ActiveRun {
     return Math.max(this.streamingBytes + ownBytes, cumulativeBytes ?? 0);
   }
 
-  /** Records the size of the message being streamed after an accepted delta. */
-  noteMessageBytes(bytes: number): void {
-    this.streamingBytes = bytes;
-  }
-
+  /** The assistant text streamed until the first completed message (a run that only streams). */
   get streamed(): string {
     return this.streamedText;
+  }
+
+  /** The first completed message of the run (its assistant transcript row). */
+  get assistantMessage(): Record<string, unknown> | null {
+    return this.firstCompleted;
   }
 
   /** The run's delivery (normaliser state and edit timer), attached once at its start. */
@@ -175,29 +279,77 @@ export class ActiveRun {
     return this.deliveryState;
   }
 
-  /** The first completed message of the run (its assistant transcript row). */
-  noteAssistantMessage(message: Record<string, unknown>): void {
-    this.firstCompleted ??= message;
-    this.streamingBytes = 0;
+  /** Kept for the end: streamed text (only until a message completes, so it stays within the message bound), the first completed message. */
+  private keep(row: ResultView, messageBytes: number | null): void {
+    if (row.type === 'message.delta') {
+      const chunk = row.data.chunk as { content?: unknown } | undefined;
+      if (this.firstCompleted === null && typeof chunk?.content === 'string') {
+        this.streamedText += chunk.content; // a rope: appending costs O(text), flattened once at the end
+      }
+      if (messageBytes !== null) {
+        this.streamingBytes = messageBytes;
+      }
+    } else if (row.type === 'message.completed') {
+      this.firstCompleted ??= row.data.message as Record<string, unknown>;
+      this.streamingBytes = 0;
+    }
   }
 
-  get assistantMessage(): Record<string, unknown> | null {
-    return this.firstCompleted;
+  private verdict(cause: Exclude<EndCause, 'result'>, v: HostVerdict): boolean {
+    if (this.ended) {
+      return false;
+    }
+    this.decide({
+      cause,
+      terminal: verdictResult(this.run_id, this.nextHostSequence(), v),
+      outcome: verdictOutcome(v),
+    });
+    return true;
+  }
+
+  /** The one transition into `ending`: timers stop, in-flight calls abort, the owner gets the end. */
+  private decide(ending: RunEnding): void {
+    this.phaseNow = 'ending';
+    clearTimeout(this.deadlineTimer);
+    clearTimeout(this.graceTimer);
+    this.abort.abort();
+    this.owner.onEnd(ending);
+  }
+
+  private armDeadline(deadlineAtMs: number): void {
+    const remaining = deadlineAtMs - Date.now();
+    if (remaining > MAX_TIMER_MS) {
+      this.deadlineTimer = setTimeout(() => this.armDeadline(deadlineAtMs), MAX_TIMER_MS);
+      return;
+    }
+    this.deadlineTimer = setTimeout(
+      () =>
+        this.verdict('deadline', {
+          status: 'timeout',
+          code: 'runner.timeout',
+          error: 'the run exceeded its deadline',
+          retryable: true,
+        }),
+      Math.max(0, remaining),
+    );
   }
 }
 
-/** What other libs may read of an active run. */
+/** What other code of the runs lib may read of an active run (no transitions). */
 export type ActiveRunView = Pick<
   ActiveRun,
   | 'run_id'
   | 'agent_id'
   | 'runner_id'
-  | 'session'
   | 'snapshot'
   | 'started_at'
-  | 'abort'
-  | 'bucket'
   | 'ended'
+  | 'phase'
   | 'cancel_requested'
   | 'last_sequence'
+  | 'delivery'
+  | 'finished'
+  | 'grant'
+  | 'streamed'
+  | 'assistantMessage'
 >;

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import type { AuthorizationSnapshot } from '@libs/authz';
 import { conversationKey } from '@libs/persistence';
-import type { RunnerSession } from '@libs/runner-gateway';
-import { ActiveRun } from './active-run';
+import type { ActiveRun } from './active-run';
+import { RunGrants, type RunGrant } from './run-grant';
 import { telemetry } from '@libs/telemetry';
 
 function keyOf(run: ActiveRun): string | null {
@@ -12,9 +11,12 @@ function keyOf(run: ActiveRun): string | null {
     : conversationKey(s.agent_id, s.workspace_id, s.conversation_id, s.thread_id);
 }
 
-/** The runs active in this process, by id (and by conversation). */
+/**
+ * The runs active in this process, by id (and by conversation). Runs are added and removed by
+ * their lifecycle only; the host API looks them up as grants (`RunGrants`).
+ */
 @Injectable()
-export class ActiveRuns {
+export class ActiveRuns implements RunGrants {
   private readonly runs = new Map<string, ActiveRun>();
   /** The active run of each conversation (at most one runs at a time), by conversation key. */
   private readonly byConversation = new Map<string, ActiveRun>();
@@ -23,9 +25,8 @@ export class ActiveRuns {
     telemetry.sample('active_runs', () => this.runs.size);
   }
 
-  add(run_id: string, agent_id: string, session: RunnerSession, snapshot: AuthorizationSnapshot): ActiveRun {
-    const run = new ActiveRun(run_id, agent_id, session, snapshot);
-    this.runs.set(run_id, run);
+  add(run: ActiveRun): ActiveRun {
+    this.runs.set(run.run_id, run);
     const key = keyOf(run);
     if (key !== null) {
       this.byConversation.set(key, run);
@@ -41,6 +42,10 @@ export class ActiveRuns {
 
   get(runId: string): ActiveRun | undefined {
     return this.runs.get(runId);
+  }
+
+  grant(runId: string): RunGrant | undefined {
+    return this.runs.get(runId)?.grant;
   }
 
   remove(runId: string): void {

@@ -1,6 +1,6 @@
 import type { JsonObject, NewRun } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
-import { verdictResult } from './run-lifecycle.service';
+import { verdictResult } from './run-outcome';
 
 /** A run failed at admission because its runner is not connected, with its terminal result. */
 export function unavailableRun(run: NewRun) {

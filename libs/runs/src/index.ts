@@ -1,8 +1,7 @@
 export { RunsModule } from './runs.module';
 export { AdmissionService, type Admission } from './admission.service';
 export { RunsQueryService, type RunStreamKind } from './runs-query.service';
-export { ActiveRuns } from './active-runs';
-export type { ActiveRun, ActiveRunView } from './active-run';
+export { RunGrants, type RunGrant, type CallBudget } from './run-grant';
 export { RESULT_EVENTS, type ResultView } from './run-stream.bus';
 export { runView, type RunView } from './run-view';
 export type { EventSubmission, ContentElementInput, AttachmentInput, InteractionInput } from './event-submission';

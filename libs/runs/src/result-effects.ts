@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { ConversationScope, NewTranscriptRow, StateWrite } from '@libs/persistence';
-import type { ActiveRun } from './active-run';
+import type { ActiveRunView } from './active-run';
+import type { RunGrant } from './run-grant';
 import type { ResultView } from './run-stream.bus';
 
 /** What a result implies beyond the stream, decided before it is written (written with it). */
@@ -10,7 +11,7 @@ export interface ResultEffects {
 
 /** The state rules a `state.updated` result is held to: the same as `state_set`. */
 export interface StateRules {
-  scopeKey(keys: ActiveRun['snapshot']['state']['scope_keys'], scope: string): string;
+  scopeKey(keys: RunGrant['snapshot']['state']['scope_keys'], scope: string): string;
   normaliseKey(key: string): string;
   encode(value: unknown): string;
 }
@@ -18,23 +19,16 @@ export interface StateRules {
 const logger = new Logger('RunResults');
 
 /**
- * `state.updated` becomes a state write (a rejection is logged and never fails the run);
- * `message.delta` text is kept for runs that only stream; the first `message.completed` is
- * remembered as the run's assistant message.
+ * `state.updated` becomes a state write under the run's grants (a rejection is logged and never
+ * fails the run). What the run keeps of its messages for its end, it keeps itself (ActiveRun.accept).
  */
-export function effectsOf(run: ActiveRun, row: ResultView, rules: StateRules): ResultEffects {
+export function effectsOf(
+  run: Pick<RunGrant, 'run_id' | 'snapshot'>,
+  row: ResultView,
+  rules: StateRules,
+): ResultEffects {
   const data = row.data;
   switch (row.type) {
-    case 'message.delta': {
-      const chunk = data.chunk as { content?: unknown } | undefined;
-      if (typeof chunk?.content === 'string') {
-        run.noteStreamed(chunk.content);
-      }
-      return { state: null };
-    }
-    case 'message.completed':
-      run.noteAssistantMessage(data.message as Record<string, unknown>);
-      return { state: null };
     case 'state.updated':
       try {
         const keys = run.snapshot.state.scope_keys;
@@ -62,7 +56,7 @@ export function effectsOf(run: ActiveRun, row: ResultView, rules: StateRules): R
  * else `run.completed.message`, else — for a completed run that only streamed — its text.
  */
 export function assistantMessageAtEnd(
-  run: ActiveRun,
+  run: Pick<ActiveRunView, 'snapshot' | 'streamed' | 'assistantMessage'>,
   terminal: ResultView,
   completed: boolean,
 ): Record<string, unknown> | null {

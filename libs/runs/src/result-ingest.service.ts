@@ -14,7 +14,6 @@ import { RunnerConnections, type RunnerSession } from '@libs/runner-gateway';
 import { ActiveRuns } from './active-runs';
 import { InteractionsService } from './interactions/interactions.service';
 import { RunLifecycleService } from './run-lifecycle.service';
-import type { ResultView } from './run-stream.bus';
 import type { ActiveRun } from './active-run';
 
 /** The size of the message a delta streams, with it: its own text added, or its cumulative all_content. */
@@ -29,9 +28,11 @@ function messageBytesWith(run: ActiveRun, data: Record<string, unknown>): number
 import { telemetry } from '@libs/telemetry';
 
 /**
- * The result-stream normaliser (docs/protocol.md#result-rules): sequence rules, strict payload validation of known
- * types, unknown types kept, one terminal result, nothing after it. Each run's results are
- * handled one after another in arrival order.
+ * The result rules (docs/protocol.md#result-rules) at the runner's edge: strict payload
+ * validation of known types, unknown types kept, the size bounds; then the run's state machine
+ * takes the result (`ActiveRun.accept`: sequence rules, one terminal result, nothing after it).
+ * Each run's results are handled one after another in arrival order. It never ends a run: a
+ * result it refuses is a verdict handed to the lifecycle.
  */
 @Injectable()
 export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
@@ -110,45 +111,41 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
       this.messageTooLarge(run, messageBytes);
       return;
     }
-    const decision = run.acceptSequence(result.sequence);
-    if (decision.warning) {
-      this.logger.warn({ ...log, msg: decision.warning });
-    }
-    if (!decision.accept) {
+    const usage = result.usage && usageSchema.safeParse(result.usage).success ? result.usage : null;
+    const timestamp = result.timestamp ?? null;
+    const intake = run.accept({
+      type: result.type,
+      sequence: result.sequence,
+      data: checked.data,
+      usage,
+      // Seconds since the epoch; anything a BIGINT column or a JSON number cannot carry exactly is dropped.
+      timestamp: timestamp !== null && Number.isSafeInteger(timestamp) ? timestamp : null,
+      messageBytes,
+    });
+    if (intake.kind === 'dropped') {
+      this.logger.warn({ ...log, msg: intake.reason });
       return;
     }
-    if (messageBytes !== null) {
-      run.noteMessageBytes(messageBytes);
+    if (intake.warning) {
+      this.logger.warn({ ...log, msg: intake.warning });
     }
-    const kind = terminal ? 'terminal' : result.type.endsWith('.delta') ? 'delta' : 'result';
+    const row = intake.row;
+    const kind = intake.kind === 'terminal' ? 'terminal' : result.type.endsWith('.delta') ? 'delta' : 'result';
     telemetry.resultIngested(kind);
-    telemetry.tracing.resultAccepted(run.run_id, decision.sequence, kind === 'delta');
-    if (run.firstResult()) {
+    telemetry.tracing.resultAccepted(run.run_id, row.sequence, kind === 'delta');
+    if (intake.first) {
       telemetry.runFirstResult(run.runner_id, run.admitted_at, run.run_id);
     }
-    const usage = result.usage && usageSchema.safeParse(result.usage).success ? result.usage : null;
     if (result.usage && !usage) {
       this.logger.warn({ ...log, msg: 'usage ignored: token counts must be non-negative integers' });
     }
     if (!isKnownResultType(result.type)) {
       this.logger.warn({ ...log, msg: `unknown result type ${result.type}: persisted and ignored` });
     }
-    const timestamp = result.timestamp ?? null;
-    const row: ResultView = {
-      run_id: run.run_id,
-      sequence: decision.sequence,
-      type: result.type,
-      data: checked.data,
-      usage,
-      source: 'runner',
-      // Seconds since the epoch; anything a BIGINT column or a JSON number cannot carry exactly is dropped.
-      timestamp: timestamp !== null && Number.isSafeInteger(timestamp) ? timestamp : null,
-    };
-    if (terminal) {
-      if (run.end()) {
-        this.lifecycle.acceptTerminal(run, row);
-      }
-    } else if (row.type === 'action.requested') {
+    if (intake.kind === 'terminal') {
+      return; // the run decided its end with it: its lifecycle writes it
+    }
+    if (row.type === 'action.requested') {
       // docs/interactions.md: interaction.requested executes (or fails the run, the rule named); other actions are recorded.
       const action = this.interactions.onAction(run, row);
       this.lifecycle.accept(run, row, action);

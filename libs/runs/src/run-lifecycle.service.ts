@@ -4,50 +4,35 @@ import { deliveryPolicySchema } from '@libs/agents';
 import { DeliveryService, deliveryPlan, deliveryContextOf, type DeliveryOp, type DeliveryPlan } from '@libs/delivery';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { StateService, TranscriptService, conversationOf } from '@libs/conversations';
-import { RunsRepository, conversationKey, type JsonObject, type NewResult, type RunEnd } from '@libs/persistence';
-import type { RunStatus } from '@libs/protocol';
+import { RunsRepository, conversationKey, type JsonObject, type NewResult } from '@libs/persistence';
 import type { RunnerSession } from '@libs/runner-gateway';
 import { ActiveRuns } from './active-runs';
-import type { ActiveRun } from './active-run';
+import { ActiveRun, type ActiveRunView, type RunEnding } from './active-run';
 import { assistantMessageAtEnd, effectsOf } from './result-effects';
+import { verdictOutcome, verdictResult, type HostVerdict } from './run-outcome';
 import { RunStreamBus, type ResultView } from './run-stream.bus';
 import { SIGNAL_PORT, type SignalPort } from './conversations/signal-port';
 import { telemetry } from '@libs/telemetry';
-
-/** The host's own verdicts on a run, each written as a final `run.failed` result. */
-export interface HostVerdict {
-  status: Extract<RunStatus, 'failed' | 'cancelled' | 'timeout' | 'interrupted'>;
-  code: string;
-  error: string;
-  retryable: boolean;
-}
 
 function resultRow(r: ResultView): NewResult {
   return { ...r, data: r.data as JsonObject, usage: r.usage as JsonObject | null, created_at: Date.now() };
 }
 
-export function verdictResult(run_id: string, sequence: number, v: HostVerdict): ResultView {
-  return {
-    run_id,
-    sequence,
-    type: 'run.failed',
-    data: { error: v.error, code: v.code, retryable: v.retryable },
-    usage: null,
-    source: 'host',
-    timestamp: Math.floor(Date.now() / 1000),
-  };
-}
-
 /** A run started without a plan: the protocol's default surface and the default policy. */
 const DEFAULT_DELIVERY = deliveryPlan(deliveryPolicySchema.parse({}), deliveryContextOf(undefined));
 
-function endOf(v: HostVerdict): Omit<RunEnd, 'finished_at'> {
-  return { status: v.status, status_reason: v.error, error_code: v.code, retryable: v.retryable, usage: null };
-}
+const PERSISTENCE_FAILED: HostVerdict = {
+  status: 'failed',
+  code: 'host.persistence_failed',
+  error: 'the host could not record the run result',
+  retryable: true,
+};
 
 /**
- * Run state transitions: start, results persisted, deadline, cancel, disconnect, the end of a
- * run, recovery. Every write goes through the one writer, in the run's arrival order; a reader
+ * The owner of every active run (docs/architecture.md#the-life-of-a-run): it starts the run's
+ * state machine (ActiveRun) and is the only code that hands it verdicts, writes its end and opens
+ * and ends its results channel. Results persisted, deadline, cancel, disconnect, the end of a
+ * run, recovery: every write goes through the one writer, in the run's arrival order; a reader
  * is shown a result only after it committed.
  */
 @Injectable()
@@ -109,7 +94,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
       const outbox = await this.deliveries.interrupted(row);
       const { released } = await this.runs.end(
         resultRow(verdictResult(row.run_id, sequence, verdict)),
-        { ...endOf(verdict), finished_at: Date.now() },
+        { ...verdictOutcome(verdict), finished_at: Date.now() },
         null,
         null,
         outbox,
@@ -148,7 +133,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
     this.bus.end(terminal.run_id);
   }
 
-  /** Registers a dispatched run and arms its deadline. */
+  /** Registers a dispatched run (its state machine arms its deadline) and opens its results channel. */
   start(
     run_id: string,
     agent: { agent_id: string },
@@ -156,22 +141,14 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
     snapshot: AuthorizationSnapshot,
     delivery: DeliveryPlan = DEFAULT_DELIVERY,
   ): ActiveRun {
-    const run = this.active.add(run_id, agent.agent_id, session, snapshot);
+    const run: ActiveRun = new ActiveRun(
+      { run_id, agent_id: agent.agent_id, session, snapshot },
+      { cancelGraceMs: this.config.runs.cancelGraceMs, onEnd: (ending) => this.finish(run, ending) },
+    );
+    this.active.add(run);
     this.bus.open(run_id);
     const host = { run_id, agent_id: agent.agent_id, enqueue: (step: () => Promise<void>) => this.enqueue(run, step) };
     run.attachDelivery(this.deliveries.open(host, delivery));
-    if (snapshot.deadline_at_ms !== null) {
-      run.armDeadline(snapshot.deadline_at_ms, () => {
-        run.session.send({ cancel: { run_id: run.run_id, reason: 'deadline exceeded' } });
-        this.logger.warn({ run_id: run.run_id, msg: 'run deadline exceeded' });
-        this.conclude(run, {
-          status: 'timeout',
-          code: 'runner.timeout',
-          error: 'the run exceeded its deadline',
-          retryable: true,
-        });
-      });
-    }
     return run;
   }
 
@@ -182,7 +159,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
     });
   }
 
-  /** A non-terminal result: written with what it implies (state), then shown to live readers. */
+  /** An accepted non-terminal result: written with what it implies (state), then shown to live readers. */
   accept(run: ActiveRun, row: ResultView, extra: { ops?: DeliveryOp[]; written?: Promise<unknown> | null } = {}): void {
     const effects = effectsOf(run, row, this.state);
     // `extra`: what the result implies beyond delivery's normaliser (an interaction, docs/interactions.md).
@@ -207,78 +184,32 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
     });
   }
 
-  private outboxRows(run: ActiveRun, ops: DeliveryOp[]) {
+  private outboxRows(run: ActiveRunView, ops: DeliveryOp[]) {
     return run.delivery ? this.deliveries.rows(run.agent_id, run.delivery.plan, ops) : [];
   }
 
-  /** The runner's terminal result decides the outcome, except that a cancelled run stays cancelled. */
-  acceptTerminal(run: ActiveRun, row: ResultView): void {
-    const data = row.data;
-    if (row.type === 'run.completed') {
-      const reason = typeof data.finish_reason === 'string' ? data.finish_reason : 'stop';
-      this.finish(run, row, {
-        status: 'completed',
-        status_reason: reason,
-        error_code: null,
-        retryable: null,
-        usage: row.usage,
-      });
-      return;
-    }
-    const cancelled = run.cancel_requested || data.code === 'cancelled';
-    // A runner that ran out of the run's time itself (its local deadline is the host's) timed out.
-    const timedOut = !cancelled && data.code === 'runner.timeout';
-    this.finish(run, row, {
-      status: cancelled ? 'cancelled' : timedOut ? 'timeout' : 'failed',
-      status_reason: typeof data.error === 'string' ? data.error : null,
-      error_code: typeof data.code === 'string' ? data.code : 'runner.error',
-      retryable: cancelled ? false : Boolean(data.retryable),
-      usage: row.usage,
-    });
-  }
-
-  /** Ends an active run with the host's verdict: a final run.failed result, then the status. */
+  /** A host failure ends an active run with its verdict (a final run.failed result); no-op once its end is decided. */
   conclude(run: ActiveRun, verdict: HostVerdict): void {
-    if (!run.end()) {
-      return;
-    }
-    this.finish(run, verdictResult(run.run_id, run.nextHostSequence(), verdict), endOf(verdict));
+    run.fail(verdict);
   }
 
   onDisconnected(session: RunnerSession, reason: string): void {
     for (const run of this.active.onSession(session.session_id)) {
-      this.logger.warn({ run_id: run.run_id, msg: `runner disconnected mid-run: ${reason}` });
-      this.conclude(
-        run,
-        run.cancel_requested
-          ? {
-              status: 'cancelled',
-              code: 'cancelled',
-              error: `cancelled; the runner disconnected (${reason})`,
-              retryable: false,
-            }
-          : { status: 'failed', code: 'runner.disconnected', error: `runner disconnected: ${reason}`, retryable: true },
-      );
+      if (run.runnerLost(reason)) {
+        this.logger.warn({ run_id: run.run_id, msg: `runner disconnected mid-run: ${reason}` });
+      }
     }
   }
 
   /**
-   * Sends a cancel to the runner, waits up to the grace period for its `run.failed {code:
-   * cancelled}`, then finalises `cancelled` regardless.
+   * Sends a cancel to the runner, which has the grace period to confirm with its `run.failed
+   * {code: cancelled}` before the run ends `cancelled` regardless; resolves once the run ended.
    */
   async cancel(run: ActiveRun, reason: string): Promise<void> {
-    if (run.requestCancel()) {
+    if (run.cancel(reason)) {
       await this.runs.markCancelRequested(run.run_id, Date.now());
       run.session.send({ cancel: { run_id: run.run_id, reason } });
       this.logger.log({ run_id: run.run_id, msg: `cancel sent to the runner: ${reason}` });
-      run.armGrace(this.config.runs.cancelGraceMs, () =>
-        this.conclude(run, {
-          status: 'cancelled',
-          code: 'cancelled',
-          error: `cancelled (${reason}); the runner did not confirm within ${this.config.runs.cancelGraceMs} ms`,
-          retryable: false,
-        }),
-      );
     }
     await run.finished;
   }
@@ -289,8 +220,12 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
    * is shown to readers (whoever sees it also reads the final status). If that commit fails the
    * host writes its own `run.failed`, so no run is ever left without a terminal result.
    */
-  private finish(run: ActiveRun, terminal: ResultView, outcome: Omit<RunEnd, 'finished_at'>): void {
-    run.settle();
+  private finish(run: ActiveRun, ending: RunEnding): void {
+    let { terminal, outcome } = ending;
+    if (ending.cause === 'deadline') {
+      run.session.send({ cancel: { run_id: run.run_id, reason: 'deadline exceeded' } });
+      this.logger.warn({ run_id: run.run_id, msg: 'run deadline exceeded' });
+    }
     const effects = effectsOf(run, terminal, this.state);
     const message = assistantMessageAtEnd(run, terminal, outcome.status === 'completed');
     const conversation = conversationOf(run.snapshot.scope);
@@ -299,7 +234,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
         ? this.transcript.assistantRow({ ...conversation, run_id: run.run_id, runner_id: run.runner_id }, message)
         : null;
     const end = { ...outcome, usage: outcome.usage ?? null, finished_at: Date.now() };
-    const ops = run.delivery?.onEnd(terminal, outcome.status as RunStatus) ?? [];
+    const ops = run.delivery?.onEnd(terminal, outcome.status) ?? [];
     const written = this.runs.end(resultRow(terminal), end, effects.state, assistant, this.outboxRows(run, ops));
     this.enqueue(run, async () => {
       try {
@@ -308,18 +243,12 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
             run_id: run.run_id,
             msg: `terminal result not persisted (${e instanceof Error ? e.message : String(e)}); the host fails the run`,
           });
-          terminal = verdictResult(run.run_id, Math.max(run.nextHostSequence(), terminal.sequence + 1), {
-            status: 'failed',
-            code: 'host.persistence_failed',
-            error: 'the host could not record the run result',
-            retryable: true,
-          });
-          outcome = {
-            status: 'failed',
-            status_reason: 'the host could not record the run result',
-            error_code: 'host.persistence_failed',
-            retryable: true,
-          };
+          terminal = verdictResult(
+            run.run_id,
+            Math.max(run.nextHostSequence(), terminal.sequence + 1),
+            PERSISTENCE_FAILED,
+          );
+          outcome = verdictOutcome(PERSISTENCE_FAILED);
           return this.runs.end(resultRow(terminal), { ...outcome, finished_at: Date.now() });
         });
         this.bus.publish(terminal);
@@ -333,7 +262,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
         this.active.remove(run.run_id);
         this.bus.end(run.run_id);
         this.deliveries.end(run.run_id);
-        run.markFinished();
+        run.settle(outcome);
         if (conversation) {
           // The conversation is free: its next waiting run (re-dispatched items first, by arrival) may start.
           this.signals.publish({

@@ -7,6 +7,7 @@ import { ConversationsModule } from '@libs/conversations';
 import { DeliveryModule } from '@libs/delivery';
 import { RunnerGatewayModule } from '@libs/runner-gateway';
 import { ActiveRuns } from './active-runs';
+import { RunGrants } from './run-grant';
 import { AdmissionService } from './admission.service';
 import { AdmissionCatalog } from './admission-catalog';
 import { ResultIngestService } from './result-ingest.service';
@@ -26,6 +27,8 @@ import { WorkspaceQuotaGate } from './workspace-quotas';
   imports: [AgentsModule, RunnerGatewayModule, AuthzModule, ConversationsModule, DeliveryModule, InteractionsModule],
   providers: [
     ActiveRuns,
+    // The host API's read-only way to an active run (docs/architecture.md#the-life-of-a-run).
+    { provide: RunGrants, useExisting: ActiveRuns },
     RunStreamBus,
     AdmissionCatalog,
     RunLifecycleService,
@@ -46,7 +49,7 @@ import { WorkspaceQuotaGate } from './workspace-quotas';
     InteractionsService,
     AdmissionService,
     RunsQueryService,
-    ActiveRuns,
+    RunGrants,
     SteeringService,
     SteeringAdminService,
     WorkspaceAdmission,

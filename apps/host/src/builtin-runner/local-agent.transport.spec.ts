@@ -2,7 +2,7 @@ import type { AppConfig } from '@libs/config';
 import type { HostActions } from '@libs/host-api';
 import type { AgentRunContext, LocalAgentHostPort } from '@libs/local-agent';
 import { RunnerConnections, RunnerDispatch, type InboundEvent } from '@libs/runner-gateway';
-import type { ActiveRuns } from '@libs/runs';
+import type { RunGrants } from '@libs/runs';
 import { BUILTIN_PLUGIN_ID, LocalAgentTransport } from './local-agent.transport';
 
 /** The agent under the transport: each test says what it does with its port. */
@@ -21,7 +21,7 @@ function setup() {
     dispatch,
     connections,
     {} as HostActions,
-    { get: () => undefined } as unknown as ActiveRuns,
+    { grant: () => undefined } satisfies RunGrants,
     {
       localAgent: { skillsDir: null },
       hostApi: { maxPayloadBytes: 1024 * 1024 },

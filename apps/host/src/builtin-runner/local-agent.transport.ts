@@ -13,7 +13,7 @@ import {
   type RunnerTarget,
   type RunnerTransport,
 } from '@libs/runner-gateway';
-import { ActiveRuns } from '@libs/runs';
+import { RunGrants } from '@libs/runs';
 import { telemetry } from '@libs/telemetry';
 import { skillRoots } from './skill-roots';
 
@@ -47,7 +47,7 @@ export class LocalAgentTransport implements RunnerTransport, OnModuleInit {
     private readonly dispatch: RunnerDispatch,
     private readonly connections: RunnerConnections,
     private readonly actions: HostActions,
-    private readonly active: ActiveRuns,
+    private readonly grants: RunGrants,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     const now = Date.now();
@@ -91,8 +91,8 @@ export class LocalAgentTransport implements RunnerTransport, OnModuleInit {
     const runId = context.run_id;
     const stop = new AbortController();
     // The run's own signal also ends the agent's calls when the host ends the run for another reason.
-    const run = this.active.get(runId);
-    const signal = run ? AbortSignal.any([stop.signal, run.abort.signal]) : stop.signal;
+    const run = this.grants.grant(runId);
+    const signal = run ? AbortSignal.any([stop.signal, run.signal]) : stop.signal;
     this.running.set(runId, stop);
     // After the dispatching admission returns, as a plugin would get the run off its stream.
     setImmediate(() => {
@@ -112,7 +112,7 @@ export class LocalAgentTransport implements RunnerTransport, OnModuleInit {
         (result) => this.deliver(runId, result),
         roots,
         { max_request_bytes: this.config.hostApi.maxPayloadBytes, max_result_bytes: this.config.runs.maxResultBytes },
-        (this.active.get(runId)?.snapshot.interactions ?? []).includes('request'),
+        (this.grants.grant(runId)?.snapshot.interactions ?? []).includes('request'),
       );
       await runLocalAgent(port, context, context.config ?? {}, {
         warn,

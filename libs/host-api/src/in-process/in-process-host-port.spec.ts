@@ -1,7 +1,7 @@
-import { buildSnapshot, type AuditRecord, type AuditService } from '@libs/authz';
+import { TokenBucket, buildSnapshot, type AuditRecord, type AuditService } from '@libs/authz';
 import { DomainError } from '@libs/protocol';
 import type { KnowledgeService, ModelsService, ToolsService } from '@libs/resources';
-import { ActiveRuns, type SteeringService, type WorkspaceQuotaGate } from '@libs/runs';
+import type { RunGrant, RunGrants, SteeringService, WorkspaceQuotaGate } from '@libs/runs';
 import type { ContextApiService } from '../context-api.service';
 import { HostActions } from '../host-actions';
 import { HostApiGate } from '../host-api.gate';
@@ -48,10 +48,21 @@ function setup() {
     },
     deadline_at_ms: null,
   });
-  const active = new ActiveRuns();
-  active.add(RUN, 'a', { session_id: 's', plugin_id: 'builtin' } as never, snapshot);
+  const run: RunGrant = {
+    run_id: RUN,
+    plugin_id: 'builtin',
+    runner_id: snapshot.scope.runner_id,
+    workspace_id: null,
+    snapshot,
+    signal: new AbortController().signal,
+    budget: new TokenBucket(snapshot.limits.calls_per_second, snapshot.limits.burst),
+    started_at: Date.now(),
+    active: true,
+    cancel_requested: false,
+  };
+  const grants: RunGrants = { grant: (id) => (id === RUN ? run : undefined) };
   const audit: AuditRecord[] = [];
-  const gate = new HostApiGate(active, {
+  const gate = new HostApiGate(grants, {
     record: (r: AuditRecord) => Promise.resolve(void audit.push(r)),
   } as unknown as AuditService);
   const tools = {

@@ -5,7 +5,8 @@ import { SteeringRepository, type JsonObject, type SteeringRow } from '@libs/per
 import { RunnerDispatch } from '@libs/runner-gateway';
 import { AdmissionCatalog } from '../admission-catalog';
 import type { EventSubmission } from '../event-submission';
-import { RunLifecycleService, verdictResult, type HostVerdict } from '../run-lifecycle.service';
+import { RunLifecycleService } from '../run-lifecycle.service';
+import { verdictResult, type HostVerdict } from '../run-outcome';
 import { RunStarter, type LiveRunner } from '../run-start';
 import { SIGNAL_PORT, type SignalPort } from './signal-port';
 

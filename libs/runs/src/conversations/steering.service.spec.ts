@@ -1,15 +1,15 @@
 import type { SteeringRepository, SteeringRow } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
-import type { ActiveRunView } from '../active-run';
+import type { RunGrant } from '../run-grant';
 import { InProcessSignals } from './signal-port';
 import { SteeringService } from './steering.service';
 
-function fakeRun(deadline: number | null = null): ActiveRunView {
+function fakeRun(deadline: number | null = null, ended = new AbortController()) {
   return {
     run_id: 'run-1',
-    abort: new AbortController(),
+    signal: ended.signal,
     snapshot: { deadline_at_ms: deadline },
-  } as unknown as ActiveRunView;
+  } as unknown as Pick<RunGrant, 'run_id' | 'snapshot' | 'signal'>;
 }
 
 function item(n: number): SteeringRow {
@@ -78,10 +78,10 @@ describe('SteeringService.pull', () => {
 
   it('stops waiting when the run ends (abort) or its deadline has passed', async () => {
     const { svc } = service([]);
-    const run = fakeRun();
-    const pulled = svc.pull(run, { wait_ms: 10_000 });
+    const ended = new AbortController();
+    const pulled = svc.pull(fakeRun(null, ended), { wait_ms: 10_000 });
     await new Promise((r) => setImmediate(r));
-    run.abort.abort();
+    ended.abort();
     await expect(pulled).resolves.toEqual([]);
 
     const late = service([]);

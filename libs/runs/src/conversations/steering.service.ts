@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { SteeringRepository, type JsonObject } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import { telemetry } from '@libs/telemetry';
-import type { ActiveRunView } from '../active-run';
+import type { RunGrant } from '../run-grant';
 import { MAX_STEERING_QUEUE } from './concurrency';
 import { SIGNAL_PORT, nextSignal, type SignalPort } from './signal-port';
 
@@ -43,7 +43,7 @@ export class SteeringService {
     @Inject(SIGNAL_PORT) private readonly signals: SignalPort,
   ) {}
 
-  async pull(run: ActiveRunView, req: SteeringPullInput): Promise<JsonObject[]> {
+  async pull(run: Pick<RunGrant, 'run_id' | 'snapshot' | 'signal'>, req: SteeringPullInput): Promise<JsonObject[]> {
     const parsed = steeringPullSchema.safeParse({
       mode: req.mode ?? undefined,
       limit: req.limit ?? undefined,
@@ -66,7 +66,7 @@ export class SteeringService {
       // Subscribed before the read: an item queued between the read and the wait is not missed.
       const waiter =
         remaining > 0
-          ? nextSignal(this.signals, 'steering', (s) => s.run_id === run.run_id, remaining, run.abort.signal)
+          ? nextSignal(this.signals, 'steering', (s) => s.run_id === run.run_id, remaining, run.signal)
           : null;
       const items = await this.steering.pull(run.run_id, limit, mode);
       if (items.length > 0 || !waiter) {

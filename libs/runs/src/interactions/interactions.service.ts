@@ -38,7 +38,7 @@ import {
 import { DomainError } from '@libs/protocol';
 import { ElicitationBroker, type ElicitationParams, type ElicitResult } from '@libs/resources';
 import { AdmissionService } from '../admission.service';
-import type { ActiveRun } from '../active-run';
+import type { ActiveRun, ActiveRunView } from '../active-run';
 import { ActiveRuns } from '../active-runs';
 import type { EventSubmission } from '../event-submission';
 import { RunLifecycleService } from '../run-lifecycle.service';
@@ -108,7 +108,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 export class InteractionsService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('Interactions');
   /** Interaction ids each live run already requested (the table's unique index is the backstop). */
-  private readonly requested = new WeakMap<ActiveRun, Set<string>>();
+  private readonly requested = new WeakMap<ActiveRunView, Set<string>>();
   private timer?: NodeJS.Timeout;
   private sweeping = false;
   /** MCP elicitations waiting in this process for their answer, by interaction row id (null: it ended unanswered). */
@@ -230,7 +230,7 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
    * run's snapshot allows it; any other action is recorded (as the result) and ignored. The
    * runner's `target` is ignored: the run's frozen reply target is used.
    */
-  onAction(run: ActiveRun, row: ResultView): ActionOutcome {
+  onAction(run: ActiveRunView, row: ResultView): ActionOutcome {
     const data = row.data;
     if (data.action !== 'interaction.requested') {
       this.logger.log({ run_id: run.run_id, msg: `action ${String(data.action)} recorded and ignored` });

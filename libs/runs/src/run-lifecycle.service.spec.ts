@@ -1,0 +1,354 @@
+import { buildSnapshot } from '@libs/authz';
+import type { AppConfig } from '@libs/config';
+import type { StateService, TranscriptService } from '@libs/conversations';
+import type { DeliveryService, RunDelivery } from '@libs/delivery';
+import type { NewResult, RunEnd, RunEntity, RunsRepository } from '@libs/persistence';
+import type { RunnerSession } from '@libs/runner-gateway';
+import type { ActiveRun } from './active-run';
+import { ActiveRuns } from './active-runs';
+import { InProcessSignals, type Signal } from './conversations/signal-port';
+import { RunLifecycleService } from './run-lifecycle.service';
+import { RunStreamBus, type ResultView } from './run-stream.bus';
+
+const GRACE_MS = 1_000;
+
+const snapshotOf = (run_id: string, deadline: number | null = null, conversation_id: string | null = 'c1') =>
+  buildSnapshot({
+    run_id,
+    scope: {
+      agent_id: 'a',
+      runner_id: 'plugin:x/y/default',
+      plugin_id: 'x/y',
+      conversation_id,
+      thread_id: null,
+      bot_id: null,
+      workspace_id: null,
+      actor_type: null,
+      actor_id: null,
+      subject_type: null,
+      subject_id: null,
+    },
+    manifest: { capabilities: {}, permissions: {} },
+    policy: { resource: {}, state: {} },
+    catalog: { models: [], tools: [], knowledge_bases: [] },
+    limits: {
+      max_payload_bytes: 1,
+      max_state_value_bytes: 1,
+      max_storage_value_bytes: 1,
+      calls_per_second: 1,
+      burst: 1,
+    },
+    deadline_at_ms: deadline,
+  });
+
+/** A deferred promise: the test decides when a write commits. */
+function deferred<T = void>() {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
+  return { promise, resolve, reject };
+}
+
+/** The runs repository port: records each write; `hold` keeps the next writes pending until released. */
+class FakeRuns {
+  readonly written: { kind: 'result' | 'end'; row: NewResult; end?: RunEnd; assistant?: unknown }[] = [];
+  readonly cancelRequested: string[] = [];
+  failNextEnd = false;
+  pending: { resolve: () => void }[] = [];
+  holding = false;
+  active: Partial<RunEntity>[] = [];
+  last = new Map<string, number>();
+
+  private settle<T>(value: T): Promise<T> {
+    if (!this.holding) {
+      return Promise.resolve(value);
+    }
+    const d = deferred<void>();
+    this.pending.push({ resolve: () => d.resolve() });
+    return d.promise.then(() => value);
+  }
+  insertResult(row: NewResult): Promise<void> {
+    this.written.push({ kind: 'result', row });
+    return this.settle(undefined);
+  }
+  end(row: NewResult, end: RunEnd, _state: unknown = null, assistant: unknown = null) {
+    if (this.failNextEnd) {
+      this.failNextEnd = false;
+      return Promise.reject(new Error('disk full'));
+    }
+    this.written.push({ kind: 'end', row, end, assistant });
+    return this.settle({ ended: true, released: 0 });
+  }
+  markCancelRequested(runId: string): Promise<void> {
+    this.cancelRequested.push(runId);
+    return Promise.resolve();
+  }
+  listActive() {
+    return Promise.resolve(this.active);
+  }
+  lastSequence(runId: string) {
+    return Promise.resolve(this.last.get(runId) ?? 0);
+  }
+  release() {
+    this.holding = false;
+    this.pending.splice(0).forEach((d) => d.resolve());
+  }
+}
+
+function setup() {
+  const runs = new FakeRuns();
+  const signals = new InProcessSignals();
+  const published: Signal[] = [];
+  signals.subscribe('conversation', (s) => published.push(s));
+  const active = new ActiveRuns();
+  const bus = new RunStreamBus();
+  const state = {
+    scopeKey: (_k: unknown, scope: string) => `scope:${scope}`,
+    normaliseKey: (k: string) => k,
+    encode: (v: unknown) => JSON.stringify(v),
+  } as unknown as StateService;
+  const transcript = {
+    assistantRow: (scope: { run_id: string }, message: Record<string, unknown>) => ({ run_id: scope.run_id, message }),
+  } as unknown as TranscriptService;
+  const delivery = { plan: { webhook: null }, onResult: () => [], onEnd: () => [] } as unknown as RunDelivery;
+  const opened = jest.fn(() => delivery);
+  const ended = jest.fn();
+  const deliveries = {
+    open: opened,
+    rows: () => [],
+    published: jest.fn(),
+    end: ended,
+    interrupted: () => Promise.resolve([]),
+  } as unknown as DeliveryService;
+  const config = { runs: { cancelGraceMs: GRACE_MS } } as AppConfig;
+  const lifecycle = new RunLifecycleService(
+    runs as unknown as RunsRepository,
+    signals,
+    active,
+    bus,
+    state,
+    transcript,
+    deliveries,
+    config,
+  );
+  const sent: unknown[] = [];
+  const session = {
+    session_id: 's1',
+    plugin_id: 'x/y',
+    send: (m: unknown) => sent.push(m),
+  } as unknown as RunnerSession;
+  /** Starts a run and follows its results channel as a live reader would. */
+  const start = (runId = 'r1', deadline: number | null = null, conversation: string | null = 'c1') => {
+    const run = lifecycle.start(runId, { agent_id: 'a' }, session, snapshotOf(runId, deadline, conversation));
+    const seen: ResultView[] = [];
+    let complete = false;
+    bus.follow(runId)!.subscribe({ next: (r) => seen.push(r), complete: () => (complete = true) });
+    return { run, seen, done: () => complete };
+  };
+  return { lifecycle, runs, active, bus, signals, published, deliveries: { opened, ended }, sent, session, start };
+}
+
+const flush = async () => {
+  for (let i = 0; i < 10; i++) {
+    await Promise.resolve();
+  }
+};
+
+const incoming = (type: string, sequence: number, data: Record<string, unknown> = {}) => ({
+  type,
+  sequence,
+  data,
+  usage: null,
+  timestamp: null,
+});
+
+/** What the ingest does with a runner's result: the run takes it; an accepted one goes to the lifecycle. */
+function ingest(lifecycle: RunLifecycleService, run: ActiveRun, type: string, sequence: number, data = {}) {
+  const intake = run.accept(incoming(type, sequence, data));
+  if (intake.kind === 'accepted') {
+    lifecycle.accept(run, intake.row);
+  }
+  return intake;
+}
+
+describe('RunLifecycleService: the one owner of a run (docs/architecture.md#the-life-of-a-run)', () => {
+  afterEach(() => jest.useRealTimers());
+
+  it('start registers the run, opens its results channel and its delivery; its grant is the host API’s way in', () => {
+    const { active, bus, deliveries, start } = setup();
+    const { run } = start();
+    expect(active.get('r1')).toBe(run);
+    expect(active.grant('r1')).toBe(run.grant);
+    expect(bus.follow('r1')).not.toBeNull();
+    expect(deliveries.opened).toHaveBeenCalledTimes(1);
+    expect(run.delivery).not.toBeNull();
+  });
+
+  it('shows a result to readers only after it committed, in the run’s order, then the terminal one, then ends the channel', async () => {
+    const { lifecycle, runs, published, deliveries, start, active } = setup();
+    const { run, seen, done } = start();
+    runs.holding = true;
+    ingest(lifecycle, run, 'message.completed', 1, { message: { role: 'assistant', content: 'hi' } });
+    ingest(lifecycle, run, 'run.completed', 2, { finish_reason: 'stop' });
+    await flush();
+    expect(seen).toEqual([]); // nothing committed yet
+    expect(runs.written.map((w) => [w.kind, w.row.sequence])).toEqual([
+      ['result', 1],
+      ['end', 2],
+    ]);
+    runs.release();
+    await run.finished;
+    expect(seen.map((r) => [r.sequence, r.type])).toEqual([
+      [1, 'message.completed'],
+      [2, 'run.completed'],
+    ]);
+    expect(done()).toBe(true);
+    const end = runs.written[1];
+    expect(end.end).toMatchObject({ status: 'completed', status_reason: 'stop', error_code: null });
+    // The first completed message is the run's assistant transcript row, written with its end.
+    expect(end.assistant).toEqual({ run_id: 'r1', message: { role: 'assistant', content: 'hi' } });
+    expect(active.get('r1')).toBeUndefined();
+    expect(run.phase).toBe('ended');
+    expect(deliveries.ended).toHaveBeenCalledWith('r1');
+    // The conversation is free: its next waiting run may start.
+    expect(published).toEqual([{ kind: 'conversation', key: expect.any(String) }]);
+  });
+
+  it('a run without a conversation writes no assistant row and frees no conversation', async () => {
+    const { lifecycle, runs, published, start } = setup();
+    const { run } = start('r1', null, null);
+    ingest(lifecycle, run, 'run.completed', 1, { message: { role: 'assistant', content: 'x' } });
+    await run.finished;
+    expect(runs.written[0].assistant).toBeNull();
+    expect(published).toEqual([]);
+  });
+
+  it('an end that cannot be written becomes the host’s run.failed (host.persistence_failed), after the terminal sequence', async () => {
+    const { lifecycle, runs, start } = setup();
+    const { run, seen } = start();
+    runs.failNextEnd = true;
+    ingest(lifecycle, run, 'run.completed', 3);
+    await expect(run.finished).resolves.toMatchObject({ status: 'failed', error_code: 'host.persistence_failed' });
+    expect(runs.written).toHaveLength(1);
+    expect(runs.written[0].row).toMatchObject({ sequence: 4, type: 'run.failed', source: 'host' });
+    expect(seen.map((r) => [r.sequence, r.source])).toEqual([[4, 'host']]);
+  });
+
+  it('a host failure (conclude) writes the verdict once; a second verdict and late results change nothing', async () => {
+    const { lifecycle, runs, start } = setup();
+    const { run, seen } = start();
+    ingest(lifecycle, run, 'tool.call.started', 1);
+    lifecycle.conclude(run, { status: 'failed', code: 'host.dispatch_failed', error: 'not sent', retryable: false });
+    lifecycle.conclude(run, { status: 'failed', code: 'host.other', error: 'again', retryable: true });
+    expect(ingest(lifecycle, run, 'run.completed', 2)).toMatchObject({ kind: 'dropped' });
+    await run.finished;
+    expect(runs.written.filter((w) => w.kind === 'end')).toHaveLength(1);
+    expect(runs.written[1]).toMatchObject({
+      row: { sequence: 2, source: 'host' },
+      end: { status: 'failed', error_code: 'host.dispatch_failed' },
+    });
+    expect(seen.map((r) => r.sequence)).toEqual([1, 2]);
+  });
+
+  it('cancel: recorded, sent to the runner, and without a confirmation the grace ends the run cancelled', async () => {
+    jest.useFakeTimers();
+    const { lifecycle, runs, sent, start } = setup();
+    const { run } = start();
+    let cancelled = false;
+    const cancel = lifecycle.cancel(run, 'user asked').then(() => (cancelled = true));
+    await Promise.resolve();
+    expect(runs.cancelRequested).toEqual(['r1']);
+    expect(sent).toEqual([{ cancel: { run_id: 'r1', reason: 'user asked' } }]);
+    expect(run.grant.signal.aborted).toBe(true);
+    // A second cancel (another caller) sends nothing more and waits for the same end.
+    const again = lifecycle.cancel(run, 'again');
+    jest.advanceTimersByTime(GRACE_MS - 1);
+    await Promise.resolve();
+    expect(cancelled).toBe(false);
+    jest.advanceTimersByTime(1);
+    jest.useRealTimers();
+    await Promise.all([cancel, again]);
+    expect(sent).toHaveLength(1);
+    expect(runs.written).toEqual([
+      expect.objectContaining({
+        kind: 'end',
+        end: expect.objectContaining({ status: 'cancelled', error_code: 'cancelled' }),
+      }),
+    ]);
+  });
+
+  it('cancel then the runner’s confirmation: the run ends cancelled with the runner’s result; late results are dropped', async () => {
+    jest.useFakeTimers();
+    const { lifecycle, runs, start } = setup();
+    const { run, seen } = start();
+    const cancel = lifecycle.cancel(run, 'user');
+    await Promise.resolve();
+    ingest(lifecycle, run, 'run.failed', 1, { error: 'stopped', code: 'cancelled', retryable: false });
+    expect(ingest(lifecycle, run, 'message.delta', 2, { chunk: { content: 'late' } })).toMatchObject({
+      kind: 'dropped',
+    });
+    jest.useRealTimers();
+    await cancel;
+    expect(runs.written).toEqual([
+      expect.objectContaining({ kind: 'end', row: expect.objectContaining({ source: 'runner', sequence: 1 }) }),
+    ]);
+    expect(runs.written[0].end).toMatchObject({ status: 'cancelled', retryable: false });
+    expect(seen.map((r) => r.sequence)).toEqual([1]);
+  });
+
+  it('the deadline sends the runner a cancel and ends the run timeout', async () => {
+    jest.useFakeTimers({ now: 1_000 });
+    const { runs, sent, start } = setup();
+    const { run } = start('r1', 1_500);
+    jest.advanceTimersByTime(500);
+    expect(sent).toEqual([{ cancel: { run_id: 'r1', reason: 'deadline exceeded' } }]);
+    jest.useRealTimers();
+    await run.finished;
+    expect(runs.written[0].end).toMatchObject({ status: 'timeout', error_code: 'runner.timeout', retryable: true });
+  });
+
+  it('a lost session ends its runs runner.disconnected; runs of other sessions go on', async () => {
+    const { lifecycle, runs, start, session, active } = setup();
+    const { run } = start('r1');
+    const other = lifecycle.start('r2', { agent_id: 'a' }, { ...session, session_id: 's2' }, snapshotOf('r2'));
+    lifecycle.onDisconnected(session, 'stream closed');
+    await run.finished;
+    expect(runs.written[0]).toMatchObject({
+      row: { run_id: 'r1' },
+      end: { status: 'failed', error_code: 'runner.disconnected', retryable: true },
+    });
+    expect(other.ended).toBe(false);
+    expect(active.get('r2')).toBe(other);
+  });
+
+  it('an interrupt signal cancels the run through the cancel path', async () => {
+    const { lifecycle, runs, sent, signals, start } = setup();
+    lifecycle.onModuleInit();
+    const { run } = start();
+    signals.publish({ kind: 'cancel', run_id: 'r1', reason: 'interrupted by a newer event' });
+    await flush();
+    expect(runs.cancelRequested).toEqual(['r1']);
+    expect(sent).toEqual([{ cancel: { run_id: 'r1', reason: 'interrupted by a newer event' } }]);
+    expect(run.cancel_requested).toBe(true);
+    lifecycle.onModuleDestroy();
+    lifecycle.conclude(run, { status: 'failed', code: 'host.test', error: 'end', retryable: false });
+    await run.finished;
+  });
+
+  it('recovery ends the runs a previous process left running `interrupted`, after their last committed sequence', async () => {
+    const { lifecycle, runs } = setup();
+    runs.active = [
+      { run_id: 'left', status: 'running', agent_id: 'a' },
+      { run_id: 'waiting', status: 'queued', agent_id: 'a' },
+    ];
+    runs.last.set('left', 7);
+    await lifecycle.recoverInterrupted();
+    expect(runs.written).toEqual([
+      expect.objectContaining({
+        kind: 'end',
+        row: expect.objectContaining({ run_id: 'left', sequence: 8, source: 'host' }),
+        end: expect.objectContaining({ status: 'interrupted', error_code: 'host.interrupted', retryable: true }),
+      }),
+    ]);
+  });
+});
