@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ScriptedOpenAIServer, scripts } from '@libs/testing';
 import { Host, TestDatabase, freePort, runnerConnected, waitFor } from './harness';
@@ -13,7 +14,7 @@ import { message } from './steering-support';
  * the assistant streams a model answer through the host after a host tool call, answers a
  * follow-up steered into its run, honours cancel and reconnects after the host restarts. A
  * fixture plugin (sdk/python/tests/e2e_plugin.py) probes the host API and serves the run-scoped
- * MCP bridge to the official MCP TypeScript client.
+ * MCP bridge to the official MCP TypeScript client, over streamable HTTP and over its stdio relay.
  */
 
 jest.setTimeout(120_000);
@@ -231,7 +232,11 @@ describe('Python runner SDK against the real host', () => {
     const line = await waitFor('the bridge address', () =>
       Promise.resolve(fixture.lines.slice(seen).find((l) => l.includes(runId))),
     );
-    const { url, secret } = JSON.parse(line) as { url: string; secret: string };
+    const { url, secret, stdio } = JSON.parse(line) as {
+      url: string;
+      secret: string;
+      stdio: { command: string; args: string[]; env: Record<string, string> };
+    };
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
 
     // Without the run's secret: refused.
@@ -259,6 +264,15 @@ describe('Python runner SDK against the real host', () => {
     );
     await client.close();
 
+    // The same bridge through its stdio relay (python3 -c <relay>), as a child that launches stdio MCP servers.
+    expect(stdio.command).toBe(PYTHON);
+    const child = new Client({ name: 'e2e-stdio', version: '1.0.0' });
+    await child.connect(new StdioClientTransport({ command: stdio.command, args: stdio.args, env: stdio.env }));
+    expect((await child.listTools()).tools.map((t) => t.name)).toEqual(['current_time']);
+    const viaStdio = await child.callTool({ name: 'current_time', arguments: {} });
+    expect((viaStdio.structuredContent as { timezone: string }).timezone).toBe('UTC');
+    await child.close();
+
     const done = await host.api('POST', '/v1/events', message('bridge', 'c-bridge', 'done'));
     expect(done.body).toMatchObject({ disposition: 'steered', run_id: runId });
     const events = (await host.sse(runId)).map((e) => e.data);
@@ -267,10 +281,12 @@ describe('Python runner SDK against the real host', () => {
       'tool.call.completed',
       'tool.call.started',
       'tool.call.completed',
+      'tool.call.started',
+      'tool.call.completed',
       'message.completed',
       'run.completed',
     ]);
-    expect(events[4].data.message.content).toBe('the bridge served 2 calls');
+    expect(events[6].data.message.content).toBe('the bridge served 3 calls');
     const audit = (
       await host.api<{ items: { action: string; resource: string; outcome: string }[] }>(
         'GET',
@@ -280,6 +296,7 @@ describe('Python runner SDK against the real host', () => {
     expect(audit.filter((a) => a.action === 'tool.call').map((a) => [a.resource, a.outcome])).toEqual([
       ['tool:current_time', 'allowed'],
       ['tool:http_fetch', 'denied'],
+      ['tool:current_time', 'allowed'],
     ]);
     // The bridge closed with its run.
     await expect(fetch(url, { method: 'POST', headers: { authorization: `Bearer ${secret}` } })).rejects.toThrow();
