@@ -46,13 +46,20 @@ function takeLog(): string[] {
 async function main() {
   const host = new FakeHost({
     runners: [acp],
-    tools: { lookup: (p) => ({ is_error: false, content: [{ type: 'text', text: `found ${String(p.q)}` }] }) },
+    tools: {
+      lookup: (p) => ({
+        is_error: false,
+        content: [{ type: 'text', text: `found ${typeof p.q === 'string' ? p.q : JSON.stringify(p.q)}` }],
+      }),
+    },
   });
   const out: Record<string, unknown> = {};
   const scenario = async (name: string, fn: () => Promise<FakeRunOutcome>) => {
     const before = host.calls.length;
     const outcome = await fn();
-    const hostCalls = host.calls.slice(before).map((c) => `${c.method} ${String(c.request.tool_name ?? '')}`.trim());
+    const hostCalls = host.calls
+      .slice(before)
+      .map((c) => `${c.method} ${typeof c.request.tool_name === 'string' ? c.request.tool_name : ''}`.trim());
     out[name] = { outcome: summary(outcome), log: takeLog(), hostCalls };
     return outcome;
   };
