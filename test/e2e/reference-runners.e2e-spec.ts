@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { ScriptedOpenAIServer, scripts } from '@libs/testing';
 import { FakeDify } from '../../apps/runners/hosted-workflow/testing/fake-targets';
-import { Host, TestDatabase, runnerConnected } from './harness';
+import { Host, TestDatabase, runnerConnected, waitFor } from './harness';
 import { message } from './steering-support';
 
 /*
@@ -117,6 +117,17 @@ describe('reference runners as processes against the real host', () => {
           args: [path.join(ROOT, 'dist/apps/runners/acp/testing/scripted-agent.js')],
           cwd: ACP_DIR,
         },
+        resource_policy: { allowed_tool_names: ['current_time'] },
+      },
+      {
+        agent_id: 'acp-http',
+        runner_id: 'plugin:ref/acp/default',
+        runner_config: {
+          command: process.execPath,
+          args: [path.join(ROOT, 'dist/apps/runners/acp/testing/scripted-agent.js'), '--mcp-http'],
+          cwd: ACP_DIR,
+        },
+        resource_policy: { allowed_tool_names: ['current_time'] },
       },
     ];
     for (const agent of agents) {
@@ -225,5 +236,55 @@ describe('reference runners as processes against the real host', () => {
       sessionId,
       sessionId,
     ]);
+  });
+
+  it("the ACP runner hands the agent the run's MCP bridge: the agent lists the granted tools and its call is audited in the run", async () => {
+    type AuditRow = { action: string; resource: string | null; outcome: string };
+    const auditOf = async (runId: string) =>
+      ((await host.api('GET', `/v1/admin/runs/${runId}/audit?limit=100`)).body.items as AuditRow[])
+        .filter((a) => a.action === 'tool.call')
+        .map((a) => [a.resource, a.outcome]);
+    const cases = [
+      ['acp', 'c-acp-mcp', 'stdio'],
+      ['acp-http', 'c-acp-mcp-http', 'http'],
+    ] as const;
+    const logFile = path.join(ACP_DIR, 'agent.log');
+    const agentLog = () => (fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').split('\n').filter(Boolean) : []);
+    for (const [agentId, conversation, transport] of cases) {
+      const before = agentLog().length;
+      const run = await host.api('POST', '/v1/events', message(agentId, conversation, 'mcp: current_time {}'));
+      expect(run.body).toMatchObject({ disposition: 'started' });
+      const answer = await answerOf(run.body.run_id);
+      expect(answer.types.at(-1)).toBe('run.completed');
+      // The bridge lists what the run was granted: current_time, not the host's other tools.
+      expect(answer.messages).toHaveLength(1);
+      const [, listed, result] = /^mcp tools: (\S*); current_time answered: (.*)$/s.exec(answer.messages[0]) ?? [];
+      expect(listed.split(',')).toContain('current_time');
+      expect(listed.split(',')).not.toContain('http_fetch');
+      // current_time answers its text content: the time in UTC.
+      expect(result).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+      const log = agentLog().slice(before);
+      expect(log).toEqual(
+        expect.arrayContaining([`session/new mcpServers=1 ${transport}`, 'mcp tools/call current_time ok']),
+      );
+      // The agent's call went through the host API with the run's identity: in the run's audit.
+      await waitFor('the tool call in the audit', async () =>
+        (await auditOf(run.body.run_id)).length > 0 ? true : null,
+      );
+      expect(await auditOf(run.body.run_id)).toEqual([['tool:current_time', 'allowed']]);
+    }
+
+    // A tool the run was not granted: the host refuses it (audited as denied) and the tool never runs.
+    const refused = await host.api(
+      'POST',
+      '/v1/events',
+      message('acp-http', 'c-acp-mcp-no', 'mcp: http_fetch {"url":"http://127.0.0.1:1/"}'),
+    );
+    const answer = await answerOf(refused.body.run_id);
+    expect(answer.messages[0]).toMatch(/http_fetch failed: .*unauthorized/);
+    await waitFor('the refusal in the audit', async () =>
+      (await auditOf(refused.body.run_id)).length > 0 ? true : null,
+    );
+    expect(await auditOf(refused.body.run_id)).toEqual([['tool:http_fetch', 'denied']]);
   });
 });

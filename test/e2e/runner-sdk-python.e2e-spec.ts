@@ -2,9 +2,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ScriptedOpenAIServer, scripts } from '@libs/testing';
 import { Host, TestDatabase, freePort, runnerConnected, waitFor } from './harness';
+import { OtlpReceiver } from './otlp-receiver';
 import { message } from './steering-support';
 
 /*
@@ -12,8 +14,9 @@ import { message } from './steering-support';
  * examples/assistant.py run as child processes with Debian's /usr/bin/python3 (grpcio, protobuf);
  * the assistant streams a model answer through the host after a host tool call, answers a
  * follow-up steered into its run, honours cancel and reconnects after the host restarts. A
- * fixture plugin (sdk/python/tests/e2e_plugin.py) probes the host API and serves the run-scoped
- * MCP bridge to the official MCP TypeScript client.
+ * fixture plugin (sdk/python/tests/e2e_plugin.py) probes the host API (its calls carry the run's
+ * traceparent: the host's spans of them join the run's trace) and serves the run-scoped
+ * MCP bridge to the official MCP TypeScript client, over streamable HTTP and over its stdio relay.
  */
 
 jest.setTimeout(120_000);
@@ -63,11 +66,19 @@ describe('Python runner SDK against the real host', () => {
   let grpcPort: number;
   let host: Host;
   let server: ScriptedOpenAIServer;
+  const receiver = new OtlpReceiver();
   const procs: PyProc[] = [];
 
   /** The host on a fixed gRPC port, so that the plugins find it again after a restart. */
   const startHost = async () => {
-    const next = new Host(db, { SCRIPTED_KEY: KEY, SECRET_ENV_ALLOWLIST: 'SCRIPTED_KEY', GRPC_PORT: String(grpcPort) });
+    const next = new Host(db, {
+      SCRIPTED_KEY: KEY,
+      SECRET_ENV_ALLOWLIST: 'SCRIPTED_KEY',
+      GRPC_PORT: String(grpcPort),
+      OTEL_TRACES_EXPORTER: 'otlp',
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.endpoint,
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    });
     return next.start().catch((e: Error) => {
       throw new Error(`${e.message}\n${next.proc.logs().slice(-4000)}`);
     });
@@ -106,6 +117,7 @@ describe('Python runner SDK against the real host', () => {
 
   beforeAll(async () => {
     grpcPort = await freePort();
+    await receiver.start();
     server = await ScriptedOpenAIServer.start();
     host = await startHost();
     const model = await host.api('POST', '/v1/admin/models', {
@@ -141,6 +153,7 @@ describe('Python runner SDK against the real host', () => {
     }
     await host?.stop();
     await server?.close();
+    await receiver.close();
     await db.drop();
   });
 
@@ -207,9 +220,12 @@ describe('Python runner SDK against the real host', () => {
     expect((await runOf(runId)).status).toBe('cancelled');
   });
 
-  it('host API through the Python SDK: typed refusals, models, token counting, storage and state', async () => {
+  it('host API through the Python SDK: typed refusals, models, token counting, storage and state; calls join the run trace', async () => {
     server.chat(scripts.reply('ok'));
-    const started = await host.api('POST', '/v1/events', message('probe', 'c-probe', 'probe'));
+    const traceId = randomBytes(16).toString('hex');
+    const started = await host.api('POST', '/v1/events', message('probe', 'c-probe', 'probe'), undefined, {
+      traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+    });
     const events = (await host.sse(started.body.run_id)).map((e) => e.data);
     expect(events.map((e) => e.type)).toEqual(['message.completed', 'run.completed']);
     expect(JSON.parse(events[0].data.message.content)).toEqual({
@@ -221,6 +237,16 @@ describe('Python runner SDK against the real host', () => {
       missing: null,
       state: 41,
     });
+    // The SDK sent RunRequest.traceparent back as metadata: the host's span of each call is a child of the run's.
+    const spans = await waitFor('the probe run spans exported', () => {
+      const got = receiver.ofTrace(traceId);
+      const ready = ['run', 'host_api tool.call', 'host_api model.invoke'].every((n) => got.some((x) => x.name === n));
+      return Promise.resolve(ready ? got : null);
+    });
+    const run = spans.find((x) => x.name === 'run')!;
+    for (const name of ['host_api tool.call', 'host_api model.invoke', 'host_api storage.set']) {
+      expect({ name, parent: spans.find((x) => x.name === name)?.parentSpanId }).toEqual({ name, parent: run.spanId });
+    }
   });
 
   it('MCP bridge: the official MCP client lists and calls exactly the granted tools, audited in the run', async () => {
@@ -231,7 +257,11 @@ describe('Python runner SDK against the real host', () => {
     const line = await waitFor('the bridge address', () =>
       Promise.resolve(fixture.lines.slice(seen).find((l) => l.includes(runId))),
     );
-    const { url, secret } = JSON.parse(line) as { url: string; secret: string };
+    const { url, secret, stdio } = JSON.parse(line) as {
+      url: string;
+      secret: string;
+      stdio: { command: string; args: string[]; env: Record<string, string> };
+    };
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
 
     // Without the run's secret: refused.
@@ -259,6 +289,15 @@ describe('Python runner SDK against the real host', () => {
     );
     await client.close();
 
+    // The same bridge through its stdio relay (python3 -c <relay>), as a child that launches stdio MCP servers.
+    expect(stdio.command).toBe(PYTHON);
+    const child = new Client({ name: 'e2e-stdio', version: '1.0.0' });
+    await child.connect(new StdioClientTransport({ command: stdio.command, args: stdio.args, env: stdio.env }));
+    expect((await child.listTools()).tools.map((t) => t.name)).toEqual(['current_time']);
+    const viaStdio = await child.callTool({ name: 'current_time', arguments: {} });
+    expect((viaStdio.structuredContent as { timezone: string }).timezone).toBe('UTC');
+    await child.close();
+
     const done = await host.api('POST', '/v1/events', message('bridge', 'c-bridge', 'done'));
     expect(done.body).toMatchObject({ disposition: 'steered', run_id: runId });
     const events = (await host.sse(runId)).map((e) => e.data);
@@ -267,10 +306,12 @@ describe('Python runner SDK against the real host', () => {
       'tool.call.completed',
       'tool.call.started',
       'tool.call.completed',
+      'tool.call.started',
+      'tool.call.completed',
       'message.completed',
       'run.completed',
     ]);
-    expect(events[4].data.message.content).toBe('the bridge served 2 calls');
+    expect(events[6].data.message.content).toBe('the bridge served 3 calls');
     const audit = (
       await host.api<{ items: { action: string; resource: string; outcome: string }[] }>(
         'GET',
@@ -280,6 +321,7 @@ describe('Python runner SDK against the real host', () => {
     expect(audit.filter((a) => a.action === 'tool.call').map((a) => [a.resource, a.outcome])).toEqual([
       ['tool:current_time', 'allowed'],
       ['tool:http_fetch', 'denied'],
+      ['tool:current_time', 'allowed'],
     ]);
     // The bridge closed with its run.
     await expect(fetch(url, { method: 'POST', headers: { authorization: `Bearer ${secret}` } })).rejects.toThrow();

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { ScriptedOpenAIServer, scripts } from '@libs/testing';
 import { Host, TestDatabase, dbRows, event, waitFor } from './harness';
@@ -8,8 +10,8 @@ import { RawPlugin, manifestFor } from './raw-plugin';
 /*
  * Tenancy over the host API (docs/tenancy.md#resources, #storage, #quotas), on SQLite and
  * PostgreSQL (E2E_DATABASE): one plugin serves an agent in each of two workspaces. From a run of
- * one workspace it tries to reach the other's model, knowledge base and storage over real gRPC: refused, audited,
- * nothing changes. The model-tokens-per-day quota is hit (RESOURCE_EXHAUSTED naming it) and
+ * one workspace it tries to reach the other's model, tool, knowledge base and storage over real gRPC: refused,
+ * audited, nothing changes (the other workspace's tool never runs). The model-tokens-per-day quota is hit (RESOURCE_EXHAUSTED naming it) and
  * recovered.
  */
 
@@ -18,6 +20,7 @@ jest.setTimeout(120_000);
 const KEY = `sk-scripted-${randomBytes(20).toString('hex')}`;
 const PERMISSIONS = {
   models: ['invoke', 'stream', 'count_tokens'],
+  tools: ['detail', 'call'],
   storage: ['plugin'],
   knowledge_bases: ['retrieve'],
 };
@@ -29,6 +32,9 @@ describe('tenancy over the host API: one plugin serving two workspaces', () => {
   let server: ScriptedOpenAIServer;
   let plugin: RawPlugin;
   let api: HostApiClient;
+  /** Each workspace's HTTP tool answers here; every request it received (the workspace's name). */
+  let toolServer: http.Server;
+  const toolHits: string[] = [];
   const run: Record<'acme' | 'globex', string> = { acme: '', globex: '' };
   const runs: string[] = [];
 
@@ -57,12 +63,20 @@ describe('tenancy over the host API: one plugin serving two workspaces', () => {
 
   beforeAll(async () => {
     server = await ScriptedOpenAIServer.start();
+    toolServer = http.createServer((req, res) => {
+      const ws = new URL(req.url ?? '/', 'http://x').pathname.slice(1);
+      toolHits.push(ws);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ answer: `${ws} internal data` }));
+    });
+    await new Promise<void>((resolve) => toolServer.listen(0, '127.0.0.1', resolve));
+    const toolBase = `http://127.0.0.1:${(toolServer.address() as AddressInfo).port}`;
     await host.start();
     const token = (await admin('POST', '/v1/admin/plugins', { author: 'ten', name: 'raw' })).body.token as string;
     plugin = new RawPlugin(host.grpc, token);
     plugin.hello('ten', 'raw', [
       manifestFor('ten', 'raw', {
-        capabilities: { streaming: true, knowledge_retrieval: true },
+        capabilities: { streaming: true, knowledge_retrieval: true, tool_calling: true },
         permissions: PERMISSIONS,
       }),
     ]);
@@ -88,11 +102,24 @@ describe('tenancy over the host API: one plugin serving two workspaces', () => {
         content: `The ${ws} launch plan is codenamed ${ws}-aurora.`,
       });
       expect(doc.status).toBe(201);
+      const tools = await admin('POST', '/v1/admin/tools/sources', {
+        source_id: `src-${ws}`,
+        kind: 'http',
+        workspace_id: ws,
+        config: { tools: [{ name: `lookup_${ws}`, method: 'GET', url: `${toolBase}/${ws}` }] },
+      });
+      expect(tools.status).toBe(201);
+      expect(tools.body.tools).toEqual([`lookup_${ws}`]);
       const agent = await admin('POST', '/v1/admin/agents', {
         agent_id: `a-${ws}`,
         runner_id: 'plugin:ten/raw/default',
         workspace_id: ws,
-        resource_policy: { allowed_model_ids: [`m-${ws}`], allowed_kb_ids: [`kb-${ws}`], allow_plugin_storage: true },
+        resource_policy: {
+          allowed_model_ids: [`m-${ws}`],
+          allowed_kb_ids: [`kb-${ws}`],
+          allowed_tool_names: [`lookup_${ws}`],
+          allow_plugin_storage: true,
+        },
       });
       expect(agent.status).toBe(201);
       run[ws] = await startRun(`a-${ws}`);
@@ -106,6 +133,8 @@ describe('tenancy over the host API: one plugin serving two workspaces', () => {
     plugin?.close();
     await host.stop();
     await server?.close();
+    toolServer?.closeAllConnections();
+    await new Promise((resolve) => (toolServer ? toolServer.close(resolve) : resolve(undefined)));
     await db.drop();
   });
 
@@ -150,6 +179,30 @@ describe('tenancy over the host API: one plugin serving two workspaces', () => {
     expect(del.err).toBeUndefined();
     expect(await value(run.globex, 'probe')).toBe('globex secret');
     expect((await dbRows(db, 'storage_entries')).length).toBe(1);
+  });
+
+  it("the plugin cannot call another workspace's tool: PERMISSION_DENIED, audited denied, the tool never runs", async () => {
+    const call = (runId: string, tool: string) =>
+      api.call('CallTool', { run_id: runId, tool_name: tool, parameters: {} });
+    const detail = await api.call('GetToolDetail', { run_id: run.acme, tool_name: 'lookup_globex' });
+    expect(refusal(detail)).toEqual({ code: 'PERMISSION_DENIED', xcode: 'unauthorized' });
+    await audited(run.acme, 'tool.detail', 'tool:lookup_globex');
+    const foreign = await call(run.acme, 'lookup_globex');
+    expect(refusal(foreign)).toEqual({ code: 'PERMISSION_DENIED', xcode: 'unauthorized' });
+    expect(JSON.stringify(foreign.err ?? {})).not.toContain('globex internal data');
+    await audited(run.acme, 'tool.call', 'tool:lookup_globex');
+    expect(toolHits).toEqual([]);
+    // Each workspace's own run calls its own tool.
+    const own = await call(run.acme, 'lookup_acme');
+    expect(own.err).toBeUndefined();
+    expect(JSON.stringify(own.res)).toContain('acme internal data');
+    expect(refusal(await call(run.globex, 'lookup_acme'))).toEqual({
+      code: 'PERMISSION_DENIED',
+      xcode: 'unauthorized',
+    });
+    await audited(run.globex, 'tool.call', 'tool:lookup_acme');
+    expect(JSON.stringify((await call(run.globex, 'lookup_globex')).res)).toContain('globex internal data');
+    expect(toolHits).toEqual(['acme', 'globex']);
   });
 
   it("the plugin cannot retrieve from another workspace's knowledge base; its own answers", async () => {

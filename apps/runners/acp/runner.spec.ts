@@ -18,6 +18,8 @@ interface Scenario {
     results: { type: string; sequence: number; data: any }[];
   };
   log: string[];
+  /** The host API calls of the run (method and tool name). */
+  hostCalls: string[];
 }
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -63,8 +65,8 @@ describe('the ACP runner against a scripted ACP agent', () => {
     expect(types('prompt').filter((t) => t === 'message.delta').length).toBeGreaterThan(1);
     expect(types('prompt').at(-1)).toBe('run.completed');
     expect(outcome.results.at(-1)?.data.finish_reason).toBe('stop');
-    // A new session, with no MCP servers until the SDK's MCP bridge lands (mcpServersForRun).
-    expect(log.slice(0, 2)).toEqual(['initialize', 'session/new mcpServers=0']);
+    // A new session, given the run's MCP bridge (stdio: this agent does not advertise mcpCapabilities.http).
+    expect(log.slice(0, 2)).toEqual(['initialize', 'session/new mcpServers=1 stdio']);
     const session = sessionOf('prompt');
     expect(session).toMatchObject({ scope: 'conversation', key: 'acp.session_id' });
     expect(log[2]).toBe(`session/prompt ${session.value} hello there`);
@@ -96,7 +98,7 @@ describe('the ACP runner against a scripted ACP agent', () => {
     const id = sessionOf('steer').value as string;
     expect(log).toEqual([
       'initialize',
-      'session/new mcpServers=0',
+      'session/new mcpServers=1 stdio',
       `session/prompt ${id} first`,
       `session/prompt ${id} second`,
     ]);
@@ -113,7 +115,7 @@ describe('the ACP runner against a scripted ACP agent', () => {
 
   it('a session the agent no longer knows is replaced by a new one, kept in state', () => {
     const { outcome, log } = s['unknown-session'];
-    expect(log.slice(0, 3)).toEqual(['initialize', 'session/load forgotten', 'session/new mcpServers=0']);
+    expect(log.slice(0, 3)).toEqual(['initialize', 'session/load forgotten', 'session/new mcpServers=1 stdio']);
     expect(outcome).toMatchObject({ status: 'completed', messages: ['echo: again [turn 1]'] });
     expect(sessionOf('unknown-session').value).not.toBe('forgotten');
   });
@@ -124,6 +126,49 @@ describe('the ACP runner against a scripted ACP agent', () => {
     const id = sessionOf('cancel').value as string;
     expect(log).toContain(`session/cancel ${id}`);
     expect(types('cancel').at(-1)).toBe('run.failed');
+  });
+
+  it("hands the agent the run's MCP bridge over the stdio relay: it lists the granted tools and its call goes through the host", () => {
+    const { outcome, log, hostCalls } = s['mcp-stdio'];
+    expect(log).toEqual(
+      expect.arrayContaining([
+        'session/new mcpServers=1 stdio',
+        'mcp tools/list lookup,history_page,history_search',
+        'mcp tools/call lookup ok',
+      ]),
+    );
+    expect(hostCalls).toContain('CallTool lookup');
+    expect(outcome).toMatchObject({
+      status: 'completed',
+      messages: ['mcp tools: lookup,history_page,history_search; lookup answered: found cats'],
+    });
+    // The agent reports its MCP call as a tool call of its own.
+    expect(outcome.results.find((r) => r.type === 'tool.call.started')?.data).toMatchObject({
+      tool_name: 'lookup',
+      parameters: { q: 'cats' },
+    });
+  });
+
+  it('prefers the streamable HTTP entry (the run secret as a header) when the agent advertises mcpCapabilities.http', () => {
+    const { outcome, log, hostCalls } = s['mcp-http'];
+    expect(log).toEqual(expect.arrayContaining(['session/new mcpServers=1 http', 'mcp tools/call lookup ok']));
+    expect(hostCalls).toContain('CallTool lookup');
+    expect(outcome.messages).toEqual(['mcp tools: lookup,history_page,history_search; lookup answered: found dogs']);
+  });
+
+  it('a tool the run was not granted is refused by the host through the bridge; mcp_bridge: false hands none', () => {
+    const refused = s['mcp-refused'];
+    expect(refused.hostCalls).toContain('CallTool secret_tool');
+    expect(refused.log).toContain('mcp tools/call secret_tool error');
+    expect(refused.outcome.messages[0]).toMatch(
+      /^mcp tools: lookup,history_page,history_search; secret_tool failed: .*unauthorized/,
+    );
+    const completed = refused.outcome.results.find((r) => r.type === 'tool.call.completed');
+    expect(completed?.data.error).toContain('unauthorized');
+
+    expect(s['mcp-off'].log).toContain('session/new mcpServers=0');
+    expect(s['mcp-off'].outcome.messages).toEqual(['no MCP server']);
+    expect(s['mcp-off'].hostCalls).not.toContain('CallTool lookup');
   });
 
   it("answers the agent's permission requests as the config says (reject by default)", () => {

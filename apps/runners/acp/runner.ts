@@ -5,6 +5,7 @@ import { Readable, Writable } from 'node:stream';
 // so this module is tested through a child process (runner.spec.ts).
 import { client, ndJsonStream, PROTOCOL_VERSION } from '@agentclientprotocol/sdk';
 import type {
+  AgentCapabilities,
   ClientConnection,
   InitializeResponse,
   McpServer,
@@ -24,6 +25,8 @@ import { configError, readConfig } from '../common/config';
  * run, and maps the session updates to results: message chunks → message.delta (a turn's text →
  * message.completed), tool calls → tool.call.started / tool.call.completed, the prompt's end →
  * the next turn or run.completed. Cancel sends session/cancel; the agent process ends with the run.
+ * The session gets the run's MCP bridge (the SDK's io.mcpBridge()) as its MCP server, so the
+ * agent calls the host's tools, knowledge and history with the run's identity and audit.
  */
 
 export const ACP_STATE_KEY = 'acp.session_id';
@@ -49,6 +52,13 @@ export const ACP_CONFIG_SCHEMA = [
     label: { en_US: 'Permission requests' },
   },
   { type: 'integer', name: 'steer_wait_ms', default: 0, label: { en_US: 'Wait for follow-ups (ms)' } },
+  {
+    type: 'boolean',
+    name: 'mcp_bridge',
+    default: true,
+    label: { en_US: "Hand the agent the run's MCP bridge" },
+    description: { en_US: "The host's tools, knowledge and history this run is granted, as an MCP server." },
+  },
 ];
 
 interface AcpConfig {
@@ -57,6 +67,7 @@ interface AcpConfig {
   cwd: string;
   permissions: 'reject' | 'allow';
   steer_wait_ms: number;
+  mcp_bridge: boolean;
 }
 
 export function acpConfig(config: JsonObject): AcpConfig {
@@ -77,13 +88,33 @@ export function acpConfig(config: JsonObject): AcpConfig {
 }
 
 /**
- * The MCP servers handed to the agent's session. The hook for the SDK's run-scoped MCP bridge
- * (issue 18 item 4): once the SDK offers it, this returns the bridge of this run (its stdio
- * command or loopback HTTP URL with the run's secret), so the agent calls the host's tools,
- * knowledge and history with the run's identity. Until then the session gets none.
+ * The MCP servers handed to the agent's session: the run's MCP bridge (docs/runner-sdk.md#the-run-scoped-mcp-bridge),
+ * which lists what the run's snapshot grants and sends every call through the host API with the
+ * run's identity (the host decides and audits it); it closes when the run ends. The streamable
+ * HTTP entry (loopback URL, the run's bearer secret as a header) when the agent advertises
+ * `mcpCapabilities.http`, else the stdio relay (every ACP agent takes stdio servers). None when
+ * the config turns the bridge off or the run is granted nothing to bridge.
  */
-export function mcpServersForRun(_ctx: RunContext, _io: RunIO): McpServer[] {
-  return [];
+export async function mcpServersForRun(
+  ctx: RunContext,
+  io: RunIO,
+  agent: AgentCapabilities = {},
+  enabled = true,
+): Promise<McpServer[]> {
+  if (!enabled) {
+    return [];
+  }
+  const bridge = await io.mcpBridge();
+  if (bridge.tools.length === 0) {
+    await bridge.close();
+    return [];
+  }
+  const pairs = (record: Record<string, string>) => Object.entries(record).map(([name, value]) => ({ name, value }));
+  if (agent.mcpCapabilities?.http) {
+    return [{ type: 'http', name: bridge.http.name, url: bridge.http.url, headers: pairs(bridge.http.headers) }];
+  }
+  const { name, command, args, env } = bridge.stdio;
+  return [{ name, command, args, env: pairs(env) }];
 }
 
 /** A failure of the agent process or of the ACP exchange. */
@@ -211,8 +242,9 @@ export const acp = defineRunner({
   name: 'default',
   label: { en_US: 'ACP agent' },
   description: { en_US: 'An ACP-compatible coding agent driven over stdio (Agent Client Protocol).' },
-  capabilities: { streaming: true, tool_calling: true, steering: true, interrupt: true },
-  permissions: {},
+  capabilities: { streaming: true, tool_calling: true, knowledge_retrieval: true, steering: true, interrupt: true },
+  // What the run's MCP bridge may offer the agent; the agent binding's policy narrows it.
+  permissions: { tools: ['detail', 'call'], knowledge_bases: ['retrieve'], history: ['page', 'search'] },
   configSchema: ACP_CONFIG_SCHEMA,
   async run(ctx, io) {
     let c: AcpConfig;
@@ -248,7 +280,7 @@ export const acp = defineRunner({
         init,
         typeof stored === 'string' ? stored : null,
         c,
-        mcpServersForRun(ctx, io),
+        await mcpServersForRun(ctx, io, init.agentCapabilities ?? {}, c.mcp_bridge),
         mapper,
       );
       if (sessionId !== stored && ctx.conversation?.conversation_id) {

@@ -20,20 +20,9 @@ HostErrorCode = Literal[
     "runtime_error",
 ]
 
-HOST_ERROR_CODES: Tuple[str, ...] = (
-    "unauthenticated",
-    "unauthorized",
-    "not_found",
-    "invalid_argument",
-    "conflict",
-    "payload_too_large",
-    "rate_limited",
-    "deadline_exceeded",
-    "unavailable",
-    "runtime_error",
-)
-
-RETRYABLE_BY_DEFAULT = frozenset({"unavailable", "rate_limited", "deadline_exceeded"})
+CLASS_OF: dict[str, type["HostApiError"]] = {}
+GRPC_STATUS_OF: dict[str, grpc.StatusCode] = {}
+_retryable: set[str] = set()
 
 
 class HostApiError(Exception):
@@ -41,8 +30,24 @@ class HostApiError(Exception):
 
     ``code`` is the host's ``x-error-code``, ``retryable`` its ``x-error-retryable``, ``details``
     its ``x-error-details`` (e.g. ``{"reason": "context_length_exceeded"}``), ``method`` the RPC
-    (e.g. ``CallTool``) and ``grpc_status`` the gRPC status code. One subclass per code.
+    (e.g. ``CallTool``) and ``grpc_status`` the gRPC status code. One subclass per code, each
+    defined by one line below: ``class XError(HostApiError, code=..., status=..., retryable=...)``
+    registers its code, its gRPC status and whether it is retryable unless the host says otherwise
+    (the tables CLASS_OF, GRPC_STATUS_OF, RETRYABLE_BY_DEFAULT and HOST_ERROR_CODES derive from them).
     """
+
+    def __init_subclass__(
+        cls, *, code: Optional[str] = None, status: grpc.StatusCode = grpc.StatusCode.UNKNOWN, retryable: bool = False, **kwargs: Any
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        if code is None:
+            return  # an author's own subclass registers no code
+        if code in CLASS_OF:
+            raise TypeError(f"code: {code!r} already has {CLASS_OF[code].__name__}")
+        CLASS_OF[code] = cls
+        GRPC_STATUS_OF[code] = status
+        if retryable:
+            _retryable.add(code)
 
     def __init__(
         self,
@@ -62,71 +67,25 @@ class HostApiError(Exception):
         self.grpc_status = grpc_status or GRPC_STATUS_OF.get(code, grpc.StatusCode.UNKNOWN)
 
 
-class UnauthenticatedError(HostApiError):
-    pass
+_S = grpc.StatusCode
+
+# The host's error codes (docs/protocol.md), one class each: the public names are the SDK's API.
+# fmt: off
+class UnauthenticatedError(HostApiError, code="unauthenticated", status=_S.UNAUTHENTICATED): ...
+class UnauthorizedError(HostApiError, code="unauthorized", status=_S.PERMISSION_DENIED): ...
+class NotFoundError(HostApiError, code="not_found", status=_S.NOT_FOUND): ...
+class InvalidArgumentError(HostApiError, code="invalid_argument", status=_S.INVALID_ARGUMENT): ...
+class ConflictError(HostApiError, code="conflict", status=_S.FAILED_PRECONDITION): ...
+class PayloadTooLargeError(HostApiError, code="payload_too_large", status=_S.RESOURCE_EXHAUSTED): ...
+class RateLimitedError(HostApiError, code="rate_limited", status=_S.RESOURCE_EXHAUSTED, retryable=True): ...
+class DeadlineExceededError(HostApiError, code="deadline_exceeded", status=_S.DEADLINE_EXCEEDED, retryable=True): ...
+class UnavailableError(HostApiError, code="unavailable", status=_S.UNAVAILABLE, retryable=True): ...
+class HostRuntimeError(HostApiError, code="runtime_error", status=_S.INTERNAL): ...
+# fmt: on
 
 
-class UnauthorizedError(HostApiError):
-    pass
-
-
-class NotFoundError(HostApiError):
-    pass
-
-
-class InvalidArgumentError(HostApiError):
-    pass
-
-
-class ConflictError(HostApiError):
-    pass
-
-
-class PayloadTooLargeError(HostApiError):
-    pass
-
-
-class RateLimitedError(HostApiError):
-    pass
-
-
-class DeadlineExceededError(HostApiError):
-    pass
-
-
-class UnavailableError(HostApiError):
-    pass
-
-
-class HostRuntimeError(HostApiError):
-    pass
-
-
-CLASS_OF: dict[str, type[HostApiError]] = {
-    "unauthenticated": UnauthenticatedError,
-    "unauthorized": UnauthorizedError,
-    "not_found": NotFoundError,
-    "invalid_argument": InvalidArgumentError,
-    "conflict": ConflictError,
-    "payload_too_large": PayloadTooLargeError,
-    "rate_limited": RateLimitedError,
-    "deadline_exceeded": DeadlineExceededError,
-    "unavailable": UnavailableError,
-    "runtime_error": HostRuntimeError,
-}
-
-GRPC_STATUS_OF: dict[str, grpc.StatusCode] = {
-    "unauthenticated": grpc.StatusCode.UNAUTHENTICATED,
-    "unauthorized": grpc.StatusCode.PERMISSION_DENIED,
-    "not_found": grpc.StatusCode.NOT_FOUND,
-    "invalid_argument": grpc.StatusCode.INVALID_ARGUMENT,
-    "conflict": grpc.StatusCode.FAILED_PRECONDITION,
-    "payload_too_large": grpc.StatusCode.RESOURCE_EXHAUSTED,
-    "rate_limited": grpc.StatusCode.RESOURCE_EXHAUSTED,
-    "deadline_exceeded": grpc.StatusCode.DEADLINE_EXCEEDED,
-    "unavailable": grpc.StatusCode.UNAVAILABLE,
-    "runtime_error": grpc.StatusCode.INTERNAL,
-}
+HOST_ERROR_CODES: Tuple[str, ...] = tuple(CLASS_OF)
+RETRYABLE_BY_DEFAULT = frozenset(_retryable)
 
 # Without an x-error-code trailer (a proxy, a transport failure): the code from the gRPC status.
 CODE_OF_STATUS: dict[grpc.StatusCode, str] = {

@@ -1,7 +1,9 @@
 """The host API of one run (HostApiService, see docs/protocol.md), typed errors included.
 
-Every call carries the run's id and the plugin token, ends at the run's deadline and is abandoned
-when the run is aborted (it then raises the run's RunAbortedError). The SDK checks nothing
+Every call carries the run's id, the plugin token and the run's ``traceparent`` (the W3C trace
+context of its RunRequest, as gRPC metadata, so that the host's spans of the call join the run's
+trace), ends at the run's deadline and is abandoned when the run is aborted (it then raises the
+run's RunAbortedError). The SDK checks nothing
 locally: a call the run was not granted is the host's UnauthorizedError.
 """
 
@@ -24,11 +26,12 @@ UNARY_METHODS = tuple(
 
 
 class HostApiTransport(Protocol):
-    """Carries host API calls as plain JSON; raises HostApiError."""
+    """Carries host API calls as plain JSON; raises HostApiError. ``traceparent``: the run's W3C
+    trace context, sent as ``traceparent`` metadata (None: the run has none)."""
 
-    async def unary(self, method: str, request: JsonObject, timeout: Optional[float]) -> JsonObject: ...
+    async def unary(self, method: str, request: JsonObject, timeout: Optional[float], traceparent: Optional[str] = None) -> JsonObject: ...
 
-    def stream_model(self, request: JsonObject, timeout: Optional[float]) -> AsyncIterator[JsonObject]: ...
+    def stream_model(self, request: JsonObject, timeout: Optional[float], traceparent: Optional[str] = None) -> AsyncIterator[JsonObject]: ...
 
 
 def _request_class(method: str) -> Any:
@@ -37,25 +40,29 @@ def _request_class(method: str) -> Any:
 
 
 class GrpcHostApiTransport:
-    """The host API over a grpc.aio channel, the plugin token in the metadata."""
+    """The host API over a grpc.aio channel, the plugin token (and the run's traceparent) in the metadata."""
 
     def __init__(self, channel: grpc.aio.Channel, token: str) -> None:
         self._stub = host_api_pb2_grpc.HostApiServiceStub(channel)
         self._metadata = (("authorization", f"Bearer {token}"),)
 
-    async def unary(self, method: str, request: JsonObject, timeout: Optional[float]) -> JsonObject:
+    def metadata(self, traceparent: Optional[str] = None) -> tuple[tuple[str, str], ...]:
+        """The call's metadata: the plugin token, and the run's traceparent when it has one."""
+        return self._metadata + ((("traceparent", traceparent),) if traceparent else ())
+
+    async def unary(self, method: str, request: JsonObject, timeout: Optional[float], traceparent: Optional[str] = None) -> JsonObject:
         if method not in UNARY_METHODS:
             raise ValueError(f"method: HostApiService has no unary RPC {method!r}")
         message = dict_to_message(_request_class(method), request)
         try:
-            response = await getattr(self._stub, method)(message, metadata=self._metadata, timeout=timeout)
+            response = await getattr(self._stub, method)(message, metadata=self.metadata(traceparent), timeout=timeout)
         except grpc.aio.AioRpcError as e:
             raise host_api_error_from_grpc(method, e.code(), e.details() or "", e.trailing_metadata()) from None
         return message_to_dict(response)
 
-    async def stream_model(self, request: JsonObject, timeout: Optional[float]) -> AsyncIterator[JsonObject]:
+    async def stream_model(self, request: JsonObject, timeout: Optional[float], traceparent: Optional[str] = None) -> AsyncIterator[JsonObject]:
         call = self._stub.StreamModel(
-            dict_to_message(host_api_pb2.InvokeModelRequest, request), metadata=self._metadata, timeout=timeout
+            dict_to_message(host_api_pb2.InvokeModelRequest, request), metadata=self.metadata(traceparent), timeout=timeout
         )
         try:
             async for item in call:
@@ -149,7 +156,8 @@ class Models(_Group):
             "messages": _messages(messages),
             **_model_args(tools, extra_args, remove_think, timeout_ms),
         }
-        return ModelStream(self._api._transport.stream_model(request, self._api._timeout()), self._api._guard)
+        api = self._api
+        return ModelStream(api._transport.stream_model(request, api._timeout(), api.traceparent), api._guard)
 
     async def count_tokens(self, model_id: str, messages: Union[Sequence[Message], str], tools: Optional[list[JsonObject]] = None) -> int:
         r = await self._api.call("CountTokens", {"model_id": model_id, "messages": _messages(messages), "tools": tools})
@@ -256,9 +264,12 @@ class RunHostApi:
         aborted: asyncio.Event,
         abort_reason: Callable[[], BaseException],
         deadline: Optional[float] = None,
+        traceparent: Optional[str] = None,
     ) -> None:
         self._transport = transport
         self.run_id = run_id
+        #: The run's W3C trace context (RunRequest.traceparent), sent with each of its calls.
+        self.traceparent = traceparent or None
         self._aborted = aborted
         self._abort_reason = abort_reason
         self._deadline = deadline
@@ -277,7 +288,7 @@ class RunHostApi:
         """Any unary RPC of HostApiService by name, with this run's id."""
         full = {k: v for k, v in request.items() if v is not None}
         full["run_id"] = self.run_id
-        return await self._guard(self._transport.unary(method, full, self._timeout()))
+        return await self._guard(self._transport.unary(method, full, self._timeout(), self.traceparent))
 
     def _timeout(self) -> Optional[float]:
         return None if self._deadline is None else max(0.001, self._deadline - time.time())

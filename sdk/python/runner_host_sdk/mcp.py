@@ -1,13 +1,16 @@
 """The run-scoped MCP bridge: an MCP server (Streamable HTTP, protocol revisions 2024-11-05 to
 2025-11-25) on 127.0.0.1 with a per-run bearer secret, for an external executor (a coding agent,
-a CLI) working for one run. It exposes exactly what the run's snapshot grants: the granted host
+a CLI) working for one run; for an executor that launches stdio MCP servers, a stdio relay
+command (``bridge.stdio``) and MCP over any stream pair (``bridge.serve(reader, writer)``), as the
+TypeScript SDK offers (libs/runner-sdk/src/mcp-bridge.ts). It exposes exactly what the run's snapshot grants: the granted host
 tools, knowledge retrieval over the granted knowledge bases, history search/page when those APIs
 are available. Every call goes through the host API with the run's identity (so the host checks
 and audits it); it closes when the run ends. See sdk/python/README.md#the-mcp-bridge.
 
 Implemented by hand (no Python MCP library is available here): POST carries one JSON-RPC message;
 requests are answered with one application/json response, notifications and responses with 202;
-GET (no server-initiated stream) and unknown paths are refused; DELETE ends the session.
+GET (no server-initiated stream) and unknown paths are refused; DELETE ends the session. Over
+stdio, messages are newline-delimited JSON-RPC (the MCP stdio transport).
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import asyncio
 import hmac
 import json
 import secrets
-from typing import TYPE_CHECKING, Any, Optional
+import sys
+from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 from .errors import HostApiError, RunAbortedError
 
@@ -29,6 +33,67 @@ MAX_BODY = 4 * 1024 * 1024
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 RUN_ENDED = -32000
+
+
+# Relays newline-delimited JSON-RPC on stdin to the bridge's HTTP endpoint and its answers to
+# stdout: plain Python 3 standard library for ``python3 -c``, so the child needs nothing installed
+# (the TypeScript SDK's STDIO_RELAY does the same with node). Each request is sent in its own
+# thread (a slow tool call does not hold up a ping); the session id of initialize is kept.
+STDIO_RELAY = r"""
+import json, os, sys, threading, urllib.error, urllib.request
+url = os.environ["RUNNERHOST_MCP_URL"]
+auth = "Bearer " + os.environ["RUNNERHOST_MCP_SECRET"]
+lock = threading.Lock()
+session = {}
+def out(m):
+    with lock:
+        sys.stdout.write(json.dumps(m) + "\n")
+        sys.stdout.flush()
+def fail(rid, message):
+    if rid is not None:
+        out({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": message}})
+def send(line):
+    try:
+        m = json.loads(line)
+    except ValueError:
+        out({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}})
+        return
+    rid = m.get("id") if isinstance(m, dict) else None
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream", "authorization": auth}
+    if "id" in session:
+        headers["mcp-session-id"] = session["id"]
+    request = urllib.request.Request(url, data=line.encode(), headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=3600) as r:
+            if r.headers.get("mcp-session-id"):
+                session["id"] = r.headers["mcp-session-id"]
+            body = r.read()
+        if body:
+            answer = json.loads(body)
+            for a in answer if isinstance(answer, list) else [answer]:
+                out(a)
+    except urllib.error.HTTPError as e:
+        fail(rid, "runner host MCP bridge: HTTP %d %s" % (e.code, e.read()[:200].decode("utf-8", "replace")))
+    except Exception as e:
+        fail(rid, "runner host MCP bridge unreachable (the run has ended?): %s" % e)
+threads = []
+for line in sys.stdin:
+    line = line.strip()
+    if line:
+        t = threading.Thread(target=send, args=(line,))
+        t.start()
+        threads.append(t)
+for t in threads:
+    t.join()
+"""
+
+
+class StreamWriterLike(Protocol):
+    """What ``McpBridge.serve`` writes to: an asyncio.StreamWriter (a child's stdin) or the like."""
+
+    def write(self, data: bytes) -> Any: ...
+
+    async def drain(self) -> None: ...
 
 
 class _JsonRpcError(Exception):
@@ -62,6 +127,69 @@ class McpBridge:
     def client_config(self) -> dict[str, Any]:
         """The server entry an MCP client configuration takes (``mcpServers.<name>``)."""
         return {"type": "http", "url": self.url, "headers": self.headers}
+
+    @property
+    def http(self) -> dict[str, Any]:
+        """The HTTP endpoint as a named MCP server entry: ``{name, url, headers}``."""
+        self._require_started()
+        return {"name": self._name, "url": self.url, "headers": self.headers}
+
+    @property
+    def stdio(self) -> dict[str, Any]:
+        """A stdio MCP server entry ``{name, command, args, env}`` for a child that launches its
+        MCP servers itself: this Python running ``-c <relay>``, which relays stdio JSON-RPC to the
+        HTTP endpoint (the URL and secret in ``env``: RUNNERHOST_MCP_URL, RUNNERHOST_MCP_SECRET).
+        The child's env must keep them (merge them into whatever environment it gets)."""
+        self._require_started()
+        return {
+            "name": self._name,
+            "command": sys.executable or "python3",
+            "args": ["-c", STDIO_RELAY],
+            "env": {"RUNNERHOST_MCP_URL": self.url, "RUNNERHOST_MCP_SECRET": self.secret},
+        }
+
+    def _require_started(self) -> None:
+        if not self.url:
+            raise RuntimeError("the bridge is not started: use `async with io.mcp_bridge() as bridge`")
+
+    async def serve(self, reader: asyncio.StreamReader, writer: StreamWriterLike) -> None:
+        """Serves MCP over a stream pair (newline-delimited JSON-RPC), e.g. a child's stdout and
+        stdin, until the reader ends or the bridge closes. Requests are answered concurrently."""
+        if self._closed:
+            raise RunAbortedError("stopped", "the MCP bridge is closed (the run has ended)")
+        lock = asyncio.Lock()
+        pending: set["asyncio.Task[None]"] = set()
+
+        async def send(message: Any) -> None:
+            async with lock:
+                writer.write((json.dumps(message) + "\n").encode())
+                await writer.drain()
+
+        async def answer(message: Any) -> None:
+            response = await self.handle(message)
+            if response is not None and not self._closed:
+                await send(response)
+
+        try:
+            while not self._closed:
+                line = await reader.readline()
+                if not line:
+                    break
+                if not line.strip():
+                    continue
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    await send(_error(None, PARSE_ERROR, "not JSON"))
+                    continue
+                task = asyncio.ensure_future(answer(message))
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+        finally:
+            for task in pending:
+                task.cancel()
 
     async def start(self) -> "McpBridge":
         if self._closed:

@@ -102,7 +102,7 @@ class _Session:
             if not run.HasField("context") or not run.context.run_id:
                 self._plugin.log("error", "run request without context.run_id ignored", {"runner_id": run.runner_id})
                 return
-            self.dispatcher.start(run.runner_name, message_to_dict(run.context))  # type: ignore[arg-type]
+            self.dispatcher.start(run.runner_name, message_to_dict(run.context), run.traceparent)  # type: ignore[arg-type]
         elif kind == "cancel":
             self.dispatcher.cancel(message.cancel.run_id, message.cancel.reason)
 

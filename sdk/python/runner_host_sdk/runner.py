@@ -219,14 +219,15 @@ class RunDispatcher:
         """Ids of the runs still active (heartbeats report them)."""
         return list(self._active)
 
-    def start(self, runner_name: str, ctx: RunContext) -> "asyncio.Task[None]":
-        """Starts one run in its own task (which never raises)."""
-        task = asyncio.ensure_future(self._run(runner_name, ctx))
+    def start(self, runner_name: str, ctx: RunContext, traceparent: Optional[str] = None) -> "asyncio.Task[None]":
+        """Starts one run in its own task (which never raises). ``traceparent``: the RunRequest's
+        W3C trace context; the run's host API calls carry it."""
+        task = asyncio.ensure_future(self._run(runner_name, ctx, traceparent or None))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         return task
 
-    async def _run(self, runner_name: str, ctx: RunContext) -> None:
+    async def _run(self, runner_name: str, ctx: RunContext, traceparent: Optional[str]) -> None:
         run_id = ctx["run_id"]
         if run_id in self._active:
             self._log("warn", "duplicate run request ignored", {"run_id": run_id})
@@ -240,7 +241,12 @@ class RunDispatcher:
         deadline = float(deadline_at) if isinstance(deadline_at, (int, float)) and deadline_at > 0 else None
         io = RunIO(ctx, results, None, self._log, deadline)  # type: ignore[arg-type]
         io.host = RunHostApi(
-            self._transport, run_id, io.aborted, lambda: io.abort_reason or RunAbortedError("stopped", "aborted"), deadline
+            self._transport,
+            run_id,
+            io.aborted,
+            lambda: io.abort_reason or RunAbortedError("stopped", "aborted"),
+            deadline,
+            traceparent,
         )
         run = _ActiveRun(io, results)
         self._active[run_id] = run

@@ -145,6 +145,8 @@ class FakeHost:
         self.handlers = handlers or {}
         #: Every host API call, in order: (method, request).
         self.calls: list[tuple[str, JsonObject]] = []
+        #: The ``traceparent`` each host API call carried, in the order of ``calls`` (None: none).
+        self.traceparents: list[Optional[str]] = []
         #: Every frame of results, as the real connection would send them.
         self.frames: list[list[RunResult]] = []
         #: The state store: scope -> key -> value.
@@ -171,8 +173,10 @@ class FakeHost:
         conversation_id: Union[str, None, bool] = True,
         available_apis: Optional[dict[str, bool]] = None,
         context: Optional[Callable[[RunContext], RunContext]] = None,
+        traceparent: Optional[str] = None,
     ) -> FakeRun:
-        """Starts a run (``conversation_id=None``: an event without a conversation)."""
+        """Starts a run (``conversation_id=None``: an event without a conversation; ``traceparent``:
+        the RunRequest's trace context, which the run's host calls carry)."""
         definition = next((r for r in self.runners if runner is None or r.name == runner), None)
         if definition is None:
             raise ValueError(f"runner: no runner named {runner!r}")
@@ -233,7 +237,7 @@ class FakeHost:
             ctx = context(ctx)
         run = FakeRun(ctx)
         self.runs[ctx["run_id"]] = run
-        self.dispatcher.start(definition.name, ctx)
+        self.dispatcher.start(definition.name, ctx, traceparent)
         return run
 
     async def run(self, text: str = "", **options: Any) -> Outcome:
@@ -260,15 +264,17 @@ class FakeHost:
 
     # ---- HostApiTransport ----
 
-    async def unary(self, method: str, request: JsonObject, timeout: Optional[float]) -> JsonObject:
+    async def unary(self, method: str, request: JsonObject, timeout: Optional[float], traceparent: Optional[str] = None) -> JsonObject:
         self.calls.append((method, request))
+        self.traceparents.append(traceparent)
         if method in self.handlers:
             return await _maybe(self.handlers[method](request))
         run = self._active(method, request["run_id"])
         return await self._answer(method, request, run)
 
-    async def stream_model(self, request: JsonObject, timeout: Optional[float]) -> AsyncIterator[JsonObject]:
+    async def stream_model(self, request: JsonObject, timeout: Optional[float], traceparent: Optional[str] = None) -> AsyncIterator[JsonObject]:
         self.calls.append(("StreamModel", request))
+        self.traceparents.append(traceparent)
         run = self._active("StreamModel", request["run_id"])
         message, usage = await self._invoke(run, "stream", request)
         for i, piece in enumerate(_words(message_text(message))):

@@ -1,5 +1,6 @@
 """The Python fixture plugin of test/e2e/runner-sdk-python.e2e-spec.ts: a host-API probe and a
-runner that opens the run-scoped MCP bridge and prints where it is (one JSON line on stdout)."""
+runner that opens the run-scoped MCP bridge and prints where it is, its stdio relay entry
+included (one JSON line on stdout)."""
 
 import asyncio
 import json
@@ -47,7 +48,7 @@ async def probe(ctx, io):
 @runner("bridge", capabilities={"steering": True, "tool_calling": True}, permissions={"tools": ["detail", "call"]})
 async def bridge(ctx, io):
     async with io.mcp_bridge() as mcp:
-        print(json.dumps({"run_id": io.run_id, "url": mcp.url, "secret": mcp.secret}), flush=True)
+        print(json.dumps({"run_id": io.run_id, "url": mcp.url, "secret": mcp.secret, "stdio": mcp.stdio}), flush=True)
         async for turn in io.turns(wait_ms=20_000):  # until "done" is steered into the run
             if turn.text == "done":
                 break

@@ -1,5 +1,6 @@
 """The MCP bridge over HTTP, with the fake host: auth, initialize/session, tools/list of what the
-run grants, tools/call through the host (reported in the run), refusals, notifications, close."""
+run grants, tools/call through the host (reported in the run), refusals, notifications, close;
+and over stdio: the relay command as a child process, and MCP served on a stream pair."""
 
 import asyncio
 import json
@@ -134,6 +135,116 @@ class McpBridgeTest(unittest.IsolatedAsyncioTestCase):
             await asyncio.sleep(0.01)
         with self.assertRaises(OSError):
             await post(holder["bridge"].url, {"jsonrpc": "2.0", "id": 2, "method": "ping"}, holder["bridge"].headers)
+
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def add_tool(p):
+    return {"content": [{"type": "text", "text": str(p["a"] + p["b"])}], "is_error": False}
+
+
+class StdioTest(unittest.IsolatedAsyncioTestCase):
+    async def open_bridge(self):
+        """A run holding its bridge open until ``finish`` is set: (host, run, bridge, finish)."""
+        opened, finish, holder = asyncio.Event(), asyncio.Event(), {}
+
+        @runner("agent", permissions={"tools": ["call"]})
+        async def agent(ctx, io):
+            async with io.mcp_bridge(name="rh") as bridge:
+                holder["bridge"] = bridge
+                opened.set()
+                await finish.wait()
+
+        host = FakeHost(runners=[agent], tools={"add": add_tool})
+        run = host.start("x")
+        await opened.wait()
+        return host, run, holder["bridge"], finish
+
+    async def test_the_stdio_relay_command_serves_the_bridge_to_a_child(self):
+        host, run, bridge, finish = await self.open_bridge()
+        entry = bridge.stdio
+        self.assertEqual((entry["name"], entry["command"], entry["args"][0]), ("rh", sys.executable, "-c"))
+        self.assertEqual(entry["env"], {"RUNNERHOST_MCP_URL": bridge.url, "RUNNERHOST_MCP_SECRET": bridge.secret})
+        self.assertEqual(bridge.http, {"name": "rh", "url": bridge.url, "headers": bridge.headers})
+        child = await asyncio.create_subprocess_exec(
+            entry["command"], *entry["args"], env={**os.environ, **entry["env"]},
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )
+        messages = [
+            INIT,
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 2, "b": 5}}},
+            {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "http_fetch", "arguments": {}}},
+        ]
+        answers = {}
+        for m in messages:  # one at a time, as a client does after initialize
+            child.stdin.write((json.dumps(m) + "\n").encode())
+            await child.stdin.drain()
+            if "id" in m:
+                answer = json.loads(await asyncio.wait_for(child.stdout.readline(), 20))
+                answers[answer["id"]] = answer
+        child.stdin.write(b"not json\n")
+        await child.stdin.drain()
+        parse_error = json.loads(await asyncio.wait_for(child.stdout.readline(), 20))
+        self.assertEqual(answers[1]["result"]["serverInfo"]["name"], "rh")
+        self.assertEqual([t["name"] for t in answers[2]["result"]["tools"]], ["add"])
+        self.assertEqual(answers[3]["result"]["content"], [{"type": "text", "text": "7"}])
+        self.assertEqual(answers[4]["error"]["data"], {"code": "unauthorized"})
+        self.assertEqual(parse_error["error"]["code"], -32700)
+        self.assertEqual([(m, r.get("tool_name")) for m, r in host.calls], [("CallTool", "add"), ("CallTool", "http_fetch")])
+
+        # Once the run has ended, the relay answers each request with an error, and ends with its stdin.
+        finish.set()
+        await run.done
+        child.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 5, "method": "ping"}) + "\n").encode())
+        child.stdin.close()
+        late = json.loads(await asyncio.wait_for(child.stdout.readline(), 20))
+        self.assertEqual(late["id"], 5)
+        self.assertIn("unreachable", late["error"]["message"])
+        self.assertEqual(await asyncio.wait_for(child.wait(), 20), 0)
+
+    async def test_serve_answers_mcp_on_a_stream_pair(self):
+        host, run, bridge, finish = await self.open_bridge()
+
+        class Collect:
+            def __init__(self):
+                self.lines = []
+
+            def write(self, data):
+                self.lines.extend(json.loads(line) for line in data.decode().splitlines())
+
+            async def drain(self):
+                pass
+
+        reader, writer = asyncio.StreamReader(), Collect()
+        for m in [
+            INIT,
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 1}}},
+        ]:
+            reader.feed_data((json.dumps(m) + "\n").encode())
+        reader.feed_data(b"\n{broken\n")
+        reader.feed_eof()
+        await asyncio.wait_for(bridge.serve(reader, writer), 20)
+        by_id = {m["id"]: m for m in writer.lines}
+        self.assertEqual(len(writer.lines), 3)  # the notification has no answer
+        self.assertEqual(by_id[1]["result"]["capabilities"], {"tools": {"listChanged": False}})
+        self.assertEqual(by_id[2]["result"]["content"], [{"type": "text", "text": "2"}])
+        self.assertEqual(by_id[None]["error"]["code"], -32700)
+        finish.set()
+        await run.done
+        with self.assertRaises(Exception) as closed:
+            await bridge.serve(asyncio.StreamReader(), writer)
+        self.assertIn("closed", str(closed.exception))
+
+    def test_entries_need_a_started_bridge(self):
+        from runner_host_sdk.mcp import McpBridge
+
+        bridge = McpBridge(object())  # type: ignore[arg-type]
+        with self.assertRaisesRegex(RuntimeError, "not started"):
+            bridge.stdio
 
 
 if __name__ == "__main__":

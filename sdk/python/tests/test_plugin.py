@@ -13,8 +13,8 @@ import grpc
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from runner_host_sdk import PluginRefusedError, Reconnect, RunnerPlugin, runner  # noqa: E402
-from runner_host_sdk._proto.runnerhost.v1 import context_pb2, gateway_pb2, gateway_pb2_grpc  # noqa: E402
-from runner_host_sdk.wire import dict_to_message, from_struct  # noqa: E402
+from runner_host_sdk._proto.runnerhost.v1 import context_pb2, gateway_pb2, gateway_pb2_grpc, host_api_pb2, host_api_pb2_grpc  # noqa: E402
+from runner_host_sdk.wire import dict_to_message, from_struct, to_struct  # noqa: E402
 
 
 def free_port():
@@ -83,6 +83,25 @@ class FakeGateway(gateway_pb2_grpc.RunnerGatewayServiceServicer):
         await asyncio.wait_for(loop(), timeout)
 
 
+class FakeHostApi(host_api_pb2_grpc.HostApiServiceServicer):
+    """Records the metadata of each host API call: (method, authorization, traceparent)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def _record(self, method, context):
+        md = dict(context.invocation_metadata())
+        self.calls.append((method, md.get("authorization"), md.get("traceparent")))
+
+    async def CallTool(self, request, context):
+        self._record("CallTool", context)
+        return host_api_pb2.CallToolResponse(result=to_struct({"content": [{"type": "text", "text": "ok"}], "is_error": False}))
+
+    async def StreamModel(self, request, context):
+        self._record("StreamModel", context)
+        yield host_api_pb2.StreamModelChunk(chunk=to_struct({"role": "assistant", "content": "hi", "msg_sequence": 1}))
+
+
 async def until(predicate, timeout=10):
     async def loop():
         while not predicate():
@@ -110,9 +129,11 @@ async def talker(ctx, io):
 
 
 class PluginTest(unittest.IsolatedAsyncioTestCase):
-    async def start_server(self, gateway, port):
+    async def start_server(self, gateway, port, host_api=None):
         server = grpc.aio.server()
         gateway_pb2_grpc.add_RunnerGatewayServiceServicer_to_server(gateway, server)
+        if host_api is not None:
+            host_api_pb2_grpc.add_HostApiServiceServicer_to_server(host_api, server)
         server.add_insecure_port(f"127.0.0.1:{port}")
         await server.start()
         return server
@@ -166,6 +187,39 @@ class PluginTest(unittest.IsolatedAsyncioTestCase):
             await gw2.outgoing.put(run_request("r4"))
             await gw2.wait_for(lambda: any(r.type == "run.completed" for r in gw2.results()))
             self.assertFalse(any(r.run_id == "r3" for r in gw2.results()))
+        finally:
+            await plugin.stop()
+            await server.stop(None)
+
+    async def test_host_api_calls_carry_the_runs_traceparent(self):
+        port = free_port()
+        gw, api = FakeGateway(), FakeHostApi()
+        server = await self.start_server(gw, port, api)
+
+        @runner("traced")
+        async def traced(ctx, io):
+            await io.host.tools.call("t", {})
+            await io.host.models.stream("m", "hi").collect()
+
+        plugin = RunnerPlugin(url=f"127.0.0.1:{port}", token="tok", author="t", plugin="p", runners=[traced], log=lambda *a: None)
+        traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        try:
+            await plugin.start()
+            with_trace = run_request("r1", "traced")
+            with_trace.run.traceparent = traceparent
+            await gw.outgoing.put(with_trace)
+            await gw.wait_for(lambda: any(r.run_id == "r1" and r.type == "run.completed" for r in gw.results()))
+            await gw.outgoing.put(run_request("r2", "traced"))  # a run without trace context sends none
+            await gw.wait_for(lambda: any(r.run_id == "r2" and r.type == "run.completed" for r in gw.results()))
+            self.assertEqual(
+                api.calls,
+                [
+                    ("CallTool", "Bearer tok", traceparent),
+                    ("StreamModel", "Bearer tok", traceparent),
+                    ("CallTool", "Bearer tok", None),
+                    ("StreamModel", "Bearer tok", None),
+                ],
+            )
         finally:
             await plugin.stop()
             await server.stop(None)

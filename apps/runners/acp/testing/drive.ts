@@ -24,6 +24,8 @@ const agentConfig = {
   cwd: dir,
 };
 
+const httpAgentConfig = { ...agentConfig, args: [...agentConfig.args, '--mcp-http'] };
+
 function summary(o: FakeRunOutcome) {
   return {
     status: o.status,
@@ -42,11 +44,23 @@ function takeLog(): string[] {
 }
 
 async function main() {
-  const host = new FakeHost({ runners: [acp] });
+  const host = new FakeHost({
+    runners: [acp],
+    tools: {
+      lookup: (p) => ({
+        is_error: false,
+        content: [{ type: 'text', text: `found ${typeof p.q === 'string' ? p.q : JSON.stringify(p.q)}` }],
+      }),
+    },
+  });
   const out: Record<string, unknown> = {};
   const scenario = async (name: string, fn: () => Promise<FakeRunOutcome>) => {
+    const before = host.calls.length;
     const outcome = await fn();
-    out[name] = { outcome: summary(outcome), log: takeLog() };
+    const hostCalls = host.calls
+      .slice(before)
+      .map((c) => `${c.method} ${typeof c.request.tool_name === 'string' ? c.request.tool_name : ''}`.trim());
+    out[name] = { outcome: summary(outcome), log: takeLog(), hostCalls };
     return outcome;
   };
 
@@ -89,6 +103,13 @@ async function main() {
     }
     return outcome;
   });
+  // The run's MCP bridge: over the stdio relay, or streamable HTTP when the agent advertises it.
+  await scenario('mcp-stdio', () => host.run({ text: 'mcp: lookup {"q":"cats"}', config: agentConfig }));
+  await scenario('mcp-http', () => host.run({ text: 'mcp: lookup {"q":"dogs"}', config: httpAgentConfig }));
+  await scenario('mcp-refused', () => host.run({ text: 'mcp: secret_tool {}', config: httpAgentConfig }));
+  await scenario('mcp-off', () =>
+    host.run({ text: 'mcp: lookup {"q":"x"}', config: { ...httpAgentConfig, mcp_bridge: false } }),
+  );
   await scenario('permission-allow', () => host.run({ text: 'ask', config: { ...agentConfig, permissions: 'allow' } }));
   await scenario('permission-reject', () => host.run({ text: 'ask', config: agentConfig }));
   await scenario('bad-cwd', () => host.run({ text: 'x', config: { ...agentConfig, cwd: 'relative/dir' } }));

@@ -2,14 +2,21 @@ import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import { Readable, Writable } from 'node:stream';
 import { agent, ndJsonStream, PROTOCOL_VERSION } from '@agentclientprotocol/sdk';
-import type { AgentContext, SessionUpdate } from '@agentclientprotocol/sdk';
+import type { AgentContext, McpServer, SessionUpdate } from '@agentclientprotocol/sdk';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 /*
  * A small scripted ACP agent over stdio, built with the ACP SDK's agent side, for the ACP
  * runner's tests (docs/reference-runners.md#acp-runner). Sessions live in the JSON file
  * ACP_FIXTURE_STATE, so that a later process can load them (as real agents keep theirs on disk);
- * every method it receives is appended to ACP_FIXTURE_LOG. What a prompt does depends on its text:
+ * every method it receives is appended to ACP_FIXTURE_LOG. With `--mcp-http` it advertises
+ * `mcpCapabilities.http`. What a prompt does depends on its text:
  * - `tool: <path>`: a tool call (pending, then completed with its output), then an answer;
+ * - `mcp: <tool> <json arguments>`: connects to the session's first MCP server with the official
+ *   MCP client (streamable HTTP or stdio, as the entry says), lists its tools, calls `<tool>`
+ *   (reported as a tool call), answers with the tool names and the call's text;
  * - `hang`: waits for session/cancel, then stops with `cancelled`;
  * - `ask`: asks the client's permission, answers with the option chosen;
  * - anything else: `echo: <text> [turn <n>]`, streamed in pieces.
@@ -27,6 +34,70 @@ const save = (s: Sessions) => stateFile && fs.writeFileSync(stateFile, JSON.stri
 const log = (line: string) => logFile && fs.appendFileSync(logFile, `${line}\n`);
 
 const cancelled = new Map<string, () => void>();
+/** The MCP servers each session of this process was given (session/new, load or resume). */
+const mcpServersOf = new Map<string, McpServer[]>();
+const mcpHttp = process.argv.includes('--mcp-http');
+
+function describeServers(servers: McpServer[]): string {
+  return servers.map((s) => ('type' in s ? s.type : 'stdio')).join(',');
+}
+
+/** Connects the official MCP client to an ACP MCP server entry. */
+async function mcpClient(server: McpServer): Promise<Client> {
+  const client = new Client({ name: 'scripted-acp-agent', version: '1' });
+  if ('type' in server && server.type === 'http') {
+    const headers = Object.fromEntries(server.headers.map((h) => [h.name, h.value]));
+    await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers } }));
+  } else if (!('type' in server)) {
+    const env = Object.fromEntries(server.env.map((e) => [e.name, e.value]));
+    await client.connect(new StdioClientTransport({ command: server.command, args: server.args, env }));
+  } else {
+    throw new Error(`MCP server type ${server.type} is not supported by the scripted agent`);
+  }
+  return client;
+}
+
+/** `mcp: <tool> <json>`: lists the session's MCP tools and calls one; the answer says what happened. */
+async function useMcp(client: AgentContext, sessionId: string, command: string): Promise<string> {
+  const [tool, ...rest] = command.split(' ');
+  const args = rest.length > 0 ? (JSON.parse(rest.join(' ')) as Record<string, unknown>) : {};
+  const server = mcpServersOf.get(sessionId)?.[0];
+  if (!server) {
+    return 'no MCP server';
+  }
+  const mcp = await mcpClient(server);
+  try {
+    const names = (await mcp.listTools()).tools.map((t) => t.name);
+    log(`mcp tools/list ${names.join(',')}`);
+    await update(client, sessionId, {
+      sessionUpdate: 'tool_call',
+      toolCallId: 'mcp-1',
+      title: tool,
+      name: tool,
+      kind: 'other',
+      status: 'in_progress',
+      rawInput: args,
+    });
+    const result = await mcp.callTool({ name: tool, arguments: args }).then(
+      (r) => ({ ok: r.isError !== true, r }),
+      (e: unknown) => ({ ok: false, r: { error: e instanceof Error ? e.message : String(e) } }),
+    );
+    log(`mcp tools/call ${tool} ${result.ok ? 'ok' : 'error'}`);
+    await update(client, sessionId, {
+      sessionUpdate: 'tool_call_update',
+      toolCallId: 'mcp-1',
+      status: result.ok ? 'completed' : 'failed',
+      rawOutput: result.r,
+    });
+    const text =
+      'content' in result.r && Array.isArray(result.r.content)
+        ? (result.r.content as { type: string; text?: string }[]).map((c) => c.text ?? '').join('')
+        : JSON.stringify(result.r);
+    return `mcp tools: ${names.join(',')}; ${tool} ${result.ok ? 'answered' : 'failed'}: ${text}`;
+  } finally {
+    await mcp.close();
+  }
+}
 
 async function update(client: AgentContext, sessionId: string, u: SessionUpdate) {
   await client.notify('session/update', { sessionId, update: u });
@@ -41,11 +112,17 @@ async function say(client: AgentContext, sessionId: string, text: string) {
 const app = agent({ name: 'scripted-acp-agent' })
   .onRequest('initialize', () => {
     log('initialize');
-    return { protocolVersion: PROTOCOL_VERSION, agentCapabilities: { loadSession: true } };
+    return {
+      protocolVersion: PROTOCOL_VERSION,
+      agentCapabilities: { loadSession: true, mcpCapabilities: { http: mcpHttp, sse: false } },
+    };
   })
   .onRequest('session/new', ({ params }) => {
     const sessionId = randomUUID();
-    log(`session/new mcpServers=${params.mcpServers.length}`);
+    log(
+      `session/new mcpServers=${params.mcpServers.length}${params.mcpServers.length ? ` ${describeServers(params.mcpServers)}` : ''}`,
+    );
+    mcpServersOf.set(sessionId, params.mcpServers);
     save({ ...load(), [sessionId]: { turns: [] } });
     return { sessionId };
   })
@@ -55,6 +132,7 @@ const app = agent({ name: 'scripted-acp-agent' })
     if (!session) {
       throw new Error(`unknown session ${params.sessionId}`);
     }
+    mcpServersOf.set(params.sessionId, params.mcpServers);
     // As real agents do: the history is replayed as updates before the load answers.
     for (const [user, answer] of session.turns) {
       await update(client, params.sessionId, {
@@ -96,6 +174,8 @@ const app = agent({ name: 'scripted-acp-agent' })
         rawOutput: { content: `contents of ${file}` },
       });
       answer = `read ${file}`;
+    } else if (text.startsWith('mcp: ')) {
+      answer = await useMcp(client, params.sessionId, text.slice(5));
     } else if (text === 'ask') {
       const choice = await client.request('session/request_permission', {
         sessionId: params.sessionId,

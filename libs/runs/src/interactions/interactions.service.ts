@@ -97,6 +97,14 @@ function withoutNulls<T extends object>(o: unknown): T | undefined {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** What every accepted submission answers, whichever way it then goes (a new event, or an MCP server). */
+const submitted = (row: InteractionEntity, eventId: string) => ({
+  id: row.id,
+  interaction_id: row.interaction_id,
+  status: 'submitted' as const,
+  event_id: eventId,
+});
+
 /**
  * Structured interactions (docs/interactions.md): a run's request becomes a row and a delivery op;
  * a platform's submission — checked against the one-time token and the request's fields — is
@@ -158,37 +166,13 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
       this.logger.warn({ run_id: runId, msg: `elicitation declined: ${checked.reason}` });
       return { action: 'decline' };
     }
-    const request = checked.request;
-    const plan = run.delivery?.plan ?? null;
-    const token = newCallbackToken();
-    const scope = run.snapshot.scope;
-    const entity: InteractionEntity = {
-      id: randomUUID(),
-      interaction_id: request.interaction_id,
-      run_id: run.run_id,
-      agent_id: run.agent_id,
-      runner_id: run.runner_id,
-      conversation_id: scope.conversation_id,
-      thread_id: scope.thread_id,
-      actor_id: scope.actor_id,
-      kind: request.kind,
-      status: 'pending',
-      status_reason: null,
-      request,
-      delivery_target: {
-        surface: plan?.surface ?? 'api',
-        reply_target: plan?.reply_target ?? null,
-        origin: ELICITATION_ORIGIN,
-      },
-      callback_token_hash: token.hash,
-      replaces_id: null,
-      expires_at: checked.expires_at_ms,
-      submission: null,
-      submitted_at: null,
-      submission_event_id: null,
-      created_at: now,
-      updated_at: now,
-    };
+    const { entity, payload } = this.pendingInteraction(
+      run,
+      checked.request,
+      checked.expires_at_ms,
+      now,
+      ELICITATION_ORIGIN,
+    );
     await this.repo.insert(entity);
     const answer = new Promise<InteractionSubmission | null>((resolve) => {
       const done = (s: InteractionSubmission | null) => {
@@ -210,18 +194,7 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
         ended();
       }
     });
-    await this.emitLive(run, 'interaction.request', {
-      id: entity.id,
-      interaction_id: request.interaction_id,
-      kind: request.kind,
-      presentation: presentationFor(request, plan?.interactions),
-      request,
-      fallback_text: request.fallback_text,
-      callback_token: token.token,
-      expires_at: Math.floor(checked.expires_at_ms / 1000),
-      submit_path: `/v1/interactions/${entity.id}/submit`,
-      origin: ELICITATION_ORIGIN,
-    });
+    await this.emitLive(run, 'interaction.request', payload);
     return elicitationResult(await answer);
   }
 
@@ -260,9 +233,33 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
       };
     }
     seen.add(request.interaction_id);
+    const { entity, payload } = this.pendingInteraction(run, request, checked.expires_at_ms, now);
+    const ops = run.delivery?.emit('interaction.request', payload, row.sequence) ?? [];
+    const written = this.repo.insert(entity).then(() => {
+      void this.supersedeOthers(entity).catch((e: unknown) =>
+        this.logger.error({ run_id: run.run_id, msg: `superseding failed: ${String(e)}` }),
+      );
+    });
+    return { ops, written, refused: null };
+  }
+
+  /**
+   * A new pending interaction of a live run — a runner's `interaction.requested` or an MCP server's
+   * elicitation (`origin`) — with its one-time callback token, addressed to the run's frozen
+   * surface and reply target; and the `interaction.request` payload that delivers it (the token
+   * in clear only there).
+   */
+  private pendingInteraction(
+    run: ActiveRun,
+    request: InteractionRequest,
+    expiresAtMs: number,
+    now: number,
+    origin?: string,
+  ): { entity: InteractionEntity; payload: Record<string, unknown> } {
     const plan = run.delivery?.plan ?? null;
     const token = newCallbackToken();
     const scope = run.snapshot.scope;
+    const target = { surface: plan?.surface ?? 'api', reply_target: plan?.reply_target ?? null };
     const entity: InteractionEntity = {
       id: randomUUID(),
       interaction_id: request.interaction_id,
@@ -276,38 +273,29 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
       status: 'pending',
       status_reason: null,
       request,
-      delivery_target: { surface: plan?.surface ?? 'api', reply_target: plan?.reply_target ?? null },
+      delivery_target: origin === undefined ? target : { ...target, origin },
       callback_token_hash: token.hash,
       replaces_id: null,
-      expires_at: checked.expires_at_ms,
+      expires_at: expiresAtMs,
       submission: null,
       submitted_at: null,
       submission_event_id: null,
       created_at: now,
       updated_at: now,
     };
-    const ops =
-      run.delivery?.emit(
-        'interaction.request',
-        {
-          id: entity.id,
-          interaction_id: request.interaction_id,
-          kind: request.kind,
-          presentation: presentationFor(request, plan?.interactions),
-          request,
-          fallback_text: request.fallback_text,
-          callback_token: token.token,
-          expires_at: Math.floor(checked.expires_at_ms / 1000),
-          submit_path: `/v1/interactions/${entity.id}/submit`,
-        },
-        row.sequence,
-      ) ?? [];
-    const written = this.repo.insert(entity).then(() => {
-      void this.supersedeOthers(entity).catch((e: unknown) =>
-        this.logger.error({ run_id: run.run_id, msg: `superseding failed: ${String(e)}` }),
-      );
-    });
-    return { ops, written, refused: null };
+    const payload: Record<string, unknown> = {
+      id: entity.id,
+      interaction_id: request.interaction_id,
+      kind: request.kind,
+      presentation: presentationFor(request, plan?.interactions),
+      request,
+      fallback_text: request.fallback_text,
+      callback_token: token.token,
+      expires_at: Math.floor(expiresAtMs / 1000),
+      submit_path: `/v1/interactions/${entity.id}/submit`,
+      ...(origin === undefined ? {} : { origin }),
+    };
+    return { entity, payload };
   }
 
   /**
@@ -370,7 +358,7 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
     await this.emitOutcome(row, 'submitted', { action_id: checked.action_id });
     if ((row.delivery_target as { origin?: unknown }).origin === ELICITATION_ORIGIN) {
       // The answer goes to the MCP server that asked, inside the tool call still waiting for it.
-      const base = { id: row.id, interaction_id: row.interaction_id, status: 'submitted' as const, event_id: eventId };
+      const base = submitted(row, eventId);
       const waiter = this.waiting.get(row.id);
       if (!waiter) {
         return { ...base, disposition: 'failed', run_id: row.run_id, error: 'the tool call that asked has ended' };
@@ -415,7 +403,7 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
         ...(target.reply_target ? { reply_target: target.reply_target } : {}),
       },
     };
-    const base = { id: row.id, interaction_id: row.interaction_id, status: 'submitted' as const, event_id: eventId };
+    const base = submitted(row, eventId);
     try {
       const a = await this.admission.submit(sub, null);
       return { ...base, disposition: a.disposition, run_id: a.run_id };
