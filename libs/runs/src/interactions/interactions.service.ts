@@ -250,7 +250,7 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
    * in clear only there).
    */
   private pendingInteraction(
-    run: ActiveRun,
+    run: Pick<ActiveRunView, 'run_id' | 'agent_id' | 'runner_id' | 'snapshot' | 'delivery'>,
     request: InteractionRequest,
     expiresAtMs: number,
     now: number,
