@@ -35,6 +35,8 @@ export class PostgresSignalBus extends SignalBusBase {
   private healthTimer?: NodeJS.Timeout;
   private readonly healthCheckMs: number;
   private readonly startTimeoutMs: number;
+  /** The listener connection's queries, one at a time (pg queues no more than one per client). */
+  private tail: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: PostgresBusOptions) {
     super('SignalBus(postgres)');
@@ -70,6 +72,11 @@ export class PostgresSignalBus extends SignalBusBase {
     return this.client !== null;
   }
 
+  /** The server process id of the listener connection (pg_stat_activity.pid), null while reconnecting. */
+  listenerPid(): number | null {
+    return (this.client as (Client & { processID?: number }) | null)?.processID ?? null;
+  }
+
   protected send(channel: string, envelope: string): void {
     const client = this.client;
     if (!client) {
@@ -77,7 +84,7 @@ export class PostgresSignalBus extends SignalBusBase {
       return;
     }
     this.counts.sent++;
-    client.query('SELECT pg_notify($1, $2)', [pgChannel(channel), envelope]).catch(() => {
+    this.serial(client, 'SELECT pg_notify($1, $2)', [pgChannel(channel), envelope]).catch(() => {
       this.counts.sent--;
       this.counts.dropped++;
     });
@@ -86,8 +93,18 @@ export class PostgresSignalBus extends SignalBusBase {
   protected listen(channel: string): void {
     const client = this.client;
     if (client) {
-      client.query(`LISTEN "${pgChannel(channel)}"`).catch((e: unknown) => this.lost(client, e));
+      this.serial(client, `LISTEN "${pgChannel(channel)}"`).catch((e: unknown) => this.lost(client, e));
     }
+  }
+
+  /** Runs `sql` on the listener connection after the queries before it. */
+  private serial(client: Client, sql: string, params?: unknown[]): Promise<unknown> {
+    const run = this.tail.then(
+      () => client.query(sql, params),
+      () => client.query(sql, params),
+    );
+    this.tail = run.catch(() => undefined);
+    return run;
   }
 
   /** One connection attempt; on failure the next is scheduled. Resolves either way. */
@@ -119,6 +136,7 @@ export class PostgresSignalBus extends SignalBusBase {
           return;
         }
         this.client = client;
+        this.tail = Promise.resolve();
         if (this.attempt > 0) {
           this.logger.log({ msg: `listener connection back after ${this.attempt} attempt(s)` });
         }
@@ -175,7 +193,7 @@ export class PostgresSignalBus extends SignalBusBase {
     }
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), this.healthCheckMs)));
-    const outcome = await Promise.race([client.query('SELECT 1').then(() => 'ok' as const), timedOut]).catch(
+    const outcome = await Promise.race([this.serial(client, 'SELECT 1').then(() => 'ok' as const), timedOut]).catch(
       (e: unknown) => e,
     );
     clearTimeout(timer);
