@@ -63,6 +63,7 @@ function allTables(ds: DataSource, applied = MIGRATIONS.length): string[] {
     ...(applied >= 6 ? DELIVERY_TABLES : []),
     ...(applied >= 10 ? INTERACTION_TABLES : []),
     ...(applied >= 12 ? ['workspaces'] : []),
+    ...(applied >= 13 ? ['host_processes'] : []),
     'migrations',
   ].sort();
 }

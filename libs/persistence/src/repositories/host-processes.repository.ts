@@ -58,7 +58,8 @@ export class HostProcessesRepository {
   async register(p: NewHostProcess): Promise<HostProcessEntity> {
     await this.exec(
       `INSERT INTO "host_processes" ("id", "instance", "http_address", "grpc_address", "state", "started_at", "heartbeat_at")
-       VALUES (${this.p(1)}, ${this.p(2)}, ${this.p(3)}, ${this.p(4)}, 'running', ${this.nowSql}, ${this.nowSql})`,
+       SELECT ${this.p(1)}, ${this.p(2)}, ${this.p(3)}, ${this.p(4)}, 'running', "t"."now", "t"."now"
+         FROM (SELECT ${this.nowSql} AS "now") AS "t"`,
       [p.id, p.instance, p.http_address, p.grpc_address],
     );
     const row = await this.get(p.id);
