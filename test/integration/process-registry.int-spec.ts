@@ -13,7 +13,14 @@ const config = {
   instanceId: 'it-host',
   http: { host: '0.0.0.0', port: 3000 },
   grpc: { host: '0.0.0.0', port: 50051, maxConcurrentStreams: 1 },
-  cluster: { heartbeatMs: 100, leaseMs: LEASE_MS, advertiseHost: 'it-host', signalBus: 'memory', nats: null, pollMs: 1000 },
+  cluster: {
+    heartbeatMs: 100,
+    leaseMs: LEASE_MS,
+    advertiseHost: 'it-host',
+    signalBus: 'memory',
+    nats: null,
+    pollMs: 1000,
+  },
 } as unknown as AppConfig;
 
 function process(id: string): { id: string; instance: string; http_address: string; grpc_address: string } {

@@ -28,6 +28,8 @@ export class PostgresSignalBus extends SignalBusBase {
   readonly kind = 'postgres' as const;
   readonly lossy = true;
   private client: Client | null = null;
+  /** The listener connection's server process id (diagnostics and tests). */
+  private pid: number | null = null;
   private connecting: Promise<void> | null = null;
   private attempt = 0;
   private stopped = false;
@@ -74,7 +76,7 @@ export class PostgresSignalBus extends SignalBusBase {
 
   /** The server process id of the listener connection (pg_stat_activity.pid), null while reconnecting. */
   listenerPid(): number | null {
-    return (this.client as (Client & { processID?: number }) | null)?.processID ?? null;
+    return this.client ? this.pid : null;
   }
 
   protected send(channel: string, envelope: string): void {
@@ -128,6 +130,8 @@ export class PostgresSignalBus extends SignalBusBase {
     this.connecting = (async () => {
       try {
         await client.connect();
+        const backend = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS "pid"');
+        this.pid = backend.rows[0].pid;
         for (const channel of this.channels) {
           await client.query(`LISTEN "${pgChannel(channel)}"`);
         }
@@ -192,7 +196,9 @@ export class PostgresSignalBus extends SignalBusBase {
       return;
     }
     let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), this.healthCheckMs)));
+    const timedOut = new Promise<'timeout'>(
+      (resolve) => (timer = setTimeout(() => resolve('timeout'), this.healthCheckMs)),
+    );
     const outcome = await Promise.race([this.serial(client, 'SELECT 1').then(() => 'ok' as const), timedOut]).catch(
       (e: unknown) => e,
     );

@@ -70,9 +70,11 @@ export class ProcessRegistry implements OnApplicationBootstrap, BeforeApplicatio
     await Promise.all(this.running.values());
     if (this.registered) {
       this.registered = false;
-      await this.repo.remove(this.currentId).catch((e: unknown) =>
-        this.logger.warn({ msg: `could not remove this process's row (the sweep will): ${message(e)}` }),
-      );
+      await this.repo
+        .remove(this.currentId)
+        .catch((e: unknown) =>
+          this.logger.warn({ msg: `could not remove this process's row (the sweep will): ${message(e)}` }),
+        );
     }
   }
 

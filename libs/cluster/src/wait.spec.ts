@@ -16,7 +16,14 @@ describe('waitForTruth', () => {
     const bus = new MemorySignalBus();
     let truth: string | null = null;
     const check = jest.fn(() => Promise.resolve(truth));
-    const w = waitForTruth({ bus, channel: 'steering', match: (p) => p === 'r1', check, pollMs: 10_000, timeoutMs: 60_000 });
+    const w = waitForTruth({
+      bus,
+      channel: 'steering',
+      match: (p) => p === 'r1',
+      check,
+      pollMs: 10_000,
+      timeoutMs: 60_000,
+    });
     await jest.advanceTimersByTimeAsync(0);
     expect(check).toHaveBeenCalledTimes(1);
     bus.publish('steering', 'r2');
@@ -48,7 +55,14 @@ describe('waitForTruth', () => {
     await expect(timed).resolves.toBeNull();
 
     const abort = new AbortController();
-    const aborted = waitForTruth({ bus, channel: 'cancel', check, pollMs: 400, timeoutMs: 60_000, abort: abort.signal });
+    const aborted = waitForTruth({
+      bus,
+      channel: 'cancel',
+      check,
+      pollMs: 400,
+      timeoutMs: 60_000,
+      abort: abort.signal,
+    });
     await jest.advanceTimersByTimeAsync(0);
     abort.abort();
     await expect(aborted).resolves.toBeNull();

@@ -134,9 +134,9 @@ describe('loadConfig', () => {
       expect(problemsOf({ DATABASE_URL: PG, SIGNAL_BUS: 'nats', NATS_URL: 'http://x' })).toEqual([
         expect.stringMatching(/^NATS_URL="http:\/\/x": /),
       ]);
-      expect(problemsOf({ DATABASE_URL: PG, SIGNAL_BUS: 'nats', NATS_URL: 'nats://a', SIGNAL_BUS_SUBJECT_PREFIX: 'a..b' })).toEqual([
-        expect.stringMatching(/^SIGNAL_BUS_SUBJECT_PREFIX="a\.\.b": /),
-      ]);
+      expect(
+        problemsOf({ DATABASE_URL: PG, SIGNAL_BUS: 'nats', NATS_URL: 'nats://a', SIGNAL_BUS_SUBJECT_PREFIX: 'a..b' }),
+      ).toEqual([expect.stringMatching(/^SIGNAL_BUS_SUBJECT_PREFIX="a\.\.b": /)]);
       expect(problemsOf({ SIGNAL_POLL_MS: '10' })).toEqual([expect.stringMatching(/^SIGNAL_POLL_MS="10": /)]);
       expect(problemsOf({ PROCESS_HEARTBEAT_MS: 'often' })).toEqual([expect.stringMatching(/^PROCESS_HEARTBEAT_MS=/)]);
       expect(problemsOf({ ADVERTISE_HOST: 'a b' })).toEqual([expect.stringMatching(/^ADVERTISE_HOST="a b": /)]);

@@ -42,7 +42,7 @@ export class HostProcessesRepository {
   private async exec(sql: string, params: unknown[]): Promise<QueryResult> {
     const runner = this.db.createQueryRunner();
     try {
-      return (await runner.query(sql, params, true)) as QueryResult;
+      return await runner.query(sql, params, true);
     } finally {
       await runner.release();
     }
@@ -50,7 +50,7 @@ export class HostProcessesRepository {
 
   /** The database's clock now (epoch ms). */
   async now(): Promise<number> {
-    const rows = (await this.db.query(`SELECT ${this.nowSql} AS "now"`)) as { now: string | number }[];
+    const rows = await this.db.query<{ now: string | number }[]>(`SELECT ${this.nowSql} AS "now"`);
     return Number(rows[0].now);
   }
 
@@ -95,25 +95,25 @@ export class HostProcessesRepository {
   }
 
   async get(id: string): Promise<HostProcessEntity | null> {
-    const rows = (await this.db.query(`SELECT * FROM "host_processes" WHERE "id" = ${this.p(1)}`, [id])) as Row[];
+    const rows = await this.db.query<Row[]>(`SELECT * FROM "host_processes" WHERE "id" = ${this.p(1)}`, [id]);
     return rows.length > 0 ? toEntity(rows[0]) : null;
   }
 
   /** Processes whose heartbeat is within the lease (oldest start first). */
   async live(leaseMs: number): Promise<HostProcessEntity[]> {
-    const rows = (await this.db.query(
+    const rows = await this.db.query<Row[]>(
       `SELECT * FROM "host_processes" WHERE "heartbeat_at" >= ${this.nowSql} - ${this.p(1)} ORDER BY "started_at", "id"`,
       [leaseMs],
-    )) as Row[];
+    );
     return rows.map(toEntity);
   }
 
   /** The sweeper's query: processes whose heartbeat is older than the lease (oldest heartbeat first). */
   async expired(leaseMs: number): Promise<HostProcessEntity[]> {
-    const rows = (await this.db.query(
+    const rows = await this.db.query<Row[]>(
       `SELECT * FROM "host_processes" WHERE "heartbeat_at" < ${this.nowSql} - ${this.p(1)} ORDER BY "heartbeat_at", "id"`,
       [leaseMs],
-    )) as Row[];
+    );
     return rows.map(toEntity);
   }
 

@@ -112,7 +112,14 @@ describe('BusSignals', () => {
     const port = new BusSignals(bus, config);
     const seen: Signal[] = [];
     port.subscribe('cancel', (s) => seen.push(s));
-    for (const bad of ['not json', '[]', 'null', '{"run_id":"r1"}', '{"run_id":"","reason":"x"}', '{"run_id":7,"reason":"x"}']) {
+    for (const bad of [
+      'not json',
+      '[]',
+      'null',
+      '{"run_id":"r1"}',
+      '{"run_id":"","reason":"x"}',
+      '{"run_id":7,"reason":"x"}',
+    ]) {
       bus.deliverRemote('cancel', bad);
     }
     bus.deliverRemote('cancel', '{"run_id":"r9","reason":"stop"}');

@@ -72,7 +72,10 @@ export class BusSignals implements SignalPort {
   private readonly local = new InProcessSignals();
   readonly pollMs?: number;
 
-  constructor(@Inject(SIGNAL_BUS) private readonly bus: SignalBus, @Inject(APP_CONFIG) config: AppConfig) {
+  constructor(
+    @Inject(SIGNAL_BUS) private readonly bus: SignalBus,
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
     this.pollMs = bus.lossy ? config.cluster.pollMs : undefined;
     for (const kind of KINDS) {
       bus.subscribe(kind, (payload) => {
@@ -113,10 +116,10 @@ export function decodeSignal<K extends SignalKind>(kind: K, payload: string): Si
     return null;
   }
   const o = v as Record<string, unknown>;
-  const text = (f: string): string | null =>
-    typeof o[f] === 'string' && (o[f] as string).length > 0 && (o[f] as string).length <= MAX_FIELD_CHARS
-      ? (o[f] as string)
-      : null;
+  const text = (f: string): string | null => {
+    const value = o[f];
+    return typeof value === 'string' && value.length > 0 && value.length <= MAX_FIELD_CHARS ? value : null;
+  };
   let built: Signal | null = null;
   const runId = text('run_id');
   if (kind === 'steering' && runId) {
