@@ -5,7 +5,7 @@
 const LAYERS = [
   ['protocol', 'proto', 'config', 'telemetry', 'streams'],
   ['persistence'],
-  ['auth', 'authz', 'conversations', 'local-agent'],
+  ['auth', 'authz', 'conversations', 'local-agent', 'cluster'],
   ['resources', 'runner-gateway'],
   ['agents'],
   ['delivery'],

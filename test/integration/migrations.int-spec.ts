@@ -63,6 +63,7 @@ function allTables(ds: DataSource, applied = MIGRATIONS.length): string[] {
     ...(applied >= 6 ? DELIVERY_TABLES : []),
     ...(applied >= 10 ? INTERACTION_TABLES : []),
     ...(applied >= 12 ? ['workspaces'] : []),
+    ...(applied >= 13 ? ['host_processes'] : []),
     'migrations',
   ].sort();
 }
@@ -670,7 +671,7 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
     const runs: Array<{ workspace_id: string }> = await ds.query(`SELECT "workspace_id" FROM "runs"`);
     expect(runs.map((r) => r.workspace_id)).toEqual(['default']);
 
-    await ds.undoLastMigration();
+    await undoNewerThan(ds, 'ConversationWorkspace1767100000000');
     expect(await listTables(ds)).not.toContain('workspaces');
     expect(await columnsOf(ds, 'agents')).not.toContain('workspace_id');
     expect(await columnsOf(ds, 'api_keys')).not.toContain('workspace_ids');

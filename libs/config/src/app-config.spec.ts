@@ -85,4 +85,76 @@ describe('loadConfig', () => {
     ]);
     expect(problems.find((p) => p.startsWith('WEBHOOK_ENDPOINT_CONCURRENCY'))).toMatch(/not be less than 1/);
   });
+
+  describe('scale-out (SIGNAL_BUS, NATS_URL, SIGNAL_POLL_MS, PROCESS_*)', () => {
+    const PG = 'postgres://u@h/db';
+    const problemsOf = (env: Record<string, string>): string[] => {
+      try {
+        loadConfig(env);
+      } catch (e) {
+        if (e instanceof ConfigError) {
+          return e.problems;
+        }
+        throw e;
+      }
+      return [];
+    };
+
+    it('auto: memory on SQLite, postgres on PostgreSQL; registry defaults', () => {
+      expect(loadConfig({}).cluster).toMatchObject({
+        signalBus: 'memory',
+        nats: null,
+        pollMs: 1000,
+        heartbeatMs: 5000,
+        leaseMs: 30_000,
+      });
+      expect(loadConfig({ DATABASE_URL: PG }).cluster.signalBus).toBe('postgres');
+      expect(loadConfig({ DATABASE_URL: PG, SIGNAL_BUS: 'memory' }).cluster.signalBus).toBe('memory');
+    });
+
+    it('nats: the servers (comma-separated) and the subject prefix', () => {
+      const c = loadConfig({
+        DATABASE_URL: PG,
+        SIGNAL_BUS: 'nats',
+        NATS_URL: 'nats://a:4222, nats://b:4222',
+        SIGNAL_BUS_SUBJECT_PREFIX: 'prod.eu',
+      }).cluster;
+      expect(c).toMatchObject({
+        signalBus: 'nats',
+        nats: { servers: ['nats://a:4222', 'nats://b:4222'], subjectPrefix: 'prod.eu' },
+      });
+      expect(loadConfig({ DATABASE_URL: PG, SIGNAL_BUS: 'nats', NATS_URL: 'nats://a:4222' }).cluster.nats).toEqual({
+        servers: ['nats://a:4222'],
+        subjectPrefix: 'runnerhost',
+      });
+    });
+
+    it('names the variable of each bad value', () => {
+      expect(problemsOf({ SIGNAL_BUS: 'redis' })).toEqual([expect.stringMatching(/^SIGNAL_BUS="redis": /)]);
+      expect(problemsOf({ DATABASE_URL: PG, SIGNAL_BUS: 'nats', NATS_URL: 'http://x' })).toEqual([
+        expect.stringMatching(/^NATS_URL="http:\/\/x": /),
+      ]);
+      expect(
+        problemsOf({ DATABASE_URL: PG, SIGNAL_BUS: 'nats', NATS_URL: 'nats://a', SIGNAL_BUS_SUBJECT_PREFIX: 'a..b' }),
+      ).toEqual([expect.stringMatching(/^SIGNAL_BUS_SUBJECT_PREFIX="a\.\.b": /)]);
+      expect(problemsOf({ SIGNAL_POLL_MS: '10' })).toEqual([expect.stringMatching(/^SIGNAL_POLL_MS="10": /)]);
+      expect(problemsOf({ PROCESS_HEARTBEAT_MS: 'often' })).toEqual([expect.stringMatching(/^PROCESS_HEARTBEAT_MS=/)]);
+      expect(problemsOf({ ADVERTISE_HOST: 'a b' })).toEqual([expect.stringMatching(/^ADVERTISE_HOST="a b": /)]);
+    });
+
+    it('checks the variables against each other, naming them', () => {
+      expect(problemsOf({ SIGNAL_BUS: 'postgres' })).toEqual([
+        expect.stringMatching(/^SIGNAL_BUS="postgres": a shared bus needs DATABASE_URL=postgres/),
+      ]);
+      expect(problemsOf({ DATABASE_URL: PG, SIGNAL_BUS: 'nats' })).toEqual(['NATS_URL: required when SIGNAL_BUS=nats']);
+      expect(problemsOf({ DATABASE_URL: PG, NATS_URL: 'nats://a:4222' })).toEqual([
+        expect.stringMatching(/^NATS_URL="nats:\/\/a:4222": only read with SIGNAL_BUS=nats \(now postgres\)/),
+      ]);
+      expect(problemsOf({ PROCESS_HEARTBEAT_MS: '5000', PROCESS_LEASE_MS: '10000' })).toEqual([
+        expect.stringMatching(/^PROCESS_LEASE_MS="10000": must be at least 3 × PROCESS_HEARTBEAT_MS \(15000\)/),
+      ]);
+      // The default lease follows a long heartbeat.
+      expect(loadConfig({ PROCESS_HEARTBEAT_MS: '20000' }).cluster.leaseMs).toBe(60_000);
+    });
+  });
 });

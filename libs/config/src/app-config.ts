@@ -54,6 +54,24 @@ export interface AppConfig {
   metrics: MetricsConfig | null;
   /** This process's name in metrics and traces (HOST_INSTANCE_ID, default hostname:pid). */
   instanceId: string;
+  /** Several processes on one database: the signal bus and the process registry (docs/scale-out.md). */
+  cluster: ClusterConfig;
+}
+
+export type SignalBusKind = 'memory' | 'postgres' | 'nats';
+
+export interface ClusterConfig {
+  /** What wakes other processes (SIGNAL_BUS; auto = postgres on PostgreSQL, memory on SQLite). */
+  signalBus: SignalBusKind;
+  /** NATS servers and subject prefix when signalBus is nats, else null. */
+  nats: { servers: string[]; subjectPrefix: string } | null;
+  /** The bounded poll behind a wait on a shared bus (SIGNAL_POLL_MS); a memory bus loses nothing. */
+  pollMs: number;
+  /** This process's heartbeat period in host_processes, and the lease after which it is dead to the others. */
+  heartbeatMs: number;
+  leaseMs: number;
+  /** The host name in this process's advertised addresses (ADVERTISE_HOST, default the hostname). */
+  advertiseHost: string;
 }
 
 export interface MetricsConfig {
@@ -189,6 +207,57 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         ? null
         : { host: dto.METRICS_HOST ?? dto.HOST ?? '0.0.0.0', port: dto.METRICS_PORT ?? 9464 },
     instanceId: dto.HOST_INSTANCE_ID ?? `${os.hostname()}:${process.pid}`,
+    cluster: clusterOf(dto, databaseOf(dto.DATABASE_URL, dataDir)),
+  };
+}
+
+/**
+ * The scale-out settings, checked across variables (each problem names its variable): a shared bus
+ * needs PostgreSQL (SQLite is one process: docs/durability.md#one-process-per-sqlite-database),
+ * NATS needs its servers, and a lease spans at least three heartbeats so that one slow tick
+ * does not declare a live process dead.
+ */
+function clusterOf(dto: EnvDto, database: DatabaseConfig): ClusterConfig {
+  const problems: string[] = [];
+  const chosen = (dto.SIGNAL_BUS ?? 'auto') as SignalBusKind | 'auto';
+  const signalBus: SignalBusKind = chosen === 'auto' ? (database.type === 'postgres' ? 'postgres' : 'memory') : chosen;
+  if (signalBus !== 'memory' && database.type !== 'postgres') {
+    problems.push(
+      `SIGNAL_BUS=${JSON.stringify(signalBus)}: a shared bus needs DATABASE_URL=postgres://… (SQLite serves one process)`,
+    );
+  }
+  if (signalBus === 'nats' && !dto.NATS_URL) {
+    problems.push('NATS_URL: required when SIGNAL_BUS=nats');
+  }
+  if (signalBus !== 'nats' && dto.NATS_URL) {
+    problems.push(`NATS_URL=${JSON.stringify(dto.NATS_URL)}: only read with SIGNAL_BUS=nats (now ${signalBus})`);
+  }
+  if (signalBus !== 'nats' && dto.SIGNAL_BUS_SUBJECT_PREFIX) {
+    problems.push(`SIGNAL_BUS_SUBJECT_PREFIX: only read with SIGNAL_BUS=nats (now ${signalBus})`);
+  }
+  const heartbeatMs = dto.PROCESS_HEARTBEAT_MS ?? 5000;
+  const leaseMs = dto.PROCESS_LEASE_MS ?? Math.max(30_000, 3 * heartbeatMs);
+  if (leaseMs < 3 * heartbeatMs) {
+    problems.push(
+      `PROCESS_LEASE_MS=${JSON.stringify(String(leaseMs))}: must be at least 3 × PROCESS_HEARTBEAT_MS (${3 * heartbeatMs})`,
+    );
+  }
+  if (problems.length > 0) {
+    throw new ConfigError(problems);
+  }
+  return {
+    signalBus,
+    nats:
+      signalBus === 'nats'
+        ? {
+            servers: dto.NATS_URL!.split(',').map((u) => u.trim()),
+            subjectPrefix: dto.SIGNAL_BUS_SUBJECT_PREFIX ?? 'runnerhost',
+          }
+        : null,
+    pollMs: dto.SIGNAL_POLL_MS ?? 1000,
+    heartbeatMs,
+    leaseMs,
+    advertiseHost: dto.ADVERTISE_HOST ?? os.hostname(),
   };
 }
 

@@ -330,4 +330,55 @@ export class EnvDto {
     message: 'HOST_INSTANCE_ID must be 1-128 letters, digits, or . _ : -',
   })
   HOST_INSTANCE_ID?: string;
+
+  // Scale-out (docs/scale-out.md): the signal bus that wakes other processes, and the process registry.
+  /** auto (default): postgres on PostgreSQL, memory on SQLite; nats needs NATS_URL. */
+  @IsOptional()
+  @IsIn(['auto', 'memory', 'postgres', 'nats'], { message: 'SIGNAL_BUS must be auto, memory, postgres or nats' })
+  SIGNAL_BUS?: string;
+
+  /** NATS servers for SIGNAL_BUS=nats: comma-separated nats://host:port (or tls://). */
+  @IsOptional()
+  @Matches(/^\s*(nats|tls):\/\/[^\s,]+\s*(,\s*(nats|tls):\/\/[^\s,]+\s*)*$/, {
+    message: 'NATS_URL must be comma-separated nats://host:port (or tls://host:port) URLs',
+  })
+  NATS_URL?: string;
+
+  /** Subject prefix of the signals on NATS: deployments sharing one NATS server keep apart. */
+  @IsOptional()
+  @Matches(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, {
+    message: 'SIGNAL_BUS_SUBJECT_PREFIX must be dot-separated tokens of letters, digits, _ or -',
+  })
+  SIGNAL_BUS_SUBJECT_PREFIX?: string;
+
+  /** The bounded poll behind every wait on a shared bus (a wake-up between processes may be lost). */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(50)
+  @Max(60_000)
+  SIGNAL_POLL_MS?: number;
+
+  /** How often this process's row in host_processes is heartbeated (one statement per tick). */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(600_000)
+  PROCESS_HEARTBEAT_MS?: number;
+
+  /** A process whose heartbeat is older than this is dead to the others; at least 3 heartbeats. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(300)
+  @Max(3_600_000)
+  PROCESS_LEASE_MS?: number;
+
+  /** The host name other processes reach this one by (host_processes addresses); default the hostname. */
+  @IsOptional()
+  @Matches(/^[A-Za-z0-9._:[\]-]{1,200}$/, {
+    message: 'ADVERTISE_HOST must be a host name or IP address',
+  })
+  ADVERTISE_HOST?: string;
 }

@@ -17,6 +17,7 @@ import { ToolsRepository } from './repositories/tools.repository';
 import { KnowledgeRepository } from './repositories/knowledge.repository';
 import { SteeringRepository } from './repositories/steering.repository';
 import { WorkspacesRepository } from './repositories/workspaces.repository';
+import { HostProcessesRepository } from './repositories/host-processes.repository';
 import { RetentionJob } from './retention/retention-job';
 
 const REPOSITORIES = [
@@ -33,6 +34,7 @@ const REPOSITORIES = [
   KnowledgeRepository,
   SteeringRepository,
   WorkspacesRepository,
+  HostProcessesRepository,
 ];
 
 @Global()

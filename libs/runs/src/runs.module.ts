@@ -3,6 +3,7 @@ import { InteractionsService } from './interactions/interactions.service';
 import { Module } from '@nestjs/common';
 import { AgentsModule } from '@libs/agents';
 import { AuthzModule } from '@libs/authz';
+import { ClusterModule } from '@libs/cluster';
 import { ConversationsModule } from '@libs/conversations';
 import { DeliveryModule } from '@libs/delivery';
 import { RunnerGatewayModule } from '@libs/runner-gateway';
@@ -19,12 +20,20 @@ import { RunStarter } from './run-start';
 import { ConversationDispatcher } from './conversations/conversation-dispatcher';
 import { SteeringService } from './conversations/steering.service';
 import { SteeringAdminService } from './conversations/steering-admin.service';
-import { InProcessSignals, SIGNAL_PORT } from './conversations/signal-port';
+import { BusSignals, SIGNAL_PORT } from './conversations/signal-port';
 import { WorkspaceAdmission } from './workspace-admission';
 import { WorkspaceQuotaGate } from './workspace-quotas';
 
 @Module({
-  imports: [AgentsModule, RunnerGatewayModule, AuthzModule, ConversationsModule, DeliveryModule, InteractionsModule],
+  imports: [
+    AgentsModule,
+    RunnerGatewayModule,
+    AuthzModule,
+    ConversationsModule,
+    DeliveryModule,
+    InteractionsModule,
+    ClusterModule,
+  ],
   providers: [
     ActiveRuns,
     // The host API's read-only way to an active run (docs/architecture.md#the-life-of-a-run).
@@ -41,7 +50,7 @@ import { WorkspaceQuotaGate } from './workspace-quotas';
     ConversationDispatcher,
     SteeringService,
     SteeringAdminService,
-    { provide: SIGNAL_PORT, useClass: InProcessSignals },
+    { provide: SIGNAL_PORT, useClass: BusSignals },
     WorkspaceAdmission,
     WorkspaceQuotaGate,
   ],

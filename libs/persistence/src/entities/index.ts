@@ -16,6 +16,7 @@ import { ModelEntity, ModelUsageEntity } from './model.entity';
 import { ToolEntity, ToolSourceEntity } from './tool.entity';
 import { InteractionEntity } from './interaction.entity';
 import { WorkspaceEntity } from './workspace.entity';
+import { HostProcessEntity } from './host-process.entity';
 
 export {
   KbChunkEntity,
@@ -40,9 +41,11 @@ export {
   SteeringItemEntity,
   InteractionEntity,
   WorkspaceEntity,
+  HostProcessEntity,
 };
 export type { ApiKeyRole } from './api-key.entity';
 export type { InteractionStatus } from './interaction.entity';
+export type { HostProcessState } from './host-process.entity';
 export type { JsonObject, JsonValue } from './columns';
 
 export const ENTITIES = [
@@ -68,4 +71,5 @@ export const ENTITIES = [
   SteeringItemEntity,
   InteractionEntity,
   WorkspaceEntity,
+  HostProcessEntity,
 ];

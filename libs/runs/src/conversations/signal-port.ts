@@ -1,8 +1,12 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { SIGNAL_BUS, type SignalBus } from '@libs/cluster';
+import { APP_CONFIG, type AppConfig } from '@libs/config';
 
 /**
- * The wake-ups of conversations and steering, through one seam: in process now; a deployment
- * with several hosts backs it with a shared bus, and the rules do not change.
+ * The wake-ups of conversations and steering, through one seam: on the signal bus SIGNAL_BUS
+ * chose (docs/scale-out.md#signal-bus) — in process on SQLite; PostgreSQL LISTEN/NOTIFY or NATS
+ * when several hosts share a database, so that a signal raised in one process wakes the others.
+ * A signal carries ids only; the database stays the truth.
  */
 export type Signal =
   /** An item was queued on a run: a waiting SteeringPull of that run answers. */
@@ -19,9 +23,18 @@ export interface SignalPort {
   publish(signal: Signal): void;
   /** Returns the unsubscribe function. */
   subscribe<K extends SignalKind>(kind: K, handler: (signal: SignalOf<K>) => void): () => void;
+  /**
+   * When a signal may be lost (it crosses processes), a wait reads the truth again at least this
+   * often; absent when nothing is lost (one process).
+   */
+  readonly pollMs?: number;
 }
 
 export const SIGNAL_PORT = Symbol('SIGNAL_PORT');
+
+const KINDS: readonly SignalKind[] = ['steering', 'conversation', 'cancel'];
+/** Longest text field a signal carries across processes (ids, keys, a short reason). */
+const MAX_FIELD_CHARS = 512;
 
 @Injectable()
 export class InProcessSignals implements SignalPort {
@@ -49,8 +62,81 @@ export class InProcessSignals implements SignalPort {
 }
 
 /**
+ * The port on the signal bus: publish goes through the bus (delivered here at once, and to the
+ * other processes); one bus subscription per kind feeds this process's subscribers. What arrives
+ * from another process is checked before it is delivered (a malformed signal is dropped, logged).
+ */
+@Injectable()
+export class BusSignals implements SignalPort {
+  private readonly logger = new Logger('Signals');
+  private readonly local = new InProcessSignals();
+  readonly pollMs?: number;
+
+  constructor(
+    @Inject(SIGNAL_BUS) private readonly bus: SignalBus,
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.pollMs = bus.lossy ? config.cluster.pollMs : undefined;
+    for (const kind of KINDS) {
+      bus.subscribe(kind, (payload) => {
+        const signal = decodeSignal(kind, payload);
+        if (signal) {
+          this.local.publish(signal);
+        } else {
+          this.logger.warn({ msg: `malformed ${kind} signal dropped: ${payload.slice(0, 200)}` });
+        }
+      });
+    }
+  }
+
+  publish(signal: Signal): void {
+    this.bus.publish(signal.kind, encodeSignal(signal));
+  }
+
+  subscribe<K extends SignalKind>(kind: K, handler: (signal: SignalOf<K>) => void): () => void {
+    return this.local.subscribe(kind, handler);
+  }
+}
+
+/** A signal's bus payload: its fields without the kind (the kind is the channel). */
+export function encodeSignal(signal: Signal): string {
+  const { kind: _kind, ...fields } = signal;
+  return JSON.stringify(fields);
+}
+
+/** The signal of a bus payload, or null when it is not one of `kind`. */
+export function decodeSignal<K extends SignalKind>(kind: K, payload: string): SignalOf<K> | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(payload);
+  } catch {
+    return null;
+  }
+  if (typeof v !== 'object' || v === null) {
+    return null;
+  }
+  const o = v as Record<string, unknown>;
+  const text = (f: string): string | null => {
+    const value = o[f];
+    return typeof value === 'string' && value.length > 0 && value.length <= MAX_FIELD_CHARS ? value : null;
+  };
+  let built: Signal | null = null;
+  const runId = text('run_id');
+  if (kind === 'steering' && runId) {
+    built = { kind, run_id: runId };
+  } else if (kind === 'conversation' && text('key')) {
+    built = { kind, key: text('key')! };
+  } else if (kind === 'cancel' && runId && text('reason')) {
+    built = { kind, run_id: runId, reason: text('reason')! };
+  }
+  return built as SignalOf<K> | null;
+}
+
+/**
  * Resolves true at the first matching signal, false after `ms` or when `abort` fires. Subscribe
  * before reading what the signal announces, so that nothing falls between the read and the wait.
+ * On a port that may lose signals (`pollMs`), it also resolves true at each poll tick before `ms`:
+ * true means "read again", and a lost wake-up costs at most one poll period.
  */
 export function nextSignal<K extends SignalKind>(
   port: SignalPort,
@@ -69,7 +155,8 @@ export function nextSignal<K extends SignalKind>(
     };
     const onAbort = () => done(false);
     const unsubscribe = port.subscribe(kind, (s) => match(s) && done(true));
-    const timer = setTimeout(() => done(false), ms);
+    const poll = port.pollMs ?? Number.POSITIVE_INFINITY;
+    const timer = poll < ms ? setTimeout(() => done(true), poll) : setTimeout(() => done(false), ms);
     abort?.addEventListener('abort', onAbort, { once: true });
     if (abort?.aborted) {
       done(false);

@@ -1,0 +1,168 @@
+import { randomUUID } from 'node:crypto';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
+} from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '@libs/config';
+import { HostProcessesRepository, type HostProcessEntity } from '@libs/persistence';
+
+/** Told about a process another one declared dead (the hook run leases attach to: docs/scale-out.md#leases-and-fencing). */
+export type DeadProcessListener = (dead: HostProcessEntity) => Promise<void> | void;
+
+/**
+ * This process's row in host_processes (docs/scale-out.md#process-registry): registered at boot
+ * under a fresh id, heartbeated every PROCESS_HEARTBEAT_MS in one statement, marked draining
+ * when it stops admitting, deleted at a clean shutdown. Every process also sweeps: a process
+ * whose heartbeat is older than PROCESS_LEASE_MS is declared dead by deleting its row (one
+ * sweeper wins), and the listeners are told.
+ *
+ * A process that finds its own row gone was declared dead while it was paused or cut off; it
+ * registers again under a new id (its old identity stays dead: whatever it owned was or will be
+ * handed over by the sweeper's listeners) and tells its `onReplaced` listeners.
+ */
+@Injectable()
+export class ProcessRegistry implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('ProcessRegistry');
+  private currentId = randomUUID();
+  private registered = false;
+  private heartbeatTimer?: NodeJS.Timeout;
+  private sweepTimer?: NodeJS.Timeout;
+  private readonly running = new Map<'heartbeat' | 'sweep', Promise<void>>();
+  private readonly deadListeners = new Set<DeadProcessListener>();
+  private readonly replacedListeners = new Set<(oldId: string, newId: string) => void>();
+
+  constructor(
+    private readonly repo: HostProcessesRepository,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  /** This process's id in host_processes (changes only when it was declared dead and registered again). */
+  get id(): string {
+    return this.currentId;
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.register();
+    const { heartbeatMs, leaseMs } = this.config.cluster;
+    this.heartbeatTimer = setInterval(() => void this.tick('heartbeat', () => this.heartbeat()), heartbeatMs);
+    this.heartbeatTimer.unref();
+    // Sweeps at half the lease, started at a random offset so that processes do not sweep in step.
+    const sweepMs = Math.max(100, Math.floor(leaseMs / 2));
+    const first = setTimeout(
+      () => {
+        void this.tick('sweep', () => this.sweep());
+        this.sweepTimer = setInterval(() => void this.tick('sweep', () => this.sweep()), sweepMs);
+        this.sweepTimer.unref();
+      },
+      Math.floor(Math.random() * sweepMs),
+    );
+    first.unref();
+    this.sweepTimer = first;
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    clearInterval(this.heartbeatTimer);
+    clearInterval(this.sweepTimer);
+    clearTimeout(this.sweepTimer);
+    await Promise.all(this.running.values());
+    if (this.registered) {
+      this.registered = false;
+      await this.repo
+        .remove(this.currentId)
+        .catch((e: unknown) =>
+          this.logger.warn({ msg: `could not remove this process's row (the sweep will): ${message(e)}` }),
+        );
+    }
+  }
+
+  /** Called for each process this one declares dead. */
+  onDead(listener: DeadProcessListener): () => void {
+    this.deadListeners.add(listener);
+    return () => this.deadListeners.delete(listener);
+  }
+
+  /** Called when this process learns it was declared dead and registers again under a new id. */
+  onReplaced(listener: (oldId: string, newId: string) => void): () => void {
+    this.replacedListeners.add(listener);
+    return () => this.replacedListeners.delete(listener);
+  }
+
+  /** Stops admitting: other processes see `draining` (and route new work elsewhere). */
+  async drain(): Promise<void> {
+    if (!(await this.repo.setState(this.currentId, 'draining'))) {
+      this.logger.warn({ msg: 'marking draining: this process was already declared dead' });
+    }
+  }
+
+  /** One heartbeat; when the row is gone, registers again under a new id. */
+  async heartbeat(): Promise<void> {
+    if (await this.repo.heartbeat(this.currentId)) {
+      return;
+    }
+    const oldId = this.currentId;
+    this.currentId = randomUUID();
+    this.logger.error({
+      msg: `this process (${oldId}) was declared dead by another (heartbeat older than the lease); registering again as ${this.currentId}`,
+    });
+    await this.register();
+    for (const listener of this.replacedListeners) {
+      listener(oldId, this.currentId);
+    }
+  }
+
+  /** One sweep: declares every expired process dead (one sweeper wins each) and tells the listeners. */
+  async sweep(): Promise<HostProcessEntity[]> {
+    const claimed: HostProcessEntity[] = [];
+    for (const p of await this.repo.expired(this.config.cluster.leaseMs)) {
+      if (p.id === this.currentId || !(await this.repo.claimDead(p.id, this.config.cluster.leaseMs))) {
+        continue;
+      }
+      claimed.push(p);
+      this.logger.warn({
+        msg: `process ${p.instance} (${p.id}) declared dead: last heartbeat ${new Date(p.heartbeat_at).toISOString()}`,
+      });
+      for (const listener of this.deadListeners) {
+        try {
+          await listener(p);
+        } catch (e) {
+          this.logger.error({ msg: `dead-process listener failed for ${p.id}: ${message(e)}` });
+        }
+      }
+    }
+    return claimed;
+  }
+
+  private async register(): Promise<void> {
+    const { advertiseHost } = this.config.cluster;
+    await this.repo.register({
+      id: this.currentId,
+      instance: this.config.instanceId,
+      http_address: `${advertiseHost}:${this.config.http.port}`,
+      grpc_address: `${advertiseHost}:${this.config.grpc.port}`,
+    });
+    this.registered = true;
+  }
+
+  /**
+   * One run of each job at a time: a slow database never stacks heartbeats or sweeps, and a long
+   * sweep never delays a heartbeat (each has its own slot).
+   */
+  private async tick(name: 'heartbeat' | 'sweep', job: () => Promise<unknown>): Promise<void> {
+    if (this.running.has(name)) {
+      return;
+    }
+    const run = job()
+      .then(() => undefined)
+      .catch((e: unknown) => this.logger.warn({ msg: `${name} failed (the next tick retries): ${message(e)}` }))
+      .finally(() => this.running.delete(name));
+    this.running.set(name, run);
+    await run;
+  }
+}
+
+function message(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

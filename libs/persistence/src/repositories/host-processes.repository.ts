@@ -1,0 +1,143 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, QueryResult } from 'typeorm';
+import type { HostProcessEntity, HostProcessState } from '../entities';
+
+/** What a process advertises about itself when it registers. */
+export interface NewHostProcess {
+  id: string;
+  instance: string;
+  http_address: string;
+  grpc_address: string;
+}
+
+type Row = Record<keyof HostProcessEntity, string | number>;
+
+/**
+ * The process registry's table (docs/scale-out.md#process-registry). Every time comes from the
+ * database's clock, never a process's: heartbeats and the lease compared against them are read
+ * on one clock however skewed the machines are. A handful of rows and one statement per call:
+ * this is the admin path (TypeORM's connection), not the run path's writer.
+ */
+@Injectable()
+export class HostProcessesRepository {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  private get pg(): boolean {
+    return this.db.options.type === 'postgres';
+  }
+
+  /** The database's clock in epoch milliseconds, as an SQL expression of the dialect. */
+  private get nowSql(): string {
+    return this.pg
+      ? `(extract(epoch from clock_timestamp()) * 1000)::bigint`
+      : `CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)`;
+  }
+
+  private p(n: number): string {
+    return this.pg ? `$${n}` : '?';
+  }
+
+  /** A write, with its count of affected rows (both drivers report it in the structured result). */
+  private async exec(sql: string, params: unknown[]): Promise<QueryResult> {
+    const runner = this.db.createQueryRunner();
+    try {
+      return await runner.query(sql, params, true);
+    } finally {
+      await runner.release();
+    }
+  }
+
+  /** The database's clock now (epoch ms). */
+  async now(): Promise<number> {
+    const rows = await this.db.query<{ now: string | number }[]>(`SELECT ${this.nowSql} AS "now"`);
+    return Number(rows[0].now);
+  }
+
+  /** Inserts this process's row, `running`, started and heartbeated now. */
+  async register(p: NewHostProcess): Promise<HostProcessEntity> {
+    await this.exec(
+      `INSERT INTO "host_processes" ("id", "instance", "http_address", "grpc_address", "state", "started_at", "heartbeat_at")
+       SELECT ${this.p(1)}, ${this.p(2)}, ${this.p(3)}, ${this.p(4)}, 'running', "t"."now", "t"."now"
+         FROM (SELECT ${this.nowSql} AS "now") AS "t"`,
+      [p.id, p.instance, p.http_address, p.grpc_address],
+    );
+    const row = await this.get(p.id);
+    if (!row) {
+      throw new Error(`host process ${p.id} vanished right after it was registered`);
+    }
+    return row;
+  }
+
+  /**
+   * One heartbeat: one statement, whatever the process holds. false when the row is gone: another
+   * process swept this one as dead (its lease ran out) and it must not act as its old self.
+   */
+  async heartbeat(id: string): Promise<boolean> {
+    const r = await this.exec(`UPDATE "host_processes" SET "heartbeat_at" = ${this.nowSql} WHERE "id" = ${this.p(1)}`, [
+      id,
+    ]);
+    return (r.affected ?? 0) > 0;
+  }
+
+  /** Marks the process running or draining; false when its row is gone. */
+  async setState(id: string, state: HostProcessState): Promise<boolean> {
+    const r = await this.exec(`UPDATE "host_processes" SET "state" = ${this.p(1)} WHERE "id" = ${this.p(2)}`, [
+      state,
+      id,
+    ]);
+    return (r.affected ?? 0) > 0;
+  }
+
+  /** A clean stop: the row goes at once (nobody has to wait for the lease). */
+  async remove(id: string): Promise<void> {
+    await this.exec(`DELETE FROM "host_processes" WHERE "id" = ${this.p(1)}`, [id]);
+  }
+
+  async get(id: string): Promise<HostProcessEntity | null> {
+    const rows = await this.db.query<Row[]>(`SELECT * FROM "host_processes" WHERE "id" = ${this.p(1)}`, [id]);
+    return rows.length > 0 ? toEntity(rows[0]) : null;
+  }
+
+  /** Processes whose heartbeat is within the lease (oldest start first). */
+  async live(leaseMs: number): Promise<HostProcessEntity[]> {
+    const rows = await this.db.query<Row[]>(
+      `SELECT * FROM "host_processes" WHERE "heartbeat_at" >= ${this.nowSql} - ${this.p(1)} ORDER BY "started_at", "id"`,
+      [leaseMs],
+    );
+    return rows.map(toEntity);
+  }
+
+  /** The sweeper's query: processes whose heartbeat is older than the lease (oldest heartbeat first). */
+  async expired(leaseMs: number): Promise<HostProcessEntity[]> {
+    const rows = await this.db.query<Row[]>(
+      `SELECT * FROM "host_processes" WHERE "heartbeat_at" < ${this.nowSql} - ${this.p(1)} ORDER BY "heartbeat_at", "id"`,
+      [leaseMs],
+    );
+    return rows.map(toEntity);
+  }
+
+  /**
+   * Declares an expired process dead by deleting its row, if it is still expired: of several
+   * sweepers exactly one wins (true), and a process that heartbeated in between is left alone.
+   */
+  async claimDead(id: string, leaseMs: number): Promise<boolean> {
+    const r = await this.exec(
+      `DELETE FROM "host_processes" WHERE "id" = ${this.p(1)} AND "heartbeat_at" < ${this.nowSql} - ${this.p(2)}`,
+      [id, leaseMs],
+    );
+    return (r.affected ?? 0) > 0;
+  }
+}
+
+function toEntity(r: Row): HostProcessEntity {
+  return {
+    id: String(r.id),
+    instance: String(r.instance),
+    http_address: String(r.http_address),
+    grpc_address: String(r.grpc_address),
+    state: String(r.state) as HostProcessState,
+    started_at: Number(r.started_at),
+    heartbeat_at: Number(r.heartbeat_at),
+  };
+}
