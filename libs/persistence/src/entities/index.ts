@@ -16,6 +16,7 @@ import { ModelEntity, ModelUsageEntity } from './model.entity';
 import { ToolEntity, ToolSourceEntity } from './tool.entity';
 import { InteractionEntity } from './interaction.entity';
 import { WorkspaceEntity } from './workspace.entity';
+import { SnapshotEntity } from './snapshot.entity';
 
 export {
   KbChunkEntity,
@@ -40,6 +41,7 @@ export {
   SteeringItemEntity,
   InteractionEntity,
   WorkspaceEntity,
+  SnapshotEntity,
 };
 export type { ApiKeyRole } from './api-key.entity';
 export type { InteractionStatus } from './interaction.entity';
@@ -68,4 +70,5 @@ export const ENTITIES = [
   SteeringItemEntity,
   InteractionEntity,
   WorkspaceEntity,
+  SnapshotEntity,
 ];
