@@ -1,8 +1,6 @@
 import type { TestingModule } from '@nestjs/testing';
 import { Client } from 'pg';
 import { DataSource, In } from 'typeorm';
-
-const originalQuery = Client.prototype.query;
 import {
   ContextRepository,
   ENTITIES,
@@ -53,6 +51,8 @@ const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function executedStatements(hot: HotStore): { names: string[]; restore: () => void } {
   const names: string[] = [];
   if (hot.dialect === 'postgres') {
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- called with the client as `this` below
+    const originalQuery = Client.prototype.query;
     const spy = jest.spyOn(Client.prototype, 'query').mockImplementation(function (this: Client, ...args: unknown[]) {
       const config = args[0] as { name?: string } | string;
       if (typeof config === 'object' && config.name) {

@@ -12,8 +12,8 @@ import type { JsonObject } from '../entities';
 import { batchableInsert, stmt } from './hot-sql';
 import { exec, type SqlValue, type Unit } from './unit';
 
-/** The snapshot keys that differ run by run (docs/protocol.md#the-authorization-snapshot). */
-export const PER_RUN_SNAPSHOT_KEYS: readonly string[] = ['run_id', 'scope', 'deadline_at_ms'];
+/** The snapshot keys that differ run by run or conversation by conversation (state scope keys; docs/protocol.md#the-authorization-snapshot). */
+export const PER_RUN_SNAPSHOT_KEYS: readonly string[] = ['run_id', 'scope', 'state', 'deadline_at_ms'];
 
 export const SNAPSHOT_SQL = {
   /** Insert-if-absent: the same hash is the same content. */
