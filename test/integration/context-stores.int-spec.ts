@@ -20,6 +20,7 @@ import {
   type NewResult,
   type NewTranscriptRow,
   Transactions,
+  type NewRun,
 } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import {
@@ -36,7 +37,6 @@ jest.setTimeout(120_000);
 const T0 = 1_764_600_000_000;
 const KIB_256 = 256 * 1024;
 
-type NewRun = Omit<RunEntity, 'id'>;
 type NewLogRow = Omit<EventLogEntity, 'id'>;
 type NewAudit = Omit<AuditEntity, 'id'>;
 
@@ -404,11 +404,15 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
       expect(await admit(runs, e, r, log, user)).toMatchObject({ admitted: true, transcript_seq: 1 });
 
       expect(await runs.getEvent(e.event_id)).toEqual(e);
+      const { authorization, ...columns } = r;
       expect(await runs.get(r.run_id)).toEqual({
-        ...r,
+        ...columns,
         context: { ...r.context, context: { event_seq: expect.any(Number) } },
+        snapshot_hash: authorization ? expect.stringMatching(/^[0-9a-f]{64}$/) : null,
+        authorization_run: authorization ? expect.any(String) : null,
         id: expect.any(Number),
       });
+      expect(await runs.authorization(r.run_id)).toEqual({ authorization, authorization_hash: r.authorization_hash });
       expect(await context.getEvent(e.event_id)).toEqual({ ...log, id: expect.any(Number) });
       expect(await ds.getRepository(TranscriptEntity).find()).toEqual([{ ...user, id: expect.any(Number), seq: 1 }]);
     });

@@ -1,4 +1,5 @@
 import type { TestingModule } from '@nestjs/testing';
+import { Client } from 'pg';
 import { DataSource, In } from 'typeorm';
 import {
   ContextRepository,
@@ -45,6 +46,31 @@ function* twoResults(a: NewResult, b: NewResult): Unit<void> {
 }
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Names of the statements the hot store runs from now on (its prepared statements on either dialect). */
+function executedStatements(hot: HotStore): { names: string[]; restore: () => void } {
+  const names: string[] = [];
+  if (hot.dialect === 'postgres') {
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- called with the client as `this` below
+    const originalQuery = Client.prototype.query;
+    const spy = jest.spyOn(Client.prototype, 'query').mockImplementation(function (this: Client, ...args: unknown[]) {
+      const config = args[0] as { name?: string } | string;
+      if (typeof config === 'object' && config.name) {
+        names.push(config.name);
+      }
+      return (originalQuery as (...a: unknown[]) => never).apply(this, args);
+    });
+    return { names, restore: () => spy.mockRestore() };
+  }
+  const sqlite = (hot as unknown as { sqlite: { statement: (s: { name: string }) => unknown } }).sqlite;
+  const statement = sqlite.statement.bind(sqlite);
+  sqlite.statement = (s) => {
+    names.push(s.name);
+    return statement(s);
+  };
+  return { names, restore: () => delete (sqlite as { statement?: unknown }).statement };
+}
+
 
 /** The writer's counters gained since `before`. */
 function gained(hot: HotStore, before: WriterStats): WriterStats {
@@ -453,6 +479,27 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
         expect(seqs).toEqual(submitted.filter((s) => s.startsWith(`${runId}#`)).map((s) => Number(s.split('#')[1])));
       }
       expect(await resultRows('run-bad')).toEqual([]);
+    });
+
+    it('writes the results of a run that arrive in one tick as one INSERT, each with its own sequence', async () => {
+      const executed = executedStatements(hot);
+      try {
+        await Promise.all(Array.from({ length: 40 }, (_, i) => runs.insertResult(newResult('run-tick', i + 1))));
+        await Promise.all([runs.insertResult(newResult('run-tick', 41)), runs.insertResult(newResult('run-other', 1))]);
+      } finally {
+        executed.restore();
+      }
+
+      // One statement for the 40 rows of the first tick; one for the two runs' rows of the second.
+      expect(executed.names.filter((n) => n.startsWith('hot_insert_result'))).toEqual([
+        'hot_insert_result_x40',
+        'hot_insert_result_x2',
+      ]);
+      expect((await runs.resultsAfter('run-tick', 0, 100)).map((r) => r.sequence)).toEqual(
+        Array.from({ length: 41 }, (_, i) => i + 1),
+      );
+      expect((await runs.resultsAfter('run-tick', 38, 100)).map((r) => r.sequence)).toEqual([39, 40, 41]);
+      expect(await resultRows('run-other')).toHaveLength(1);
     });
 
     it('crosses the batch limit (more than 256 pending units) without reordering', async () => {

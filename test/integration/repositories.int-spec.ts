@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { TestingModule } from '@nestjs/testing';
 import { DataSource, QueryFailedError } from 'typeorm';
 import {
@@ -22,6 +22,7 @@ import {
   type RunnerEntity,
   type StoredResult,
   Transactions,
+  type NewRun,
 } from '@libs/persistence';
 import { DIALECTS, driverError, type TestDatabase, storesModule, UNIQUE_VIOLATION } from './support/databases';
 import { logOf } from './support/run-rows';
@@ -30,7 +31,6 @@ jest.setTimeout(60_000);
 
 const T0 = 1_764_500_000_000;
 
-type NewRun = Omit<RunEntity, 'id'>;
 type NewResult = Omit<RunResultEntity, 'id'>;
 
 function event(overrides: Partial<EventEntity> = {}): EventEntity {
@@ -248,11 +248,15 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
       await admit(e, r);
 
       expect(await runs.getEvent(e.event_id)).toEqual(e);
+      const { authorization, ...columns } = r;
       expect(await runs.get(r.run_id)).toEqual({
-        ...r,
+        ...columns,
         context: { ...r.context, context: { event_seq: expect.any(Number) } },
+        snapshot_hash: authorization ? expect.stringMatching(/^[0-9a-f]{64}$/) : null,
+        authorization_run: authorization ? expect.any(String) : null,
         id: expect.any(Number),
       });
+      expect(await runs.authorization(r.run_id)).toEqual({ authorization, authorization_hash: r.authorization_hash });
       expect(await ds.getRepository(EventLogEntity).find()).toEqual([{ ...logRow(e), id: expect.any(Number) }]);
       expect(await count(TranscriptEntity)).toBe(0);
     });
@@ -274,7 +278,42 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
 
       await admit(event({ event_id: r.event_id, run_id: r.run_id }), r);
 
-      expect(await runs.get(r.run_id)).toMatchObject({ authorization: snapshot, authorization_hash: 'f'.repeat(64) });
+      expect(await runs.authorization(r.run_id)).toEqual({ authorization: snapshot, authorization_hash: 'f'.repeat(64) });
+    });
+
+    it('stores the shared part of a snapshot once by its hash; each run keeps its own keys', async () => {
+      const grants = { version: 1, available_apis: { run_get: true }, storage: { plugin: 'acme/echo' } };
+      const scope = (actor: string): JsonObject => ({ agent_id: 'agent-1', actor_id: actor });
+      const first = run();
+      const second = run();
+      const a = { ...grants, run_id: first.run_id, scope: scope('u1'), deadline_at_ms: T0 + 1000 };
+      const b = { ...grants, run_id: second.run_id, scope: scope('u2'), deadline_at_ms: null };
+      // Both runs in one group commit, then one more alone.
+      await Promise.all([
+        admit(event({ event_id: first.event_id, run_id: first.run_id }), { ...first, authorization: a }),
+        admit(event({ event_id: second.event_id, run_id: second.run_id }), { ...second, authorization: b }),
+      ]);
+      const third = run();
+      const c = { ...grants, run_id: third.run_id, scope: scope('u3'), deadline_at_ms: null, limits: { burst: 2 } };
+      await admit(event({ event_id: third.event_id, run_id: third.run_id }), { ...third, authorization: c });
+
+      expect((await runs.authorization(first.run_id))?.authorization).toEqual(a);
+      expect((await runs.authorization(second.run_id))?.authorization).toEqual(b);
+      expect((await runs.authorization(third.run_id))?.authorization).toEqual(c);
+      expect(await runs.authorization('run-unknown')).toBeNull();
+      const stored: { hash: string; content: string }[] = await ds.query(`SELECT "hash", "content" FROM "snapshots"`);
+      expect(stored).toHaveLength(2);
+      for (const s of stored) {
+        expect(createHash('sha256').update(s.content).digest('hex')).toBe(s.hash);
+        expect(JSON.parse(s.content)).not.toHaveProperty('run_id');
+      }
+      const rows: { snapshot_hash: string; authorization_run: string }[] = await ds.query(
+        `SELECT "snapshot_hash", "authorization_run" FROM "runs" WHERE "run_id" IN ('${first.run_id}', '${second.run_id}')`,
+      );
+      expect(new Set(rows.map((r) => r.snapshot_hash)).size).toBe(1);
+      expect(rows.map((r) => JSON.parse(r.authorization_run) as JsonObject)).toEqual(
+        expect.arrayContaining([{ run_id: first.run_id, scope: scope('u1'), deadline_at_ms: T0 + 1000 }]),
+      );
     });
 
     it('writes nothing when the run insert fails (duplicate run_id): no partial write', async () => {

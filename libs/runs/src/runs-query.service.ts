@@ -37,16 +37,16 @@ export class RunsQueryService {
 
   /** The run's frozen authorization snapshot, its stored hash, and whether the content still matches it. */
   async authorization(runId: string) {
-    const run = await this.runs.get(runId);
-    if (!run) {
+    const stored = await this.runs.authorization(runId);
+    if (!stored) {
       throw new DomainError('not_found', `run ${runId} not found`, { run_id: runId });
     }
-    const snapshot = run.authorization as unknown as AuthorizationSnapshot | null;
+    const snapshot = stored.authorization as unknown as AuthorizationSnapshot | null;
     return {
-      run_id: run.run_id,
+      run_id: runId,
       authorization: snapshot,
-      authorization_hash: run.authorization_hash,
-      hash_verified: snapshot !== null && snapshotHash(snapshot) === run.authorization_hash,
+      authorization_hash: stored.authorization_hash,
+      hash_verified: snapshot !== null && snapshotHash(snapshot) === stored.authorization_hash,
     };
   }
 

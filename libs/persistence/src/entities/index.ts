@@ -17,6 +17,7 @@ import { ToolEntity, ToolSourceEntity } from './tool.entity';
 import { InteractionEntity } from './interaction.entity';
 import { WorkspaceEntity } from './workspace.entity';
 import { HostProcessEntity } from './host-process.entity';
+import { SnapshotEntity } from './snapshot.entity';
 
 export {
   KbChunkEntity,
@@ -42,6 +43,7 @@ export {
   InteractionEntity,
   WorkspaceEntity,
   HostProcessEntity,
+  SnapshotEntity,
 };
 export type { ApiKeyRole } from './api-key.entity';
 export type { InteractionStatus } from './interaction.entity';
@@ -72,4 +74,5 @@ export const ENTITIES = [
   InteractionEntity,
   WorkspaceEntity,
   HostProcessEntity,
+  SnapshotEntity,
 ];

@@ -55,9 +55,18 @@ export class RunEntity {
   @Column({ type: 'simple-json', nullable: true })
   usage!: JsonObject | null;
 
-  /** The frozen authorization snapshot of the run, and the SHA-256 of its canonical JSON. */
-  @Column({ type: 'simple-json', nullable: true })
-  authorization!: JsonObject | null;
+  /**
+   * The run's frozen authorization snapshot is stored once per content (hot/snapshot-rows.ts):
+   * the key of its shared part in `snapshots`, and the run's own keys as JSON text. The
+   * repository reads the whole snapshot back (RunsRepository.authorization).
+   */
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  snapshot_hash!: string | null;
+
+  @Column({ type: 'text', nullable: true })
+  authorization_run!: string | null;
+
+  /** The SHA-256 of the canonical JSON of the whole snapshot. */
 
   @Column({ type: 'varchar', length: 64, nullable: true })
   authorization_hash!: string | null;

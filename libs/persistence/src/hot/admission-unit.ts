@@ -14,11 +14,13 @@
 import type { EventEntity, JsonObject } from '../entities';
 import type { NewTranscriptRow } from '../repositories/context.repository';
 import { decide, FREE, type DecisionTable } from './admission-decision';
-import { EVENT_COLUMNS, RESULT_COLUMNS, RUN_COLUMNS, SQL } from './hot-sql';
+import { EVENT_COLUMNS, RESULT_COLUMNS, SQL } from './hot-sql';
+import { storeSnapshotUnit } from './snapshot-rows';
 import {
   appendTranscriptUnit,
   eventFromRow,
   eventLogUnit,
+  insertRunUnit,
   type NewEventLog,
   type NewResult,
   type NewRun,
@@ -189,14 +191,11 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
   });
   switch (disposition) {
     case 'started':
-      yield* exec(
-        SQL.insertRun,
-        rowParams(RUN_COLUMNS, { ...a.run!, context: withEventSeq(a.run!.context, eventSeq) }),
-      );
+      yield* insertRunUnit({ ...a.run!, context: withEventSeq(a.run!.context, eventSeq) });
       break;
     case 'failed':
       // Its terminal result, so its stream ends like any other; no transcript row.
-      yield* exec(SQL.insertRun, rowParams(RUN_COLUMNS, a.run!));
+      yield* insertRunUnit(a.run!);
       yield* exec(SQL.insertResult, rowParams(RESULT_COLUMNS, a.terminal!));
       return admitted(null);
     case 'rejected':
@@ -206,10 +205,7 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
     case 'queued': {
       const ref = c!.ref;
       if (disposition === 'queued') {
-        yield* exec(
-          SQL.insertRun,
-          rowParams(RUN_COLUMNS, waitingRunRow(runId!, a.event.event_id, ref, a.event.received_at)),
-        );
+        yield* insertRunUnit(waitingRunRow(runId!, a.event.event_id, ref, a.event.received_at));
       }
       yield* exec(
         STEERING_SQL.insertItem,
@@ -295,9 +291,11 @@ export function* startWaitingUnit(w: WaitingStart): Unit<WaitingStartOutcome> {
   const seq = yield* one<{ id: number | string | null }>(STEERING_SQL.eventSeq, [w.run.event_id]);
   const eventSeq = seq?.id === null || seq?.id === undefined ? null : Number(seq.id);
   const r = w.run;
+  const [snapshotHash, own] = yield* storeSnapshotUnit(r.authorization, r.started_at ?? r.created_at);
   const changed = yield* exec(STEERING_SQL.startQueuedRun, [
     json(eventSeq === null ? r.context : withEventSeq(r.context, eventSeq)),
-    json(r.authorization),
+    snapshotHash,
+    own,
     r.authorization_hash,
     r.started_at,
     r.deadline_at,

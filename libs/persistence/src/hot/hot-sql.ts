@@ -10,6 +10,12 @@ export interface HotStatement {
   readonly name: string;
   readonly sqlite: string;
   readonly pg: string;
+  /**
+   * A plain single-row INSERT whose caller never reads its result: the writer may hold it and
+   * write it with the other rows of the same statement in its group as one multi-row INSERT
+   * (insert-batch.ts). Absent for every other statement.
+   */
+  readonly rows?: { readonly table: string; readonly columns: readonly string[]; readonly tail: string };
 }
 
 export function stmt(name: string, sql: string, pgSql?: string): HotStatement {
@@ -20,6 +26,24 @@ export function stmt(name: string, sql: string, pgSql?: string): HotStatement {
 export function insert(name: string, table: string, columns: readonly string[], tail = ''): HotStatement {
   const cols = columns.map((c) => `"${c}"`).join(', ');
   return stmt(name, `INSERT INTO "${table}" (${cols}) VALUES (${columns.map(() => '?').join(', ')})${tail}`);
+}
+
+/**
+ * A single-row INSERT the writer may merge with the other rows of the same statement in its group
+ * (`HotStatement.rows`): only for inserts whose changed-row count nobody reads (no RETURNING, and
+ * `tail` at most `ON CONFLICT DO NOTHING`).
+ */
+export function batchableInsert(name: string, table: string, columns: readonly string[], tail = ''): HotStatement {
+  return { ...insert(name, table, columns, tail), rows: { table, columns, tail } };
+}
+
+/** The same INSERT for `n` rows (n ≥ 2): bound parameters row after row, in column order. */
+export function multiRowInsert(s: HotStatement, n: number): HotStatement {
+  const r = s.rows!;
+  const cols = r.columns.map((c) => `"${c}"`).join(', ');
+  const tuple = `(${r.columns.map(() => '?').join(', ')})`;
+  const sql = `INSERT INTO "${r.table}" (${cols}) VALUES ${Array.from({ length: n }, () => tuple).join(', ')}${r.tail}`;
+  return stmt(`${s.name.replace(/^hot_/, '')}_x${n}`, sql);
 }
 
 export const EVENT_COLUMNS = [
@@ -50,7 +74,8 @@ export const RUN_COLUMNS = [
   'retryable',
   'context',
   'usage',
-  'authorization',
+  'snapshot_hash',
+  'authorization_run',
   'authorization_hash',
   'created_at',
   'started_at',
@@ -160,7 +185,7 @@ export const SQL = {
     `UPDATE "events" SET "disposition" = ?, "run_id" = ?, "received_at" = ?, "idempotency_key" = COALESCE("idempotency_key", ?)
      WHERE "event_id" = ? AND "disposition" IN ('failed', 'rejected') AND "body_hash" = ?`,
   ),
-  insertRun: insert('insert_run', 'runs', RUN_COLUMNS),
+  insertRun: batchableInsert('insert_run', 'runs', RUN_COLUMNS),
   insertEventLog: insert('insert_event_log', 'event_log', EVENT_LOG_COLUMNS, ' RETURNING "id"'),
   /**
    * Taken before a transcript append: on PostgreSQL the conversation's transaction lock, so
@@ -180,7 +205,7 @@ export const SQL = {
   ),
 
   // Results and the end of a run.
-  insertResult: insert('insert_result', 'run_results', RESULT_COLUMNS),
+  insertResult: batchableInsert('insert_result', 'run_results', RESULT_COLUMNS),
   finishRun: stmt(
     'finish_run',
     `UPDATE "runs" SET "status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "usage" = ?, "finished_at" = ?
@@ -239,6 +264,6 @@ export const SQL = {
      ON CONFLICT ("owner_key", "key") DO UPDATE SET "value_base64" = excluded."value_base64", "size" = excluded."size", "updated_at" = excluded."updated_at"`,
   ),
   storageDelete: stmt('storage_delete', 'DELETE FROM "storage_entries" WHERE "owner_key" = ? AND "key" = ?'),
-  insertAudit: insert('insert_audit', 'audit_log', AUDIT_COLUMNS),
-  insertModelUsage: insert('insert_model_usage', 'model_usage', MODEL_USAGE_COLUMNS),
+  insertAudit: batchableInsert('insert_audit', 'audit_log', AUDIT_COLUMNS),
+  insertModelUsage: batchableInsert('insert_model_usage', 'model_usage', MODEL_USAGE_COLUMNS),
 } as const;

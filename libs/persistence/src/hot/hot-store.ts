@@ -7,10 +7,14 @@ import { telemetry } from '@libs/telemetry';
 import { Checkpointer, type WalStatus } from './checkpointer';
 import { PgHot } from './pg-driver';
 import { SqliteHot } from './sqlite-driver';
+import { indexTranscriptUnit, pendingTranscriptUnit } from './transcript-index';
 import type { Unit } from './unit';
 import { WriteQueue, type WriterStats } from './write-queue';
 
 const MiB = 1024 * 1024;
+/** The background transcript indexing (transcript-index.ts): how often, and at most how many rows a pass. */
+const INDEX_INTERVAL_MS = 1000;
+const INDEX_ROWS_PER_PASS = 20_000;
 
 /**
  * The hot-path store: one writer per database with group commit, and prepared reads. On SQLite
@@ -24,6 +28,7 @@ export class HotStore implements OnModuleDestroy {
   private readonly sqlite?: SqliteHot;
   private readonly pg?: PgHot;
   private readonly checkpointer?: Checkpointer;
+  private readonly indexer?: NodeJS.Timeout;
 
   constructor(@InjectDataSource() ds: DataSource, @Inject(APP_CONFIG) config: AppConfig) {
     if (config.database.type === 'postgres') {
@@ -41,6 +46,8 @@ export class HotStore implements OnModuleDestroy {
           idleTruncateMs: 2000,
         });
       }
+      this.indexer = setInterval(() => this.indexInBackground(), INDEX_INTERVAL_MS);
+      this.indexer.unref();
     }
     telemetry.sample('writer_queue_depth', () => this.queue.depth);
     telemetry.sample('wal_bytes', () => this.checkpointer?.status.wal_bytes ?? null);
@@ -67,6 +74,36 @@ export class HotStore implements OnModuleDestroy {
     return this.pg!.read(unit);
   }
 
+  /**
+   * SQLite: indexes every transcript row committed so far for full-text search (through the
+   * writer, so after everything submitted before); the search calls it first. PostgreSQL indexes
+   * at insert: nothing to do.
+   */
+  async indexTranscript(): Promise<void> {
+    if (this.sqlite) {
+      await this.write(() => indexTranscriptUnit());
+    }
+  }
+
+  /**
+   * A background pass of the transcript index, outside the write queue and its group commits:
+   * only while the connection is free (no writer group or admin transaction open on it), and only
+   * when rows wait. A failure is left to the next pass or the next search.
+   */
+  private indexInBackground(): void {
+    const db = this.sqlite;
+    if (!db || !db.ready() || this.queue.depth > 0) {
+      return;
+    }
+    try {
+      if (db.read(pendingTranscriptUnit())) {
+        db.runGroup([() => indexTranscriptUnit(INDEX_ROWS_PER_PASS)]);
+      }
+    } catch {
+      // The database is closing or busy; the next pass or search catches up.
+    }
+  }
+
   /** Everything submitted so far is committed (or failed). */
   drain(): Promise<void> {
     return this.queue.drain();
@@ -82,6 +119,7 @@ export class HotStore implements OnModuleDestroy {
   }
 
   async onModuleDestroy(): Promise<void> {
+    clearInterval(this.indexer);
     await this.queue.close();
     await this.checkpointer?.stop();
   }

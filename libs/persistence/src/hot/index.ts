@@ -8,3 +8,4 @@ export * from './steering-rows';
 export * from './admission-decision';
 export * from './admission-unit';
 export * from './steering-queue-units';
+export { joinSnapshot, splitSnapshot } from './snapshot-rows';

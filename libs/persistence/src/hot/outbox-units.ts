@@ -3,7 +3,7 @@
  * unit — so the same group commit — as the result they derive from (see `resultUnit` and
  * `finishUnit`); the webhook worker's state changes are units of their own. SQL of both dialects.
  */
-import { insert, stmt } from './hot-sql';
+import { batchableInsert, stmt } from './hot-sql';
 import { exec, json, one, rows, type SqlValue, type Unit } from './unit';
 
 export const OUTBOX_COLUMNS = [
@@ -54,7 +54,7 @@ export interface OutboxRow extends Omit<NewOutboxRow, 'webhook_state'> {
 const SELECT = `SELECT * FROM "delivery_outbox"`;
 
 export const OUTBOX_SQL = {
-  insert: insert('outbox_insert', 'delivery_outbox', OUTBOX_COLUMNS),
+  insert: batchableInsert('outbox_insert', 'delivery_outbox', OUTBOX_COLUMNS),
   /** A run's ops after a sequence (the deliveries SSE). */
   after: stmt('outbox_after', `${SELECT} WHERE "run_id" = ? AND "sequence" > ? ORDER BY "sequence" ASC LIMIT ?`),
   /**

@@ -1,5 +1,6 @@
 import { Client, Pool, type QueryConfig } from 'pg';
 import type { HotStatement } from './hot-sql';
+import { InsertBatch } from './insert-batch';
 import type { Op, SqlValue, Unit } from './unit';
 import type { WriterDriver } from './write-queue';
 
@@ -36,6 +37,8 @@ export class PgHot implements WriterDriver {
   private connected?: Promise<void>;
   private writer!: Client;
   private readonly readers: Pool;
+  /** Groups run one at a time (write-queue.ts), so one batch serves them all. */
+  private readonly batch = new InsertBatch();
 
   constructor(private readonly url: string) {
     this.readers = new Pool({ connectionString: url, max: 4 });
@@ -72,14 +75,39 @@ export class PgHot implements WriterDriver {
     return drive(this.readers, unit);
   }
 
+  /**
+   * One transaction for the group; batchable inserts of all its units become one multi-row
+   * INSERT per statement (insert-batch.ts), written before the next other statement and COMMIT.
+   */
   async runGroup(units: readonly (() => Unit<unknown>)[]): Promise<unknown[]> {
     await this.connect();
+    const batch = this.batch;
+    batch.clear();
+    const flush = async (): Promise<void> => {
+      if (!batch.empty) {
+        for (const h of batch.take()) {
+          await this.writer.query(query(h.stmt, h.params));
+        }
+      }
+    };
     await this.writer.query('BEGIN');
     try {
       const out: unknown[] = [];
       for (const u of units) {
-        out.push(await drive(this.writer, u()));
+        const unit = u();
+        let r = unit.next();
+        while (!r.done) {
+          const held = batch.hold(r.value);
+          if (held) {
+            r = unit.next(held);
+            continue;
+          }
+          await flush();
+          r = unit.next(await step(this.writer, r.value));
+        }
+        out.push(r.value);
       }
+      await flush();
       await this.writer.query('COMMIT');
       return out;
     } catch (e) {

@@ -3,6 +3,7 @@
  * step of a run: one result, its end (its admission: admission-unit.ts).
  */
 import type {
+  JsonObject,
   AuditEntity,
   EventEntity,
   EventLogEntity,
@@ -16,13 +17,18 @@ import {
   MODEL_USAGE_COLUMNS,
   EVENT_LOG_COLUMNS,
   RESULT_COLUMNS,
+  RUN_COLUMNS,
   SQL,
   TRANSCRIPT_COLUMNS,
 } from './hot-sql';
 import { outboxUnit, type NewOutboxRow } from './outbox-units';
+import { storeSnapshotUnit } from './snapshot-rows';
 import { bool, exec, json, one, rowParams, type Unit } from './unit';
 
-export type NewRun = Omit<RunEntity, 'id'>;
+/** A run row to write: its authorization snapshot whole (stored once by its hash: snapshot-rows.ts). */
+export type NewRun = Omit<RunEntity, 'id' | 'snapshot_hash' | 'authorization_run'> & {
+  authorization: JsonObject | null;
+};
 export type NewResult = Omit<RunResultEntity, 'id'>;
 export type NewAudit = Omit<AuditEntity, 'id'>;
 export type NewEventLog = Omit<EventLogEntity, 'id'>;
@@ -50,6 +56,12 @@ export function eventFromRow(r: Row): EventEntity {
     run_id: (r.run_id as string | null) ?? null,
     received_at: Number(r.received_at),
   };
+}
+
+/** Inserts a run row, its snapshot's shared part first when absent (snapshot-rows.ts). */
+export function* insertRunUnit(run: NewRun): Unit<void> {
+  const [snapshotHash, own] = yield* storeSnapshotUnit(run.authorization, run.created_at);
+  yield* exec(SQL.insertRun, rowParams(RUN_COLUMNS, { ...run, snapshot_hash: snapshotHash, authorization_run: own }));
 }
 
 export function* appendTranscriptUnit(row: NewTranscriptRow): Unit<number> {

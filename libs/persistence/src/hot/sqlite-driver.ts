@@ -1,5 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { HotStatement } from './hot-sql';
+import { InsertBatch } from './insert-batch';
 import type { Op, Unit } from './unit';
 import type { WriterDriver } from './write-queue';
 
@@ -11,6 +12,7 @@ import type { WriterDriver } from './write-queue';
  */
 export class SqliteHot implements WriterDriver {
   private readonly prepared = new Map<string, Statement>();
+  private readonly batch = new InsertBatch();
 
   constructor(readonly db: Database) {}
 
@@ -51,14 +53,39 @@ export class SqliteHot implements WriterDriver {
   runGroup(units: readonly (() => Unit<unknown>)[]): unknown[] {
     this.db.exec('BEGIN IMMEDIATE');
     try {
-      const out = units.map((u) => this.read(u()));
+      const out = units.map((u) => this.drive(u()));
+      this.flush();
       this.db.exec('COMMIT');
       return out;
     } catch (e) {
+      this.batch.clear();
       if (this.db.inTransaction) {
         this.db.exec('ROLLBACK');
       }
       throw e;
+    }
+  }
+
+  /** Steps a unit of a group: batchable inserts are held (insert-batch.ts), anything else runs after them. */
+  private drive<T>(unit: Unit<T>): T {
+    let r = unit.next();
+    while (!r.done) {
+      const held = this.batch.hold(r.value);
+      if (held) {
+        r = unit.next(held);
+        continue;
+      }
+      this.flush();
+      r = unit.next(this.step(r.value));
+    }
+    return r.value;
+  }
+
+  private flush(): void {
+    if (!this.batch.empty) {
+      for (const h of this.batch.take()) {
+        this.statement(h.stmt).run(...h.params);
+      }
     }
   }
 

@@ -9,10 +9,11 @@ import type { JsonObject } from '../entities';
 import { waitingRunRow } from './admission-unit';
 import type { NewTranscriptRow } from '../repositories/context.repository';
 import type { NewOutboxRow } from './outbox-units';
-import { RESULT_COLUMNS, RUN_COLUMNS, SQL } from './hot-sql';
+import { RESULT_COLUMNS, SQL } from './hot-sql';
 import {
   eventLogUnit,
   finishUnit,
+  insertRunUnit,
   type NewEventLog,
   type NewResult,
   type RunEnd,
@@ -85,7 +86,7 @@ export function* releaseRunUnit(runId: string, at: number): Unit<number> {
     if ((yield* exec(STEERING_SQL.markRedispatched, [at, at, next, item.id])) !== 1) {
       continue;
     }
-    yield* exec(SQL.insertRun, rowParams(RUN_COLUMNS, waitingRunRow(next, item.event_id, item, at)));
+    yield* insertRunUnit(waitingRunRow(next, item.event_id, item, at));
     const position = item.position;
     yield* eventLogUnit(
       transition(item, 'steering.dropped', runId, { status: 'dropped', reason: 'run_ended', position }, at),

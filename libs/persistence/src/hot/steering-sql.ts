@@ -77,7 +77,7 @@ export const STEERING_SQL = {
   /** A queued run starts: its context and grants are frozen now. */
   startQueuedRun: stmt(
     'start_queued_run',
-    `UPDATE "runs" SET "status" = 'running', "context" = ?, "authorization" = ?, "authorization_hash" = ?, "started_at" = ?, "deadline_at" = ?
+    `UPDATE "runs" SET "status" = 'running', "context" = ?, "snapshot_hash" = ?, "authorization_run" = ?, "authorization_hash" = ?, "started_at" = ?, "deadline_at" = ?
      WHERE "run_id" = ? AND "status" = 'queued'`,
   ),
   /** A waiting run ends before it started (no runner in time, its agent gone, cancelled). */

@@ -10,6 +10,8 @@ import { ConversationScope1765420000000 } from './1765420000000-conversation-sco
 import { Interactions1767000000000 } from './1767000000000-interactions';
 import { ConversationWorkspace1767100000000 } from './1767100000000-conversation-workspace';
 import { Workspaces1767200000000 } from './1767200000000-workspaces';
+import { RunSnapshots1767400000000 } from './1767400000000-run-snapshots';
+import { TranscriptIndexDeferred1767410000000 } from './1767410000000-transcript-index-deferred';
 import { HostProcesses1767500000000 } from './1767500000000-host-processes';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
@@ -26,5 +28,7 @@ export const MIGRATIONS = [
   Interactions1767000000000,
   ConversationWorkspace1767100000000,
   Workspaces1767200000000,
+  RunSnapshots1767400000000,
+  TranscriptIndexDeferred1767410000000,
   HostProcesses1767500000000,
 ];

@@ -98,6 +98,8 @@ export class ContextRepository {
     if (pg) {
       qb.andWhere(`to_tsvector('simple', t.content) @@ plainto_tsquery('simple', :q)`, { q: text });
     } else {
+      // Rows are indexed off the admission commit (hot/transcript-index.ts): catch up first.
+      await this.hot.indexTranscript();
       qb.andWhere(`t.id IN (SELECT rowid FROM transcript_fts WHERE transcript_fts MATCH :q)`, { q: ftsQuery(text) });
     }
     return qb.orderBy('t.seq', 'DESC').take(limit).getMany();

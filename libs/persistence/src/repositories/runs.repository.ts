@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, LessThan, Repository, type FindOptionsWhere } from 'typeorm';
 import type { RunStatus } from '@libs/protocol';
-import { EventEntity, RunEntity } from '../entities';
+import { EventEntity, RunEntity, type JsonObject } from '../entities';
+import { joinSnapshot, SNAPSHOT_SQL } from '../hot/snapshot-rows';
 import { HotStore } from '../hot/hot-store';
 import { SQL } from '../hot/hot-sql';
 import { admitUnit, type AdmissionRows, type AdmitOutcome } from '../hot/admission-unit';
@@ -77,6 +78,20 @@ export class RunsRepository {
 
   async get(runId: string): Promise<RunEntity | null> {
     return this.runs.findOne({ where: { run_id: runId } });
+  }
+
+  /**
+   * A run's frozen authorization snapshot, whole (its shared part is stored once by its hash:
+   * hot/snapshot-rows.ts), and the stored SHA-256 of its canonical JSON; null for an unknown run.
+   */
+  async authorization(runId: string): Promise<{ authorization: JsonObject | null; authorization_hash: string | null } | null> {
+    const r = await this.hot.read(
+      one<{ authorization_hash: string | null; authorization_run: string | null; content: string | null }>(
+        SNAPSHOT_SQL.ofRun,
+        [runId],
+      ),
+    );
+    return r ? { authorization: joinSnapshot(r.content, r.authorization_run), authorization_hash: r.authorization_hash } : null;
   }
 
   /** Newest first; `beforeId` is the cursor (internal id of the last row of the previous page). */

@@ -1,0 +1,78 @@
+import { SQL } from './hot-sql';
+import { InsertBatch, MAX_ROWS_PER_INSERT } from './insert-batch';
+import { OUTBOX_SQL } from './outbox-units';
+import type { Op, SqlValue } from './unit';
+
+const run = (stmt: Op['stmt'], params: SqlValue[]): Op => ({ kind: 'run', stmt, params });
+const resultRow = (runId: string, seq: number): SqlValue[] => [runId, seq, 'delta', '{}', null, 'runner', null, 1];
+
+describe('InsertBatch', () => {
+  it('holds batchable inserts and answers one changed row for each', () => {
+    const b = new InsertBatch();
+    expect(b.hold(run(SQL.insertResult, resultRow('r1', 1)))).toEqual({ changes: 1 });
+    expect(b.empty).toBe(false);
+  });
+
+  it('does not hold reads, updates, or inserts whose result a unit reads', () => {
+    const b = new InsertBatch();
+    expect(b.hold({ kind: 'get', stmt: SQL.eventById, params: ['e'] })).toBeUndefined();
+    expect(b.hold(run(SQL.finishRun, ['completed', null, null, null, null, 1, 'r1']))).toBeUndefined();
+    expect(b.hold(run(SQL.insertEvent, []))).toBeUndefined();
+    expect(b.hold(run(SQL.stateUpsert, ['s', 'k', '1', 1]))).toBeUndefined();
+    expect(b.empty).toBe(true);
+  });
+
+  it('writes the rows of one statement as one multi-row INSERT, rows in the order they came', () => {
+    const b = new InsertBatch();
+    for (let seq = 1; seq <= 5; seq++) {
+      b.hold(run(SQL.insertResult, resultRow('r1', seq)));
+    }
+    const [only, ...rest] = b.take();
+    expect(rest).toEqual([]);
+    expect(only.rows).toBe(5);
+    expect(only.stmt.sqlite.match(/\(\?, \?, \?, \?, \?, \?, \?, \?\)/g)).toHaveLength(5);
+    expect(only.stmt.pg).toContain('$40)');
+    expect(only.stmt.pg).not.toContain('$41');
+    expect(only.params.filter((_, i) => i % 8 === 1)).toEqual([1, 2, 3, 4, 5]);
+    expect(b.empty).toBe(true);
+  });
+
+  it('keeps a single row on the single-row statement', () => {
+    const b = new InsertBatch();
+    b.hold(run(SQL.insertResult, resultRow('r1', 1)));
+    expect(b.take()).toEqual([{ stmt: SQL.insertResult, params: resultRow('r1', 1), rows: 1 }]);
+  });
+
+  it('one statement per table, in the order the tables were first held', () => {
+    const b = new InsertBatch();
+    b.hold(run(SQL.insertResult, resultRow('r1', 1)));
+    b.hold(run(OUTBOX_SQL.insert, new Array<SqlValue>(14).fill('x')));
+    b.hold(run(SQL.insertResult, resultRow('r2', 1)));
+    const taken = b.take();
+    expect(taken.map((t) => [/INSERT INTO "(\w+)"/.exec(t.stmt.sqlite)?.[1], t.rows])).toEqual([
+      ['run_results', 2],
+      ['delivery_outbox', 1],
+    ]);
+  });
+
+  it(`splits more than ${MAX_ROWS_PER_INSERT} rows into several statements, reusing their shapes`, () => {
+    const b = new InsertBatch();
+    for (let seq = 1; seq <= MAX_ROWS_PER_INSERT * 2 + 3; seq++) {
+      b.hold(run(SQL.insertResult, resultRow('r1', seq)));
+    }
+    const taken = b.take();
+    expect(taken.map((t) => t.rows)).toEqual([MAX_ROWS_PER_INSERT, MAX_ROWS_PER_INSERT, 3]);
+    expect(taken[0].stmt).toBe(taken[1].stmt);
+    expect(taken[0].stmt.name).toBe(`hot_insert_result_x${MAX_ROWS_PER_INSERT}`);
+    expect(taken.flatMap((t) => t.params.filter((_, i) => i % 8 === 1))).toEqual(
+      Array.from({ length: MAX_ROWS_PER_INSERT * 2 + 3 }, (_, i) => i + 1),
+    );
+  });
+
+  it('forgets held rows on clear (a rolled-back group)', () => {
+    const b = new InsertBatch();
+    b.hold(run(SQL.insertResult, resultRow('r1', 1)));
+    b.clear();
+    expect(b.take()).toEqual([]);
+  });
+});
