@@ -723,16 +723,22 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
 
     await ds.runMigrations();
     expect(await columnsOf(ds, 'runs')).not.toContain('authorization');
-    const stored: Array<{ hash: string; content: string }> = await ds.query(`SELECT "hash", "content" FROM "snapshots"`);
+    const stored: Array<{ hash: string; content: string }> = await ds.query(
+      `SELECT "hash", "content" FROM "snapshots"`,
+    );
     expect(stored).toHaveLength(2);
     for (const row of stored) {
       expect(createHash('sha256').update(row.content).digest('hex')).toBe(row.hash);
     }
-    const joined: Array<{ run_id: string; authorization_hash: string | null; authorization_run: string | null; content: string | null }> =
-      await ds.query(
-        `SELECT r."run_id", r."authorization_hash", r."authorization_run", s."content" FROM "runs" AS r
+    const joined: Array<{
+      run_id: string;
+      authorization_hash: string | null;
+      authorization_run: string | null;
+      content: string | null;
+    }> = await ds.query(
+      `SELECT r."run_id", r."authorization_hash", r."authorization_run", s."content" FROM "runs" AS r
          LEFT JOIN "snapshots" AS s ON s."hash" = r."snapshot_hash" ORDER BY r."run_id"`,
-      );
+    );
     for (const [runId, auth] of runs) {
       const row = joined.find((r) => r.run_id === runId)!;
       const whole = joinSnapshot(row.content, row.authorization_run);
@@ -742,15 +748,14 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
       }
     }
 
-    await ds.undoLastMigration(); // transcript index
-    await ds.undoLastMigration(); // run snapshots
+    await undoNewerThan(ds, 'Workspaces1767200000000'); // host processes, transcript index, run snapshots
     expect(await listTables(ds)).not.toContain('snapshots');
     const reverted: Array<{ run_id: string; authorization: string | null }> = await ds.query(
       `SELECT "run_id", "authorization" FROM "runs" ORDER BY "run_id"`,
     );
-    expect(reverted.map((r) => [r.run_id, r.authorization === null ? null : (JSON.parse(r.authorization) as unknown)])).toEqual(
-      runs.map(([runId, auth]) => [runId, auth]),
-    );
+    expect(
+      reverted.map((r) => [r.run_id, r.authorization === null ? null : (JSON.parse(r.authorization) as unknown)]),
+    ).toEqual(runs.map(([runId, auth]) => [runId, auth]));
   });
 
   it('the transcript-index migration keeps existing rows searchable; new rows are searchable once indexed', async () => {
@@ -764,7 +769,8 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
     const newId = Number(identifiers[0].id);
     if (!isPostgres(ds)) {
       // Not indexed at insert; deleting such a row leaves the index intact.
-      const raw = (word: string) => ds.query(`SELECT rowid FROM "transcript_fts" WHERE "transcript_fts" MATCH ?`, [word]);
+      const raw = (word: string) =>
+        ds.query(`SELECT rowid FROM "transcript_fts" WHERE "transcript_fts" MATCH ?`, [word]);
       expect(await raw('after')).toEqual([]);
       await ds.getRepository(TranscriptEntity).delete({ id: newId });
       await ds.getRepository(TranscriptEntity).insert(transcriptRow(3, 'written after it again'));
