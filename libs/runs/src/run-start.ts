@@ -6,7 +6,7 @@ import type { AgentEntity, JsonObject, NewRun } from '@libs/persistence';
 import { runTimeoutSeconds, type RunnerManifest } from '@libs/protocol';
 import { planOf, type DeliveryContext } from '@libs/delivery';
 import { RunnerDispatch, type ConnectedRunner, type RunnerSession } from '@libs/runner-gateway';
-import type { RunContext } from '@libs/proto';
+import type { RunContext } from '@libs/protocol';
 import { ActiveRuns } from './active-runs';
 import { AdmissionCatalog } from './admission-catalog';
 import type { EventSubmission } from './event-submission';
