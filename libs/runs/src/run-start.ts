@@ -95,7 +95,7 @@ export class RunStarter {
       retryable: null,
       context: contextJson(context) as JsonObject,
       usage: null,
-      authorization: access.snapshot as unknown as JsonObject,
+      authorization: { ...access.snapshot },
       authorization_hash: snapshotHash(access.snapshot),
       created_at: now,
       started_at: now,

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { snapshotHash, type AuthorizationSnapshot } from '@libs/authz';
+import { snapshotHash } from '@libs/authz';
 import { ModelsRepository, RunsRepository, type RunListFilter } from '@libs/persistence';
 import { DomainError, isTerminal, parseRowCursor, readPage } from '@libs/protocol';
 import { ActiveRuns } from './active-runs';
@@ -41,7 +41,8 @@ export class RunsQueryService {
     if (!run) {
       throw new DomainError('not_found', `run ${runId} not found`, { run_id: runId });
     }
-    const snapshot = run.authorization as unknown as AuthorizationSnapshot | null;
+    // The snapshot as stored (JSON); the hash is recomputed from that content.
+    const snapshot = run.authorization;
     return {
       run_id: run.run_id,
       authorization: snapshot,
