@@ -60,6 +60,18 @@ module.exports = {
       from: { path: '^libs/runner-sdk/src/', pathNot: '\\.spec\\.ts$' },
       to: { path: '^libs/', pathNot: '^libs/(runner-sdk|proto)/' },
     },
+    {
+      name: 'domain-not-proto',
+      comment:
+        'Domain libs use the protocol schemas of libs/protocol; generated proto code stops at the adapters (docs/architecture.md#conventions).',
+      severity: 'error',
+      // The host API's gRPC adapter converts proto <-> the action schemas: it is the edge, not the domain.
+      from: {
+        path: '^libs/(runs|delivery|host-api|local-agent)/',
+        pathNot: ['\\.spec\\.ts$', '^libs/host-api/src/(host-api\\.grpc\\.ts|grpc/)'],
+      },
+      to: { path: '^libs/proto/' },
+    },
     ...floorRules,
   ],
   options: {

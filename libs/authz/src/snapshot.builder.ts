@@ -190,6 +190,7 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value ?? null);
 }
 
-export function snapshotHash(snapshot: AuthorizationSnapshot): string {
+/** The hash of a snapshot, as built or as stored (its JSON): the same content gives the same hash. */
+export function snapshotHash(snapshot: AuthorizationSnapshot | Readonly<Record<string, unknown>>): string {
   return createHash('sha256').update(canonicalJson(snapshot)).digest('hex');
 }

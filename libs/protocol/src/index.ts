@@ -7,3 +7,6 @@ export * from './config-schema';
 export { describeIssues } from './zod-issues';
 export * from './json-limits';
 export * from './paging';
+export * from './run-context';
+export * from './runner-commands';
+export * from './steering';

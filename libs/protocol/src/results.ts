@@ -89,3 +89,18 @@ export const usageSchema = z.looseObject({
   completion_tokens: z.number().int().nonnegative().nullable().optional(),
   total_tokens: z.number().int().nonnegative().nullable().optional(),
 });
+
+/**
+ * One result as a runner sends it (docs/protocol.md#results), after the gateway converted it from
+ * the wire: `data` and `usage` are JSON objects (absent when the runner sent none), `sequence` and
+ * `timestamp` integers when set. The result rules (libs/runs) decide what is kept.
+ */
+export const runnerResultSchema = z.object({
+  run_id: z.string(),
+  type: z.string(),
+  data: json.optional(),
+  usage: json.optional(),
+  sequence: z.number().int().optional(),
+  timestamp: z.number().int().optional(),
+});
+export type RunnerResult = z.infer<typeof runnerResultSchema>;

@@ -11,6 +11,7 @@ import { grpcErrorOf } from './grpc-error';
 import { isMalformed, malformedError } from './malformed-request';
 import { PluginsService } from './plugins.service';
 import { RunnerConnections, type ConnectedRunner, type RunnerSession } from './runner-connections';
+import { fromWireResult, toHostMessage } from './wire';
 
 export const HOST_VERSION = '0.1.0';
 const HELLO_TIMEOUT_MS = 10_000;
@@ -68,10 +69,10 @@ export class ConnectSessionHandler {
         }
         session.last_seen_at = Date.now();
         if (msg.result) {
-          this.connections.deliver(session, msg.result);
+          this.connections.deliver(session, fromWireResult(msg.result));
         } else if (msg.results) {
           for (const result of msg.results.results) {
-            this.connections.deliver(session, result);
+            this.connections.deliver(session, fromWireResult(result));
           }
         } else if (msg.hello) {
           fail('invalid_argument', 'hello may be sent only once per stream');
@@ -159,7 +160,7 @@ export class ConnectSessionHandler {
       connected_at: now,
       last_seen_at: now,
       runners,
-      send: (message) => out.next(message),
+      send: (command) => out.next(toHostMessage(command)),
       close: (reason) => out.error(grpcErrorOf('unavailable', reason)),
     };
     this.connections.attach(session);

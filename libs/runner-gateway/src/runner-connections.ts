@@ -1,7 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Subject } from 'rxjs';
-import type { HostMessage, RunResult } from '@libs/proto';
-import type { RunnerManifest } from '@libs/protocol';
+import type { RunnerCommand, RunnerManifest, RunnerResult } from '@libs/protocol';
 import { telemetry } from '@libs/telemetry';
 
 export interface ConnectedRunner {
@@ -17,13 +16,14 @@ export interface RunnerSession {
   readonly connected_at: number;
   last_seen_at: number;
   readonly runners: ConnectedRunner[];
-  send(message: HostMessage): void;
+  /** A run or a cancel for one of its runners (converted to the wire by the session's transport). */
+  send(command: RunnerCommand): void;
   /** Ends the stream from the host side. */
   close(reason: string): void;
 }
 
 export type InboundEvent =
-  | { kind: 'result'; session: RunnerSession; result: RunResult }
+  | { kind: 'result'; session: RunnerSession; result: RunnerResult }
   | { kind: 'disconnected'; session: RunnerSession; reason: string };
 
 /**
@@ -88,7 +88,7 @@ export class RunnerConnections {
     }
   }
 
-  deliver(session: RunnerSession, result: RunResult): void {
+  deliver(session: RunnerSession, result: RunnerResult): void {
     session.last_seen_at = Date.now();
     this.inbound$.next({ kind: 'result', session, result });
   }

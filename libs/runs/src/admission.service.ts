@@ -131,7 +131,7 @@ export class AdmissionService {
             ref: c,
             table: decisionTable(mode!, sub.event.event_type === 'message.received', this.starter.steerableRun(c.key)),
             item: steeringItem(eventId, sub, agent.runner_id, now, traceparent),
-            submission: sub as unknown as JsonObject,
+            submission: { ...sub },
           },
         });
       };

@@ -45,13 +45,14 @@ export interface EventSubmission {
   concurrency?: 'steer' | 'queue' | 'interrupt' | 'reject';
 }
 
-export interface InteractionInput {
+/** A type, not an interface: it travels as the run context's `input.interaction` JSON object. */
+export type InteractionInput = {
   interaction_id?: string;
   callback_token?: string;
   action_id?: string | null;
   values?: Record<string, unknown>;
   submitted_at?: number;
-}
+};
 
 export interface ContentElementInput {
   type: string;

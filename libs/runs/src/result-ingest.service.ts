@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } f
 import type { Subscription } from 'rxjs';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { textOf } from '@libs/delivery';
-import type { RunResult } from '@libs/proto';
+import type { RunnerResult } from '@libs/protocol';
 import {
   TERMINAL_RESULT_TYPES,
   checkJson,
@@ -61,7 +61,7 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
     this.sub?.unsubscribe();
   }
 
-  accept(session: RunnerSession, result: RunResult): void {
+  accept(session: RunnerSession, result: RunnerResult): void {
     const run = this.active.get(result.run_id);
     const log = { run_id: result.run_id, type: result.type, sequence: result.sequence };
     if (!run || run.session.session_id !== session.session_id) {

@@ -1,7 +1,7 @@
 import type { AuthorizationSnapshot } from '@libs/authz';
 import { deliveryContextOf } from '@libs/delivery';
 import type { AgentEntity } from '@libs/persistence';
-import type { RunContext } from '@libs/proto';
+import type { RunContext } from '@libs/protocol';
 import type { EventSubmission } from './event-submission';
 
 export const HOST_NAME = 'runner-host';

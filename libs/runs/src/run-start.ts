@@ -6,7 +6,7 @@ import type { AgentEntity, JsonObject, NewRun } from '@libs/persistence';
 import { runTimeoutSeconds, type RunnerManifest } from '@libs/protocol';
 import { planOf, type DeliveryContext } from '@libs/delivery';
 import { RunnerDispatch, type ConnectedRunner, type RunnerSession } from '@libs/runner-gateway';
-import type { RunContext } from '@libs/proto';
+import type { RunContext } from '@libs/protocol';
 import { ActiveRuns } from './active-runs';
 import { AdmissionCatalog } from './admission-catalog';
 import type { EventSubmission } from './event-submission';
@@ -95,7 +95,7 @@ export class RunStarter {
       retryable: null,
       context: contextJson(context) as JsonObject,
       usage: null,
-      authorization: access.snapshot as unknown as JsonObject,
+      authorization: { ...access.snapshot },
       authorization_hash: snapshotHash(access.snapshot),
       created_at: now,
       started_at: now,

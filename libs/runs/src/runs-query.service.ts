@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { snapshotHash, type AuthorizationSnapshot } from '@libs/authz';
+import { snapshotHash } from '@libs/authz';
 import { ModelsRepository, RunsRepository, type RunListFilter } from '@libs/persistence';
 import { DomainError, isTerminal, parseRowCursor, readPage } from '@libs/protocol';
 import { ActiveRuns } from './active-runs';
@@ -41,7 +41,8 @@ export class RunsQueryService {
     if (!stored) {
       throw new DomainError('not_found', `run ${runId} not found`, { run_id: runId });
     }
-    const snapshot = stored.authorization as unknown as AuthorizationSnapshot | null;
+    // The snapshot as stored (JSON); the hash is recomputed from that content.
+    const snapshot = stored.authorization;
     return {
       run_id: runId,
       authorization: snapshot,

@@ -3,8 +3,7 @@ import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { HostActions, InProcessHostPort } from '@libs/host-api';
 import { LOCAL_AGENT_MANIFEST, runLocalAgent, type AgentResult, type AgentRunContext } from '@libs/local-agent';
-import type { HostMessage, RunContext } from '@libs/proto';
-import { BUILTIN_LOCAL_AGENT_ID } from '@libs/protocol';
+import { BUILTIN_LOCAL_AGENT_ID, type RunContext, type RunnerCommand } from '@libs/protocol';
 import {
   RunnerConnections,
   RunnerDispatch,
@@ -79,7 +78,7 @@ export class LocalAgentTransport implements RunnerTransport, OnModuleInit {
     return this.running.size;
   }
 
-  private receive(message: HostMessage): void {
+  private receive(message: RunnerCommand): void {
     if (message.run?.context) {
       this.start(message.run.context);
     } else if (message.cancel) {
@@ -96,7 +95,7 @@ export class LocalAgentTransport implements RunnerTransport, OnModuleInit {
     this.running.set(runId, stop);
     // After the dispatching admission returns, as a plugin would get the run off its stream.
     setImmediate(() => {
-      void this.run(runId, context as unknown as AgentRunContext, signal).finally(() => this.running.delete(runId));
+      void this.run(runId, context, signal).finally(() => this.running.delete(runId));
     });
   }
 

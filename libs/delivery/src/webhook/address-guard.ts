@@ -66,7 +66,7 @@ export const guardedLookup: LookupFunction = (hostname, options, callback) => {
       return;
     }
     if (options.all) {
-      (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+      callback(null, addresses);
     } else {
       callback(null, addresses[0].address, addresses[0].family);
     }

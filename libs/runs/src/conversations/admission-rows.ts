@@ -60,3 +60,18 @@ export function steeringItem(
     }),
   ) as JsonObject;
 }
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * A waiting run's event submission as the admission unit stored it (`{ ...sub }`, checked at the
+ * HTTP edge when it was admitted): the fields a start needs are confirmed before it is used as
+ * one; false for a row that does not hold one (the waiting run then fails).
+ */
+export function isStoredSubmission(stored: unknown): stored is EventSubmission {
+  if (!isObject(stored) || typeof stored.agent_id !== 'string') {
+    return false;
+  }
+  const { event, input } = stored;
+  return isObject(event) && typeof event.event_type === 'string' && typeof event.source === 'string' && isObject(input);
+}

@@ -25,7 +25,11 @@ function item(id: number, createdAt = Date.now()): SteeringRow {
     next_run_id: `run-${id}`,
     dispatch: 'waiting',
     item: {},
-    submission: { input: { text: `m${id}` } },
+    submission: {
+      agent_id: 'agent-1',
+      event: { event_type: 'message.received', source: 'test' },
+      input: { text: `m${id}` },
+    },
     created_at: createdAt,
     redispatched_at: null,
   };
@@ -135,6 +139,14 @@ describe('ConversationDispatcher', () => {
     dispatcher.kick(KEY);
     await settle(dispatcher);
     expect(log).toEqual(['fail 1 runner.unavailable', 'fail 2 runner.unavailable']);
+  });
+
+  it('fails a waiting run whose stored submission lost its shape (host.dispatch_failed), then starts the next', async () => {
+    const broken = { ...item(1), submission: { input: { text: 'm1' } } };
+    const { dispatcher, log } = setup({ waiting: [broken, item(2)] });
+    dispatcher.kick(KEY);
+    await settle(dispatcher);
+    expect(log).toEqual(['fail 1 host.dispatch_failed', 'start 2', 'dispatch run-2']);
   });
 
   it('coalesces kicks: one driver per conversation, one more round after it', async () => {

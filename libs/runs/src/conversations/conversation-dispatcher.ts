@@ -4,10 +4,10 @@ import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { SteeringRepository, type JsonObject, type SteeringRow } from '@libs/persistence';
 import { RunnerDispatch } from '@libs/runner-gateway';
 import { AdmissionCatalog } from '../admission-catalog';
-import type { EventSubmission } from '../event-submission';
 import { RunLifecycleService } from '../run-lifecycle.service';
 import { verdictResult, type HostVerdict } from '../run-outcome';
 import { RunStarter, type LiveRunner } from '../run-start';
+import { isStoredSubmission } from './admission-rows';
 import { SIGNAL_PORT, type SignalPort } from './signal-port';
 
 const RUNNER_POLL_MS = 100;
@@ -127,7 +127,13 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
         error: `runner ${agent.runner_id} did not connect within ${this.config.runs.runnerWaitMs} ms`,
       });
     }
-    const sub = item.submission as unknown as EventSubmission;
+    const sub = item.submission;
+    if (!isStoredSubmission(sub)) {
+      return this.fail(item, {
+        code: 'host.dispatch_failed',
+        error: 'the waiting run has no valid stored event submission',
+      });
+    }
     const prepared = await this.starter.prepare(runId, item.event_id, sub, agent, live, Date.now());
     const started = await this.starter.whileStarting(prepared, conversation.key, () =>
       this.steering.startWaiting({ conversation, item_id: item.id, run_id: runId, run: prepared.run }),

@@ -17,6 +17,7 @@ import {
   elicitationRequest,
   elicitationResult,
   hashCallbackToken,
+  interactionRequestSchema,
   newCallbackToken,
   isCallbackTokenShape,
   parseInteractionRequest,
@@ -48,6 +49,15 @@ import type { ResultView } from '../run-stream.bus';
 export const SWEEP_INTERVAL_MS = 15_000;
 const SWEEP_BATCH = 100;
 const SWEEP_MAX_BATCHES = 10;
+
+/** A stored interaction request (written after `parseInteractionRequest`), read back through its schema. */
+function storedRequest(stored: JsonObject): InteractionRequest {
+  const parsed = interactionRequestSchema.safeParse(stored);
+  if (!parsed.success) {
+    throw new Error(`stored interaction request does not match its schema: ${parsed.error.message}`);
+  }
+  return parsed.data;
+}
 
 /** What the run path does with an `action.requested` result. */
 export interface ActionOutcome {
@@ -156,7 +166,7 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
    */
   async elicit(runId: string, params: ElicitationParams, signal: AbortSignal): Promise<ElicitResult> {
     const run = this.active.get(runId);
-    const p = params as unknown as Record<string, unknown>;
+    const p: Record<string, unknown> = { ...params };
     if (!run || run.ended || !(run.snapshot.interactions ?? []).includes('request') || p.mode === 'url') {
       return { action: 'decline' };
     }
@@ -338,7 +348,8 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
     }
     const now = Date.now();
     await this.refuseUnlessPending(row, now);
-    const request = row.request as unknown as InteractionRequest;
+    // Stored as parsed when the runner asked (interactionRequestSchema): reading it back is a parse, not a cast.
+    const request = storedRequest(row.request);
     const checked = validateSubmission(request, input);
     if (!checked.ok) {
       throw new DomainError('invalid_argument', checked.reason, { field: checked.field });
@@ -350,7 +361,7 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
       submitted_at: Math.floor(now / 1000),
     };
     const eventId = `interaction:${row.id}`;
-    if (!(await this.repo.claim(row.id, submission as unknown as JsonObject, eventId, now))) {
+    if (!(await this.repo.claim(row.id, { ...submission }, eventId, now))) {
       const current = (await this.repo.get(row.id)) ?? row;
       await this.refuseUnlessPending(current, Date.now());
       throw new DomainError('conflict', `interaction ${row.id}: already answered`, { status: current.status });
