@@ -7,3 +7,5 @@ export * from './config-schema';
 export { describeIssues } from './zod-issues';
 export * from './json-limits';
 export * from './paging';
+export * from './agent-shapes';
+export * from './host-api';
