@@ -50,7 +50,6 @@ import {
   type StorageSetResponse,
   type StreamModelChunk,
 } from '@libs/proto';
-import type { StorageArea } from '@libs/authz';
 import { bearerToken } from '@libs/auth';
 import { DomainError } from '@libs/protocol';
 import { PluginsService, grpcStatusErrorOf, isMalformed, malformedError, wireBytes } from '@libs/runner-gateway';
@@ -263,7 +262,7 @@ export class HostApiGrpc {
       ),
       storageList: this.unary(
         'storage.list',
-        (r: StorageListRequest) => ({ area: r.area as StorageArea, prefix: r.prefix, limit: r.limit }),
+        (r: StorageListRequest) => ({ area: r.area, prefix: r.prefix, limit: r.limit }),
         (res): StorageListResponse => res,
       ),
       promptGet: this.unary('prompt.get', (_r: PromptGetRequest) => ({}), (res): PromptGetResponse => res),
@@ -308,4 +307,4 @@ const toModelCall = (r: InvokeModelRequest) => ({
 });
 const stateKey = (r: { scope: string; key: string }) => ({ scope: r.scope, key: r.key });
 // The area is checked by the gate (invalid_argument naming `area`), before any service sees it.
-const storageKey = (r: { area: string; key: string }) => ({ area: r.area as StorageArea, key: r.key });
+const storageKey = (r: { area: string; key: string }) => ({ area: r.area, key: r.key });

@@ -17,7 +17,6 @@
  * deadline has passed too.
  */
 import type {
-  AgentInput,
   ChatMessage,
   ErrorCode,
   HistoryPage,

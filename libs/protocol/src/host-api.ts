@@ -31,7 +31,8 @@ export const STORAGE_AREA_RULE = 'must be "plugin", "workspace" or "binding"';
 // eslint-disable-next-line no-control-regex -- control characters are exactly what keys must not hold
 const STORAGE_KEY = /^[^\u0000-\u001f]{1,255}$/;
 const storageKey = z.string().regex(STORAGE_KEY, 'must be 1-255 characters without control characters');
-const storageArea = z.enum(STORAGE_AREAS, { error: STORAGE_AREA_RULE });
+// A string on the way in (adapters pass the wire's), an area on the way out.
+const storageArea = z.string().pipe(z.enum(STORAGE_AREAS, { error: STORAGE_AREA_RULE }));
 
 /** A pull waits at most this long for a follow-up (docs/protocol.md#steering-pull). */
 export const MAX_STEERING_PULL_WAIT_MS = 30_000;
