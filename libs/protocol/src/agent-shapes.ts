@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { usageSchema } from './results';
 
 /*
- * The protocol shapes the host and the local agent share (docs/local-agent.md#the-host-port):
+ * The protocol shapes the host and the local agent share (docs/local-agent.md#a-runner-like-any-other):
  * chat messages in the OpenAI chat shape the host API's model calls speak, the run context as the
  * local agent reads it, and the steering items a run pulls. One schema each; the TypeScript types
  * are inferred from them, so the host's adapters and the agent read the same definition.
@@ -156,10 +156,7 @@ export const agentRunContextSchema = z.looseObject({
     .optional(),
   conversation: z.looseObject({ conversation_id: text, thread_id: text }).nullable().optional(),
   input: agentInputSchema.nullable().optional(),
-  delivery: z
-    .looseObject({ supports_streaming: z.boolean().nullable().optional() })
-    .nullable()
-    .optional(),
+  delivery: z.looseObject({ supports_streaming: z.boolean().nullable().optional() }).nullable().optional(),
   resources: z
     .looseObject({
       models: z.array(modelGrantSchema).nullable().optional(),

@@ -1,10 +1,6 @@
 import { z } from 'zod';
 import { DomainError } from './errors';
-import {
-  chatMessageSchema,
-  jsonObjectSchema,
-  toolDefinitionSchema,
-} from './agent-shapes';
+import { chatMessageSchema, jsonObjectSchema, toolDefinitionSchema } from './agent-shapes';
 import { STATE_SCOPES, usageSchema } from './results';
 
 /*
@@ -23,7 +19,7 @@ const json = jsonObjectSchema;
 const optionalText = z.string().optional();
 const count = z.number().optional();
 
-/** Storage areas of the host API (docs/protocol.md#storage). */
+/** Storage areas of the host API (docs/protocol.md#host-api). */
 export const STORAGE_AREAS = ['plugin', 'workspace', 'binding'] as const;
 export type StorageAreaName = (typeof STORAGE_AREAS)[number];
 export const STORAGE_AREA_RULE = 'must be "plugin", "workspace" or "binding"';
@@ -43,7 +39,7 @@ const STEERING_MODES: Record<string, 'all' | 'one'> = {
   one_at_a_time: 'one',
 };
 
-/** model.invoke and model.stream; messages and tools are checked by the model service (docs/models.md). */
+/** model.invoke and model.stream; messages and tools are checked by the model service (docs/models-tools-knowledge.md#models). */
 export const modelCallRequestSchema = z.object({
   model_id: z.string(),
   messages: z.array(json),
