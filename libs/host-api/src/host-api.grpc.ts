@@ -197,7 +197,7 @@ export class HostApiGrpc {
           query: r.query,
           documents: r.documents,
           top_k: r.top_k,
-          extra_args: r.extra_args,
+          extra_args: struct(r.extra_args),
         }),
         (res): RerankResponse => res,
       ),
@@ -217,14 +217,14 @@ export class HostApiGrpc {
           kb_id: r.kb_id,
           query_text: r.query_text,
           top_k: r.top_k,
-          filters: r.filters,
+          filters: struct(r.filters),
         }),
         (res): RetrieveKnowledgeResponse => res,
       ),
       historyPage: this.unary('history.page', (r: HistoryPageRequest) => r, (res): HistoryPageResponse => cursors(res)),
       historySearch: this.unary(
         'history.search',
-        (r: HistorySearchRequest) => ({ query: r.query, filters: r.filters, top_k: r.top_k }),
+        (r: HistorySearchRequest) => ({ query: r.query, filters: struct(r.filters), top_k: r.top_k }),
         (res): HistorySearchResponse => res,
       ),
       eventGet: this.unary(
@@ -301,10 +301,12 @@ const toModelCall = (r: InvokeModelRequest) => ({
   model_id: r.model_id,
   messages: r.messages,
   tools: r.tools,
-  extra_args: r.extra_args,
+  extra_args: struct(r.extra_args),
   remove_think: r.remove_think,
   timeout_ms: r.timeout_ms,
 });
+/** An optional `google.protobuf.Struct` field: the JSON wrapper reads an absent one as null; the domain reads absent. */
+const struct = (value: Record<string, unknown> | null | undefined) => value ?? undefined;
 const stateKey = (r: { scope: string; key: string }) => ({ scope: r.scope, key: r.key });
 // The area is checked by the gate (invalid_argument naming `area`), before any service sees it.
 const storageKey = (r: { area: string; key: string }) => ({ area: r.area, key: r.key });
