@@ -16,6 +16,7 @@ type Json = Record<string, unknown>;
  * audited like any failed call. `needs` reads the request as the adapter gave it (the ids the gate
  * checks against the run's frozen grants); `run` gets the parsed request.
  */
+
 /** What an action needs besides the run, the action name and the payload size. */
 export type ActionNeeds = Omit<CallNeeds, 'action' | 'run_id' | 'payload_bytes'>;
 

@@ -11,8 +11,11 @@ import { usageSchema } from './results';
  * a reader passes on what it does not read.
  */
 
-/** A JSON object. */
-export const jsonObjectSchema = z.record(z.string(), z.unknown());
+/**
+ * A JSON object: any non-array object, its string keys kept. (Not a record of string keys: an
+ * in-process caller's objects may carry symbol-keyed bookkeeping, which is not part of the value.)
+ */
+export const jsonObjectSchema = z.looseObject({});
 export type JsonObject = z.infer<typeof jsonObjectSchema>;
 
 const text = z.string().nullable().optional();

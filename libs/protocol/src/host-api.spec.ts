@@ -92,6 +92,14 @@ describe('host-API request schemas', () => {
     expect(e.details).toEqual({ field });
   });
 
+  it('takes JSON objects that carry symbol-keyed bookkeeping, passing on their string keys', () => {
+    const message: Record<string | symbol, unknown> = { role: 'user', content: 'hi' };
+    message[Symbol('cursor')] = 3;
+    expect(hostApiRequest('model.count_tokens', { model_id: 'm', messages: [message] }).messages).toEqual([
+      { role: 'user', content: 'hi' },
+    ]);
+  });
+
   it('names the request itself when it is not an object', () => {
     const e = refusal('run.get', 'nope');
     expect(e.details).toEqual({ field: 'request' });

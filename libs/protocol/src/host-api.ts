@@ -87,7 +87,7 @@ export const HOST_API_REQUESTS = {
   'tool.detail': z.object({ tool_name: z.string() }),
   'tool.call': z.object({
     tool_name: z.string(),
-    parameters: z.record(z.string(), z.unknown(), { error: 'must be an object' }),
+    parameters: z.looseObject({}, { error: 'must be an object' }),
   }),
   'knowledge.retrieve': z.object({ kb_id: z.string(), query_text: z.string(), top_k: count, filters: json.optional() }),
   'history.page': z.object({
