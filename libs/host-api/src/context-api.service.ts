@@ -32,11 +32,8 @@ export class ContextApiService {
     return this.transcript.search(conversationOf(run.snapshot.scope), query, topK);
   }
 
-  /** An event of this run, or of the run's conversation and thread. */
+  /** An event of this run, or of the run's conversation and thread (the id is required by event.get's schema). */
   async eventGet(run: RunGrant, eventId: string) {
-    if (!eventId) {
-      throw new DomainError('invalid_argument', 'event_id: is required', { field: 'event_id' });
-    }
     const e = await this.events.get(eventId);
     if (!e) {
       throw new DomainError('not_found', `event ${eventId} not found`, { event_id: eventId });

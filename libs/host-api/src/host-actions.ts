@@ -1,16 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { StorageArea } from '@libs/authz';
-import type { PageRequest } from '@libs/conversations';
-import {
-  KnowledgeService,
-  ModelsService,
-  ToolsService,
-  type CountTokensInput,
-  type ModelCallInput,
-  type RerankCallInput,
-  type ResourceCall,
-  type RetrieveRequest,
-} from '@libs/resources';
+import { hostApiRequest, type HostApiAction, type HostApiParsed, type HostApiRequest } from '@libs/protocol';
+import { KnowledgeService, ModelsService, ToolsService, type ResourceCall } from '@libs/resources';
 import { SteeringService, WorkspaceQuotaGate, type RunGrant } from '@libs/runs';
 import { ContextApiService } from './context-api.service';
 import { HostApiGate, type CallNeeds, type Caller } from './host-api.gate';
@@ -19,65 +9,32 @@ import { StorageApiService } from './storage-api.service';
 type Json = Record<string, unknown>;
 
 /*
- * The host API's actions in domain terms (docs/protocol.md#host-api): what each request carries once an adapter
- * converted it (no run_id: the adapter names the run), and what each one needs of the run's
- * frozen grants. Both adapters — gRPC for plugins, in-process for the built-in runner — call the
- * same table through the same gate, so authorisation, audit, limits and rate are one thing.
+ * The host API's actions in domain terms (docs/protocol.md#host-api). Each action's request is a
+ * schema of @libs/protocol (HOST_API_REQUESTS): adapters convert their wire to its input (no
+ * run_id: the adapter names the run), and execute() parses it once, for both adapters — gRPC for
+ * plugins, in-process for the built-in runner — after the gate passed, so a refused request is
+ * audited like any failed call. `needs` reads the request as the adapter gave it (the ids the gate
+ * checks against the run's frozen grants); `run` gets the parsed request.
  */
-export interface HistoryPageInput extends PageRequest {
-  conversation_id?: string;
-}
-export interface HistorySearchInput {
-  query: string;
-  filters?: Json;
-  top_k?: number;
-}
-export interface EventPageInput {
-  conversation_id?: string;
-  event_types: string[];
-  before_cursor?: string;
-  limit?: number;
-}
-export interface StateKeyInput {
-  scope: string;
-  key: string;
-}
-export interface StateListInput {
-  scope: string;
-  prefix?: string;
-  limit?: number;
-}
-export interface StorageKeyInput {
-  area: StorageArea;
-  key: string;
-}
-export interface StorageListInput {
-  area: StorageArea;
-  prefix?: string;
-  limit?: number;
-}
-export interface SteeringPullInput {
-  mode?: string;
-  limit?: number;
-  wait_ms?: number;
-}
 
 /** What an action needs besides the run, the action name and the payload size. */
 export type ActionNeeds = Omit<CallNeeds, 'action' | 'run_id' | 'payload_bytes'>;
 
-interface ActionSpec<Req, Res> {
-  needs(req: Req): ActionNeeds;
-  run(run: RunGrant, req: Req): Promise<Res>;
+interface ActionSpec<A extends HostApiAction, Res> {
+  name: A;
+  needs(req: HostApiRequest<A>): ActionNeeds;
+  run(run: RunGrant, req: HostApiParsed<A>): Promise<Res>;
 }
 
-const action = <Req, Res>(
-  needs: (req: Req) => ActionNeeds,
-  run: (run: RunGrant, req: Req) => Promise<Res>,
-): ActionSpec<Req, Res> => ({ needs, run });
+const action = <A extends HostApiAction, Res>(
+  name: A,
+  needs: (req: HostApiRequest<A>) => ActionNeeds,
+  run: (run: RunGrant, req: HostApiParsed<A>) => Promise<Res>,
+): ActionSpec<A, Res> => ({ name, needs, run });
 
 const model = (id: string, operation: string): ActionNeeds => ({ resource: { kind: 'model', id, operation } });
 const tool = (id: string, operation: string): ActionNeeds => ({ resource: { kind: 'tool', id, operation } });
-const storage = (area: StorageArea, key?: string): ActionNeeds => ({ flag: 'storage', storage: area, scope: key });
+const storage = (area: string, key?: string): ActionNeeds => ({ flag: 'storage', storage: area, scope: key });
 
 /** The run-side handle a resource operation gets: its abort signal and deadline. */
 const callOf = (run: RunGrant): ResourceCall => ({
@@ -110,9 +67,11 @@ export class HostActions {
     return this.quotas.modelCall(run.workspace_id ?? 'default');
   }
 
-  readonly table = {
+  /** The actions as written; `table` below is the same object, typed per action name. */
+  readonly specs = {
     'model.invoke': action(
-      (r: ModelCallInput) => model(r.model_id, 'invoke'),
+      'model.invoke',
+      (r) => model(r.model_id, 'invoke'),
       async (run, r) => {
         await this.tokensLeft(run);
         return this.models.invoke(callOf(run), r);
@@ -120,43 +79,51 @@ export class HostActions {
     ),
     // Resolves once the gate passed (and audited); the chunks then flow as the provider sends them.
     'model.stream': action(
-      (r: ModelCallInput) => model(r.model_id, 'stream'),
+      'model.stream',
+      (r) => model(r.model_id, 'stream'),
       async (run, r) => {
         await this.tokensLeft(run);
         return this.models.stream(callOf(run), r);
       },
     ),
     'model.count_tokens': action(
-      (r: CountTokensInput) => model(r.model_id, 'count_tokens'),
+      'model.count_tokens',
+      (r) => model(r.model_id, 'count_tokens'),
       (run, r) => this.models.countTokens(callOf(run), r),
     ),
     'model.rerank': action(
-      (r: RerankCallInput) => model(r.model_id, 'rerank'),
+      'model.rerank',
+      (r) => model(r.model_id, 'rerank'),
       async (run, r) => {
         await this.tokensLeft(run);
         return this.models.rerank(callOf(run), r);
       },
     ),
     'tool.detail': action(
-      (r: { tool_name: string }) => tool(r.tool_name, 'detail'),
+      'tool.detail',
+      (r) => tool(r.tool_name, 'detail'),
       async (run, r) => ({ tool: await this.tools.detail(callOf(run), grantedTool(run, r.tool_name)) }),
     ),
     'tool.call': action(
-      (r: { tool_name: string; parameters: Json }) => tool(r.tool_name, 'call'),
+      'tool.call',
+      (r) => tool(r.tool_name, 'call'),
       async (run, r) => ({ result: await this.tools.call(callOf(run), grantedTool(run, r.tool_name), r.parameters) }),
     ),
     'knowledge.retrieve': action(
-      (r: RetrieveRequest): ActionNeeds => ({
+      'knowledge.retrieve',
+      (r): ActionNeeds => ({
         resource: { kind: 'knowledge_base', id: r.kb_id, operation: 'retrieve' },
       }),
       async (run, r) => ({ results: await this.knowledge.retrieve(callOf(run), r) }),
     ),
     'history.page': action(
-      (r: HistoryPageInput): ActionNeeds => ({ flag: 'history_page', conversation_id: r.conversation_id }),
+      'history.page',
+      (r): ActionNeeds => ({ flag: 'history_page', conversation_id: r.conversation_id }),
       (run, r) => this.context.historyPage(run, r),
     ),
     'history.search': action(
-      (r: HistorySearchInput): ActionNeeds => {
+      'history.search',
+      (r): ActionNeeds => {
         const conversation: unknown = r.filters?.conversation_id;
         return {
           flag: 'history_search',
@@ -166,66 +133,83 @@ export class HostActions {
       (run, r) => this.context.historySearch(run, r.query, r.top_k),
     ),
     'event.get': action(
-      (_r: { event_id: string }): ActionNeeds => ({ flag: 'event_get' }),
+      'event.get',
+      (_r): ActionNeeds => ({ flag: 'event_get' }),
       async (run, r) => ({ event: await this.context.eventGet(run, r.event_id) }),
     ),
     'event.page': action(
-      (r: EventPageInput): ActionNeeds => ({ flag: 'event_page', conversation_id: r.conversation_id }),
+      'event.page',
+      (r): ActionNeeds => ({ flag: 'event_page', conversation_id: r.conversation_id }),
       (run, r) => this.context.eventPage(run, r.event_types, r.before_cursor, r.limit),
     ),
     'state.get': action(
-      (r: StateKeyInput): ActionNeeds => ({ flag: 'state', scope: r.scope }),
+      'state.get',
+      (r): ActionNeeds => ({ flag: 'state', scope: r.scope }),
       (run, r) => this.context.stateGet(run, r.scope, r.key),
     ),
     'state.set': action(
-      (r: StateKeyInput & { value: unknown }): ActionNeeds => ({ flag: 'state', scope: r.scope }),
+      'state.set',
+      (r): ActionNeeds => ({ flag: 'state', scope: r.scope }),
       (run, r) => this.context.stateSet(run, r.scope, r.key, r.value),
     ),
     'state.delete': action(
-      (r: StateKeyInput): ActionNeeds => ({ flag: 'state', scope: r.scope }),
+      'state.delete',
+      (r): ActionNeeds => ({ flag: 'state', scope: r.scope }),
       (run, r) => this.context.stateDelete(run, r.scope, r.key),
     ),
     'state.list': action(
-      (r: StateListInput): ActionNeeds => ({ flag: 'state', scope: r.scope }),
+      'state.list',
+      (r): ActionNeeds => ({ flag: 'state', scope: r.scope }),
       (run, r) => this.context.stateList(run, r.scope, r.prefix, r.limit),
     ),
     'storage.get': action(
-      (r: StorageKeyInput) => storage(r.area, r.key),
+      'storage.get',
+      (r) => storage(r.area, r.key),
       (run, r) => this.storageApi.get(run, r.area, r.key),
     ),
     'storage.set': action(
-      (r: StorageKeyInput & { value: Buffer }): ActionNeeds => ({
+      'storage.set',
+      (r): ActionNeeds => ({
         ...storage(r.area, r.key),
         max_payload_bytes: Number.MAX_SAFE_INTEGER, // the value limit is checked by the storage service
       }),
       (run, r) => this.storageApi.set(run, r.area, r.key, r.value),
     ),
     'storage.delete': action(
-      (r: StorageKeyInput) => storage(r.area, r.key),
+      'storage.delete',
+      (r) => storage(r.area, r.key),
       (run, r) => this.storageApi.delete(run, r.area, r.key),
     ),
     'storage.list': action(
-      (r: StorageListInput) => storage(r.area),
+      'storage.list',
+      (r) => storage(r.area),
       (run, r) => this.storageApi.list(run, r.area, r.prefix, r.limit),
     ),
     'prompt.get': action(
-      (_r: object): ActionNeeds => ({ flag: 'prompt_get' }),
+      'prompt.get',
+      (_r): ActionNeeds => ({ flag: 'prompt_get' }),
       (run) => Promise.resolve(this.context.prompt(run)),
     ),
     'steering.pull': action(
-      (_r: SteeringPullInput): ActionNeeds => ({ flag: 'steering_pull' }),
+      'steering.pull',
+      (_r): ActionNeeds => ({ flag: 'steering_pull' }),
       (run, r) => this.steeringPull(run, r),
     ),
     'run.get': action(
-      (_r: object): ActionNeeds => ({ flag: 'run_get' }),
+      'run.get',
+      (_r): ActionNeeds => ({ flag: 'run_get' }),
       (run) => Promise.resolve(this.context.runGet(run)),
     ),
-  } satisfies Record<string, ActionSpec<never, unknown>>;
+  } satisfies { [A in HostApiAction]: ActionSpec<A, unknown> };
+
+  /** The action table by name: each entry's request, parsed request and answer are its action's. */
+  readonly table: { [A in HostApiAction]: ActionSpec<A, ResultOf<A>> } = this.specs;
 
   /**
    * Runs one action for `caller` on run `runId` through the gate: authenticated, authorised
-   * against the run's snapshot, limited and audited, then served. `payloadBytes` is the request's
-   * size as the adapter received it (the wire bytes on gRPC).
+   * against the run's snapshot, limited and audited; then the request is parsed by its schema
+   * (invalid_argument naming the field, audited as a failed call) and served. `payloadBytes` is
+   * the request's size as the adapter received it (the wire bytes on gRPC).
    */
   execute<A extends HostActionName>(
     caller: Caller,
@@ -235,7 +219,7 @@ export class HostActions {
     payloadBytes: number,
     opts: { paced?: boolean } = {},
   ): Promise<ResultOf<A>> {
-    const spec = this.table[name] as unknown as ActionSpec<RequestOf<A>, ResultOf<A>>;
+    const spec: ActionSpec<A, ResultOf<A>> = this.table[name];
     const needs: CallNeeds = {
       action: name,
       run_id: runId,
@@ -243,16 +227,17 @@ export class HostActions {
       ...spec.needs(req),
       ...(opts.paced ? { paced: true } : {}),
     };
-    return this.gate.call(caller, needs, (run) => spec.run(run, req));
+    return this.gate.call(caller, needs, (run) => spec.run(run, hostApiRequest(name, req)));
   }
 
   /** The one delegate of steering.pull: the run's durable steering queue (libs/runs). */
-  private async steeringPull(run: RunGrant, req: SteeringPullInput): Promise<{ items: Json[] }> {
+  private async steeringPull(run: RunGrant, req: HostApiParsed<'steering.pull'>): Promise<{ items: Json[] }> {
     return { items: await this.steering.pull(run, req) };
   }
 }
 
-export type HostActionTable = HostActions['table'];
-export type HostActionName = keyof HostActionTable;
-export type RequestOf<A extends HostActionName> = Parameters<HostActionTable[A]['needs']>[0];
-export type ResultOf<A extends HostActionName> = Awaited<ReturnType<HostActionTable[A]['run']>>;
+export type HostActionName = HostApiAction;
+/** What an adapter hands execute() for action `A` (before its schema parsed it). */
+export type RequestOf<A extends HostActionName> = HostApiRequest<A>;
+/** What action `A` answers, before an adapter converts it to its wire. */
+export type ResultOf<A extends HostActionName> = Awaited<ReturnType<HostActions['specs'][A]['run']>>;

@@ -1,8 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AuditService, type ApiFlag, type StorageArea } from '@libs/authz';
-import { DomainError } from '@libs/protocol';
+import { DomainError, STORAGE_AREAS, STORAGE_AREA_RULE } from '@libs/protocol';
 import { RunGrants, type RunGrant } from '@libs/runs';
 import { telemetry } from '@libs/telemetry';
+
+const isStorageArea = (area: string): area is StorageArea => (STORAGE_AREAS as readonly string[]).includes(area);
 
 export type ResourceKind = 'model' | 'tool' | 'knowledge_base';
 
@@ -12,7 +14,8 @@ export interface CallNeeds {
   run_id: string;
   flag?: ApiFlag;
   resource?: { kind: ResourceKind; id: string; operation: string };
-  storage?: StorageArea;
+  /** The storage area named by the request; the gate refuses one that is not an area (STORAGE_AREAS). */
+  storage?: string;
   /** A conversation the call names; it must be the run's. */
   conversation_id?: string | null;
   /** For the audit row: the state scope, storage area or resource addressed. */
@@ -121,11 +124,14 @@ export class HostApiGate {
         throw new DomainError('unauthorized', `${kind} "${id}" is not granted to this run for ${operation}`);
       }
     }
-    if (needs.storage && !['plugin', 'workspace', 'binding'].includes(needs.storage)) {
-      throw new DomainError('invalid_argument', 'area: must be "plugin", "workspace" or "binding"', { field: 'area' });
-    }
-    if (needs.storage && !snapshot.storage[needs.storage]) {
-      throw new DomainError('unauthorized', `storage area "${needs.storage}" is not granted to this run`);
+    if (needs.storage !== undefined) {
+      // Before the grant: an area that is not one is the caller's mistake, not a missing grant.
+      if (!isStorageArea(needs.storage)) {
+        throw new DomainError('invalid_argument', `area: ${STORAGE_AREA_RULE}`, { field: 'area' });
+      }
+      if (!snapshot.storage[needs.storage]) {
+        throw new DomainError('unauthorized', `storage area "${needs.storage}" is not granted to this run`);
+      }
     }
     if (needs.conversation_id && needs.conversation_id !== snapshot.scope.conversation_id) {
       throw new DomainError('unauthorized', `conversation ${needs.conversation_id} is not accessible by this run`);

@@ -50,7 +50,6 @@ import {
   type StorageSetResponse,
   type StreamModelChunk,
 } from '@libs/proto';
-import type { StorageArea } from '@libs/authz';
 import { bearerToken } from '@libs/auth';
 import { DomainError } from '@libs/protocol';
 import { PluginsService, grpcStatusErrorOf, isMalformed, malformedError, wireBytes } from '@libs/runner-gateway';
@@ -198,7 +197,7 @@ export class HostApiGrpc {
           query: r.query,
           documents: r.documents,
           top_k: r.top_k,
-          extra_args: r.extra_args,
+          extra_args: struct(r.extra_args),
         }),
         (res): RerankResponse => res,
       ),
@@ -218,14 +217,18 @@ export class HostApiGrpc {
           kb_id: r.kb_id,
           query_text: r.query_text,
           top_k: r.top_k,
-          filters: r.filters,
+          filters: struct(r.filters),
         }),
         (res): RetrieveKnowledgeResponse => res,
       ),
-      historyPage: this.unary('history.page', (r: HistoryPageRequest) => r, (res): HistoryPageResponse => cursors(res)),
+      historyPage: this.unary(
+        'history.page',
+        (r: HistoryPageRequest) => r,
+        (res): HistoryPageResponse => cursors(res),
+      ),
       historySearch: this.unary(
         'history.search',
-        (r: HistorySearchRequest) => ({ query: r.query, filters: r.filters, top_k: r.top_k }),
+        (r: HistorySearchRequest) => ({ query: r.query, filters: struct(r.filters), top_k: r.top_k }),
         (res): HistorySearchResponse => res,
       ),
       eventGet: this.unary(
@@ -233,7 +236,11 @@ export class HostApiGrpc {
         (r: EventGetRequest) => ({ event_id: r.event_id }),
         ({ event }): EventGetResponse => ({ event: { ...event } }),
       ),
-      eventPage: this.unary('event.page', (r: EventPageRequest) => r, (res): EventPageResponse => cursors(res)),
+      eventPage: this.unary(
+        'event.page',
+        (r: EventPageRequest) => r,
+        (res): EventPageResponse => cursors(res),
+      ),
       stateGet: this.unary(
         'state.get',
         (r: StateGetRequest) => stateKey(r),
@@ -244,13 +251,21 @@ export class HostApiGrpc {
         (r: StateSetRequest) => ({ scope: r.scope, key: r.key, value: r.value }),
         (res): StateSetResponse => res,
       ),
-      stateDelete: this.unary('state.delete', (r: StateDeleteRequest) => stateKey(r), (res): StateDeleteResponse => res),
+      stateDelete: this.unary(
+        'state.delete',
+        (r: StateDeleteRequest) => stateKey(r),
+        (res): StateDeleteResponse => res,
+      ),
       stateList: this.unary(
         'state.list',
         (r: StateListRequest) => ({ scope: r.scope, prefix: r.prefix, limit: r.limit }),
         (res): StateListResponse => res,
       ),
-      storageGet: this.unary('storage.get', (r: StorageGetRequest) => storageKey(r), (res): StorageGetResponse => res),
+      storageGet: this.unary(
+        'storage.get',
+        (r: StorageGetRequest) => storageKey(r),
+        (res): StorageGetResponse => res,
+      ),
       storageSet: this.unary(
         'storage.set',
         (r: StorageSetRequest) => ({ ...storageKey(r), value: Buffer.from(r.value) }),
@@ -263,16 +278,24 @@ export class HostApiGrpc {
       ),
       storageList: this.unary(
         'storage.list',
-        (r: StorageListRequest) => ({ area: r.area as StorageArea, prefix: r.prefix, limit: r.limit }),
+        (r: StorageListRequest) => ({ area: r.area, prefix: r.prefix, limit: r.limit }),
         (res): StorageListResponse => res,
       ),
-      promptGet: this.unary('prompt.get', (_r: PromptGetRequest) => ({}), (res): PromptGetResponse => res),
+      promptGet: this.unary(
+        'prompt.get',
+        (_r: PromptGetRequest) => ({}),
+        (res): PromptGetResponse => res,
+      ),
       steeringPull: this.unary(
         'steering.pull',
         (r: SteeringPullRequest) => ({ mode: r.mode, limit: r.limit, wait_ms: r.wait_ms }),
         (res): SteeringPullResponse => res,
       ),
-      runGet: this.unary('run.get', (_r: RunGetRequest) => ({}), (res): RunGetResponse => res),
+      runGet: this.unary(
+        'run.get',
+        (_r: RunGetRequest) => ({}),
+        (res): RunGetResponse => res,
+      ),
     };
   }
 }
@@ -302,10 +325,12 @@ const toModelCall = (r: InvokeModelRequest) => ({
   model_id: r.model_id,
   messages: r.messages,
   tools: r.tools,
-  extra_args: r.extra_args,
+  extra_args: struct(r.extra_args),
   remove_think: r.remove_think,
   timeout_ms: r.timeout_ms,
 });
+/** An optional `google.protobuf.Struct` field: the JSON wrapper reads an absent one as null; the domain reads absent. */
+const struct = (value: Record<string, unknown> | null | undefined) => value ?? undefined;
 const stateKey = (r: { scope: string; key: string }) => ({ scope: r.scope, key: r.key });
 // The area is checked by the gate (invalid_argument naming `area`), before any service sees it.
-const storageKey = (r: { area: string; key: string }) => ({ area: r.area as StorageArea, key: r.key });
+const storageKey = (r: { area: string; key: string }) => ({ area: r.area, key: r.key });

@@ -4,10 +4,10 @@ import { StoresRepository } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import { WorkspaceQuotaGate, type RunGrant } from '@libs/runs';
 
-// eslint-disable-next-line no-control-regex -- control characters are exactly what keys must not hold
-const KEY = /^[^\u0000-\u001f]{1,255}$/;
-
-/** Byte storage per area; the owner comes from the run's snapshot, never from the caller. */
+/**
+ * Byte storage per area; the owner comes from the run's snapshot, never from the caller. Keys and
+ * areas are checked by the request schemas (@libs/protocol HOST_API_REQUESTS) before a call gets here.
+ */
 @Injectable()
 export class StorageApiService {
   constructor(
@@ -19,17 +19,8 @@ export class StorageApiService {
     return `${area}:${run.snapshot.storage[area]}`;
   }
 
-  private key(key: string): string {
-    if (!KEY.test(key)) {
-      throw new DomainError('invalid_argument', 'key: must be 1-255 characters without control characters', {
-        field: 'key',
-      });
-    }
-    return key;
-  }
-
   async get(run: RunGrant, area: StorageArea, key: string) {
-    const row = await this.stores.storageGet(this.owner(run, area), this.key(key));
+    const row = await this.stores.storageGet(this.owner(run, area), key);
     if (!row) {
       throw new DomainError('not_found', `storage key "${key}" not found`, { field: 'key' });
     }
@@ -46,12 +37,12 @@ export class StorageApiService {
     }
     // docs/tenancy.md#quotas: the workspace's storage bytes (429 naming max_storage_bytes).
     await this.quotas.storage(run.workspace_id ?? 'default', value.length);
-    await this.stores.storageSet(this.owner(run, area), this.key(key), value);
+    await this.stores.storageSet(this.owner(run, area), key, value);
     return {};
   }
 
   async delete(run: RunGrant, area: StorageArea, key: string) {
-    return { success: await this.stores.storageDelete(this.owner(run, area), this.key(key)) };
+    return { success: await this.stores.storageDelete(this.owner(run, area), key) };
   }
 
   async list(run: RunGrant, area: StorageArea, prefix: string | undefined, limit: number | undefined) {

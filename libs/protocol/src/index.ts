@@ -10,3 +10,5 @@ export * from './paging';
 export * from './run-context';
 export * from './runner-commands';
 export * from './steering';
+export * from './agent-shapes';
+export * from './host-api';

@@ -66,6 +66,9 @@ function setup() {
     record: (r: AuditRecord) => Promise.resolve(void audit.push(r)),
   } as unknown as AuditService);
   const tools = {
+    detail: jest.fn((_call: unknown, tool: { tool_name: string }): Promise<Record<string, unknown>> =>
+      Promise.resolve({ name: tool.tool_name, description: 'adds', parameters: { type: 'object' } }),
+    ),
     call: jest.fn((_call: unknown, tool: { tool_name: string }, p: { a: number; b: number }) =>
       Promise.resolve({ tool: tool.tool_name, sum: p.a + p.b }),
     ),
@@ -146,6 +149,38 @@ describe('InProcessHostPort: the local agent calls the host API through the same
       code: 'payload_too_large',
     });
     expect(audit[0]).toMatchObject({ outcome: 'denied', error_code: 'payload_too_large' });
+  });
+
+  it('parses the request once after the gate: a bad one is invalid_argument naming the field, audited failed', async () => {
+    const { port, audit, tools } = setup();
+    // A caller past the type system (the port is typed): parameters that are not an object.
+    const e = await port()
+      .callTool('add', [1, 2] as never)
+      .catch((err: unknown) => err);
+    expect(e).toBeInstanceOf(DomainError);
+    expect(e).toMatchObject({
+      code: 'invalid_argument',
+      message: 'parameters: must be an object',
+      details: { field: 'parameters' },
+    });
+    expect(tools.call).not.toHaveBeenCalled();
+    expect(audit).toEqual([
+      expect.objectContaining({ action: 'tool.call', outcome: 'failed', error_code: 'invalid_argument' }),
+    ]);
+  });
+
+  it("reads the host's answer through the agent's schema; one that does not fit is a runtime_error", async () => {
+    const { port, tools } = setup();
+    await expect(port().getToolDetail('add')).resolves.toEqual({
+      name: 'add',
+      description: 'adds',
+      parameters: { type: 'object' },
+    });
+    tools.detail.mockResolvedValueOnce({ name: 7 });
+    await expect(port().getToolDetail('add')).rejects.toMatchObject({
+      code: 'runtime_error',
+      message: expect.stringMatching(/^host answer tool\.name: /),
+    });
   });
 
   it('steering.pull without the run granting it is refused like any ungranted API', async () => {

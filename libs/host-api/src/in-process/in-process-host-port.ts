@@ -20,7 +20,17 @@ import type {
   ToolDefinition,
   ToolDetail,
 } from '@libs/local-agent';
-import { DomainError } from '@libs/protocol';
+import {
+  DomainError,
+  chatMessageSchema,
+  describeIssues,
+  historyPageSchema,
+  steeringItemSchema,
+  knowledgeEntrySchema,
+  toolDetailSchema,
+  usageSchema,
+} from '@libs/protocol';
+import type { z } from 'zod';
 import type { HostActions, HostActionName, RequestOf, ResultOf } from '../host-actions';
 import type { Caller } from '../host-api.gate';
 import { fromStreamItem } from './stream-items';
@@ -29,6 +39,19 @@ const logger = new Logger('HostApiInProcess');
 
 /** The request's size as a plugin would have sent it (JSON bytes): the gate's payload limit applies alike. */
 const jsonBytes = (req: object): number => Buffer.byteLength(JSON.stringify(req));
+
+/**
+ * A host answer in the local agent's shape (@libs/protocol's answer schemas): the service's
+ * domain JSON read by the schema the agent's types come from. An answer that does not fit is a
+ * host bug, thrown as `runtime_error` naming the field.
+ */
+function answer<S extends z.ZodType>(schema: S, value: unknown, name: string): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    throw new DomainError('runtime_error', `host answer ${describeIssues(parsed.error, name)}`, {}, false);
+  }
+  return parsed.data;
+}
 
 /**
  * What the port throws: the gate's and services' protocol errors as they are; anything else (a
@@ -81,7 +104,10 @@ export class InProcessHostPort implements LocalAgentHostPort {
 
   async invokeModel(req: ModelCallRequest): Promise<ModelInvokeResult> {
     const out = await this.call('model.invoke', modelCall(req));
-    return { message: out.message as ChatMessage, usage: out.usage ?? null };
+    return {
+      message: answer(chatMessageSchema, out.message, 'message'),
+      usage: out.usage ? answer(usageSchema, out.usage, 'usage') : null,
+    };
   }
 
   async *streamModel(req: ModelCallRequest): AsyncIterable<ModelStreamItem> {
@@ -100,7 +126,7 @@ export class InProcessHostPort implements LocalAgentHostPort {
     const out = await this.call('model.count_tokens', {
       model_id: req.model_id,
       messages: req.messages,
-      tools: (req.tools ?? []) as unknown as JsonObject[],
+      tools: req.tools ?? [],
     });
     return out.tokens;
   }
@@ -117,7 +143,7 @@ export class InProcessHostPort implements LocalAgentHostPort {
 
   async getToolDetail(toolName: string): Promise<ToolDetail> {
     const out = await this.call('tool.detail', { tool_name: toolName });
-    return out.tool as unknown as ToolDetail;
+    return answer(toolDetailSchema, out.tool, 'tool');
   }
 
   async callTool(toolName: string, parameters: JsonObject): Promise<unknown> {
@@ -130,11 +156,11 @@ export class InProcessHostPort implements LocalAgentHostPort {
       query_text: req.query_text,
       top_k: req.top_k,
     });
-    return out.results;
+    return answer(knowledgeEntrySchema.array(), out.results, 'results');
   }
 
   async historyPage(req: HistoryPageRequest): Promise<HistoryPage> {
-    return (await this.call('history.page', { ...req })) as unknown as HistoryPage;
+    return answer(historyPageSchema, await this.call('history.page', { ...req }), 'page');
   }
 
   async promptGet(): Promise<ChatMessage[]> {
@@ -152,7 +178,7 @@ export class InProcessHostPort implements LocalAgentHostPort {
 
   async steeringPull(req: SteeringPullRequest): Promise<SteeringItem[]> {
     const out = await this.call('steering.pull', { mode: req.mode, limit: req.limit, wait_ms: req.wait_ms });
-    return out.items;
+    return answer(steeringItemSchema.array(), out.items, 'items');
   }
 
   async runGet(): Promise<RunStatusView> {
@@ -168,8 +194,8 @@ export class InProcessHostPort implements LocalAgentHostPort {
 function modelCall(req: ModelCallRequest) {
   return {
     model_id: req.model_id,
-    messages: req.messages as unknown as JsonObject[],
-    tools: req.tools as unknown as JsonObject[],
+    messages: req.messages,
+    tools: req.tools,
     remove_think: req.remove_think,
     extra_args: req.extra_args,
   };
