@@ -1,17 +1,20 @@
 import { HostApiError, RunAbortedError } from './errors';
+import { registerFaults } from './faults';
 import { RunHostApi, type HostApiTransport, type SteeringItem } from './host-api';
 import type { JsonObject } from './json';
 import { startMcpBridge, type McpBridge, type McpBridgeOptions } from './mcp-bridge';
 import { RunResults, type Outbox } from './results';
-import type {
-  ConfigSchemaItem,
-  I18n,
-  Input,
-  RunContext,
-  RunnerCapabilities,
-  RunnerManifest,
-  RunnerPermissions,
-  RunRequest,
+import {
+  TERMINAL_RESULT_TYPES,
+  type ConfigSchemaItem,
+  type I18n,
+  type Input,
+  type RunContext,
+  type RunnerCapabilities,
+  type RunnerManifest,
+  type RunnerPermissions,
+  type RunRequest,
+  type RunResult,
 } from './types';
 
 /*
@@ -138,6 +141,8 @@ interface ActiveRun {
   timer: NodeJS.Timeout | undefined;
   /** What ends with the run (its MCP bridges). */
   closers: (() => Promise<void>)[];
+  /** Set by the protocol fault hook ignoreCancel() (faults.ts): cancel and deadline do nothing. */
+  ignoreCancel: boolean;
 }
 
 function textOf(input: Input | JsonObject | null | undefined): string {
@@ -184,7 +189,7 @@ export class RunDispatcher {
       return;
     }
     const controller = new AbortController();
-    const run: ActiveRun = { controller, results, timer: undefined, closers: [] };
+    const run: ActiveRun = { controller, results, timer: undefined, closers: [], ignoreCancel: false };
     this.active.set(runId, run);
     const deadlineAt = ctx.runtime?.deadline_at;
     const deadline = typeof deadlineAt === 'number' && deadlineAt > 0 ? new Date(deadlineAt * 1000) : null;
@@ -240,12 +245,17 @@ export class RunDispatcher {
     if (!run || run.controller.signal.aborted) {
       return;
     }
+    if (run.ignoreCancel && (reason.kind === 'cancelled' || reason.kind === 'deadline')) {
+      this.log('warn', 'cancel ignored (protocol fault hook ignoreCancel)', { run_id: runId, reason: reason.message });
+      return;
+    }
     switch (reason.kind) {
       case 'cancelled':
         void run.results.failed(`cancelled: ${reason.message}`, { code: 'cancelled' });
         break;
       case 'deadline':
-        void run.results.failed('the run reached its deadline', { code: 'runner.timeout' });
+        // As the host's own verdict at the deadline (docs/protocol.md#deadline): retryable.
+        void run.results.failed('the run reached its deadline', { code: 'runner.timeout', retryable: true });
         break;
       case 'stopped':
         void run.results.failed('the runner stopped', { code: 'runner.stopped', retryable: true });
@@ -285,7 +295,7 @@ export class RunDispatcher {
     const host = new RunHostApi(this.transport, ctx.run_id, signal, deadline ?? undefined, traceparent);
     const steeringGranted = ctx.context?.available_apis?.steering_pull === true;
     let toolCalls = 0;
-    return {
+    const io: RunIO = {
       runId: ctx.run_id,
       signal,
       deadline,
@@ -323,6 +333,25 @@ export class RunDispatcher {
         return bridge;
       },
     };
+    registerFaults(io, {
+      sendRaw: ({ type, data, usage, sequence }) => {
+        const raw = { run_id: ctx.run_id, type, data, timestamp: Math.floor(Date.now() / 1000) } as RunResult;
+        if (typeof sequence === 'number') {
+          raw.sequence = sequence;
+        }
+        if (usage) {
+          raw.usage = usage;
+        }
+        if (TERMINAL_RESULT_TYPES.has(type)) {
+          results.close(); // the run's own emitters (and the dispatcher's terminal rule) send nothing more
+        }
+        return this.outbox.push(raw);
+      },
+      ignoreCancel: () => {
+        run.ignoreCancel = true;
+      },
+    });
+    return io;
   }
 }
 
