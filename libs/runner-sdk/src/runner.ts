@@ -109,6 +109,9 @@ export interface RunnerDefinition {
 
 const RUNNER_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
+/** How long after the deadline the SDK sends its own `runner.timeout` (the signal fires at the deadline). */
+export const DEADLINE_VERDICT_GRACE_MS = 1_000;
+
 /** Checks a definition and returns it typed. */
 export function defineRunner(definition: RunnerDefinition): RunnerDefinition {
   if (!RUNNER_NAME.test(definition.name)) {
@@ -253,10 +256,16 @@ export class RunDispatcher {
       case 'cancelled':
         void run.results.failed(`cancelled: ${reason.message}`, { code: 'cancelled' });
         break;
-      case 'deadline':
-        // As the host's own verdict at the deadline (docs/protocol.md#deadline): retryable.
-        void run.results.failed('the run reached its deadline', { code: 'runner.timeout', retryable: true });
+      case 'deadline': {
+        // The host enforces the deadline itself and its verdict comes first (docs/protocol.md#deadline);
+        // this one, as retryable as the host's, only ends a run the host did not end (it drops it otherwise).
+        const verdict = setTimeout(
+          () => void run.results.failed('the run reached its deadline', { code: 'runner.timeout', retryable: true }),
+          DEADLINE_VERDICT_GRACE_MS,
+        );
+        verdict.unref();
         break;
+      }
       case 'stopped':
         void run.results.failed('the runner stopped', { code: 'runner.stopped', retryable: true });
         break;
