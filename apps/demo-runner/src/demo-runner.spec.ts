@@ -1,16 +1,19 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { JsonObject, RunResult } from '@libs/runner-sdk';
-import { FakeHost, type FakeRun, type StartOptions } from '@libs/runner-sdk/testing';
+import type { JsonObject, RunResult } from '@runner-host/runner-sdk';
+import { FakeHost, type FakeRun, type StartOptions } from '@runner-host/runner-sdk/testing';
 import { demoRunner, splitIntoChunks } from './demo-runner';
 import { silentLogger } from './log';
 import { longAnswerText } from './long-answer';
 
 /* The demo runner's modes, run by the SDK's fake host (libs/runner-sdk/src/testing). */
 
-function setup(opts: { crash?: () => void; steering?: boolean; host?: Partial<ConstructorParameters<typeof FakeHost>[0]> } = {}) {
+function setup(
+  opts: { crash?: () => void; steering?: boolean; host?: Partial<ConstructorParameters<typeof FakeHost>[0]> } = {},
+) {
   const runner = demoRunner({ log: silentLogger, crash: opts.crash, steering: opts.steering, crashGraceMs: 0 });
   const host = new FakeHost({ runners: [runner], ...opts.host });
-  const start = (text: string, config: JsonObject = {}, more: StartOptions = {}) => host.start({ text, config, ...more });
+  const start = (text: string, config: JsonObject = {}, more: StartOptions = {}) =>
+    host.start({ text, config, ...more });
   const run = async (text: string, config: JsonObject = {}, more: StartOptions = {}) => {
     const r = start(text, config, more);
     await r.done;
@@ -134,7 +137,13 @@ describe('demo runner', () => {
   it('unknown_type: a demo.custom result between the deltas and the completion', async () => {
     const { run } = setup();
     const results = await run('a b', { mode: 'unknown_type' });
-    expect(types(results)).toEqual(['message.delta', 'message.delta', 'demo.custom', 'message.completed', 'run.completed']);
+    expect(types(results)).toEqual([
+      'message.delta',
+      'message.delta',
+      'demo.custom',
+      'message.completed',
+      'run.completed',
+    ]);
     expect(results[2].data).toEqual({ note: 'x' });
   });
 
@@ -242,13 +251,17 @@ describe('demo runner', () => {
     expect(Math.abs(expiresAt - (Date.now() / 1000 + 60))).toBeLessThan(3);
     expect(ask[1].data).toEqual({ finish_reason: 'interaction_requested' });
 
-    const answer = await run('', { mode: 'interaction' }, {
-      context: (ctx) => ({
-        ...ctx,
-        event: { ...ctx.event!, event_type: 'interaction.submitted' },
-        input: { ...ctx.input!, interaction: { interaction_id: 'p1', action_id: 'submit', values: { name: 'Ada' } } },
-      }),
-    });
+    const answer = await run(
+      '',
+      { mode: 'interaction' },
+      {
+        context: (ctx) => ({
+          ...ctx,
+          event: { ...ctx.event!, event_type: 'interaction.submitted' },
+          input: { ...ctx.input!, interaction: { interaction_id: 'p1', action_id: 'submit', values: { name: 'Ada' } } },
+        }),
+      },
+    );
     expect(answer[0].data).toEqual({
       message: { role: 'assistant', content: 'received "p1": action="submit" values={"name":"Ada"}' },
     });

@@ -7,8 +7,8 @@ import {
   type RunContext,
   type RunIO,
   type RunnerDefinition,
-} from '@libs/runner-sdk';
-import { protocolFaults } from '@libs/runner-sdk/testing';
+} from '@runner-host/runner-sdk';
+import { protocolFaults } from '@runner-host/runner-sdk/testing';
 import { hostApiBench, parseBenchConfig } from './host-api-bench';
 import { longAnswerDelta, parseLongAnswerConfig } from './long-answer';
 import { demoManifest, MODES, type Mode } from './manifest';

@@ -1,7 +1,14 @@
-import { hostApiError, type JsonObject } from '@libs/runner-sdk';
-import { FakeHost, type FakeHostOptions } from '@libs/runner-sdk/testing';
+import { hostApiError, type JsonObject } from '@runner-host/runner-sdk';
+import { FakeHost, type FakeHostOptions } from '@runner-host/runner-sdk/testing';
 import { demoRunner } from './demo-runner';
-import { BENCH_STATE_KEY, BENCH_STATE_VALUE, measureCalls, parseBenchConfig, summarizeUs, type BenchStats } from './host-api-bench';
+import {
+  BENCH_STATE_KEY,
+  BENCH_STATE_VALUE,
+  measureCalls,
+  parseBenchConfig,
+  summarizeUs,
+  type BenchStats,
+} from './host-api-bench';
 import { silentLogger } from './log';
 
 /** The fake host, counting the host API calls (and how many are in flight at once). */
@@ -18,7 +25,7 @@ function fakeHost(options: Partial<FakeHostOptions> = {}) {
     ...options,
   });
   const unary = host.unary.bind(host);
-  host.unary = (async (method, request, callOptions) => {
+  host.unary = async (method, request, callOptions) => {
     calls.push({ method, request: request as unknown as JsonObject });
     inFlight++;
     maxInFlight = Math.max(maxInFlight, inFlight);
@@ -28,7 +35,7 @@ function fakeHost(options: Partial<FakeHostOptions> = {}) {
     } finally {
       inFlight--;
     }
-  }) as typeof host.unary;
+  };
   return { host, calls, maxInFlight: () => maxInFlight };
 }
 

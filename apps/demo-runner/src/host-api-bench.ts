@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { Json, JsonObject, RunHostApi } from '@libs/runner-sdk';
+import type { Json, JsonObject, RunHostApi } from '@runner-host/runner-sdk';
 
 /*
  * Mode `host_api_bench`: the run calls the host API many times and reports the latency it saw,

@@ -1,4 +1,4 @@
-import type { Logger } from '@libs/runner-sdk';
+import type { Logger } from '@runner-host/runner-sdk';
 
 /** One JSON object per line on stdout: `{"level":"info","msg":"connected","runners":[...],"time":"..."}`. */
 export const stdoutLogger: Logger = (level, msg, fields = {}) => {

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
-import { credentialsFromEnv, optionsFromEnv, PluginRefusedError, RunnerPlugin } from '@libs/runner-sdk';
+import { credentialsFromEnv, optionsFromEnv, PluginRefusedError, RunnerPlugin } from '@runner-host/runner-sdk';
 import { demoRunner } from './demo-runner';
 import { stdoutLogger as log } from './log';
 import { parseExtraManifests } from './manifest';

@@ -1,4 +1,4 @@
-import type { ConfigSchemaItem, JsonObject, RunnerCapabilities, RunnerPermissions } from '@libs/runner-sdk';
+import type { ConfigSchemaItem, JsonObject, RunnerCapabilities, RunnerPermissions } from '@runner-host/runner-sdk';
 
 /** Config `mode` values: `echo` is the real behaviour, the others exercise the host's error paths. */
 export const MODES = [

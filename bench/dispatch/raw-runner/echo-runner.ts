@@ -63,13 +63,23 @@ export class EchoRunner {
     let sequence = 0;
     const send = async (type: string, data: JsonObject, usage?: JsonObject) => {
       sequence += 1;
-      await this.sink.send({ run_id: input.runId, type, data, usage, sequence, timestamp: Math.floor(Date.now() / 1000) });
+      await this.sink.send({
+        run_id: input.runId,
+        type,
+        data,
+        usage,
+        sequence,
+        timestamp: Math.floor(Date.now() / 1000),
+      });
     };
     const mode = input.config.mode ?? 'echo';
     const delayMs = typeof input.config.chunk_delay_ms === 'number' ? input.config.chunk_delay_ms : 0;
     try {
       if (mode !== 'echo') {
-        await send('run.failed', { error: `the raw floor runner has mode "echo" only, not ${JSON.stringify(mode)}`, code: 'runner.invalid_config' });
+        await send('run.failed', {
+          error: `the raw floor runner has mode "echo" only, not ${JSON.stringify(mode)}`,
+          code: 'runner.invalid_config',
+        });
         return;
       }
       const chunks = splitIntoChunks(input.text);
@@ -88,7 +98,11 @@ export class EchoRunner {
       const n = chunks.length;
       await send('message.completed', { message: { role: 'assistant', content: soFar } });
       this.runs.delete(input.runId);
-      await send('run.completed', { finish_reason: 'stop' }, { prompt_tokens: n, completion_tokens: n, total_tokens: 2 * n });
+      await send(
+        'run.completed',
+        { finish_reason: 'stop' },
+        { prompt_tokens: n, completion_tokens: n, total_tokens: 2 * n },
+      );
     } catch (err) {
       const reason = controller.signal.reason as AbortReason | undefined;
       if (!controller.signal.aborted) {
