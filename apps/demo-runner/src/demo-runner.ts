@@ -138,20 +138,20 @@ async function play(mode: string, ctx: RunContext, io: RunIO, options: DemoRunne
 }
 
 /**
- * One `message.delta` per chunk with the text so far (`all_content`) and `msg_sequence`. Without
- * a delay the deltas are emitted in one tick, so the SDK sends them in one frame.
+ * One `message.delta` per chunk with the text so far (`all_content`) and `msg_sequence`. Each one
+ * is awaited (backpressure): `all_content` grows with the text, and the SDK's frames are bounded
+ * in results, not bytes — a long text's deltas emitted in one tick could make a frame larger than
+ * the host's gRPC message limit. Deltas of different runs still share frames.
  */
 async function streamDeltas(io: RunIO, chunks: string[], delayMs: number): Promise<void> {
   let soFar = '';
-  let last: Promise<void> = Promise.resolve();
   for (const [i, piece] of chunks.entries()) {
     if (i > 0 && delayMs > 0) {
       await sleep(delayMs, undefined, { signal: io.signal });
     }
     soFar += piece;
-    last = io.delta({ role: 'assistant', content: piece, all_content: soFar, msg_sequence: i + 1 });
+    await io.delta({ role: 'assistant', content: piece, all_content: soFar, msg_sequence: i + 1 });
   }
-  await last;
 }
 
 async function finishEcho(io: RunIO, text: string, tokens: number): Promise<void> {
