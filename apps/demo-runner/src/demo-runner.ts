@@ -121,6 +121,7 @@ async function play(mode: string, ctx: RunContext, io: RunIO, options: DemoRunne
       await sleep(options.crashGraceMs ?? 200);
       options.log('error', 'crashing on purpose (mode crash)', { run_id: io.runId });
       (options.crash ?? (() => process.exit(3)))();
+      await aborted(io.signal); // a crash hook that returns (tests) leaves the run open, as a crash does
       return;
     case 'host_api_bench':
       await benchHostApi(ctx, io, options.log);
