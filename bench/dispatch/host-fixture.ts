@@ -14,9 +14,10 @@ import type { BenchDatabase } from './postgres';
  * DATA_DIR, read back afterwards.
  */
 
-const RUNNER_MAIN = {
-  demo: path.join(DIST, 'apps', 'demo-runner', 'src', 'main.js'),
-  sdk: path.join(DIST, 'bench', 'dispatch', 'sdk-echo-runner.js'),
+/** `raw`: the floor runner on raw grpc-js (raw-runner/); `sdk`: the demo runner on libs/runner-sdk. */
+const RUNNER_MAIN: Record<RunnerKind, string> = {
+  raw: path.join(DIST, 'bench', 'dispatch', 'raw-runner', 'main.js'),
+  sdk: path.join(DIST, 'apps', 'demo-runner', 'src', 'main.js'),
 };
 export const RUNNER_ID = 'plugin:demo/echo/default';
 
@@ -46,7 +47,7 @@ export class HostFixture {
     agentId: string,
     runnerConfig: Record<string, unknown>,
     pg: BenchDatabase | null = null,
-    runnerKind: RunnerKind = 'demo',
+    runnerKind: RunnerKind = 'raw',
     env: Record<string, string> = {},
   ): Promise<HostFixture> {
     requireBuilt(HOST_MAIN, RUNNER_MAIN[runnerKind]);
@@ -67,7 +68,7 @@ export class HostFixture {
 
       const runnerLog = fs.openSync(path.join(dataDir, 'runner.log'), 'a');
       runner = new Child(
-        runnerKind === 'sdk' ? 'sdk-echo-runner' : 'demo-runner',
+        runnerKind === 'sdk' ? 'demo-runner' : 'raw-runner',
         RUNNER_MAIN[runnerKind],
         {
           ...process.env,

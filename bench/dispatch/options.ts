@@ -21,15 +21,15 @@ export interface DispatchOptions {
   soakSeconds: number;
   json: string | null;
   pgAdminUrl: string;
-  /** The runner process: the demo runner (raw grpc-js) or the SDK echo runner (libs/runner-sdk). */
+  /** The runner process: the raw grpc-js floor runner (raw-runner/) or the demo runner on libs/runner-sdk. */
   runner: RunnerKind;
-  /** `--runner demo,sdk`: every runner in turn on each database, compared side by side. */
+  /** `--runner raw,sdk`: every runner in turn on each database, compared side by side. */
   runners: RunnerKind[];
   /** The host's METRICS setting: the overhead of the Prometheus metrics is on minus off. */
   metrics: 'on' | 'off';
 }
 
-export type RunnerKind = 'demo' | 'sdk';
+export type RunnerKind = 'raw' | 'sdk';
 
 export const USAGE = `usage: node dist/bench/dispatch/main.js [options]
   --db LIST           databases, comma-separated: sqlite,postgres (default both)
@@ -40,8 +40,9 @@ export const USAGE = `usage: node dist/bench/dispatch/main.js [options]
   --soak SECONDS      after the levels, c64 for SECONDS on each database, host RSS every 10 s
   --metrics on|off    the host's Prometheus metrics (METRICS; default on): compare runs/s on vs off
   --json FILE         also write the figures and the same-run floors as JSON to FILE
-  --runner LIST       demo (the demo runner, raw grpc-js; default), sdk (the SDK echo runner), or both
-                      (demo,sdk: each in turn on each database, runs/s side by side)
+  --runner LIST       raw (the floor runner on raw grpc-js, raw-runner/; default), sdk (the demo runner,
+                      apps/demo-runner, on libs/runner-sdk), or both (raw,sdk: each in turn on each
+                      database, runs/s side by side)
   --pg-url URL        PostgreSQL admin URL (default $BENCH_PG_URL or postgres://postgres@127.0.0.1:5432/postgres)
   -h, --help          this text`;
 
@@ -105,10 +106,10 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
     return 'help';
   }
   const quick = v.quick === true;
-  const runners = (v.runner ?? 'demo').split(',').map((r) => r.trim());
+  const runners = (v.runner ?? 'raw').split(',').map((r) => r.trim());
   for (const runner of runners) {
-    if (runner !== 'demo' && runner !== 'sdk') {
-      throw new UsageError(`--runner: "${runner}" is not one of demo, sdk`);
+    if (runner !== 'raw' && runner !== 'sdk') {
+      throw new UsageError(`--runner: "${runner}" is not one of raw, sdk`);
     }
   }
   if (new Set(runners).size !== runners.length) {

@@ -151,7 +151,7 @@ async function main(): Promise<number> {
   try {
     for (const config of CONFIGS) {
       log(`starting host (${config.name})`);
-      const fixture = await HostFixture.start(AGENT_ID, { mode: 'echo' }, null, 'demo', envOf(config, endpoint));
+      const fixture = await HostFixture.start(AGENT_ID, { mode: 'echo' }, null, 'raw', envOf(config, endpoint));
       hosts.push({ config, fixture, driver: new RunDriver(fixture.http, AGENT_ID, 'hello bench world', 15_000) });
     }
     for (const h of hosts) {
@@ -252,7 +252,7 @@ async function main(): Promise<number> {
     writeJson(v.json, {
       bench: 'dispatch-overhead',
       machine: machineJson(),
-      options: { rounds, seconds, concurrency, database: 'sqlite', runner: 'demo' },
+      options: { rounds, seconds, concurrency, database: 'sqlite', runner: 'raw' },
       sink: { spans: sink.spans, requests: sink.requests, bytes: sink.bytes },
       slices,
       summary,

@@ -61,7 +61,7 @@ export async function runDatabase(kind: DatabaseKind, opts: DispatchOptions): Pr
 
 async function measure(kind: DatabaseKind, opts: DispatchOptions, pg: BenchDatabase | null): Promise<DatabaseRun> {
   progress(
-    `${kind}: starting host and ${opts.runner === 'sdk' ? 'SDK echo' : 'demo'} runner${pg ? ` (database ${pg.name})` : ''}`,
+    `${kind}: starting host and ${opts.runner === 'sdk' ? 'SDK demo' : 'raw floor'} runner${pg ? ` (database ${pg.name})` : ''}`,
   );
   const fixture = await HostFixture.start(AGENT_ID, { mode: 'echo' }, pg, opts.runner, { METRICS: opts.metrics });
   const driver = new RunDriver(fixture.http, AGENT_ID, INPUT_TEXT, RUN_TIMEOUT_MS);
@@ -117,7 +117,7 @@ async function measure(kind: DatabaseKind, opts: DispatchOptions, pg: BenchDatab
     progress(`${kind}: host and runner logs kept in ${fixture.dataDir}`);
     throw e;
   } finally {
-    progress(`${kind}: stopping host and demo runner`);
+    progress(`${kind}: stopping host and runner`);
     await fixture.stop();
   }
 

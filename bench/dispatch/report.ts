@@ -143,12 +143,12 @@ export function afterLoadLines(levels: MeasuredLevel[], after: AfterLoad): strin
 }
 
 export const RUNNER_LABEL: Record<RunnerKind, string> = {
-  demo: 'demo runner (raw grpc-js)',
-  sdk: 'SDK echo runner (libs/runner-sdk)',
+  raw: 'raw grpc-js floor runner',
+  sdk: 'demo runner (libs/runner-sdk)',
 };
 
 /**
- * `--runner demo,sdk`: runs/s and the runner's CPU per run of each runner at each database and
+ * `--runner raw,sdk`: runs/s and the runner's CPU per run of each runner at each database and
  * concurrency, and each runner's runs/s as a share of the first one's (issue 18: within 10 %).
  */
 export function runnerComparisonTable(

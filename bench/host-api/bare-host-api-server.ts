@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { serveForParent } from '../common/port-handshake';
-import { loadHostApiService } from '../../apps/demo-runner/src/host-api';
-import { toStruct, toValue, type Json, type JsonObject } from '../../apps/demo-runner/src/struct';
+import { loadHostApiService } from '../dispatch/raw-runner/host-api';
+import { toStruct, toValue, type Json, type JsonObject } from '../dispatch/raw-runner/struct';
 
 /*
  * Child process of the bench: a bare grpc-js server of runnerhost.v1.HostApiService (same proto,

@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { HostApi, type HostApiMethod } from '../../apps/demo-runner/src/host-api';
+import { HostApi, type HostApiMethod } from '../dispatch/raw-runner/host-api';
 import { measureCalls, type MeasuredCalls } from '../../apps/demo-runner/src/host-api-bench';
 import { readPort } from '../common/port-handshake';
 import { Child } from '../common/proc';

@@ -1,4 +1,4 @@
-import type { JsonObject } from '../../apps/demo-runner/src/struct';
+import type { JsonObject } from '../dispatch/raw-runner/struct';
 import { toChatMessages } from '../../libs/resources/src/models/message-mapping';
 import { TokenCounter } from '../../libs/resources/src/models/tokenizer';
 

@@ -2,7 +2,7 @@ import * as os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import OpenAI from 'openai';
 import { TokenCounter } from '../../libs/resources/src/models/tokenizer';
-import { toStruct } from '../../apps/demo-runner/src/struct';
+import { toStruct } from '../dispatch/raw-runner/struct';
 import { benchTimeLine, groupLines, machineLine } from '../common/report';
 import { cpuMs, selfCpuMs } from '../common/proc';
 import { conversation, countLocally } from './conversation';

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { fromStruct, toStruct, type JsonObject, type Struct } from '../../apps/demo-runner/src/struct';
+import { fromStruct, toStruct, type JsonObject, type Struct } from '../dispatch/raw-runner/struct';
 import { loadProtos } from '../common/proto';
 
 /*

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
-import { HostApi } from '../../apps/demo-runner/src/host-api';
-import { createGatewayClient, type ConnectCall, type HostMessage } from '../../apps/demo-runner/src/proto';
-import { fromStruct, toStruct, type JsonObject } from '../../apps/demo-runner/src/struct';
+import { HostApi } from '../dispatch/raw-runner/host-api';
+import { createGatewayClient, type ConnectCall, type HostMessage } from '../dispatch/raw-runner/proto';
+import { fromStruct, toStruct, type JsonObject } from '../dispatch/raw-runner/struct';
 
 /*
  * The bench's runner, in the bench process so that the moment a steering item reaches the runner

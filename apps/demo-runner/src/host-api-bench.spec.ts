@@ -1,5 +1,6 @@
-import { EchoRunner, type OutgoingResult, type ResultSink } from './echo-runner';
-import { HostApiError, type HostApi } from './host-api';
+import { hostApiError, type JsonObject } from '@runner-host/runner-sdk';
+import { FakeHost, type FakeHostOptions } from '@runner-host/runner-sdk/testing';
+import { demoRunner } from './demo-runner';
 import {
   BENCH_STATE_KEY,
   BENCH_STATE_VALUE,
@@ -9,47 +10,33 @@ import {
   type BenchStats,
 } from './host-api-bench';
 import { silentLogger } from './log';
-import { fromValue, toStruct, toValue, type Value } from './struct';
 
-class FakeSink implements ResultSink {
-  readonly results: OutgoingResult[] = [];
-  send(result: OutgoingResult): Promise<void> {
-    this.results.push(result);
-    return Promise.resolve();
-  }
-  flush(): Promise<void> {
-    return Promise.resolve();
-  }
-}
-
-/** A host API in memory: StateSet/StateGet on one map, HistoryPage of two items. */
-function fakeHost(fail?: string) {
-  const state = new Map<string, Value>();
-  const calls: { method: string; request: Record<string, unknown> }[] = [];
+/** The fake host, counting the host API calls (and how many are in flight at once). */
+function fakeHost(options: Partial<FakeHostOptions> = {}) {
+  const calls: { method: string; request: JsonObject }[] = [];
   let inFlight = 0;
   let maxInFlight = 0;
-  const call = async (method: string, request: Record<string, unknown>): Promise<unknown> => {
-    calls.push({ method, request });
+  const host = new FakeHost({
+    runners: [demoRunner({ log: silentLogger })],
+    history: [
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: 'hello' },
+    ],
+    ...options,
+  });
+  const unary = host.unary.bind(host);
+  host.unary = async (method, request, callOptions) => {
+    calls.push({ method, request: request as unknown as JsonObject });
     inFlight++;
     maxInFlight = Math.max(maxInFlight, inFlight);
-    await new Promise((resolve) => setImmediate(resolve));
-    inFlight--;
-    if (method === fail) {
-      throw new HostApiError(method, 7, 'no', 'unauthorized');
-    }
-    switch (method) {
-      case 'StateSet':
-        state.set(String(request.key), request.value as Value);
-        return { success: true };
-      case 'StateGet':
-        return { value: state.get(String(request.key)) ?? null };
-      case 'HistoryPage':
-        return { items: [toStruct({ role: 'user', content: 'hi' }), toStruct({ role: 'assistant' })], has_more: false };
-      default:
-        throw new Error(`unexpected ${method}`);
+    try {
+      await new Promise((resolve) => setImmediate(resolve));
+      return await unary(method, request, callOptions);
+    } finally {
+      inFlight--;
     }
   };
-  return { host: { call } as unknown as HostApi, calls, maxInFlight: () => maxInFlight, state };
+  return { host, calls, maxInFlight: () => maxInFlight };
 }
 
 describe('parseBenchConfig', () => {
@@ -102,69 +89,58 @@ describe('measureCalls', () => {
   });
 });
 
-describe('EchoRunner mode host_api_bench', () => {
+describe('demo runner mode host_api_bench', () => {
   const config = { mode: 'host_api_bench', calls: 20, concurrency: 3, warmup: 5 };
 
   it('sets the state key, measures StateGet and reports bench.stats before run.completed', async () => {
     const fake = fakeHost();
-    const sink = new FakeSink();
-    await new EchoRunner(sink, { log: silentLogger, hostApi: fake.host }).start({
-      runId: 'r1',
-      text: '',
-      config: { ...config, api: 'state_get' },
-    });
-    expect(sink.results.map((r) => r.type)).toEqual(['bench.measuring', 'bench.stats', 'run.completed']);
-    const stats = sink.results[1].data as unknown as BenchStats;
+    const run = fake.host.start({ config: { ...config, api: 'state_get' } });
+    const outcome = await run.done;
+    expect(outcome.results.map((r) => r.type)).toEqual(['bench.measuring', 'bench.stats', 'run.completed']);
+    const stats = outcome.results[1].data as unknown as BenchStats;
     expect(stats).toMatchObject({ api: 'state_get', calls: 20, concurrency: 3, warmup: 5 });
     expect(stats.latency.count).toBe(20);
     expect(stats.response).toEqual({ value: BENCH_STATE_VALUE });
     expect(fake.calls[0]).toEqual({
       method: 'StateSet',
-      request: { run_id: 'r1', scope: 'conversation', key: BENCH_STATE_KEY, value: toValue(BENCH_STATE_VALUE) },
+      request: { run_id: run.runId, scope: 'conversation', key: BENCH_STATE_KEY, value: BENCH_STATE_VALUE },
     });
     // StateSet + checked call + warm-up + measured, every one with the run's id
     expect(fake.calls).toHaveLength(1 + 1 + 5 + 20);
-    expect(fake.calls.every((c) => c.request.run_id === 'r1')).toBe(true);
+    expect(fake.calls.every((c) => c.request.run_id === run.runId)).toBe(true);
     expect(fake.maxInFlight()).toBe(3);
-    expect(fromValue(fake.state.get(BENCH_STATE_KEY))).toEqual(BENCH_STATE_VALUE);
   });
 
   it('HistoryPage: reports the page as plain JSON', async () => {
     const fake = fakeHost();
-    const sink = new FakeSink();
-    await new EchoRunner(sink, { log: silentLogger, hostApi: fake.host }).start({
-      runId: 'r2',
-      text: '',
-      config: { ...config, api: 'history_page', page_limit: 7 },
-    });
-    const stats = sink.results[1].data as unknown as BenchStats;
-    expect(stats.response.items).toEqual([{ role: 'user', content: 'hi' }, { role: 'assistant' }]);
-    expect(fake.calls[1]).toEqual({ method: 'HistoryPage', request: { run_id: 'r2', limit: 7 } });
+    const run = fake.host.start({ config: { ...config, api: 'history_page', page_limit: 7 } });
+    const outcome = await run.done;
+    const stats = outcome.results[1].data as unknown as BenchStats;
+    // Newest first (HistoryPage's default direction).
+    expect(stats.response.items).toEqual([
+      { role: 'assistant', content: 'hello' },
+      { role: 'user', content: 'hi' },
+    ]);
+    expect(fake.calls[1]).toEqual({ method: 'HistoryPage', request: { run_id: run.runId, limit: 7 } });
   });
 
   it('a failed call fails the run with the host error code', async () => {
-    const sink = new FakeSink();
-    await new EchoRunner(sink, { log: silentLogger, hostApi: fakeHost('StateGet').host }).start({
-      runId: 'r3',
-      text: '',
-      config: { ...config, api: 'state_get' },
+    const fake = fakeHost({
+      handlers: {
+        StateGet: () => {
+          throw hostApiError('unauthorized', 'no');
+        },
+      },
     });
-    expect(sink.results.map((r) => r.type)).toEqual(['run.failed']);
-    expect(sink.results[0].data.error).toMatch(/StateGet: PERMISSION_DENIED \(unauthorized\): no/);
+    const outcome = await fake.host.run({ config: { ...config, api: 'state_get' } });
+    expect(outcome.results.map((r) => r.type)).toEqual(['run.failed']);
+    expect(outcome.code).toBe('runner.exception');
+    expect(outcome.error).toMatch(/unauthorized.*no/);
   });
 
-  it('bad config, or no host API client: run.failed runner.invalid_config', async () => {
-    const sink = new FakeSink();
-    const runner = new EchoRunner(sink, { log: silentLogger });
-    await runner.start({ runId: 'r4', text: '', config: { ...config, api: 'state_get' } });
-    await new EchoRunner(sink, { log: silentLogger, hostApi: fakeHost().host }).start({
-      runId: 'r5',
-      text: '',
-      config: { mode: 'host_api_bench', api: 'x' },
-    });
-    expect(sink.results.map((r) => [r.run_id, r.type, r.data.code])).toEqual([
-      ['r4', 'run.failed', 'runner.invalid_config'],
-      ['r5', 'run.failed', 'runner.invalid_config'],
-    ]);
+  it('bad config: run.failed runner.invalid_config naming the field', async () => {
+    const outcome = await fakeHost().host.run({ config: { mode: 'host_api_bench', api: 'x' } });
+    expect(outcome).toMatchObject({ status: 'failed', code: 'runner.invalid_config' });
+    expect(outcome.error).toBe('host_api_bench: api: must be one of state_get, history_page');
   });
 });

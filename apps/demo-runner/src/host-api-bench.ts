@@ -1,6 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { HostApi } from './host-api';
-import { fromStruct, fromValue, toValue, type Json, type JsonObject } from './struct';
+import type { Json, JsonObject, RunHostApi } from '@runner-host/runner-sdk';
 
 /*
  * Mode `host_api_bench`: the run calls the host API many times and reports the latency it saw,
@@ -15,7 +14,7 @@ import { fromStruct, fromValue, toValue, type Json, type JsonObject } from './st
  * 3. `warmup` calls, then result `bench.measuring`, then `calls` calls, `concurrency` at a time.
  * 4. Result `bench.stats` (see BenchStats), then run.completed.
  *
- * Any failed call fails the run with the gRPC status and the host's error code.
+ * Any failed call fails the run: the SDK reports the typed HostApiError (its code, e.g. `unauthorized`).
  */
 
 export const BENCH_APIS = ['state_get', 'history_page'] as const;
@@ -149,12 +148,15 @@ export interface BenchStats extends MeasuredCalls {
 
 type Send = (type: string, data: JsonObject) => Promise<void>;
 
+/** What the mode calls: the run's host API (io.host), state and history. */
+export type BenchHost = Pick<RunHostApi, 'state' | 'history'>;
+
 /** One call of the configured API, and a check of its first answer (returned as plain JSON). */
-function apiCall(host: HostApi, runId: string, config: HostApiBenchConfig) {
+function apiCall(host: BenchHost, config: HostApiBenchConfig) {
   if (config.api === 'state_get') {
-    const call = () => host.call('StateGet', { run_id: runId, scope: 'conversation', key: BENCH_STATE_KEY });
+    const call = () => host.state.get('conversation', BENCH_STATE_KEY);
     const check = async (): Promise<JsonObject> => {
-      const value = fromValue((await call()).value);
+      const value = await call();
       if (JSON.stringify(value) !== JSON.stringify(BENCH_STATE_VALUE)) {
         throw new Error(`StateGet returned ${JSON.stringify(value)}, not the value just set`);
       }
@@ -162,14 +164,14 @@ function apiCall(host: HostApi, runId: string, config: HostApiBenchConfig) {
     };
     return { call, check };
   }
-  const call = () => host.call('HistoryPage', { run_id: runId, limit: config.page_limit });
+  const call = () => host.history.page({ limit: config.page_limit });
   const check = async (): Promise<JsonObject> => {
     const page = await call();
     if (page.items.length === 0) {
       throw new Error('HistoryPage returned no items: seed the conversation first');
     }
     return {
-      items: page.items.map((item) => fromStruct(item)),
+      items: page.items,
       has_more: page.has_more,
       next_cursor: page.next_cursor ?? null,
       prev_cursor: page.prev_cursor ?? null,
@@ -180,19 +182,13 @@ function apiCall(host: HostApi, runId: string, config: HostApiBenchConfig) {
 
 /** The mode's script up to (not including) its terminal result; returns what it sent as `bench.stats`. */
 export async function hostApiBench(
-  host: HostApi,
-  runId: string,
+  host: BenchHost,
   config: HostApiBenchConfig,
   send: Send,
   signal: AbortSignal,
 ): Promise<BenchStats> {
-  await host.call('StateSet', {
-    run_id: runId,
-    scope: 'conversation',
-    key: BENCH_STATE_KEY,
-    value: toValue(BENCH_STATE_VALUE),
-  });
-  const { call, check } = apiCall(host, runId, config);
+  await host.state.set('conversation', BENCH_STATE_KEY, BENCH_STATE_VALUE);
+  const { call, check } = apiCall(host, config);
   const response = await check();
   if (config.warmup > 0) {
     await measureCalls(call, config.warmup, config.concurrency, signal);

@@ -1,5 +1,5 @@
 import { configInt } from './host-api-bench';
-import type { JsonObject } from './struct';
+import type { JsonObject } from '@runner-host/runner-sdk';
 
 /**
  * Mode `long_answer`: one long answer streamed as `deltas` content-only deltas (no `all_content`)

@@ -1,89 +1,77 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import * as fs from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
-import { Session } from './connection';
-import { HostApi } from './host-api';
+import { credentialsFromEnv, optionsFromEnv, PluginRefusedError, RunnerPlugin } from '@runner-host/runner-sdk';
+import { demoRunner } from './demo-runner';
 import { stdoutLogger as log } from './log';
-import { demoManifest, parseExtraManifests } from './manifest';
-import { createGatewayClient } from './proto';
-import { channelCredentials } from './tls';
+import { parseExtraManifests } from './manifest';
 
 /*
- * Demo runner plugin: connects to the Runner Host, announces one runner (`default`), runs what
- * the host sends, and reconnects with backoff whenever the stream is lost.
+ * Demo runner plugin on libs/runner-sdk: connects to the Runner Host, announces one runner
+ * (`default`, demo-runner.ts), runs what the host sends, and reconnects with backoff and jitter
+ * whenever the stream is lost (the SDK's RunnerPlugin).
  *
  *   RUNNERHOST_PLUGIN_TOKEN=... node dist/apps/demo-runner/src/main.js
  *
  * Exit codes: 0 after SIGTERM/SIGINT, 1 bad environment, 2 token refused, 3 `crash` mode.
  */
 
-const FIRST_BACKOFF_MS = 250;
-const MAX_BACKOFF_MS = 5_000;
 const STOP_GRACE_MS = 2_000;
 
-function readSettings(env: NodeJS.ProcessEnv) {
-  const token = env.RUNNERHOST_PLUGIN_TOKEN;
-  if (!token) {
-    throw new Error('RUNNERHOST_PLUGIN_TOKEN is required');
+/** The TLS files named by the environment must be readable: the error names the variable. */
+function checkTlsFiles(env: NodeJS.ProcessEnv): void {
+  for (const name of ['RUNNERHOST_TLS_CA_FILE', 'RUNNERHOST_TLS_CERT_FILE', 'RUNNERHOST_TLS_KEY_FILE']) {
+    const file = env[name];
+    if (file) {
+      try {
+        fs.accessSync(file, fs.constants.R_OK);
+      } catch (e) {
+        throw new Error(`${name}=${file}: cannot read (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+      }
+    }
   }
-  const author = env.RUNNERHOST_PLUGIN_AUTHOR || 'demo';
-  const plugin = env.RUNNERHOST_PLUGIN_NAME || 'echo';
-  return {
-    url: env.RUNNERHOST_GRPC_URL || '127.0.0.1:50051',
-    credentials: channelCredentials(env),
-    token,
-    author,
-    plugin,
-    manifests: [
-      demoManifest(author, plugin, { steering: env.DEMO_STEERING === '1' }),
-      ...parseExtraManifests(env.DEMO_EXTRA_MANIFESTS),
-    ],
+}
+
+function createPlugin(env: NodeJS.ProcessEnv): RunnerPlugin {
+  // The demo's defaults for the identity (the SDK requires it to be given).
+  const withDefaults = {
+    ...env,
+    RUNNERHOST_PLUGIN_AUTHOR: env.RUNNERHOST_PLUGIN_AUTHOR || 'demo',
+    RUNNERHOST_PLUGIN_NAME: env.RUNNERHOST_PLUGIN_NAME || 'echo',
   };
+  checkTlsFiles(env);
+  return new RunnerPlugin({
+    ...optionsFromEnv(withDefaults),
+    credentials: credentialsFromEnv(env),
+    version: '0.1.0',
+    runners: [demoRunner({ log, steering: env.DEMO_STEERING === '1' })],
+    extraManifests: parseExtraManifests(env.DEMO_EXTRA_MANIFESTS),
+    log,
+  });
 }
 
 async function main(): Promise<number> {
-  const settings = readSettings(process.env);
-  const client = createGatewayClient(settings.url, settings.credentials);
-  const hostApi = new HostApi(settings.url, settings.token, settings.credentials);
-  const stopping = new AbortController();
-  let session: Session | undefined;
-
+  const plugin = createPlugin(process.env);
   const stop = (signal: string) => {
     log('info', 'stopping', { signal });
-    stopping.abort();
-    session?.stop();
-    setTimeout(() => session?.cancel(), STOP_GRACE_MS).unref();
+    void plugin.stop(STOP_GRACE_MS);
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
-
-  let backoffMs = FIRST_BACKOFF_MS;
-  while (!stopping.signal.aborted) {
-    log('info', 'connecting', { url: settings.url, plugin: `${settings.author}/${settings.plugin}` });
-    session = new Session(client, { ...settings, log, hostApi });
-    const end = await session.done;
-    log('info', 'stream ended', { code: grpc.status[end.code], details: end.details });
-    if (stopping.signal.aborted) {
-      break;
+  plugin.start().catch(() => undefined); // the outcome is closed()'s
+  try {
+    await plugin.closed();
+    return 0;
+  } catch (err) {
+    if (!(err instanceof PluginRefusedError)) {
+      throw err;
     }
-    if (end.code === grpc.status.UNAUTHENTICATED || end.code === grpc.status.PERMISSION_DENIED) {
-      const reason = `${grpc.status[end.code]}: ${end.details}`;
-      log('error', 'not connected: the host refused this plugin (token or identity); not retrying', { reason });
-      // Also in plain words on stderr, for whoever started it by hand.
-      process.stderr.write(`demo-runner: not connected: the host refused the plugin (${reason}); exiting with 2\n`);
-      client.close();
-      hostApi.close();
-      return 2;
-    }
-    if (end.welcomed) {
-      backoffMs = FIRST_BACKOFF_MS; // that connection had worked: start the backoff over
-    }
-    log('info', 'reconnecting', { in_ms: backoffMs });
-    await sleep(backoffMs, undefined, { signal: stopping.signal }).catch(() => undefined);
-    backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
+    const reason = `${grpc.status[err.grpcStatus]}: ${err.details}`;
+    log('error', 'not connected: the host refused this plugin (token or identity); not retrying', { reason });
+    // Also in plain words on stderr, for whoever started it by hand.
+    process.stderr.write(`demo-runner: not connected: the host refused the plugin (${reason}); exiting with 2\n`);
+    await plugin.stop(0);
+    return 2;
   }
-  client.close();
-  hostApi.close();
-  return 0;
 }
 
 main().then(

@@ -1,4 +1,4 @@
-import type { JsonObject } from './struct';
+import type { ConfigSchemaItem, JsonObject, RunnerCapabilities, RunnerPermissions } from '@runner-host/runner-sdk';
 
 /** Config `mode` values: `echo` is the real behaviour, the others exercise the host's error paths. */
 export const MODES = [
@@ -18,18 +18,22 @@ export const MODES = [
 export type Mode = (typeof MODES)[number];
 
 /**
- * The Runner Protocol v1 manifest of this plugin's one runner, `default`. The host validates it
- * strictly (unknown keys are rejected) and requires `id` = `plugin:<author>/<plugin>/<runner>`.
+ * What the manifest of this plugin's one runner, `default`, declares besides its name; the SDK
+ * derives `id` = `plugin:<author>/<plugin>/default` and the rest (libs/runner-sdk, manifestOf).
+ * The host validates it strictly.
  */
-export function demoManifest(author: string, plugin: string, opts: { steering?: boolean } = {}): JsonObject {
+export function demoManifest(opts: { steering?: boolean } = {}): {
+  label: Record<string, string>;
+  description: Record<string, string>;
+  capabilities: RunnerCapabilities;
+  permissions: RunnerPermissions;
+  configSchema: ConfigSchemaItem[];
+} {
   return {
-    id: `plugin:${author}/${plugin}/default`,
-    name: 'default',
     label: { en_US: 'Echo (demo)' },
     description: {
       en_US: 'Demo runner: streams the input text back word by word. `mode` selects a test behaviour.',
     },
-    protocol_version: '1',
     // `steering` (DEMO_STEERING=1): follow-ups of a busy conversation are steered into its run by
     // default; mode `steer` pulls them at turn boundaries, other modes never pull (the host then
     // re-dispatches them as runs of their own when the run ends).
@@ -47,7 +51,7 @@ export function demoManifest(author: string, plugin: string, opts: { steering?: 
       storage: ['plugin'],
       interactions: ['request'],
     },
-    config_schema: [
+    configSchema: [
       {
         type: 'select',
         name: 'mode',
@@ -65,7 +69,6 @@ export function demoManifest(author: string, plugin: string, opts: { steering?: 
       { type: 'integer', name: 'interaction_expires_in', required: false },
       { type: 'string', name: 'interaction_id', required: false, default: 'profile' },
     ],
-    metadata: {},
   };
 }
 

@@ -130,6 +130,7 @@ describe('runners on the fake host', () => {
     const host = new FakeHost({ runners: [runner] });
     const outcome = await host.run({ deadlineMs: 50 });
     expect(outcome).toMatchObject({ status: 'failed', code: 'runner.timeout' });
+    expect(outcome.results.at(-1)!.data.retryable).toBe(true); // as the host's verdict (docs/protocol.md#deadline)
     await new Promise((r) => setImmediate(r));
     expect(callError).toMatchObject({ name: 'RunAbortedError', kind: 'deadline' });
   });

@@ -1,17 +1,20 @@
 import { HostApiError, RunAbortedError } from './errors';
+import { registerFaults } from './faults';
 import { RunHostApi, type HostApiTransport, type SteeringItem } from './host-api';
 import type { JsonObject } from './json';
 import { startMcpBridge, type McpBridge, type McpBridgeOptions } from './mcp-bridge';
 import { RunResults, type Outbox } from './results';
-import type {
-  ConfigSchemaItem,
-  I18n,
-  Input,
-  RunContext,
-  RunnerCapabilities,
-  RunnerManifest,
-  RunnerPermissions,
-  RunRequest,
+import {
+  TERMINAL_RESULT_TYPES,
+  type ConfigSchemaItem,
+  type I18n,
+  type Input,
+  type RunContext,
+  type RunnerCapabilities,
+  type RunnerManifest,
+  type RunnerPermissions,
+  type RunRequest,
+  type RunResult,
 } from './types';
 
 /*
@@ -106,6 +109,9 @@ export interface RunnerDefinition {
 
 const RUNNER_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
+/** How long after the deadline the SDK sends its own `runner.timeout` (the signal fires at the deadline). */
+export const DEADLINE_VERDICT_GRACE_MS = 1_000;
+
 /** Checks a definition and returns it typed. */
 export function defineRunner(definition: RunnerDefinition): RunnerDefinition {
   if (!RUNNER_NAME.test(definition.name)) {
@@ -138,6 +144,8 @@ interface ActiveRun {
   timer: NodeJS.Timeout | undefined;
   /** What ends with the run (its MCP bridges). */
   closers: (() => Promise<void>)[];
+  /** Set by the protocol fault hook ignoreCancel() (faults.ts): cancel and deadline do nothing. */
+  ignoreCancel: boolean;
 }
 
 function textOf(input: Input | JsonObject | null | undefined): string {
@@ -184,7 +192,7 @@ export class RunDispatcher {
       return;
     }
     const controller = new AbortController();
-    const run: ActiveRun = { controller, results, timer: undefined, closers: [] };
+    const run: ActiveRun = { controller, results, timer: undefined, closers: [], ignoreCancel: false };
     this.active.set(runId, run);
     const deadlineAt = ctx.runtime?.deadline_at;
     const deadline = typeof deadlineAt === 'number' && deadlineAt > 0 ? new Date(deadlineAt * 1000) : null;
@@ -240,13 +248,24 @@ export class RunDispatcher {
     if (!run || run.controller.signal.aborted) {
       return;
     }
+    if (run.ignoreCancel && (reason.kind === 'cancelled' || reason.kind === 'deadline')) {
+      this.log('warn', 'cancel ignored (protocol fault hook ignoreCancel)', { run_id: runId, reason: reason.message });
+      return;
+    }
     switch (reason.kind) {
       case 'cancelled':
         void run.results.failed(`cancelled: ${reason.message}`, { code: 'cancelled' });
         break;
-      case 'deadline':
-        void run.results.failed('the run reached its deadline', { code: 'runner.timeout' });
+      case 'deadline': {
+        // The host enforces the deadline itself and its verdict comes first (docs/protocol.md#deadline);
+        // this one, as retryable as the host's, only ends a run the host did not end (it drops it otherwise).
+        const verdict = setTimeout(
+          () => void run.results.failed('the run reached its deadline', { code: 'runner.timeout', retryable: true }),
+          DEADLINE_VERDICT_GRACE_MS,
+        );
+        verdict.unref();
         break;
+      }
       case 'stopped':
         void run.results.failed('the runner stopped', { code: 'runner.stopped', retryable: true });
         break;
@@ -285,7 +304,7 @@ export class RunDispatcher {
     const host = new RunHostApi(this.transport, ctx.run_id, signal, deadline ?? undefined, traceparent);
     const steeringGranted = ctx.context?.available_apis?.steering_pull === true;
     let toolCalls = 0;
-    return {
+    const io: RunIO = {
       runId: ctx.run_id,
       signal,
       deadline,
@@ -323,6 +342,25 @@ export class RunDispatcher {
         return bridge;
       },
     };
+    registerFaults(io, {
+      sendRaw: ({ type, data, usage, sequence }) => {
+        const raw = { run_id: ctx.run_id, type, data, timestamp: Math.floor(Date.now() / 1000) } as RunResult;
+        if (typeof sequence === 'number') {
+          raw.sequence = sequence;
+        }
+        if (usage) {
+          raw.usage = usage;
+        }
+        if (TERMINAL_RESULT_TYPES.has(type)) {
+          results.close(); // the run's own emitters (and the dispatcher's terminal rule) send nothing more
+        }
+        return this.outbox.push(raw);
+      },
+      ignoreCancel: () => {
+        run.ignoreCancel = true;
+      },
+    });
+    return io;
   }
 }
 

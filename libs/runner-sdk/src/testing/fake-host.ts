@@ -345,6 +345,11 @@ export class FakeHost implements HostApiTransport {
     this.dispatcher.cancel(runId, reason);
   }
 
+  /** The connection is lost: every active run's signal fires (kind `disconnected`) and nothing more is sent for it. */
+  disconnect(): void {
+    this.dispatcher.abortAll('disconnected');
+  }
+
   // ---- HostApiTransport ---------------------------------------------------------------------
 
   async unary<M extends UnaryMethod>(method: M, request: RequestOf<M>, options: CallOptions): Promise<ResponseOf<M>> {

@@ -8,3 +8,9 @@ export type {
   FakeTool,
   StartOptions,
 } from './fake-host';
+/**
+ * Protocol fault hooks of a run (docs/runner-sdk.md#protocol-fault-hooks): raw results past the
+ * SDK's sequencing and terminal rule, and ignoring cancel. For test runners that must misbehave.
+ */
+export { faultsOf as protocolFaults } from '../faults';
+export type { ProtocolFaults, RawResult } from '../faults';

@@ -9,7 +9,7 @@ import type { Struct } from './struct';
  * the same files: proto/runnerhost/v1/gateway.proto and context.proto.
  */
 
-/** `RUNNERHOST_PROTO_DIR`, or the repository's `proto/` (from src/ or from dist/apps/demo-runner/src/). */
+/** `RUNNERHOST_PROTO_DIR`, or the repository's `proto/` (from bench/dispatch/raw-runner/ or from dist/bench/dispatch/raw-runner/). */
 export function protoDir(): string {
   return process.env.RUNNERHOST_PROTO_DIR ?? path.resolve(__dirname, '..', '..', '..', 'proto');
 }

@@ -1,7 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import { EchoRunner, type OutgoingResult, type ResultSink } from './echo-runner';
-import type { HostApi } from './host-api';
 import type { Logger } from './log';
 import type { ConnectCall, GatewayClient, HostMessage, PluginMessage, RunRequest, RunResult, Welcome } from './proto';
 import { fromStruct, toStruct, type JsonObject } from './struct';
@@ -13,12 +11,12 @@ import { fromStruct, toStruct, type JsonObject } from './struct';
  *   host -> plugin: welcome, then run / cancel / ping
  *
  * The session ends when the host closes the stream or it breaks; `done` then resolves with the
- * gRPC status, and main.ts decides whether to reconnect.
+ * gRPC status, and main.ts decides whether to reconnect. This is the demo runner's former raw
+ * grpc-js connection, kept as bench/dispatch's floor (bench/dispatch/README.md).
  */
 
 export const PLUGIN_VERSION = '0.1.0';
 export const PROTOCOL_VERSION = '1';
-const FLUSH_GRACE_MS = 100;
 
 export interface SessionOptions {
   token: string;
@@ -27,10 +25,6 @@ export interface SessionOptions {
   /** Runner Protocol v1 manifests as JSON (sent as Struct in hello). */
   manifests: JsonObject[];
   log: Logger;
-  /** Override of what `crash` mode does (tests). */
-  crash?: () => void;
-  /** Client of the host API, for runs that call it (mode `host_api_bench`). */
-  hostApi?: HostApi;
 }
 
 export interface SessionEnd {
@@ -50,11 +44,10 @@ export class Session implements ResultSink {
   private closed = false;
   private heartbeat: NodeJS.Timeout | undefined;
   private drainWaiters: (() => void)[] = [];
-  private lastWrite: Promise<void> = Promise.resolve();
 
   constructor(client: GatewayClient, options: SessionOptions) {
     this.log = options.log;
-    this.runner = new EchoRunner(this, { log: options.log, crash: options.crash, hostApi: options.hostApi });
+    this.runner = new EchoRunner(this, options.log);
 
     const metadata = new grpc.Metadata();
     metadata.set('authorization', `Bearer ${options.token}`);
@@ -103,7 +96,6 @@ export class Session implements ResultSink {
    * under load the host handles fewer, larger messages.
    */
   send(result: OutgoingResult): Promise<void> {
-    this.log('info', 'result', { run_id: result.run_id, type: result.type, sequence: result.sequence ?? null });
     const wire: RunResult = {
       run_id: result.run_id,
       type: result.type,
@@ -128,16 +120,6 @@ export class Session implements ResultSink {
   }
 
   private outbox: { batch: RunResult[]; written: Promise<void> } | null = null;
-
-  /**
-   * Best effort: waits for the write callbacks, then a short grace, because grpc-js calls back
-   * once HTTP/2 has taken the message, a moment before the bytes reach the socket.
-   */
-  async flush(): Promise<void> {
-    await Promise.race([this.outbox?.written ?? Promise.resolve(), this.done]);
-    await Promise.race([this.lastWrite, this.done]);
-    await sleep(FLUSH_GRACE_MS);
-  }
 
   // ---- Host messages -------------------------------------------------------------------------
 
@@ -184,14 +166,10 @@ export class Session implements ResultSink {
       this.log('error', 'run request without context.run_id ignored', { runner_id: request.runner_id });
       return;
     }
-    this.log('info', 'run request', { run_id: context.run_id, runner_id: request.runner_id });
     void this.runner.start({
       runId: context.run_id,
       text: context.input?.text ?? '',
       config: fromStruct(context.config),
-      traceparent: request.traceparent || undefined,
-      eventType: context.event?.event_type ?? 'message.received',
-      interaction: context.input?.interaction ? fromStruct(context.input.interaction) : null,
     });
   }
 
@@ -202,11 +180,7 @@ export class Session implements ResultSink {
     if (this.closed) {
       return Promise.resolve(); // the stream is gone (or we are stopping): drop it
     }
-    let full = false;
-    this.lastWrite = new Promise((resolve) => {
-      full = !this.call.write(message, () => resolve());
-    });
-    if (!full) {
+    if (this.call.write(message)) {
       return Promise.resolve();
     }
     return new Promise((resolve) => this.drainWaiters.push(resolve));
