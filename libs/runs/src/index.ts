@@ -6,6 +6,7 @@ export type { ActiveRun, ActiveRunView } from './active-run';
 export { RESULT_EVENTS, type ResultView } from './run-stream.bus';
 export { runView, type RunView } from './run-view';
 export type { EventSubmission, ContentElementInput, AttachmentInput, InteractionInput } from './event-submission';
+export { TRIGGER_SOURCES, EVENT_TYPE_PATTERN, PLATFORM_ID_PATTERN } from './event-submission';
 export { InteractionsService, type InteractionView, type SubmitOutcome } from './interactions/interactions.service';
 export { SteeringService, steeringPullSchema, MAX_PULL_WAIT_MS } from './conversations/steering.service';
 export { SteeringAdminService, type SteeringView, type TimelineView } from './conversations/steering-admin.service';
