@@ -138,7 +138,7 @@ const TYPE_RULE: Record<string, string> = {
   array: 'must be an array',
 };
 
-/** The sentence of one keyword of a field's schema, as the host's 400s word it (docs/api.md#errors). */
+/** The sentence of one keyword of a field's schema, as the host's 400s word it (docs/api.md#validation). */
 function ruleOf(keyword: string, s: BodySchema, name: string): string | null {
   switch (keyword) {
     case 'maxLength':
