@@ -24,7 +24,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { ACTION_STYLES, FIELD_TYPES, MAX_SUBMISSION_BYTES } from '../../libs/interactions/src';
-import { CONCURRENCY_MODES, type ConcurrencyMode } from '../../libs/runs/src/conversations/concurrency';
+import { CONCURRENCY_MODES, type ConcurrencyMode } from '../../libs/runs/src/concurrency/concurrency';
 import { INT32_MAX, IsJsonMap, MAX_EPOCH_SECONDS, OPEN_MAP_MAX_BYTES } from '../../apps/host/src/http/dto/rules';
 
 const TRIGGER_SOURCES = ['platform', 'webui', 'api', 'scheduler', 'system', 'host_adapter'];

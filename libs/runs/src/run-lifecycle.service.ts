@@ -11,7 +11,7 @@ import { ActiveRuns } from './active-runs';
 import type { ActiveRun } from './active-run';
 import { assistantMessageAtEnd, effectsOf } from './result-effects';
 import { RunStreamBus, type ResultView } from './run-stream.bus';
-import { SIGNAL_PORT, type SignalPort } from './conversations/signal-port';
+import { SIGNAL_PORT, type SignalPort } from './concurrency/signal-port';
 import { telemetry } from '@libs/telemetry';
 
 /** The host's own verdicts on a run, each written as a final `run.failed` result. */
