@@ -182,7 +182,7 @@ async function complete(runs: RunsRepository, runId: string, assistant: NewTrans
     created_at: T0,
   };
   const end = { status: 'completed', status_reason: null, error_code: null, retryable: null, finished_at: T0 + 1 };
-  expect(await runs.finish(terminal, end, null, assistant)).toBe(true);
+  expect(await runs.endIfActive(terminal, end, null, assistant)).toBe(true);
 }
 
 /** The run scope admission builds, with overrides. */

@@ -287,7 +287,7 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
       const before = { ...hot.writerStats };
 
       const terminal = newResult(runId, 4, { type: 'run.completed', data: { text: 'done' } });
-      expect(await runs.finish(terminal, completed(), state('"done"'), assistant(runId, 'done'))).toBe(true);
+      expect(await runs.endIfActive(terminal, completed(), state('"done"'), assistant(runId, 'done'))).toBe(true);
 
       expect(gained(hot, before)).toEqual({ units: 1, commits: 1, replays: 0 });
       expect(await runs.get(runId)).toMatchObject({
@@ -306,7 +306,9 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
       const runId = await running();
       const broken = { ...assistant(runId, 'broken'), role: null } as unknown as NewTranscriptRow;
 
-      await driverError(runs.finish(newResult(runId, 1, { type: 'run.completed' }), completed(), state('"x"'), broken));
+      await driverError(
+        runs.endIfActive(newResult(runId, 1, { type: 'run.completed' }), completed(), state('"x"'), broken),
+      );
 
       expect(await runs.status(runId)).toBe('running');
       expect(await resultRows(runId)).toEqual([]);
@@ -317,7 +319,7 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
     it('a second finish of the same run returns false and writes nothing', async () => {
       const runId = await running();
       expect(
-        await runs.finish(
+        await runs.endIfActive(
           newResult(runId, 2, { type: 'run.completed' }),
           completed(),
           state('"first"'),
@@ -325,7 +327,7 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
         ),
       ).toBe(true);
 
-      const again = await runs.finish(
+      const again = await runs.endIfActive(
         newResult(runId, 3, { type: 'run.failed' }),
         { status: 'failed', status_reason: 'late', error_code: 'LATE', retryable: false, finished_at: T0 + 5000 },
         state('"second"'),
@@ -343,8 +345,8 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
       const runId = await running();
 
       const both = await Promise.all([
-        runs.finish(newResult(runId, 1, { type: 'run.completed' }), completed(), null, assistant(runId, 'a')),
-        runs.finish(newResult(runId, 2, { type: 'run.cancelled' }), completed(), null, assistant(runId, 'b')),
+        runs.endIfActive(newResult(runId, 1, { type: 'run.completed' }), completed(), null, assistant(runId, 'a')),
+        runs.endIfActive(newResult(runId, 2, { type: 'run.cancelled' }), completed(), null, assistant(runId, 'b')),
       ]);
 
       expect(both).toEqual([true, false]);

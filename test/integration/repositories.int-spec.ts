@@ -541,7 +541,7 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
       const running = await admitted({ status: 'running', started_at: T0 + 1 });
 
       expect(
-        await runs.finish(result(queued.run_id, 1), {
+        await runs.endIfActive(result(queued.run_id, 1), {
           status: 'completed',
           status_reason: null,
           error_code: null,
@@ -551,7 +551,7 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
         }),
       ).toBe(true);
       expect(
-        await runs.finish(result(running.run_id, 2), {
+        await runs.endIfActive(result(running.run_id, 2), {
           status: 'failed',
           status_reason: 'runner crashed',
           error_code: 'RUNNER_ERROR',
@@ -586,10 +586,10 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
         retryable: true,
         finished_at: T0 + 30,
       };
-      expect(await runs.finish(result(r.run_id, 3), final)).toBe(true);
+      expect(await runs.endIfActive(result(r.run_id, 3), final)).toBe(true);
 
       expect(
-        await runs.finish(result(r.run_id, 4), {
+        await runs.endIfActive(result(r.run_id, 4), {
           status: 'timeout',
           status_reason: 'deadline exceeded',
           error_code: 'DEADLINE',
@@ -601,7 +601,7 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
       expect(await runs.get(r.run_id)).toMatchObject({ ...final, usage: null });
       expect((await runs.resultsAfter(r.run_id, 0, 10)).length).toBe(1);
       expect(
-        await runs.finish(result('run-missing', 5), {
+        await runs.endIfActive(result('run-missing', 5), {
           status: 'failed',
           status_reason: null,
           error_code: null,
@@ -624,7 +624,7 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
       };
       const state = { scope_key: 'conversation:conv-1', state_key: 'topic', value: '"zebras"' };
 
-      expect(await runs.finish(result(r.run_id, 1, { type: 'run.completed' }), end, state, assistant)).toBe(true);
+      expect(await runs.endIfActive(result(r.run_id, 1, { type: 'run.completed' }), end, state, assistant)).toBe(true);
 
       expect(await runs.status(r.run_id)).toBe('completed');
       expect((await runs.resultsAfter(r.run_id, 0, 10)).map((x) => x.type)).toEqual(['run.completed']);

@@ -162,7 +162,7 @@ export class TranscriptService {
 
   /** Highest seq of one conversation (agent, workspace, conversation id, thread). */
   async latestSeq(conversation: ConversationScope): Promise<number | null> {
-    return this.repo.latestSeq(conversation);
+    return this.repo.lastTranscriptSeq(conversation);
   }
 
   /** The assistant row of a run (written once per run, with the run's end), keyed like every row. */

@@ -1,6 +1,6 @@
 import { deliveryPolicySchema } from '@libs/agents';
 import { interruptedOps } from './interrupted';
-import { initialState, normalise } from './normaliser';
+import { initialState, normalise } from './delivery-normaliser';
 import { deliveryPlan } from './plan';
 import { deliveryContextOf } from './surfaces';
 

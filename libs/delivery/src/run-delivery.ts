@@ -7,7 +7,7 @@ import {
   type NormaliserInput,
   type NormaliserState,
   type ResultLike,
-} from './normaliser';
+} from './delivery-normaliser';
 import type { DeliveryOp, DeliveryOpType } from './ops';
 import { deliveryPlan, type DeliveryPlan } from './plan';
 import type { DeliveryContext } from './surfaces';

@@ -17,3 +17,4 @@ export type {
   RerankCallInput,
   RerankCallOutput,
 } from './models/model-requests';
+export { TOKENIZERS } from './models/model-types';

@@ -10,7 +10,7 @@ import type {
 import type { RunnerDispatch } from '@libs/runner-gateway';
 import type { AdmissionCatalog } from './admission-catalog';
 import { AdmissionService } from './admission.service';
-import { InProcessSignals, type Signal } from './conversations/signal-port';
+import { InProcessSignals, type Signal } from './concurrency/signal-port';
 import { quotaExceeded, type WorkspaceQuotaGate } from './workspace-quotas';
 import type { EventSubmission } from './event-submission';
 import type { RunLifecycleService } from './run-lifecycle.service';

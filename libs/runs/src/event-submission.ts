@@ -1,4 +1,11 @@
 import type { DeliveryRequest } from '@libs/delivery';
+/** Who triggered an event (`event.source`). */
+export const TRIGGER_SOURCES = ['platform', 'webui', 'api', 'scheduler', 'system', 'host_adapter'] as const;
+/** `event.event_type`: a dotted lower-case name such as `message.received`. */
+export const EVENT_TYPE_PATTERN = /^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$/;
+/** A platform id (`event.event_id`, `conversation.conversation_id`): 1-255 characters, not starting with white space. */
+export const PLATFORM_ID_PATTERN = /^[^\s].{0,254}$/;
+
 /** A platform event as `POST /v1/events` accepts it (Runner Protocol v1, event-first). */
 export interface EventSubmission {
   agent_id: string;

@@ -6,7 +6,7 @@ import type { NewResult, RunEnd, RunEntity, RunsRepository } from '@libs/persist
 import type { RunnerSession } from '@libs/runner-gateway';
 import type { ActiveRun } from './active-run';
 import { ActiveRuns } from './active-runs';
-import { InProcessSignals, type Signal } from './conversations/signal-port';
+import { InProcessSignals, type Signal } from './concurrency/signal-port';
 import { RunLifecycleService } from './run-lifecycle.service';
 import { RunStreamBus, type ResultView } from './run-stream.bus';
 

@@ -11,7 +11,7 @@ import { ActiveRun, type ActiveRunView, type RunEnding } from './active-run';
 import { assistantMessageAtEnd, effectsOf } from './result-effects';
 import { verdictOutcome, verdictResult, type HostVerdict } from './run-outcome';
 import { RunStreamBus, type ResultView } from './run-stream.bus';
-import { SIGNAL_PORT, type SignalPort } from './conversations/signal-port';
+import { SIGNAL_PORT, type SignalPort } from './concurrency/signal-port';
 import { telemetry } from '@libs/telemetry';
 
 function resultRow(r: ResultView): NewResult {

@@ -3,7 +3,7 @@ import { snapshotHash } from '@libs/authz';
 import { ModelsRepository, RunsRepository, type RunListFilter } from '@libs/persistence';
 import { DomainError, isTerminal, parseRowCursor, readPage } from '@libs/protocol';
 import { ActiveRuns } from './active-runs';
-import { ConversationDispatcher } from './conversations/conversation-dispatcher';
+import { ConversationDispatcher } from './concurrency/conversation-dispatcher';
 import { RunLifecycleService } from './run-lifecycle.service';
 import { DeliveryBus, OutboxStore, type DeliveryOp } from '@libs/delivery';
 import type { StreamSource } from '@libs/streams';

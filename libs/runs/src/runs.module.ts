@@ -17,10 +17,10 @@ import { RunStreamBus } from './run-stream.bus';
 import { RunsQueryService } from './runs-query.service';
 import { ToolTelemetryForwarder } from './tool-telemetry';
 import { RunStarter } from './run-start';
-import { ConversationDispatcher } from './conversations/conversation-dispatcher';
-import { SteeringService } from './conversations/steering.service';
-import { SteeringAdminService } from './conversations/steering-admin.service';
-import { BusSignals, SIGNAL_PORT } from './conversations/signal-port';
+import { ConversationDispatcher } from './concurrency/conversation-dispatcher';
+import { SteeringService } from './concurrency/steering.service';
+import { SteeringAdminService } from './concurrency/steering-admin.service';
+import { BusSignals, SIGNAL_PORT } from './concurrency/signal-port';
 import { WorkspaceAdmission } from './workspace-admission';
 import { WorkspaceQuotaGate } from './workspace-quotas';
 

@@ -770,151 +770,6 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        RawEventRefDto: {
-            ref_id: string;
-            storage_key?: string;
-        };
-        EventContextDto: {
-            /** @description Platform event id; generated when absent. Duplicates return the original answer. */
-            event_id?: string;
-            /** @example message.received */
-            event_type: string;
-            /** @description Epoch seconds */
-            event_time?: number;
-            /** @enum {string} */
-            source: "platform" | "webui" | "api" | "scheduler" | "system" | "host_adapter";
-            source_event_type?: string;
-            raw_ref?: components["schemas"]["RawEventRefDto"];
-            /** @description Open JSON object: at most 262144 bytes; the whole body at most 32 levels deep */
-            data?: {
-                [key: string]: unknown;
-            };
-        };
-        ConversationDto: {
-            conversation_id: string;
-            thread_id?: string;
-            bot_id?: string;
-            workspace_id?: string;
-            launcher_type?: string;
-            launcher_id?: string;
-            sender_id?: string;
-            session_id?: string;
-        };
-        ActorDto: {
-            /** @example user */
-            actor_type: string;
-            actor_id?: string;
-            actor_name?: string;
-            /** @description Open JSON object: at most 262144 bytes; the whole body at most 32 levels deep */
-            metadata?: {
-                [key: string]: unknown;
-            };
-        };
-        SubjectDto: {
-            subject_type: string;
-            subject_id?: string;
-            /** @description Open JSON object: at most 262144 bytes; the whole body at most 32 levels deep */
-            data?: {
-                [key: string]: unknown;
-            };
-        };
-        ImageUrlDto: {
-            url: string;
-        };
-        ContentElementDto: {
-            /** @enum {string} */
-            type: "text" | "image_url" | "image_base64" | "file_url" | "file_base64";
-            text?: string;
-            image_url?: components["schemas"]["ImageUrlDto"];
-            image_base64?: string;
-            file_url?: string;
-            file_base64?: string;
-            file_name?: string;
-        };
-        AttachmentDto: {
-            /** @enum {string} */
-            type: "image" | "file" | "voice";
-            mime_type?: string;
-            size?: number;
-            name?: string;
-            /** @enum {string} */
-            source?: "url" | "base64" | "message_chain";
-            url?: string;
-            path?: string;
-            content?: string;
-            id?: string;
-        };
-        InteractionInputDto: {
-            /** @description The one-time token of the interaction.request op (`rhit_…`) */
-            callback_token: string;
-            /** @description One of the request's action ids */
-            action_id?: string | null;
-            /** @description Values by field id: text/textarea a string, select one option value, multiselect a list of option values, number a number, boolean true/false, file a file reference string. Required fields must be present; unknown field ids are refused. At most 256 KiB. */
-            values?: {
-                [key: string]: unknown;
-            };
-        };
-        InputDto: {
-            text?: string;
-            contents?: components["schemas"]["ContentElementDto"][];
-            attachments?: components["schemas"]["AttachmentDto"][];
-            /** @description event_type interaction.submitted only: the answer with its one-time token (docs/interactions.md) */
-            interaction?: components["schemas"]["InteractionInputDto"];
-        };
-        InteractionCapabilitiesDto: {
-            /** @description Field types it renders (default all) */
-            field_types?: ("text" | "textarea" | "select" | "multiselect" | "number" | "boolean" | "file")[];
-            /** @description Action styles it renders (default all) */
-            action_styles?: ("default" | "primary" | "danger")[];
-            /** @description It can update a shown interaction (read-only after the outcome) */
-            supports_updates?: boolean;
-            /** @description Most fields it renders in one interaction */
-            max_fields?: number;
-        };
-        DeliveryDto: {
-            /** @default api */
-            surface?: string;
-            /** @description Open JSON object: at most 262144 bytes; the whole body at most 32 levels deep */
-            reply_target?: {
-                [key: string]: unknown;
-            };
-            /** @default true */
-            supports_streaming?: boolean;
-            /** @default false */
-            supports_edit?: boolean;
-            /** @default false */
-            supports_reaction?: boolean;
-            max_message_size?: number;
-            /** @description Open JSON object: at most 262144 bytes; the whole body at most 32 levels deep */
-            platform_capabilities?: {
-                [key: string]: unknown;
-            };
-            /** @description What the surface renders of an interaction; absent: fallback_text only */
-            interactions?: components["schemas"]["InteractionCapabilitiesDto"];
-        };
-        SubmitEventDto: {
-            /** @description The agent that handles the event */
-            agent_id: string;
-            event: components["schemas"]["EventContextDto"];
-            conversation?: components["schemas"]["ConversationDto"];
-            actor?: components["schemas"]["ActorDto"];
-            subject?: components["schemas"]["SubjectDto"];
-            input: components["schemas"]["InputDto"];
-            delivery?: components["schemas"]["DeliveryDto"];
-            /** @example en_US */
-            locale?: string;
-            /** @example Europe/Berlin */
-            timezone?: string;
-            /** @description Open JSON object: at most 262144 bytes; the whole body at most 32 levels deep */
-            metadata?: {
-                [key: string]: unknown;
-            };
-            /**
-             * @description Overrides the agent's concurrency policy for this event while its conversation is busy: steer it into the active run, queue it as the next run, interrupt the active run, or reject it (409)
-             * @enum {string}
-             */
-            concurrency?: "steer" | "queue" | "interrupt" | "reject";
-        };
         AdmissionDto: {
             event_id: string;
             /**
@@ -2327,16 +2182,6 @@ export interface components {
             /** @description Oldest first (up to 500 of each kind) */
             entries: components["schemas"]["TimelineEntryDto"][];
         };
-        SubmitInteractionDto: {
-            /** @description The one-time token of the interaction.request op (`rhit_…`) */
-            callback_token: string;
-            /** @description One of the request's action ids */
-            action_id?: string | null;
-            /** @description Values by field id: text/textarea a string, select one option value, multiselect a list of option values, number a number, boolean true/false, file a file reference string. Required fields must be present; unknown field ids are refused. At most 256 KiB. */
-            values?: {
-                [key: string]: unknown;
-            };
-        };
         SubmitInteractionResultDto: {
             /** @description The host's interaction id */
             id: string;
@@ -2431,6 +2276,145 @@ export interface components {
             model_tokens_today: components["schemas"]["QuotaUsageDto"];
             /** @description Admission tokens left in the runs-per-second bucket */
             runs_per_second: components["schemas"]["QuotaUsageDto"];
+        };
+        EventContextDto: {
+            /** @description Platform event id; generated when absent. Duplicates return the original answer. */
+            event_id?: string | null;
+            /** @example message.received */
+            event_type: string;
+            /** @description Epoch seconds */
+            event_time?: number | null;
+            /** @enum {string} */
+            source: "platform" | "webui" | "api" | "scheduler" | "system" | "host_adapter";
+            source_event_type?: string | null;
+            raw_ref?: components["schemas"]["RawEventRefDto"];
+            /** @description Open JSON object: at most 262144 bytes; the whole body at most 32 levels deep */
+            data?: Record<string, never> | null;
+        };
+        RawEventRefDto: {
+            ref_id: string;
+            storage_key?: string | null;
+        };
+        ConversationDto: {
+            conversation_id: string;
+            thread_id?: string | null;
+            bot_id?: string | null;
+            workspace_id?: string | null;
+            launcher_type?: string | null;
+            launcher_id?: string | null;
+            sender_id?: string | null;
+            session_id?: string | null;
+        };
+        ActorDto: {
+            /** @example user */
+            actor_type: string;
+            actor_id?: string | null;
+            actor_name?: string | null;
+            /** @description Open JSON object: at most 262144 bytes; the whole body at most 32 levels deep */
+            metadata?: Record<string, never> | null;
+        };
+        SubjectDto: {
+            subject_type: string;
+            subject_id?: string | null;
+            /** @description Open JSON object: at most 262144 bytes; the whole body at most 32 levels deep */
+            data?: Record<string, never> | null;
+        };
+        InputDto: {
+            text?: string | null;
+            contents?: components["schemas"]["ContentElementDto"][] | null;
+            attachments?: components["schemas"]["AttachmentDto"][] | null;
+            /** @description event_type interaction.submitted only: the answer with its one-time token (docs/interactions.md) */
+            interaction?: components["schemas"]["InteractionInputDto"];
+        };
+        ContentElementDto: {
+            /** @enum {string} */
+            type: "text" | "image_url" | "image_base64" | "file_url" | "file_base64";
+            text?: string | null;
+            image_url?: components["schemas"]["ImageUrlDto"];
+            image_base64?: string | null;
+            file_url?: string | null;
+            file_base64?: string | null;
+            file_name?: string | null;
+        };
+        ImageUrlDto: {
+            url: string;
+        };
+        AttachmentDto: {
+            /** @enum {string} */
+            type: "image" | "file" | "voice";
+            mime_type?: string | null;
+            size?: number | null;
+            name?: string | null;
+            /** @enum {string|null} */
+            source?: "url" | "base64" | "message_chain" | null;
+            url?: string | null;
+            path?: string | null;
+            content?: string | null;
+            id?: string | null;
+        };
+        InteractionInputDto: {
+            /** @description The one-time token of the interaction.request op (`rhit_…`) */
+            callback_token: string;
+            /** @description One of the request's action ids */
+            action_id?: string | null;
+            /** @description Values by field id: text/textarea a string, select one option value, multiselect a list of option values, number a number, boolean true/false, file a file reference string. Required fields must be present; unknown field ids are refused. At most 256 KiB. */
+            values?: Record<string, never> | null;
+        };
+        DeliveryDto: {
+            /** @default api */
+            surface?: string | null;
+            /** @description Open JSON object: at most 262144 bytes; the whole body at most 32 levels deep */
+            reply_target?: Record<string, never> | null;
+            /** @default true */
+            supports_streaming?: boolean | null;
+            /** @default false */
+            supports_edit?: boolean | null;
+            /** @default false */
+            supports_reaction?: boolean | null;
+            max_message_size?: number | null;
+            /** @description Open JSON object: at most 262144 bytes; the whole body at most 32 levels deep */
+            platform_capabilities?: Record<string, never> | null;
+            /** @description What the surface renders of an interaction; absent: fallback_text only */
+            interactions?: components["schemas"]["InteractionCapabilitiesDto"];
+        };
+        InteractionCapabilitiesDto: {
+            /** @description Field types it renders (default all) */
+            field_types?: ("text" | "textarea" | "select" | "multiselect" | "number" | "boolean" | "file")[] | null;
+            /** @description Action styles it renders (default all) */
+            action_styles?: ("default" | "primary" | "danger")[] | null;
+            /** @description It can update a shown interaction (read-only after the outcome) */
+            supports_updates?: boolean | null;
+            /** @description Most fields it renders in one interaction */
+            max_fields?: number | null;
+        };
+        SubmitEventDto: {
+            /** @description The agent that handles the event */
+            agent_id: string;
+            event: components["schemas"]["EventContextDto"];
+            conversation?: components["schemas"]["ConversationDto"];
+            actor?: components["schemas"]["ActorDto"];
+            subject?: components["schemas"]["SubjectDto"];
+            input: components["schemas"]["InputDto"];
+            delivery?: components["schemas"]["DeliveryDto"];
+            /** @example en_US */
+            locale?: string | null;
+            /** @example Europe/Berlin */
+            timezone?: string | null;
+            /** @description Open JSON object: at most 262144 bytes; the whole body at most 32 levels deep */
+            metadata?: Record<string, never> | null;
+            /**
+             * @description Overrides the agent's concurrency policy for this event while its conversation is busy: steer it into the active run, queue it as the next run, interrupt the active run, or reject it (409)
+             * @enum {string|null}
+             */
+            concurrency?: "steer" | "queue" | "interrupt" | "reject" | null;
+        };
+        SubmitInteractionDto: {
+            /** @description The one-time token of the interaction.request op (`rhit_…`) */
+            callback_token: string;
+            /** @description One of the request's action ids */
+            action_id?: string | null;
+            /** @description Values by field id: text/textarea a string, select one option value, multiselect a list of option values, number a number, boolean true/false, file a file reference string. Required fields must be present; unknown field ids are refused. At most 256 KiB. */
+            values?: Record<string, never> | null;
         };
     };
     responses: never;

@@ -1,7 +1,7 @@
 import { ValidationPipe, type ArgumentMetadata, type ValidationError } from '@nestjs/common';
 import { checkJson, DomainError, joinPath } from '@libs/protocol';
 
-function flatten(errors: ValidationError[], parent = ''): { field: string; rule: string }[] {
+function flatten(errors: ValidationError[], parent = ''): Problem[] {
   return errors.flatMap((e) => {
     // Same path syntax as the JSON checker: a[0].b, a["odd key"] (an empty query key is `[""]`).
     const field = joinPath(parent, parent && /^\d+$/.test(e.property) ? Number(e.property) : e.property);
@@ -10,7 +10,14 @@ function flatten(errors: ValidationError[], parent = ''): { field: string; rule:
   });
 }
 
-function invalid(problems: { field: string; rule: string }[]): DomainError {
+/** A field-named rule break: `field` in the checker's path syntax, `rule` as the message states it. */
+export interface Problem {
+  field: string;
+  rule: string;
+}
+
+/** The one 400 of a refused input: `field: rule` joined, the first field in `details.field`, all in `details.problems`. */
+export function invalid(problems: Problem[]): DomainError {
   return new DomainError('invalid_argument', problems.map((p) => `${p.field}: ${p.rule}`).join('; '), {
     field: problems[0]?.field,
     problems,

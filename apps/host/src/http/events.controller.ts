@@ -1,10 +1,12 @@
 import { Body, Controller, Headers, HttpCode, Post, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Roles, type AuthenticatedRequest } from '@libs/auth';
 import { DomainError } from '@libs/protocol';
-import { AdmissionService, InteractionsService, WorkspaceAdmission } from '@libs/runs';
-import { AdmissionDto, SubmitEventDto } from './dto/event.dto';
+import { AdmissionService, InteractionsService, WorkspaceAdmission, type EventSubmission } from '@libs/runs';
+import { AdmissionDto } from './dto/event.dto';
+import { BodyPipe } from './compiled-body';
+import { bodyRef, submitEventBody } from './dto/event.schema';
 import { telemetry } from '@libs/telemetry';
 import { ErrorResponseDto } from './dto/error.dto';
 import { SseStreams } from './sse-streams';
@@ -32,6 +34,7 @@ export class EventsController {
       'With `Accept: text/event-stream` the answer is 200 and an SSE stream: first an `admission` event ' +
       "(the JSON below), then the run's delivery ops as GET /v1/runs/{run_id}/deliveries streams them.",
   })
+  @ApiBody(bodyRef('SubmitEventDto'))
   @ApiProduces('application/json', 'text/event-stream')
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Replays return the original answer' })
   @ApiResponse({
@@ -60,7 +63,8 @@ export class EventsController {
   })
   @ApiResponse({ status: 503, type: ErrorResponseDto, description: 'Runner not connected (recorded; retryable)' })
   async submit(
-    @Body() body: SubmitEventDto,
+    // docs/architecture.md#validation: the body's JSON schema, compiled once, names every field at fault.
+    @Body(new BodyPipe(submitEventBody)) body: EventSubmission,
     @Headers('idempotency-key') key: string | undefined,
     @Headers('accept') accept: string | undefined,
     @Req() req: AuthenticatedRequest,
@@ -73,7 +77,7 @@ export class EventsController {
       });
     }
     // docs/tenancy.md#runs: the workspace comes from the key and the agent, never from the body.
-    body = (await this.tenancy.derive(body, req.principal!.workspaces)) as SubmitEventDto;
+    body = await this.tenancy.derive(body, req.principal!.workspaces);
     if (body.event.event_type === 'interaction.submitted') {
       // docs/interactions.md#submitting: the token decides; the host admits the checked submission as the event.
       const s = await this.interactions.submit(null, body.input.interaction ?? {}, body.agent_id, (runId) =>

@@ -1,15 +1,12 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Roles, type AuthenticatedRequest } from '@libs/auth';
 import { WriteTenancy } from './tenancy';
-import { InteractionsService } from '@libs/runs';
+import { InteractionsService, type InteractionInput } from '@libs/runs';
 import { ErrorResponseDto } from './dto/error.dto';
-import {
-  InteractionListDto,
-  InteractionsQueryDto,
-  SubmitInteractionDto,
-  SubmitInteractionResultDto,
-} from './dto/interactions.dto';
+import { InteractionListDto, InteractionsQueryDto, SubmitInteractionResultDto } from './dto/interactions.dto';
+import { BodyPipe } from './compiled-body';
+import { bodyRef, submitInteractionBody } from './dto/event.schema';
 
 @ApiTags('interactions')
 @ApiBearerAuth()
@@ -28,6 +25,7 @@ export class InteractionsController {
     description:
       'The token and id come from the `interaction.request` delivery op. Values are checked against the request (types, required, options). Exactly one valid submission is accepted; it becomes an `interaction.submitted` event of the conversation (steered into its active run when there is one). A used or expired token gets 409 and changes nothing; a token that does not match, 403.',
   })
+  @ApiBody(bodyRef('SubmitInteractionDto'))
   @ApiResponse({ status: 202, type: SubmitInteractionResultDto })
   @ApiResponse({ status: 400, type: ErrorResponseDto, description: 'A value breaks its field (details.field)' })
   @ApiResponse({ status: 403, type: ErrorResponseDto, description: 'callback_token does not match' })
@@ -43,7 +41,7 @@ export class InteractionsController {
   })
   submit(
     @Param('id') id: string,
-    @Body() body: SubmitInteractionDto,
+    @Body(new BodyPipe(submitInteractionBody)) body: InteractionInput,
     @Req() req: AuthenticatedRequest,
   ): Promise<SubmitInteractionResultDto> {
     return this.interactions.submit(id, body, null, (runId) => this.tenancy.seesRun(req, runId));

@@ -1,6 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { HOST_VERSION } from '@libs/runner-gateway';
+import { compiledBodyComponents } from '../http/dto/event.schema';
 import { completeDocument } from './openapi-complete';
 
 const DESCRIPTION = [
@@ -34,7 +35,10 @@ export function createOpenApiDocument(app: INestApplication): OpenAPIObject {
     // Every operation needs a key unless it says `security: []` (the health probes).
     .addSecurityRequirements('bearer')
     .build();
-  return completeDocument(SwaggerModule.createDocument(app, config));
+  const doc = SwaggerModule.createDocument(app, config);
+  // Bodies checked by a compiled JSON schema are described by that same schema (docs/architecture.md#validation).
+  doc.components = { ...doc.components, schemas: { ...doc.components?.schemas, ...compiledBodyComponents() } };
+  return completeDocument(doc);
 }
 
 export function setupOpenApi(app: INestApplication): void {

@@ -47,7 +47,7 @@ export class ContextRepository {
   ) {}
 
   /** Highest transcript seq of one conversation; null when it has none. */
-  async latestSeq(c: ConversationScope): Promise<number | null> {
+  async lastTranscriptSeq(c: ConversationScope): Promise<number | null> {
     const row = await this.hot.read(
       one<{ max: number | string | null }>(SQL.latestThreadSeq, [
         c.agent_id,

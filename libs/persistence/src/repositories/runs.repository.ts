@@ -130,8 +130,8 @@ export class RunsRepository {
     return this.hot.write(() => endRunUnit(terminal, end, state, assistant, outbox));
   }
 
-  /** `end`, answering only whether the run ended now. */
-  async finish(
+  /** `end`, answering only whether the run ended now (false: it had already ended). */
+  async endIfActive(
     terminal: NewResult,
     end: RunEnd,
     state: StateWrite | null = null,

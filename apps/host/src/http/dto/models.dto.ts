@@ -15,10 +15,10 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
+import { TOKENIZERS } from '@libs/resources';
 import { IsJsonMap } from './rules';
 
 const obj = { type: 'object', additionalProperties: true } as const;
-const TOKENIZERS = ['o200k_base', 'cl100k_base', 'p50k_base', 'r50k_base'];
 
 export class ModelAbilitiesDto {
   @ApiPropertyOptional({ default: true }) @IsOptional() @IsBoolean() tool_calling?: boolean;

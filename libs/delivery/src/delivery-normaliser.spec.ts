@@ -1,6 +1,6 @@
 import { deliveryPolicySchema } from '@libs/agents';
 import type { RunStatus } from '@libs/protocol';
-import { initialState, normalise, type NormaliserState, type ResultLike } from './normaliser';
+import { initialState, normalise, type NormaliserState, type ResultLike } from './delivery-normaliser';
 import type { DeliveryOp } from './ops';
 import { deliveryPlan, type DeliveryPlan } from './plan';
 import { measure } from './split';

@@ -1,0 +1,275 @@
+import { type PipeTransform } from '@nestjs/common';
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import { joinPath, jsonBytes } from '@libs/protocol';
+import { invalid, type Problem } from '../filters/validation';
+
+/**
+ * A JSON schema of a request body, in the subset both ajv and OpenAPI 3.0 read: `nullable` marks
+ * an optional field that may also be `null` (absent, as before), and two extensions carry what a
+ * field-named 400 needs — `x-max-json-bytes` (an open map's serialised size) and `x-rule` (the
+ * sentence a `pattern` break answers). docs/architecture.md#validation.
+ */
+export interface BodySchema {
+  type?: 'object' | 'array' | 'string' | 'integer' | 'number' | 'boolean';
+  nullable?: boolean;
+  properties?: Record<string, BodySchema>;
+  required?: readonly string[];
+  additionalProperties?: boolean;
+  items?: BodySchema;
+  enum?: readonly unknown[];
+  pattern?: string;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  maxItems?: number;
+  description?: string;
+  example?: unknown;
+  default?: unknown;
+  'x-max-json-bytes'?: number;
+  'x-rule'?: string;
+}
+
+const ajv = new Ajv({
+  allErrors: true,
+  // The patterns are JavaScript patterns as the rest of the host reads them (no `u` flag).
+  unicodeRegExp: false,
+  strictTypes: false,
+  keywords: [
+    { keyword: 'example' },
+    { keyword: 'x-rule', schemaType: 'string' },
+    {
+      keyword: 'x-max-json-bytes',
+      type: 'object',
+      schemaType: 'number',
+      errors: true,
+      validate: (max: number, data: unknown) => jsonBytes(data) <= max,
+    },
+  ],
+});
+
+/** A body validator compiled once (at boot); it answers the body or throws the field-named 400. */
+export class CompiledBody<T> {
+  private readonly check: ValidateFunction;
+
+  constructor(private readonly schema: BodySchema) {
+    this.check = ajv.compile(schema);
+  }
+
+  /** The body, typed, when it keeps the schema; else the `invalid_argument` naming every field at fault. */
+  parse(value: unknown): T {
+    if (this.check(value)) {
+      return value as T;
+    }
+    throw invalid(explain(this.schema, value, this.check.errors ?? []));
+  }
+}
+
+/** `@Body(new BodyPipe(compiled))`: the route's body through its compiled validator. */
+export class BodyPipe<T> implements PipeTransform<unknown, T> {
+  constructor(private readonly body: CompiledBody<T>) {}
+
+  transform(value: unknown): T {
+    return this.body.parse(value);
+  }
+}
+
+interface Located {
+  /** The field path in the checker's syntax (a.b[0].c). */
+  field: string;
+  /** Sort key: per level the index of the property in its schema (unknown properties -1), or the array index. */
+  order: number[];
+  schema: BodySchema;
+  required: boolean;
+  value: unknown;
+  /** The name of the property (for array items: of the array). */
+  name: string;
+  inArray: boolean;
+}
+
+/** Walks the schema and the value along an ajv instance path ("/event/raw_ref", "/input/contents/0"). */
+function locate(root: BodySchema, body: unknown, pointer: string): Located {
+  const segments =
+    pointer === ''
+      ? []
+      : pointer
+          .slice(1)
+          .split('/')
+          .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  let at: Located = { field: '', order: [], schema: root, required: true, value: body, name: 'body', inArray: false };
+  for (const seg of segments) {
+    const parent = at;
+    if (parent.schema.type === 'array') {
+      const i = Number(seg);
+      at = {
+        field: joinPath(parent.field, i),
+        order: [...parent.order, i],
+        schema: parent.schema.items ?? {},
+        required: true,
+        value: Array.isArray(parent.value) ? parent.value[i] : undefined,
+        name: parent.name,
+        inArray: true,
+      };
+    } else {
+      const keys = Object.keys(parent.schema.properties ?? {});
+      at = {
+        field: joinPath(parent.field, /^\d+$/.test(seg) ? Number(seg) : seg),
+        order: [...parent.order, keys.indexOf(seg)],
+        schema: parent.schema.properties?.[seg] ?? {},
+        required: parent.schema.required?.includes(seg) ?? false,
+        value: isObject(parent.value) ? parent.value[seg] : undefined,
+        name: seg,
+        inArray: false,
+      };
+    }
+  }
+  return at;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+const TYPE_RULE: Record<string, string> = {
+  string: 'must be a string',
+  integer: 'must be an integer number',
+  number: 'must be a number',
+  boolean: 'must be a boolean value',
+  array: 'must be an array',
+};
+
+/** The sentence of one keyword of a field's schema, as the host's 400s word it (docs/api.md#validation). */
+function ruleOf(keyword: string, s: BodySchema, name: string): string | null {
+  switch (keyword) {
+    case 'maxLength':
+      return `${name} must be shorter than or equal to ${s.maxLength} characters`;
+    case 'minLength':
+      return `${name} should not be empty`;
+    case 'pattern':
+      return `${name} ${s['x-rule'] ?? `must match ${s.pattern}`}`;
+    case 'enum':
+      return `${name} must be one of the following values: ${(s.enum ?? []).filter((v) => v !== null).map(String).join(', ')}`;
+    case 'minimum':
+      return `${name} must not be less than ${s.minimum}`;
+    case 'maximum':
+      return `${name} must not be greater than ${s.maximum}`;
+    case 'maxItems':
+      return `${name} must contain no more than ${s.maxItems} elements`;
+    case 'x-max-json-bytes':
+      return `must be at most ${s['x-max-json-bytes']} bytes of JSON`;
+    case 'type':
+      // An enum names its values; its type is not a rule of its own.
+      return s.enum || !s.type || !TYPE_RULE[s.type] ? null : `${name} ${TYPE_RULE[s.type]}`;
+    default:
+      return null;
+  }
+}
+
+/**
+ * Every rule a missing or wrongly typed value breaks: all of its field's rules, in schema order
+ * (a missing value breaks even `minLength`; a present one of the wrong type does not, and a
+ * number that is not an integer breaks its bounds only when outside them).
+ */
+function wrongValue(at: Located): string[] {
+  const s = at.schema;
+  const missing = at.value === undefined || at.value === null;
+  if (s.type === 'object') {
+    if (s['x-max-json-bytes'] !== undefined) {
+      return ['must be a JSON object'];
+    }
+    const nested = `${at.inArray ? 'each value in ' : ''}nested property ${at.name} must be either object or array`;
+    if (at.inArray || !at.required) {
+      return [nested];
+    }
+    return [
+      ...(missing ? [`${at.name} should not be null or undefined`] : []),
+      `${at.name} must be an object`,
+      ...(at.value !== undefined && !Array.isArray(at.value) ? [nested] : []),
+    ];
+  }
+  const n = typeof at.value === 'number' ? at.value : null;
+  const rules = Object.keys(s).flatMap((k) => {
+    // A present value breaks `minLength` only when empty; a number its bounds only when outside them.
+    if (
+      (k === 'minLength' && !missing) ||
+      (k === 'minimum' && n !== null && n >= (s.minimum ?? n)) ||
+      (k === 'maximum' && n !== null && n <= (s.maximum ?? n))
+    ) {
+      return [];
+    }
+    const rule = ruleOf(k, s, at.name);
+    return rule ? [rule] : [];
+  });
+  if (s.type === 'array' && s.items?.type === 'object') {
+    rules.push(`each value in nested property ${at.name} must be either object or array`);
+  }
+  return rules;
+}
+
+/** ajv's errors as field-named problems, in the order of the schema (unknown properties first at each level). */
+function explain(root: BodySchema, body: unknown, errors: ErrorObject[]): Problem[] {
+  // Several breaks of one field are listed in the order of its schema's keywords (rank).
+  const found: { order: number[]; rank: number; seq: number; problem: Problem }[] = [];
+  const wrong = new Set<string>();
+  const add = (at: Located, rules: string[], field = at.field, rank = 0) => {
+    for (const rule of rules) {
+      found.push({ order: at.order, rank, seq: found.length, problem: { field, rule } });
+    }
+  };
+  // Missing and wrongly typed values first: they stand for every rule of their field.
+  for (const e of errors) {
+    if (e.keyword === 'required' || e.keyword === 'type') {
+      const pointer =
+        e.keyword === 'required'
+          ? `${e.instancePath}/${String((e.params as { missingProperty: string }).missingProperty)}`
+          : e.instancePath;
+      if (wrong.has(pointer)) {
+        continue;
+      }
+      wrong.add(pointer);
+      const at = locate(root, body, pointer);
+      add(at, at.field === '' ? ['body must be a JSON object'] : wrongValue(at), at.field || 'body');
+    }
+  }
+  const eachValue = new Set<string>();
+  for (const e of errors) {
+    if (e.keyword === 'required' || e.keyword === 'type' || wrong.has(e.instancePath)) {
+      continue;
+    }
+    if (e.keyword === 'additionalProperties') {
+      const key = String((e.params as { additionalProperty: string }).additionalProperty);
+      const parent = locate(root, body, e.instancePath);
+      add(
+        { ...parent, order: [...parent.order, -1] },
+        [`property ${key} should not exist`],
+        joinPath(parent.field, /^\d+$/.test(key) ? Number(key) : key),
+      );
+      continue;
+    }
+    const at = locate(root, body, e.instancePath);
+    if (at.inArray && at.schema.type !== 'object') {
+      // A list of values: one problem for the list, as "each value in <list> …".
+      const list = locate(root, body, e.instancePath.slice(0, e.instancePath.lastIndexOf('/')));
+      const rule = ruleOf(e.keyword, at.schema, list.name);
+      const key = `${list.field}\u0000${e.keyword}`;
+      if (rule && !eachValue.has(key)) {
+        eachValue.add(key);
+        add(list, [`each value in ${rule}`]);
+      }
+      continue;
+    }
+    const rule = ruleOf(e.keyword, at.schema, at.name) ?? `${at.name} ${e.message ?? 'is invalid'}`;
+    add(at, [rule], at.field, Object.keys(at.schema).indexOf(e.keyword));
+  }
+  found.sort((a, b) => compareOrder(a.order, b.order) || a.rank - b.rank || a.seq - b.seq);
+  return found.map((f) => f.problem);
+}
+
+function compareOrder(a: number[], b: number[]): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    if (a[i] !== b[i]) {
+      return a[i] - b[i];
+    }
+  }
+  return a.length - b.length;
+}
