@@ -33,7 +33,7 @@ function context(over: Partial<AgentRunContext> = {}, config: JsonObject = {}): 
 const answer = (runId: string, interactionId: string, actionId: string): Partial<AgentRunContext> => ({
   run_id: runId,
   event: { event_id: `interaction:${runId}`, event_type: 'interaction.submitted' },
-  input: { text: actionId, interaction: { interaction_id: interactionId, action_id: actionId, values: {} } } as never,
+  input: { text: actionId, interaction: { interaction_id: interactionId, action_id: actionId, values: {} } },
 });
 
 function host(): { h: FakeHost; executed: JsonObject[] } {

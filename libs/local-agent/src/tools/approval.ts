@@ -108,7 +108,7 @@ function submissionOf(context: AgentRunContext): { interaction_id: string; actio
   if (context.event?.event_type !== 'interaction.submitted') {
     return null;
   }
-  const s = (context.input as JsonObject | null | undefined)?.interaction;
+  const s = context.input?.interaction;
   if (!isObject(s) || typeof s.interaction_id !== 'string') {
     return null;
   }
@@ -131,7 +131,10 @@ export async function takeApproval(
   const submission = submissionOf(context);
   // Only an agent with an approval policy (or a run answering one) looks: no extra call otherwise.
   const asks = policy.tools.size > 0 || policy.sources.size > 0;
-  if (!context.context?.available_apis?.state || (!asks && !submission?.interaction_id.startsWith(APPROVAL_ID_PREFIX))) {
+  if (
+    !context.context?.available_apis?.state ||
+    (!asks && !submission?.interaction_id.startsWith(APPROVAL_ID_PREFIX))
+  ) {
     return null;
   }
   let record: ApprovalRecord | null;
@@ -190,7 +193,11 @@ function shownArguments(call: ToolCall): string {
 }
 
 /** The confirmation the agent asks: each call with its arguments, approve or reject. */
-export function approvalRequest(interactionId: string, calls: readonly ToolCall[], expiresAt: number | null): JsonObject {
+export function approvalRequest(
+  interactionId: string,
+  calls: readonly ToolCall[],
+  expiresAt: number | null,
+): JsonObject {
   const lines = calls.map((c) => `- ${c.function.name}(${shownArguments(c)})`).join('\n');
   const names = [...new Set(calls.map((c) => c.function.name))].join(', ');
   const title = `Approve ${calls.length === 1 ? 'tool call' : `${calls.length} tool calls`}: ${names}`;
@@ -205,10 +212,11 @@ export function approvalRequest(interactionId: string, calls: readonly ToolCall[
       { id: REJECT_ACTION, label: 'Reject', style: 'danger' },
     ],
     expires_at: expiresAt,
-    fallback_text: `Approval needed. The assistant wants to run:\n${lines}\nAnswer "${APPROVE_ACTION}" or "${REJECT_ACTION}".`.slice(
-      0,
-      20_000,
-    ),
+    fallback_text:
+      `Approval needed. The assistant wants to run:\n${lines}\nAnswer "${APPROVE_ACTION}" or "${REJECT_ACTION}".`.slice(
+        0,
+        20_000,
+      ),
   };
 }
 
