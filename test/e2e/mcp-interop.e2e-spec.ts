@@ -357,8 +357,12 @@ describe('MCP interoperability with the reference servers', () => {
     client.close();
     await host.stop();
     await host.start();
-    await waitFor('the sources to reconnect', async () =>
-      ((await host.api('GET', '/v1/admin/tools/sources')).body as any[]).every((s) => s.status === 'connected'),
+    // Four MCP servers spawn again (stdio children and an HTTP session): seconds each on a loaded machine.
+    await waitFor(
+      'the sources to reconnect',
+      async () =>
+        ((await host.api('GET', '/v1/admin/tools/sources')).body as any[]).every((s) => s.status === 'connected'),
+      60_000,
     );
     const after = (await tools()).map((t) => `${t.source_id}:${t.source_tool_name}=${t.tool_name}`).sort();
     expect(after).toEqual(before);
