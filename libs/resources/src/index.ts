@@ -17,4 +17,4 @@ export type {
   RerankCallInput,
   RerankCallOutput,
 } from './models/model-requests';
-export { TOKENIZERS } from './models/model-types';
+export { TOKENIZERS, PROVIDER_PATTERN, PROVIDER_RULE, ENV_NAME_PATTERN, ENV_NAME_RULE } from './models/model-types';

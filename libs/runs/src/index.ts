@@ -7,7 +7,7 @@ export { runView, type RunView } from './run-view';
 export type { EventSubmission, ContentElementInput, AttachmentInput, InteractionInput } from './event-submission';
 export { TRIGGER_SOURCES, EVENT_TYPE_PATTERN, PLATFORM_ID_PATTERN } from './event-submission';
 export { InteractionsService, type InteractionView, type SubmitOutcome } from './interactions/interactions.service';
-export { SteeringService, steeringPullSchema, MAX_PULL_WAIT_MS } from './concurrency/steering.service';
+export { SteeringService } from './concurrency/steering.service';
 export { SteeringAdminService, type SteeringView, type TimelineView } from './concurrency/steering-admin.service';
 export { CONCURRENCY_MODES, MAX_STEERING_QUEUE, type ConcurrencyMode } from './concurrency/concurrency';
 export { SIGNAL_PORT, type SignalPort, type Signal } from './concurrency/signal-port';

@@ -6,6 +6,17 @@ export type ModelKind = (typeof MODEL_KINDS)[number];
 export const TOKENIZERS = ['o200k_base', 'cl100k_base', 'p50k_base', 'r50k_base'] as const;
 export type TokenizerName = (typeof TOKENIZERS)[number];
 
+/**
+ * A model's provider label, and its rule as the 400 states it after the field name. The one
+ * definition: the admin DTO (apps/host) and validateModel (model-validation.ts) both use it.
+ */
+export const PROVIDER_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+export const PROVIDER_RULE = 'must be 1-64 lower-case letters, digits, ".", "_" or "-"';
+
+/** A POSIX-style environment variable name (a model's `api_key_env`), and its rule; one definition as above. */
+export const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+export const ENV_NAME_RULE = 'must be an environment variable name (letters, digits, "_"; not a key value)';
+
 export interface ModelAbilities {
   tool_calling: boolean;
   vision: boolean;

@@ -3,7 +3,11 @@ import { DomainError } from '@libs/protocol';
 import { checkEnvReference } from '../env-reference';
 import {
   DEFAULT_ABILITIES,
+  ENV_NAME_PATTERN,
+  ENV_NAME_RULE,
   MODEL_KINDS,
+  PROVIDER_PATTERN,
+  PROVIDER_RULE,
   TOKENIZERS,
   type ModelAbilities,
   type ModelInput,
@@ -12,9 +16,6 @@ import {
 } from './model-types';
 
 export const MODEL_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
-const PROVIDER_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
-/** A POSIX-style environment variable name. */
-const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const MAX_EXTRA_ARGS_BYTES = 16 * 1024;
 /** Request fields the host sets itself; extra_args may not override them. */
 const RESERVED_ARGS: Record<ModelKind, string[]> = {
@@ -37,6 +38,17 @@ export interface ValidatedModel {
 }
 
 const invalid = (field: string, rule: string) => new DomainError('invalid_argument', `${field}: ${rule}`, { field });
+const absent = (value: unknown): value is undefined | null => value === undefined || value === null;
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The one reserved-key rule of extra_args, for a model's own and for one call's. */
+function refuseReserved(args: Record<string, unknown>, kind: ModelKind): void {
+  const reserved = Object.keys(args).find((k) => RESERVED_ARGS[kind].includes(k));
+  if (reserved) {
+    throw invalid(`extra_args.${reserved}`, 'is set by the host and cannot be overridden');
+  }
+}
 
 export function checkModelId(modelId: string): void {
   if (typeof modelId !== 'string' || !MODEL_ID_PATTERN.test(modelId)) {
@@ -68,7 +80,7 @@ export function normaliseBaseUrl(value: unknown, field = 'base_url'): string {
 }
 
 function optionalInt(value: unknown, field: string, max: number): number | null {
-  if (value === undefined || value === null) {
+  if (absent(value)) {
     return null;
   }
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > max) {
@@ -78,14 +90,14 @@ function optionalInt(value: unknown, field: string, max: number): number | null 
 }
 
 function abilitiesOf(value: unknown): ModelAbilities {
-  if (value === undefined || value === null) {
+  if (absent(value)) {
     return { ...DEFAULT_ABILITIES };
   }
-  if (typeof value !== 'object' || Array.isArray(value)) {
+  if (!isObject(value)) {
     throw invalid('abilities', 'must be an object {tool_calling, vision, streaming}');
   }
   const out = { ...DEFAULT_ABILITIES };
-  for (const [key, flag] of Object.entries(value as Record<string, unknown>)) {
+  for (const [key, flag] of Object.entries(value)) {
     if (!(key in DEFAULT_ABILITIES)) {
       throw invalid(`abilities.${key}`, 'is not an ability (tool_calling, vision, streaming)');
     }
@@ -98,20 +110,17 @@ function abilitiesOf(value: unknown): ModelAbilities {
 }
 
 function extraArgsOf(value: unknown, kind: ModelKind): Record<string, unknown> {
-  if (value === undefined || value === null) {
+  if (absent(value)) {
     return {};
   }
-  if (typeof value !== 'object' || Array.isArray(value)) {
+  if (!isObject(value)) {
     throw invalid('extra_args', 'must be an object');
   }
-  const reserved = Object.keys(value).find((k) => RESERVED_ARGS[kind].includes(k));
-  if (reserved) {
-    throw invalid(`extra_args.${reserved}`, 'is set by the host and cannot be overridden');
-  }
+  refuseReserved(value, kind);
   if (Buffer.byteLength(JSON.stringify(value)) > MAX_EXTRA_ARGS_BYTES) {
     throw invalid('extra_args', `must be at most ${MAX_EXTRA_ARGS_BYTES} bytes of JSON`);
   }
-  return value as Record<string, unknown>;
+  return value;
 }
 
 /** Request arguments of one call over the model's own: the call wins; reserved keys are refused. */
@@ -120,10 +129,7 @@ export function mergeExtraArgs(
   call: Record<string, unknown> | undefined,
   kind: ModelKind,
 ): Record<string, unknown> {
-  const reserved = Object.keys(call ?? {}).find((k) => RESERVED_ARGS[kind].includes(k));
-  if (reserved) {
-    throw invalid(`extra_args.${reserved}`, 'is set by the host and cannot be overridden');
-  }
+  refuseReserved(call ?? {}, kind);
   return { ...model, ...(call ?? {}) };
 }
 
@@ -135,12 +141,12 @@ export function validateModel(input: ModelInput, secretEnv: SecretEnvPolicy): Va
   const kind = input.kind as ModelKind;
   const provider = input.provider ?? 'openai-compatible';
   if (typeof provider !== 'string' || !PROVIDER_PATTERN.test(provider)) {
-    throw invalid('provider', 'must be 1-64 lower-case letters, digits, ".", "_" or "-"');
+    throw invalid('provider', PROVIDER_RULE);
   }
   const apiKeyEnv = input.api_key_env ?? null;
   if (apiKeyEnv !== null) {
     if (typeof apiKeyEnv !== 'string' || !ENV_NAME_PATTERN.test(apiKeyEnv)) {
-      throw invalid('api_key_env', 'must be an environment variable name (letters, digits, "_"; not a key value)');
+      throw invalid('api_key_env', ENV_NAME_RULE);
     }
     checkEnvReference(apiKeyEnv, 'api_key_env', secretEnv);
   }
@@ -162,7 +168,7 @@ export function validateModel(input: ModelInput, secretEnv: SecretEnvPolicy): Va
   };
   if (kind === 'rerank') {
     for (const field of ['context_window', 'max_output_tokens', 'abilities', 'tokenizer'] as const) {
-      if (input[field] !== undefined && input[field] !== null) {
+      if (!absent(input[field])) {
         throw invalid(field, 'applies to chat models only');
       }
     }

@@ -15,7 +15,7 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
-import { TOKENIZERS } from '@libs/resources';
+import { ENV_NAME_PATTERN, ENV_NAME_RULE, PROVIDER_PATTERN, PROVIDER_RULE, TOKENIZERS } from '@libs/resources';
 import { IsJsonMap } from './rules';
 
 const obj = { type: 'object', additionalProperties: true } as const;
@@ -33,9 +33,8 @@ export class ModelBodyDto {
   @ApiProperty({ enum: ['chat', 'rerank'] }) @IsIn(['chat', 'rerank']) kind!: 'chat' | 'rerank';
   @ApiPropertyOptional({ default: 'openai-compatible', example: 'openai' })
   @IsOptional()
-  @Matches(/^[a-z0-9][a-z0-9._-]{0,63}$/, {
-    message: 'provider must be 1-64 lower-case letters, digits, ".", "_" or "-"',
-  })
+  // The domain's rule (libs/resources model-types.ts); the 400 reads "provider: <rule>".
+  @Matches(PROVIDER_PATTERN, { message: PROVIDER_RULE })
   provider?: string;
   @ApiProperty({
     example: 'https://api.openai.com/v1',
@@ -51,7 +50,7 @@ export class ModelBodyDto {
     description: "Name of the host's environment variable holding the API key (read at call time); null: no key",
   })
   @IsOptional()
-  @Matches(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, { message: 'api_key_env must be an environment variable name' })
+  @Matches(ENV_NAME_PATTERN, { message: ENV_NAME_RULE })
   api_key_env?: string | null;
   @ApiProperty({ example: 'gpt-4o-mini' }) @IsString() @IsNotEmpty() @MaxLength(255) model_name!: string;
   @ApiPropertyOptional({ nullable: true, type: Number })
