@@ -24,7 +24,14 @@ describe('Telemetry', () => {
       t.eventAdmitted('started', 'plugin:a/b/c');
       t.runEnded('plugin:a/b/c', 'completed', Date.now());
       t.sample('active_runs', () => 1);
-      t.signalBus('memory', () => ({ sent: 0, received: 0, dropped: 0, oversized: 0, disconnects: 0, connected: true }));
+      t.signalBus('memory', () => ({
+        sent: 0,
+        received: 0,
+        dropped: 0,
+        oversized: 0,
+        disconnects: 0,
+        connected: true,
+      }));
       t.writerGroup(3, t.now(), false);
     }).not.toThrow();
   });
@@ -85,9 +92,13 @@ describe('signal bus metrics', () => {
     let text = await m.text();
     expect(text).toContain('# TYPE runnerhost_signal_bus_signals_total counter');
     expect(text).toContain('runnerhost_signal_bus_signals_total{bus="postgres",outcome="sent",host_instance="h"} 3');
-    expect(text).toContain('runnerhost_signal_bus_signals_total{bus="postgres",outcome="received",host_instance="h"} 5');
+    expect(text).toContain(
+      'runnerhost_signal_bus_signals_total{bus="postgres",outcome="received",host_instance="h"} 5',
+    );
     expect(text).toContain('runnerhost_signal_bus_signals_total{bus="postgres",outcome="dropped",host_instance="h"} 1');
-    expect(text).toContain('runnerhost_signal_bus_signals_total{bus="postgres",outcome="oversized",host_instance="h"} 0');
+    expect(text).toContain(
+      'runnerhost_signal_bus_signals_total{bus="postgres",outcome="oversized",host_instance="h"} 0',
+    );
     expect(text).toContain('runnerhost_signal_bus_disconnects_total{bus="postgres",host_instance="h"} 0');
     expect(text).toContain('runnerhost_signal_bus_connected{bus="postgres",host_instance="h"} 1');
 
