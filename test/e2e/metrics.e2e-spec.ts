@@ -248,6 +248,22 @@ describe('Prometheus metrics', () => {
     if (process.env.E2E_DATABASE !== 'postgres') {
       expect(after.sum('runnerhost_wal_bytes')).toBeGreaterThanOrEqual(0);
     }
+    // The signal bus (SIGNAL_BUS auto: memory on SQLite, postgres on PostgreSQL), copied at scrape time.
+    const bus = process.env.E2E_DATABASE === 'postgres' ? 'postgres' : 'memory';
+    expect(after.family('runnerhost_signal_bus_signals_total').type).toBe('counter');
+    expect(after.family('runnerhost_signal_bus_connected').type).toBe('gauge');
+    expect(after.labelValues('runnerhost_signal_bus_signals_total', 'bus')).toEqual([bus]);
+    expect(after.sum('runnerhost_signal_bus_connected', { bus })).toBe(1);
+    expect(after.sum('runnerhost_signal_bus_disconnects_total', { bus })).toBe(0);
+    expect(after.sum('runnerhost_signal_bus_signals_total', { bus, outcome: 'dropped' })).toBe(0);
+    // The steered follow-up and the ended runs signalled: only a shared bus hands them to a transport.
+    const sent = diff(before, after, 'runnerhost_signal_bus_signals_total', { bus, outcome: 'sent' });
+    if (bus === 'postgres') {
+      expect(sent).toBeGreaterThan(0);
+    } else {
+      expect(sent).toBe(0);
+    }
+
     // The Node process: event-loop lag, CPU, memory.
     expect(after.family('nodejs_eventloop_lag_seconds').type).toBe('gauge');
     expect(after.family('process_cpu_user_seconds_total').type).toBe('counter');

@@ -55,10 +55,14 @@ describe.each(PERSISTENT_DIALECTS)('process registry on %s', (_name, factory) =>
     expect((await repo.get('p1'))!.heartbeat_at).toBeGreaterThan(row.heartbeat_at);
     expect(await repo.setState('p1', 'draining')).toBe(true);
     expect((await repo.get('p1'))!.state).toBe('draining');
+    // The bound ports, once the listeners are up.
+    expect(await repo.setAddresses('p1', 'p1:41234', 'p1:41235')).toBe(true);
+    expect(await repo.get('p1')).toMatchObject({ http_address: 'p1:41234', grpc_address: 'p1:41235' });
     await repo.remove('p1');
     expect(await repo.get('p1')).toBeNull();
     expect(await repo.heartbeat('p1')).toBe(false);
     expect(await repo.setState('p1', 'running')).toBe(false);
+    expect(await repo.setAddresses('p1', 'p1:1', 'p1:2')).toBe(false);
   });
 
   it('the sweep query finds processes past the lease; one sweeper wins each; the swept process learns it', async () => {

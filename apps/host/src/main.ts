@@ -1,16 +1,19 @@
 import 'reflect-metadata';
+import type { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync, type PackageDefinition } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { NestFactory } from '@nestjs/core';
 import { Transport, type MicroserviceOptions } from '@nestjs/microservices';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { ProcessRegistry } from '@libs/cluster';
 import { ConfigError, loadConfig, type AppConfig } from '@libs/config';
 import { LOADER_OPTIONS, protoPath } from '@libs/proto';
 import { HostApiGrpc, grpcMessageLimit, serveHostApi } from '@libs/host-api';
 import { tolerateMalformedRequests } from '@libs/runner-gateway';
 import { DatabaseLock, DatabaseLockedError } from '@libs/persistence';
 import { telemetry, tracingRequested } from '@libs/telemetry';
+import { boundGrpcPort } from './edge/grpc-bound-port';
 import { createHttpAdapter } from './edge/http-adapter';
 import { grpcServerOptions } from './edge/grpc-streams';
 import { validationPipe } from './filters/validation';
@@ -107,6 +110,7 @@ async function bootstrap(): Promise<void> {
   // Indexing the descriptors for reflection takes a while: done now, not when the gRPC server
   // starts, after the workers (webhooks, dispatcher) are already running on this event loop.
   const reflection = new ReflectionService(loadSync(protoPath(), LOADER_OPTIONS));
+  let grpcServer: grpc.Server | null = null;
   app.connectMicroservice<MicroserviceOptions>(
     {
       transport: Transport.GRPC,
@@ -124,6 +128,7 @@ async function bootstrap(): Promise<void> {
         // grpcurl and other tools list and call the services without them (docs/observability.md).
         // The host API is served by grpc-js handlers directly, without the RPC layer per call.
         onLoadPackageDefinition: (pkg: PackageDefinition, server: grpc.Server) => {
+          grpcServer = server;
           tolerateMalformedRequests(pkg);
           serveHostApi(pkg, server, app.get(HostApiGrpc));
           reflection.addToServer(server);
@@ -138,9 +143,20 @@ async function bootstrap(): Promise<void> {
   await app.startAllMicroservices();
   app.get(GrpcServerState).listening = true;
   await app.listen(config.http.port, config.http.host);
+  // The ports the listeners got (PORT=0 / GRPC_PORT=0 pick free ones): what the registry advertises.
+  const httpPort = (app.getHttpServer().address() as AddressInfo).port;
+  let grpcPort = grpcServer ? boundGrpcPort(grpcServer) : null;
+  if (grpcPort === null && config.grpc.port !== 0) {
+    grpcPort = config.grpc.port;
+  }
+  if (grpcPort === null) {
+    logger.error('GRPC_PORT=0: the bound gRPC port could not be read; host_processes keeps advertising port 0');
+  } else {
+    await app.get(ProcessRegistry).advertise({ http: httpPort, grpc: grpcPort });
+  }
   const scheme = config.tls ? 'https' : 'http';
   logger.log(
-    `runner-host listening: ${scheme} ${config.http.host}:${config.http.port}, grpc${config.tls ? ' (tls)' : ''} ${config.grpc.host}:${config.grpc.port}, database ${config.database.type}`,
+    `runner-host listening: ${scheme} ${config.http.host}:${httpPort}, grpc${config.tls ? ' (tls)' : ''} ${config.grpc.host}:${grpcPort ?? config.grpc.port}, database ${config.database.type}`,
   );
 }
 

@@ -1,13 +1,14 @@
 import { Module } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
+import { telemetry } from '@libs/telemetry';
 import { createSignalBus, SIGNAL_BUS } from './bus-factory';
 import { ProcessRegistry } from './process-registry';
 import type { SignalBus } from './signal-bus';
 
 /**
  * Several host processes on one database (docs/scale-out.md): the signal bus SIGNAL_BUS chose
- * (connected before the modules that subscribe start; closed at shutdown) and this process's row
- * in the process registry.
+ * (connected before the modules that subscribe start; closed at shutdown; its counters on
+ * /metrics, docs/observability.md) and this process's row in the process registry.
  */
 @Module({
   providers: [
@@ -16,6 +17,7 @@ import type { SignalBus } from './signal-bus';
       inject: [APP_CONFIG],
       useFactory: async (config: AppConfig): Promise<SignalBus> => {
         const bus = createSignalBus(config);
+        telemetry.signalBus(bus.kind, () => bus.stats());
         await bus.start();
         return bus;
       },

@@ -31,6 +31,13 @@ class FakeRepo {
     }
     return Promise.resolve(!!row);
   }
+  setAddresses(id: string, http: string, grpc: string): Promise<boolean> {
+    const row = this.rows.get(id);
+    if (row) {
+      Object.assign(row, { http_address: http, grpc_address: grpc });
+    }
+    return Promise.resolve(!!row);
+  }
   remove(id: string): Promise<void> {
     this.rows.delete(id);
     return Promise.resolve();
@@ -140,6 +147,34 @@ describe('ProcessRegistry', () => {
     await registry.onApplicationBootstrap();
     await registry.drain();
     expect(repo.rows.get(registry.id)!.state).toBe('draining');
+    await registry.beforeApplicationShutdown();
+  });
+
+  it('records the bound ports once the listeners are up (PORT=0 / GRPC_PORT=0), and keeps them when it registers again', async () => {
+    const repo = new FakeRepo();
+    const onZero = { ...config, http: { host: '0.0.0.0', port: 0 }, grpc: { host: '0.0.0.0', port: 0 } } as AppConfig;
+    const registry = new ProcessRegistry(repo as unknown as HostProcessesRepository, onZero);
+    await registry.onApplicationBootstrap();
+    await registry.advertise({ http: 41234, grpc: 41235 });
+    expect(repo.rows.get(registry.id)).toMatchObject({
+      http_address: 'host-a:41234',
+      grpc_address: 'host-a:41235',
+    });
+    repo.rows.delete(registry.id); // declared dead while paused
+    await registry.heartbeat();
+    expect(repo.rows.get(registry.id)).toMatchObject({
+      http_address: 'host-a:41234',
+      grpc_address: 'host-a:41235',
+    });
+    await registry.beforeApplicationShutdown();
+  });
+
+  it('refuses a port that is not a bound one, naming the listener', async () => {
+    const repo = new FakeRepo();
+    const registry = registryOn(repo);
+    await registry.onApplicationBootstrap();
+    await expect(registry.advertise({ http: 8080, grpc: 0 })).rejects.toThrow(/grpc port 0/);
+    expect(repo.rows.get(registry.id)!.grpc_address).toBe('host-a:50051');
     await registry.beforeApplicationShutdown();
   });
 });

@@ -19,6 +19,10 @@ export type DeadProcessListener = (dead: HostProcessEntity) => Promise<void> | v
  * whose heartbeat is older than PROCESS_LEASE_MS is declared dead by deleting its row (one
  * sweeper wins), and the listeners are told.
  *
+ * The addresses carry the ports the process is bound on: the configured PORT / GRPC_PORT at
+ * registration, replaced by the bound ones once the listeners are up (`advertise`, from main.ts),
+ * so a process started on port 0 advertises the port it got.
+ *
  * A process that finds its own row gone was declared dead while it was paused or cut off; it
  * registers again under a new id (its old identity stays dead: whatever it owned was or will be
  * handed over by the sweeper's listeners) and tells its `onReplaced` listeners.
@@ -33,6 +37,8 @@ export class ProcessRegistry implements OnApplicationBootstrap, BeforeApplicatio
   private readonly running = new Map<'heartbeat' | 'sweep', Promise<void>>();
   private readonly deadListeners = new Set<DeadProcessListener>();
   private readonly replacedListeners = new Set<(oldId: string, newId: string) => void>();
+  /** The bound ports once `advertise` told them; until then the configured ones. */
+  private bound: { http: number; grpc: number } | null = null;
 
   constructor(
     private readonly repo: HostProcessesRepository,
@@ -90,6 +96,30 @@ export class ProcessRegistry implements OnApplicationBootstrap, BeforeApplicatio
     return () => this.replacedListeners.delete(listener);
   }
 
+  /**
+   * The ports the listeners are bound on (after listen: PORT=0 / GRPC_PORT=0 become real ports):
+   * recorded in this process's row now and in every later registration.
+   */
+  async advertise(ports: { http: number; grpc: number }): Promise<void> {
+    for (const [field, port] of [
+      ['http', ports.http],
+      ['grpc', ports.grpc],
+    ] as const) {
+      if (!Number.isInteger(port) || port < 1 || port > 65535) {
+        throw new Error(`advertise: ${field} port ${port} is not a bound port (1..65535)`);
+      }
+    }
+    this.bound = { ...ports };
+    if (!this.registered) {
+      return;
+    }
+    const { http, grpc } = this.addresses();
+    if (!(await this.repo.setAddresses(this.currentId, http, grpc))) {
+      // The heartbeat registers again under a new id, with these addresses.
+      this.logger.warn({ msg: 'recording the bound addresses: this process was already declared dead' });
+    }
+  }
+
   /** Stops admitting: other processes see `draining` (and route new work elsewhere). */
   async drain(): Promise<void> {
     if (!(await this.repo.setState(this.currentId, 'draining'))) {
@@ -136,14 +166,20 @@ export class ProcessRegistry implements OnApplicationBootstrap, BeforeApplicatio
   }
 
   private async register(): Promise<void> {
-    const { advertiseHost } = this.config.cluster;
+    const { http, grpc } = this.addresses();
     await this.repo.register({
       id: this.currentId,
       instance: this.config.instanceId,
-      http_address: `${advertiseHost}:${this.config.http.port}`,
-      grpc_address: `${advertiseHost}:${this.config.grpc.port}`,
+      http_address: http,
+      grpc_address: grpc,
     });
     this.registered = true;
+  }
+
+  private addresses(): { http: string; grpc: string } {
+    const { advertiseHost } = this.config.cluster;
+    const ports = this.bound ?? { http: this.config.http.port, grpc: this.config.grpc.port };
+    return { http: `${advertiseHost}:${ports.http}`, grpc: `${advertiseHost}:${ports.grpc}` };
   }
 
   /**

@@ -1,5 +1,5 @@
 import * as os from 'node:os';
-import { Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import { FastCounter, FastHistogram } from './fast-metrics';
 
 /**
@@ -51,6 +51,22 @@ export type SampleName =
   | 'runner_connections'
   | 'outbox_oldest_pending_age_seconds';
 
+/**
+ * The counters a signal bus keeps (docs/scale-out.md#signal-bus): monotonic since the process
+ * started, read at scrape time. Structurally the cluster lib's `SignalBusStats`.
+ */
+export interface SignalBusCounts {
+  sent: number;
+  received: number;
+  dropped: number;
+  oversized: number;
+  disconnects: number;
+  connected: boolean;
+}
+
+/** The bus's signal counters, one `outcome` each. */
+const SIGNAL_OUTCOMES = ['sent', 'received', 'dropped', 'oversized'] as const;
+
 export interface MetricsOptions {
   /** The `host_instance` label every series carries (HOST_INSTANCE_ID, default hostname:pid). */
   instance: string;
@@ -66,6 +82,7 @@ export function defaultInstanceId(): string {
 export class HostMetrics {
   readonly registry = new Registry();
   private readonly samplers = new Map<SampleName, () => number | null | Promise<number | null>>();
+  private signalBusReader: { bus: string; read: () => SignalBusCounts } | null = null;
 
   readonly runsAdmitted: Children<Inc>;
   readonly runsEnded: Children<Inc>;
@@ -243,6 +260,71 @@ export class HostMetrics {
     this.gauge('wal_bytes', 'SQLite WAL file size as the checkpoint worker last saw it.');
     this.gauge('runner_connections', 'Live plugin Connect streams.');
     this.gauge('outbox_oldest_pending_age_seconds', 'Age of the oldest webhook op still pending (0 when none).');
+    this.signalBusMetrics();
+  }
+
+  /** Registers the reader of the signal bus's counters; the last one registered wins. */
+  signalBus(bus: string, read: () => SignalBusCounts): void {
+    this.signalBusReader = { bus, read };
+  }
+
+  /**
+   * The bus keeps its own counts (it is built before, and without, the registry): these series
+   * copy them at scrape time. A reader that fails leaves the series out of that scrape.
+   */
+  private signalBusMetrics(): void {
+    const reading = (): { bus: string; counts: SignalBusCounts } | null => {
+      const r = this.signalBusReader;
+      if (!r) {
+        return null;
+      }
+      try {
+        return { bus: r.bus, counts: r.read() };
+      } catch {
+        return null;
+      }
+    };
+    new Counter({
+      name: PREFIX + 'signal_bus_signals_total',
+      help: 'Signal bus traffic with other processes, by bus and outcome (sent, received, dropped, oversized: delivered here only).',
+      labelNames: ['bus', 'outcome'],
+      registers: [this.registry],
+      collect() {
+        const now = reading();
+        this.reset();
+        if (now) {
+          for (const outcome of SIGNAL_OUTCOMES) {
+            this.inc({ bus: now.bus, outcome }, now.counts[outcome]);
+          }
+        }
+      },
+    });
+    new Counter({
+      name: PREFIX + 'signal_bus_disconnects_total',
+      help: 'Times the signal bus lost its transport (each followed by a reconnect).',
+      labelNames: ['bus'],
+      registers: [this.registry],
+      collect() {
+        const now = reading();
+        this.reset();
+        if (now) {
+          this.inc({ bus: now.bus }, now.counts.disconnects);
+        }
+      },
+    });
+    new Gauge({
+      name: PREFIX + 'signal_bus_connected',
+      help: 'Whether the signal bus is connected to its transport (1) or not (0; the memory bus is always 1).',
+      labelNames: ['bus'],
+      registers: [this.registry],
+      collect() {
+        const now = reading();
+        this.reset();
+        if (now) {
+          this.set({ bus: now.bus }, now.counts.connected ? 1 : 0);
+        }
+      },
+    });
   }
 
   /** Registers the reader of a gauge; the last one registered wins. */

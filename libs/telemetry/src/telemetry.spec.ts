@@ -24,6 +24,14 @@ describe('Telemetry', () => {
       t.eventAdmitted('started', 'plugin:a/b/c');
       t.runEnded('plugin:a/b/c', 'completed', Date.now());
       t.sample('active_runs', () => 1);
+      t.signalBus('memory', () => ({
+        sent: 0,
+        received: 0,
+        dropped: 0,
+        oversized: 0,
+        disconnects: 0,
+        connected: true,
+      }));
       t.writerGroup(3, t.now(), false);
     }).not.toThrow();
   });
@@ -72,6 +80,44 @@ describe('Telemetry', () => {
       throw new Error('gone');
     });
     await expect(m.text()).resolves.toContain('runnerhost_wal_bytes');
+  });
+});
+
+describe('signal bus metrics', () => {
+  it("copies the bus's counters at each scrape, by bus and outcome", async () => {
+    const t = new Telemetry();
+    const m = t.enableMetrics({ instance: 'h', processMetrics: false });
+    const counts = { sent: 3, received: 5, dropped: 1, oversized: 0, disconnects: 0, connected: true };
+    t.signalBus('postgres', () => counts);
+    let text = await m.text();
+    expect(text).toContain('# TYPE runnerhost_signal_bus_signals_total counter');
+    expect(text).toContain('runnerhost_signal_bus_signals_total{bus="postgres",outcome="sent",host_instance="h"} 3');
+    expect(text).toContain(
+      'runnerhost_signal_bus_signals_total{bus="postgres",outcome="received",host_instance="h"} 5',
+    );
+    expect(text).toContain('runnerhost_signal_bus_signals_total{bus="postgres",outcome="dropped",host_instance="h"} 1');
+    expect(text).toContain(
+      'runnerhost_signal_bus_signals_total{bus="postgres",outcome="oversized",host_instance="h"} 0',
+    );
+    expect(text).toContain('runnerhost_signal_bus_disconnects_total{bus="postgres",host_instance="h"} 0');
+    expect(text).toContain('runnerhost_signal_bus_connected{bus="postgres",host_instance="h"} 1');
+
+    Object.assign(counts, { sent: 10, disconnects: 2, connected: false });
+    text = await m.text();
+    // The bus's own totals, not added to the previous scrape's.
+    expect(text).toContain('runnerhost_signal_bus_signals_total{bus="postgres",outcome="sent",host_instance="h"} 10');
+    expect(text).toContain('runnerhost_signal_bus_disconnects_total{bus="postgres",host_instance="h"} 2');
+    expect(text).toContain('runnerhost_signal_bus_connected{bus="postgres",host_instance="h"} 0');
+  });
+
+  it('leaves the series out when no bus is registered or its reader fails', async () => {
+    const t = new Telemetry();
+    const m = t.enableMetrics({ instance: 'h', processMetrics: false });
+    expect(await m.text()).not.toMatch(/^runnerhost_signal_bus_\w+\{/m);
+    t.signalBus('nats', () => {
+      throw new Error('closed');
+    });
+    expect(await m.text()).not.toMatch(/^runnerhost_signal_bus_\w+\{/m);
   });
 });
 

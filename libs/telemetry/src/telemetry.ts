@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { HostMetrics, type MetricsOptions, type SampleName } from './metrics';
+import { HostMetrics, type MetricsOptions, type SampleName, type SignalBusCounts } from './metrics';
 import { Tracing } from './tracing';
 
 /** Result kinds counted apart: deltas are most of the traffic. */
@@ -33,6 +33,11 @@ export class Telemetry {
   /** A gauge read at scrape time (see SampleName). */
   sample(name: SampleName, read: () => number | null | Promise<number | null>): void {
     this.m?.sample(name, read);
+  }
+
+  /** The signal bus's counters, read at scrape time; `bus` is its kind (memory, postgres, nats). */
+  signalBus(bus: string, read: () => SignalBusCounts): void {
+    this.m?.signalBus(bus, read);
   }
 
   eventAdmitted(disposition: string, runnerId: string): void {

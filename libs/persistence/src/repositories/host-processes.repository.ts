@@ -89,6 +89,15 @@ export class HostProcessesRepository {
     return (r.affected ?? 0) > 0;
   }
 
+  /** The addresses the process listens on once it is bound; false when its row is gone. */
+  async setAddresses(id: string, httpAddress: string, grpcAddress: string): Promise<boolean> {
+    const r = await this.exec(
+      `UPDATE "host_processes" SET "http_address" = ${this.p(1)}, "grpc_address" = ${this.p(2)} WHERE "id" = ${this.p(3)}`,
+      [httpAddress, grpcAddress, id],
+    );
+    return (r.affected ?? 0) > 0;
+  }
+
   /** A clean stop: the row goes at once (nobody has to wait for the lease). */
   async remove(id: string): Promise<void> {
     await this.exec(`DELETE FROM "host_processes" WHERE "id" = ${this.p(1)}`, [id]);

@@ -4,7 +4,7 @@ import type { AdmissionCatalog } from '../admission-catalog';
 import type { RunLifecycleService } from '../run-lifecycle.service';
 import type { PreparedRun, RunStarter } from '../run-start';
 import { ConversationDispatcher } from './conversation-dispatcher';
-import { InProcessSignals } from './signal-port';
+import { InProcessSignals, type SignalPort } from './signal-port';
 
 const KEY = 'k1';
 
@@ -36,11 +36,19 @@ function item(id: number, createdAt = Date.now()): SteeringRow {
 }
 
 /** A conversation's waiting items and what the dispatcher did with them. */
-function setup(opts: { waiting: SteeringRow[]; runner?: () => boolean; waitMs?: number; running?: boolean }) {
+function setup(opts: {
+  waiting: SteeringRow[];
+  runner?: () => boolean;
+  waitMs?: number;
+  running?: boolean;
+  signals?: SignalPort;
+}) {
   const log: string[] = [];
   const waiting = [...opts.waiting];
   let running = opts.running ?? false;
   const steering = {
+    releaseOrphans: () => Promise.resolve(0),
+    waitingConversations: () => Promise.resolve(waiting.length > 0 ? [KEY] : []),
     nextWaiting: () => Promise.resolve(waiting[0] ?? null),
     situation: () =>
       Promise.resolve({ running_run_id: running ? 'run-x' : null, queued_on_run: 0, waiting: waiting.length }),
@@ -82,7 +90,10 @@ function setup(opts: { waiting: SteeringRow[]; runner?: () => boolean; waitMs?: 
   const catalog = {
     agent: () => Promise.resolve({ agent_id: 'agent-1', runner_id: 'plugin:a/b/default' } as AgentEntity),
   };
-  const lifecycle = { endedWaiting: () => undefined } as unknown as RunLifecycleService;
+  const lifecycle = {
+    endedWaiting: () => undefined,
+    recoverInterrupted: () => Promise.resolve(),
+  } as unknown as RunLifecycleService;
   const config = { runs: { runnerWaitMs: opts.waitMs ?? 10_000 } } as AppConfig;
   const dispatcher = new ConversationDispatcher(
     steering,
@@ -90,13 +101,13 @@ function setup(opts: { waiting: SteeringRow[]; runner?: () => boolean; waitMs?: 
     starter,
     catalog as unknown as AdmissionCatalog,
     connections,
-    new InProcessSignals(),
+    opts.signals ?? new InProcessSignals(),
     config,
   );
   const free = () => {
     running = false;
   };
-  return { dispatcher, log, free };
+  return { dispatcher, log, free, waiting };
 }
 
 const settle = async (d: ConversationDispatcher) => {
@@ -156,5 +167,53 @@ describe('ConversationDispatcher', () => {
     dispatcher.kick(KEY);
     await settle(dispatcher);
     expect(log).toEqual(['start 1', 'dispatch run-1']);
+  });
+
+  describe('the poll behind the signals (a port that may lose them: pollMs)', () => {
+    beforeEach(() => jest.useFakeTimers());
+    afterEach(() => jest.useRealTimers());
+
+    /** A port whose signals from other processes never arrive (bus down): only `pollMs` is left. */
+    const lossy = (pollMs: number): SignalPort => Object.assign(new InProcessSignals(), { pollMs });
+
+    it('starts a run queued without a signal (lost wake-up) within one poll period, not before', async () => {
+      const { dispatcher, log, waiting } = setup({ waiting: [], signals: lossy(1000) });
+      await dispatcher.onApplicationBootstrap();
+      waiting.push(item(1)); // queued by another process; its signal was lost
+      await jest.advanceTimersByTimeAsync(900);
+      expect(log).toEqual([]);
+      await jest.advanceTimersByTimeAsync(100);
+      expect(log).toEqual(['start 1', 'dispatch run-1']);
+      await dispatcher.onModuleDestroy();
+    });
+
+    it('starts the next waiting run after a run ended elsewhere, without a signal', async () => {
+      const { dispatcher, log, waiting, free } = setup({ waiting: [item(1), item(2)], signals: lossy(500) });
+      await dispatcher.onApplicationBootstrap();
+      await jest.advanceTimersByTimeAsync(0);
+      expect(log).toEqual(['start 1', 'dispatch run-1']);
+      await jest.advanceTimersByTimeAsync(1500); // run-1 still running: the polls find it busy
+      expect(log).toHaveLength(2);
+      free(); // run-1 ended in another process; its conversation signal was lost
+      await jest.advanceTimersByTimeAsync(500);
+      expect(log).toEqual(['start 1', 'dispatch run-1', 'start 2', 'dispatch run-2']);
+      expect(waiting).toEqual([]);
+      await dispatcher.onModuleDestroy();
+    });
+
+    it('does not poll on a port that loses nothing (one process), nor after shutdown', async () => {
+      const local = setup({ waiting: [] });
+      await local.dispatcher.onApplicationBootstrap();
+      local.waiting.push(item(1));
+      await jest.advanceTimersByTimeAsync(60_000);
+      expect(local.log).toEqual([]);
+
+      const stopped = setup({ waiting: [], signals: lossy(1000) });
+      await stopped.dispatcher.onApplicationBootstrap();
+      await stopped.dispatcher.onModuleDestroy();
+      stopped.waiting.push(item(1));
+      await jest.advanceTimersByTimeAsync(5000);
+      expect(stopped.log).toEqual([]);
+    });
   });
 });

@@ -21,6 +21,10 @@ const RETRY_MS = 1000;
  * waits for it, up to QUEUED_RUN_RUNNER_WAIT_MS from when it became due, then fails
  * `runner.unavailable`; the next one is then tried. One driver per conversation in this process;
  * the database (lock + unique running run) decides between processes.
+ *
+ * On a signal port that may lose wake-ups (a shared bus: `pollMs`, SIGNAL_POLL_MS), it also scans
+ * the waiting conversations every poll period, so that a lost signal (bus down, a run ended in
+ * another process) delays a waiting run by at most one period (docs/scale-out.md#signal-bus).
  */
 @Injectable()
 export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleDestroy {
@@ -30,6 +34,8 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
   private readonly stopping = new AbortController();
   private readonly bootAt = Date.now();
   private unsubscribe?: () => void;
+  private pollTimer?: NodeJS.Timeout;
+  private polling = false;
 
   constructor(
     private readonly steering: SteeringRepository,
@@ -55,11 +61,36 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
     for (const key of await this.steering.waitingConversations()) {
       this.kick(key);
     }
+    const pollMs = this.signals.pollMs;
+    if (pollMs !== undefined && !this.stopping.signal.aborted) {
+      this.pollTimer = setInterval(() => void this.poll(), pollMs);
+      this.pollTimer.unref();
+    }
+  }
+
+  /** One scan behind the signals: kicks every conversation with a waiting run (one scan at a time). */
+  private async poll(): Promise<void> {
+    if (this.polling || this.stopping.signal.aborted) {
+      return;
+    }
+    this.polling = true;
+    try {
+      for (const key of await this.steering.waitingConversations()) {
+        this.kick(key);
+      }
+    } catch (e) {
+      this.logger.warn({
+        msg: `waiting-conversation poll failed (the next one retries): ${e instanceof Error ? e.message : String(e)}`,
+      });
+    } finally {
+      this.polling = false;
+    }
   }
 
   /** Stops at the first shutdown hook: a run waiting for its runner must not hold the process. */
   async onModuleDestroy(): Promise<void> {
     this.stopping.abort();
+    clearInterval(this.pollTimer);
     this.unsubscribe?.();
     await Promise.allSettled([...this.drivers.values()]);
   }
