@@ -208,7 +208,13 @@ describe('RunResults and Outbox (property tests)', () => {
   it('resultWireBytes is what protobuf encodes for one result', () => {
     fc.assert(
       fc.property(fc.jsonValue(), fc.integer({ min: 0, max: 2 ** 40 }), fc.boolean(), (json, n, usage) => {
-        const result: RunResult = { run_id: 'r', type: 'demo.custom', data: { json: json as never }, sequence: n, timestamp: n };
+        const result: RunResult = {
+          run_id: 'r',
+          type: 'demo.custom',
+          data: { json: json as never },
+          sequence: n,
+          timestamp: n,
+        };
         if (usage) {
           result.usage = { total_tokens: n };
         }
@@ -244,7 +250,9 @@ describe('RunResults and Outbox (property tests)', () => {
       ['b', 'message.delta', 2],
     ]);
     expect(frames.flat()[2].data).toEqual({
-      error: expect.stringMatching(/^a demo\.blob result of \d+ bytes does not fit one gRPC frame \(maxFrameBytes 8192\)/),
+      error: expect.stringMatching(
+        /^a demo\.blob result of \d+ bytes does not fit one gRPC frame \(maxFrameBytes 8192\)/,
+      ),
       code: 'runner.result_too_large',
       retryable: false,
     });
@@ -252,7 +260,12 @@ describe('RunResults and Outbox (property tests)', () => {
     // An oversized terminal is replaced the same way.
     const c = new RunResults('c', outbox);
     await c.completed({ message: 'y'.repeat(10_000) });
-    expect(frames.flat().at(-1)).toMatchObject({ run_id: 'c', type: 'run.failed', sequence: 1, data: { code: RESULT_TOO_LARGE } });
+    expect(frames.flat().at(-1)).toMatchObject({
+      run_id: 'c',
+      type: 'run.failed',
+      sequence: 1,
+      data: { code: RESULT_TOO_LARGE },
+    });
   });
 
   it('nothing is sent after the terminal result or after close(); emitters never reject', async () => {
@@ -303,7 +316,9 @@ describe('RunResults and Outbox (property tests)', () => {
     const r = new RunResults('r', new Outbox(() => Promise.resolve()));
     expect(() => r.emit('run.completed', {})).toThrow('run.completed is terminal: use completed() or failed()');
     expect(() => new Outbox(() => Promise.resolve(), 0)).toThrow('maxBatch must be an integer >= 1 (got 0)');
-    expect(() => new Outbox(() => Promise.resolve(), 1, 100)).toThrow('maxFrameBytes must be an integer >= 4096 (got 100)');
+    expect(() => new Outbox(() => Promise.resolve(), 1, 100)).toThrow(
+      'maxFrameBytes must be an integer >= 4096 (got 100)',
+    );
     expect(DEFAULT_MAX_BATCH).toBe(256);
   });
 });

@@ -15,7 +15,7 @@ import {
  * terminal result, and nothing after it; results emitted in the same tick leave in one frame,
  * in emission order, never more than `maxBatch` per frame and never more than `maxFrameBytes`
  * of protobuf per frame (the host's gRPC server refuses a larger message and the stream breaks:
- * docs/runner-sdk.md#results). A result that cannot fit a frame alone is never sent: its run
+ * docs/runner-sdk.md, `io`). A result that cannot fit a frame alone is never sent: its run
  * fails `runner.result_too_large` instead.
  */
 

@@ -272,13 +272,17 @@ describe('runners on the fake host', () => {
     expect(ok.results.map((r) => r.sequence)).toEqual(ok.results.map((_, i) => i + 1));
     expect(ok.results.slice(0, 40).map((r) => r.data.i)).toEqual(Array.from({ length: 40 }, (_, i) => i));
     expect(failed).toMatchObject({ status: 'failed', code: 'runner.result_too_large' });
-    expect(failed.error).toMatch(/^a demo\.chunk result of \d+ bytes does not fit one gRPC frame \(maxFrameBytes 65536\)/);
+    expect(failed.error).toMatch(
+      /^a demo\.chunk result of \d+ bytes does not fit one gRPC frame \(maxFrameBytes 65536\)/,
+    );
     expect(failed.results.map((r) => [r.type, r.sequence])).toEqual([['run.failed', 1]]);
     // The frames of that tick: several, each under the bound (an estimate of the JSON is enough here;
     // results.spec.ts checks the encoded bytes).
     expect(host.frames.length).toBeGreaterThan(5);
     for (const frame of host.frames) {
-      expect(frame.reduce((n, r) => n + Buffer.byteLength(JSON.stringify(r.data)), 0)).toBeLessThanOrEqual(maxFrameBytes);
+      expect(frame.reduce((n, r) => n + Buffer.byteLength(JSON.stringify(r.data)), 0)).toBeLessThanOrEqual(
+        maxFrameBytes,
+      );
     }
   });
 
