@@ -103,7 +103,7 @@ export function resultWireBytes(result: RunResult): number {
     delimited(Buffer.byteLength(result.type)) +
     delimited(structBytes(result.data ?? {}));
   if (result.usage) {
-    bytes += delimited(structBytes(result.usage as unknown as Record<string, unknown>));
+    bytes += delimited(structBytes(result.usage));
   }
   if (result.sequence !== undefined) {
     bytes += 1 + varintBytes(result.sequence);
