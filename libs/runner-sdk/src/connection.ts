@@ -26,6 +26,7 @@ export interface SessionOptions {
   transport: HostApiTransport;
   log: Logger;
   maxBatch?: number;
+  maxFrameBytes?: number;
   onWelcome?: (welcome: WireWelcome) => void;
 }
 
@@ -36,7 +37,8 @@ export interface SessionEnd {
   welcomed: boolean;
 }
 
-function toWire(result: RunResult): WireRunResult {
+/** A result as the gateway stream carries it (google.protobuf.Struct for data and usage). */
+export function toWire(result: RunResult): WireRunResult {
   return {
     run_id: result.run_id,
     type: result.type,
@@ -45,6 +47,11 @@ function toWire(result: RunResult): WireRunResult {
     sequence: result.sequence,
     timestamp: result.timestamp,
   };
+}
+
+/** One frame of results: `result` for a single one, `results` for several. */
+export function frameMessage(results: RunResult[]): WirePluginMessage {
+  return results.length === 1 ? { result: toWire(results[0]) } : { results: { results: results.map(toWire) } };
 }
 
 export class Session {
@@ -61,11 +68,9 @@ export class Session {
     private readonly options: SessionOptions,
   ) {
     const outbox = new Outbox(
-      (results) =>
-        this.write(
-          results.length === 1 ? { result: toWire(results[0]) } : { results: { results: results.map(toWire) } },
-        ),
+      (results) => this.write(frameMessage(results)),
       options.maxBatch,
+      options.maxFrameBytes,
     );
     this.dispatcher = new RunDispatcher(options.runners, outbox, options.transport, options.log);
     const metadata = new grpc.Metadata();

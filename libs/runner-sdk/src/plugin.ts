@@ -40,6 +40,11 @@ export interface PluginOptions {
   log?: Logger;
   /** Results per frame at most (default 256). */
   maxBatch?: number;
+  /**
+   * Bytes of protobuf per frame at most (default 4 MiB; keep it below the host's gRPC limit). A
+   * result that cannot fit one frame fails its run `runner.result_too_large`.
+   */
+  maxFrameBytes?: number;
   /** Source of randomness of the jitter (tests). */
   random?: () => number;
   /**
@@ -161,6 +166,7 @@ export class RunnerPlugin {
         transport: this.transport,
         log: this.log,
         maxBatch: this.options.maxBatch,
+        maxFrameBytes: this.options.maxFrameBytes,
         onWelcome: (welcome) => {
           this.welcome = welcome;
           this.connections += 1;

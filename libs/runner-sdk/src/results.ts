@@ -13,32 +13,136 @@ import {
  * results of every run into frames (Outbox). The invariants, checked by property tests in
  * results.spec.ts: a run's results carry sequence 1, 2, 3, ... in emission order; exactly one
  * terminal result, and nothing after it; results emitted in the same tick leave in one frame,
- * in emission order, never more than `maxBatch` per frame.
+ * in emission order, never more than `maxBatch` per frame and never more than `maxFrameBytes`
+ * of protobuf per frame (the host's gRPC server refuses a larger message and the stream breaks:
+ * docs/runner-sdk.md, `io`). A result that cannot fit a frame alone is never sent: its run
+ * fails `runner.result_too_large` instead.
  */
 
 /** Where frames go: the gRPC stream (connection.ts) or the fake host (testing/). */
 export type FrameWriter = (results: RunResult[]) => Promise<void>;
 
 export const DEFAULT_MAX_BATCH = 256;
+/**
+ * Bytes of protobuf per frame at most. The host's gRPC receive limit is the larger of
+ * HOSTAPI_MAX_PAYLOAD_BYTES and STORAGE_MAX_VALUE_BYTES plus 1 MiB (11 MiB by default,
+ * docs/configuration.md); 4 MiB stays well below it and far above one result the host keeps
+ * (MAX_RESULT_BYTES, 1 MiB of JSON by default).
+ */
+export const DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024;
+/** The smallest `maxFrameBytes`: room for the run.failed that replaces a result too large. */
+export const MIN_MAX_FRAME_BYTES = 4096;
+/** A frame's own bytes around its results: the PluginMessage field tag and its length varint. */
+export const FRAME_OVERHEAD_BYTES = 6;
 
-/** Collects the results emitted in one tick and writes them as frames of at most `maxBatch`. */
+/** The error code of a run whose result could not fit one frame (the runner's own failure). */
+export const RESULT_TOO_LARGE = 'runner.result_too_large';
+
+// ---- protobuf sizes (google.protobuf.Struct/Value as json.ts encodes them) ----------------------
+
+function varintBytes(n: number): number {
+  if (n < 0) {
+    return 10; // a negative int64 is always ten bytes
+  }
+  let bytes = 1;
+  while (n >= 128) {
+    n = Math.floor(n / 128);
+    bytes += 1;
+  }
+  return bytes;
+}
+
+/** A length-delimited field (tag < 16: one byte) holding `length` bytes. */
+function delimited(length: number): number {
+  return 1 + varintBytes(length) + length;
+}
+
+function valueBytes(json: unknown): number {
+  if (typeof json === 'number') {
+    return 9; // double: tag + 8 bytes
+  }
+  if (typeof json === 'string') {
+    return delimited(Buffer.byteLength(json));
+  }
+  if (typeof json === 'boolean') {
+    return 2;
+  }
+  if (Array.isArray(json)) {
+    let list = 0;
+    for (const item of json) {
+      list += delimited(valueBytes(item));
+    }
+    return delimited(list);
+  }
+  if (json instanceof Date) {
+    return delimited(Buffer.byteLength(json.toISOString()));
+  }
+  if (json !== null && typeof json === 'object') {
+    return delimited(structBytes(json as Record<string, unknown>));
+  }
+  return 2; // null (and what toValue refuses: the write reports it)
+}
+
+function structBytes(object: Record<string, unknown>): number {
+  let bytes = 0;
+  for (const [key, value] of Object.entries(object)) {
+    if (value !== undefined) {
+      bytes += delimited(delimited(Buffer.byteLength(key)) + delimited(valueBytes(value)));
+    }
+  }
+  return bytes;
+}
+
+/**
+ * The bytes one result takes in a frame (a RunResult field of ResultBatch or PluginMessage, tag
+ * and length included), as protobuf encodes it: exact for what toStruct produces, never below.
+ */
+export function resultWireBytes(result: RunResult): number {
+  let bytes =
+    delimited(Buffer.byteLength(result.run_id)) +
+    delimited(Buffer.byteLength(result.type)) +
+    delimited(structBytes(result.data ?? {}));
+  if (result.usage) {
+    bytes += delimited(structBytes(result.usage));
+  }
+  if (result.sequence !== undefined) {
+    bytes += 1 + varintBytes(result.sequence);
+  }
+  if (result.timestamp !== undefined) {
+    bytes += 1 + varintBytes(result.timestamp);
+  }
+  return delimited(bytes);
+}
+
+/**
+ * Collects the results emitted in one tick and writes them as frames of at most `maxBatch`
+ * results and `maxFrameBytes` bytes. A result larger than a frame alone (RunResults never pushes
+ * one) leaves in a frame of its own.
+ */
 export class Outbox {
-  private pending: RunResult[] = [];
+  private pending: { result: RunResult; bytes: number }[] = [];
   private flushing: Promise<void> | null = null;
   private chain: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly write: FrameWriter,
     private readonly maxBatch = DEFAULT_MAX_BATCH,
+    readonly maxFrameBytes = DEFAULT_MAX_FRAME_BYTES,
   ) {
     if (!Number.isInteger(maxBatch) || maxBatch < 1) {
       throw new RangeError(`maxBatch must be an integer >= 1 (got ${maxBatch})`);
     }
+    if (!Number.isInteger(maxFrameBytes) || maxFrameBytes < MIN_MAX_FRAME_BYTES) {
+      throw new RangeError(`maxFrameBytes must be an integer >= ${MIN_MAX_FRAME_BYTES} (got ${maxFrameBytes})`);
+    }
   }
 
-  /** Queues one result; resolves once the frame holding it has been written (backpressure). */
-  push(result: RunResult): Promise<void> {
-    this.pending.push(result);
+  /**
+   * Queues one result (`bytes`: its resultWireBytes, when the caller measured it already);
+   * resolves once the frame holding it has been written (backpressure).
+   */
+  push(result: RunResult, bytes = resultWireBytes(result)): Promise<void> {
+    this.pending.push({ result, bytes });
     if (!this.flushing) {
       this.flushing = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
     }
@@ -51,13 +155,27 @@ export class Outbox {
   }
 
   private flush(): Promise<void> {
-    const results = this.pending;
+    const pending = this.pending;
     this.pending = [];
     this.flushing = null;
-    for (let i = 0; i < results.length; i += this.maxBatch) {
-      const frame = results.slice(i, i + this.maxBatch);
+    const budget = this.maxFrameBytes - FRAME_OVERHEAD_BYTES;
+    let frame: RunResult[] = [];
+    let frameBytes = 0;
+    const send = (results: RunResult[]) => {
       // Frames are written one after another, in order, even when a write waits for 'drain'.
-      this.chain = this.chain.then(() => this.write(frame));
+      this.chain = this.chain.then(() => this.write(results));
+    };
+    for (const { result, bytes } of pending) {
+      if (frame.length > 0 && (frame.length === this.maxBatch || frameBytes + bytes > budget)) {
+        send(frame);
+        frame = [];
+        frameBytes = 0;
+      }
+      frame.push(result);
+      frameBytes += bytes;
+    }
+    if (frame.length > 0) {
+      send(frame);
     }
     return this.chain;
   }
@@ -113,7 +231,7 @@ export class RunResults {
 
   constructor(
     readonly runId: string,
-    private readonly outbox: Pick<Outbox, 'push'>,
+    private readonly outbox: Pick<Outbox, 'push' | 'maxFrameBytes'>,
   ) {}
 
   /** True once a terminal result was sent. */
@@ -223,11 +341,42 @@ export class RunResults {
     if (this.ended || this.closed) {
       return Promise.resolve();
     }
-    this.sequence += 1;
-    const result: RunResult = { run_id: this.runId, type, data, sequence: this.sequence, timestamp: now() };
+    const result: RunResult = { run_id: this.runId, type, data, sequence: this.sequence + 1, timestamp: now() };
     if (usage) {
       result.usage = usage;
     }
+    const bytes = resultWireBytes(result);
+    if (bytes + FRAME_OVERHEAD_BYTES > this.outbox.maxFrameBytes) {
+      return this.tooLarge(type, bytes);
+    }
+    this.sequence += 1;
+    return this.outbox.push(result, bytes);
+  }
+
+  /**
+   * A result that cannot fit one gRPC frame would break the plugin's stream (and every run on
+   * it): it is not sent, and the run fails `runner.result_too_large` (not retryable: the same
+   * run would emit it again) with the next sequence number.
+   */
+  private tooLarge(type: string, bytes: number): Promise<void> {
+    this.sequence += 1;
+    const result: RunResult = {
+      run_id: this.runId,
+      type: 'run.failed',
+      data: {
+        error: `a ${clip(type)} result of ${bytes} bytes does not fit one gRPC frame (maxFrameBytes ${this.outbox.maxFrameBytes}); it was not sent`,
+        code: RESULT_TOO_LARGE,
+        retryable: false,
+      },
+      sequence: this.sequence,
+      timestamp: now(),
+    };
+    this.ended = true;
     return this.outbox.push(result);
   }
+}
+
+/** A result type as quoted in an error (an author's type may be long). */
+function clip(type: string): string {
+  return type.length > 100 ? `${type.slice(0, 100)}…` : type;
 }

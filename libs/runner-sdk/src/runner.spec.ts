@@ -252,6 +252,40 @@ describe('runners on the fake host', () => {
     });
   });
 
+  it('many large results of one tick leave in frames under maxFrameBytes; one result too large fails only its run', async () => {
+    const maxFrameBytes = 64 * 1024;
+    const runner = defineRunner({
+      name: 'default',
+      async run(ctx, io) {
+        const size = Number(ctx.config.size ?? 0);
+        // 40 results of `size` bytes, all in one tick: far more than one frame holds.
+        const written = Array.from({ length: 40 }, (_, i) => io.emit('demo.chunk', { i, blob: 'z'.repeat(size) }));
+        await Promise.all(written);
+        await io.completed();
+      },
+    });
+    const host = new FakeHost({ runners: [runner], maxFrameBytes });
+    const big = host.start({ config: { size: 10_000 } });
+    const huge = host.start({ config: { size: maxFrameBytes } });
+    const [ok, failed] = await Promise.all([big.done, huge.done]);
+    expect(ok.status).toBe('completed');
+    expect(ok.results.map((r) => r.sequence)).toEqual(ok.results.map((_, i) => i + 1));
+    expect(ok.results.slice(0, 40).map((r) => r.data.i)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    expect(failed).toMatchObject({ status: 'failed', code: 'runner.result_too_large' });
+    expect(failed.error).toMatch(
+      /^a demo\.chunk result of \d+ bytes does not fit one gRPC frame \(maxFrameBytes 65536\)/,
+    );
+    expect(failed.results.map((r) => [r.type, r.sequence])).toEqual([['run.failed', 1]]);
+    // The frames of that tick: several, each under the bound (an estimate of the JSON is enough here;
+    // results.spec.ts checks the encoded bytes).
+    expect(host.frames.length).toBeGreaterThan(5);
+    for (const frame of host.frames) {
+      expect(frame.reduce((n, r) => n + Buffer.byteLength(JSON.stringify(r.data)), 0)).toBeLessThanOrEqual(
+        maxFrameBytes,
+      );
+    }
+  });
+
   it('builds the manifest the host expects and refuses bad definitions, naming the rule', () => {
     const r = defineRunner({ name: 'default', capabilities: { streaming: true }, run: () => undefined });
     expect(manifestOf(r, 'acme', 'bot')).toEqual({

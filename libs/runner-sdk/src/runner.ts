@@ -160,7 +160,7 @@ export class RunDispatcher {
 
   constructor(
     runners: RunnerDefinition[],
-    private readonly outbox: Pick<Outbox, 'push'>,
+    private readonly outbox: Pick<Outbox, 'push' | 'maxFrameBytes'>,
     private readonly transport: HostApiTransport,
     private readonly log: Logger = stderrLogger,
   ) {

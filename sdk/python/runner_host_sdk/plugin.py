@@ -20,7 +20,7 @@ import grpc
 from ._proto.runnerhost.v1 import gateway_pb2, gateway_pb2_grpc
 from .errors import PluginRefusedError
 from .host_api import GrpcHostApiTransport
-from .results import DEFAULT_MAX_BATCH, Outbox
+from .results import DEFAULT_MAX_BATCH, DEFAULT_MAX_FRAME_BYTES, Outbox
 from .runner import Logger, Runner, RunDispatcher, manifest_of, stderr_logger
 from .types import RunResult, Welcome
 from .wire import dict_to_message, message_to_dict, to_struct
@@ -65,7 +65,7 @@ class _Session:
         self.closed = False
         self._write_lock = asyncio.Lock()
         self._heartbeat: Optional[asyncio.Task[None]] = None
-        self.outbox = Outbox(self._write_frame, plugin.max_batch)
+        self.outbox = Outbox(self._write_frame, plugin.max_batch, plugin.max_frame_bytes)
         self.dispatcher = RunDispatcher(plugin.runners, self.outbox, plugin._transport, plugin.log)
         self.call = stub.Connect(metadata=(("authorization", f"Bearer {plugin.token}"),))
 
@@ -177,6 +177,7 @@ class RunnerPlugin:
         reconnect: Reconnect = Reconnect(),
         log: Logger = stderr_logger,
         max_batch: int = DEFAULT_MAX_BATCH,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         random: Callable[[], float] = _random.random,
     ) -> None:
         if not token:
@@ -194,6 +195,7 @@ class RunnerPlugin:
         self.reconnect = reconnect
         self.log = log
         self.max_batch = max_batch
+        self.max_frame_bytes = max_frame_bytes
         self._random = random
         #: The last welcome, or None while not connected.
         self.welcome: Optional[Welcome] = None

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Optional, Sequence, Union
 
 from .errors import host_api_error
-from .results import DEFAULT_MAX_BATCH, Outbox
+from .results import DEFAULT_MAX_BATCH, DEFAULT_MAX_FRAME_BYTES, Outbox
 from .runner import Logger, Runner, RunDispatcher
 from .types import JsonObject, Message, RunContext, RunResult, message_text
 
@@ -134,6 +134,7 @@ class FakeHost:
         history: Optional[list[JsonObject]] = None,
         handlers: Optional[dict[str, FakeHandler]] = None,
         max_batch: int = DEFAULT_MAX_BATCH,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         log: Optional[Logger] = None,
     ) -> None:
         self.runners = list(runners)
@@ -154,7 +155,7 @@ class FakeHost:
         #: The storage: "area:key" -> bytes.
         self.storage: dict[str, bytes] = {}
         self.runs: dict[str, FakeRun] = {}
-        self.dispatcher = RunDispatcher(self.runners, Outbox(self._write, max_batch), self, log or (lambda *a: None))
+        self.dispatcher = RunDispatcher(self.runners, Outbox(self._write, max_batch, max_frame_bytes), self, log or (lambda *a: None))
 
     async def _write(self, frame: list[RunResult]) -> None:
         self.frames.append(frame)

@@ -10,7 +10,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from runner_host_sdk import Reconnect, backoff_delay  # noqa: E402
 from runner_host_sdk._proto.runnerhost.v1 import context_pb2, host_api_pb2  # noqa: E402
-from runner_host_sdk.results import Outbox, RunResults  # noqa: E402
+from runner_host_sdk._proto.runnerhost.v1 import gateway_pb2  # noqa: E402
+from runner_host_sdk.plugin import _result_message  # noqa: E402
+from runner_host_sdk.results import (  # noqa: E402
+    FRAME_OVERHEAD_BYTES,
+    RESULT_TOO_LARGE,
+    Outbox,
+    RunResults,
+    result_wire_bytes,
+)
 from runner_host_sdk.wire import dict_to_message, message_to_dict  # noqa: E402
 
 
@@ -93,6 +101,117 @@ class SequencingAndBatchingTest(unittest.IsolatedAsyncioTestCase):
 
         with self.assertRaisesRegex(ValueError, "^max_batch: "):
             Outbox(write, 0)
+
+    async def test_frames_never_pass_max_frame_bytes_as_encoded(self):
+        """Random programs of large results: every frame, encoded as the stream writes it, stays
+        within max_frame_bytes; order and sequences hold; a frame of one iteration ends early only
+        when full; a result too large for any frame fails its run runner.result_too_large."""
+        saw_split = saw_too_large = False
+        for seed in range(60):
+            rng = random.Random(seed)
+            frames, pushed = [], []
+
+            async def write(frame):
+                frames.append(frame)
+
+            max_batch = rng.randint(1, 6)
+            max_frame_bytes = rng.randint(4096, 20_000)
+            outbox = Outbox(write, max_batch, max_frame_bytes)
+            real_push = outbox.push
+            iteration = [0]
+
+            def recording_push(result, size=None):
+                pushed.append((result, iteration[0]))
+                return real_push(result, size)
+
+            outbox.push = recording_push  # type: ignore[method-assign]
+            runs = [RunResults(f"r{i}", outbox) for i in range(rng.randint(1, 4))]
+            for _ in range(rng.randint(1, 40)):
+                run = rng.choice(runs)
+                op = rng.random()
+                if op < 0.6:
+                    char = rng.choice(["x", "é", "€", "😀"])
+                    run.emit("demo.blob", {"blob": char * rng.randint(0, 3000), "n": rng.random()})
+                elif op < 0.7:
+                    run.delta("d")
+                elif op < 0.75:
+                    run.completed()
+                else:
+                    await asyncio.sleep(0)
+                    iteration[0] += 1
+            await asyncio.sleep(0)
+            await outbox.idle()
+            written = [r for f in frames for r in f]
+            self.assertEqual(written, [r for r, _ in pushed], seed)
+            it = {id(r): i for r, i in pushed}
+            budget = max_frame_bytes - FRAME_OVERHEAD_BYTES
+            for i, frame in enumerate(frames):
+                if len(frame) == 1:
+                    message = gateway_pb2.PluginMessage(result=_result_message(frame[0]))
+                else:
+                    message = gateway_pb2.PluginMessage(results=gateway_pb2.ResultBatch(results=[_result_message(r) for r in frame]))
+                self.assertLessEqual(message.ByteSize(), max_frame_bytes, seed)
+                if i > 0 and it[id(frames[i - 1][-1])] == it[id(frame[0])]:
+                    saw_split = True
+                    prev = frames[i - 1]
+                    full = len(prev) == max_batch or sum(map(result_wire_bytes, prev)) + result_wire_bytes(frame[0]) > budget
+                    self.assertTrue(full, seed)
+            for run in runs:
+                mine = [r for r in written if r["run_id"] == run.run_id]
+                self.assertEqual([r["sequence"] for r in mine], list(range(1, len(mine) + 1)), seed)
+                codes = [r["data"].get("code") for r in mine]
+                if RESULT_TOO_LARGE in codes:
+                    saw_too_large = True
+                    self.assertEqual(codes.index(RESULT_TOO_LARGE), len(mine) - 1, seed)
+        self.assertTrue(saw_split and saw_too_large)  # the programs reached both cases
+
+    def test_result_wire_bytes_is_what_protobuf_encodes(self):
+        rng = random.Random(7)
+
+        def json_value(depth):
+            kind = rng.randint(0, 6 if depth < 3 else 3)
+            if kind == 0:
+                return None
+            if kind == 1:
+                return rng.choice([True, False])
+            if kind == 2:
+                return rng.choice([0, -1, 1.5, 2**40, rng.random()])
+            if kind == 3:
+                return rng.choice(["", "a", "é€😀", "x" * rng.randint(0, 300)])
+            if kind in (4, 5):
+                return {f"k{i}é": json_value(depth + 1) for i in range(rng.randint(0, 4))}
+            return [json_value(depth + 1) for _ in range(rng.randint(0, 4))]
+
+        for _ in range(300):
+            result = {"run_id": "r", "type": "demo.custom", "data": {"v": json_value(0)}, "sequence": rng.randint(0, 2**40), "timestamp": 1}
+            if rng.random() < 0.5:
+                result["usage"] = {"total_tokens": rng.randint(0, 10**6)}
+            self.assertEqual(result_wire_bytes(result), gateway_pb2.PluginMessage(result=_result_message(result)).ByteSize())
+
+    async def test_a_result_too_large_fails_only_its_run(self):
+        frames = []
+
+        async def write(frame):
+            frames.append(frame)
+
+        outbox = Outbox(write, 256, 8192)
+        a, b = RunResults("a", outbox), RunResults("b", outbox)
+        a.delta("before")
+        b.delta("fits")
+        a.emit("demo.blob", {"blob": "x" * 9000})
+        b.delta("still fits")
+        await a.delta("after")
+        await outbox.idle()
+        self.assertEqual(
+            [(r["run_id"], r["type"], r["sequence"]) for f in frames for r in f],
+            [("a", "message.delta", 1), ("b", "message.delta", 1), ("a", "run.failed", 2), ("b", "message.delta", 2)],
+        )
+        failed = frames[0][2]["data"]
+        self.assertEqual((failed["code"], failed["retryable"]), ("runner.result_too_large", False))
+        self.assertRegex(failed["error"], r"^a demo\.blob result of \d+ bytes does not fit one gRPC frame \(max_frame_bytes 8192\)")
+        self.assertTrue(a.finished)
+        with self.assertRaisesRegex(ValueError, "^max_frame_bytes: "):
+            Outbox(write, 1, 100)
 
     async def test_terminal_types_only_through_completed_or_failed(self):
         run = RunResults("a", Outbox(lambda f: asyncio.sleep(0)))

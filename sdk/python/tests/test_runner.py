@@ -1,6 +1,7 @@
 """Unit tests of the dispatcher, emitters, steering and host API through the fake host."""
 
 import asyncio
+import json
 import os
 import sys
 import unittest
@@ -97,6 +98,30 @@ class DispatcherTest(unittest.IsolatedAsyncioTestCase):
         await asyncio.sleep(0.01)
         self.assertEqual(seen, {"aborted": True, "kind": "cancelled"})
         self.assertEqual([r["type"] for r in run.results], ["run.failed"])
+
+    async def test_large_results_of_one_iteration_leave_in_bounded_frames_one_too_large_fails_its_run(self):
+        max_frame_bytes = 64 * 1024
+
+        @runner("chunks")
+        async def chunks(ctx, io):
+            size = int(ctx["config"]["size"])
+            # 40 results of `size` bytes in one iteration: far more than one frame holds.
+            await asyncio.gather(*(io.emit("demo.chunk", {"i": i, "blob": "z" * size}) for i in range(40)))
+            await io.completed()
+
+        host = FakeHost(runners=[chunks], max_frame_bytes=max_frame_bytes)
+        big = host.start("x", config={"size": 10_000})
+        huge = host.start("x", config={"size": max_frame_bytes})
+        ok, failed = await asyncio.gather(big.done, huge.done)
+        self.assertEqual(ok.status, "completed")
+        self.assertEqual([r["sequence"] for r in ok.results], list(range(1, len(ok.results) + 1)))
+        self.assertEqual([r["data"]["i"] for r in ok.results[:40]], list(range(40)))
+        self.assertEqual((failed.status, failed.code), ("failed", "runner.result_too_large"))
+        self.assertRegex(failed.error, r"^a demo\.chunk result of \d+ bytes does not fit one gRPC frame \(max_frame_bytes 65536\)")
+        self.assertEqual([(r["type"], r["sequence"]) for r in failed.results], [("run.failed", 1)])
+        self.assertGreater(len(host.frames), 5)
+        for frame in host.frames:  # results.py's tests check the encoded bytes; the JSON is a floor here
+            self.assertLessEqual(sum(len(json.dumps(r["data"])) for r in frame), max_frame_bytes)
 
     async def test_deadline_aborts_with_runner_timeout_and_host_calls_raise(self):
         errors = []

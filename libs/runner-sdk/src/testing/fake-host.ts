@@ -55,6 +55,8 @@ export interface FakeHostOptions {
   handlers?: { [M in UnaryMethod]?: FakeHandler<M> };
   log?: Logger;
   maxBatch?: number;
+  /** Bytes per frame at most, as RunnerPlugin's option (see results.ts). */
+  maxFrameBytes?: number;
 }
 
 export interface StartOptions {
@@ -237,7 +239,7 @@ export class FakeHost implements HostApiTransport {
         this.runs.get(result.run_id)?.add(result);
       }
       await Promise.resolve();
-    }, options.maxBatch);
+    }, options.maxBatch, options.maxFrameBytes);
     this.dispatcher = new RunDispatcher(options.runners, outbox, this, options.log ?? (() => undefined));
   }
 
