@@ -24,6 +24,32 @@ export default tseslint.config(
     },
   },
   {
+    // Issue 16 item 3: no `as unknown as` outside tests and generated code; use a type guard, a schema
+    // parse, a typed API or one documented accessor. Excepted until their own change lands (issue 16):
+    // libs/runner-sdk and libs/resources (being reworked in parallel), libs/proto/src/json-wrappers.ts
+    // (protobufjs wrapper internals), the console and the benchmark harnesses.
+    files: ['apps/**/*.ts', 'libs/**/*.ts'],
+    ignores: [
+      '**/*.spec.ts',
+      '**/*.int-spec.ts',
+      '**/*.e2e-spec.ts',
+      'libs/testing/**',
+      'libs/runner-sdk/**',
+      'libs/resources/**',
+      'libs/proto/src/json-wrappers.ts',
+      'apps/console/**',
+    ],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'TSAsExpression > TSAsExpression[typeAnnotation.type="TSUnknownKeyword"]',
+          message: 'No `as unknown as` (issue 16): use a type guard, a schema parse, a typed API or a documented accessor.',
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.spec.ts', '**/*.int-spec.ts', '**/*.e2e-spec.ts', 'test/**/*.ts', 'bench/**/*.ts', 'libs/testing/**/*.ts'],
     rules: {
       '@typescript-eslint/no-unsafe-assignment': 'off',

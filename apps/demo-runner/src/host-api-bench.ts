@@ -60,23 +60,24 @@ export function parseBenchConfig(config: JsonObject): HostApiBenchConfig | strin
 }
 
 /** Latencies in µs, nearest-rank percentiles. */
-export interface LatencySummary {
+/** Type aliases (not interfaces) so the stats are JSON objects as they are (`bench.stats`). */
+export type LatencySummary = {
   count: number;
   p50_us: number;
   p90_us: number;
   p99_us: number;
   mean_us: number;
   max_us: number;
-}
+};
 
-export interface MeasuredCalls {
+export type MeasuredCalls = {
   latency: LatencySummary;
   /** From the first call sent to the last answer received. */
   elapsed_ms: number;
   calls_per_second: number;
   /** CPU time (user + system) of this process during the calls, per call. */
   cpu_us_per_call: number;
-}
+};
 
 export function summarizeUs(samplesMs: ArrayLike<number>): LatencySummary {
   const sorted = Float64Array.from(samplesMs).sort();
@@ -138,13 +139,13 @@ export async function measureCalls(
 }
 
 /** `bench.stats` result data. `response` is the checked first answer as plain JSON (Struct fields decoded). */
-export interface BenchStats extends MeasuredCalls {
+export type BenchStats = MeasuredCalls & {
   api: BenchApi;
   calls: number;
   concurrency: number;
   warmup: number;
   response: JsonObject;
-}
+};
 
 type Send = (type: string, data: JsonObject) => Promise<void>;
 
@@ -203,6 +204,6 @@ export async function hostApiBench(
     ...measured,
     response,
   };
-  await send('bench.stats', stats as unknown as JsonObject);
+  await send('bench.stats', stats);
   return stats;
 }

@@ -1,3 +1,5 @@
+import { bodyChunks } from './body-chunks';
+
 /*
  * A server-sent-events reader for the reference runners' HTTP targets
  * (docs/reference-runners.md): yields one `{event, data}` per event block of a fetch body, `data`
@@ -13,7 +15,7 @@ export interface SseMessage {
 export async function* sseMessages(body: ReadableStream<Uint8Array>): AsyncGenerator<SseMessage> {
   const decoder = new TextDecoder();
   let buffer = '';
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+  for await (const chunk of bodyChunks(body)) {
     buffer += decoder.decode(chunk, { stream: true }).replace(/\r\n?/g, '\n');
     let end: number;
     while ((end = buffer.indexOf('\n\n')) >= 0) {

@@ -1,5 +1,6 @@
 import { defineRunner, type Json, type JsonObject, type RunContext, type RunIO } from '@runner-host/runner-sdk';
 import { configError, readConfig } from '../common/config';
+import { bodyChunks } from '../common/body-chunks';
 
 /*
  * The n8n-style webhook runner (docs/reference-runners.md#n8n-style-webhooks): each turn POSTs
@@ -137,7 +138,7 @@ export class WebhookError extends Error {
 async function* lines(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
   const decoder = new TextDecoder();
   let buffer = '';
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+  for await (const chunk of bodyChunks(body)) {
     buffer += decoder.decode(chunk, { stream: true });
     let end: number;
     while ((end = buffer.indexOf('\n')) >= 0) {

@@ -8,6 +8,7 @@ import {
   describeIssues,
   parseRunnerId,
   validateRunnerConfig,
+  runnerManifestSchema,
   type RunnerManifest,
   readPage,
 } from '@libs/protocol';
@@ -166,7 +167,13 @@ export class AgentsService {
       return live.runner.manifest;
     }
     const stored = await this.runnerStore.getRunner(runnerId);
-    return stored ? (stored.manifest as unknown as RunnerManifest) : null;
+    if (!stored) {
+      return null;
+    }
+    // Stored when it was accepted; one that no longer parses (an older protocol) counts as unknown
+    // until the runner connects again and announces a current one.
+    const parsed = runnerManifestSchema.safeParse(stored.manifest);
+    return parsed.success ? parsed.data : null;
   }
 
   private async validated(input: AgentInput, workspaceId: string) {

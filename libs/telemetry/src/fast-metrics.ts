@@ -15,6 +15,24 @@ interface MetricValue {
   metricName?: string;
 }
 
+/**
+ * What prom-client's registry reads of a metric when it formats a scrape: `name`, `help`, `type`,
+ * `aggregator` and `get()` (the FastMetric members below). `Registry.registerMetric` is public but
+ * typed for prom-client's own classes; this view of it takes any metric with `get()`. A method
+ * parameter is compared bivariantly, so the registry is assignable to it without a cast; the
+ * run-time check fails loudly if a prom-client release drops the method.
+ */
+interface ScrapeRegistry {
+  registerMetric(metric: { get(): Promise<unknown> }): void;
+}
+
+function registerScraped(registry: ScrapeRegistry, metric: FastMetric<unknown>): void {
+  if (typeof registry.registerMetric !== 'function') {
+    throw new Error(`telemetry: ${metric.name}: the prom-client registry has no registerMetric`);
+  }
+  registry.registerMetric(metric);
+}
+
 /** The registry's view of a metric: what `Registry.getMetricsAsString` reads. */
 abstract class FastMetric<C> {
   private readonly children = new Map<string, { labels: LabelSet; child: C }>();
@@ -26,7 +44,7 @@ abstract class FastMetric<C> {
     private readonly labelNames: readonly string[],
     registry: Registry,
   ) {
-    (registry as unknown as { registerMetric(m: unknown): void }).registerMetric(this);
+    registerScraped(registry, this);
   }
 
   /** The child of one label tuple (values in `labelNames` order), created once. */

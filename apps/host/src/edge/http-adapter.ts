@@ -91,7 +91,7 @@ function requireUtf8(req: FastifyRequest): void {
 }
 
 function acceptsText(req: FastifyRequest): boolean {
-  return (req.routeOptions.config as unknown as Record<string, unknown> | undefined)?.[TEXT_BODY] === true;
+  return req.routeOptions.config[TEXT_BODY] === true;
 }
 
 function wrongType(req: FastifyRequest): DomainError {

@@ -2,7 +2,7 @@ import { Controller, Get, Param, Query, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Roles, type AuthenticatedRequest } from '@libs/auth';
 import { WriteTenancy } from './tenancy';
-import { TranscriptService } from '@libs/conversations';
+import { TranscriptService, type HistoryPage } from '@libs/conversations';
 import { TranscriptPageDto, TranscriptQueryDto } from './dto/inspection.dto';
 
 @ApiTags('conversations')
@@ -22,9 +22,10 @@ export class ConversationsController {
     @Param('conversation_id') conversationId: string,
     @Query() q: TranscriptQueryDto,
     @Req() req: AuthenticatedRequest,
-  ): Promise<TranscriptPageDto> {
+  ): Promise<HistoryPage> {
     const forward = q.order === 'oldest' || (q.after !== undefined && q.order === undefined);
-    // Stored attachment_refs and metadata are the shapes admission wrote (see TranscriptItemDto).
+    // The service's page as it is: TranscriptPageDto documents it (OpenAPI); its stored
+    // attachment_refs and metadata are the JSON admission wrote, described by TranscriptItemDto.
     // Admin view: every agent's and workspace's rows of this conversation id unless narrowed.
     const filter = {
       conversation_id: conversationId,
@@ -40,6 +41,6 @@ export class ConversationsController {
       limit: q.limit,
       include_attachments: true,
     });
-    return page as unknown as TranscriptPageDto;
+    return page;
   }
 }

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { ChatMessage, HistoryItem, JsonObject, LocalAgentHostPort } from '../host-port';
 import { RunStopped, type RunControls } from '../run/controls';
 
@@ -25,14 +26,15 @@ export function withCursor(m: ChatMessage, cursor: string | null): ChatMessage {
   return out;
 }
 
-export interface Checkpoint {
-  schema_version: string;
-  summary: string;
-  covers_until: string;
-  tokens_before: number;
-  created_at: number;
-  conversation_id: string | null;
-}
+const checkpointSchema = z.looseObject({
+  schema_version: z.literal(CHECKPOINT_SCHEMA),
+  summary: z.string().refine((v) => v.trim() !== '', 'must not be blank'),
+  covers_until: z.string(),
+  tokens_before: z.number(),
+  created_at: z.number(),
+  conversation_id: z.string().nullable().default(null),
+});
+export type Checkpoint = z.infer<typeof checkpointSchema>;
 
 interface HistoryScope {
   port: LocalAgentHostPort;
@@ -55,16 +57,16 @@ export async function loadCheckpoint(port: LocalAgentHostPort, controls: RunCont
     }
     return null;
   }
-  if (!isObject(value) || value.schema_version !== CHECKPOINT_SCHEMA) {
+  // Another schema version, a foreign or damaged value: no checkpoint (history is read in full).
+  const parsed = checkpointSchema.safeParse(value);
+  if (!parsed.success) {
     return null;
   }
-  if (typeof value.summary !== 'string' || value.summary.trim() === '') {
+  const checkpoint = parsed.data;
+  if (conversationId && checkpoint.conversation_id !== null && checkpoint.conversation_id !== conversationId) {
     return null;
   }
-  if (conversationId && typeof value.conversation_id === 'string' && value.conversation_id !== conversationId) {
-    return null;
-  }
-  return value as unknown as Checkpoint;
+  return checkpoint;
 }
 
 function itemMessage(item: HistoryItem): ChatMessage | null {

@@ -1,3 +1,5 @@
+import { chatMessageSchema, chatToolCallSchema } from '@libs/protocol';
+import { z } from 'zod';
 import type { AgentConfig } from '../config';
 import type { AgentRunContext, ChatMessage, JsonObject, LocalAgentHostPort, ToolCall, ToolGrant } from '../host-port';
 import { RunStopped, type RunControls } from '../run/controls';
@@ -63,22 +65,23 @@ export function needsApproval(policy: ApprovalPolicy, name: string, grants: read
   return !!grant && [grant.source_id, grant.source].some((s) => typeof s === 'string' && policy.sources.has(s));
 }
 
-/** What the conversation's state holds while an approval is asked for. */
-export interface ApprovalRecord {
-  schema_version: number;
-  interaction_id: string;
+/** What the conversation's state holds while an approval is asked for (parsed when read back). */
+const approvalRecordSchema = z.looseObject({
+  schema_version: z.literal(APPROVAL_SCHEMA),
+  interaction_id: z.string(),
   /** The run that asked. */
-  run_id: string;
+  run_id: z.string(),
   /** `pending` until a run takes it; then `taken` (by `taken_by`) before any call executes. */
-  status: 'pending' | 'taken';
-  taken_by?: string;
+  status: z.enum(['pending', 'taken']),
+  taken_by: z.string().optional(),
   /** Epoch seconds. */
-  expires_at: number;
+  expires_at: z.number(),
   /** The turn so far: the assistant's tool calls and the results the model already has. */
-  turn: ChatMessage[];
+  turn: z.array(chatMessageSchema),
   /** The calls awaiting approval (ids of tool calls in `turn`). */
-  calls: ToolCall[];
-}
+  calls: z.array(chatToolCallSchema),
+});
+export type ApprovalRecord = z.infer<typeof approvalRecordSchema>;
 
 /** What a run resumes from an approval: the saved turn and, per call, run it or the refusal. */
 export interface ApprovalResume {
@@ -93,14 +96,10 @@ export interface ApprovalResume {
 
 const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** The stored record, or null when the state holds nothing usable (another version, a foreign value). */
 function readRecord(v: unknown): ApprovalRecord | null {
-  if (!isObject(v) || v.schema_version !== APPROVAL_SCHEMA || typeof v.interaction_id !== 'string') {
-    return null;
-  }
-  if (!Array.isArray(v.turn) || !Array.isArray(v.calls) || typeof v.expires_at !== 'number') {
-    return null;
-  }
-  return v as unknown as ApprovalRecord;
+  const parsed = approvalRecordSchema.safeParse(v);
+  return parsed.success ? parsed.data : null;
 }
 
 /** The submission a run carries, if it answers an interaction. */

@@ -113,7 +113,7 @@ function* claimEvent(e: EventEntity, readmit: boolean): Unit<EventEntity | undef
         e.event_id,
         e.body_hash,
       ])
-    : yield* exec(SQL.insertEvent, rowParams(EVENT_COLUMNS, e as unknown as Row));
+    : yield* exec(SQL.insertEvent, rowParams(EVENT_COLUMNS, e));
   if (claimed > 0) {
     return undefined;
   }

@@ -1,7 +1,8 @@
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { Database } from 'better-sqlite3';
+import Sqlite, { type Database } from 'better-sqlite3';
 import type { DataSource } from 'typeorm';
+import { BetterSqlite3Driver } from 'typeorm/driver/better-sqlite3/BetterSqlite3Driver';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { telemetry } from '@libs/telemetry';
 import { Checkpointer, type WalStatus } from './checkpointer';
@@ -35,7 +36,7 @@ export class HotStore implements OnModuleDestroy {
       this.pg = new PgHot(config.database.url);
       this.queue = new WriteQueue(this.pg);
     } else {
-      const db = (ds.driver as unknown as { databaseConnection: Database }).databaseConnection;
+      const db = sqliteConnectionOf(ds);
       this.sqlite = new SqliteHot(db);
       this.queue = new WriteQueue(this.sqlite);
       if (config.database.file !== ':memory:') {
@@ -123,4 +124,20 @@ export class HotStore implements OnModuleDestroy {
     await this.queue.close();
     await this.checkpointer?.stop();
   }
+}
+
+/**
+ * The better-sqlite3 connection TypeORM opened (the hot writer shares it, docs/durability.md):
+ * `databaseConnection` is the driver's public field, typed `any` by TypeORM, so it is checked here.
+ */
+export function sqliteConnectionOf(ds: DataSource): Database {
+  const driver = ds.driver;
+  if (!(driver instanceof BetterSqlite3Driver)) {
+    throw new Error(`HotStore: the data source's driver is ${driver.options.type}, expected better-sqlite3`);
+  }
+  const connection: unknown = driver.databaseConnection;
+  if (!(connection instanceof Sqlite)) {
+    throw new Error('HotStore: the better-sqlite3 driver has no open connection (is the data source initialized?)');
+  }
+  return connection;
 }

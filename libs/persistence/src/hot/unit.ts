@@ -45,7 +45,7 @@ export function json(v: unknown): string | null {
 }
 
 /** Bound parameters of a row in column order: null for missing, 0/1 for booleans, JSON text for objects. */
-export function rowParams(columns: readonly string[], row: Record<string, unknown>): SqlValue[] {
+export function rowParams<K extends string>(columns: readonly K[], row: Partial<Record<K, unknown>>): SqlValue[] {
   return columns.map((c) => {
     const v = row[c];
     if (v === undefined || v === null) {

@@ -1,0 +1,69 @@
+import * as grpc from '@grpc/grpc-js';
+import { http2StreamOf } from './grpc-streams';
+
+/*
+ * http2StreamOf reads a private field of grpc-js: this runs a real grpc-js server so a grpc-js
+ * release that moves the field fails here rather than silently in production.
+ */
+const identity = (b: Buffer) => b;
+const service: grpc.ServiceDefinition = {
+  Upload: {
+    path: '/test.Probe/Upload',
+    requestStream: true,
+    responseStream: false,
+    requestSerialize: identity,
+    requestDeserialize: identity,
+    responseSerialize: identity,
+    responseDeserialize: identity,
+  },
+};
+
+describe('http2StreamOf', () => {
+  it("finds the HTTP/2 stream of a real grpc-js server call", async () => {
+    const seen: unknown[] = [];
+    const probe: grpc.ServerInterceptor = (_method, call) => {
+      try {
+        seen.push(http2StreamOf(call));
+      } catch (e) {
+        seen.push(e);
+      }
+      return new grpc.ServerInterceptingCall(call);
+    };
+    const server = new grpc.Server({ interceptors: [probe] });
+    server.addService(service, {
+      Upload: (call: grpc.ServerReadableStream<Buffer, Buffer>, done: grpc.sendUnaryData<Buffer>) => {
+        call.on('data', () => undefined);
+        call.on('end', () => done(null, Buffer.from('ok')));
+      },
+    });
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    );
+    const Client = grpc.makeGenericClientConstructor(service, 'Probe');
+    const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    try {
+      const answer = await new Promise<Buffer>((resolve, reject) => {
+        const call = client.makeClientStreamRequest<Buffer, Buffer>(
+          '/test.Probe/Upload',
+          identity,
+          identity,
+          (err, res) => (err || !res ? reject(err ?? new Error('no answer')) : resolve(res)),
+        );
+        call.write(Buffer.from('x'));
+        call.end();
+      });
+      expect(answer.toString()).toBe('ok');
+      expect(seen).toHaveLength(1);
+      expect(seen[0]).not.toBeInstanceOf(Error);
+      expect(typeof (seen[0] as { respond?: unknown }).respond).toBe('function');
+    } finally {
+      client.close();
+      server.forceShutdown();
+    }
+  });
+
+  it('throws, naming the field, for a call without an HTTP/2 stream', () => {
+    const call = {} as grpc.ServerInterceptingCallInterface;
+    expect(() => http2StreamOf(call)).toThrow(/HTTP\/2 `stream` field/);
+  });
+});
