@@ -13,12 +13,12 @@ interface BoundPortShape {
  * one address (GRPC_HOST:GRPC_PORT), so one port is expected; anything else is null.
  */
 export function boundGrpcPort(server: grpc.Server): number | null {
-  const table = (server as unknown as { boundPorts?: unknown }).boundPorts;
+  const table: unknown = Reflect.get(server, 'boundPorts');
   if (!(table instanceof Map)) {
     return null;
   }
   const ports = new Set<number>();
-  for (const bound of (table as Map<string, BoundPortShape>).values()) {
+  for (const bound of (table as Map<unknown, BoundPortShape | undefined>).values()) {
     const port = bound?.portNumber;
     if (typeof port === 'number' && Number.isInteger(port) && port > 0) {
       ports.add(port);
