@@ -1,37 +1,11 @@
-import { buildSnapshot } from '@libs/authz';
 import type { RunnerSession } from '@libs/runner-gateway';
 import { ActiveRun, type IncomingResult, type RunEnding } from './active-run';
+import { testSnapshot } from './testing/snapshot';
 
 const GRACE_MS = 300;
 
 const snapshot = (deadline: number | null = null) =>
-  buildSnapshot({
-    run_id: 'r1',
-    scope: {
-      agent_id: 'a',
-      runner_id: 'plugin:x/y/default',
-      plugin_id: 'x/y',
-      conversation_id: 'c1',
-      thread_id: null,
-      bot_id: null,
-      workspace_id: 'w1',
-      actor_type: null,
-      actor_id: null,
-      subject_type: null,
-      subject_id: null,
-    },
-    manifest: { capabilities: {}, permissions: {} },
-    policy: { resource: {}, state: {} },
-    catalog: { models: [], tools: [], knowledge_bases: [] },
-    limits: {
-      max_payload_bytes: 1,
-      max_state_value_bytes: 1,
-      max_storage_value_bytes: 1,
-      calls_per_second: 1,
-      burst: 2,
-    },
-    deadline_at_ms: deadline,
-  });
+  testSnapshot({ deadline, conversation_id: 'c1', workspace_id: 'w1', burst: 2 });
 
 /** A run and the ends its owner got (there must never be more than one). */
 function run(deadline: number | null = null) {

@@ -1,4 +1,4 @@
-import { buildSnapshot } from '@libs/authz';
+import { testSnapshot } from './testing/snapshot';
 import type { AppConfig } from '@libs/config';
 import { RunnerConnections, type RunnerSession } from '@libs/runner-gateway';
 import { ActiveRun, type RunEnding } from './active-run';
@@ -56,33 +56,7 @@ function setup(opts: { interactions?: Partial<InteractionsService> } = {}) {
       run_id: 'r1',
       agent_id: 'a',
       session: s1,
-      snapshot: buildSnapshot({
-        run_id: 'r1',
-        scope: {
-          agent_id: 'a',
-          runner_id: 'plugin:x/y/default',
-          plugin_id: 'x/y',
-          conversation_id: null,
-          thread_id: null,
-          bot_id: null,
-          workspace_id: null,
-          actor_type: null,
-          actor_id: null,
-          subject_type: null,
-          subject_id: null,
-        },
-        manifest: { capabilities: {}, permissions: {} },
-        policy: { resource: {}, state: {} },
-        catalog: { models: [], tools: [], knowledge_bases: [] },
-        limits: {
-          max_payload_bytes: 1,
-          max_state_value_bytes: 1,
-          max_storage_value_bytes: 1,
-          calls_per_second: 1,
-          burst: 1,
-        },
-        deadline_at_ms: null,
-      }),
+      snapshot: testSnapshot(),
     },
     { cancelGraceMs: 1000, onEnd: (e) => ends.push(e) },
   );

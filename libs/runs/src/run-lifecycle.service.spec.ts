@@ -1,4 +1,4 @@
-import { buildSnapshot } from '@libs/authz';
+import { testSnapshot } from './testing/snapshot';
 import type { AppConfig } from '@libs/config';
 import type { StateService, TranscriptService } from '@libs/conversations';
 import type { DeliveryService, RunDelivery } from '@libs/delivery';
@@ -13,33 +13,7 @@ import { RunStreamBus, type ResultView } from './run-stream.bus';
 const GRACE_MS = 1_000;
 
 const snapshotOf = (run_id: string, deadline: number | null = null, conversation_id: string | null = 'c1') =>
-  buildSnapshot({
-    run_id,
-    scope: {
-      agent_id: 'a',
-      runner_id: 'plugin:x/y/default',
-      plugin_id: 'x/y',
-      conversation_id,
-      thread_id: null,
-      bot_id: null,
-      workspace_id: null,
-      actor_type: null,
-      actor_id: null,
-      subject_type: null,
-      subject_id: null,
-    },
-    manifest: { capabilities: {}, permissions: {} },
-    policy: { resource: {}, state: {} },
-    catalog: { models: [], tools: [], knowledge_bases: [] },
-    limits: {
-      max_payload_bytes: 1,
-      max_state_value_bytes: 1,
-      max_storage_value_bytes: 1,
-      calls_per_second: 1,
-      burst: 1,
-    },
-    deadline_at_ms: deadline,
-  });
+  testSnapshot({ run_id, deadline, conversation_id });
 
 /** A deferred promise: the test decides when a write commits. */
 function deferred<T = void>() {
