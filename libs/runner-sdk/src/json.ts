@@ -56,12 +56,20 @@ export function toValue(json: unknown): WireValue {
   throw new TypeError(`a ${typeof json} is not JSON`);
 }
 
+/**
+ * Sets `key` as an own property, also when it is `__proto__` (a plain assignment would set the
+ * object's prototype and drop the key: JSON keeps it, so the wire must too).
+ */
+function setOwn<T>(target: Record<string, T>, key: string, value: T): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
 /** Encodes a JSON object; keys whose value is `undefined` are left out (as JSON.stringify does). */
 export function toStruct(object: Record<string, unknown> | null | undefined): WireStruct {
   const fields: Record<string, WireValue> = {};
   for (const [key, value] of Object.entries(object ?? {})) {
     if (value !== undefined) {
-      fields[key] = toValue(value);
+      setOwn(fields, key, toValue(value));
     }
   }
   return { fields };
@@ -95,7 +103,7 @@ export function fromValue(value: WireValue | null | undefined): Json {
 export function fromStruct(struct: WireStruct | null | undefined): JsonObject {
   const out: JsonObject = {};
   for (const [key, value] of Object.entries(struct?.fields ?? {})) {
-    out[key] = fromValue(value);
+    setOwn(out, key, fromValue(value));
   }
   return out;
 }

@@ -221,7 +221,8 @@ describe('RunResults and Outbox (property tests)', () => {
         // A lone result travels as PluginMessage.result: its field is the whole message.
         expect(resultWireBytes(result)).toBe(encodedBytes([result]));
       }),
-      { numRuns: 300 },
+      // A `__proto__` key (JSON.parse keeps it as an own key) once encoded as nothing: pinned.
+      { numRuns: 300, examples: [[JSON.parse('{"__proto__":[]}') as fc.JsonValue, 0, false]] },
     );
   });
 
