@@ -51,7 +51,8 @@ async function main(opts: { json: string | null }): Promise<number> {
   process.env.HOSTAPI_BURST ??= UNLIMITED;
 
   progress('starting host and demo runner');
-  const fixture = await HostFixture.start(SEED_AGENT, { mode: 'echo' });
+  // The host-API calls are made by the demo runner's host_api_bench mode (the raw floor runner only echoes).
+  const fixture = await HostFixture.start(SEED_AGENT, { mode: 'echo' }, null, 'sdk');
   const levels: HostApiLevel[] = [];
   const failures: string[] = [];
   try {
