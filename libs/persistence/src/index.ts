@@ -7,7 +7,7 @@ export { PersistenceModule } from './persistence.module';
 export { AgentsRepository } from './repositories/agents.repository';
 export { ApiKeysRepository } from './repositories/api-keys.repository';
 export { PluginsRepository } from './repositories/plugins.repository';
-export { RunsRepository, type RunListFilter, type StoredResult } from './repositories/runs.repository';
+export { RunsRepository, type RunListFilter, type RunLiveness, type StoredResult } from './repositories/runs.repository';
 export {
   ContextRepository,
   type ConversationScope,
