@@ -47,9 +47,7 @@ describe('CatalogVersions', () => {
     const pending: ((v: number) => void)[] = [];
     const failing = {
       read: () =>
-        fail
-          ? Promise.reject(new Error('connection lost'))
-          : new Promise<number>((resolve) => pending.push(resolve)),
+        fail ? Promise.reject(new Error('connection lost')) : new Promise<number>((resolve) => pending.push(resolve)),
     };
     const versions = new CatalogVersions(failing as unknown as CatalogVersionRepository, new MemorySignalBus());
     const first = versions.current();
