@@ -53,7 +53,7 @@ describe.each(PERSISTENT_DIALECTS)('catalogue version on %s', (_name, factory) =
 
   it('an insert, an update and a delete each move the version, read by another connection', async () => {
     const v0 = await versions.read();
-    await plugins.create(plugin(1) as never);
+    await plugins.create(plugin(1));
     const v1 = await versions.read();
     expect(v1).toBeGreaterThan(v0);
     await plugins.replaceToken('acme/p1', 'z'.repeat(64), 'rh_', 2);

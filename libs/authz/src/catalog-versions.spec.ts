@@ -59,7 +59,7 @@ describe('CatalogVersions', () => {
     expect(await queued).toBe(7);
   });
 
-  it('written() wakes the listeners of every process on the bus; a wake-up is never the version', async () => {
+  it('written() wakes the listeners of every process on the bus; a wake-up is never the version', () => {
     const bus = new MemorySignalBus();
     const s = store();
     const versions = new CatalogVersions(s as unknown as CatalogVersionRepository, bus);
