@@ -178,15 +178,14 @@ export function jsonCopy(value: unknown): unknown {
   if (value === undefined || value === null) {
     return null;
   }
-  switch (typeof value) {
-    case 'string':
-    case 'boolean':
-      return value;
-    case 'number':
-      return Number.isFinite(value) ? value + 0 : null; // + 0: -0 is written 0
-    case 'function':
-    case 'symbol':
-      return undefined;
+  if (typeof value === 'string' || typeof value === 'boolean') {
+    return value;
+  }
+  if (typeof value === 'number') {
+    return Number.isFinite(value) ? value + 0 : null; // + 0: -0 is written 0
+  }
+  if (typeof value === 'function' || typeof value === 'symbol') {
+    return undefined;
   }
   if (Array.isArray(value)) {
     const out: unknown[] = new Array<unknown>(value.length);
