@@ -1,7 +1,7 @@
 import { buildSnapshot, type RunScope } from '@libs/authz';
 import type { AgentEntity } from '@libs/persistence';
 import { redactSubmission, type EventSubmission } from './event-submission';
-import { buildRunContext, contextJson, jsonCopy } from './run-context.builder';
+import { buildRunContext, contextJson } from './run-context.builder';
 
 const agent = (runner_config: Record<string, unknown>): AgentEntity => ({
   agent_id: 'a1',
@@ -126,35 +126,5 @@ describe('redactSubmission', () => {
     expect(stored).not.toContain('QUJD');
     expect(stored).toContain('content_redacted');
     expect(sub.input.contents?.[0].image_base64).toBe('QUJD');
-  });
-});
-
-describe('jsonCopy', () => {
-  const roundTrip = (v: unknown): unknown => JSON.parse(JSON.stringify(v, (_k, x: unknown) => (x === undefined ? null : x)));
-
-  it('gives what a JSON round trip (undefined as null) gives', () => {
-    const values: unknown[] = [
-      { a: undefined, b: [undefined, () => 1, Symbol('s'), NaN, -0, Infinity], c: () => 2, d: Symbol('t') },
-      { nested: { when: new Date(0), bytes: Buffer.from('hi'), u8: new Uint8Array([1, 2]), n: null } },
-      { text: 'x', flag: false, zero: 0, list: [{ deep: [1, 'two', { three: 3 }] }] },
-      [1, 'a', null, { k: undefined }],
-      'plain',
-      42,
-      null,
-    ];
-    for (const v of values) {
-      expect(jsonCopy(v)).toEqual(roundTrip(v));
-      expect(JSON.stringify(jsonCopy(v))).toBe(JSON.stringify(roundTrip(v)));
-    }
-  });
-
-  it('keeps an own "__proto__" key as an own key, and copies (never shares) objects', () => {
-    const source = JSON.parse('{"__proto__":{"polluted":true},"a":{"b":1}}') as Record<string, unknown>;
-    const copy = jsonCopy(source) as Record<string, unknown>;
-    expect(Object.keys(copy)).toEqual(['__proto__', 'a']);
-    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
-    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
-    expect(copy.a).toEqual({ b: 1 });
-    expect(copy.a).not.toBe(source.a);
   });
 });

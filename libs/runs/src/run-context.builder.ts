@@ -145,7 +145,7 @@ export function buildRunContext(
  * its stream; the database keeps no copy.
  */
 export function contextJson(context: RunContext): Record<string, unknown> {
-  const json = jsonCopy(context) as {
+  const json = JSON.parse(JSON.stringify(context, (_k, v: unknown) => (v === undefined ? null : v))) as {
     input?: { contents?: Record<string, unknown>[]; attachments?: Record<string, unknown>[] };
   };
   for (const c of json.input?.contents ?? []) {
@@ -163,58 +163,4 @@ export function contextJson(context: RunContext): Record<string, unknown> {
     }
   }
   return json;
-}
-
-const undefinedAsNull = (_k: string, v: unknown) => (v === undefined ? null : v);
-
-/**
- * What `JSON.parse(JSON.stringify(value, undefined → null))` gives, in one pass over plain
- * objects, arrays and primitives (it runs for every run's context): undefined becomes null,
- * functions and symbols are left out of objects and are null in arrays, numbers that are not
- * finite are null. Anything else (an object with `toJSON`, a typed array, a class instance) goes
- * through JSON as before.
- */
-export function jsonCopy(value: unknown): unknown {
-  if (value === undefined || value === null) {
-    return null;
-  }
-  if (typeof value === 'string' || typeof value === 'boolean') {
-    return value;
-  }
-  if (typeof value === 'number') {
-    return Number.isFinite(value) ? value + 0 : null; // + 0: -0 is written 0
-  }
-  if (typeof value === 'function' || typeof value === 'symbol') {
-    return undefined;
-  }
-  if (Array.isArray(value)) {
-    const out: unknown[] = new Array<unknown>(value.length);
-    for (let i = 0; i < value.length; i++) {
-      const v: unknown = value[i];
-      out[i] = typeof v === 'function' || typeof v === 'symbol' ? null : jsonCopy(v);
-    }
-    return out;
-  }
-  const proto: unknown = Object.getPrototypeOf(value);
-  if (
-    typeof value === 'object' &&
-    (proto === Object.prototype || proto === null) &&
-    typeof (value as { toJSON?: unknown }).toJSON !== 'function'
-  ) {
-    const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value)) {
-      const v = (value as Record<string, unknown>)[key];
-      if (typeof v === 'function' || typeof v === 'symbol') {
-        continue;
-      }
-      if (key === '__proto__') {
-        // An own "__proto__" key stays an own key, as JSON.parse makes it.
-        Object.defineProperty(out, key, { value: jsonCopy(v), enumerable: true, writable: true, configurable: true });
-      } else {
-        out[key] = jsonCopy(v);
-      }
-    }
-    return out;
-  }
-  return JSON.parse(JSON.stringify(value, undefinedAsNull)) as unknown;
 }
