@@ -1,7 +1,7 @@
 import type { RunnerManifest } from '@libs/protocol';
 import type { CatalogKnowledgeBase, CatalogModel, CatalogTool } from './resource-catalog';
 import type { AuthorizationSnapshot, RunScope, StateScope } from './snapshot';
-import { buildSnapshot, snapshotHash, type PolicyInput, type SnapshotInput } from './snapshot.builder';
+import { buildSnapshot, canonicalJson, snapshotHash, type PolicyInput, type SnapshotInput } from './snapshot.builder';
 
 /*
  * Property-style check of the three-layer rule (manifest permissions and capabilities ∩ agent
@@ -654,5 +654,49 @@ describe('buildSnapshot: workspaces (docs/tenancy.md#resources)', () => {
     expect(grant('ws-1').storage.plugin).toBe('w/ws-1/acme/echo');
     expect(grant('ws-2').storage.plugin).toBe('w/ws-2/acme/echo');
     expect(grant('default').storage.plugin).toBe('acme/echo');
+  });
+});
+
+describe('canonicalJson', () => {
+  /** The first implementation (entries, filter, sort, join): the text must not change, stored hashes verify by it. */
+  const reference = (value: unknown): string => {
+    if (Array.isArray(value)) {
+      return `[${value.map(reference).join(',')}]`;
+    }
+    if (value && typeof value === 'object') {
+      const entries = Object.entries(value as Record<string, unknown>)
+        .filter(([, v]) => v !== undefined)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${reference(v)}`).join(',')}}`;
+    }
+    return JSON.stringify(value ?? null);
+  };
+
+  it('sorts keys by code unit, leaves out undefined values, writes undefined array items as null', () => {
+    expect(canonicalJson({ b: 1, a: [undefined, { d: null, c: 'x' }], e: undefined })).toBe(
+      '{"a":[null,{"c":"x","d":null}],"b":1}',
+    );
+    expect(canonicalJson({ é: 1, Z: 2, a: 3, '"q"': 4, 10: 5, 9: 6 })).toBe(
+      '{"\\"q\\"":4,"10":5,"9":6,"Z":2,"a":3,"é":1}',
+    );
+    expect(canonicalJson({ u: undefined })).toBe('{}');
+    expect(canonicalJson([])).toBe('[]');
+  });
+
+  it('gives the same text as the first implementation', () => {
+    const values: unknown[] = [
+      null,
+      undefined,
+      0,
+      false,
+      '',
+      'text "quoted" \n',
+      [1, [2, [3, {}]], 'x'],
+      { version: 1, scope: { run_id: 'r', b: null, a: undefined }, list: [{ z: 1, y: [true, false] }], '': 'empty' },
+      { 'a-b': 1, a_b: 2, 'a.b': 3, A: 4, '\u2028': 5, '😀': 6, '\uffff': 7 },
+    ];
+    for (const v of values) {
+      expect(canonicalJson(v)).toBe(reference(v));
+    }
   });
 });

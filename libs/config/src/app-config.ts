@@ -39,7 +39,7 @@ export interface AppConfig {
   /** Tool calls: default timeout (a source may set its own; the run deadline bounds both) and result cap. */
   tools: { callTimeoutMs: number; maxResultBytes: number; mcpConnectTimeoutMs: number };
   /** SSE readers: unsent live backlog before a reader is cut, streams per API key, keep-alive period. */
-  sse: { maxBacklogBytes: number; maxStreamsPerKey: number; keepAliveMs: number };
+  sse: { maxBacklogBytes: number; maxStreamsPerKey: number; keepAliveMs: number; flushIntervalMs: number };
   /** TLS for HTTP and gRPC (PEM contents, read at boot); null = plaintext. */
   tls: TlsConfig | null;
   /** CORS origins and stream-token lifetime (see browser-config.ts). */
@@ -181,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       maxBacklogBytes: dto.SSE_MAX_BACKLOG_BYTES ?? 8 * 1024 * 1024,
       maxStreamsPerKey: dto.SSE_MAX_STREAMS_PER_KEY ?? 256,
       keepAliveMs: dto.SSE_KEEPALIVE_MS ?? 15_000,
+      flushIntervalMs: dto.SSE_FLUSH_INTERVAL_MS ?? 20,
     },
     tls,
     browser: browserConfigOf(dto.CORS_ALLOWED_ORIGINS, dto.STREAM_TOKEN_TTL_SECONDS),

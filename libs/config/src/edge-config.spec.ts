@@ -26,7 +26,12 @@ describe('loadConfig: SSE limits and TLS files', () => {
   it('defaults: plaintext, 8 MiB SSE backlog, 256 streams per key, 15 s keep-alive', () => {
     const c = loadConfig({});
     expect(c.tls).toBeNull();
-    expect(c.sse).toEqual({ maxBacklogBytes: 8 * 1024 * 1024, maxStreamsPerKey: 256, keepAliveMs: 15_000 });
+    expect(c.sse).toEqual({
+      maxBacklogBytes: 8 * 1024 * 1024,
+      maxStreamsPerKey: 256,
+      keepAliveMs: 15_000,
+      flushIntervalMs: 20,
+    });
   });
 
   it('reads the certificate, key and client CA at boot', () => {

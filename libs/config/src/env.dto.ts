@@ -183,6 +183,13 @@ export class EnvDto {
   @Min(100)
   SSE_KEEPALIVE_MS?: number;
 
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(1000)
+  SSE_FLUSH_INTERVAL_MS?: number;
+
   /** Origins allowed to call the API from a browser: `*` or comma-separated `https://host[:port]`; unset = CORS off. */
   @IsOptional()
   @Matches(CORS_ORIGINS_PATTERN, {

@@ -81,6 +81,19 @@ describe('ActiveRun: the run state machine (docs/architecture.md#the-life-of-a-r
       expect(r.grant.active).toBe(false);
     });
 
+    it('a signal taken while the run runs aborts (once) at its end; one taken after the end is aborted already', () => {
+      const { r } = run();
+      const signal = r.grant.signal;
+      let aborts = 0;
+      signal.addEventListener('abort', () => aborts++);
+      expect(signal.aborted).toBe(false);
+      expect(r.grant.signal).toBe(signal); // one signal per run
+      r.accept(completed(1));
+      expect(signal.aborted).toBe(true);
+      expect(aborts).toBe(1);
+      expect(r.grant.signal.aborted).toBe(true);
+    });
+
     it.each([
       ['runner.error', 'failed', true],
       ['runner.timeout', 'timeout', true],

@@ -83,7 +83,13 @@ export class ActiveRun {
   private phaseNow: RunPhase = 'running';
   /** Set by the first cancel and kept through the end (a cancelled run's terminal result stays cancelled). */
   private cancelRequested = false;
-  private readonly abort = new AbortController();
+  /**
+   * The run's abort signal, made on first use: most runs make no host API call that would take
+   * it, and aborting a signal builds a DOMException (a stack trace) per run. Once aborted, the
+   * signal handed out later is already aborted.
+   */
+  private controller: AbortController | null = null;
+  private aborted = false;
   private last = 0;
   private resultSeen = false;
   private readonly seen = new Set<number>();
@@ -116,7 +122,9 @@ export class ActiveRun {
       runner_id: this.runner_id,
       workspace_id: init.snapshot.scope.workspace_id,
       snapshot: init.snapshot,
-      signal: this.abort.signal,
+      get signal() {
+        return run.signal;
+      },
       budget: { take: () => bucket.take(), reserve: () => bucket.reserve() },
       started_at: this.started_at,
       get active() {
@@ -129,6 +137,22 @@ export class ActiveRun {
     if (init.snapshot.deadline_at_ms !== null) {
       this.armDeadline(init.snapshot.deadline_at_ms);
     }
+  }
+
+  /** Aborted when the run ends or its cancel is requested: in-flight resource calls stop. */
+  get signal(): AbortSignal {
+    if (this.controller === null) {
+      this.controller = new AbortController();
+      if (this.aborted) {
+        this.controller.abort();
+      }
+    }
+    return this.controller.signal;
+  }
+
+  private abortCalls(): void {
+    this.aborted = true;
+    this.controller?.abort();
   }
 
   get phase(): RunPhase {
@@ -200,7 +224,7 @@ export class ActiveRun {
     }
     this.phaseNow = 'cancelling';
     this.cancelRequested = true;
-    this.abort.abort();
+    this.abortCalls();
     const ms = this.owner.cancelGraceMs;
     this.graceTimer = setTimeout(
       () =>
@@ -312,7 +336,7 @@ export class ActiveRun {
     this.phaseNow = 'ending';
     clearTimeout(this.deadlineTimer);
     clearTimeout(this.graceTimer);
-    this.abort.abort();
+    this.abortCalls();
     this.owner.onEnd(ending);
   }
 

@@ -125,16 +125,9 @@ export class RunsQueryService {
     return {
       ...RESULT_EVENTS,
       follow: () => this.bus.follow(runId),
-      page: async (cursor: number, limit: number): Promise<ResultView[]> =>
-        (await this.runs.resultsAfter(runId, cursor, limit)).map((row) => ({
-          run_id: row.run_id,
-          sequence: row.sequence,
-          type: row.type,
-          data: row.data,
-          usage: row.usage,
-          source: row.source,
-          timestamp: row.timestamp,
-        })),
+      // The stored rows as they are (a StoredResult is a ResultView): readers replaying the same
+      // rows share them, and so their SSE frames (RunsRepository.resultsAfter).
+      page: (cursor: number, limit: number): Promise<ResultView[]> => this.runs.resultsAfter(runId, cursor, limit),
     };
   }
 

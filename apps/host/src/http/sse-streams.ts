@@ -118,7 +118,11 @@ export class SseStreams implements BeforeApplicationShutdown {
     res.flushHeaders();
     this.open.set(res, keyId);
     telemetry.sseOpened();
-    const limits = { maxBacklogBytes: this.config.sse.maxBacklogBytes, keepAliveMs: this.config.sse.keepAliveMs };
+    const limits = {
+      maxBacklogBytes: this.config.sse.maxBacklogBytes,
+      keepAliveMs: this.config.sse.keepAliveMs,
+      flushIntervalMs: this.config.sse.flushIntervalMs,
+    };
     const streamed =
       kind === 'results'
         ? this.runs.results(runId).then((source) => new SseWriter(res, after, source, limits).run())

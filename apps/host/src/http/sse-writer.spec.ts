@@ -48,7 +48,13 @@ const result = (sequence: number, type = 'message.delta', size = 10): ResultView
   timestamp: null,
 });
 
-function setup(stored: ResultView[], live: Subject<ResultView> | null, after = 0, maxBacklogBytes = 1 << 20) {
+function setup(
+  stored: ResultView[],
+  live: Subject<ResultView> | null,
+  after = 0,
+  maxBacklogBytes = 1 << 20,
+  flushIntervalMs = 0,
+) {
   const socket = new FakeSocket();
   const pages: [number, number][] = [];
   const source = {
@@ -62,6 +68,7 @@ function setup(stored: ResultView[], live: Subject<ResultView> | null, after = 0
   const stream = new SseWriter(socket as unknown as Writable, after, source, {
     maxBacklogBytes,
     keepAliveMs: 60_000,
+    flushIntervalMs,
   });
   const done: Promise<StreamEnd> = stream.run();
   return { socket, pages, done };
@@ -113,6 +120,45 @@ describe('SseWriter', () => {
     expect(await done).toBe('completed');
     expect(socket.writes.length).toBe(before + 1);
     expect(socket.ids()).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('with a flush interval: the first live frame leaves at once, later ones wait for the interval, the terminal one takes them all at once', async () => {
+    const live = new Subject<ResultView>();
+    const { socket, done } = setup([], live, 0, 1 << 20, 60_000);
+    await tick();
+    await tick();
+    live.next(result(1));
+    await tick();
+    expect(socket.ids()).toEqual([1]); // after a pause: at once
+    live.next(result(2));
+    await tick();
+    live.next(result(3));
+    await tick();
+    expect(socket.ids()).toEqual([1]); // within the interval: waiting
+    const writes = socket.writes.length;
+    live.next(result(4, 'run.completed'));
+    expect(await done).toBe('completed');
+    expect(socket.writes.length).toBe(writes + 1); // 2, 3 and the terminal result in one write
+    expect(socket.ids()).toEqual([1, 2, 3, 4]);
+  });
+
+  it('with a flush interval: waiting live frames leave together once the interval passed', async () => {
+    const live = new Subject<ResultView>();
+    const { socket } = setup([], live, 0, 1 << 20, 30);
+    await tick();
+    await tick();
+    live.next(result(1));
+    await tick();
+    live.next(result(2));
+    live.next(result(3));
+    await tick();
+    expect(socket.ids()).toEqual([1]);
+    const writes = socket.writes.length;
+    await new Promise((r) => setTimeout(r, 60)); // set after the flush timer (≤ 30 ms): fires after it
+    expect(socket.writes.length).toBe(writes + 1);
+    expect(socket.ids()).toEqual([1, 2, 3]);
+    live.next(result(4, 'run.completed'));
+    live.complete();
   });
 
   it('holds live frames while the socket has not drained, then sends them in one write', async () => {

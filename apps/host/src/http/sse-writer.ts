@@ -13,6 +13,13 @@ export interface SseLimits {
   /** Unsent live frames (our queue + the socket's buffer) above which the reader is cut. */
   maxBacklogBytes: number;
   keepAliveMs: number;
+  /**
+   * Live frames leave a reader at most every this many ms (SSE_FLUSH_INTERVAL_MS): frames that
+   * arrive sooner after its last write wait and leave together in the next one, so a fast stream
+   * costs one socket write per interval per reader instead of one per tick. The first frame after
+   * a pause and the stream's last frame leave at once. 0 or absent: every tick.
+   */
+  flushIntervalMs?: number;
 }
 
 /** A live item is one object shared by every reader: its frame is built once for all of them. */
@@ -45,6 +52,10 @@ export class SseWriter<T extends StreamItem> {
   private replaying = true;
   private liveEnded = false;
   private flushQueued = false;
+  /** The pending flush is a timer (the reader wrote less than flushIntervalMs ago). */
+  private flushTimer: NodeJS.Timeout | null = null;
+  /** When live frames last left (performance.now()). */
+  private lastFlushAt = -Infinity;
   private awaitingDrain = false;
   private finished = false;
   private readonly done: Promise<StreamEnd>;
@@ -76,7 +87,7 @@ export class SseWriter<T extends StreamItem> {
       next: (r) => this.onLive(r),
       complete: () => {
         this.liveEnded = true;
-        this.queueFlush();
+        this.queueFlush(true);
       },
     });
     if (!live) {
@@ -85,6 +96,9 @@ export class SseWriter<T extends StreamItem> {
     this.out.once('close', () => this.finish('closed'));
     void this.done.then(() => {
       clearInterval(keepAlive);
+      if (this.flushTimer !== null) {
+        clearTimeout(this.flushTimer);
+      }
       live?.unsubscribe();
     });
     this.replay().catch(() => this.finish('failed'));
@@ -113,7 +127,7 @@ export class SseWriter<T extends StreamItem> {
       limit = Math.min(MAX_PAGE, Math.max(1, Math.floor(PAGE_TARGET_BYTES / largest)));
     }
     this.replaying = false;
-    this.queueFlush();
+    this.queueFlush(true);
   }
 
   private onLive(r: T): void {
@@ -156,18 +170,39 @@ export class SseWriter<T extends StreamItem> {
       this.flush();
       return;
     }
-    this.queueFlush();
+    this.queueFlush(this.isLast(r));
   }
 
-  /** Live frames arriving in the same tick leave in one write. */
-  private queueFlush(): void {
+  /**
+   * Live frames arriving in the same tick leave in one write; within flushIntervalMs of the last
+   * write, they wait for the interval to pass — unless `now` (the stream's last frame, the end of
+   * the replay or of the live stream), which leaves in this tick with everything waiting.
+   */
+  private queueFlush(now = false): void {
+    const interval = this.limits.flushIntervalMs ?? 0;
+    const wait = now || interval <= 0 ? 0 : this.lastFlushAt + interval - performance.now();
+    if (wait > 0) {
+      if (!this.flushQueued) {
+        this.flushQueued = true;
+        this.flushTimer = setTimeout(() => this.queuedFlush(), wait);
+      }
+      return;
+    }
+    if (this.flushTimer !== null) {
+      clearTimeout(this.flushTimer); // the waiting frames leave in this tick instead
+      this.flushTimer = null;
+      this.flushQueued = false;
+    }
     if (!this.flushQueued) {
       this.flushQueued = true;
-      setImmediate(() => {
-        this.flushQueued = false;
-        this.flush();
-      });
+      setImmediate(() => this.queuedFlush());
     }
+  }
+
+  private queuedFlush(): void {
+    this.flushQueued = false;
+    this.flushTimer = null;
+    this.flush();
   }
 
   private flush(): void {
@@ -177,8 +212,12 @@ export class SseWriter<T extends StreamItem> {
     const rows = this.pending.filter((r) => r.ephemeral || r.sequence > this.sent);
     this.pending = [];
     this.pendingBytes = 0;
-    if (this.writeFrames(rows) < 0) {
+    const written = this.writeFrames(rows);
+    if (written < 0) {
       return;
+    }
+    if (written > 0) {
+      this.lastFlushAt = performance.now();
     }
     if (this.awaitingDrain) {
       void this.drained().then((ok) => ok && this.flush());

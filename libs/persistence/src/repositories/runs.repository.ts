@@ -19,6 +19,10 @@ import { endRunUnit } from '../hot/steering-queue-units';
 import type { NewOutboxRow } from '../hot/outbox-units';
 import { one, rows } from '../hot/unit';
 import type { NewTranscriptRow } from './context.repository';
+import { ParsedRows } from './parsed-rows';
+
+/** Characters of stored result JSON kept parsed for readers replaying the same results (parsed-rows.ts). */
+const REPLAY_MEMO_CHARS = 16 * 1024 * 1024;
 
 export interface StoredResult {
   run_id: string;
@@ -57,6 +61,9 @@ export class RunsRepository {
     @InjectRepository(RunEntity) private readonly runs: Repository<RunEntity>,
     private readonly hot: HotStore,
   ) {}
+
+  /** Results parsed for one replay, shared with the next reader that reads the same rows. */
+  private readonly parsedResults = new ParsedRows<StoredResult>(REPLAY_MEMO_CHARS);
 
   /**
    * Admits an event (new, or a retry of one that was not accepted) in one commit: the decision
@@ -184,18 +191,26 @@ export class RunsRepository {
     return this.hot.write(() => resultUnit(r, state, outbox));
   }
 
-  /** Results with sequence > `after`, in order. */
+  /** Results with sequence > `after`, in order; shared, frozen objects (do not change them). */
   async resultsAfter(runId: string, after: number, limit: number): Promise<StoredResult[]> {
     const found = await this.hot.read(rows<Record<string, unknown>>(SQL.resultsAfter, [runId, after, limit]));
-    return found.map((r) => ({
-      run_id: String(r.run_id),
-      sequence: Number(r.sequence),
-      type: String(r.type),
-      data: JSON.parse(r.data as string) as Record<string, unknown>,
-      usage: typeof r.usage === 'string' ? (JSON.parse(r.usage) as Record<string, unknown>) : null,
-      source: r.source as 'runner' | 'host',
-      timestamp: r.timestamp === null ? null : Number(r.timestamp),
-    }));
+    // The same committed row (run, sequence, stored texts) read by several readers is one shared,
+    // frozen object: parsed once, and its SSE frame built once (parsed-rows.ts).
+    return found.map((r) =>
+      this.parsedResults.get(
+        `${String(r.run_id)}\u0000${Number(r.sequence)}`,
+        [r.data as string, typeof r.usage === 'string' ? r.usage : null],
+        () => ({
+          run_id: String(r.run_id),
+          sequence: Number(r.sequence),
+          type: String(r.type),
+          data: JSON.parse(r.data as string) as Record<string, unknown>,
+          usage: typeof r.usage === 'string' ? (JSON.parse(r.usage) as Record<string, unknown>) : null,
+          source: r.source as 'runner' | 'host',
+          timestamp: r.timestamp === null ? null : Number(r.timestamp),
+        }),
+      ),
+    );
   }
 
   async lastSequence(runId: string): Promise<number> {
