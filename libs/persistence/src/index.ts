@@ -21,6 +21,11 @@ export { KnowledgeRepository, type KbChunkHit, type KbStats } from './repositori
 export { SteeringRepository, type ConversationTimeline, type SteeringFilter } from './repositories/steering.repository';
 export { WorkspacesRepository, type WorkspaceUsageCounts } from './repositories/workspaces.repository';
 export { HostProcessesRepository, type NewHostProcess } from './repositories/host-processes.repository';
+export {
+  RunnerPresenceRepository,
+  type PresenceSession,
+  type RunnerHolder,
+} from './repositories/runner-presence.repository';
 export { DEFAULT_WORKSPACE } from './migrations/1767200000000-workspaces';
 export { Transactions } from './transactions';
 export { RetentionJob, type RetentionCounts } from './retention/retention-job';
