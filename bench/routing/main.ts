@@ -42,9 +42,17 @@ async function main(opts: { json: string | null }): Promise<number> {
   const hosts: BuiltHost[] = [];
   let runner: Child | undefined;
   try {
-    const a = await BuiltHost.start({ tmpPrefix: 'rh-bench-routing-a-', databaseUrl: db.url, env: { HOST_INSTANCE_ID: 'a' } });
+    const a = await BuiltHost.start({
+      tmpPrefix: 'rh-bench-routing-a-',
+      databaseUrl: db.url,
+      env: { HOST_INSTANCE_ID: 'a' },
+    });
     hosts.push(a);
-    const b = await BuiltHost.start({ tmpPrefix: 'rh-bench-routing-b-', databaseUrl: db.url, env: { HOST_INSTANCE_ID: 'b' } });
+    const b = await BuiltHost.start({
+      tmpPrefix: 'rh-bench-routing-b-',
+      databaseUrl: db.url,
+      env: { HOST_INSTANCE_ID: 'b' },
+    });
     hosts.push(b);
     const plugin = (await a.http.expect(201, 'POST', '/v1/admin/plugins', { author: 'demo', name: 'echo' })) as {
       token: string;
@@ -130,7 +138,11 @@ async function withClient<T>(url: string, fn: (c: Client) => Promise<T>): Promis
 }
 
 /** One event without a conversation posted at `at`: its run id and POST → terminal (ms). */
-async function one(at: BuiltHost, reader: BuiltHost, disposition: string): Promise<{ run_id: string; ms: number; ok: boolean }> {
+async function one(
+  at: BuiltHost,
+  reader: BuiltHost,
+  disposition: string,
+): Promise<{ run_id: string; ms: number; ok: boolean }> {
   const t0 = performance.now();
   const r = (await at.http.expect(202, 'POST', '/v1/events', {
     agent_id: 'echo',
@@ -181,11 +193,21 @@ async function burst(a: BuiltHost, b: BuiltHost, n: number, url: string): Promis
   return phase(`routed burst (${n} at once)`, done, performance.now() - t0, url);
 }
 
-async function phase(name: string, done: { run_id: string; ms: number; ok: boolean }[], wall: number, url: string): Promise<Phase> {
+async function phase(
+  name: string,
+  done: { run_id: string; ms: number; ok: boolean }[],
+  wall: number,
+  url: string,
+): Promise<Phase> {
   return {
     name,
     post_to_terminal_ms: summarize(done.map((d) => d.ms)),
-    admission_to_start_ms: summarize(await startDelays(url, done.map((d) => d.run_id))),
+    admission_to_start_ms: summarize(
+      await startDelays(
+        url,
+        done.map((d) => d.run_id),
+      ),
+    ),
     wall_ms: wall,
     failed: done.filter((d) => !d.ok).length,
   };

@@ -37,7 +37,15 @@ describe('routing: two host processes on one PostgreSQL, the runner at B only', 
     expect(reg.status).toBe(201);
     runner = launchDemoRunner(b, reg.body.token as string);
     await runnerConnected(b, runnerId);
-    expect((await a.api('POST', '/v1/admin/agents', { agent_id: 'echo', runner_id: runnerId, runner_config: { mode: 'echo' } })).status).toBe(201);
+    expect(
+      (
+        await a.api('POST', '/v1/admin/agents', {
+          agent_id: 'echo',
+          runner_id: runnerId,
+          runner_config: { mode: 'echo' },
+        })
+      ).status,
+    ).toBe(201);
     // B's presence row is written right after the attach.
     await waitFor('presence of the runner at B', async () =>
       (await dbRows(db, 'runner_presence')).find((r) => r.runner_id === runnerId),
@@ -52,7 +60,7 @@ describe('routing: two host processes on one PostgreSQL, the runner at B only', 
     process.env.E2E_DATABASE = previous;
   });
 
-  it('records which process holds the runner: one presence row, B\'s', async () => {
+  it("records which process holds the runner: one presence row, B's", async () => {
     const presence = await dbRows(db, 'runner_presence');
     const processes = await dbRows(db, 'host_processes');
     expect(presence).toHaveLength(1);

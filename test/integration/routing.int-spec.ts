@@ -132,7 +132,9 @@ describe.each(PERSISTENT_DIALECTS)('runner presence on %s', (_name, factory) => 
     const s2 = session('s2', 'acme/echo', [RUNNER]);
     connections.attach(s2);
     await presence.settled();
-    expect(await repo.ofProcess(registry.id)).toEqual([{ runner_id: RUNNER, session_id: 's2', plugin_id: 'acme/echo' }]);
+    expect(await repo.ofProcess(registry.id)).toEqual([
+      { runner_id: RUNNER, session_id: 's2', plugin_id: 'acme/echo' },
+    ]);
     connections.detach(s2, 'bye');
     await presence.settled();
     expect(await repo.ofProcess(registry.id)).toEqual([]);
@@ -232,7 +234,9 @@ describe('routed runs claimed by two processes on postgres', () => {
       await ds.getRepository(RunEntity).countBy(admitted.map((r) => ({ run_id: r.event.run_id!, status: 'running' }))),
     ).toBe(20);
     expect(
-      await ds.getRepository(SteeringItemEntity).countBy(admitted.map((r) => ({ event_id: r.event.event_id, dispatch: 'started' }))),
+      await ds
+        .getRepository(SteeringItemEntity)
+        .countBy(admitted.map((r) => ({ event_id: r.event.event_id, dispatch: 'started' }))),
     ).toBe(20);
   });
 });

@@ -96,9 +96,7 @@ export class RunnerPresence implements OnApplicationBootstrap, BeforeApplication
 
   private attach(s: RunnerSession): Promise<void> {
     // Only the runners this session still serves here (a later session of another plugin may have taken one).
-    const served = s.runners
-      .filter((r) => this.connections.runner(r.runner_id)?.session === s)
-      .map((r) => r.runner_id);
+    const served = s.runners.filter((r) => this.connections.runner(r.runner_id)?.session === s).map((r) => r.runner_id);
     if (this.connections.session(s.plugin_id) !== s) {
       return Promise.resolve();
     }

@@ -81,10 +81,7 @@ export class RunnerPresenceRepository {
 
   /** Rows of processes that have no registry row any more (housekeeping: reads ignore them anyway). */
   async removeOrphans(): Promise<number> {
-    return this.exec(
-      `DELETE FROM "runner_presence" WHERE "process_id" NOT IN (SELECT "id" FROM "host_processes")`,
-      [],
-    );
+    return this.exec(`DELETE FROM "runner_presence" WHERE "process_id" NOT IN (SELECT "id" FROM "host_processes")`, []);
   }
 
   /**
@@ -116,6 +113,10 @@ export class RunnerPresenceRepository {
       `SELECT "runner_id", "session_id", "plugin_id" FROM "runner_presence" WHERE "process_id" = ${this.p(1)} ORDER BY "runner_id"`,
       [processId],
     );
-    return rows.map((r) => ({ runner_id: String(r.runner_id), session_id: String(r.session_id), plugin_id: String(r.plugin_id) }));
+    return rows.map((r) => ({
+      runner_id: String(r.runner_id),
+      session_id: String(r.session_id),
+      plugin_id: String(r.plugin_id),
+    }));
   }
 }
