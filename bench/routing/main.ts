@@ -7,6 +7,7 @@ import { runJsonOnlyBench } from '../common/cli';
 import { BuiltHost, DIST, requireBuilt, waitFor } from '../common/host-process';
 import { machineJson, num, writeJson } from '../common/json-out';
 import { Child } from '../common/proc';
+import { HostHttp } from '../common/http';
 import { fmtDuration, markdownTable, summarize, type Summary } from '../common/stats';
 import { BenchDatabase } from '../dispatch/postgres';
 
@@ -40,6 +41,7 @@ async function main(opts: { json: string | null }): Promise<number> {
   const pgAdmin = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const db = await BenchDatabase.create(pgAdmin);
   const hosts: BuiltHost[] = [];
+  const clients: HostHttp[] = [];
   let runner: Child | undefined;
   try {
     const a = await BuiltHost.start({
@@ -54,7 +56,11 @@ async function main(opts: { json: string | null }): Promise<number> {
       env: { HOST_INSTANCE_ID: 'b' },
     });
     hosts.push(b);
-    const plugin = (await a.http.expect(201, 'POST', '/v1/admin/plugins', { author: 'demo', name: 'echo' })) as {
+    // Each BuiltHost has its own ADMIN_API_KEY and the last process to boot seeds its own as the
+    // admin key: A is reached with B's key (a deployment gives every process the same one).
+    const aHttp = new HostHttp(a.url, b.adminKey);
+    clients.push(aHttp);
+    const plugin = (await b.http.expect(201, 'POST', '/v1/admin/plugins', { author: 'demo', name: 'echo' })) as {
       token: string;
     };
     const log = fs.openSync(path.join(b.dataDir, 'runner.log'), 'a');
@@ -66,19 +72,19 @@ async function main(opts: { json: string | null }): Promise<number> {
     );
     fs.closeSync(log);
     await waitFor('the runner at B and its presence row', 20_000, () => presence(db.url), [runner, a.child, b.child]);
-    await a.http.expect(201, 'POST', '/v1/admin/agents', {
+    await b.http.expect(201, 'POST', '/v1/admin/agents', {
       agent_id: 'echo',
       runner_id: RUNNER_ID,
       runner_config: { mode: 'echo' },
     });
     // Warm-up: both paths once.
-    await sequential(b, b, 3, 'started', db.url);
-    await sequential(a, b, 3, 'queued', db.url);
+    await sequential(b.http, b.http, 3, 'started', db.url);
+    await sequential(aHttp, b.http, 3, 'queued', db.url);
 
     const phases: Phase[] = [
-      await sequential(b, b, SAMPLES, 'started', db.url, 'local (admitted at B, runner at B)'),
-      await sequential(a, b, SAMPLES, 'queued', db.url, 'routed (admitted at A, runner at B)'),
-      await burst(a, b, BURST, db.url),
+      await sequential(b.http, b.http, SAMPLES, 'started', db.url, 'local (admitted at B, runner at B)'),
+      await sequential(aHttp, b.http, SAMPLES, 'queued', db.url, 'routed (admitted at A, runner at B)'),
+      await burst(aHttp, b.http, BURST, db.url),
     ];
     const rows = phases.map((p) => [
       p.name,
@@ -108,6 +114,7 @@ async function main(opts: { json: string | null }): Promise<number> {
     }
     return phases.some((p) => p.failed > 0) ? 1 : 0;
   } finally {
+    clients.forEach((c) => c.close());
     await runner?.stop();
     for (const h of hosts.reverse()) {
       await h.stop();
@@ -139,21 +146,21 @@ async function withClient<T>(url: string, fn: (c: Client) => Promise<T>): Promis
 
 /** One event without a conversation posted at `at`: its run id and POST → terminal (ms). */
 async function one(
-  at: BuiltHost,
-  reader: BuiltHost,
+  at: HostHttp,
+  reader: HostHttp,
   disposition: string,
 ): Promise<{ run_id: string; ms: number; ok: boolean }> {
   const t0 = performance.now();
-  const r = (await at.http.expect(202, 'POST', '/v1/events', {
+  const r = (await at.expect(202, 'POST', '/v1/events', {
     agent_id: 'echo',
-    event: { event_type: 'message.received', source: 'bench' },
+    event: { event_type: 'message.received', source: 'api' },
     input: { text: 'routed hello' },
   })) as { run_id: string; disposition: string };
   if (r.disposition !== disposition) {
     throw new Error(`expected disposition ${disposition}, got ${r.disposition}`);
   }
   for (;;) {
-    const run = (await reader.http.expect(200, 'GET', `/v1/runs/${r.run_id}`)) as { status: string };
+    const run = (await reader.expect(200, 'GET', `/v1/runs/${r.run_id}`)) as { status: string };
     if (run.status !== 'queued' && run.status !== 'running') {
       return { run_id: r.run_id, ms: performance.now() - t0, ok: run.status === 'completed' };
     }
@@ -172,8 +179,8 @@ async function startDelays(url: string, runIds: string[]): Promise<number[]> {
 }
 
 async function sequential(
-  at: BuiltHost,
-  reader: BuiltHost,
+  at: HostHttp,
+  reader: HostHttp,
   n: number,
   disposition: string,
   url: string,
@@ -187,10 +194,44 @@ async function sequential(
   return phase(name, done, performance.now() - t0, url);
 }
 
-async function burst(a: BuiltHost, b: BuiltHost, n: number, url: string): Promise<Phase> {
+async function burst(a: HostHttp, b: HostHttp, n: number, url: string): Promise<Phase> {
   const t0 = performance.now();
-  const done = await Promise.all(Array.from({ length: n }, () => one(a, b, 'queued')));
-  return phase(`routed burst (${n} at once)`, done, performance.now() - t0, url);
+  const posted = await Promise.all(
+    Array.from(
+      { length: n },
+      async () =>
+        (await a.expect(202, 'POST', '/v1/events', {
+          agent_id: 'echo',
+          event: { event_type: 'message.received', source: 'api' },
+          input: { text: 'routed hello' },
+        })) as { run_id: string },
+    ),
+  );
+  const ids = posted.map((p) => p.run_id);
+  // Waits on the database (one query per poll, so the waiting adds no HTTP load to the hosts).
+  const ends = await waitFor(
+    'the burst to end',
+    120_000,
+    async () => {
+      const rows = await withClient(url, (c) =>
+        c.query<{ d: string; status: string }>(
+          `SELECT finished_at - created_at AS d, status FROM runs WHERE run_id = ANY($1) AND finished_at IS NOT NULL`,
+          [ids],
+        ),
+      );
+      return rows.rows.length === n ? rows.rows : undefined;
+    },
+    [],
+    20,
+  );
+  const wall = performance.now() - t0;
+  return {
+    name: `routed burst (${n} at once; admission → end from the database)`,
+    post_to_terminal_ms: summarize(ends.map((e) => Number(e.d))),
+    admission_to_start_ms: summarize(await startDelays(url, ids)),
+    wall_ms: wall,
+    failed: ends.filter((e) => e.status !== 'completed').length,
+  };
 }
 
 async function phase(
