@@ -57,7 +57,11 @@ describe('routing: two host processes on one PostgreSQL, the runner at B only', 
     await a?.stop();
     await b?.stop();
     await db?.drop();
-    process.env.E2E_DATABASE = previous;
+    if (previous === undefined) {
+      delete process.env.E2E_DATABASE;
+    } else {
+      process.env.E2E_DATABASE = previous;
+    }
   });
 
   it("records which process holds the runner: one presence row, B's", async () => {
