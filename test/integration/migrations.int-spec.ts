@@ -69,7 +69,8 @@ function allTables(ds: DataSource, applied = MIGRATIONS.length): string[] {
     ...(applied >= 13 ? ['snapshots'] : []),
     ...(applied >= 14 && sqlite ? ['fts_watermarks'] : []),
     ...(applied >= 15 ? ['host_processes'] : []),
-    ...(applied >= 16 ? ['catalog_version'] : []),
+    ...(applied >= 16 ? ['runner_presence'] : []),
+    ...(applied >= 17 ? ['catalog_version'] : []),
     'migrations',
   ].sort();
 }
@@ -137,6 +138,11 @@ const INTERACTION_INDEXES: Array<[string, string, boolean, string[]]> = [
   ['interactions', 'idx_interactions_status_expiry', false, ['status', 'expires_at']],
 ];
 
+/** Runner presence (1767610000000): which process holds which runner. */
+const PRESENCE_INDEXES: Array<[string, string, boolean, string[]]> = [
+  ['runner_presence', 'idx_runner_presence_process', false, ['process_id']],
+];
+
 const NAMED_INDEXES = [
   ...SCOPE_INDEXES,
   ...INITIAL_INDEXES,
@@ -146,6 +152,7 @@ const NAMED_INDEXES = [
   ...DELIVERY_INDEXES,
   ...RETENTION_INDEXES,
   ...INTERACTION_INDEXES,
+  ...PRESENCE_INDEXES,
 ];
 
 /** The tables with full-text search: the transcript (second migration), knowledge chunks (third). */

@@ -28,6 +28,11 @@ export { WorkspacesRepository, type WorkspaceUsageCounts } from './repositories/
 export { HostProcessesRepository, type NewHostProcess } from './repositories/host-processes.repository';
 export { CatalogVersionRepository } from './repositories/catalog-version.repository';
 export { CATALOG_TABLES } from './migrations/1767640000000-catalog-version';
+export {
+  RunnerPresenceRepository,
+  type PresenceSession,
+  type RunnerHolder,
+} from './repositories/runner-presence.repository';
 export { DEFAULT_WORKSPACE } from './migrations/1767200000000-workspaces';
 export { Transactions } from './transactions';
 export { RetentionJob, type RetentionCounts } from './retention/retention-job';

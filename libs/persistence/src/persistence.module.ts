@@ -19,6 +19,7 @@ import { SteeringRepository } from './repositories/steering.repository';
 import { WorkspacesRepository } from './repositories/workspaces.repository';
 import { HostProcessesRepository } from './repositories/host-processes.repository';
 import { CatalogVersionRepository } from './repositories/catalog-version.repository';
+import { RunnerPresenceRepository } from './repositories/runner-presence.repository';
 import { RetentionJob } from './retention/retention-job';
 
 const REPOSITORIES = [
@@ -37,6 +38,7 @@ const REPOSITORIES = [
   WorkspacesRepository,
   HostProcessesRepository,
   CatalogVersionRepository,
+  RunnerPresenceRepository,
 ];
 
 @Global()

@@ -1,6 +1,13 @@
 export { RunnerGatewayModule } from './runner-gateway.module';
 export { PluginsService, pluginView, type PluginView } from './plugins.service';
-export { RunnerConnections, type RunnerSession, type ConnectedRunner, type InboundEvent } from './runner-connections';
+export {
+  RunnerConnections,
+  type ConnectionChange,
+  type RunnerSession,
+  type ConnectedRunner,
+  type InboundEvent,
+} from './runner-connections';
+export { RunnerPresence } from './runner-presence';
 export { grpcErrorOf, grpcStatusErrorOf, GrpcStatusError, unexpectedError } from './grpc-error';
 export { HOST_VERSION } from './connect-session.handler';
 export { RunnerDispatch, type RunnerTarget, type RunnerTransport } from './dispatch/runner-dispatch';

@@ -22,6 +22,9 @@ export interface RunnerSession {
   close(reason: string): void;
 }
 
+/** A session attached or detached (runner presence listens: docs/scale-out.md#runner-presence). */
+export type ConnectionChange = { kind: 'attached' | 'detached'; session: RunnerSession };
+
 export type InboundEvent =
   | { kind: 'result'; session: RunnerSession; result: RunnerResult }
   | { kind: 'disconnected'; session: RunnerSession; reason: string };
@@ -40,6 +43,7 @@ export class RunnerConnections {
   readonly inbound$ = new Subject<InboundEvent>();
   /** Plugins that connected before (a later connection counts as a reconnect). */
   private readonly seen = new Set<string>();
+  private readonly changeListeners = new Set<(change: ConnectionChange) => void>();
 
   constructor() {
     telemetry.sample('runner_connections', () => this.byPlugin.size);
@@ -58,6 +62,23 @@ export class RunnerConnections {
     for (const runner of session.runners) {
       this.byRunner.set(runner.runner_id, { session, runner });
     }
+    this.changed({ kind: 'attached', session });
+  }
+
+  /** Told of every attach and detach, synchronously and in order. */
+  onChange(listener: (change: ConnectionChange) => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  private changed(change: ConnectionChange): void {
+    for (const listener of this.changeListeners) {
+      try {
+        listener(change);
+      } catch (e) {
+        this.logger.error(`connection listener failed: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    }
   }
 
   /** Forgets a session (idempotent) and reports the disconnect once. */
@@ -72,6 +93,7 @@ export class RunnerConnections {
         this.byRunner.delete(runner.runner_id);
       }
     }
+    this.changed({ kind: 'detached', session });
     this.inbound$.next({ kind: 'disconnected', session, reason });
   }
 

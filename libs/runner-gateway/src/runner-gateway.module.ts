@@ -1,15 +1,25 @@
 import { Module } from '@nestjs/common';
+import { ClusterModule } from '@libs/cluster';
 import { ConnectSessionHandler } from './connect-session.handler';
 import { RunnerDispatch } from './dispatch/runner-dispatch';
 import { GrpcHealthController } from './grpc-health.controller';
 import { PluginsService } from './plugins.service';
 import { RunnerConnections } from './runner-connections';
+import { RunnerPresence } from './runner-presence';
 import { RunnerCatalogService } from './runner-catalog.service';
 import { RunnerGatewayController } from './runner-gateway.controller';
 
 @Module({
+  imports: [ClusterModule],
   controllers: [RunnerGatewayController, GrpcHealthController],
-  providers: [PluginsService, RunnerConnections, RunnerDispatch, ConnectSessionHandler, RunnerCatalogService],
-  exports: [PluginsService, RunnerConnections, RunnerDispatch, RunnerCatalogService],
+  providers: [
+    PluginsService,
+    RunnerConnections,
+    RunnerDispatch,
+    ConnectSessionHandler,
+    RunnerCatalogService,
+    RunnerPresence,
+  ],
+  exports: [PluginsService, RunnerConnections, RunnerDispatch, RunnerCatalogService, RunnerPresence],
 })
 export class RunnerGatewayModule {}

@@ -7,7 +7,7 @@ import type {
   RunsRepository,
   SteeringRepository,
 } from '@libs/persistence';
-import type { RunnerDispatch } from '@libs/runner-gateway';
+import type { RunnerDispatch, RunnerPresence } from '@libs/runner-gateway';
 import type { AdmissionCatalog } from './admission-catalog';
 import { AdmissionService } from './admission.service';
 import { InProcessSignals, type Signal } from './concurrency/signal-port';
@@ -41,6 +41,8 @@ function setup(opts: {
   outcomes: ((a: AdmissionRows) => AdmitOutcome)[];
   previous?: EventEntity;
   quotaFull?: boolean;
+  /** The runner is not connected here but held by another live process. */
+  runnerElsewhere?: boolean;
 }) {
   const log: string[] = [];
   const submitted: AdmissionRows[] = [];
@@ -54,7 +56,13 @@ function setup(opts: {
   } as unknown as RunsRepository;
   const steering = { situation: () => Promise.resolve(opts.situation ?? free) } as unknown as SteeringRepository;
   const live = { session: { plugin_id: 'acme' }, runner: { manifest: { capabilities: { steering: true } } } };
-  const runners = { target: () => live } as unknown as RunnerDispatch;
+  const runners = { target: () => (opts.runnerElsewhere ? undefined : live) } as unknown as RunnerDispatch;
+  const presence = {
+    heldElsewhere: () => {
+      log.push('presence');
+      return Promise.resolve(opts.runnerElsewhere === true);
+    },
+  } as unknown as RunnerPresence;
   const starter = {
     prepare: (runId: string) => {
       log.push('prepare');
@@ -87,7 +95,7 @@ function setup(opts: {
       return Promise.resolve();
     },
   } as unknown as WorkspaceQuotaGate;
-  const service = new AdmissionService(catalog, runs, steering, runners, starter, lifecycle, signals, quotas);
+  const service = new AdmissionService(catalog, runs, steering, runners, starter, lifecycle, signals, quotas, presence);
   return { service, log, submitted };
 }
 
@@ -105,6 +113,36 @@ const admitted =
   });
 
 describe('AdmissionService', () => {
+  it('an event whose runner is held by another process waits there as a conversation of one: not prepared here, queued, the holder woken', async () => {
+    const { service, log, submitted } = setup({
+      outcomes: [admitted({ disposition: 'queued' })],
+      runnerElsewhere: true,
+    });
+    const a = await service.submit(message(), null);
+    expect(a).toMatchObject({ disposition: 'queued', replayed: false });
+    const c = submitted[0].conversation!;
+    expect(submitted[0].run).toBeNull();
+    expect(submitted[0].terminal).toBeNull();
+    expect(c.of_one).toBe(true);
+    expect(c.ref).toMatchObject({ key: JSON.stringify(['run', a.run_id]), conversation_id: '', agent_id: 'agent-1' });
+    expect(c.table.free).toBe('queued');
+    expect(log).toEqual(['quota default', 'presence', `open ${a.run_id}`, 'signal conversation']);
+  });
+
+  it('an event of a conversation whose runner is held elsewhere keeps its conversation and waits for the holder', async () => {
+    const { service, log, submitted } = setup({
+      outcomes: [admitted({ disposition: 'queued' })],
+      runnerElsewhere: true,
+    });
+    const a = await service.submit(message('c-1'), null);
+    expect(a.disposition).toBe('queued');
+    const c = submitted[0].conversation!;
+    expect(c.of_one).toBe(false);
+    expect(c.ref.conversation_id).toBe('c-1');
+    expect(c.table.free).toBe('queued');
+    expect(log).not.toContain('prepare');
+  });
+
   it('an event without a conversation is a conversation of one: prepared, admitted, dispatched with its event_seq', async () => {
     const { service, log, submitted } = setup({ outcomes: [admitted({})] });
     const a = await service.submit(message(), null);

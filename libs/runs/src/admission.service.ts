@@ -5,6 +5,7 @@ import {
   NOT_ACCEPTED,
   RunsRepository,
   SteeringRepository,
+  soloConversation,
   type AdmitOutcome,
   type AgentEntity,
   type ConversationRef,
@@ -12,12 +13,13 @@ import {
   type JsonObject,
 } from '@libs/persistence';
 import { DomainError, parseRunnerId } from '@libs/protocol';
-import { RunnerDispatch } from '@libs/runner-gateway';
+import { RunnerDispatch, RunnerPresence } from '@libs/runner-gateway';
 import { AdmissionCatalog } from './admission-catalog';
 import { eventLogRow, userTranscriptRow } from './admission-records';
 import { rejectedError, unavailableError, unavailableRun } from './admission-failures';
 import { conversationOf, steeringItem } from './concurrency/admission-rows';
 import { decisionTable, effectiveMode, type ConcurrencyMode } from './concurrency/concurrency';
+import { routedTable, routeOf } from './concurrency/routing';
 import { SIGNAL_PORT, type SignalPort } from './concurrency/signal-port';
 import { redactSubmission, type EventSubmission } from './event-submission';
 import { RunLifecycleService } from './run-lifecycle.service';
@@ -52,6 +54,7 @@ export class AdmissionService {
     private readonly lifecycle: RunLifecycleService,
     @Inject(SIGNAL_PORT) private readonly signals: SignalPort,
     private readonly quotas: WorkspaceQuotaGate,
+    private readonly presence: RunnerPresence,
   ) {}
 
   submit(sub: EventSubmission, idempotencyKey: string | null): Promise<Admission> {
@@ -90,6 +93,9 @@ export class AdmissionService {
       await this.quotas.admitFollowUp(workspace);
     }
     const live = this.runners.target(agent.runner_id);
+    // docs/scale-out.md#routing: a runner held only by another live process gets the run as a
+    // waiting run (its holder's dispatcher claims and starts it); held nowhere, it fails at once.
+    const route = routeOf(live !== undefined, !live && (await this.presence.heldElsewhere(agent.runner_id)));
     const now = Date.now();
     const runId = randomUUID();
     const event: EventEntity = {
@@ -108,11 +114,19 @@ export class AdmissionService {
     const scope = scopeOf(sub, agent, live?.session.plugin_id ?? '');
     const log = eventLogRow(eventId, sub, scope, runId, now);
     const user = userTranscriptRow(eventId, sub, scope, now);
-    const c = sub.conversation ? conversationOf(agent, sub) : null;
+    const solo = !sub.conversation && route === 'elsewhere';
+    const c = sub.conversation
+      ? conversationOf(agent, sub)
+      : solo
+        ? soloConversation(runId, agent.agent_id, agent.runner_id, agent.workspace_id ?? null)
+        : null;
     const mode = c ? this.modeOf(sub, agent, live) : null;
-    // Decide first: a conversation that looks busy is not prepared for (the unit decides again).
+    // Decide first: a conversation that looks busy is not prepared for (the unit decides again);
+    // a run routed to another process is prepared there, when it starts.
     let prepared =
-      !c || (await this.looksFree(c)) ? await this.starter.prepare(runId, eventId, sub, agent, live, now) : null;
+      route !== 'elsewhere' && (!c || (await this.looksFree(c)))
+        ? await this.starter.prepare(runId, eventId, sub, agent, live, now)
+        : null;
     // A steered follow-up's item carries its admission's trace context (docs/observability.md#traces).
     const traceparent = c ? telemetry.tracing.activeTraceparent() : null;
     let outcome: AdmitOutcome | undefined;
@@ -129,9 +143,13 @@ export class AdmissionService {
           // The table is built when the unit is submitted: it sees every run started before it.
           conversation: c && {
             ref: c,
-            table: decisionTable(mode!, sub.event.event_type === 'message.received', this.starter.steerableRun(c.key)),
+            table: routedTable(
+              decisionTable(mode!, sub.event.event_type === 'message.received', this.starter.steerableRun(c.key)),
+              route,
+            ),
             item: steeringItem(eventId, sub, agent.runner_id, now, traceparent),
             submission: { ...sub },
+            of_one: solo,
           },
         });
       };

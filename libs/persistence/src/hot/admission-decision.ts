@@ -16,20 +16,26 @@ export interface DecisionTable {
   steer_into: string | null;
   /** Items queued on one run at most; more wait as runs of their own. */
   max_queue: number;
+  /**
+   * A free conversation: the run starts here (default), or waits as the next run for the process
+   * holding its runner (docs/scale-out.md#routing: the runner is connected to another process).
+   */
+  free?: 'started' | 'queued';
 }
 
 /** An event without a conversation is a conversation of one: always free. */
 export const FREE: ConversationSituation = { running_run_id: null, queued_on_run: 0, waiting: 0 };
 
 /**
- * - free (nothing running, nothing waiting) → `started`, whatever the table;
+ * - free (nothing running, nothing waiting) → the table's `free` (`started` unless the run is
+ *   routed to another process);
  * - the running run is `steer_into`, nothing waits before the event (a follow-up never overtakes
  *   an earlier message) and its queue has room → `steered`;
  * - otherwise → the table's `busy`.
  */
 export function decide(t: DecisionTable, s: ConversationSituation): Disposition {
   if (s.running_run_id === null && s.waiting === 0) {
-    return 'started';
+    return t.free ?? 'started';
   }
   if (t.steer_into !== null && s.running_run_id === t.steer_into && s.waiting === 0 && s.queued_on_run < t.max_queue) {
     return 'steered';

@@ -46,6 +46,12 @@ export interface ConversationRows {
   item: JsonObject;
   /** The full submission (a waiting run is prepared from it when it starts). */
   submission: JsonObject;
+  /**
+   * An event without a conversation routed to another process (docs/scale-out.md#routing): a
+   * conversation of one (`soloConversation`) that only carries its waiting run; the run row has
+   * no conversation.
+   */
+  of_one?: boolean;
 }
 
 export interface AdmissionRows {
@@ -205,7 +211,8 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
     case 'queued': {
       const ref = c!.ref;
       if (disposition === 'queued') {
-        yield* insertRunUnit(waitingRunRow(runId!, a.event.event_id, ref, a.event.received_at));
+        const row = waitingRunRow(runId!, a.event.event_id, ref, a.event.received_at);
+        yield* insertRunUnit(c!.of_one ? { ...row, conversation_id: null, thread_id: null } : row);
       }
       yield* exec(
         STEERING_SQL.insertItem,
@@ -233,6 +240,29 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
     }
   }
   return admitted(a.user ? yield* appendTranscriptUnit(a.user) : null);
+}
+
+/**
+ * The conversation of one an event without a conversation waits in when its runner is held by
+ * another process (docs/scale-out.md#routing): a key of its own (never a real conversation's:
+ * those are JSON arrays of four), so the run waits alone and the conversation dispatcher of the
+ * holding process starts it like any waiting run. `conversation_id` is empty: it names no
+ * conversation (the run row stores none).
+ */
+export function soloConversation(
+  runId: string,
+  agentId: string,
+  runnerId: string,
+  workspaceId: string | null,
+): ConversationRef {
+  return {
+    key: JSON.stringify(['run', runId]),
+    agent_id: agentId,
+    runner_id: runnerId,
+    workspace_id: workspaceId,
+    conversation_id: '',
+    thread_id: null,
+  };
 }
 
 /** A run's row while it waits in its conversation (started later by the conversation dispatcher). */

@@ -1,5 +1,6 @@
 import type { AppConfig } from '@libs/config';
 import type { AgentEntity, SteeringRepository, SteeringRow } from '@libs/persistence';
+import type { RunnerPresence } from '@libs/runner-gateway';
 import type { AdmissionCatalog } from '../admission-catalog';
 import type { RunLifecycleService } from '../run-lifecycle.service';
 import type { PreparedRun, RunStarter } from '../run-start';
@@ -42,6 +43,8 @@ function setup(opts: {
   waitMs?: number;
   running?: boolean;
   signals?: SignalPort;
+  /** Whether another live process holds the runner (runner presence). */
+  elsewhere?: () => boolean;
 }) {
   const log: string[] = [];
   const waiting = [...opts.waiting];
@@ -103,6 +106,7 @@ function setup(opts: {
     connections,
     opts.signals ?? new InProcessSignals(),
     config,
+    { heldElsewhere: () => Promise.resolve((opts.elsewhere ?? (() => false))()) } as unknown as RunnerPresence,
   );
   const free = () => {
     running = false;
@@ -158,6 +162,37 @@ describe('ConversationDispatcher', () => {
     dispatcher.kick(KEY);
     await settle(dispatcher);
     expect(log).toEqual(['fail 1 host.dispatch_failed', 'start 2', 'dispatch run-2']);
+  });
+
+  it('leaves a waiting run whose runner another process holds to that process: neither started nor failed', async () => {
+    const old = Date.now() - 60_000;
+    const { dispatcher, log, waiting } = setup({
+      waiting: [item(1, old)],
+      runner: () => false,
+      elsewhere: () => true,
+      waitMs: 100,
+    });
+    dispatcher.kick(KEY);
+    await settle(dispatcher);
+    expect(log).toEqual([]);
+    expect(waiting).toHaveLength(1);
+  });
+
+  it('leaves a waiting run once its runner connects to another process while it waited for it', async () => {
+    let elsewhere = false;
+    setTimeout(() => (elsewhere = true), 100);
+    const { dispatcher, log, waiting } = setup({
+      waiting: [item(1)],
+      runner: () => false,
+      elsewhere: () => elsewhere,
+      waitMs: 5_000,
+    });
+    dispatcher.kick(KEY);
+    for (let i = 0; i < 200 && (dispatcher as unknown as { drivers: Map<string, unknown> }).drivers.size > 0; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(log).toEqual([]);
+    expect(waiting).toHaveLength(1);
   });
 
   it('coalesces kicks: one driver per conversation, one more round after it', async () => {

@@ -2,15 +2,18 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { SteeringRepository, type JsonObject, type SteeringRow } from '@libs/persistence';
-import { RunnerDispatch } from '@libs/runner-gateway';
+import { RunnerDispatch, RunnerPresence } from '@libs/runner-gateway';
 import { AdmissionCatalog } from '../admission-catalog';
 import { RunLifecycleService } from '../run-lifecycle.service';
 import { verdictResult, type HostVerdict } from '../run-outcome';
 import { RunStarter, type LiveRunner } from '../run-start';
 import { isStoredSubmission } from './admission-rows';
+import { routeOf, waitingAction } from './routing';
 import { SIGNAL_PORT, type SignalPort } from './signal-port';
 
 const RUNNER_POLL_MS = 100;
+/** While a waiting run's runner is connected nowhere, presence in other processes is read this often. */
+const PRESENCE_POLL_MS = 1000;
 const RETRY_MS = 1000;
 
 /**
@@ -19,8 +22,10 @@ const RETRY_MS = 1000;
  * was queued, and at boot (after the interrupted runs were finalised and their items released).
  * A waiting run whose runner is not connected (right after a restart, before plugins reconnect)
  * waits for it, up to QUEUED_RUN_RUNNER_WAIT_MS from when it became due, then fails
- * `runner.unavailable`; the next one is then tried. One driver per conversation in this process;
- * the database (lock + unique running run) decides between processes.
+ * `runner.unavailable`; the next one is then tried. A waiting run whose runner another live
+ * process holds is left to that process (docs/scale-out.md#routing): its dispatcher is woken by
+ * the same `conversation` signal and claims it. One driver per conversation in this process; the
+ * database (lock + unique running run + the item's conditional start) decides between processes.
  *
  * On a signal port that may lose wake-ups (a shared bus: `pollMs`, SIGNAL_POLL_MS), it also scans
  * the waiting conversations every poll period, so that a lost signal (bus down, a run ended in
@@ -45,6 +50,7 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
     private readonly runners: RunnerDispatch,
     @Inject(SIGNAL_PORT) private readonly signals: SignalPort,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly presence: RunnerPresence,
   ) {}
 
   /**
@@ -128,13 +134,13 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
         return;
       }
       const outcome = await this.startOne(next);
-      if (outcome === 'started' || outcome === 'busy') {
+      if (outcome === 'started' || outcome === 'busy' || outcome === 'elsewhere') {
         return;
       }
     }
   }
 
-  private async startOne(item: SteeringRow): Promise<'started' | 'busy' | 'failed' | 'moved'> {
+  private async startOne(item: SteeringRow): Promise<'started' | 'busy' | 'failed' | 'moved' | 'elsewhere'> {
     const conversation = {
       key: item.conversation_key,
       agent_id: item.agent_id,
@@ -152,6 +158,9 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
       return this.fail(item, { code: 'agent.not_found', error: `agent ${item.agent_id} no longer exists` });
     }
     const live = await this.runnerOf(agent.runner_id, item);
+    if (live === 'elsewhere') {
+      return 'elsewhere';
+    }
     if (!live) {
       return this.fail(item, {
         code: 'runner.unavailable',
@@ -177,14 +186,30 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
     return started.why === 'busy' ? 'busy' : 'moved';
   }
 
-  /** The runner's live session, waiting for it to connect until the item's bound passes. */
-  private async runnerOf(runnerId: string, item: SteeringRow): Promise<LiveRunner | undefined> {
+  /**
+   * The runner's live session here; 'elsewhere' when another live process holds it (that one
+   * starts the run); else waits for it to connect here or elsewhere until the item's bound passes.
+   */
+  private async runnerOf(runnerId: string, item: SteeringRow): Promise<LiveRunner | 'elsewhere' | undefined> {
     const due = Math.max(item.redispatched_at ?? item.created_at, this.bootAt);
     const until = due + this.config.runs.runnerWaitMs;
+    let presenceReadAt = 0;
     for (;;) {
       const live = this.runners.target(runnerId);
-      if (live || Date.now() >= until || this.stopping.signal.aborted) {
+      let elsewhere = false;
+      if (!live && Date.now() - presenceReadAt >= PRESENCE_POLL_MS) {
+        presenceReadAt = Date.now();
+        elsewhere = await this.presence.heldElsewhere(runnerId);
+      }
+      const action = waitingAction(routeOf(live !== undefined, elsewhere), Date.now() >= until);
+      if (action === 'start') {
         return live;
+      }
+      if (action === 'leave') {
+        return 'elsewhere';
+      }
+      if (action === 'fail' || this.stopping.signal.aborted) {
+        return undefined;
       }
       await sleep(Math.min(RUNNER_POLL_MS, until - Date.now()), undefined, { signal: this.stopping.signal }).catch(
         () => undefined,
