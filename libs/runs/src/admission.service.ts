@@ -202,11 +202,7 @@ export class AdmissionService {
         this.lifecycle.openWaiting(outcome.run_id!);
         const interrupted = mode === 'interrupt' ? outcome.running_run_id : null;
         if (interrupted) {
-          this.signals.publish({
-            kind: 'cancel',
-            run_id: interrupted,
-            reason: `interrupted by event ${event.event_id}`,
-          });
+          this.lifecycle.interrupt(interrupted, `interrupted by event ${event.event_id}`);
         }
         this.signals.publish({ kind: 'conversation', key: c!.key });
         return { ...base, disposition: 'queued', ...(interrupted ? { interrupted_run_id: interrupted } : {}) };

@@ -8,6 +8,7 @@ import { RunLifecycleService } from './run-lifecycle.service';
 import { DeliveryBus, OutboxStore, type DeliveryOp } from '@libs/delivery';
 import type { StreamSource } from '@libs/streams';
 import { RESULT_EVENTS, RunStreamBus, type ResultView } from './run-stream.bus';
+import { resultView, RunFollowsService } from './run-follows.service';
 import { runView, type RunView } from './run-view';
 
 /** Reading runs and their result streams; cancelling them. */
@@ -25,6 +26,7 @@ export class RunsQueryService {
     private readonly outbox: OutboxStore,
     private readonly models: ModelsRepository,
     private readonly dispatcher: ConversationDispatcher,
+    private readonly follows: RunFollowsService,
   ) {}
 
   async get(runId: string): Promise<RunView> {
@@ -75,14 +77,20 @@ export class RunsQueryService {
       return this.get(runId);
     }
     const active = this.active.get(runId);
-    if (isTerminal(run.status) || !active) {
-      throw new DomainError('conflict', `run ${runId} has already ended (${run.status})`, {
-        run_id: runId,
-        status: run.status,
-      });
+    if (active) {
+      await this.lifecycle.cancel(active, reason);
+      return this.get(runId);
     }
-    await this.lifecycle.cancel(active, reason);
-    return this.get(runId);
+    // Owned by another process (docs/scale-out.md#everything-from-anywhere): the request is
+    // written and signalled; the answer comes once the run ended there, as it does here.
+    if (!isTerminal(run.status) && this.follows.shared) {
+      await this.lifecycle.cancelElsewhere(runId, reason);
+      return this.get(runId);
+    }
+    throw new DomainError('conflict', `run ${runId} has already ended (${run.status})`, {
+      run_id: runId,
+      status: run.status,
+    });
   }
 
   /**
@@ -120,21 +128,17 @@ export class RunsQueryService {
    * then live ones as they are accepted; its last item is the terminal result. Works during and
    * after the run.
    */
-  async results(runId: string): Promise<StreamSource<ResultView>> {
-    await this.lifecycle.followWaiting(runId);
+  async results(runId: string, after = 0): Promise<StreamSource<ResultView>> {
+    const fromDatabase = !this.bus.follow(runId) && (await this.follows.followsFromDatabase(runId));
+    if (!fromDatabase) {
+      await this.lifecycle.followWaiting(runId);
+    }
     return {
       ...RESULT_EVENTS,
-      follow: () => this.bus.follow(runId),
+      // Active here: the owner's channel; owned by another process: followed from the database.
+      follow: () => this.bus.follow(runId) ?? (fromDatabase ? this.follows.results(runId, after) : null),
       page: async (cursor: number, limit: number): Promise<ResultView[]> =>
-        (await this.runs.resultsAfter(runId, cursor, limit)).map((row) => ({
-          run_id: row.run_id,
-          sequence: row.sequence,
-          type: row.type,
-          data: row.data,
-          usage: row.usage,
-          source: row.source,
-          timestamp: row.timestamp,
-        })),
+        (await this.runs.resultsAfter(runId, cursor, limit)).map(resultView),
     };
   }
 
@@ -142,9 +146,10 @@ export class RunsQueryService {
    * The run's delivery ops as a stream (`id` the op's sequence, `event` its type, `data` the op):
    * committed ones first, then live ones; it ends once the run ended and its last op was sent.
    */
-  deliveryOps(runId: string): StreamSource<DeliveryOp> {
+  async deliveryOps(runId: string, after = 0): Promise<StreamSource<DeliveryOp>> {
+    const fromDatabase = !this.deliveryBus.follow(runId) && (await this.follows.followsFromDatabase(runId));
     return {
-      follow: () => this.deliveryBus.follow(runId),
+      follow: () => this.deliveryBus.follow(runId) ?? (fromDatabase ? this.follows.deliveries(runId, after) : null),
       page: (cursor: number, limit: number) => this.outbox.after(runId, cursor, limit),
       event: (op: DeliveryOp) => ({ id: op.sequence, event: op.op, data: op }),
       isLast: () => false,

@@ -15,6 +15,7 @@ import { ResultIngestService } from './result-ingest.service';
 import { RunLifecycleService } from './run-lifecycle.service';
 import { RunStreamBus } from './run-stream.bus';
 import { RunsQueryService } from './runs-query.service';
+import { RunFollowsService } from './run-follows.service';
 import { ToolTelemetryForwarder } from './tool-telemetry';
 import { RunStarter } from './run-start';
 import { ConversationDispatcher } from './concurrency/conversation-dispatcher';
@@ -45,6 +46,7 @@ import { WorkspaceQuotaGate } from './workspace-quotas';
     InteractionsService,
     AdmissionService,
     RunsQueryService,
+    RunFollowsService,
     ToolTelemetryForwarder,
     RunStarter,
     ConversationDispatcher,
