@@ -6,6 +6,7 @@ import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { ApiKeysRepository, type ApiKeyEntity, type ApiKeyRole } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import { hashSecret, newSecret, secretPrefix } from './secrets';
+import type { StreamTokenKeys } from './stream-tokens';
 
 export interface ApiKeyView {
   id: string;
@@ -56,7 +57,7 @@ function within(workspaces: readonly string[] | null, scope: readonly string[] |
 }
 
 @Injectable()
-export class ApiKeysService implements OnApplicationBootstrap {
+export class ApiKeysService implements OnApplicationBootstrap, StreamTokenKeys {
   private readonly logger = new Logger(ApiKeysService.name);
   private readonly cache = new Map<string, { principal: Principal; until: number }>();
   /** Key ids seen active (stream tokens), until when: the same AUTH_CACHE_MS as keys. */
@@ -151,6 +152,11 @@ export class ApiKeysService implements OnApplicationBootstrap {
     for (const listener of this.revokedListeners) {
       listener(id);
     }
+  }
+
+  /** The stored hash of a key's secret (revoked or not: the caller checks that), null when there is no such key. */
+  async keyHash(keyId: string): Promise<string | null> {
+    return (await this.keys.get(keyId))?.key_hash ?? null;
   }
 
   /** Calls `listener` with the id of each key revoked in this process; answers the unsubscribe. */
