@@ -145,8 +145,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
     for (;;) {
       const remaining = until - Date.now();
       // Subscribed before the read: the end's signal between the read and the wait is not missed.
-      const waiter =
-        remaining > 0 ? nextSignal(this.signals, 'results', (s) => s.run_id === runId, remaining) : null;
+      const waiter = remaining > 0 ? nextSignal(this.signals, 'results', (s) => s.run_id === runId, remaining) : null;
       const status = await this.runs.status(runId);
       if (status === null || isTerminal(status) || !waiter || !(await waiter.promise)) {
         waiter?.cancel();
@@ -159,9 +158,14 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
   interrupt(runId: string, reason: string): void {
     if (!this.active.get(runId) && this.signals.pollMs !== undefined) {
       // Active in another process: written too, so that its poll finds it if the signal is lost.
-      void this.runs.markCancelRequested(runId, Date.now()).catch((e: unknown) =>
-        this.logger.error({ run_id: runId, msg: `interrupt not recorded: ${e instanceof Error ? e.message : String(e)}` }),
-      );
+      void this.runs
+        .markCancelRequested(runId, Date.now())
+        .catch((e: unknown) =>
+          this.logger.error({
+            run_id: runId,
+            msg: `interrupt not recorded: ${e instanceof Error ? e.message : String(e)}`,
+          }),
+        );
     }
     this.signals.publish({ kind: 'cancel', run_id: runId, reason });
   }
