@@ -6,7 +6,6 @@ import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { ApiKeysRepository, type ApiKeyEntity, type ApiKeyRole } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import { hashSecret, newSecret, secretPrefix } from './secrets';
-import type { StreamTokenKeys } from './stream-tokens';
 
 export interface ApiKeyView {
   id: string;
@@ -57,7 +56,7 @@ function within(workspaces: readonly string[] | null, scope: readonly string[] |
 }
 
 @Injectable()
-export class ApiKeysService implements OnApplicationBootstrap, StreamTokenKeys {
+export class ApiKeysService implements OnApplicationBootstrap {
   private readonly logger = new Logger(ApiKeysService.name);
   private readonly cache = new Map<string, { principal: Principal; until: number }>();
   /** Key ids seen active (stream tokens), until when: the same AUTH_CACHE_MS as keys. */
@@ -154,7 +153,10 @@ export class ApiKeysService implements OnApplicationBootstrap, StreamTokenKeys {
     }
   }
 
-  /** The stored hash of a key's secret (revoked or not: the caller checks that), null when there is no such key. */
+  /**
+   * The stored hash of a key's secret (revoked or not: the caller checks that), null when there is
+   * no such key: the StreamTokenKeys of stream tokens (auth.module.ts).
+   */
   async keyHash(keyId: string): Promise<string | null> {
     return (await this.keys.get(keyId))?.key_hash ?? null;
   }
