@@ -226,14 +226,15 @@ export class AdmissionService {
    * when it is active in another process and its runner pulls steering (its frozen snapshot says
    * so), read from the database; the admission unit steers into it only if it is still the
    * running run under the conversation's lock, and its owner's pull is woken by the `steering`
-   * signal (or its poll). Null in one process, or when the run is active here (answered from memory).
+   * signal (or its poll). Null in one process, or when the run is here (answered from memory alone,
+   * as in one process: a run of this process that is ending takes no more steering).
    */
   private async steerableElsewhere(c: ConversationRef): Promise<string | null> {
     if (this.signals.pollMs === undefined) {
       return null;
     }
     const running = (await this.steering.situation(c)).running_run_id;
-    if (running === null || this.starter.steerableRun(c.key) !== null) {
+    if (running === null || this.starter.isHere(running, c.key)) {
       return null;
     }
     const stored = await this.runs.authorization(running);
