@@ -129,17 +129,26 @@ export class RunsQueryService {
    * after the run.
    */
   async results(runId: string, after = 0): Promise<StreamSource<ResultView>> {
-    const fromDatabase = !this.bus.follow(runId) && (await this.follows.followsFromDatabase(runId));
+    const fromDatabase = await this.followsFromDatabase(runId);
     if (!fromDatabase) {
       await this.lifecycle.followWaiting(runId);
     }
     return {
       ...RESULT_EVENTS,
-      // Active here: the owner's channel; owned by another process: followed from the database.
-      follow: () => this.bus.follow(runId) ?? (fromDatabase ? this.follows.results(runId, after) : null),
+      // Active here: the owner's channel; anywhere else: followed from the database.
+      follow: () => (fromDatabase ? this.follows.results(runId, after) : this.bus.follow(runId)),
       page: async (cursor: number, limit: number): Promise<ResultView[]> =>
         (await this.runs.resultsAfter(runId, cursor, limit)).map(resultView),
     };
+  }
+
+  /**
+   * On a shared bus, a run not active in this process is followed from the database while it is
+   * queued or running — wherever it runs or will start (a run queued here may be dispatched by the
+   * process holding its runner): docs/scale-out.md#everything-from-anywhere-reads-cancel-steering.
+   */
+  private async followsFromDatabase(runId: string): Promise<boolean> {
+    return this.active.get(runId) === undefined && (await this.follows.followsFromDatabase(runId));
   }
 
   /**
@@ -147,9 +156,9 @@ export class RunsQueryService {
    * committed ones first, then live ones; it ends once the run ended and its last op was sent.
    */
   async deliveryOps(runId: string, after = 0): Promise<StreamSource<DeliveryOp>> {
-    const fromDatabase = !this.deliveryBus.follow(runId) && (await this.follows.followsFromDatabase(runId));
+    const fromDatabase = await this.followsFromDatabase(runId);
     return {
-      follow: () => this.deliveryBus.follow(runId) ?? (fromDatabase ? this.follows.deliveries(runId, after) : null),
+      follow: () => (fromDatabase ? this.follows.deliveries(runId, after) : this.deliveryBus.follow(runId)),
       page: (cursor: number, limit: number) => this.outbox.after(runId, cursor, limit),
       event: (op: DeliveryOp) => ({ id: op.sequence, event: op.op, data: op }),
       isLast: () => false,
