@@ -48,8 +48,11 @@ export class TestDatabase {
   readonly dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rh-e2e-'));
   private pgName: string | null = null;
 
+  /** `postgres`: PostgreSQL whatever E2E_DATABASE says (several host processes need it). */
+  constructor(private readonly only?: 'postgres') {}
+
   async url(): Promise<string | undefined> {
-    if (process.env.E2E_DATABASE !== 'postgres') {
+    if (this.only !== 'postgres' && process.env.E2E_DATABASE !== 'postgres') {
       return undefined;
     }
     if (!this.pgName) {

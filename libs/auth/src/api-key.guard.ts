@@ -53,7 +53,10 @@ export class ApiKeyGuard implements CanActivate {
     const streamToken = (req.query as Record<string, unknown> | undefined)?.stream_token;
     let principal: Principal | null;
     if (!token && typeof streamToken === 'string' && this.reflector.getAllAndOverride<boolean>(STREAM_TOKEN, targets)) {
-      principal = this.streamTokens.verify(streamToken, (req.params as Record<string, string> | undefined)?.run_id);
+      principal = await this.streamTokens.verify(
+        streamToken,
+        (req.params as Record<string, string> | undefined)?.run_id,
+      );
       if (!(await this.keys.isActive(principal.key_id))) {
         throw new DomainError('unauthenticated', 'stream_token: the API key that minted it was revoked', {
           field: 'stream_token',

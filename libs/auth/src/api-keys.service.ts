@@ -153,6 +153,14 @@ export class ApiKeysService implements OnApplicationBootstrap {
     }
   }
 
+  /**
+   * The stored hash of a key's secret (revoked or not: the caller checks that), null when there is
+   * no such key: the StreamTokenKeys of stream tokens (auth.module.ts).
+   */
+  async keyHash(keyId: string): Promise<string | null> {
+    return (await this.keys.get(keyId))?.key_hash ?? null;
+  }
+
   /** Calls `listener` with the id of each key revoked in this process; answers the unsubscribe. */
   onRevoked(listener: (keyId: string) => void): () => void {
     this.revokedListeners.add(listener);

@@ -2,10 +2,15 @@ import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { ApiKeyGuard } from './api-key.guard';
 import { ApiKeysService } from './api-keys.service';
-import { StreamTokensService } from './stream-tokens';
+import { StreamTokenKeys, StreamTokensService } from './stream-tokens';
 
 @Module({
-  providers: [ApiKeysService, StreamTokensService, { provide: APP_GUARD, useClass: ApiKeyGuard }],
+  providers: [
+    ApiKeysService,
+    { provide: StreamTokenKeys, useExisting: ApiKeysService },
+    StreamTokensService,
+    { provide: APP_GUARD, useClass: ApiKeyGuard },
+  ],
   exports: [ApiKeysService, StreamTokensService],
 })
 export class AuthModule {}

@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import type { ApiKeyRole } from '@libs/persistence';
@@ -26,19 +26,33 @@ export interface MintedStreamToken {
   expires_at: string;
 }
 
+/** The stored hash of an API key's secret, by key id (null: no such key): what a stream token's signing key derives from. */
+export abstract class StreamTokenKeys {
+  abstract keyHash(keyId: string): Promise<string | null>;
+}
+
+/** Signing keys cached per API key id (a key's hash never changes); the cache is bounded. */
+const MAX_CACHED_KEYS = 10_000;
+const KEY_CONTEXT = 'runner-host stream token v1';
+
 /**
  * Run-scoped stream tokens for clients that cannot send `Authorization` (a browser's EventSource):
  * `rhst_<claims>.<HMAC-SHA256>`, minted with an API key for one run, valid until it expires and
- * only on that run's stream routes. Signed with a key drawn at boot: nothing is stored, and a
- * restart ends the tokens (a page mints another). Not a secret worth keeping longer than a stream.
+ * only on that run's stream routes. The signing key derives from the minting API key's stored
+ * hash (HMAC of a fixed context under it): nothing more is stored, every host process on the
+ * database verifies a token any of them minted (docs/scale-out.md#everything-from-anywhere), a
+ * restart keeps them, and a key's tokens end with the key (revocation is checked at each use).
  */
 @Injectable()
 export class StreamTokensService {
-  private readonly key = randomBytes(32);
+  private readonly signingKeys = new Map<string, Buffer>();
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly keys: StreamTokenKeys,
+  ) {}
 
-  mint(runId: string, by: Principal, now = Date.now()): MintedStreamToken {
+  async mint(runId: string, by: Principal, now = Date.now()): Promise<MintedStreamToken> {
     const claims: Claims = {
       r: runId,
       k: by.key_id,
@@ -46,21 +60,26 @@ export class StreamTokensService {
       w: by.workspaces,
       e: now + this.config.browser.streamTokenTtlMs,
     };
+    const key = await this.signingKey(by.key_id);
+    if (!key) {
+      throw new DomainError('unauthenticated', 'the API key of this request no longer exists');
+    }
     const body = Buffer.from(JSON.stringify(claims)).toString('base64url');
-    return { token: `${STREAM_TOKEN_PREFIX}${body}.${this.sign(body)}`, expires_at: new Date(claims.e).toISOString() };
+    return { token: `${STREAM_TOKEN_PREFIX}${body}.${sign(key, body)}`, expires_at: new Date(claims.e).toISOString() };
   }
 
   /** The principal a token stands for on `runId`'s streams; 401/403 naming the parameter otherwise. */
-  verify(token: string, runId: string | undefined, now = Date.now()): Principal {
+  async verify(token: string, runId: string | undefined, now = Date.now()): Promise<Principal> {
     const m = TOKEN.exec(token);
+    const claims = m ? claimsOf(m[1]) : null;
+    const key = claims ? await this.signingKey(claims.k) : null;
     const given = m ? Buffer.from(m[2]) : null;
-    const expected = m ? Buffer.from(this.sign(m[1])) : null;
-    if (!m || !given || !expected || given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      throw new DomainError('unauthenticated', 'stream_token: not a valid stream token (or minted before a restart)', {
+    const expected = m && key ? Buffer.from(sign(key, m[1])) : null;
+    if (!claims || !given || !expected || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      throw new DomainError('unauthenticated', 'stream_token: not a valid stream token', {
         field: 'stream_token',
       });
     }
-    const claims = JSON.parse(Buffer.from(m[1], 'base64url').toString()) as Claims;
     if (claims.e <= now) {
       throw new DomainError(
         'unauthenticated',
@@ -74,7 +93,45 @@ export class StreamTokensService {
     return { key_id: claims.k, role: claims.o, workspaces: claims.w ?? null };
   }
 
-  private sign(body: string): string {
-    return createHmac('sha256', this.key).update(body).digest('base64url');
+  private async signingKey(keyId: string): Promise<Buffer | null> {
+    const cached = this.signingKeys.get(keyId);
+    if (cached) {
+      return cached;
+    }
+    const hash = await this.keys.keyHash(keyId);
+    if (hash === null) {
+      return null;
+    }
+    const key = createHmac('sha256', hash).update(KEY_CONTEXT).digest();
+    if (this.signingKeys.size >= MAX_CACHED_KEYS) {
+      this.signingKeys.clear();
+    }
+    this.signingKeys.set(keyId, key);
+    return key;
   }
+}
+
+function sign(key: Buffer, body: string): string {
+  return createHmac('sha256', key).update(body).digest('base64url');
+}
+
+/** The claims of a token body, or null when it is not one (read before the signature is checked: only the key id is used then). */
+function claimsOf(body: string): Claims | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(Buffer.from(body, 'base64url').toString());
+  } catch {
+    return null;
+  }
+  if (typeof v !== 'object' || v === null) {
+    return null;
+  }
+  const c = v as Partial<Claims>;
+  return typeof c.k === 'string' &&
+    c.k.length > 0 &&
+    c.k.length <= 128 &&
+    typeof c.e === 'number' &&
+    typeof c.r === 'string'
+    ? (c as Claims)
+    : null;
 }

@@ -127,6 +127,8 @@ export class AdmissionService {
       route !== 'elsewhere' && (!c || (await this.looksFree(c)))
         ? await this.starter.prepare(runId, eventId, sub, agent, live, now)
         : null;
+    // A busy conversation's run may be active in another process: steered into from here too.
+    const steerElsewhere = c && !prepared && mode === 'steer' ? await this.steerableElsewhere(c) : null;
     // A steered follow-up's item carries its admission's trace context (docs/observability.md#traces).
     const traceparent = c ? telemetry.tracing.activeTraceparent() : null;
     let outcome: AdmitOutcome | undefined;
@@ -144,7 +146,11 @@ export class AdmissionService {
           conversation: c && {
             ref: c,
             table: routedTable(
-              decisionTable(mode!, sub.event.event_type === 'message.received', this.starter.steerableRun(c.key)),
+              decisionTable(
+                mode!,
+                sub.event.event_type === 'message.received',
+                this.starter.steerableRun(c.key) ?? steerElsewhere,
+              ),
               route,
             ),
             item: steeringItem(eventId, sub, agent.runner_id, now, traceparent),
@@ -220,11 +226,7 @@ export class AdmissionService {
         this.lifecycle.openWaiting(outcome.run_id!);
         const interrupted = mode === 'interrupt' ? outcome.running_run_id : null;
         if (interrupted) {
-          this.signals.publish({
-            kind: 'cancel',
-            run_id: interrupted,
-            reason: `interrupted by event ${event.event_id}`,
-          });
+          this.lifecycle.interrupt(interrupted, `interrupted by event ${event.event_id}`);
         }
         this.signals.publish({ kind: 'conversation', key: c!.key });
         return { ...base, disposition: 'queued', ...(interrupted ? { interrupted_run_id: interrupted } : {}) };
@@ -235,6 +237,27 @@ export class AdmissionService {
   private modeOf(sub: EventSubmission, agent: AgentEntity, live: LiveRunner | undefined): ConcurrencyMode {
     const agentMode = (agent.concurrency_policy as { mode?: ConcurrencyMode }).mode;
     return effectiveMode(sub.concurrency, agentMode, live?.runner.manifest.capabilities?.steering === true);
+  }
+
+  /**
+   * On a shared bus (docs/scale-out.md#everything-from-anywhere): the conversation's running run
+   * when it is active in another process and its runner pulls steering (its frozen snapshot says
+   * so), read from the database; the admission unit steers into it only if it is still the
+   * running run under the conversation's lock, and its owner's pull is woken by the `steering`
+   * signal (or its poll). Null in one process, or when the run is here (answered from memory alone,
+   * as in one process: a run of this process that is ending takes no more steering).
+   */
+  private async steerableElsewhere(c: ConversationRef): Promise<string | null> {
+    if (this.signals.pollMs === undefined) {
+      return null;
+    }
+    const running = (await this.steering.situation(c)).running_run_id;
+    if (running === null || this.starter.isHere(running, c.key)) {
+      return null;
+    }
+    const stored = await this.runs.authorization(running);
+    const apis = (stored?.authorization as { available_apis?: { steering_pull?: unknown } } | null)?.available_apis;
+    return apis?.steering_pull === true ? running : null;
   }
 
   /** Nothing running, nothing waiting (read before the commit; the unit decides under the lock). */

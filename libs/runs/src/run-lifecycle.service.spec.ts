@@ -53,6 +53,11 @@ class FakeRuns {
     this.written.push({ kind: 'end', row, end, assistant });
     return this.settle({ ended: true, released: 0 });
   }
+  /** Runs whose cancel was requested in the database (by another process). */
+  readonly requested = new Set<string>();
+  cancelRequestedAmong(ids: readonly string[]): Promise<string[]> {
+    return Promise.resolve(ids.filter((id) => this.requested.has(id)));
+  }
   markCancelRequested(runId: string): Promise<void> {
     this.cancelRequested.push(runId);
     return Promise.resolve();
@@ -69,9 +74,13 @@ class FakeRuns {
   }
 }
 
-function setup() {
+/** The port on a shared bus: signals may be lost between processes, so waits poll. */
+class SharedSignals extends InProcessSignals {
+  readonly pollMs = 60_000;
+}
+
+function setup(signals: InProcessSignals = new InProcessSignals()) {
   const runs = new FakeRuns();
-  const signals = new InProcessSignals();
   const published: Signal[] = [];
   signals.subscribe('conversation', (s) => published.push(s));
   const active = new ActiveRuns();
@@ -324,5 +333,47 @@ describe('RunLifecycleService: the one owner of a run (docs/architecture.md#the-
         end: expect.objectContaining({ status: 'interrupted', error_code: 'host.interrupted', retryable: true }),
       }),
     ]);
+  });
+});
+
+describe('RunLifecycleService on a shared bus (docs/scale-out.md#everything-from-anywhere-reads-cancel-steering)', () => {
+  it('the owner cancels a run whose cancel another process requested, read by its poll, once', async () => {
+    const { lifecycle, runs, sent, start } = setup(new SharedSignals());
+    const { run } = start('r1');
+    start('r2');
+    await lifecycle.pollCancels();
+    expect(sent).toEqual([]);
+    runs.requested.add('r1');
+    await lifecycle.pollCancels();
+    expect(sent).toEqual([{ cancel: { run_id: 'r1', reason: 'cancelled by request' } }]);
+    expect(run.cancel_requested).toBe(true);
+    await lifecycle.pollCancels();
+    expect(sent).toHaveLength(1);
+  });
+
+  it('sends one results signal per run per commit group, after the commit; none in one process', async () => {
+    const shared = setup(new SharedSignals());
+    const signalled: string[] = [];
+    shared.signals.subscribe('results', (s) => signalled.push(s.run_id));
+    const { run } = shared.start('r1');
+    shared.runs.holding = true;
+    ingest(shared.lifecycle, run, 'message.delta', 1, { chunk: { content: 'a' } });
+    ingest(shared.lifecycle, run, 'message.delta', 2, { chunk: { content: 'b' } });
+    await flush();
+    await new Promise((r) => setImmediate(r));
+    expect(signalled).toEqual([]); // nothing committed yet
+    shared.runs.release();
+    await flush();
+    await new Promise((r) => setImmediate(r));
+    expect(signalled).toEqual(['r1']);
+
+    const alone = setup();
+    const none: string[] = [];
+    alone.signals.subscribe('results', (s) => none.push(s.run_id));
+    const one = alone.start('r1');
+    ingest(alone.lifecycle, one.run, 'message.delta', 1, { chunk: { content: 'a' } });
+    await flush();
+    await new Promise((r) => setImmediate(r));
+    expect(none).toEqual([]);
   });
 });

@@ -11,7 +11,9 @@ import { ActiveRun, type ActiveRunView, type RunEnding } from './active-run';
 import { assistantMessageAtEnd, effectsOf } from './result-effects';
 import { verdictOutcome, verdictResult, type HostVerdict } from './run-outcome';
 import { RunStreamBus, type ResultView } from './run-stream.bus';
-import { SIGNAL_PORT, type SignalPort } from './concurrency/signal-port';
+import { SIGNAL_PORT, nextSignal, type SignalPort } from './concurrency/signal-port';
+import { CommitSignals } from './database-follows';
+import { isTerminal } from '@libs/protocol';
 import { telemetry } from '@libs/telemetry';
 
 function resultRow(r: ResultView): NewResult {
@@ -20,6 +22,9 @@ function resultRow(r: ResultView): NewResult {
 
 /** A run started without a plan: the protocol's default surface and the default policy. */
 const DEFAULT_DELIVERY = deliveryPlan(deliveryPolicySchema.parse({}), deliveryContextOf(undefined));
+
+/** Beyond the cancel grace and two poll periods, how long a cancel at a non-owner waits for the run's end. */
+const CANCEL_ANSWER_MARGIN_MS = 5000;
 
 const PERSISTENCE_FAILED: HostVerdict = {
   status: 'failed',
@@ -39,6 +44,13 @@ const PERSISTENCE_FAILED: HostVerdict = {
 export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('RunLifecycle');
   private unsubscribe?: () => void;
+  /**
+   * On a shared bus: the `results` signal after each commit of a run's rows, coalesced, for its
+   * readers in other processes (docs/scale-out.md#everything-from-anywhere); null in one process.
+   */
+  private readonly commits: CommitSignals | null;
+  private cancelPoll?: NodeJS.Timeout;
+  private pollingCancels = false;
 
   constructor(
     private readonly runs: RunsRepository,
@@ -49,7 +61,17 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
     private readonly transcript: TranscriptService,
     private readonly deliveries: DeliveryService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.commits =
+      signals.pollMs === undefined
+        ? null
+        : new CommitSignals((runId) => this.signals.publish({ kind: 'results', run_id: runId }));
+  }
+
+  /** Rows of the run were committed: readers following it from another process read them. */
+  private committed(runId: string): void {
+    this.commits?.committed(runId);
+  }
 
   /**
    * Interrupt (docs/conversations-and-steering.md#concurrency-policies): a cancel signal goes
@@ -67,10 +89,85 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
         );
       }
     });
+    // The poll behind the cancel signal: a cancel requested at another process whose signal was lost.
+    if (this.signals.pollMs !== undefined) {
+      this.cancelPoll = setInterval(() => void this.pollCancels(), this.signals.pollMs);
+      this.cancelPoll.unref();
+    }
   }
 
   onModuleDestroy(): void {
     this.unsubscribe?.();
+    clearInterval(this.cancelPoll);
+  }
+
+  /**
+   * Reads the cancel requests of the runs active here (`cancel_requested_at`, written by any
+   * process) and cancels those not cancelling yet: one query per poll tick, only when runs are active.
+   */
+  async pollCancels(): Promise<void> {
+    const ids = this.active
+      .all()
+      .filter((r) => !r.ended && !r.cancel_requested)
+      .map((r) => r.run_id);
+    if (this.pollingCancels || ids.length === 0) {
+      return;
+    }
+    this.pollingCancels = true;
+    try {
+      for (const runId of await this.runs.cancelRequestedAmong(ids)) {
+        const run = this.active.get(runId);
+        if (run && !run.ended && !run.cancel_requested) {
+          this.logger.log({ run_id: runId, msg: 'cancel request read from the database (its signal was lost)' });
+          void this.cancel(run, 'cancelled by request').catch((e: unknown) =>
+            this.logger.error({ run_id: runId, msg: `cancel failed: ${e instanceof Error ? e.message : String(e)}` }),
+          );
+        }
+      }
+    } catch (e) {
+      this.logger.warn({ msg: `reading cancel requests: ${e instanceof Error ? e.message : String(e)}` });
+    } finally {
+      this.pollingCancels = false;
+    }
+  }
+
+  /**
+   * Cancel of a run owned by another process (docs/scale-out.md#everything-from-anywhere): the
+   * request is written (the owner's poll reads it), then signalled (the owner acts at once);
+   * resolves once the run ended — the owner's cancel grace, then it ends regardless — or after
+   * that grace and two poll periods more (an owner that died leaves its run to the sweep).
+   */
+  async cancelElsewhere(runId: string, reason: string): Promise<void> {
+    await this.runs.markCancelRequested(runId, Date.now());
+    this.signals.publish({ kind: 'cancel', run_id: runId, reason });
+    const pollMs = this.signals.pollMs ?? this.config.cluster.pollMs;
+    const until = Date.now() + this.config.runs.cancelGraceMs + 2 * pollMs + CANCEL_ANSWER_MARGIN_MS;
+    for (;;) {
+      const remaining = until - Date.now();
+      // Subscribed before the read: the end's signal between the read and the wait is not missed.
+      const waiter = remaining > 0 ? nextSignal(this.signals, 'results', (s) => s.run_id === runId, remaining) : null;
+      const status = await this.runs.status(runId);
+      if (status === null || isTerminal(status) || !waiter || !(await waiter.promise)) {
+        waiter?.cancel();
+        return;
+      }
+    }
+  }
+
+  /** The interrupt policy's cancel (docs/conversations-and-steering.md#concurrency-policies), wherever the run is active. */
+  interrupt(runId: string, reason: string): void {
+    if (!this.active.get(runId) && this.signals.pollMs !== undefined) {
+      // Active in another process: written too, so that its poll finds it if the signal is lost.
+      void this.runs
+        .markCancelRequested(runId, Date.now())
+        .catch((e: unknown) =>
+          this.logger.error({
+            run_id: runId,
+            msg: `interrupt not recorded: ${e instanceof Error ? e.message : String(e)}`,
+          }),
+        );
+    }
+    this.signals.publish({ kind: 'cancel', run_id: runId, reason });
   }
 
   /**
@@ -99,6 +196,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
         null,
         outbox,
       );
+      this.committed(row.run_id);
       this.logger.warn({
         run_id: row.run_id,
         msg: `run interrupted by a host restart${released ? `; ${released} steering item(s) re-dispatched` : ''}`,
@@ -131,6 +229,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
   endedWaiting(terminal: ResultView): void {
     this.bus.publish(terminal);
     this.bus.end(terminal.run_id);
+    this.committed(terminal.run_id);
   }
 
   /** Registers a dispatched run (its state machine arms its deadline) and opens its results channel. */
@@ -147,7 +246,16 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
     );
     this.active.add(run);
     this.bus.open(run_id);
-    const host = { run_id, agent_id: agent.agent_id, enqueue: (step: () => Promise<void>) => this.enqueue(run, step) };
+    const host = {
+      run_id,
+      agent_id: agent.agent_id,
+      // Delivery's own writes (a coalesced edit come due): its followers elsewhere are woken too.
+      enqueue: (step: () => Promise<void>) =>
+        this.enqueue(run, async () => {
+          await step();
+          this.committed(run_id);
+        }),
+    };
     run.attachDelivery(this.deliveries.open(host, delivery));
     return run;
   }
@@ -181,6 +289,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
       telemetry.tracing.resultsCommitted(run.run_id, row.sequence);
       this.bus.publish(row);
       this.deliveries.published(ops, run.delivery?.plan ?? null);
+      this.committed(run.run_id);
     });
   }
 
@@ -253,6 +362,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
         });
         this.bus.publish(terminal);
         this.deliveries.published(ops, run.delivery?.plan ?? null);
+        this.committed(run.run_id);
         this.logger.log({
           run_id: run.run_id,
           msg: `run ${outcome.status}${outcome.error_code ? ` (${outcome.error_code})` : ''}`,

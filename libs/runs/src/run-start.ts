@@ -131,6 +131,11 @@ export class RunStarter {
     return this.active.steerableIn(conversationKey) ?? (starting?.steerable ? starting.run_id : null);
   }
 
+  /** Whether the run is active in this process, or being started here for the conversation. */
+  isHere(runId: string, conversationKey: string): boolean {
+    return this.active.get(runId) !== undefined || this.starting.get(conversationKey)?.run_id === runId;
+  }
+
   /**
    * Registers the run as active and sends it to the runner — only on the session it was
    * prepared for: a runner that went meanwhile fails it `runner.disconnected`. `eventSeq`: the

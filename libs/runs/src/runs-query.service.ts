@@ -8,6 +8,7 @@ import { RunLifecycleService } from './run-lifecycle.service';
 import { DeliveryBus, OutboxStore, type DeliveryOp } from '@libs/delivery';
 import type { StreamSource } from '@libs/streams';
 import { RESULT_EVENTS, RunStreamBus, type ResultView } from './run-stream.bus';
+import { RunFollowsService } from './run-follows.service';
 import { runView, type RunView } from './run-view';
 
 /** Reading runs and their result streams; cancelling them. */
@@ -25,6 +26,7 @@ export class RunsQueryService {
     private readonly outbox: OutboxStore,
     private readonly models: ModelsRepository,
     private readonly dispatcher: ConversationDispatcher,
+    private readonly follows: RunFollowsService,
   ) {}
 
   async get(runId: string): Promise<RunView> {
@@ -75,14 +77,20 @@ export class RunsQueryService {
       return this.get(runId);
     }
     const active = this.active.get(runId);
-    if (isTerminal(run.status) || !active) {
-      throw new DomainError('conflict', `run ${runId} has already ended (${run.status})`, {
-        run_id: runId,
-        status: run.status,
-      });
+    if (active) {
+      await this.lifecycle.cancel(active, reason);
+      return this.get(runId);
     }
-    await this.lifecycle.cancel(active, reason);
-    return this.get(runId);
+    // Owned by another process (docs/scale-out.md#everything-from-anywhere): the request is
+    // written and signalled; the answer comes once the run ended there, as it does here.
+    if (!isTerminal(run.status) && this.follows.shared) {
+      await this.lifecycle.cancelElsewhere(runId, reason);
+      return this.get(runId);
+    }
+    throw new DomainError('conflict', `run ${runId} has already ended (${run.status})`, {
+      run_id: runId,
+      status: run.status,
+    });
   }
 
   /**
@@ -120,11 +128,15 @@ export class RunsQueryService {
    * then live ones as they are accepted; its last item is the terminal result. Works during and
    * after the run.
    */
-  async results(runId: string): Promise<StreamSource<ResultView>> {
-    await this.lifecycle.followWaiting(runId);
+  async results(runId: string, after = 0): Promise<StreamSource<ResultView>> {
+    const fromDatabase = await this.followsFromDatabase(runId);
+    if (!fromDatabase) {
+      await this.lifecycle.followWaiting(runId);
+    }
     return {
       ...RESULT_EVENTS,
-      follow: () => this.bus.follow(runId),
+      // Active here: the owner's channel; anywhere else: followed from the database.
+      follow: () => (fromDatabase ? this.follows.results(runId, after) : this.bus.follow(runId)),
       // The stored rows as they are (a StoredResult is a ResultView): readers replaying the same
       // rows share them, and so their SSE frames (RunsRepository.resultsAfter).
       page: (cursor: number, limit: number): Promise<ResultView[]> => this.runs.resultsAfter(runId, cursor, limit),
@@ -132,12 +144,22 @@ export class RunsQueryService {
   }
 
   /**
+   * On a shared bus, a run not active in this process is followed from the database while it is
+   * queued or running — wherever it runs or will start (a run queued here may be dispatched by the
+   * process holding its runner): docs/scale-out.md#everything-from-anywhere-reads-cancel-steering.
+   */
+  private async followsFromDatabase(runId: string): Promise<boolean> {
+    return this.active.get(runId) === undefined && (await this.follows.followsFromDatabase(runId));
+  }
+
+  /**
    * The run's delivery ops as a stream (`id` the op's sequence, `event` its type, `data` the op):
    * committed ones first, then live ones; it ends once the run ended and its last op was sent.
    */
-  deliveryOps(runId: string): StreamSource<DeliveryOp> {
+  async deliveryOps(runId: string, after = 0): Promise<StreamSource<DeliveryOp>> {
+    const fromDatabase = await this.followsFromDatabase(runId);
     return {
-      follow: () => this.deliveryBus.follow(runId),
+      follow: () => (fromDatabase ? this.follows.deliveries(runId, after) : this.deliveryBus.follow(runId)),
       page: (cursor: number, limit: number) => this.outbox.after(runId, cursor, limit),
       event: (op: DeliveryOp) => ({ id: op.sequence, event: op.op, data: op }),
       isLast: () => false,

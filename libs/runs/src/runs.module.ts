@@ -16,6 +16,7 @@ import { ResultIngestService } from './result-ingest.service';
 import { RunLifecycleService } from './run-lifecycle.service';
 import { RunStreamBus } from './run-stream.bus';
 import { RunsQueryService } from './runs-query.service';
+import { RunFollowsService } from './run-follows.service';
 import { ToolTelemetryForwarder } from './tool-telemetry';
 import { RunStarter } from './run-start';
 import { ConversationDispatcher } from './concurrency/conversation-dispatcher';
@@ -48,6 +49,7 @@ import { WorkspaceQuotaGate } from './workspace-quotas';
     InteractionsService,
     AdmissionService,
     RunsQueryService,
+    RunFollowsService,
     ToolTelemetryForwarder,
     RunStarter,
     ConversationDispatcher,

@@ -81,7 +81,7 @@ export class RunsController {
     @Req() req: AuthenticatedRequest,
   ): Promise<StreamTokenDto> {
     await this.runs.assertExists(runId);
-    const minted = this.streamTokens.mint(runId, req.principal!);
+    const minted = await this.streamTokens.mint(runId, req.principal!);
     return {
       token: minted.token,
       run_id: runId,

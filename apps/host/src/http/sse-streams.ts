@@ -125,8 +125,8 @@ export class SseStreams implements BeforeApplicationShutdown {
     };
     const streamed =
       kind === 'results'
-        ? this.runs.results(runId).then((source) => new SseWriter(res, after, source, limits).run())
-        : new SseWriter(res, after, this.runs.deliveryOps(runId), limits).run();
+        ? this.runs.results(runId, after).then((source) => new SseWriter(res, after, source, limits).run())
+        : this.runs.deliveryOps(runId, after).then((source) => new SseWriter(res, after, source, limits).run());
     const end = await streamed.finally(() => {
       release();
       this.open.delete(res);

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { In, LessThan, Repository, type FindOptionsWhere } from 'typeorm';
+import { In, IsNull, LessThan, Not, Repository, type FindOptionsWhere } from 'typeorm';
 import type { RunStatus } from '@libs/protocol';
 import { EventEntity, RunEntity, type JsonObject } from '../entities';
 import { joinSnapshot, SNAPSHOT_SQL } from '../hot/snapshot-rows';
@@ -180,6 +180,23 @@ export class RunsRepository {
 
   markCancelRequested(runId: string, at: number): Promise<void> {
     return this.hot.write(() => cancelRequestedUnit(runId, at));
+  }
+
+  /**
+   * Of these runs, the running ones with a cancel request (written by any process): the poll
+   * behind the `cancel` signal (docs/scale-out.md#everything-from-anywhere). Read in chunks.
+   */
+  async cancelRequestedAmong(runIds: readonly string[]): Promise<string[]> {
+    const found: string[] = [];
+    for (let i = 0; i < runIds.length; i += 500) {
+      const chunk = runIds.slice(i, i + 500);
+      const rows = await this.runs.find({
+        select: { run_id: true },
+        where: { run_id: In(chunk), status: 'running', cancel_requested_at: Not(IsNull()) },
+      });
+      found.push(...rows.map((r) => r.run_id));
+    }
+    return found;
   }
 
   async listActive(): Promise<RunEntity[]> {

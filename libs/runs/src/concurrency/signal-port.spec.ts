@@ -133,6 +133,7 @@ describe('encodeSignal / decodeSignal', () => {
       { kind: 'steering', run_id: 'r1' },
       { kind: 'conversation', key: 'k' },
       { kind: 'cancel', run_id: 'r2', reason: 'why' },
+      { kind: 'results', run_id: 'r3' },
     ];
     for (const s of signals) {
       expect(encodeSignal(s)).not.toContain('"kind"');

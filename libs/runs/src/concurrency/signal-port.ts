@@ -14,7 +14,12 @@ export type Signal =
   /** A conversation may start its next waiting run (a run ended, an event was queued). */
   | { kind: 'conversation'; key: string }
   /** Interrupt: cancel this run through the real cancel path. */
-  | { kind: 'cancel'; run_id: string; reason: string };
+  | { kind: 'cancel'; run_id: string; reason: string }
+  /**
+   * The run's owner committed rows of the run (results, delivery ops): readers following it from
+   * the database in other processes read after their cursor (at most one per run per commit group).
+   */
+  | { kind: 'results'; run_id: string };
 
 export type SignalKind = Signal['kind'];
 export type SignalOf<K extends SignalKind> = Extract<Signal, { kind: K }>;
@@ -32,7 +37,7 @@ export interface SignalPort {
 
 export const SIGNAL_PORT = Symbol('SIGNAL_PORT');
 
-const KINDS: readonly SignalKind[] = ['steering', 'conversation', 'cancel'];
+const KINDS: readonly SignalKind[] = ['steering', 'conversation', 'cancel', 'results'];
 /** Longest text field a signal carries across processes (ids, keys, a short reason). */
 const MAX_FIELD_CHARS = 512;
 
@@ -122,7 +127,7 @@ export function decodeSignal<K extends SignalKind>(kind: K, payload: string): Si
   };
   let built: Signal | null = null;
   const runId = text('run_id');
-  if (kind === 'steering' && runId) {
+  if ((kind === 'steering' || kind === 'results') && runId) {
     built = { kind, run_id: runId };
   } else if (kind === 'conversation' && text('key')) {
     built = { kind, key: text('key')! };
