@@ -69,6 +69,7 @@ function allTables(ds: DataSource, applied = MIGRATIONS.length): string[] {
     ...(applied >= 13 ? ['snapshots'] : []),
     ...(applied >= 14 && sqlite ? ['fts_watermarks'] : []),
     ...(applied >= 15 ? ['host_processes'] : []),
+    ...(applied >= 16 ? ['delivery_senders'] : []),
     'migrations',
   ].sort();
 }
@@ -136,6 +137,11 @@ const INTERACTION_INDEXES: Array<[string, string, boolean, string[]]> = [
   ['interactions', 'idx_interactions_status_expiry', false, ['status', 'expires_at']],
 ];
 
+/** The webhook outbox lease (delivery-senders migration): every lease of one process. */
+const SENDER_INDEXES: Array<[string, string, boolean, string[]]> = [
+  ['delivery_senders', 'idx_delivery_senders_process', false, ['process_id']],
+];
+
 const NAMED_INDEXES = [
   ...SCOPE_INDEXES,
   ...INITIAL_INDEXES,
@@ -145,6 +151,7 @@ const NAMED_INDEXES = [
   ...DELIVERY_INDEXES,
   ...RETENTION_INDEXES,
   ...INTERACTION_INDEXES,
+  ...SENDER_INDEXES,
 ];
 
 /** The tables with full-text search: the transcript (second migration), knowledge chunks (third). */
