@@ -201,7 +201,7 @@ describe.each(PERSISTENT_DIALECTS)('webhook outbox lease on %s', (name, factory)
       [4, 6],
     ]) {
       for (const runId of runs) {
-        const ops = [];
+        const ops: NewOutboxRow[] = [];
         for (let s = from; s <= to; s++) {
           ops.push(op(receiver.url, runId, s));
         }

@@ -87,7 +87,9 @@ function setup(opts: {
       return Promise.resolve();
     },
   } as unknown as WorkspaceQuotaGate;
-  const service = new AdmissionService(catalog, runs, steering, runners, starter, lifecycle, signals, quotas);
+  const service = new AdmissionService(catalog, runs, steering, runners, starter, lifecycle, signals, quotas, {
+    draining: false,
+  });
   return { service, log, submitted };
 }
 
