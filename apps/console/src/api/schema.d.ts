@@ -1488,6 +1488,11 @@ export interface components {
             database: "ok" | "unreachable";
             /** @enum {string} */
             grpc: "ok" | "not listening";
+            /**
+             * @description draining: the process is shutting down and admits nothing new (docs/deployment.md)
+             * @enum {string}
+             */
+            process: "ok" | "draining";
         };
         WalDetailsDto: {
             /** @description Size of the SQLite write-ahead log */
