@@ -2537,7 +2537,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description Runner not connected (recorded; retryable) */
+            /** @description Runner not connected (recorded; retryable); or this process is shutting down (details.reason = host.draining, Retry-After; nothing recorded: send it again) */
             503: {
                 headers: {
                     [name: string]: unknown;
