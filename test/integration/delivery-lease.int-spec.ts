@@ -39,6 +39,9 @@ function config(): AppConfig {
       allowPrivate: true,
     },
     secret: (name: string) => (name === SECRET_ENV ? 'lease-secret' : null),
+    // Two processes on one database, also on the SQLite file: not the SQLite boot take-back of a
+    // single host (the worker frees other processes' leases at boot only on SQLite).
+    database: { type: 'postgres', url: 'postgres://unused' },
   } as unknown as AppConfig;
 }
 
@@ -154,10 +157,10 @@ describe.each(PERSISTENT_DIALECTS)('webhook outbox lease on %s', (name, factory)
   let receiver: Receiver;
   const workers: WebhookWorker[] = [];
 
-  const worker = (hot: HotStore, id: string): WebhookWorker => {
-    const w = new WebhookWorker(hot, config(), { id });
+  const worker = (hot: HotStore, id: string, cfg: AppConfig = config()): WebhookWorker => {
+    const w = new WebhookWorker(hot, cfg, { id });
     workers.push(w);
-    w.onApplicationBootstrap();
+    void w.onApplicationBootstrap();
     return w;
   };
 
@@ -275,5 +278,24 @@ describe.each(PERSISTENT_DIALECTS)('webhook outbox lease on %s', (name, factory)
     b.wake();
     await until('p2 delivered the run', async () => (await states('h')).every((s) => s.endsWith(':delivered')));
     expect(receiver.sequencesOf('h')).toEqual([1, 1, 2]);
+  });
+
+  it('at boot SQLite takes back a killed predecessor\'s leases (one process per file); PostgreSQL waits for its row to go', async () => {
+    await hotA.write(() => outboxUnit([1, 2].map((s) => op(receiver.url, 'k', s))));
+    // p1 claimed the run and was killed: its row is still there (not yet declared dead).
+    expect((await hotA.write(() => claimSenderUnit('k', 'p1', Date.now())))?.sequence).toBe(1);
+    await modA.get(HostProcessesRepository).register(registration('p3'));
+    const single = { ...config(), database: db.config } as AppConfig;
+    const w = new WebhookWorker(hotA, single, { id: 'p3' });
+    workers.push(w);
+    await w.onApplicationBootstrap();
+    if (name === 'sqlite') {
+      await until('p3 delivered the run', async () => (await states('k')).every((s) => s.endsWith(':delivered')));
+      expect(receiver.sequencesOf('k')).toEqual([1, 2]);
+    } else {
+      // PostgreSQL: other processes may be alive; p1's lease holds until its row is gone.
+      expect(await hotA.read(senderOfUnit('k'))).toBe('p1');
+      expect(await hotA.write(() => claimSenderUnit('k', 'p3', Date.now()))).toBeNull();
+    }
   });
 });

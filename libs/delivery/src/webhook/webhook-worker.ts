@@ -7,6 +7,7 @@ import {
   HotStore,
   oldestPendingWebhookUnit,
   pendingHeadsUnit,
+  releaseOtherSendersUnit,
   releaseSendersUnit,
   sweepSendersUnit,
   type Unit,
@@ -89,8 +90,17 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
     });
   }
 
-  onApplicationBootstrap(): void {
+  async onApplicationBootstrap(): Promise<void> {
     this.stopped = false;
+    if (this.config.database.type === 'sqlite') {
+      // One host process per SQLite file (the file lock): leases of any other process are a killed
+      // predecessor's; its runs are taken over now, not after its registry row expires.
+      const me = this.process.id;
+      const freed = await this.hot.write(() => releaseOtherSendersUnit(me));
+      if (freed > 0) {
+        this.logger.warn({ msg: `${freed} webhook lease(s) of an earlier process taken back at boot` });
+      }
+    }
     this.wake(); // ops left pending by an earlier process
   }
 

@@ -51,6 +51,8 @@ export const SENDER_SQL = {
     `DELETE FROM "delivery_senders" WHERE "run_id" = ? AND "process_id" = ? AND NOT EXISTS (
        SELECT 1 FROM "delivery_outbox" AS o WHERE o."run_id" = ? AND o."webhook_state" = 'pending')`,
   ),
+  /** Every lease not of this process (SQLite at boot: the file lock makes every other process dead). */
+  releaseOthers: stmt('sender_release_others', `DELETE FROM "delivery_senders" WHERE "process_id" <> ?`),
   /** Hands back every lease of a process (a clean stop: the others take its runs at once). */
   releaseAll: stmt('sender_release_all', `DELETE FROM "delivery_senders" WHERE "process_id" = ?`),
   /** Leases of dead processes whose runs have nothing pending (no one would ever claim them again). */
@@ -103,6 +105,15 @@ export function* fencedSenderUnit<T>(
 /** Hands back every lease `processId` holds; how many. */
 export function* releaseSendersUnit(processId: string): Unit<number> {
   return yield* exec(SENDER_SQL.releaseAll, [processId]);
+}
+
+/**
+ * Deletes every lease held by another process than `processId`: only where no other process can
+ * be alive (SQLite, whose file lock admits one host process), so that the runs a killed
+ * predecessor was sending are taken over at boot instead of after its registry row expires.
+ */
+export function* releaseOtherSendersUnit(processId: string): Unit<number> {
+  return yield* exec(SENDER_SQL.releaseOthers, [processId]);
 }
 
 /** Deletes leases of dead processes over runs with nothing pending; how many. */
