@@ -285,7 +285,7 @@ describe.each(PERSISTENT_DIALECTS)('webhook outbox lease on %s', (name, factory)
     // p1 claimed the run and was killed: its row is still there (not yet declared dead).
     expect((await hotA.write(() => claimSenderUnit('k', 'p1', Date.now())))?.sequence).toBe(1);
     await modA.get(HostProcessesRepository).register(registration('p3'));
-    const single = { ...config(), database: db.config } as AppConfig;
+    const single: AppConfig = { ...config(), database: db.config };
     const w = new WebhookWorker(hotA, single, { id: 'p3' });
     workers.push(w);
     await w.onApplicationBootstrap();
