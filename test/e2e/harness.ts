@@ -160,6 +160,8 @@ export class Host {
       ADMIN_API_KEY: ADMIN_KEY,
       LOG_LEVEL: 'info',
       CANCEL_GRACE_MS: '1000',
+      // Teardowns stop hosts with SIGTERM: runs still active end `interrupted` after 1 s (graceful-shutdown tests set their own).
+      SHUTDOWN_GRACE_MS: '1000',
       METRICS_PORT: String(metricsPort),
       ...(url ? { DATABASE_URL: url } : {}),
       ...this.extraEnv,

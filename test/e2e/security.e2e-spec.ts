@@ -326,7 +326,7 @@ describe('security over real HTTP and gRPC', () => {
       };
       expect(await ready()).toMatchObject({
         status: 200,
-        body: { status: 'ok', checks: { database: 'ok', grpc: 'ok' } },
+        body: { status: 'ok', checks: { database: 'ok', grpc: 'ok', process: 'ok' } },
       });
       const url = await db.url();
       if (!url) {
@@ -342,7 +342,7 @@ describe('security over real HTTP and gRPC', () => {
           const r = await ready();
           return r.status === 503 ? r : null;
         });
-        expect(down.body).toEqual({ status: 'unavailable', checks: { database: 'unreachable', grpc: 'ok' } });
+        expect(down.body).toEqual({ status: 'unavailable', checks: { database: 'unreachable', grpc: 'ok', process: 'ok' } });
         // The details are in the host's log (written asynchronously).
         await waitFor('the logged reason', () =>
           Promise.resolve(host.proc.logs().includes('readiness: database check failed')),

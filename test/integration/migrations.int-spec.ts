@@ -70,7 +70,8 @@ function allTables(ds: DataSource, applied = MIGRATIONS.length): string[] {
     ...(applied >= 14 && sqlite ? ['fts_watermarks'] : []),
     ...(applied >= 15 ? ['host_processes'] : []),
     ...(applied >= 16 ? ['runner_presence'] : []),
-    ...(applied >= 17 ? ['catalog_version'] : []),
+    ...(applied >= 17 ? ['delivery_senders'] : []),
+    ...(applied >= 18 ? ['catalog_version'] : []),
     'migrations',
   ].sort();
 }
@@ -143,6 +144,11 @@ const PRESENCE_INDEXES: Array<[string, string, boolean, string[]]> = [
   ['runner_presence', 'idx_runner_presence_process', false, ['process_id']],
 ];
 
+/** The webhook outbox lease (delivery-senders migration): every lease of one process. */
+const SENDER_INDEXES: Array<[string, string, boolean, string[]]> = [
+  ['delivery_senders', 'idx_delivery_senders_process', false, ['process_id']],
+];
+
 const NAMED_INDEXES = [
   ...SCOPE_INDEXES,
   ...INITIAL_INDEXES,
@@ -153,6 +159,7 @@ const NAMED_INDEXES = [
   ...RETENTION_INDEXES,
   ...INTERACTION_INDEXES,
   ...PRESENCE_INDEXES,
+  ...SENDER_INDEXES,
 ];
 
 /** The tables with full-text search: the transcript (second migration), knowledge chunks (third). */

@@ -4,6 +4,7 @@ import { AgentsModule } from '@libs/agents';
 import { AuthModule, OWNER_LOOKUP } from '@libs/auth';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { AuthzModule } from '@libs/authz';
+import { ClusterModule } from '@libs/cluster';
 import { ConversationsModule } from '@libs/conversations';
 import { DeliveryModule } from '@libs/delivery';
 import { HostApiModule } from '@libs/host-api';
@@ -66,6 +67,7 @@ export class HostModule {
       imports: [
         ConfigModule.of(config),
         PersistenceModule.forRoot(),
+        ClusterModule,
         RouteOwnersModule,
         AuthModule,
         RunnerGatewayModule,

@@ -10,7 +10,9 @@ import { ProcessRegistry } from '@libs/cluster';
 import { ConfigError, loadConfig, type AppConfig } from '@libs/config';
 import { LOADER_OPTIONS, protoPath } from '@libs/proto';
 import { HostApiGrpc, grpcMessageLimit, serveHostApi } from '@libs/host-api';
-import { tolerateMalformedRequests } from '@libs/runner-gateway';
+import { WebhookWorker } from '@libs/delivery';
+import { RunnerConnections, tolerateMalformedRequests } from '@libs/runner-gateway';
+import { RunsDrain } from '@libs/runs';
 import { DatabaseLock, DatabaseLockedError } from '@libs/persistence';
 import { telemetry, tracingRequested } from '@libs/telemetry';
 import { boundGrpcPort } from './edge/grpc-bound-port';
@@ -20,6 +22,7 @@ import { validationPipe } from './filters/validation';
 import { GrpcServerState } from './grpc-server-state';
 import { HostModule } from './host.module';
 import { JsonLogger } from './logging/json-logger';
+import { GracefulShutdown } from './shutdown/graceful-shutdown';
 import { setupOpenApi } from './openapi/openapi';
 
 function configOrExit(): AppConfig {
@@ -64,21 +67,50 @@ function grpcCredentials(config: AppConfig): grpc.ServerCredentials {
 }
 
 /**
- * SIGTERM and SIGINT always end the process: Nest's shutdown hooks close the app, and should one
- * of them not finish within the deadline (twice the cancel grace, at least 10 s) the process
- * exits with status 1 all the same. The timer does not keep the process alive.
+ * SIGTERM and SIGINT always end the process: the graceful shutdown runs (below), and should it
+ * not finish within the deadline — SHUTDOWN_GRACE_MS plus max(10 s, 2 × CANCEL_GRACE_MS) after
+ * the first signal, max(10 s, 2 × CANCEL_GRACE_MS) after a second one — the process exits with
+ * status 1 all the same. The timers do not keep the process alive.
  */
 function exitDeadline(config: AppConfig): void {
-  const deadlineMs = Math.max(10_000, 2 * config.runs.cancelGraceMs);
+  const closeMs = Math.max(10_000, 2 * config.runs.cancelGraceMs);
+  let signals = 0;
   const arm = (signal: NodeJS.Signals) => {
+    const deadlineMs = (signals++ === 0 ? config.runs.shutdownGraceMs : 0) + closeMs;
     setTimeout(() => {
       process.stderr.write(`runner-host: shutdown after ${signal} did not finish in ${deadlineMs} ms; exiting\n`);
       process.exit(1);
     }, deadlineMs).unref();
   };
-  process.once('SIGTERM', arm);
-  process.once('SIGINT', arm);
+  process.on('SIGTERM', arm);
+  process.on('SIGINT', arm);
 }
+
+/**
+ * SIGTERM / SIGINT start the graceful shutdown (docs/deployment.md#graceful-shutdown); a second
+ * one cuts its grace short. The process exits 0 once it is over.
+ */
+function gracefulShutdown(app: NestFastifyApplication, config: AppConfig, logger: JsonLogger): void {
+  const shutdown = new GracefulShutdown(
+    {
+      registry: app.get(ProcessRegistry),
+      runs: app.get(RunsDrain),
+      runners: app.get(RunnerConnections),
+      webhooks: app.get(WebhookWorker),
+      close: () => app.close(),
+      log: (level, msg) => logger[level](msg),
+    },
+    config.runs.shutdownGraceMs,
+  );
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      void shutdown.signal(signal).then(() => process.exit(0));
+    });
+  }
+}
+
+/** Nest's shutdown hooks for the other signals (SIGTERM and SIGINT drain first: gracefulShutdown). */
+const OTHER_SHUTDOWN_SIGNALS = ['SIGHUP', 'SIGQUIT', 'SIGUSR2'];
 
 /** Module-level: the lock lives as long as the process. */
 let databaseLock: DatabaseLock | null = null;
@@ -102,8 +134,9 @@ async function bootstrap(): Promise<void> {
     bodyParser: false, // the adapter registers the API's own body parsers
   });
   app.useGlobalPipes(validationPipe());
-  app.enableShutdownHooks();
+  app.enableShutdownHooks(OTHER_SHUTDOWN_SIGNALS);
   exitDeadline(config);
+  gracefulShutdown(app, config, logger);
 
   setupOpenApi(app);
 

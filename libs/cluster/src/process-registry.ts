@@ -37,6 +37,8 @@ export class ProcessRegistry implements OnApplicationBootstrap, BeforeApplicatio
   private readonly running = new Map<'heartbeat' | 'sweep', Promise<void>>();
   private readonly deadListeners = new Set<DeadProcessListener>();
   private readonly replacedListeners = new Set<(oldId: string, newId: string) => void>();
+  /** Set by drain(): this process admits nothing new (docs/deployment.md#graceful-shutdown). */
+  private drainingNow = false;
   /** The bound ports once `advertise` told them; until then the configured ones. */
   private bound: { http: number; grpc: number } | null = null;
 
@@ -120,8 +122,17 @@ export class ProcessRegistry implements OnApplicationBootstrap, BeforeApplicatio
     }
   }
 
-  /** Stops admitting: other processes see `draining` (and route new work elsewhere). */
+  /** True once drain() was called: the process refuses new events and reports not ready. */
+  get draining(): boolean {
+    return this.drainingNow;
+  }
+
+  /**
+   * Stops admitting: `draining` is true at once in this process (admission and readiness read it),
+   * and other processes see `draining` in its row (and route new work elsewhere).
+   */
   async drain(): Promise<void> {
+    this.drainingNow = true;
     if (!(await this.repo.setState(this.currentId, 'draining'))) {
       this.logger.warn({ msg: 'marking draining: this process was already declared dead' });
     }

@@ -7,6 +7,7 @@ describe('loadConfig', () => {
     expect(c.grpc.port).toBe(50051);
     expect(c.database).toEqual({ type: 'sqlite', file: expect.stringMatching(/data\/runner-host\.sqlite$/) });
     expect(c.runs.cancelGraceMs).toBe(5000);
+    expect(c.runs.shutdownGraceMs).toBe(30_000);
     expect(c.runs.maxMessageBytes).toBe(32 * 1024 * 1024);
   });
 
@@ -14,6 +15,14 @@ describe('loadConfig', () => {
     expect(loadConfig({ MAX_MESSAGE_BYTES: '1048576' }).runs.maxMessageBytes).toBe(1048576);
     for (const bad of ['1023', '134217729', '2.5', 'lots']) {
       expect(() => loadConfig({ MAX_MESSAGE_BYTES: bad })).toThrow(/MAX_MESSAGE_BYTES=/);
+    }
+  });
+
+  it('SHUTDOWN_GRACE_MS: an integer from 0 to 3600000', () => {
+    expect(loadConfig({ SHUTDOWN_GRACE_MS: '0' }).runs.shutdownGraceMs).toBe(0);
+    expect(loadConfig({ SHUTDOWN_GRACE_MS: '120000' }).runs.shutdownGraceMs).toBe(120_000);
+    for (const bad of ['-1', '3600001', '2.5', 'soon']) {
+      expect(() => loadConfig({ SHUTDOWN_GRACE_MS: bad })).toThrow(/SHUTDOWN_GRACE_MS=/);
     }
   });
 

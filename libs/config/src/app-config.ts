@@ -28,6 +28,8 @@ export interface AppConfig {
   secretEnv: SecretEnvPolicy;
   runs: {
     cancelGraceMs: number;
+    /** SHUTDOWN_GRACE_MS: after SIGTERM, how long runs in flight may finish before they end `interrupted`. */
+    shutdownGraceMs: number;
     heartbeatIntervalMs: number;
     maxResultBytes: number;
     /** Largest streamed answer (UTF-8 bytes of one message's deltas); past it the run fails `runner.message_too_large`. */
@@ -159,6 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     secretEnv,
     runs: {
       cancelGraceMs: dto.CANCEL_GRACE_MS ?? 5000,
+      shutdownGraceMs: dto.SHUTDOWN_GRACE_MS ?? 30_000,
       heartbeatIntervalMs: dto.HEARTBEAT_INTERVAL_MS ?? 15000,
       maxResultBytes: dto.MAX_RESULT_BYTES ?? 1024 * 1024,
       // 32 MiB: 4,000 deltas of 8 KiB fit, far above any model's answer, small enough that one

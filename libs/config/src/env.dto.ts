@@ -87,6 +87,14 @@ export class EnvDto {
   @Min(0)
   CANCEL_GRACE_MS?: number;
 
+  /** Graceful shutdown (docs/deployment.md#graceful-shutdown): how long runs in flight may finish after SIGTERM. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(3_600_000)
+  SHUTDOWN_GRACE_MS?: number;
+
   @IsOptional()
   @Transform(toInt)
   @IsInt()

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ClusterModule } from '@libs/cluster';
 import { DeliveryAdminService } from './delivery-admin.service';
 import { DeliveryBus } from './delivery-bus';
 import { DeliveryService } from './delivery.service';
@@ -6,7 +7,8 @@ import { OutboxStore } from './outbox-store';
 import { WebhookWorker } from './webhook/webhook-worker';
 
 @Module({
+  imports: [ClusterModule],
   providers: [DeliveryBus, OutboxStore, DeliveryService, DeliveryAdminService, WebhookWorker],
-  exports: [DeliveryBus, OutboxStore, DeliveryService, DeliveryAdminService],
+  exports: [DeliveryBus, OutboxStore, DeliveryService, DeliveryAdminService, WebhookWorker],
 })
 export class DeliveryModule {}

@@ -18,6 +18,7 @@ export {
   type InteractionDeliveryCapabilities,
   type SurfacePreset,
 } from './surfaces';
+export { WebhookWorker, type SenderIdentity } from './webhook/webhook-worker';
 export { WEBHOOK_HEADERS, signature, signedString, verifySignature } from './webhook/signature';
 export { backoffMs } from './webhook/backoff';
 export { isPrivateAddress } from './webhook/address-guard';

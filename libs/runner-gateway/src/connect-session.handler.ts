@@ -61,6 +61,9 @@ export class ConnectSessionHandler {
           if (this.plugins.revisionOf(plugin.plugin_id) !== revision) {
             return fail('unauthenticated', 'invalid plugin token (rotated or removed since the stream opened)');
           }
+          if (!this.connections.accepting) {
+            return fail('unavailable', 'this host process is shutting down: connect to another one');
+          }
           session = this.welcome(plugin, msg.hello, out, fail);
           if (session) {
             pingTimer = this.startPings(session, out, fail);

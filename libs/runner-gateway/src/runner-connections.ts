@@ -44,6 +44,8 @@ export class RunnerConnections {
   /** Plugins that connected before (a later connection counts as a reconnect). */
   private readonly seen = new Set<string>();
   private readonly changeListeners = new Set<(change: ConnectionChange) => void>();
+  /** False once closeAll() ran: the process is shutting down and welcomes no plugin. */
+  private acceptingNow = true;
 
   constructor() {
     telemetry.sample('runner_connections', () => this.byPlugin.size);
@@ -108,6 +110,27 @@ export class RunnerConnections {
       this.detach(session, reason);
       session.close(reason);
     }
+  }
+
+  /** Whether a new Connect stream may be welcomed (false while the process shuts down). */
+  get accepting(): boolean {
+    return this.acceptingNow;
+  }
+
+  /**
+   * Graceful shutdown (docs/deployment.md#graceful-shutdown): closes every live stream with
+   * UNAVAILABLE, which the runner SDKs answer by reconnecting at once (to another process behind
+   * the load balancer), and welcomes no new one. How many streams were closed.
+   */
+  closeAll(reason: string): number {
+    this.acceptingNow = false;
+    const sessions = [...this.byPlugin.values()];
+    for (const session of sessions) {
+      this.logger.log(`closing session ${session.session_id} of plugin ${session.plugin_id}: ${reason}`);
+      this.detach(session, reason);
+      session.close(reason);
+    }
+    return sessions.length;
   }
 
   deliver(session: RunnerSession, result: RunnerResult): void {

@@ -95,7 +95,9 @@ function setup(opts: {
       return Promise.resolve();
     },
   } as unknown as WorkspaceQuotaGate;
-  const service = new AdmissionService(catalog, runs, steering, runners, starter, lifecycle, signals, quotas, presence);
+  const service = new AdmissionService(catalog, runs, steering, runners, starter, lifecycle, signals, quotas, presence, {
+    draining: false,
+  });
   return { service, log, submitted };
 }
 

@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { ProcessRegistry } from '@libs/cluster';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   DEFAULT_WORKSPACE,
@@ -41,6 +42,9 @@ const MAX_PREPARE_ROUNDS = 4;
  * (RunsRepository.admit), then set going what the disposition implies: the run dispatched, a
  * waiting SteeringPull woken, the dispatcher kicked, an interrupted run cancelled.
  */
+/** Retry-After of the 503 a draining process answers (docs/deployment.md#graceful-shutdown). */
+const DRAINING_RETRY_AFTER_MS = 1000;
+
 @Injectable()
 export class AdmissionService {
   private readonly logger = new Logger('Admission');
@@ -55,6 +59,7 @@ export class AdmissionService {
     @Inject(SIGNAL_PORT) private readonly signals: SignalPort,
     private readonly quotas: WorkspaceQuotaGate,
     private readonly presence: RunnerPresence,
+    @Inject(ProcessRegistry) private readonly process: { readonly draining: boolean },
   ) {}
 
   submit(sub: EventSubmission, idempotencyKey: string | null): Promise<Admission> {
@@ -64,6 +69,15 @@ export class AdmissionService {
   }
 
   private async admit(sub: EventSubmission, idempotencyKey: string | null): Promise<Admission> {
+    if (this.process.draining) {
+      // docs/deployment.md#graceful-shutdown: nothing is recorded; the client (or the load
+      // balancer's retry) sends it to another process.
+      throw new DomainError(
+        'unavailable',
+        'this host process is shutting down (draining) and admits no new events: send the event again (another process takes it)',
+        { reason: 'host.draining', retry_after_ms: DRAINING_RETRY_AFTER_MS },
+      );
+    }
     if (
       sub.event.event_type === 'message.received' &&
       !sub.input.text &&

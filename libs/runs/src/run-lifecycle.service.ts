@@ -204,6 +204,41 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
     }
   }
 
+  /**
+   * Graceful shutdown (docs/deployment.md#graceful-shutdown): resolves once no run is active in
+   * this process, or when `signal` aborts (the grace ran out, or a second signal came).
+   */
+  async idle(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      const runs = this.active.all();
+      if (runs.length === 0) {
+        return;
+      }
+      const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+      await Promise.race([Promise.allSettled(runs.map((r) => r.finished)), aborted]);
+    }
+  }
+
+  /**
+   * Graceful shutdown, after the grace: every run still active here ends `interrupted` with its
+   * terminal result (steering items re-queued in the same commit, as crash recovery does), the
+   * runner is told to cancel it; resolves once every end is written. How many were interrupted.
+   */
+  async interruptAll(why: string): Promise<number> {
+    const runs = this.active.all().filter((r) => !r.ended);
+    for (const run of runs) {
+      this.conclude(run, { status: 'interrupted', code: 'host.interrupted', error: why, retryable: true });
+      try {
+        run.session.send({ cancel: { run_id: run.run_id, reason: why } });
+      } catch {
+        // The stream is gone already: the runner has lost the run anyway.
+      }
+      this.logger.warn({ run_id: run.run_id, msg: `run interrupted: ${why}` });
+    }
+    await Promise.allSettled(this.active.all().map((r) => r.finished));
+    return runs.length;
+  }
+
   /** Opens the results channel of a run that waits in its conversation: its readers follow it before it starts. */
   openWaiting(runId: string): void {
     this.bus.open(runId);

@@ -14,6 +14,7 @@ import { AdmissionService } from './admission.service';
 import { AdmissionCatalog } from './admission-catalog';
 import { ResultIngestService } from './result-ingest.service';
 import { RunLifecycleService } from './run-lifecycle.service';
+import { RunsDrain } from './runs-drain';
 import { RunStreamBus } from './run-stream.bus';
 import { RunsQueryService } from './runs-query.service';
 import { RunFollowsService } from './run-follows.service';
@@ -58,8 +59,10 @@ import { WorkspaceQuotaGate } from './workspace-quotas';
     { provide: SIGNAL_PORT, useClass: BusSignals },
     WorkspaceAdmission,
     WorkspaceQuotaGate,
+    RunsDrain,
   ],
   exports: [
+    RunsDrain,
     InteractionsService,
     AdmissionService,
     RunsQueryService,

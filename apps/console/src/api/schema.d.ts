@@ -1488,6 +1488,11 @@ export interface components {
             database: "ok" | "unreachable";
             /** @enum {string} */
             grpc: "ok" | "not listening";
+            /**
+             * @description draining: the process is shutting down and admits nothing new (docs/deployment.md)
+             * @enum {string}
+             */
+            process: "ok" | "draining";
         };
         WalDetailsDto: {
             /** @description Size of the SQLite write-ahead log */
@@ -2532,7 +2537,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description Runner not connected (recorded; retryable) */
+            /** @description Runner not connected (recorded; retryable); or this process is shutting down (details.reason = host.draining, Retry-After; nothing recorded: send it again) */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -45,9 +45,11 @@ export class AllExceptionsFilter implements ExceptionFilter {
       reply.raw.end();
       return;
     }
-    const retryMs = error.code === 'rate_limited' ? error.details.retry_after_ms : undefined;
+    const retryMs =
+      error.code === 'rate_limited' || error.code === 'unavailable' ? error.details.retry_after_ms : undefined;
     if (typeof retryMs === 'number') {
-      // docs/tenancy.md#quotas: a refused quota says when to come back.
+      // docs/tenancy.md#quotas: a refused quota says when to come back; so does a draining process
+      // (docs/deployment.md#graceful-shutdown).
       void reply.header('retry-after', String(Math.max(1, Math.ceil(retryMs / 1000))));
     }
     const send = () => void reply.status(httpStatusOf(error.code)).send({ error });

@@ -61,7 +61,12 @@ export class EventsController {
     description:
       'event_id or key reused with another body; or policy reject while the conversation is busy (details.disposition = rejected, details.run_id)',
   })
-  @ApiResponse({ status: 503, type: ErrorResponseDto, description: 'Runner not connected (recorded; retryable)' })
+  @ApiResponse({
+    status: 503,
+    type: ErrorResponseDto,
+    description:
+      'Runner not connected (recorded; retryable); or this process is shutting down (details.reason = host.draining, Retry-After; nothing recorded: send it again)',
+  })
   async submit(
     // docs/architecture.md#validation: the body's JSON schema, compiled once, names every field at fault.
     @Body(new BodyPipe(submitEventBody)) body: EventSubmission,

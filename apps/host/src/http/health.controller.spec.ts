@@ -9,20 +9,27 @@ import { HealthController } from './health.controller';
 describe('HealthController.ready', () => {
   const DRIVER_TEXT = 'password authentication failed for user "runner" at db.internal:5432 (/var/lib/secret)';
 
-  const answer = async (query: () => Promise<unknown>, wal: ReturnType<HotStore['wal']> = null) => {
+  const answer = async (query: () => Promise<unknown>, wal: ReturnType<HotStore['wal']> = null, draining = false) => {
     const grpc = new GrpcServerState();
     grpc.listening = true;
     let status = 0;
     const res = { status: (s: number) => (status = s) } as unknown as FastifyReply;
     const hot = { wal: () => wal } as unknown as HotStore;
-    const body = await new HealthController({ query } as unknown as DataSource, grpc, hot).ready(res);
+    const body = await new HealthController({ query } as unknown as DataSource, grpc, hot, { draining }).ready(res);
     return { status, body };
   };
 
   it('says ok when the database answers', async () => {
     expect(await answer(() => Promise.resolve([{ 1: 1 }]))).toEqual({
       status: 200,
-      body: { status: 'ok', checks: { database: 'ok', grpc: 'ok' } },
+      body: { status: 'ok', checks: { database: 'ok', grpc: 'ok', process: 'ok' } },
+    });
+  });
+
+  it('fails while the process drains (a load balancer stops routing to it)', async () => {
+    expect(await answer(() => Promise.resolve([{ 1: 1 }]), null, true)).toEqual({
+      status: 503,
+      body: { status: 'unavailable', checks: { database: 'ok', grpc: 'ok', process: 'draining' } },
     });
   });
 
@@ -40,7 +47,7 @@ describe('HealthController.ready', () => {
       const r = await answer(() => Promise.reject(new Error(DRIVER_TEXT)));
       expect(r).toEqual({
         status: 503,
-        body: { status: 'unavailable', checks: { database: 'unreachable', grpc: 'ok' } },
+        body: { status: 'unavailable', checks: { database: 'unreachable', grpc: 'ok', process: 'ok' } },
       });
       expect(JSON.stringify(r)).not.toContain('password');
       expect(logged).toHaveBeenCalledWith(expect.stringContaining(DRIVER_TEXT));

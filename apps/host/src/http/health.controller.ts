@@ -1,9 +1,10 @@
-import { Controller, Get, Logger, Res } from '@nestjs/common';
+import { Controller, Get, Inject, Logger, Res } from '@nestjs/common';
 import { ApiOperation, ApiProperty, ApiPropertyOptional, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { FastifyReply } from 'fastify';
 import type { DataSource } from 'typeorm';
 import { Public } from '@libs/auth';
+import { ProcessRegistry } from '@libs/cluster';
 import { HotStore } from '@libs/persistence';
 import { GrpcServerState } from '../grpc-server-state';
 
@@ -14,6 +15,11 @@ class LivenessDto {
 class ReadinessChecksDto {
   @ApiProperty({ enum: ['ok', 'unreachable'] }) database!: string;
   @ApiProperty({ enum: ['ok', 'not listening'] }) grpc!: string;
+  @ApiProperty({
+    enum: ['ok', 'draining'],
+    description: 'draining: the process is shutting down and admits nothing new (docs/deployment.md)',
+  })
+  process!: string;
 }
 
 class WalDetailsDto {
@@ -41,6 +47,7 @@ export class HealthController {
     @InjectDataSource() private readonly db: DataSource,
     private readonly grpc: GrpcServerState,
     private readonly hot: HotStore,
+    @Inject(ProcessRegistry) private readonly process: { readonly draining: boolean },
   ) {}
 
   @Get('live')
@@ -64,13 +71,14 @@ export class HealthController {
       },
     );
     const grpc = this.grpc.listening ? 'ok' : 'not listening';
-    const ok = database === 'ok' && grpc === 'ok';
+    const process = this.process.draining ? 'draining' : 'ok';
+    const ok = database === 'ok' && grpc === 'ok' && process === 'ok';
     res.status(ok ? 200 : 503);
     // SQLite: the WAL the checkpoint worker keeps small (a growing one means checkpoints cannot keep up).
     const wal = this.hot.wal();
     return {
       status: ok ? 'ok' : 'unavailable',
-      checks: { database, grpc },
+      checks: { database, grpc, process },
       ...(wal
         ? {
             details: {

@@ -143,4 +143,23 @@ describe('EndpointScheduler', () => {
     s.pick(heads('last', 1), Date.now());
     expect(s.view().map((v) => v.endpoint)).toEqual(['last']);
   });
+
+  it('a skipped run (its webhook lease is elsewhere) frees its slot and leaves the breaker alone', () => {
+    const s = new EndpointScheduler(OPTS);
+    expect(ids(s.pick(heads('a', 2), Date.now()))).toEqual(['a-0', 'a-1']);
+    s.skipped('a-0', 'a');
+    expect(s.isRunInflight('a-0')).toBe(false);
+    expect(s.view()[0]).toMatchObject({ state: 'closed', inflight: 1, failures: 0 });
+    // A probe that did not go: still open, and the next look probes again at once.
+    for (let i = 0; i < 3; i++) {
+      s.finished('a-1', 'a', false, Date.now());
+      s.pick(heads('a', 1, 1), Date.now());
+    }
+    jest.advanceTimersByTime(5000);
+    expect(ids(s.pick(heads('a', 1, 5), Date.now()))).toEqual(['a-5']);
+    expect(s.view()[0]).toMatchObject({ state: 'half-open', inflight: 1 });
+    s.skipped('a-5', 'a');
+    expect(s.view()[0]).toMatchObject({ state: 'open', inflight: 0 });
+    expect(ids(s.pick(heads('a', 1, 6), Date.now()))).toEqual(['a-6']);
+  });
 });

@@ -146,6 +146,20 @@ export class EndpointScheduler {
   }
 
   /**
+   * A picked run sent nothing (another process holds its webhook lease, or its head op changed
+   * since the look): its slot is freed and the breaker is left as it was — a probe that did not
+   * go is due again at once.
+   */
+  skipped(runId: string, endpoint: string): void {
+    this.runs.delete(runId);
+    const e = this.endpoint(endpoint);
+    e.inflight = Math.max(0, e.inflight - 1);
+    if (e.state === 'half-open') {
+      e.state = 'open';
+    }
+  }
+
+  /**
    * The earliest time after `now` an open breaker lets its probe go (to wake the worker then), or
    * null. A period already over needs no wake-up: the endpoint's next due op, or the end of an
    * attempt still in flight, wakes the worker anyway.

@@ -9,3 +9,4 @@ export * from './admission-decision';
 export * from './admission-unit';
 export * from './steering-queue-units';
 export { joinSnapshot, splitSnapshot } from './snapshot-rows';
+export * from './sender-units';

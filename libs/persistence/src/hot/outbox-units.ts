@@ -53,6 +53,18 @@ export interface OutboxRow extends Omit<NewOutboxRow, 'webhook_state'> {
 
 const SELECT = `SELECT * FROM "delivery_outbox"`;
 
+/** The webhook worker's queue (below), with an extra condition on the head op `o`. */
+function pendingHeadsSql(extra: string): string {
+  return `SELECT * FROM (
+       SELECT o.*, ROW_NUMBER() OVER (
+         PARTITION BY o."webhook_url" ORDER BY COALESCE(o."next_attempt_at", o."created_at") ASC, o."id" ASC) AS "endpoint_rank"
+       FROM "delivery_outbox" AS o WHERE o."webhook_state" = 'pending' AND o."sequence" = (
+         SELECT MIN(p."sequence") FROM "delivery_outbox" AS p WHERE p."run_id" = o."run_id" AND p."webhook_state" = 'pending')
+       ${extra}
+     ) AS h WHERE h."endpoint_rank" <= ?
+     ORDER BY COALESCE(h."next_attempt_at", h."created_at") ASC, h."id" ASC LIMIT ?`;
+}
+
 export const OUTBOX_SQL = {
   insert: batchableInsert('outbox_insert', 'delivery_outbox', OUTBOX_COLUMNS),
   /** A run's ops after a sequence (the deliveries SSE). */
@@ -62,15 +74,17 @@ export const OUTBOX_SQL = {
    * pushed in order), due soonest first, at most `?` per webhook URL — so one endpoint with many
    * runs cannot hide the heads of the others from the worker's fair scheduling.
    */
-  pendingHeads: stmt(
-    'outbox_pending_heads',
-    `SELECT * FROM (
-       SELECT o.*, ROW_NUMBER() OVER (
-         PARTITION BY o."webhook_url" ORDER BY COALESCE(o."next_attempt_at", o."created_at") ASC, o."id" ASC) AS "endpoint_rank"
-       FROM "delivery_outbox" AS o WHERE o."webhook_state" = 'pending' AND o."sequence" = (
-         SELECT MIN(p."sequence") FROM "delivery_outbox" AS p WHERE p."run_id" = o."run_id" AND p."webhook_state" = 'pending')
-     ) AS h WHERE h."endpoint_rank" <= ?
-     ORDER BY COALESCE(h."next_attempt_at", h."created_at") ASC, h."id" ASC LIMIT ?`,
+  pendingHeads: stmt('outbox_pending_heads', pendingHeadsSql('')),
+  /**
+   * The same queue as one process sees it (docs/scale-out.md#webhook-outbox-lease): without the
+   * runs another live process is sending (their lease is held); free runs, this process's own and
+   * those of dead senders stay in it, to be claimed.
+   */
+  pendingHeadsFor: stmt(
+    'outbox_pending_heads_for',
+    pendingHeadsSql(`AND NOT EXISTS (
+         SELECT 1 FROM "delivery_senders" AS s WHERE s."run_id" = o."run_id" AND s."process_id" <> ?
+           AND EXISTS (SELECT 1 FROM "host_processes" AS hp WHERE hp."id" = s."process_id"))`),
   ),
   delivered: stmt(
     'outbox_delivered',
@@ -166,9 +180,16 @@ export function* outboxAfterUnit(runId: string, after: number, limit: number): U
   return (yield* rows<Row>(OUTBOX_SQL.after, [runId, after, limit])).map(outboxFromRow);
 }
 
-/** Pending head ops, oldest due first, at most `perEndpoint` per webhook URL and `limit` in all. */
-export function* pendingHeadsUnit(perEndpoint: number, limit: number): Unit<OutboxRow[]> {
-  return (yield* rows<Row>(OUTBOX_SQL.pendingHeads, [perEndpoint, limit])).map(outboxFromRow);
+/**
+ * Pending head ops, oldest due first, at most `perEndpoint` per webhook URL and `limit` in all;
+ * with `sender`, without the runs another live process holds the lease of.
+ */
+export function* pendingHeadsUnit(perEndpoint: number, limit: number, sender?: string): Unit<OutboxRow[]> {
+  const found =
+    sender === undefined
+      ? yield* rows<Row>(OUTBOX_SQL.pendingHeads, [perEndpoint, limit])
+      : yield* rows<Row>(OUTBOX_SQL.pendingHeadsFor, [sender, perEndpoint, limit]);
+  return found.map(outboxFromRow);
 }
 
 export function* webhookDeliveredUnit(id: string, attempts: number, at: number, note: string | null): Unit<void> {

@@ -14,6 +14,7 @@ import { RunSnapshots1767400000000 } from './1767400000000-run-snapshots';
 import { TranscriptIndexDeferred1767410000000 } from './1767410000000-transcript-index-deferred';
 import { HostProcesses1767500000000 } from './1767500000000-host-processes';
 import { RunnerPresence1767610000000 } from './1767610000000-runner-presence';
+import { DeliverySenders1767630000000 } from './1767630000000-delivery-senders';
 import { CatalogVersion1767640000000 } from './1767640000000-catalog-version';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
@@ -34,5 +35,6 @@ export const MIGRATIONS = [
   TranscriptIndexDeferred1767410000000,
   HostProcesses1767500000000,
   RunnerPresence1767610000000,
+  DeliverySenders1767630000000,
   CatalogVersion1767640000000,
 ];

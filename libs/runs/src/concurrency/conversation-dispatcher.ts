@@ -95,6 +95,14 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
 
   /** Stops at the first shutdown hook: a run waiting for its runner must not hold the process. */
   async onModuleDestroy(): Promise<void> {
+    await this.pause();
+  }
+
+  /**
+   * Starts no waiting run any more (graceful shutdown, docs/deployment.md#graceful-shutdown): they
+   * stay queued for the other processes; resolves once the drivers running now have stopped.
+   */
+  async pause(): Promise<void> {
     this.stopping.abort();
     clearInterval(this.pollTimer);
     this.unsubscribe?.();
