@@ -21,6 +21,11 @@ const RUNNER_MAIN: Record<RunnerKind, string> = {
 };
 export const RUNNER_ID = 'plugin:demo/echo/default';
 
+/** BENCH_RUNNER_NODE_ARGS: extra node flags for the runner only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof". */
+export function runnerNodeArgs(env: NodeJS.ProcessEnv = process.env): string[] {
+  return (env.BENCH_RUNNER_NODE_ARGS ?? '').split(/\s+/).filter((a) => a !== '');
+}
+
 export interface LogSummary {
   lines: number;
   /** Host: every line (LOG_LEVEL=warn). Runner: lines whose level is not info. */
@@ -77,6 +82,7 @@ export class HostFixture {
           RUNNERHOST_PROTO_DIR: path.join(DIST, 'proto'),
         },
         ['ignore', runnerLog, runnerLog],
+        runnerNodeArgs(),
       );
       fs.closeSync(runnerLog);
       await waitFor(

@@ -85,7 +85,8 @@ function valueBytes(json: unknown): number {
 
 function structBytes(object: Record<string, unknown>): number {
   let bytes = 0;
-  for (const [key, value] of Object.entries(object)) {
+  for (const key of Object.keys(object)) {
+    const value = object[key];
     if (value !== undefined) {
       bytes += delimited(delimited(Buffer.byteLength(key)) + delimited(valueBytes(value)));
     }
@@ -120,7 +121,9 @@ export function resultWireBytes(result: RunResult): number {
  * one) leaves in a frame of its own.
  */
 export class Outbox {
-  private pending: { result: RunResult; bytes: number }[] = [];
+  /** The results of this tick and their wire bytes (two arrays: no wrapper object per result). */
+  private pending: RunResult[] = [];
+  private pendingBytes: number[] = [];
   private flushing: Promise<void> | null = null;
   private chain: Promise<void> = Promise.resolve();
 
@@ -142,7 +145,8 @@ export class Outbox {
    * resolves once the frame holding it has been written (backpressure).
    */
   push(result: RunResult, bytes = resultWireBytes(result)): Promise<void> {
-    this.pending.push({ result, bytes });
+    this.pending.push(result);
+    this.pendingBytes.push(bytes);
     if (!this.flushing) {
       this.flushing = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
     }
@@ -156,7 +160,9 @@ export class Outbox {
 
   private flush(): Promise<void> {
     const pending = this.pending;
+    const pendingBytes = this.pendingBytes;
     this.pending = [];
+    this.pendingBytes = [];
     this.flushing = null;
     const budget = this.maxFrameBytes - FRAME_OVERHEAD_BYTES;
     let frame: RunResult[] = [];
@@ -165,7 +171,9 @@ export class Outbox {
       // Frames are written one after another, in order, even when a write waits for 'drain'.
       this.chain = this.chain.then(() => this.write(results));
     };
-    for (const { result, bytes } of pending) {
+    for (let i = 0; i < pending.length; i++) {
+      const result = pending[i];
+      const bytes = pendingBytes[i];
       if (frame.length > 0 && (frame.length === this.maxBatch || frameBytes + bytes > budget)) {
         send(frame);
         frame = [];
