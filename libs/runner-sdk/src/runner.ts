@@ -301,19 +301,15 @@ export class RunDispatcher {
   private makeIO(ctx: RunContext, run: ActiveRun, deadline: Date | null, traceparent?: string): RunIO {
     const { results } = run;
     const signal = run.controller.signal;
-    // Made on first use: most runs of a plain runner never call the host API.
-    let hostApi: RunHostApi | undefined;
-    const host = (): RunHostApi =>
-      (hostApi ??= new RunHostApi(this.transport, ctx.run_id, signal, deadline ?? undefined, traceparent));
+    const host = new RunHostApi(this.transport, ctx.run_id, signal, deadline ?? undefined, traceparent);
     const steeringGranted = ctx.context?.available_apis?.steering_pull === true;
     let toolCalls = 0;
     const io: RunIO = {
       runId: ctx.run_id,
       signal,
       deadline,
-      get host() {
-        return host();
-      },
+      // Not a getter made lazy: an accessor in this literal cost a run more than the RunHostApi.
+      host,
       log: this.log,
       delta: (piece) => results.delta(piece),
       message: (message, usage) => results.message(message, usage),
@@ -327,7 +323,7 @@ export class RunDispatcher {
         const id = opts.id ?? `call_${++toolCalls}`;
         void results.toolCallStarted({ id, name, parameters });
         try {
-          const result = await host().tools.call(name, parameters);
+          const result = await host.tools.call(name, parameters);
           void results.toolCallCompleted({ id, name, result });
           return result;
         } catch (err) {
@@ -335,10 +331,10 @@ export class RunDispatcher {
           throw err;
         }
       },
-      drainSteering: async () => (steeringGranted ? host().steering.pull({ wait_ms: 0 }) : []),
-      turns: (opts = {}) => turns(ctx, host(), steeringGranted, signal, opts),
+      drainSteering: async () => (steeringGranted ? host.steering.pull({ wait_ms: 0 }) : []),
+      turns: (opts = {}) => turns(ctx, host, steeringGranted, signal, opts),
       mcpBridge: async (options) => {
-        const bridge = await startMcpBridge(ctx, host(), signal, options);
+        const bridge = await startMcpBridge(ctx, host, signal, options);
         if (this.active.get(ctx.run_id) === run) {
           run.closers.push(() => bridge.close());
         } else {
