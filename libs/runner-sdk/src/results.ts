@@ -52,6 +52,23 @@ function varintBytes(n: number): number {
   return bytes;
 }
 
+/**
+ * UTF-8 bytes of a string. Short ASCII strings (keys, result types, run ids, most chunks) are
+ * counted here: Buffer.byteLength's call into C++ cost more than the rest of a small result's
+ * measurement (docs/runner-sdk.md#performance).
+ */
+function utf8Bytes(text: string): number {
+  if (text.length > 256) {
+    return Buffer.byteLength(text);
+  }
+  for (let i = 0; i < text.length; i++) {
+    if (text.charCodeAt(i) >= 0x80) {
+      return Buffer.byteLength(text);
+    }
+  }
+  return text.length;
+}
+
 /** A length-delimited field (tag < 16: one byte) holding `length` bytes. */
 function delimited(length: number): number {
   return 1 + varintBytes(length) + length;
@@ -62,7 +79,7 @@ function valueBytes(json: unknown): number {
     return 9; // double: tag + 8 bytes
   }
   if (typeof json === 'string') {
-    return delimited(Buffer.byteLength(json));
+    return delimited(utf8Bytes(json));
   }
   if (typeof json === 'boolean') {
     return 2;
@@ -75,7 +92,7 @@ function valueBytes(json: unknown): number {
     return delimited(list);
   }
   if (json instanceof Date) {
-    return delimited(Buffer.byteLength(json.toISOString()));
+    return delimited(utf8Bytes(json.toISOString()));
   }
   if (json !== null && typeof json === 'object') {
     return delimited(structBytes(json as Record<string, unknown>));
@@ -88,7 +105,7 @@ function structBytes(object: Record<string, unknown>): number {
   for (const key of Object.keys(object)) {
     const value = object[key];
     if (value !== undefined) {
-      bytes += delimited(delimited(Buffer.byteLength(key)) + delimited(valueBytes(value)));
+      bytes += delimited(delimited(utf8Bytes(key)) + delimited(valueBytes(value)));
     }
   }
   return bytes;
@@ -100,8 +117,8 @@ function structBytes(object: Record<string, unknown>): number {
  */
 export function resultWireBytes(result: RunResult): number {
   let bytes =
-    delimited(Buffer.byteLength(result.run_id)) +
-    delimited(Buffer.byteLength(result.type)) +
+    delimited(utf8Bytes(result.run_id)) +
+    delimited(utf8Bytes(result.type)) +
     delimited(structBytes(result.data ?? {}));
   if (result.usage) {
     bytes += delimited(structBytes(result.usage));
