@@ -234,7 +234,13 @@ describe('RunResults and Outbox (property tests)', () => {
     );
     fc.assert(
       fc.property(text, text, (key, value) => {
-        const result: RunResult = { run_id: value, type: key || 't', data: { [key]: value, list: [value] } };
+        const result: RunResult = {
+          run_id: value,
+          type: key || 't',
+          data: { [key]: value, list: [value] },
+          sequence: 1,
+          timestamp: 1,
+        };
         expect(resultWireBytes(result)).toBe(encodedBytes([result]));
       }),
       { numRuns: 300, examples: [['é', '😀'.repeat(200)], ['k', 'a'.repeat(256) + 'é'], ['\u007f', '\u0080']] },
