@@ -248,7 +248,9 @@ async function main(): Promise<number> {
   const rounds: Round[] = [];
   for (let round = 1; round <= o.rounds; round++) {
     for (const kind of o.runners) {
-      process.stderr.write(`bench: runner-only: ${kind}, round ${round}/${o.rounds}, c${o.concurrency}, ${o.seconds} s\n`);
+      process.stderr.write(
+        `bench: runner-only: ${kind}, round ${round}/${o.rounds}, c${o.concurrency}, ${o.seconds} s\n`,
+      );
       rounds.push(await runRound(kind, round, o));
     }
   }

@@ -47,4 +47,3 @@ export function watchAbort(signal: AbortSignal | undefined, callback: () => void
     }
   };
 }
-

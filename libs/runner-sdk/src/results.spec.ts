@@ -243,7 +243,14 @@ describe('RunResults and Outbox (property tests)', () => {
         };
         expect(resultWireBytes(result)).toBe(encodedBytes([result]));
       }),
-      { numRuns: 300, examples: [['é', '😀'.repeat(200)], ['k', 'a'.repeat(256) + 'é'], ['\u007f', '\u0080']] },
+      {
+        numRuns: 300,
+        examples: [
+          ['é', '😀'.repeat(200)],
+          ['k', 'a'.repeat(256) + 'é'],
+          ['\u007f', '\u0080'],
+        ],
+      },
     );
   });
 

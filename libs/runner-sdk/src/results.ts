@@ -117,9 +117,7 @@ function structBytes(object: Record<string, unknown>): number {
  */
 export function resultWireBytes(result: RunResult): number {
   let bytes =
-    delimited(utf8Bytes(result.run_id)) +
-    delimited(utf8Bytes(result.type)) +
-    delimited(structBytes(result.data ?? {}));
+    delimited(utf8Bytes(result.run_id)) + delimited(utf8Bytes(result.type)) + delimited(structBytes(result.data ?? {}));
   if (result.usage) {
     bytes += delimited(structBytes(result.usage));
   }

@@ -236,13 +236,17 @@ export class FakeHost implements HostApiTransport {
   private readonly dispatcher: RunDispatcher;
 
   constructor(private readonly options: FakeHostOptions) {
-    const outbox = new Outbox(async (frame) => {
-      this.frames.push(frame);
-      for (const result of frame) {
-        this.runs.get(result.run_id)?.add(result);
-      }
-      await Promise.resolve();
-    }, options.maxBatch, options.maxFrameBytes);
+    const outbox = new Outbox(
+      async (frame) => {
+        this.frames.push(frame);
+        for (const result of frame) {
+          this.runs.get(result.run_id)?.add(result);
+        }
+        await Promise.resolve();
+      },
+      options.maxBatch,
+      options.maxFrameBytes,
+    );
     this.dispatcher = new RunDispatcher(options.runners, outbox, this, options.log ?? (() => undefined));
   }
 
