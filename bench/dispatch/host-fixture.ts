@@ -21,6 +21,28 @@ const RUNNER_MAIN: Record<RunnerKind, string> = {
 };
 export const RUNNER_ID = 'plugin:demo/echo/default';
 
+/** BENCH_RUNNER_NODE_ARGS: extra node flags for the runner only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof". */
+export function runnerNodeArgs(env: NodeJS.ProcessEnv = process.env): string[] {
+  return (env.BENCH_RUNNER_NODE_ARGS ?? '').split(/\s+/).filter((a) => a !== '');
+}
+
+/** Starts a runner process connecting to `grpcAddress`; its stdout and stderr go to `output`. */
+export function startRunner(kind: RunnerKind, grpcAddress: string, token: string, output: number | 'ignore'): Child {
+  requireBuilt(RUNNER_MAIN[kind]);
+  return new Child(
+    kind === 'sdk' ? 'demo-runner' : 'raw-runner',
+    RUNNER_MAIN[kind],
+    {
+      ...process.env,
+      RUNNERHOST_GRPC_URL: grpcAddress,
+      RUNNERHOST_PLUGIN_TOKEN: token,
+      RUNNERHOST_PROTO_DIR: path.join(DIST, 'proto'),
+    },
+    ['ignore', output, output],
+    runnerNodeArgs(),
+  );
+}
+
 export interface LogSummary {
   lines: number;
   /** Host: every line (LOG_LEVEL=warn). Runner: lines whose level is not info. */
@@ -67,17 +89,7 @@ export class HostFixture {
       };
 
       const runnerLog = fs.openSync(path.join(dataDir, 'runner.log'), 'a');
-      runner = new Child(
-        runnerKind === 'sdk' ? 'demo-runner' : 'raw-runner',
-        RUNNER_MAIN[runnerKind],
-        {
-          ...process.env,
-          RUNNERHOST_GRPC_URL: built.grpcAddress,
-          RUNNERHOST_PLUGIN_TOKEN: plugin.token,
-          RUNNERHOST_PROTO_DIR: path.join(DIST, 'proto'),
-        },
-        ['ignore', runnerLog, runnerLog],
-      );
+      runner = startRunner(runnerKind, built.grpcAddress, plugin.token, runnerLog);
       fs.closeSync(runnerLog);
       await waitFor(
         `${RUNNER_ID} to connect`,

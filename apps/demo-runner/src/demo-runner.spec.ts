@@ -155,8 +155,12 @@ describe('demo runner', () => {
   });
 
   it('after_terminal: one more delta after the terminal result', async () => {
-    const { run } = setup();
-    const results = await run('a', { mode: 'echo', after_terminal: true });
+    const { start } = setup();
+    const r = start('a', { mode: 'echo', after_terminal: true });
+    await r.done;
+    // Waits for the late delta itself: a 1 ms sleep after the terminal result raced its frame on a busy machine.
+    await resultsOf(r, 4);
+    const results = r.results;
     expect(types(results)).toEqual(['message.delta', 'message.completed', 'run.completed', 'message.delta']);
     expect(results[3].data).toEqual({ chunk: { role: 'assistant', content: 'too late' } });
   });

@@ -29,17 +29,21 @@ export interface ProtocolFaults {
   ignoreCancel(): void;
 }
 
-/** Keyed by the run's `io` (a RunIO; typed as object to keep this module below runner.ts). */
-const registry = new WeakMap<object, ProtocolFaults>();
+/**
+ * The hooks live on the run's `io` (a RunIO; typed as object to keep this module below
+ * runner.ts) under a symbol this module does not export: a property costs a run nothing, where
+ * a WeakMap entry per run added to every garbage collection (docs/runner-sdk.md#performance).
+ */
+const FAULTS = Symbol('runner-sdk.protocolFaults');
 
 /** @internal Called by the dispatcher for each run. */
 export function registerFaults(io: object, faults: ProtocolFaults): void {
-  registry.set(io, faults);
+  (io as { [FAULTS]?: ProtocolFaults })[FAULTS] = faults;
 }
 
 /** The fault hooks of a run (its `io` as given to the handler). */
 export function faultsOf(io: object): ProtocolFaults {
-  const faults = registry.get(io);
+  const faults = typeof io === 'object' && io !== null ? (io as { [FAULTS]?: ProtocolFaults })[FAULTS] : undefined;
   if (!faults) {
     throw new TypeError('protocolFaults: not the io of a run started by the SDK');
   }

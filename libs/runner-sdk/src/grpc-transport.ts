@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import { watchAbort } from './abort';
 import { hostApiErrorFromGrpc } from './errors';
 import {
   abortReasonOf,
@@ -115,17 +116,13 @@ export class GrpcHostApiTransport implements HostApiTransport {
     const client = this.getClient();
     const fn = (client as unknown as Record<string, Unary>)[method];
     return new Promise<ResponseOf<M>>((resolve, reject) => {
-      const onAbort = () => {
-        call.cancel();
-        reject(abortReasonOf(signal));
-      };
       const call = fn.call(
         client,
         encode(request, CODEC[method].req),
         this.metadata(options.traceparent),
         { deadline: options.deadline },
         (err, response) => {
-          signal?.removeEventListener('abort', onAbort);
+          unwatch();
           if (signal?.aborted) {
             reject(abortReasonOf(signal));
           } else if (err) {
@@ -135,7 +132,11 @@ export class GrpcHostApiTransport implements HostApiTransport {
           }
         },
       );
-      signal?.addEventListener('abort', onAbort, { once: true });
+      // One listener on the run's signal for all its calls in flight (abort.ts), removed as each settles.
+      const unwatch = watchAbort(signal, () => {
+        call.cancel();
+        reject(abortReasonOf(signal));
+      });
     });
   }
 
@@ -149,8 +150,7 @@ export class GrpcHostApiTransport implements HostApiTransport {
     const call = fn.call(client, encode(request, CODEC.StreamModel.req), this.metadata(options.traceparent), {
       deadline: options.deadline,
     });
-    const onAbort = () => call.cancel();
-    signal?.addEventListener('abort', onAbort, { once: true });
+    const unwatch = watchAbort(signal, () => call.cancel());
     try {
       for await (const item of call as AsyncIterable<Record<string, unknown>>) {
         yield decode(item, CODEC.StreamModel.res) as unknown as StreamModelItem;
@@ -161,7 +161,7 @@ export class GrpcHostApiTransport implements HostApiTransport {
       }
       throw hostApiErrorFromGrpc('StreamModel', err as grpc.ServiceError);
     } finally {
-      signal?.removeEventListener('abort', onAbort);
+      unwatch();
       call.cancel(); // a consumer that stops early ends the call
     }
   }

@@ -3,6 +3,7 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import type { Server as McpServer } from '@modelcontextprotocol/sdk/server/index.js';
+import { watchAbort } from './abort';
 import { HostApiError, RunAbortedError } from './errors';
 import type { RunHostApi } from './host-api';
 import type { JsonObject } from './json';
@@ -378,15 +379,14 @@ export async function startMcpBridge(
       return;
     }
     closed = true;
-    signal.removeEventListener('abort', onAbort);
+    unwatch();
     const stopped = new Promise<void>((resolve) => httpServer.close(() => resolve()));
     httpServer.closeAllConnections();
     await Promise.all([...open].map((s) => s.close().catch(() => undefined)));
     open.clear();
     await stopped;
   };
-  const onAbort = () => void close();
-  signal.addEventListener('abort', onAbort, { once: true });
+  const unwatch = watchAbort(signal, () => void close());
   if (signal.aborted) {
     await close();
   }

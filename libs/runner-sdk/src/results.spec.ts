@@ -226,6 +226,34 @@ describe('RunResults and Outbox (property tests)', () => {
     );
   });
 
+  it('resultWireBytes counts UTF-8 bytes of any string: ASCII, non-ASCII, surrogate pairs, long or short', () => {
+    const text = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 300 }),
+      fc.string({ unit: 'grapheme', maxLength: 300 }),
+      fc.string({ maxLength: 400 }),
+    );
+    fc.assert(
+      fc.property(text, text, (key, value) => {
+        const result: RunResult = {
+          run_id: value,
+          type: key || 't',
+          data: { [key]: value, list: [value] },
+          sequence: 1,
+          timestamp: 1,
+        };
+        expect(resultWireBytes(result)).toBe(encodedBytes([result]));
+      }),
+      {
+        numRuns: 300,
+        examples: [
+          ['é', '😀'.repeat(200)],
+          ['k', 'a'.repeat(256) + 'é'],
+          ['\u007f', '\u0080'],
+        ],
+      },
+    );
+  });
+
   it('a result that cannot fit one frame is not sent: the run fails runner.result_too_large with the next sequence', async () => {
     const frames: RunResult[][] = [];
     const outbox = new Outbox(

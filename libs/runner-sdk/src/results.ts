@@ -52,6 +52,23 @@ function varintBytes(n: number): number {
   return bytes;
 }
 
+/**
+ * UTF-8 bytes of a string. Short ASCII strings (keys, result types, run ids, most chunks) are
+ * counted here: Buffer.byteLength's call into C++ cost more than the rest of a small result's
+ * measurement (docs/runner-sdk.md#performance).
+ */
+function utf8Bytes(text: string): number {
+  if (text.length > 256) {
+    return Buffer.byteLength(text);
+  }
+  for (let i = 0; i < text.length; i++) {
+    if (text.charCodeAt(i) >= 0x80) {
+      return Buffer.byteLength(text);
+    }
+  }
+  return text.length;
+}
+
 /** A length-delimited field (tag < 16: one byte) holding `length` bytes. */
 function delimited(length: number): number {
   return 1 + varintBytes(length) + length;
@@ -62,7 +79,7 @@ function valueBytes(json: unknown): number {
     return 9; // double: tag + 8 bytes
   }
   if (typeof json === 'string') {
-    return delimited(Buffer.byteLength(json));
+    return delimited(utf8Bytes(json));
   }
   if (typeof json === 'boolean') {
     return 2;
@@ -75,7 +92,7 @@ function valueBytes(json: unknown): number {
     return delimited(list);
   }
   if (json instanceof Date) {
-    return delimited(Buffer.byteLength(json.toISOString()));
+    return delimited(utf8Bytes(json.toISOString()));
   }
   if (json !== null && typeof json === 'object') {
     return delimited(structBytes(json as Record<string, unknown>));
@@ -85,9 +102,10 @@ function valueBytes(json: unknown): number {
 
 function structBytes(object: Record<string, unknown>): number {
   let bytes = 0;
-  for (const [key, value] of Object.entries(object)) {
+  for (const key of Object.keys(object)) {
+    const value = object[key];
     if (value !== undefined) {
-      bytes += delimited(delimited(Buffer.byteLength(key)) + delimited(valueBytes(value)));
+      bytes += delimited(delimited(utf8Bytes(key)) + delimited(valueBytes(value)));
     }
   }
   return bytes;
@@ -99,9 +117,7 @@ function structBytes(object: Record<string, unknown>): number {
  */
 export function resultWireBytes(result: RunResult): number {
   let bytes =
-    delimited(Buffer.byteLength(result.run_id)) +
-    delimited(Buffer.byteLength(result.type)) +
-    delimited(structBytes(result.data ?? {}));
+    delimited(utf8Bytes(result.run_id)) + delimited(utf8Bytes(result.type)) + delimited(structBytes(result.data ?? {}));
   if (result.usage) {
     bytes += delimited(structBytes(result.usage));
   }
@@ -120,7 +136,9 @@ export function resultWireBytes(result: RunResult): number {
  * one) leaves in a frame of its own.
  */
 export class Outbox {
-  private pending: { result: RunResult; bytes: number }[] = [];
+  /** The results of this tick and their wire bytes (two arrays: no wrapper object per result). */
+  private pending: RunResult[] = [];
+  private pendingBytes: number[] = [];
   private flushing: Promise<void> | null = null;
   private chain: Promise<void> = Promise.resolve();
 
@@ -142,7 +160,8 @@ export class Outbox {
    * resolves once the frame holding it has been written (backpressure).
    */
   push(result: RunResult, bytes = resultWireBytes(result)): Promise<void> {
-    this.pending.push({ result, bytes });
+    this.pending.push(result);
+    this.pendingBytes.push(bytes);
     if (!this.flushing) {
       this.flushing = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
     }
@@ -156,7 +175,9 @@ export class Outbox {
 
   private flush(): Promise<void> {
     const pending = this.pending;
+    const pendingBytes = this.pendingBytes;
     this.pending = [];
+    this.pendingBytes = [];
     this.flushing = null;
     const budget = this.maxFrameBytes - FRAME_OVERHEAD_BYTES;
     let frame: RunResult[] = [];
@@ -165,7 +186,9 @@ export class Outbox {
       // Frames are written one after another, in order, even when a write waits for 'drain'.
       this.chain = this.chain.then(() => this.write(results));
     };
-    for (const { result, bytes } of pending) {
+    for (let i = 0; i < pending.length; i++) {
+      const result = pending[i];
+      const bytes = pendingBytes[i];
       if (frame.length > 0 && (frame.length === this.maxBatch || frameBytes + bytes > budget)) {
         send(frame);
         frame = [];

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { hostApiError, RunAbortedError, UnauthorizedError } from './errors';
 import { defineRunner, manifestOf, type RunIO } from './runner';
 import { FakeHost } from './testing';
@@ -206,6 +207,23 @@ describe('runners on the fake host', () => {
     const outcome = await run.done;
     expect(outcome.messages).toEqual(['answer 0: first', 'answer 1: second', 'answer 2: third']);
     expect(host.calls.filter((c) => c.method === 'SteeringPull')).toHaveLength(2);
+  });
+
+  it('steering pulls that wait leave no listener on the run’s signal (the fake host removed none)', async () => {
+    let left = -1;
+    const runner = defineRunner({
+      name: 'default',
+      capabilities: { steering: true },
+      async run(_ctx, io) {
+        for (let i = 0; i < 12; i++) {
+          await io.host.steering.pull({ wait_ms: 1 }); // nothing steered: each pull waits and times out
+        }
+        left = getEventListeners(io.signal, 'abort').length;
+      },
+    });
+    const outcome = await new FakeHost({ runners: [runner] }).run({ text: 'x' });
+    expect(outcome.status).toBe('completed');
+    expect(left).toBe(0);
   });
 
   it('turns() without the steering_pull grant: one turn, and no pull', async () => {

@@ -308,6 +308,7 @@ export class RunDispatcher {
       runId: ctx.run_id,
       signal,
       deadline,
+      // Not a getter made lazy: an accessor in this literal cost a run more than the RunHostApi.
       host,
       log: this.log,
       delta: (piece) => results.delta(piece),

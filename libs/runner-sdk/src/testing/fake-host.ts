@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { watchAbort } from '../abort';
 import { hostApiError, RunAbortedError } from '../errors';
 import type {
   CallOptions,
@@ -154,13 +155,15 @@ export class FakeRun {
   async pull(mode: string | undefined, waitMs: number, signal: AbortSignal | undefined): Promise<SteeringItem[]> {
     if (this.steering.length === 0 && waitMs > 0) {
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, waitMs);
         const wake = () => {
           clearTimeout(timer);
+          unwatch();
           resolve();
         };
+        const timer = setTimeout(wake, waitMs);
         this.steeringWaiters.push(wake);
-        signal?.addEventListener('abort', wake, { once: true });
+        // Watched only while the pull waits (a listener left on the run's signal per pull leaked).
+        const unwatch = watchAbort(signal, wake);
       });
     }
     return this.steering.splice(0, mode === 'one' ? 1 : this.steering.length);
@@ -233,13 +236,17 @@ export class FakeHost implements HostApiTransport {
   private readonly dispatcher: RunDispatcher;
 
   constructor(private readonly options: FakeHostOptions) {
-    const outbox = new Outbox(async (frame) => {
-      this.frames.push(frame);
-      for (const result of frame) {
-        this.runs.get(result.run_id)?.add(result);
-      }
-      await Promise.resolve();
-    }, options.maxBatch, options.maxFrameBytes);
+    const outbox = new Outbox(
+      async (frame) => {
+        this.frames.push(frame);
+        for (const result of frame) {
+          this.runs.get(result.run_id)?.add(result);
+        }
+        await Promise.resolve();
+      },
+      options.maxBatch,
+      options.maxFrameBytes,
+    );
     this.dispatcher = new RunDispatcher(options.runners, outbox, this, options.log ?? (() => undefined));
   }
 
