@@ -316,7 +316,8 @@ async function undoNewerThan(ds: DataSource, name: string): Promise<void> {
   }
 }
 
-function run(runId: string): Omit<RunEntity, 'id'> {
+/** A run row as the migrations before run leases know it (the lease columns keep their defaults). */
+function run(runId: string): Omit<RunEntity, 'id' | 'owner_process_id' | 'attempt' | 'last_write_at'> {
   return {
     run_id: runId,
     event_id: `evt-${runId}`,

@@ -67,6 +67,11 @@ export interface AdmissionRows {
   terminal: NewResult | null;
   /** Null or missing: a conversation of one. */
   conversation?: ConversationRows | null;
+  /**
+   * The claim (docs/scale-out.md#taking-a-run): the process that starts the run owns it —
+   * `owner_process_id` set and attempt 1 in the unit that makes it `running`. Missing: not owned.
+   */
+  owner_process_id?: string | null;
 }
 
 export type AdmitOutcome =
@@ -83,6 +88,8 @@ export type AdmitOutcome =
       position: number | null;
       /** The conversation's running run (steered into, rejected by, or to interrupt). */
       running_run_id: string | null;
+      /** Started: the run's attempt (its fence token with the owner: run-lease.ts); otherwise null. */
+      attempt: number | null;
     }
   /** A duplicate (maybe concurrent): nothing written, the event recorded first. */
   | { admitted: false; existing: EventEntity }
@@ -188,10 +195,17 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
     transcript_seq: transcriptSeq,
     position,
     running_run_id: s.running_run_id,
+    attempt: disposition === 'started' ? 1 : null,
   });
   switch (disposition) {
     case 'started':
-      yield* insertRunUnit({ ...a.run!, context: withEventSeq(a.run!.context, eventSeq) });
+      // The claim: a run inserted running is its first attempt, owned by the process that starts it.
+      yield* insertRunUnit({
+        ...a.run!,
+        context: withEventSeq(a.run!.context, eventSeq),
+        owner_process_id: a.owner_process_id ?? null,
+        attempt: 1,
+      });
       break;
     case 'failed':
       // Its terminal result, so its stream ends like any other; no transcript row.
@@ -267,10 +281,13 @@ export interface WaitingStart {
   run_id: string;
   /** The run as prepared now (status running, grants, context without `event_seq`). */
   run: NewRun;
+  /** The claim: the process that starts it (owner, attempt + 1). Missing: not owned. */
+  owner_process_id?: string | null;
 }
 
 export type WaitingStartOutcome =
-  { started: true; event_seq: number | null } | { started: false; why: 'busy' | 'moved' | 'gone' };
+  | { started: true; event_seq: number | null; attempt: number }
+  | { started: false; why: 'busy' | 'moved' | 'gone' };
 
 /**
  * The deferred start of an admitted event that waited (queued, or re-dispatched): the same
@@ -292,15 +309,16 @@ export function* startWaitingUnit(w: WaitingStart): Unit<WaitingStartOutcome> {
   const eventSeq = seq?.id === null || seq?.id === undefined ? null : Number(seq.id);
   const r = w.run;
   const [snapshotHash, own] = yield* storeSnapshotUnit(r.authorization, r.started_at ?? r.created_at);
-  const changed = yield* exec(STEERING_SQL.startQueuedRun, [
+  const claimed = yield* one<{ attempt: number | string }>(STEERING_SQL.startQueuedRun, [
     json(eventSeq === null ? r.context : withEventSeq(r.context, eventSeq)),
     snapshotHash,
     own,
     r.authorization_hash,
     r.started_at,
     r.deadline_at,
+    w.owner_process_id ?? null,
     w.run_id,
   ]);
-  yield* exec(STEERING_SQL.markDispatched, [changed ? 'started' : 'failed', r.started_at, w.item_id]);
-  return changed ? { started: true, event_seq: eventSeq } : { started: false, why: 'gone' };
+  yield* exec(STEERING_SQL.markDispatched, [claimed ? 'started' : 'failed', r.started_at, w.item_id]);
+  return claimed ? { started: true, event_seq: eventSeq, attempt: Number(claimed.attempt) } : { started: false, why: 'gone' };
 }

@@ -9,3 +9,15 @@ export * from './admission-decision';
 export * from './admission-unit';
 export * from './steering-queue-units';
 export { joinSnapshot, splitSnapshot } from './snapshot-rows';
+export {
+  FencedError,
+  isFenced,
+  fenceUnit,
+  orphansUnit,
+  takeOverUnit,
+  LEASE_SQL,
+  type RunLease,
+  type OrphanRef,
+  type TakeOver,
+  type TakeOverOutcome,
+} from './run-lease';

@@ -16,6 +16,7 @@ import {
   type StateWrite,
 } from '../hot/run-units';
 import { endRunUnit } from '../hot/steering-queue-units';
+import type { RunLease } from '../hot/run-lease';
 import type { NewOutboxRow } from '../hot/outbox-units';
 import { one, rows } from '../hot/unit';
 import type { NewTranscriptRow } from './context.repository';
@@ -126,8 +127,9 @@ export class RunsRepository {
     state: StateWrite | null = null,
     assistant: NewTranscriptRow | null = null,
     outbox: readonly NewOutboxRow[] = [],
+    lease: RunLease | null = null,
   ): Promise<{ ended: boolean; released: number }> {
-    return this.hot.write(() => endRunUnit(terminal, end, state, assistant, outbox));
+    return this.hot.write(() => endRunUnit(terminal, end, state, assistant, outbox, lease));
   }
 
   /** `end`, answering only whether the run ended now (false: it had already ended). */
@@ -149,9 +151,17 @@ export class RunsRepository {
     return this.runs.find({ where: { status: In(['queued', 'running']) } });
   }
 
-  /** One non-terminal result (and the state write and delivery ops it implies), committed in submission order. */
-  insertResult(r: NewResult, state: StateWrite | null = null, outbox: readonly NewOutboxRow[] = []): Promise<void> {
-    return this.hot.write(() => resultUnit(r, state, outbox));
+  /**
+   * One non-terminal result (and the state write and delivery ops it implies), committed in
+   * submission order; fenced by the run's lease when given (rejects with FencedError, nothing written).
+   */
+  insertResult(
+    r: NewResult,
+    state: StateWrite | null = null,
+    outbox: readonly NewOutboxRow[] = [],
+    lease: RunLease | null = null,
+  ): Promise<void> {
+    return this.hot.write(() => resultUnit(r, state, outbox, lease));
   }
 
   /** Results with sequence > `after`, in order. */
