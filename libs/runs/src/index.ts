@@ -14,3 +14,4 @@ export { SIGNAL_PORT, type SignalPort, type Signal } from './concurrency/signal-
 export { WorkspaceAdmission } from './workspace-admission';
 export { WorkspaceQuotaGate, quotaExceeded } from './workspace-quotas';
 export { AdmissionCatalog } from './admission-catalog';
+export { RunLeases } from './run-leases.service';

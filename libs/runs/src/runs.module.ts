@@ -17,6 +17,7 @@ import { RunStreamBus } from './run-stream.bus';
 import { RunsQueryService } from './runs-query.service';
 import { ToolTelemetryForwarder } from './tool-telemetry';
 import { RunStarter } from './run-start';
+import { RunLeases } from './run-leases.service';
 import { ConversationDispatcher } from './concurrency/conversation-dispatcher';
 import { SteeringService } from './concurrency/steering.service';
 import { SteeringAdminService } from './concurrency/steering-admin.service';
@@ -47,6 +48,7 @@ import { WorkspaceQuotaGate } from './workspace-quotas';
     RunsQueryService,
     ToolTelemetryForwarder,
     RunStarter,
+    RunLeases,
     ConversationDispatcher,
     SteeringService,
     SteeringAdminService,
@@ -64,6 +66,7 @@ import { WorkspaceQuotaGate } from './workspace-quotas';
     WorkspaceAdmission,
     WorkspaceQuotaGate,
     AdmissionCatalog,
+    RunLeases,
   ],
 })
 export class RunsModule {}

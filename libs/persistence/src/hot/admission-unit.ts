@@ -67,11 +67,6 @@ export interface AdmissionRows {
   terminal: NewResult | null;
   /** Null or missing: a conversation of one. */
   conversation?: ConversationRows | null;
-  /**
-   * The claim (docs/scale-out.md#taking-a-run): the process that starts the run owns it —
-   * `owner_process_id` set and attempt 1 in the unit that makes it `running`. Missing: not owned.
-   */
-  owner_process_id?: string | null;
 }
 
 export type AdmitOutcome =
@@ -199,17 +194,13 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
   });
   switch (disposition) {
     case 'started':
-      // The claim: a run inserted running is its first attempt, owned by the process that starts it.
-      yield* insertRunUnit({
-        ...a.run!,
-        context: withEventSeq(a.run!.context, eventSeq),
-        owner_process_id: a.owner_process_id ?? null,
-        attempt: 1,
-      });
+      // The claim (docs/scale-out.md#taking-a-run): a run inserted running is its first attempt,
+      // owned by the process that prepared it (`run.owner_process_id`; missing: not owned).
+      yield* insertRunUnit({ ...a.run!, context: withEventSeq(a.run!.context, eventSeq), attempt: 1 });
       break;
     case 'failed':
-      // Its terminal result, so its stream ends like any other; no transcript row.
-      yield* insertRunUnit(a.run!);
+      // Its terminal result, so its stream ends like any other; no transcript row; never owned.
+      yield* insertRunUnit({ ...a.run!, owner_process_id: null });
       yield* exec(SQL.insertResult, rowParams(RESULT_COLUMNS, a.terminal!));
       return admitted(null);
     case 'rejected':
@@ -279,10 +270,11 @@ export interface WaitingStart {
   conversation: ConversationRef;
   item_id: number;
   run_id: string;
-  /** The run as prepared now (status running, grants, context without `event_seq`). */
+  /**
+   * The run as prepared now (status running, grants, context without `event_seq`); its
+   * `owner_process_id` claims it (attempt + 1: docs/scale-out.md#taking-a-run).
+   */
   run: NewRun;
-  /** The claim: the process that starts it (owner, attempt + 1). Missing: not owned. */
-  owner_process_id?: string | null;
 }
 
 export type WaitingStartOutcome =
@@ -316,7 +308,7 @@ export function* startWaitingUnit(w: WaitingStart): Unit<WaitingStartOutcome> {
     r.authorization_hash,
     r.started_at,
     r.deadline_at,
-    w.owner_process_id ?? null,
+    r.owner_process_id ?? null,
     w.run_id,
   ]);
   yield* exec(STEERING_SQL.markDispatched, [claimed ? 'started' : 'failed', r.started_at, w.item_id]);

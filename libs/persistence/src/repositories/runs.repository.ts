@@ -16,7 +16,14 @@ import {
   type StateWrite,
 } from '../hot/run-units';
 import { endRunUnit } from '../hot/steering-queue-units';
-import type { RunLease } from '../hot/run-lease';
+import {
+  orphansUnit,
+  takeOverUnit,
+  type OrphanRef,
+  type RunLease,
+  type TakeOver,
+  type TakeOverOutcome,
+} from '../hot/run-lease';
 import type { NewOutboxRow } from '../hot/outbox-units';
 import { one, rows } from '../hot/unit';
 import type { NewTranscriptRow } from './context.repository';
@@ -145,6 +152,16 @@ export class RunsRepository {
 
   markCancelRequested(runId: string, at: number): Promise<void> {
     return this.hot.write(() => cancelRequestedUnit(runId, at));
+  }
+
+  /** Orphaned runs (owner dead), oldest first; with `withUnowned`, running runs with no owner too. */
+  orphans(limit: number, withUnowned: boolean): Promise<OrphanRef[]> {
+    return this.hot.read(orphansUnit(limit, withUnowned));
+  }
+
+  /** The takeover of one orphaned run, in one commit under its row lock (hot/run-lease.ts). */
+  takeOver(t: TakeOver): Promise<TakeOverOutcome> {
+    return this.hot.write(() => takeOverUnit(t));
   }
 
   async listActive(): Promise<RunEntity[]> {

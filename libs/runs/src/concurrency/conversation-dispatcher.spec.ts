@@ -3,6 +3,7 @@ import type { AgentEntity, SteeringRepository, SteeringRow } from '@libs/persist
 import type { AdmissionCatalog } from '../admission-catalog';
 import type { RunLifecycleService } from '../run-lifecycle.service';
 import type { PreparedRun, RunStarter } from '../run-start';
+import type { RunLeases } from '../run-leases.service';
 import { ConversationDispatcher } from './conversation-dispatcher';
 import { InProcessSignals, type SignalPort } from './signal-port';
 
@@ -92,7 +93,6 @@ function setup(opts: {
   };
   const lifecycle = {
     endedWaiting: () => undefined,
-    recoverInterrupted: () => Promise.resolve(),
   } as unknown as RunLifecycleService;
   const config = { runs: { runnerWaitMs: opts.waitMs ?? 10_000 } } as AppConfig;
   const dispatcher = new ConversationDispatcher(
@@ -103,6 +103,7 @@ function setup(opts: {
     connections,
     opts.signals ?? new InProcessSignals(),
     config,
+    { recover: () => Promise.resolve(0) } as unknown as RunLeases,
   );
   const free = () => {
     running = false;
