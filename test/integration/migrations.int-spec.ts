@@ -136,7 +136,13 @@ const INTERACTION_INDEXES: Array<[string, string, boolean, string[]]> = [
   ['interactions', 'idx_interactions_status_expiry', false, ['status', 'expires_at']],
 ];
 
+/** Run leases (docs/scale-out.md#leases-and-fencing): the dead-owner sweep finds a process's runs. */
+const LEASE_INDEXES: Array<[string, string, boolean, string[]]> = [
+  ['runs', 'idx_runs_owner_process', false, ['owner_process_id']],
+];
+
 const NAMED_INDEXES = [
+  ...LEASE_INDEXES,
   ...SCOPE_INDEXES,
   ...INITIAL_INDEXES,
   ...CONTEXT_INDEXES,
@@ -785,6 +791,30 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
       expect(await fullTextMatch(ds, 'after')).toEqual([]);
       await ds.query(`INSERT INTO "transcript_fts"("transcript_fts") VALUES ('integrity-check')`);
     }
+  });
+
+  it('the run-leases migration adds owner, attempt (0 for the runs it finds) and last write; down removes them', async () => {
+    const ds = await ctx.open();
+    await undoNewerThan(ds, 'HostProcesses1767500000000');
+    const lease = ['attempt', 'last_write_at', 'owner_process_id'];
+    expect((await columnsOf(ds, 'runs')).filter((c) => lease.includes(c))).toEqual([]);
+    await ds.query(
+      `INSERT INTO "runs" ("run_id", "event_id", "agent_id", "runner_id", "status", "context", "created_at")
+       VALUES ('run-before-leases', 'evt-1', 'agent-1', 'acme/echo/echo', 'running', '{}', 1)`,
+    );
+    await ds.runMigrations();
+    expect((await columnsOf(ds, 'runs')).filter((c) => lease.includes(c))).toEqual(lease);
+    expect(await ds.getRepository(RunEntity).findOneByOrFail({ run_id: 'run-before-leases' })).toMatchObject({
+      owner_process_id: null,
+      attempt: 0,
+      last_write_at: null,
+    });
+    expect((await listIndexes(ds, 'runs')).map((i) => i.name)).toContain('idx_runs_owner_process');
+    await undoNewerThan(ds, 'HostProcesses1767500000000');
+    expect((await columnsOf(ds, 'runs')).filter((c) => lease.includes(c))).toEqual([]);
+    expect((await listIndexes(ds, 'runs')).map((i) => i.name)).not.toContain('idx_runs_owner_process');
+    await ds.query(`DELETE FROM "runs" WHERE "run_id" = 'run-before-leases'`);
+    await ds.runMigrations();
   });
 
   it('does nothing when the migrations are run again on an up-to-date database', async () => {
