@@ -41,7 +41,11 @@ const conv: ConversationRef = {
 };
 
 /** Another conversation of the same agent. */
-const other = (id: string): ConversationRef => ({ ...conv, conversation_id: id, key: conversationKey('agent-1', null, id, null) });
+const other = (id: string): ConversationRef => ({
+  ...conv,
+  conversation_id: id,
+  key: conversationKey('agent-1', null, id, null),
+});
 
 const steerInto = (runId: string | null): DecisionTable => ({ busy: 'queued', steer_into: runId, max_queue: 100 });
 
@@ -136,7 +140,7 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
     return { runId: o.run_id!, lease: { run_id: o.run_id!, attempt: o.attempt!, owner_process_id: owner ?? '' } };
   }
 
-  it('the claim: a run started at admission is attempt 1 of its process; a failed one is nobody\'s', async () => {
+  it("the claim: a run started at admission is attempt 1 of its process; a failed one is nobody's", async () => {
     const { runId } = await started();
     expect(await row(runId)).toMatchObject({ status: 'running', owner_process_id: 'p1', attempt: 1 });
     const failed = admitRows('no runner', 'p1');
@@ -156,7 +160,14 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
     expect(queued.admitted && queued.disposition).toBe('queued');
     const waitingId = queued.admitted ? queued.run_id! : '';
     expect(await row(waitingId)).toMatchObject({ status: 'queued', owner_process_id: null, attempt: 0 });
-    await runs.end(newResult(runId, 1, { type: 'run.completed' }), { ...interrupted, status: 'completed' }, null, null, [], lease);
+    await runs.end(
+      newResult(runId, 1, { type: 'run.completed' }),
+      { ...interrupted, status: 'completed' },
+      null,
+      null,
+      [],
+      lease,
+    );
     const item = (await steering.nextWaiting(conv.key))!;
     const out = await steering.startWaiting({
       conversation: conv,
@@ -168,27 +179,27 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
     expect(await row(waitingId)).toMatchObject({ status: 'running', owner_process_id: 'p2', attempt: 1 });
   });
 
-  it('fenced writes: the owner\'s attempt writes; another attempt, another process, or a dead owner writes nothing', async () => {
+  it("fenced writes: the owner's attempt writes; another attempt, another process, or a dead owner writes nothing", async () => {
     const { runId, lease } = await started();
     await runs.insertResult(newResult(runId, 1), null, [], lease);
     expect((await row(runId)).last_write_at).toEqual(expect.any(Number));
     await expect(runs.insertResult(newResult(runId, 2), null, [], { ...lease, attempt: 2 })).rejects.toBeInstanceOf(
       FencedError,
     );
-    await expect(runs.insertResult(newResult(runId, 2), null, [], { ...lease, owner_process_id: 'p2' })).rejects.toThrow(
-      /write fenced/,
-    );
+    await expect(
+      runs.insertResult(newResult(runId, 2), null, [], { ...lease, owner_process_id: 'p2' }),
+    ).rejects.toThrow(/write fenced/);
     await processes.remove('p1');
     await expect(runs.insertResult(newResult(runId, 2), null, [], lease)).rejects.toBeInstanceOf(FencedError);
-    await expect(runs.end(newResult(runId, 2, { type: 'run.completed' }), interrupted, null, null, [], lease)).rejects.toBeInstanceOf(
-      FencedError,
-    );
+    await expect(
+      runs.end(newResult(runId, 2, { type: 'run.completed' }), interrupted, null, null, [], lease),
+    ).rejects.toBeInstanceOf(FencedError);
     await expect(steering.pull(runId, 10, 'all', lease)).rejects.toBeInstanceOf(FencedError);
     expect(await results(runId)).toEqual([[1, 'message.delta', 'runner']]);
     expect(await row(runId)).toMatchObject({ status: 'running', attempt: 1 });
   });
 
-  it('one group commit: a fenced run\'s units fail, the others\' in the same group commit', async () => {
+  it("one group commit: a fenced run's units fail, the others' in the same group commit", async () => {
     const a = await started('a');
     const b = await started('b', 'p2', other('conv-b'));
     // Unwired writes (no lease) are not fenced.
@@ -201,7 +212,14 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
       runs.insertResult(newResult(cId, 1)),
     ];
     const settled = await Promise.allSettled(writes);
-    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'rejected', 'fulfilled']);
+    expect(settled.map((s) => s.status)).toEqual([
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+      'rejected',
+      'fulfilled',
+    ]);
     expect(await results(a.runId)).toHaveLength(3);
     expect(await results(b.runId)).toEqual([]);
     expect(await results(cId)).toHaveLength(1);
@@ -210,7 +228,10 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
   it('the sweep finds only runs whose owner is dead (and unowned ones only when asked)', async () => {
     const live = await started('live', 'p1');
     const dead = await runs.admit({ ...admitRows('dead', 'p2', steerInto(null), other('conv-d')), conversation: null });
-    const unowned = await runs.admit({ ...admitRows('unowned', null, steerInto(null), other('conv-u')), conversation: null });
+    const unowned = await runs.admit({
+      ...admitRows('unowned', null, steerInto(null), other('conv-u')),
+      conversation: null,
+    });
     await processes.remove('p2');
     const ids = (xs: { run_id: string }[]) => xs.map((x) => x.run_id).sort();
     const deadId = dead.admitted ? dead.run_id! : '';
@@ -232,7 +253,13 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
     expect((await steering.pull(runId, 1, 'one', lease)).map((i) => i.item.text)).toEqual(['follow-up 1']);
     await processes.remove('p1');
     const [orphan] = await runs.orphans(100, false);
-    const taken = await runs.takeOver({ orphan, terminal: terminalOf(runId), end: interrupted, outbox: [], at: T0 + 100 });
+    const taken = await runs.takeOver({
+      orphan,
+      terminal: terminalOf(runId),
+      end: interrupted,
+      outbox: [],
+      at: T0 + 100,
+    });
     expect(taken).toEqual({
       taken: true,
       kind: 'interrupted',
@@ -241,7 +268,12 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
       released: 2,
       conversation_key: conv.key,
     });
-    expect(await row(runId)).toMatchObject({ status: 'interrupted', error_code: 'host.interrupted', owner_process_id: null, attempt: 2 });
+    expect(await row(runId)).toMatchObject({
+      status: 'interrupted',
+      error_code: 'host.interrupted',
+      owner_process_id: null,
+      attempt: 2,
+    });
     expect(await results(runId)).toEqual([
       [1, 'message.delta', 'runner'],
       [2, 'message.delta', 'runner'],
@@ -249,7 +281,9 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
       [4, 'run.failed', 'host'],
     ]);
     // The two items not pulled wait as runs of their own, in their order.
-    const items = await ds.getRepository(SteeringItemEntity).find({ where: { run_id: runId }, order: { position: 'ASC' } });
+    const items = await ds
+      .getRepository(SteeringItemEntity)
+      .find({ where: { run_id: runId }, order: { position: 'ASC' } });
     expect(items.map((i) => [i.position, i.state])).toEqual([
       [1, 'injected'],
       [2, 'redispatched'],
@@ -258,7 +292,9 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
     expect((await steering.nextWaiting(conv.key))?.id).toBe(items[1].id);
     // A second sweeper finds nothing to take; the dead owner's late write is fenced.
     expect(await runs.orphans(100, true)).toEqual([]);
-    expect(await runs.takeOver({ orphan, terminal: terminalOf(runId), end: interrupted, outbox: [], at: T0 + 200 })).toEqual({
+    expect(
+      await runs.takeOver({ orphan, terminal: terminalOf(runId), end: interrupted, outbox: [], at: T0 + 200 }),
+    ).toEqual({
       taken: false,
     });
     await processes.register({ id: 'p1', instance: 'p1', http_address: 'h:1', grpc_address: 'h:2' });
@@ -270,7 +306,13 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
     const { runId } = await started('never answered');
     await processes.remove('p1');
     const [orphan] = await runs.orphans(100, false);
-    const taken = await runs.takeOver({ orphan, terminal: terminalOf(runId), end: interrupted, outbox: [], at: T0 + 100 });
+    const taken = await runs.takeOver({
+      orphan,
+      terminal: terminalOf(runId),
+      end: interrupted,
+      outbox: [],
+      at: T0 + 100,
+    });
     expect(taken).toEqual({ taken: true, kind: 'requeued', attempt: 2, conversation_key: conv.key });
     expect(await row(runId)).toMatchObject({ status: 'queued', owner_process_id: null, attempt: 2, started_at: null });
     expect(await results(runId)).toEqual([]);
@@ -292,7 +334,14 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
     const queued = await runs.admit(admitRows('second', 'p1'));
     const third = await runs.admit(admitRows('third', 'p1'));
     const waitingId = queued.admitted ? queued.run_id! : '';
-    await runs.end(newResult(first.runId, 1, { type: 'run.completed' }), { ...interrupted, status: 'completed' }, null, null, [], first.lease);
+    await runs.end(
+      newResult(first.runId, 1, { type: 'run.completed' }),
+      { ...interrupted, status: 'completed' },
+      null,
+      null,
+      [],
+      first.lease,
+    );
     const item = (await steering.nextWaiting(conv.key))!;
     await steering.startWaiting({
       conversation: conv,
@@ -303,7 +352,9 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
     await processes.remove('p1');
     const [orphan] = await runs.orphans(100, false);
     expect(orphan.run_id).toBe(waitingId);
-    expect(await runs.takeOver({ orphan, terminal: terminalOf(waitingId), end: interrupted, outbox: [], at: T0 + 100 })).toMatchObject({
+    expect(
+      await runs.takeOver({ orphan, terminal: terminalOf(waitingId), end: interrupted, outbox: [], at: T0 + 100 }),
+    ).toMatchObject({
       kind: 'requeued',
     });
     const next = (await steering.nextWaiting(conv.key))!;
@@ -335,9 +386,10 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
       const a = await started('a');
       await runs.insertResult(newResult(a.runId, 1), null, [], a.lease);
       await sweeper.query('BEGIN');
-      await sweeper.query(`UPDATE "runs" SET "attempt" = "attempt" + 1, "owner_process_id" = NULL WHERE "run_id" = $1`, [
-        a.runId,
-      ]);
+      await sweeper.query(
+        `UPDATE "runs" SET "attempt" = "attempt" + 1, "owner_process_id" = NULL WHERE "run_id" = $1`,
+        [a.runId],
+      );
       const late = runs.insertResult(newResult(a.runId, 2), null, [], a.lease);
       await waitForLockWait(sweeper);
       await sweeper.query('COMMIT');
@@ -360,7 +412,8 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
       );
       await processes.remove('p2');
       const [orphan] = await runs.orphans(100, false);
-      const take = () => runs.takeOver({ orphan, terminal: terminalOf(b.runId), end: interrupted, outbox: [], at: T0 + 100 });
+      const take = () =>
+        runs.takeOver({ orphan, terminal: terminalOf(b.runId), end: interrupted, outbox: [], at: T0 + 100 });
       expect(await take()).toEqual({ taken: false });
       await writer.query('COMMIT');
       expect(await take()).toMatchObject({ taken: true, kind: 'interrupted', sequence: 3, attempt: 2 });

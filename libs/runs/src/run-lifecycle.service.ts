@@ -126,8 +126,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
       msg: `run interrupted: its host process died${taken.released ? `; ${taken.released} steering item(s) re-dispatched` : ''}`,
     });
     if (this.bus.follow(row.run_id)) {
-      const { created_at: _created, ...view } = { ...terminal, sequence: taken.sequence };
-      this.bus.publish(view as ResultView);
+      this.bus.publish(verdictResult(row.run_id, taken.sequence, verdict));
       this.bus.end(row.run_id);
     }
     if (taken.conversation_key) {

@@ -83,7 +83,7 @@ export type AdmitOutcome =
       position: number | null;
       /** The conversation's running run (steered into, rejected by, or to interrupt). */
       running_run_id: string | null;
-      /** Started: the run's attempt (its fence token with the owner: run-lease.ts); otherwise null. */
+      /** Started: the run's attempt (its fence token with the owner: run-fence.ts); otherwise null. */
       attempt: number | null;
     }
   /** A duplicate (maybe concurrent): nothing written, the event recorded first. */

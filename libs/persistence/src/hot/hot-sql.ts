@@ -17,7 +17,7 @@ export interface HotStatement {
    */
   readonly rows?: { readonly table: string; readonly columns: readonly string[]; readonly tail: string };
   /**
-   * The fence of a run's write (run-lease.ts): run without writing the held inserts first (it
+   * The fence of a run's write (run-fence.ts): run without writing the held inserts first (it
    * reads none of them), and once it matched, not run again in the same transaction (FenceCache).
    */
   readonly fence?: true;

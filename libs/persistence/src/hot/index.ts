@@ -9,15 +9,12 @@ export * from './admission-decision';
 export * from './admission-unit';
 export * from './steering-queue-units';
 export { joinSnapshot, splitSnapshot } from './snapshot-rows';
+export { FencedError, isFenced, fenceUnit, FENCE_RUN, type RunLease } from './run-fence';
 export {
-  FencedError,
-  isFenced,
-  fenceUnit,
   orphansUnit,
   takeOverUnit,
   LEASE_SQL,
-  type RunLease,
   type OrphanRef,
   type TakeOver,
   type TakeOverOutcome,
-} from './run-lease';
+} from './run-takeover';

@@ -1,7 +1,7 @@
 import { Client, Pool, type QueryConfig } from 'pg';
 import { SQL, type HotStatement } from './hot-sql';
 import { InsertBatch } from './insert-batch';
-import { FenceCache } from './run-lease';
+import { FenceCache } from './run-fence';
 import type { Op, SqlValue, Unit } from './unit';
 import type { WriterDriver } from './write-queue';
 

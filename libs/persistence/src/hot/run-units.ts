@@ -22,7 +22,7 @@ import {
   TRANSCRIPT_COLUMNS,
 } from './hot-sql';
 import { outboxUnit, type NewOutboxRow } from './outbox-units';
-import { fenceUnit, type RunLease } from './run-lease';
+import { fenceUnit, type RunLease } from './run-fence';
 import { storeSnapshotUnit } from './snapshot-rows';
 import { bool, exec, json, one, rowParams, type Unit } from './unit';
 
@@ -32,7 +32,7 @@ export type NewRun = Omit<
   'id' | 'snapshot_hash' | 'authorization_run' | 'owner_process_id' | 'attempt' | 'last_write_at'
 > & {
   authorization: JsonObject | null;
-  /** Set by the unit that starts the run (its claim: run-lease.ts); absent: not owned, attempt 0. */
+  /** Set by the unit that starts the run (its claim: run-fence.ts); absent: not owned, attempt 0. */
   owner_process_id?: string | null;
   attempt?: number;
 };
@@ -85,7 +85,7 @@ export function* appendTranscriptUnit(row: NewTranscriptRow): Unit<number> {
 
 /**
  * One accepted result and what it implies (a `state.updated` write, delivery ops), together —
- * fenced first by the run's lease when it has one (run-lease.ts).
+ * fenced first by the run's lease when it has one (run-fence.ts).
  */
 export function* resultUnit(
   r: NewResult,

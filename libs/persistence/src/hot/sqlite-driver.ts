@@ -1,7 +1,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { SQL, type HotStatement } from './hot-sql';
 import { InsertBatch } from './insert-batch';
-import { FenceCache } from './run-lease';
+import { FenceCache } from './run-fence';
 import type { Op, Unit } from './unit';
 import type { WriterDriver } from './write-queue';
 

@@ -9,7 +9,7 @@ import type { JsonObject } from '../entities';
 import { waitingRunRow } from './admission-unit';
 import type { NewTranscriptRow } from '../repositories/context.repository';
 import type { NewOutboxRow } from './outbox-units';
-import { fenceUnit, type RunLease } from './run-lease';
+import { fenceUnit, type RunLease } from './run-fence';
 import { RESULT_COLUMNS, SQL } from './hot-sql';
 import {
   eventLogUnit,
@@ -57,7 +57,7 @@ function transition(
 
 /**
  * Up to `limit` queued items of the run, oldest first, each handed out exactly once
- * (`steering.injected`) — fenced first by the run's lease when given (run-lease.ts): a process
+ * (`steering.injected`) — fenced first by the run's lease when given (run-fence.ts): a process
  * that lost the run hands nothing out.
  */
 export function* pullUnit(

@@ -16,14 +16,8 @@ import {
   type StateWrite,
 } from '../hot/run-units';
 import { endRunUnit } from '../hot/steering-queue-units';
-import {
-  orphansUnit,
-  takeOverUnit,
-  type OrphanRef,
-  type RunLease,
-  type TakeOver,
-  type TakeOverOutcome,
-} from '../hot/run-lease';
+import type { RunLease } from '../hot/run-fence';
+import { orphansUnit, takeOverUnit, type OrphanRef, type TakeOver, type TakeOverOutcome } from '../hot/run-takeover';
 import type { NewOutboxRow } from '../hot/outbox-units';
 import { one, rows } from '../hot/unit';
 import type { NewTranscriptRow } from './context.repository';
@@ -159,7 +153,7 @@ export class RunsRepository {
     return this.hot.read(orphansUnit(limit, withUnowned));
   }
 
-  /** The takeover of one orphaned run, in one commit under its row lock (hot/run-lease.ts). */
+  /** The takeover of one orphaned run, in one commit under its row lock (hot/run-takeover.ts). */
   takeOver(t: TakeOver): Promise<TakeOverOutcome> {
     return this.hot.write(() => takeOverUnit(t));
   }

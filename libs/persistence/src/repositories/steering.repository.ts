@@ -6,7 +6,7 @@ import { HotStore } from '../hot/hot-store';
 import { startWaitingUnit, type WaitingStart, type WaitingStartOutcome } from '../hot/admission-unit';
 import type { NewResult, RunEnd } from '../hot/run-units';
 import { STEERING_SQL } from '../hot/steering-sql';
-import type { RunLease } from '../hot/run-lease';
+import type { RunLease } from '../hot/run-fence';
 import { failQueuedUnit, pullUnit, releaseOrphansUnit } from '../hot/steering-queue-units';
 import {
   situationOf,

@@ -1,11 +1,11 @@
 import { SQL } from './hot-sql';
-import { FenceCache, FencedError, fenceUnit, LEASE_SQL, type RunLease } from './run-lease';
+import { FENCE_RUN, FenceCache, FencedError, fenceUnit, type RunLease } from './run-fence';
 import type { Op } from './unit';
 
 const lease: RunLease = { run_id: 'r1', attempt: 2, owner_process_id: 'p1' };
 const fenceOp = (l: RunLease): Op => ({
   kind: 'run',
-  stmt: LEASE_SQL.fence,
+  stmt: FENCE_RUN,
   params: [l.run_id, l.attempt, l.owner_process_id, l.owner_process_id],
 });
 

@@ -1,73 +1,23 @@
 /**
- * Run leases and fencing (docs/scale-out.md#leases-and-fencing), for the one writer: the fence
- * every write unit of a running run starts with, the cache that keeps it at one statement per
- * run per group commit, and the takeover of a run whose owner process is dead. SQL of both
- * dialects (SQLite has one process, but runs the same statements).
+ * The takeover of a run whose owner process is dead (docs/scale-out.md#dead-owner-sweep), for the
+ * one writer: the orphaned runs, and one unit that takes one of them over under its row lock.
+ * SQL of both dialects (FOR UPDATE SKIP LOCKED on PostgreSQL). The fence: run-fence.ts.
  */
 import type { JsonObject } from '../entities';
-import { RESULT_COLUMNS, SQL, stmt, type HotStatement } from './hot-sql';
+import { RESULT_COLUMNS, SQL, stmt } from './hot-sql';
 import { outboxUnit, type NewOutboxRow } from './outbox-units';
 import type { NewResult, RunEnd } from './run-units';
 import { releaseRunUnit } from './steering-queue-units';
 import { STEERING_COLUMNS, STEERING_SQL } from './steering-sql';
 import { conversationKey } from './steering-rows';
-import { bool, exec, json, one, rowParams, rows, type Changes, type Op, type SqlValue, type Unit } from './unit';
-
-/** What a process holds of a run it owns: the fence token its writes name. */
-export interface RunLease {
-  run_id: string;
-  attempt: number;
-  owner_process_id: string;
-}
-
-/**
- * A write of a run refused by its fence: another process owns the run now (it took it over), or
- * this process was declared dead. The unit's transaction was rolled back.
- */
-export class FencedError extends Error {
-  readonly code = 'host.fenced';
-
-  constructor(readonly lease: RunLease) {
-    super(
-      `run ${lease.run_id}: write fenced (attempt ${lease.attempt} of process ${lease.owner_process_id} no longer owns it)`,
-    );
-    this.name = 'FencedError';
-  }
-}
-
-export function isFenced(e: unknown): e is FencedError {
-  return e instanceof FencedError;
-}
-
-/** The database's clock in epoch ms (the lease times compare on one clock: host-processes.repository.ts). */
-const NOW_SQLITE = `CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)`;
-const NOW_PG = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+import { bool, exec, json, one, rowParams, rows, type Unit } from './unit';
 
 /** The orphaned runs: running, owned by a process that has no row (declared dead, or never seen). */
 const ORPHANS = `SELECT "run_id", "owner_process_id", "attempt" FROM "runs"
   WHERE "status" = 'running' AND "owner_process_id" IS NOT NULL
     AND NOT EXISTS (SELECT 1 FROM "host_processes" h WHERE h."id" = "runs"."owner_process_id")`;
 
-/**
- * The fence (a statement the writer drivers recognise by `fence`: FenceCache): an UPDATE of the
- * run's row, so it takes the row lock and serialises with a takeover — whichever commits second
- * sees the first's row (docs/scale-out.md#fenced-writes).
- */
-const FENCE: HotStatement = {
-  ...stmt(
-    'fence_run',
-    `UPDATE "runs" SET "last_write_at" = ${NOW_SQLITE}
-     WHERE "run_id" = ? AND "attempt" = ? AND "owner_process_id" = ?
-       AND EXISTS (SELECT 1 FROM "host_processes" WHERE "id" = ?)`,
-    `UPDATE "runs" SET "last_write_at" = ${NOW_PG}
-     WHERE "run_id" = ? AND "attempt" = ? AND "owner_process_id" = ?
-       AND EXISTS (SELECT 1 FROM "host_processes" WHERE "id" = ?)`,
-  ),
-  fence: true,
-};
-
 export const LEASE_SQL = {
-  fence: FENCE,
   /** Orphaned runs, oldest first (candidates: the takeover checks each again under its row lock). */
   orphans: stmt('lease_orphans', `${ORPHANS} ORDER BY "id" ASC LIMIT ?`),
   /**
@@ -95,7 +45,10 @@ export const LEASE_SQL = {
      FOR UPDATE SKIP LOCKED`,
   ),
   /** The takeover's fence: the next attempt, no owner (the dead one's writes match nothing after this). */
-  bumpAttempt: stmt('lease_bump', `UPDATE "runs" SET "attempt" = "attempt" + 1, "owner_process_id" = NULL WHERE "run_id" = ?`),
+  bumpAttempt: stmt(
+    'lease_bump',
+    `UPDATE "runs" SET "attempt" = "attempt" + 1, "owner_process_id" = NULL WHERE "run_id" = ?`,
+  ),
   /** A never-started run waits again: it is dispatched like any waiting run. */
   requeue: stmt(
     'lease_requeue',
@@ -108,51 +61,6 @@ export const LEASE_SQL = {
   ),
   eventPayload: stmt('lease_event_payload', `SELECT "payload" FROM "events" WHERE "event_id" = ?`),
 } as const;
-
-/**
- * The fence of a unit of a run owned by this process: nothing when the run is not leased (one
- * process without a claim; legacy callers); otherwise the unit (its whole transaction) fails with
- * FencedError unless the lease is still this run's.
- */
-export function* fenceUnit(lease: RunLease | null | undefined): Unit<void> {
-  if (!lease) {
-    return;
-  }
-  const matched = yield* exec(LEASE_SQL.fence, [lease.run_id, lease.attempt, lease.owner_process_id, lease.owner_process_id]);
-  if (matched === 0) {
-    throw new FencedError(lease);
-  }
-}
-
-/**
- * The fences of one group commit: a fence that matched holds the run's row lock until COMMIT, so
- * the same fence again in the same transaction needs no statement — one fence per run per group,
- * however many of its results the group carries. Drivers call `answer` before running an op and
- * `matched` after; `reset` at each transaction.
- */
-export class FenceCache {
-  private readonly held = new Set<string>();
-
-  /** The answer for an op that is a fence already matched in this transaction; undefined to run it. */
-  answer(op: Op): Changes | undefined {
-    return op.stmt.fence && this.held.has(key(op.params)) ? { changes: 1 } : undefined;
-  }
-
-  /** Records a fence that ran (only one that matched counts). */
-  ran(op: Op, result: unknown): void {
-    if (op.stmt.fence && (result as Changes).changes > 0) {
-      this.held.add(key(op.params));
-    }
-  }
-
-  reset(): void {
-    this.held.clear();
-  }
-}
-
-function key(params: readonly SqlValue[]): string {
-  return params.map((p) => String(p)).join('\u0000');
-}
 
 /** An orphaned run as the sweep found it. */
 export interface OrphanRef {
@@ -187,7 +95,14 @@ export type TakeOverOutcome =
   /** Never started: queued again, its conversation is due. */
   | { taken: true; kind: 'requeued'; attempt: number; conversation_key: string }
   /** Started: ended `interrupted` with its terminal at `sequence`; its queued steering items re-dispatched. */
-  | { taken: true; kind: 'interrupted'; attempt: number; sequence: number; released: number; conversation_key: string | null };
+  | {
+      taken: true;
+      kind: 'interrupted';
+      attempt: number;
+      sequence: number;
+      released: number;
+      conversation_key: string | null;
+    };
 
 /**
  * The takeover of one orphaned run, in one transaction, under its row lock: the attempt bump
@@ -240,7 +155,13 @@ export function* takeOverUnit(t: TakeOver): Unit<TakeOverOutcome> {
  * so the conversation dispatcher starts it like any waiting run (the stored submission has its
  * binary contents redacted: docs/scale-out.md#dead-owner-sweep).
  */
-function* insertDueItem(runId: string, eventId: string, key: string, run: Record<string, unknown>, at: number): Unit<void> {
+function* insertDueItem(
+  runId: string,
+  eventId: string,
+  key: string,
+  run: Record<string, unknown>,
+  at: number,
+): Unit<void> {
   const ev = yield* one<{ payload: string }>(LEASE_SQL.eventPayload, [eventId]);
   const submission = ev ? (JSON.parse(String(ev.payload)) as JsonObject) : {};
   yield* exec(
