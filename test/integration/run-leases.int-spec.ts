@@ -312,6 +312,7 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
       end: interrupted,
       outbox: [],
       at: T0 + 100,
+      requeue_unstarted: true,
     });
     expect(taken).toEqual({ taken: true, kind: 'requeued', attempt: 2, conversation_key: conv.key });
     expect(await row(runId)).toMatchObject({ status: 'queued', owner_process_id: null, attempt: 2, started_at: null });
@@ -327,6 +328,24 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
     });
     expect(out).toMatchObject({ started: true, attempt: 3 });
     expect(await row(runId)).toMatchObject({ status: 'running', owner_process_id: 'p2', attempt: 3 });
+  });
+
+  it('takeover of a run with no result, by default: interrupted at sequence 1, never re-run (its runner may have begun it)', async () => {
+    const { runId } = await started('dispatched, no answer');
+    await processes.remove('p1');
+    const [orphan] = await runs.orphans(100, false);
+    expect(
+      await runs.takeOver({ orphan, terminal: terminalOf(runId), end: interrupted, outbox: [], at: T0 + 100 }),
+    ).toEqual({
+      taken: true,
+      kind: 'interrupted',
+      attempt: 2,
+      sequence: 1,
+      released: 0,
+      conversation_key: conv.key,
+    });
+    expect(await row(runId)).toMatchObject({ status: 'interrupted', owner_process_id: null, attempt: 2 });
+    expect(await steering.nextWaiting(conv.key)).toBeNull();
   });
 
   it('takeover of a never-started waiting run: its own item is due again (its place in the conversation kept)', async () => {
@@ -353,7 +372,14 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
     const [orphan] = await runs.orphans(100, false);
     expect(orphan.run_id).toBe(waitingId);
     expect(
-      await runs.takeOver({ orphan, terminal: terminalOf(waitingId), end: interrupted, outbox: [], at: T0 + 100 }),
+      await runs.takeOver({
+        orphan,
+        terminal: terminalOf(waitingId),
+        end: interrupted,
+        outbox: [],
+        at: T0 + 100,
+        requeue_unstarted: true,
+      }),
     ).toMatchObject({
       kind: 'requeued',
     });
@@ -374,7 +400,7 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
         runs.takeOver({ orphan, terminal: terminalOf(runId), end: interrupted, outbox: [], at: T0 + 100 }),
       ]);
       expect(write.status).toBe('rejected');
-      expect(take).toMatchObject({ status: 'fulfilled', value: { taken: true, kind: 'requeued' } });
+      expect(take).toMatchObject({ status: 'fulfilled', value: { taken: true, kind: 'interrupted', sequence: 1 } });
       return;
     }
     const url = (db.config as { url: string }).url;

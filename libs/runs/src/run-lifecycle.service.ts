@@ -84,13 +84,14 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
   /**
    * The takeover of a run whose owner process is dead (docs/scale-out.md#dead-owner-sweep; at boot
    * this is crash recovery: docs/durability.md#crash-recovery), in one commit under its row lock:
-   * a run its runner never answered waits again and its conversation is signalled; any other ends
+   * with `requeueUnstarted`, a run with no committed result waits again and its conversation is
+   * signalled (only for a caller that knows its runner never began it); any other ends
    * `interrupted` with its terminal after the last committed result (the only ones a reader can
    * have seen), its delivery closed and its queued steering items re-dispatched in order. Readers
    * following it in this process see the terminal. False when it was not taken (another sweeper
    * took it, it ended, or its owner is back).
    */
-  async takeOver(orphan: OrphanRef): Promise<boolean> {
+  async takeOver(orphan: OrphanRef, requeueUnstarted = false): Promise<boolean> {
     const row = await this.runs.get(orphan.run_id);
     if (!row || row.status !== 'running') {
       return false;
@@ -111,6 +112,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
       end: { ...verdictOutcome(verdict), finished_at: at },
       outbox,
       at,
+      requeue_unstarted: requeueUnstarted,
     });
     if (!taken.taken) {
       return false;

@@ -87,6 +87,13 @@ export interface TakeOver {
   /** Ops that close its delivery (for a started run). */
   outbox: readonly NewOutboxRow[];
   at: number;
+  /**
+   * A run with no committed result waits again instead of ending `interrupted` — only when the
+   * caller knows its runner never began it (a dispatch the runner never acknowledged). Without
+   * that knowledge (no dispatch acknowledgment in the protocol yet) it is false: a run may have
+   * been started by its runner without a result, and is never re-run silently.
+   */
+  requeue_unstarted?: boolean;
 }
 
 export type TakeOverOutcome =
@@ -124,7 +131,7 @@ export function* takeOverUnit(t: TakeOver): Unit<TakeOverOutcome> {
   const workspaceId = (row.workspace_id as string | null) ?? null;
   const conversationId = (row.conversation_id as string | null) ?? null;
   const threadId = (row.thread_id as string | null) ?? null;
-  if (lastSequence === 0) {
+  if (lastSequence === 0 && t.requeue_unstarted === true) {
     yield* exec(LEASE_SQL.requeue, ['waiting again: its host process died before the run started', o.run_id]);
     const key = conversationKey(agentId, workspaceId, conversationId ?? `run:${o.run_id}`, threadId);
     if ((yield* exec(LEASE_SQL.itemDueAgain, [o.run_id])) === 0) {
