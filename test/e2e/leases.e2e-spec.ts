@@ -6,8 +6,9 @@ jest.setTimeout(120_000);
  * Run leases and fencing (docs/scale-out.md#leases-and-fencing) with real processes. On
  * PostgreSQL, two hosts on one database: the owner of a run is paused (`SIGSTOP`) past its lease,
  * the other takes the run over (`interrupted`), and once resumed (`SIGCONT`) the paused one
- * writes nothing more: its late results are fenced, it fences itself and registers again. On
- * SQLite (one process per file) nobody can declare the paused process dead: its run goes on.
+ * writes nothing more: its late results are refused (fenced, or dropped by its self-fence) and it
+ * registers again. On SQLite (one process per file) nobody can declare the paused process dead:
+ * its run goes on.
  */
 describe('run leases across processes', () => {
   const db = new TestDatabase();
@@ -62,7 +63,7 @@ describe('run leases across processes', () => {
       await waitFor('the owner closed its runner streams (self-fence)', () =>
         Promise.resolve(owner.proc.logs().includes('self-fence')),
       );
-      // Nothing was written after the terminal (the paused process's buffered results were fenced).
+      // Nothing was written after the terminal (the paused process's buffered results were refused).
       expect(await results(runId)).toEqual(atTakeover);
       await other.stop();
     } else {
