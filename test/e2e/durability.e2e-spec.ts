@@ -1,4 +1,15 @@
-import { Host, TestDatabase, dbRows, event, parseSse, startDemoRunner, waitFor, type SseEvent } from './harness';
+import {
+  Host,
+  SHORT_LEASE,
+  TestDatabase,
+  dbRows,
+  event,
+  parseSse,
+  startDemoRunner,
+  takenOver,
+  waitFor,
+  type SseEvent,
+} from './harness';
 import { RawPlugin, manifestFor } from './raw-plugin';
 
 jest.setTimeout(120_000);
@@ -219,7 +230,8 @@ describe('kill -9 of the host under load', () => {
     await Promise.all(readers);
     await runner.stop();
 
-    const second = await new Host(db).start();
+    const second = await new Host(db, SHORT_LEASE).start();
+    await takenOver(db, accepted);
     const runs = new Map((await dbRows(db, 'runs')).map((r) => [r.run_id as string, r]));
     const transcript = await dbRows(db, 'transcript');
     for (const runId of accepted) {

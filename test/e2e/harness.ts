@@ -12,6 +12,22 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const HOST_MAIN = path.join(ROOT, 'dist/apps/host/src/main.js');
 const RUNNER_MAIN = path.join(ROOT, 'dist/apps/demo-runner/src/main.js');
 export const ADMIN_KEY = 'e2e-admin-key-0123456789abcdef';
+
+/**
+ * A short process lease for a host started after another was killed: on PostgreSQL a process takes
+ * over only runs of processes declared dead (heartbeat older than the lease:
+ * docs/scale-out.md#dead-owner-sweep), so a restart waits for the killed one's lease; on SQLite the
+ * restart takes them at boot.
+ */
+export const SHORT_LEASE = { PROCESS_HEARTBEAT_MS: '200', PROCESS_LEASE_MS: '1000' };
+
+/** Until no run of `runIds` is `running` in the database any more (the killed owner's runs taken over). */
+export async function takenOver(db: TestDatabase, runIds: readonly string[]): Promise<void> {
+  const ids = new Set(runIds);
+  await waitFor('runs of the killed process taken over', async () =>
+    (await dbRows(db, 'runs')).every((r) => !ids.has(r.run_id as string) || r.status !== 'running'),
+  );
+}
 const PG_ADMIN_URL = process.env.E2E_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 export async function freePort(): Promise<number> {

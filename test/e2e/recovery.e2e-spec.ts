@@ -1,4 +1,4 @@
-import { Host, TestDatabase, event, startDemoRunner, waitFor } from './harness';
+import { Host, SHORT_LEASE, TestDatabase, event, startDemoRunner, takenOver, waitFor } from './harness';
 
 jest.setTimeout(60_000);
 
@@ -32,7 +32,8 @@ describe('crash recovery', () => {
     await first.stop('SIGKILL');
     await runner.stop();
 
-    const second = await new Host(db).start();
+    const second = await new Host(db, SHORT_LEASE).start();
+    await takenOver(db, [runId]);
     const run = await second.api('GET', `/v1/runs/${runId}`);
     expect(run.body).toMatchObject({ status: 'interrupted', error: { code: 'host.interrupted', retryable: true } });
     const events = await second.sse(runId);

@@ -1,4 +1,4 @@
-import { Host, TestDatabase, runnerConnected, startDemoRunner, waitFor } from './harness';
+import { Host, SHORT_LEASE, TestDatabase, runnerConnected, startDemoRunner, takenOver, waitFor } from './harness';
 import { admin, answered, conversationRuns, launchRunner, message } from './steering-support';
 
 jest.setTimeout(180_000);
@@ -174,7 +174,8 @@ describe('conversations and steering: faults', () => {
     await host.stop('SIGKILL');
     await runner.stop();
 
-    host = await new Host(db, { QUEUED_RUN_RUNNER_WAIT_MS: '60000' }).start();
+    host = await new Host(db, { QUEUED_RUN_RUNNER_WAIT_MS: '60000', ...SHORT_LEASE }).start();
+    await takenOver(db, [first.body.run_id as string]);
     // A fresh event (a free conversation) with no runner connected still gets today's 503 at once.
     const fresh = await host.api('POST', '/v1/events', message('never', 'c-fresh', 'nobody home'));
     expect(fresh.status).toBe(503);

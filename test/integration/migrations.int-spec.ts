@@ -69,9 +69,9 @@ function allTables(ds: DataSource, applied = MIGRATIONS.length): string[] {
     ...(applied >= 13 ? ['snapshots'] : []),
     ...(applied >= 14 && sqlite ? ['fts_watermarks'] : []),
     ...(applied >= 15 ? ['host_processes'] : []),
-    ...(applied >= 16 ? ['runner_presence'] : []),
-    ...(applied >= 17 ? ['delivery_senders'] : []),
-    ...(applied >= 18 ? ['catalog_version'] : []),
+    ...(applied >= 17 ? ['runner_presence'] : []),
+    ...(applied >= 18 ? ['delivery_senders'] : []),
+    ...(applied >= 19 ? ['catalog_version'] : []),
     'migrations',
   ].sort();
 }
@@ -149,7 +149,13 @@ const SENDER_INDEXES: Array<[string, string, boolean, string[]]> = [
   ['delivery_senders', 'idx_delivery_senders_process', false, ['process_id']],
 ];
 
+/** Run leases (docs/scale-out.md#leases-and-fencing): the dead-owner sweep finds a process's runs. */
+const LEASE_INDEXES: Array<[string, string, boolean, string[]]> = [
+  ['runs', 'idx_runs_owner_process', false, ['owner_process_id']],
+];
+
 const NAMED_INDEXES = [
+  ...LEASE_INDEXES,
   ...SCOPE_INDEXES,
   ...INITIAL_INDEXES,
   ...CONTEXT_INDEXES,
@@ -331,7 +337,8 @@ async function undoNewerThan(ds: DataSource, name: string): Promise<void> {
   }
 }
 
-function run(runId: string): Omit<RunEntity, 'id'> {
+/** A run row as the migrations before run leases know it (the lease columns keep their defaults). */
+function run(runId: string): Omit<RunEntity, 'id' | 'owner_process_id' | 'attempt' | 'last_write_at'> {
   return {
     run_id: runId,
     event_id: `evt-${runId}`,
@@ -799,6 +806,30 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
       expect(await fullTextMatch(ds, 'after')).toEqual([]);
       await ds.query(`INSERT INTO "transcript_fts"("transcript_fts") VALUES ('integrity-check')`);
     }
+  });
+
+  it('the run-leases migration adds owner, attempt (0 for the runs it finds) and last write; down removes them', async () => {
+    const ds = await ctx.open();
+    await undoNewerThan(ds, 'HostProcesses1767500000000');
+    const lease = ['attempt', 'last_write_at', 'owner_process_id'];
+    expect((await columnsOf(ds, 'runs')).filter((c) => lease.includes(c))).toEqual([]);
+    await ds.query(
+      `INSERT INTO "runs" ("run_id", "event_id", "agent_id", "runner_id", "status", "context", "created_at")
+       VALUES ('run-before-leases', 'evt-1', 'agent-1', 'acme/echo/echo', 'running', '{}', 1)`,
+    );
+    await ds.runMigrations();
+    expect((await columnsOf(ds, 'runs')).filter((c) => lease.includes(c))).toEqual(lease);
+    expect(await ds.getRepository(RunEntity).findOneByOrFail({ run_id: 'run-before-leases' })).toMatchObject({
+      owner_process_id: null,
+      attempt: 0,
+      last_write_at: null,
+    });
+    expect((await listIndexes(ds, 'runs')).map((i) => i.name)).toContain('idx_runs_owner_process');
+    await undoNewerThan(ds, 'HostProcesses1767500000000');
+    expect((await columnsOf(ds, 'runs')).filter((c) => lease.includes(c))).toEqual([]);
+    expect((await listIndexes(ds, 'runs')).map((i) => i.name)).not.toContain('idx_runs_owner_process');
+    await ds.query(`DELETE FROM "runs" WHERE "run_id" = 'run-before-leases'`);
+    await ds.runMigrations();
   });
 
   it('does nothing when the migrations are run again on an up-to-date database', async () => {

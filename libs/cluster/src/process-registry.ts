@@ -138,20 +138,29 @@ export class ProcessRegistry implements OnApplicationBootstrap, BeforeApplicatio
     }
   }
 
-  /** One heartbeat; when the row is gone, registers again under a new id. */
+  /**
+   * One heartbeat; when the row is gone, the `onReplaced` listeners fence this process first (its
+   * runs dropped without writing: docs/scale-out.md#fenced-writes), then it registers again under
+   * a new id.
+   */
   async heartbeat(): Promise<void> {
     if (await this.repo.heartbeat(this.currentId)) {
       return;
     }
     const oldId = this.currentId;
-    this.currentId = randomUUID();
+    const newId = randomUUID();
     this.logger.error({
-      msg: `this process (${oldId}) was declared dead by another (heartbeat older than the lease); registering again as ${this.currentId}`,
+      msg: `this process (${oldId}) was declared dead by another (heartbeat older than the lease); fencing itself, then registering again as ${newId}`,
     });
-    await this.register();
     for (const listener of this.replacedListeners) {
-      listener(oldId, this.currentId);
+      try {
+        listener(oldId, newId);
+      } catch (e) {
+        this.logger.error({ msg: `replaced listener failed: ${message(e)}` });
+      }
     }
+    this.currentId = newId;
+    await this.register();
   }
 
   /** One sweep: declares every expired process dead (one sweeper wins each) and tells the listeners. */

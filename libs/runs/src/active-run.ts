@@ -1,5 +1,6 @@
 import { TokenBucket, type AuthorizationSnapshot } from '@libs/authz';
 import type { RunDelivery } from '@libs/delivery';
+import type { RunLease } from '@libs/persistence';
 import { TERMINAL_RESULT_TYPES } from '@libs/protocol';
 import type { RunnerSession } from '@libs/runner-gateway';
 import type { RunGrant } from './run-grant';
@@ -8,6 +9,15 @@ import type { ResultView } from './run-stream.bus';
 import { decideSequence, MAX_SEQUENCE } from './sequence-rules';
 
 const MAX_TIMER_MS = 2_147_483_647;
+
+/** What a dropped run (`drop`) resolves `finished` with: the outcome the process that took it over writes. */
+export const FENCED_OUTCOME: RunOutcome = {
+  status: 'interrupted',
+  status_reason: 'the run was taken over by another host process',
+  error_code: 'host.fenced',
+  retryable: true,
+  usage: null,
+};
 
 /**
  * Where a run is in its life (docs/architecture.md#the-life-of-a-run): `running` takes results;
@@ -49,6 +59,11 @@ export interface RunInit {
   session: RunnerSession;
   /** The frozen grants every host API call of this run is checked against. */
   snapshot: AuthorizationSnapshot;
+  /**
+   * The run's lease when this process claimed it (docs/scale-out.md#leases-and-fencing): every
+   * write of the run names it. Null: not leased (a start that made no claim), writes unfenced.
+   */
+  lease?: RunLease | null;
 }
 
 export interface RunOwner {
@@ -79,6 +94,8 @@ export class ActiveRun {
   readonly finished: Promise<RunOutcome>;
   /** The host API's read-only view of this run. */
   readonly grant: RunGrant;
+  /** The fence token of its writes (null: not leased). */
+  readonly lease: RunLease | null;
 
   private phaseNow: RunPhase = 'running';
   /** Set by the first cancel and kept through the end (a cancelled run's terminal result stays cancelled). */
@@ -91,6 +108,7 @@ export class ActiveRun {
   private controller: AbortController | null = null;
   private aborted = false;
   private last = 0;
+  private lastShown = 0;
   private resultSeen = false;
   private readonly seen = new Set<number>();
   private deadlineTimer?: NodeJS.Timeout;
@@ -112,6 +130,7 @@ export class ActiveRun {
     this.session = init.session;
     this.snapshot = init.snapshot;
     this.runner_id = init.snapshot.scope.runner_id;
+    this.lease = init.lease ?? null;
     this.finished = new Promise<RunOutcome>((resolve) => (this.resolveFinished = resolve));
     const bucket = new TokenBucket(init.snapshot.limits.calls_per_second, init.snapshot.limits.burst);
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- the grant's getters read the live run
@@ -127,6 +146,7 @@ export class ActiveRun {
       },
       budget: { take: () => bucket.take(), reserve: () => bucket.reserve() },
       started_at: this.started_at,
+      lease: this.lease,
       get active() {
         return !run.ended;
       },
@@ -171,6 +191,16 @@ export class ActiveRun {
   /** Highest sequence accepted so far. */
   get last_sequence(): number {
     return this.last;
+  }
+
+  /** Highest sequence shown to readers (committed, then published). */
+  get shown_sequence(): number {
+    return this.lastShown;
+  }
+
+  /** A result of this run was committed and shown to readers. */
+  shown(sequence: number): void {
+    this.lastShown = Math.max(this.lastShown, sequence);
   }
 
   /** The sequence the host gives its own next result (never one a reader may have seen). */
@@ -269,6 +299,24 @@ export class ActiveRun {
     }
     this.phaseNow = 'ended';
     this.resolveFinished(outcome);
+  }
+
+  /**
+   * The run is no longer this process's (its write was fenced, or the process was declared dead):
+   * it is over here without an end of its own — no verdict, nothing written; timers stop and
+   * in-flight calls abort; `finished` resolves with `interrupted (host.fenced)`, what another
+   * process records or recorded. False when the end was already decided.
+   */
+  drop(reason: string): boolean {
+    if (this.ended) {
+      return false;
+    }
+    this.phaseNow = 'ended';
+    clearTimeout(this.deadlineTimer);
+    clearTimeout(this.graceTimer);
+    this.abortCalls();
+    this.resolveFinished({ ...FENCED_OUTCOME, status_reason: reason });
+    return true;
   }
 
   /** Serialises this run's persistence steps in arrival order; a failing step does not stop the next. */
@@ -374,6 +422,8 @@ export type ActiveRunView = Pick<
   | 'delivery'
   | 'finished'
   | 'grant'
+  | 'lease'
+  | 'shown_sequence'
   | 'streamed'
   | 'assistantMessage'
 >;

@@ -40,6 +40,11 @@ export class ActiveRuns {
     return run && !run.ended && run.snapshot.available_apis.steering_pull ? run.run_id : null;
   }
 
+  /** Every run active here (a copy). */
+  all(): ActiveRun[] {
+    return [...this.runs.values()];
+  }
+
   get(runId: string): ActiveRun | undefined {
     return this.runs.get(runId);
   }
@@ -61,7 +66,4 @@ export class ActiveRuns {
     return [...this.runs.values()].filter((r) => r.session.session_id === sessionId);
   }
 
-  all(): ActiveRun[] {
-    return [...this.runs.values()];
-  }
 }

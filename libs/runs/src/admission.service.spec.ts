@@ -111,6 +111,7 @@ const admitted =
     transcript_seq: null,
     position: null,
     running_run_id: null,
+    attempt: null,
     ...over,
   });
 

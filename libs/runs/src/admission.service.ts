@@ -218,7 +218,7 @@ export class AdmissionService {
     const base = { event_id: event.event_id, run_id: outcome.run_id, replayed: false };
     switch (outcome.disposition) {
       case 'started':
-        this.starter.dispatch(prepared!, agent, live!, outcome.event_seq);
+        this.starter.dispatch(prepared!, agent, live!, outcome.event_seq, outcome.attempt);
         return { ...base, disposition: 'started' };
       case 'failed': {
         // No runner to take the run: recorded, failed `runner.unavailable` with its terminal

@@ -15,3 +15,4 @@ export { WorkspaceAdmission } from './workspace-admission';
 export { WorkspaceQuotaGate, quotaExceeded } from './workspace-quotas';
 export { AdmissionCatalog } from './admission-catalog';
 export { RunsDrain } from './runs-drain';
+export { RunLeases } from './run-leases.service';

@@ -1,3 +1,4 @@
+import type { RunLease } from '@libs/persistence';
 import type { AuthorizationSnapshot } from '@libs/authz';
 
 /** A run's host API call budget (its token bucket: `calls_per_second`, `burst`). */
@@ -27,6 +28,11 @@ export interface RunGrant {
   readonly budget: CallBudget;
   /** When the run started (epoch ms). */
   readonly started_at: number;
+  /**
+   * The run's lease (docs/scale-out.md#leases-and-fencing): a write unit of the run made for a
+   * host API call (steering hand-out, state) passes it to be fenced. Null: not leased.
+   */
+  readonly lease?: RunLease | null;
   /** False once the run's end is decided: no call is served for it any more. */
   readonly active: boolean;
   readonly cancel_requested: boolean;

@@ -2,7 +2,16 @@ import { testSnapshot } from './testing/snapshot';
 import type { AppConfig } from '@libs/config';
 import type { StateService, TranscriptService } from '@libs/conversations';
 import type { DeliveryService, RunDelivery } from '@libs/delivery';
-import type { NewResult, RunEnd, RunEntity, RunsRepository } from '@libs/persistence';
+import {
+  FencedError,
+  type NewResult,
+  type RunEnd,
+  type RunEntity,
+  type RunsRepository,
+  type StoredResult,
+  type TakeOver,
+  type TakeOverOutcome,
+} from '@libs/persistence';
 import type { RunnerSession } from '@libs/runner-gateway';
 import type { ActiveRun } from './active-run';
 import { ActiveRuns } from './active-runs';
@@ -28,6 +37,12 @@ class FakeRuns {
   readonly written: { kind: 'result' | 'end'; row: NewResult; end?: RunEnd; assistant?: unknown }[] = [];
   readonly cancelRequested: string[] = [];
   failNextEnd = false;
+  /** Every later write is refused by its fence (another process took the run over). */
+  fenced = false;
+  /** What the database says once another process ended a run: its status and stored results. */
+  stored = new Map<string, { status: string; results: StoredResult[] }>();
+  takeOvers: TakeOver[] = [];
+  takeOverAnswer: TakeOverOutcome = { taken: false };
   pending: { resolve: () => void }[] = [];
   holding = false;
   active: Partial<RunEntity>[] = [];
@@ -42,6 +57,9 @@ class FakeRuns {
     return d.promise.then(() => value);
   }
   insertResult(row: NewResult): Promise<void> {
+    if (this.fenced) {
+      return Promise.reject(new FencedError({ run_id: row.run_id, attempt: 1, owner_process_id: 'p1' }));
+    }
     this.written.push({ kind: 'result', row });
     return this.settle(undefined);
   }
@@ -49,6 +67,9 @@ class FakeRuns {
     if (this.failNextEnd) {
       this.failNextEnd = false;
       return Promise.reject(new Error('disk full'));
+    }
+    if (this.fenced) {
+      return Promise.reject(new FencedError({ run_id: row.run_id, attempt: 1, owner_process_id: 'p1' }));
     }
     this.written.push({ kind: 'end', row, end, assistant });
     return this.settle({ ended: true, released: 0 });
@@ -62,8 +83,18 @@ class FakeRuns {
     this.cancelRequested.push(runId);
     return Promise.resolve();
   }
-  listActive() {
-    return Promise.resolve(this.active);
+  get(runId: string) {
+    return Promise.resolve(this.active.find((r) => r.run_id === runId) ?? null);
+  }
+  takeOver(t: TakeOver) {
+    this.takeOvers.push(t);
+    return Promise.resolve(this.takeOverAnswer);
+  }
+  status(runId: string) {
+    return Promise.resolve(this.stored.get(runId)?.status ?? 'running');
+  }
+  resultsAfter(runId: string, after: number) {
+    return Promise.resolve((this.stored.get(runId)?.results ?? []).filter((r) => r.sequence > after));
   }
   lastSequence(runId: string) {
     return Promise.resolve(this.last.get(runId) ?? 0);
@@ -103,7 +134,7 @@ function setup(signals: InProcessSignals = new InProcessSignals()) {
     end: ended,
     interrupted: () => Promise.resolve([]),
   } as unknown as DeliveryService;
-  const config = { runs: { cancelGraceMs: GRACE_MS } } as AppConfig;
+  const config = { runs: { cancelGraceMs: GRACE_MS }, cluster: { pollMs: 1, leaseMs: 60_000 } } as AppConfig;
   const lifecycle = new RunLifecycleService(
     runs as unknown as RunsRepository,
     signals,
@@ -318,21 +349,91 @@ describe('RunLifecycleService: the one owner of a run (docs/architecture.md#the-
     await run.finished;
   });
 
-  it('recovery ends the runs a previous process left running `interrupted`, after their last committed sequence', async () => {
-    const { lifecycle, runs } = setup();
-    runs.active = [
-      { run_id: 'left', status: 'running', agent_id: 'a' },
-      { run_id: 'waiting', status: 'queued', agent_id: 'a' },
-    ];
-    runs.last.set('left', 7);
-    await lifecycle.recoverInterrupted();
-    expect(runs.written).toEqual([
+  it('a takeover of a started run shows its terminal to the readers here and frees its conversation', async () => {
+    const { lifecycle, runs, bus, published } = setup();
+    runs.active = [{ run_id: 'left', status: 'running', agent_id: 'a', context: {} }];
+    runs.takeOverAnswer = {
+      taken: true,
+      kind: 'interrupted',
+      attempt: 2,
+      sequence: 8,
+      released: 1,
+      conversation_key: 'k1',
+    };
+    bus.open('left');
+    const seen: ResultView[] = [];
+    let complete = false;
+    bus.follow('left')!.subscribe({ next: (r) => seen.push(r), complete: () => (complete = true) });
+    expect(await lifecycle.takeOver({ run_id: 'left', owner_process_id: 'dead', attempt: 1 })).toBe(true);
+    expect(runs.takeOvers).toEqual([
       expect.objectContaining({
-        kind: 'end',
-        row: expect.objectContaining({ run_id: 'left', sequence: 8, source: 'host' }),
+        orphan: { run_id: 'left', owner_process_id: 'dead', attempt: 1 },
+        terminal: expect.objectContaining({ run_id: 'left', type: 'run.failed', source: 'host' }),
         end: expect.objectContaining({ status: 'interrupted', error_code: 'host.interrupted', retryable: true }),
       }),
     ]);
+    expect(seen).toEqual([expect.objectContaining({ run_id: 'left', sequence: 8, type: 'run.failed' })]);
+    expect(complete).toBe(true);
+    expect(published).toEqual([{ kind: 'conversation', key: 'k1' }]);
+  });
+
+  it('a takeover another sweeper won (or of a run that is not running) changes nothing', async () => {
+    const { lifecycle, runs, published } = setup();
+    runs.active = [{ run_id: 'gone', status: 'completed', agent_id: 'a' }];
+    expect(await lifecycle.takeOver({ run_id: 'gone', owner_process_id: 'dead', attempt: 1 })).toBe(false);
+    expect(await lifecycle.takeOver({ run_id: 'unknown', owner_process_id: 'dead', attempt: 1 })).toBe(false);
+    expect(runs.takeOvers).toEqual([]);
+    expect(published).toEqual([]);
+  });
+
+  it('a fenced result write drops the run here: nothing more written, the runner told, readers see the new owner\'s end', async () => {
+    const { lifecycle, runs, active, sent, start } = setup();
+    const { run, seen, done } = start();
+    runs.fenced = true;
+    runs.stored.set('r1', {
+      status: 'interrupted',
+      results: [
+        { run_id: 'r1', sequence: 1, type: 'run.failed', data: { code: 'host.interrupted' }, usage: null, source: 'host', timestamp: null },
+      ],
+    });
+    ingest(lifecycle, run, 'message.delta', 1, { chunk: { content: 'x' } });
+    const outcome = await run.finished;
+    expect(outcome).toEqual(expect.objectContaining({ status: 'interrupted', error_code: 'host.fenced' }));
+    expect(run.ended).toBe(true);
+    expect(active.get('r1')).toBeUndefined();
+    expect(runs.written).toEqual([]);
+    expect(sent).toEqual([{ cancel: { run_id: 'r1', reason: expect.stringMatching(/^host\.fenced/) } }]);
+    for (let i = 0; i < 50 && !done(); i++) {
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(seen).toEqual([expect.objectContaining({ sequence: 1, type: 'run.failed', source: 'host' })]);
+    expect(done()).toBe(true);
+    // A later result of the runner is dropped: the run is over here.
+    expect(run.accept(incoming('message.delta', 2)).kind).toBe('dropped');
+  });
+
+  it('a fenced end is not replaced by the host\'s own failure: the new owner writes the end', async () => {
+    const { lifecycle, runs, start } = setup();
+    const { run } = start();
+    runs.fenced = true;
+    runs.stored.set('r1', { status: 'interrupted', results: [] });
+    ingest(lifecycle, run, 'run.completed', 1, { finish_reason: 'stop' });
+    const outcome = await run.finished;
+    expect(outcome).toEqual(expect.objectContaining({ status: 'interrupted', error_code: 'host.fenced' }));
+    expect(runs.written).toEqual([]);
+  });
+
+  it('dropAll drops every run active here without writing (the self-fence)', async () => {
+    const { lifecycle, runs, active, start } = setup();
+    const a = start('r1').run;
+    const b = start('r2', null, 'c2').run;
+    runs.stored.set('r1', { status: 'interrupted', results: [] });
+    runs.stored.set('r2', { status: 'interrupted', results: [] });
+    expect(lifecycle.dropAll()).toBe(2);
+    expect((await a.finished).error_code).toBe('host.fenced');
+    expect((await b.finished).error_code).toBe('host.fenced');
+    expect(active.all()).toEqual([]);
+    expect(runs.written).toEqual([]);
   });
 });
 

@@ -4,10 +4,18 @@ import { deliveryPolicySchema } from '@libs/agents';
 import { DeliveryService, deliveryPlan, deliveryContextOf, type DeliveryOp, type DeliveryPlan } from '@libs/delivery';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { StateService, TranscriptService, conversationOf } from '@libs/conversations';
-import { RunsRepository, conversationKey, type JsonObject, type NewResult } from '@libs/persistence';
+import {
+  RunsRepository,
+  conversationKey,
+  isFenced,
+  type JsonObject,
+  type NewResult,
+  type OrphanRef,
+  type RunLease,
+} from '@libs/persistence';
 import type { RunnerSession } from '@libs/runner-gateway';
 import { ActiveRuns } from './active-runs';
-import { ActiveRun, type ActiveRunView, type RunEnding } from './active-run';
+import { ActiveRun, FENCED_OUTCOME, type ActiveRunView, type RunEnding } from './active-run';
 import { assistantMessageAtEnd, effectsOf } from './result-effects';
 import { verdictOutcome, verdictResult, type HostVerdict } from './run-outcome';
 import { RunStreamBus, type ResultView } from './run-stream.bus';
@@ -171,37 +179,61 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Crash recovery (docs/durability.md#crash-recovery): runs a previous process left running are
-   * finalised `interrupted`, and their undrained steering items re-dispatched (same commit). Their
-   * next sequence follows the last committed one, the only ones a reader can have seen. Runs that
-   * were waiting (`queued`) are left to the conversation dispatcher, which starts them.
+   * The takeover of a run whose owner process is dead (docs/scale-out.md#dead-owner-sweep; at boot
+   * this is crash recovery: docs/durability.md#crash-recovery), in one commit under its row lock:
+   * with `requeueUnstarted`, a run with no committed result waits again and its conversation is
+   * signalled (only for a caller that knows its runner never began it); any other ends
+   * `interrupted` with its terminal after the last committed result (the only ones a reader can
+   * have seen), its delivery closed and its queued steering items re-dispatched in order. Readers
+   * following it in this process see the terminal. False when it was not taken (another sweeper
+   * took it, it ended, or its owner is back).
    */
-  async recoverInterrupted(): Promise<void> {
-    for (const row of await this.runs.listActive()) {
-      if (row.status !== 'running') {
-        continue;
-      }
-      const sequence = (await this.runs.lastSequence(row.run_id)) + 1;
-      const verdict: HostVerdict = {
-        status: 'interrupted',
-        code: 'host.interrupted',
-        error: 'the host stopped while the run was active',
-        retryable: true,
-      };
-      const outbox = await this.deliveries.interrupted(row);
-      const { released } = await this.runs.end(
-        resultRow(verdictResult(row.run_id, sequence, verdict)),
-        { ...verdictOutcome(verdict), finished_at: Date.now() },
-        null,
-        null,
-        outbox,
-      );
-      this.committed(row.run_id);
-      this.logger.warn({
-        run_id: row.run_id,
-        msg: `run interrupted by a host restart${released ? `; ${released} steering item(s) re-dispatched` : ''}`,
-      });
+  async takeOver(orphan: OrphanRef, requeueUnstarted = false): Promise<boolean> {
+    const row = await this.runs.get(orphan.run_id);
+    if (!row || row.status !== 'running') {
+      return false;
     }
+    const verdict: HostVerdict = {
+      status: 'interrupted',
+      code: 'host.interrupted',
+      error: 'the host process running it stopped while the run was active',
+      retryable: true,
+    };
+    const outbox = await this.deliveries.interrupted(row);
+    const at = Date.now();
+    // The unit sets the terminal's sequence: after the last result committed under the row lock.
+    const terminal = resultRow(verdictResult(row.run_id, 0, verdict));
+    const taken = await this.runs.takeOver({
+      orphan,
+      terminal,
+      end: { ...verdictOutcome(verdict), finished_at: at },
+      outbox,
+      at,
+      requeue_unstarted: requeueUnstarted,
+    });
+    if (!taken.taken) {
+      return false;
+    }
+    telemetry.runTakenOver(taken.kind);
+    // Readers following it from the database at other processes read its end now (docs/scale-out.md).
+    this.committed(row.run_id);
+    if (taken.kind === 'requeued') {
+      this.logger.warn({ run_id: row.run_id, msg: 'run of a dead host process never started: waiting again' });
+      this.signals.publish({ kind: 'conversation', key: taken.conversation_key });
+      return true;
+    }
+    this.logger.warn({
+      run_id: row.run_id,
+      msg: `run interrupted: its host process died${taken.released ? `; ${taken.released} steering item(s) re-dispatched` : ''}`,
+    });
+    if (this.bus.follow(row.run_id)) {
+      this.bus.publish(verdictResult(row.run_id, taken.sequence, verdict));
+      this.bus.end(row.run_id);
+    }
+    if (taken.conversation_key) {
+      this.signals.publish({ kind: 'conversation', key: taken.conversation_key });
+    }
+    return true;
   }
 
   /**
@@ -267,16 +299,20 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
     this.committed(terminal.run_id);
   }
 
-  /** Registers a dispatched run (its state machine arms its deadline) and opens its results channel. */
+  /**
+   * Registers a dispatched run (its state machine arms its deadline) and opens its results
+   * channel. `lease`: the claim its start unit made (every write of the run is fenced by it).
+   */
   start(
     run_id: string,
     agent: { agent_id: string },
     session: RunnerSession,
     snapshot: AuthorizationSnapshot,
     delivery: DeliveryPlan = DEFAULT_DELIVERY,
+    lease: RunLease | null = null,
   ): ActiveRun {
     const run: ActiveRun = new ActiveRun(
-      { run_id, agent_id: agent.agent_id, session, snapshot },
+      { run_id, agent_id: agent.agent_id, session, snapshot, lease },
       { cancelGraceMs: this.config.runs.cancelGraceMs, onEnd: (ending) => this.finish(run, ending) },
     );
     this.active.add(run);
@@ -308,13 +344,17 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
     // `extra`: what the result implies beyond delivery's normaliser (an interaction, docs/interactions.md).
     const ops = [...(extra.ops ?? []), ...(run.delivery?.onResult(row) ?? [])];
     const written = Promise.all([
-      this.runs.insertResult(resultRow(row), effects.state, this.outboxRows(run, ops)),
+      this.runs.insertResult(resultRow(row), effects.state, this.outboxRows(run, ops), run.lease),
       extra.written,
     ]);
     this.enqueue(run, async () => {
       try {
         await written;
       } catch (e) {
+        if (isFenced(e)) {
+          this.fenced(run);
+          return;
+        }
         this.logger.error({
           run_id: run.run_id,
           msg: `result ${row.sequence} (${row.type}) not persisted, dropped: ${e instanceof Error ? e.message : String(e)}`,
@@ -322,6 +362,7 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
         return;
       }
       telemetry.tracing.resultsCommitted(run.run_id, row.sequence);
+      run.shown(row.sequence);
       this.bus.publish(row);
       this.deliveries.published(ops, run.delivery?.plan ?? null);
       this.committed(run.run_id);
@@ -359,6 +400,77 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
+   * A write of the run was fenced (docs/scale-out.md#fenced-writes): another process owns it now,
+   * or this one was declared dead. The run is dropped here without writing anything more; its
+   * runner is told to stop it (the owner now re-runs or ends it); readers here follow it until
+   * the end the other process writes. No-op once its end is decided (its finish sees the fence).
+   */
+  fenced(run: ActiveRun): void {
+    if (!run.drop('the run is owned by another host process now')) {
+      return;
+    }
+    this.fencedOut(run);
+    this.active.remove(run.run_id);
+    this.deliveries.end(run.run_id);
+    void this.handOver(run);
+  }
+
+  /** Every run active here is dropped without writing (this process was declared dead: self-fence). */
+  dropAll(): number {
+    let n = 0;
+    for (const run of this.active.all()) {
+      if (!run.ended) {
+        this.fenced(run);
+        n++;
+      }
+    }
+    return n;
+  }
+
+  private fencedOut(run: ActiveRun): void {
+    telemetry.fencedWrite();
+    this.logger.warn({
+      run_id: run.run_id,
+      msg: `write fenced: attempt ${run.lease?.attempt ?? '?'} no longer owns the run; dropped in this process`,
+    });
+    try {
+      run.session.send({ cancel: { run_id: run.run_id, reason: 'host.fenced: the run is owned by another host process' } });
+    } catch {
+      // The stream is gone: nothing to stop.
+    }
+  }
+
+  /**
+   * Readers following a run this process lost see the end the new owner writes: the committed
+   * results after the last one shown are read back once the run is over (a bounded poll), then
+   * the channel ends (a reader that is cut reconnects and replays from the database).
+   */
+  private async handOver(run: ActiveRunView): Promise<void> {
+    const runId = run.run_id;
+    if (!this.bus.follow(runId)) {
+      return;
+    }
+    const { pollMs, leaseMs } = this.config.cluster;
+    const until = Date.now() + 3 * leaseMs;
+    try {
+      for (;;) {
+        const status = await this.runs.status(runId);
+        if ((status !== 'running' && status !== 'queued') || Date.now() >= until) {
+          break;
+        }
+        await new Promise((r) => setTimeout(r, Math.min(pollMs, 1000)).unref());
+      }
+      for (const r of await this.runs.resultsAfter(runId, run.shown_sequence, 1000)) {
+        this.bus.publish(r);
+      }
+    } catch (e) {
+      this.logger.warn({ run_id: runId, msg: `hand-over read failed: ${e instanceof Error ? e.message : String(e)}` });
+    } finally {
+      this.bus.end(runId);
+    }
+  }
+
+  /**
    * The end of a run in one commit — final status, terminal result, its state write, the
    * assistant transcript row — queued behind the run's earlier results; then the terminal result
    * is shown to readers (whoever sees it also reads the final status). If that commit fails the
@@ -379,10 +491,22 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
         : null;
     const end = { ...outcome, usage: outcome.usage ?? null, finished_at: Date.now() };
     const ops = run.delivery?.onEnd(terminal, outcome.status) ?? [];
-    const written = this.runs.end(resultRow(terminal), end, effects.state, assistant, this.outboxRows(run, ops));
+    const written = this.runs.end(
+      resultRow(terminal),
+      end,
+      effects.state,
+      assistant,
+      this.outboxRows(run, ops),
+      run.lease,
+    );
     this.enqueue(run, async () => {
+      let fenced = false;
       try {
         await written.catch(async (e: unknown) => {
+          if (isFenced(e)) {
+            fenced = true;
+            return;
+          }
           this.logger.error({
             run_id: run.run_id,
             msg: `terminal result not persisted (${e instanceof Error ? e.message : String(e)}); the host fails the run`,
@@ -393,19 +517,39 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
             PERSISTENCE_FAILED,
           );
           outcome = verdictOutcome(PERSISTENCE_FAILED);
-          return this.runs.end(resultRow(terminal), { ...outcome, finished_at: Date.now() });
+          return this.runs
+            .end(resultRow(terminal), { ...outcome, finished_at: Date.now() }, null, null, [], run.lease)
+            .catch((again: unknown) => {
+              if (!isFenced(again)) {
+                throw again;
+              }
+              fenced = true;
+              return { ended: false, released: 0 };
+            });
         });
-        this.bus.publish(terminal);
-        this.deliveries.published(ops, run.delivery?.plan ?? null);
-        this.committed(run.run_id);
-        this.logger.log({
-          run_id: run.run_id,
-          msg: `run ${outcome.status}${outcome.error_code ? ` (${outcome.error_code})` : ''}`,
-        });
+        if (fenced) {
+          // Another process owns the run now: it wrote (or writes) the end; nothing of this one counts.
+          outcome = FENCED_OUTCOME;
+          this.fencedOut(run);
+        } else {
+          this.bus.publish(terminal);
+          this.deliveries.published(ops, run.delivery?.plan ?? null);
+          this.committed(run.run_id);
+          this.logger.log({
+            run_id: run.run_id,
+            msg: `run ${outcome.status}${outcome.error_code ? ` (${outcome.error_code})` : ''}`,
+          });
+        }
       } finally {
-        telemetry.runEnded(run.runner_id, outcome.status, run.admitted_at, run.run_id, outcome.error_code);
+        if (!fenced) {
+          telemetry.runEnded(run.runner_id, outcome.status, run.admitted_at, run.run_id, outcome.error_code);
+        }
         this.active.remove(run.run_id);
-        this.bus.end(run.run_id);
+        if (fenced) {
+          void this.handOver(run);
+        } else {
+          this.bus.end(run.run_id);
+        }
         this.deliveries.end(run.run_id);
         run.settle(outcome);
         if (conversation) {

@@ -12,6 +12,7 @@ import { AdmissionCatalog } from './admission-catalog';
 import type { EventSubmission } from './event-submission';
 import { buildRunContext, contextJson, type RunAccess } from './run-context.builder';
 import { RunLifecycleService } from './run-lifecycle.service';
+import { RunLeases } from './run-leases.service';
 import { telemetry } from '@libs/telemetry';
 
 export interface PreparedRun {
@@ -67,9 +68,13 @@ export class RunStarter {
     private readonly transcript: TranscriptService,
     private readonly state: StateService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly leases: RunLeases,
   ) {}
 
-  /** The run's grants, context and row (status `running`, started now). */
+  /**
+   * The run's grants, context and row (status `running`, started now, claimed by this process:
+   * the unit that starts it writes `owner_process_id` and the attempt, docs/scale-out.md#taking-a-run).
+   */
   async prepare(
     runId: string,
     eventId: string,
@@ -102,6 +107,7 @@ export class RunStarter {
       finished_at: null,
       deadline_at: deadlineAtMs,
       cancel_requested_at: null,
+      owner_process_id: this.leases.owner,
     };
     return { scope, access, context, run };
   }
@@ -140,15 +146,24 @@ export class RunStarter {
    * Registers the run as active and sends it to the runner — only on the session it was
    * prepared for: a runner that went meanwhile fails it `runner.disconnected`. `eventSeq`: the
    * event's position in the event log, as the admission unit wrote it in the stored context.
+   * `attempt`: the one the start unit claimed the run with (its lease, with the owner it was
+   * prepared for); null: not claimed, its writes are not fenced.
    */
-  dispatch(prepared: PreparedRun, agent: AgentEntity, live: LiveRunner, eventSeq: number | null): void {
+  dispatch(
+    prepared: PreparedRun,
+    agent: AgentEntity,
+    live: LiveRunner,
+    eventSeq: number | null,
+    attempt: number | null = null,
+  ): void {
     const runId = prepared.run.run_id;
     if (eventSeq !== null) {
       prepared.context.context = { ...prepared.context.context!, event_seq: eventSeq };
     }
     const session = this.runners.target(agent.runner_id)?.session;
     const delivery = planOf(agent.delivery_policy, prepared.context.delivery as DeliveryContext);
-    const active = this.lifecycle.start(runId, agent, session ?? live.session, prepared.access.snapshot, delivery);
+    const lease = RunLeases.leaseOf(runId, prepared.run.owner_process_id, attempt);
+    const active = this.lifecycle.start(runId, agent, session ?? live.session, prepared.access.snapshot, delivery, lease);
     if (session !== live.session) {
       this.lifecycle.conclude(active, {
         status: 'failed',

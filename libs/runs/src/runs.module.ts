@@ -20,6 +20,7 @@ import { RunsQueryService } from './runs-query.service';
 import { RunFollowsService } from './run-follows.service';
 import { ToolTelemetryForwarder } from './tool-telemetry';
 import { RunStarter } from './run-start';
+import { RunLeases } from './run-leases.service';
 import { ConversationDispatcher } from './concurrency/conversation-dispatcher';
 import { SteeringService } from './concurrency/steering.service';
 import { SteeringAdminService } from './concurrency/steering-admin.service';
@@ -53,6 +54,7 @@ import { WorkspaceQuotaGate } from './workspace-quotas';
     RunFollowsService,
     ToolTelemetryForwarder,
     RunStarter,
+    RunLeases,
     ConversationDispatcher,
     SteeringService,
     SteeringAdminService,
@@ -72,6 +74,7 @@ import { WorkspaceQuotaGate } from './workspace-quotas';
     WorkspaceAdmission,
     WorkspaceQuotaGate,
     AdmissionCatalog,
+    RunLeases,
   ],
 })
 export class RunsModule {}

@@ -109,6 +109,8 @@ export class HostMetrics {
   readonly writerGroupSize: Obs;
   readonly writerCommit: Obs;
   readonly writerReplays: Inc;
+  readonly fencedWrites: Inc;
+  readonly runsTakenOver: Children<Inc>;
 
   constructor(opts: MetricsOptions) {
     const r = this.registry;
@@ -252,6 +254,17 @@ export class HostMetrics {
       'writer_group_replays_total',
       'Writer groups that failed and were replayed unit by unit.',
       [],
+    );
+
+    this.fencedWrites = counter(
+      'fenced_writes_total',
+      'Writes of a run refused by its fence (another process owns it now); the run is dropped here.',
+      [],
+    );
+    const takeover = ['kind'] as const;
+    this.runsTakenOver = counters(
+      counter('runs_taken_over_total', 'Runs of dead processes taken over, by kind (requeued, interrupted).', takeover),
+      takeover,
     );
 
     this.gauge('active_runs', 'Runs active in this process.');

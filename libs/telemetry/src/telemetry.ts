@@ -80,6 +80,16 @@ export class Telemetry {
     this.m?.sseOpened.inc();
   }
 
+  /** A run's write refused by its fence (docs/scale-out.md#fenced-writes). */
+  fencedWrite(): void {
+    this.m?.fencedWrites.inc();
+  }
+
+  /** A dead owner's run taken over by this process's sweep. */
+  runTakenOver(kind: 'requeued' | 'interrupted'): void {
+    this.m?.runsTakenOver.get(kind).inc();
+  }
+
   sseCut(): void {
     this.m?.sseCut.inc();
   }

@@ -6,6 +6,7 @@ import { epochMs, type JsonObject } from './columns';
 @Index('idx_runs_conversation_status', ['conversation_id', 'status'])
 @Index('idx_runs_status', ['status'])
 @Index('idx_runs_workspace', ['workspace_id', 'id'])
+@Index('idx_runs_owner_process', ['owner_process_id'])
 // One running run per conversation (agent + workspace + conversation id + thread): a unique partial
 // expression index the migrations create.
 @Index('uq_runs_running_conversation', { synchronize: false })
@@ -85,4 +86,19 @@ export class RunEntity {
 
   @Column({ type: 'bigint', nullable: true, transformer: epochMs })
   cancel_requested_at!: number | null;
+
+  /**
+   * The process that owns the running run (a `host_processes.id`; docs/scale-out.md#leases-and-fencing);
+   * null while it waits or after it ended at a takeover.
+   */
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  owner_process_id!: string | null;
+
+  /** The fence token: bumped by each claim and each takeover; every write of the run names it. */
+  @Column({ type: 'integer', default: 0 })
+  attempt!: number;
+
+  /** The database time of the run's last fenced write. */
+  @Column({ type: 'bigint', nullable: true, transformer: epochMs })
+  last_write_at!: number | null;
 }

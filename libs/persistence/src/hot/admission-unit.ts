@@ -89,6 +89,8 @@ export type AdmitOutcome =
       position: number | null;
       /** The conversation's running run (steered into, rejected by, or to interrupt). */
       running_run_id: string | null;
+      /** Started: the run's attempt (its fence token with the owner: run-fence.ts); otherwise null. */
+      attempt: number | null;
     }
   /** A duplicate (maybe concurrent): nothing written, the event recorded first. */
   | { admitted: false; existing: EventEntity }
@@ -194,14 +196,17 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
     transcript_seq: transcriptSeq,
     position,
     running_run_id: s.running_run_id,
+    attempt: disposition === 'started' ? 1 : null,
   });
   switch (disposition) {
     case 'started':
-      yield* insertRunUnit({ ...a.run!, context: withEventSeq(a.run!.context, eventSeq) });
+      // The claim (docs/scale-out.md#taking-a-run): a run inserted running is its first attempt,
+      // owned by the process that prepared it (`run.owner_process_id`; missing: not owned).
+      yield* insertRunUnit({ ...a.run!, context: withEventSeq(a.run!.context, eventSeq), attempt: 1 });
       break;
     case 'failed':
-      // Its terminal result, so its stream ends like any other; no transcript row.
-      yield* insertRunUnit(a.run!);
+      // Its terminal result, so its stream ends like any other; no transcript row; never owned.
+      yield* insertRunUnit({ ...a.run!, owner_process_id: null });
       yield* exec(SQL.insertResult, rowParams(RESULT_COLUMNS, a.terminal!));
       return admitted(null);
     case 'rejected':
@@ -295,12 +300,16 @@ export interface WaitingStart {
   conversation: ConversationRef;
   item_id: number;
   run_id: string;
-  /** The run as prepared now (status running, grants, context without `event_seq`). */
+  /**
+   * The run as prepared now (status running, grants, context without `event_seq`); its
+   * `owner_process_id` claims it (attempt + 1: docs/scale-out.md#taking-a-run).
+   */
   run: NewRun;
 }
 
 export type WaitingStartOutcome =
-  { started: true; event_seq: number | null } | { started: false; why: 'busy' | 'moved' | 'gone' };
+  | { started: true; event_seq: number | null; attempt: number }
+  | { started: false; why: 'busy' | 'moved' | 'gone' };
 
 /**
  * The deferred start of an admitted event that waited (queued, or re-dispatched): the same
@@ -322,15 +331,16 @@ export function* startWaitingUnit(w: WaitingStart): Unit<WaitingStartOutcome> {
   const eventSeq = seq?.id === null || seq?.id === undefined ? null : Number(seq.id);
   const r = w.run;
   const [snapshotHash, own] = yield* storeSnapshotUnit(r.authorization, r.started_at ?? r.created_at);
-  const changed = yield* exec(STEERING_SQL.startQueuedRun, [
+  const claimed = yield* one<{ attempt: number | string }>(STEERING_SQL.startQueuedRun, [
     json(eventSeq === null ? r.context : withEventSeq(r.context, eventSeq)),
     snapshotHash,
     own,
     r.authorization_hash,
     r.started_at,
     r.deadline_at,
+    r.owner_process_id ?? null,
     w.run_id,
   ]);
-  yield* exec(STEERING_SQL.markDispatched, [changed ? 'started' : 'failed', r.started_at, w.item_id]);
-  return changed ? { started: true, event_seq: eventSeq } : { started: false, why: 'gone' };
+  yield* exec(STEERING_SQL.markDispatched, [claimed ? 'started' : 'failed', r.started_at, w.item_id]);
+  return claimed ? { started: true, event_seq: eventSeq, attempt: Number(claimed.attempt) } : { started: false, why: 'gone' };
 }

@@ -16,6 +16,11 @@ export interface HotStatement {
    * (insert-batch.ts). Absent for every other statement.
    */
   readonly rows?: { readonly table: string; readonly columns: readonly string[]; readonly tail: string };
+  /**
+   * The fence of a run's write (run-fence.ts): run without writing the held inserts first (it
+   * reads none of them), and once it matched, not run again in the same transaction (FenceCache).
+   */
+  readonly fence?: true;
 }
 
 export function stmt(name: string, sql: string, pgSql?: string): HotStatement {
@@ -82,6 +87,8 @@ export const RUN_COLUMNS = [
   'finished_at',
   'deadline_at',
   'cancel_requested_at',
+  'owner_process_id',
+  'attempt',
 ] as const;
 
 export const EVENT_LOG_COLUMNS = [

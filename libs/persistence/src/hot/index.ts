@@ -10,3 +10,12 @@ export * from './admission-unit';
 export * from './steering-queue-units';
 export { joinSnapshot, splitSnapshot } from './snapshot-rows';
 export * from './sender-units';
+export { FencedError, isFenced, fenceUnit, FENCE_RUN, type RunLease } from './run-fence';
+export {
+  orphansUnit,
+  takeOverUnit,
+  LEASE_SQL,
+  type OrphanRef,
+  type TakeOver,
+  type TakeOverOutcome,
+} from './run-takeover';

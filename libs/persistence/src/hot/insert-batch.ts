@@ -43,6 +43,11 @@ export class InsertBatch {
     return HELD;
   }
 
+  /** True when rows of this statement are held. */
+  holds(s: HotStatement): boolean {
+    return this.held.has(s.name);
+  }
+
   get empty(): boolean {
     return this.held.size === 0;
   }

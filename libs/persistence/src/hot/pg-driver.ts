@@ -1,8 +1,12 @@
 import { Client, Pool, type QueryConfig } from 'pg';
-import type { HotStatement } from './hot-sql';
+import { SQL, type HotStatement } from './hot-sql';
 import { InsertBatch } from './insert-batch';
+import { FenceCache } from './run-fence';
 import type { Op, SqlValue, Unit } from './unit';
 import type { WriterDriver } from './write-queue';
+
+/** A fence reads the run's row: a run row still held must be written first. */
+const RUN_INSERT = SQL.insertRun;
 
 function query(s: HotStatement, params: readonly SqlValue[]): QueryConfig {
   return { name: s.name, text: s.pg, values: params as SqlValue[] };
@@ -39,6 +43,7 @@ export class PgHot implements WriterDriver {
   private readonly readers: Pool;
   /** Groups run one at a time (write-queue.ts), so one batch serves them all. */
   private readonly batch = new InsertBatch();
+  private readonly fences = new FenceCache();
 
   constructor(private readonly url: string) {
     this.readers = new Pool({ connectionString: url, max: 4 });
@@ -82,7 +87,9 @@ export class PgHot implements WriterDriver {
   async runGroup(units: readonly (() => Unit<unknown>)[]): Promise<unknown[]> {
     await this.connect();
     const batch = this.batch;
+    const fences = this.fences;
     batch.clear();
+    fences.reset();
     const flush = async (): Promise<void> => {
       if (!batch.empty) {
         for (const h of batch.take()) {
@@ -97,13 +104,18 @@ export class PgHot implements WriterDriver {
         const unit = u();
         let r = unit.next();
         while (!r.done) {
-          const held = batch.hold(r.value);
+          const op = r.value;
+          const held = batch.hold(op) ?? fences.answer(op);
           if (held) {
             r = unit.next(held);
             continue;
           }
-          await flush();
-          r = unit.next(await step(this.writer, r.value));
+          if (!op.stmt.fence || batch.holds(RUN_INSERT)) {
+            await flush();
+          }
+          const result = await step(this.writer, op);
+          fences.ran(op, result);
+          r = unit.next(result);
         }
         out.push(r.value);
       }

@@ -22,12 +22,19 @@ import {
   TRANSCRIPT_COLUMNS,
 } from './hot-sql';
 import { outboxUnit, type NewOutboxRow } from './outbox-units';
+import { fenceUnit, type RunLease } from './run-fence';
 import { storeSnapshotUnit } from './snapshot-rows';
 import { bool, exec, json, one, rowParams, type Unit } from './unit';
 
 /** A run row to write: its authorization snapshot whole (stored once by its hash: snapshot-rows.ts). */
-export type NewRun = Omit<RunEntity, 'id' | 'snapshot_hash' | 'authorization_run'> & {
+export type NewRun = Omit<
+  RunEntity,
+  'id' | 'snapshot_hash' | 'authorization_run' | 'owner_process_id' | 'attempt' | 'last_write_at'
+> & {
   authorization: JsonObject | null;
+  /** Set by the unit that starts the run (its claim: run-fence.ts); absent: not owned, attempt 0. */
+  owner_process_id?: string | null;
+  attempt?: number;
 };
 export type NewResult = Omit<RunResultEntity, 'id'>;
 export type NewAudit = Omit<AuditEntity, 'id'>;
@@ -61,7 +68,10 @@ export function eventFromRow(r: Row): EventEntity {
 /** Inserts a run row, its snapshot's shared part first when absent (snapshot-rows.ts). */
 export function* insertRunUnit(run: NewRun): Unit<void> {
   const [snapshotHash, own] = yield* storeSnapshotUnit(run.authorization, run.created_at);
-  yield* exec(SQL.insertRun, rowParams(RUN_COLUMNS, { ...run, snapshot_hash: snapshotHash, authorization_run: own }));
+  yield* exec(
+    SQL.insertRun,
+    rowParams(RUN_COLUMNS, { ...run, attempt: run.attempt ?? 0, snapshot_hash: snapshotHash, authorization_run: own }),
+  );
 }
 
 export function* appendTranscriptUnit(row: NewTranscriptRow): Unit<number> {
@@ -73,8 +83,17 @@ export function* appendTranscriptUnit(row: NewTranscriptRow): Unit<number> {
   return Number(r?.seq);
 }
 
-/** One accepted result and what it implies (a `state.updated` write, delivery ops), together. */
-export function* resultUnit(r: NewResult, state: StateWrite | null, outbox: readonly NewOutboxRow[] = []): Unit<void> {
+/**
+ * One accepted result and what it implies (a `state.updated` write, delivery ops), together —
+ * fenced first by the run's lease when it has one (run-fence.ts).
+ */
+export function* resultUnit(
+  r: NewResult,
+  state: StateWrite | null,
+  outbox: readonly NewOutboxRow[] = [],
+  lease: RunLease | null = null,
+): Unit<void> {
+  yield* fenceUnit(lease);
   yield* exec(SQL.insertResult, rowParams(RESULT_COLUMNS, r));
   if (state) {
     yield* exec(SQL.stateUpsert, [state.scope_key, state.state_key, state.value, r.created_at]);
@@ -102,7 +121,9 @@ export function* finishUnit(
   state: StateWrite | null,
   assistant: NewTranscriptRow | null,
   outbox: readonly NewOutboxRow[] = [],
+  lease: RunLease | null = null,
 ): Unit<boolean> {
+  yield* fenceUnit(lease);
   const changed = yield* exec(SQL.finishRun, [
     end.status,
     end.status_reason,
@@ -143,11 +164,14 @@ export function* cancelRequestedUnit(runId: string, at: number): Unit<void> {
   yield* exec(SQL.markCancelRequested, [at, runId]);
 }
 
-export function* stateSetUnit(w: StateWrite, at: number): Unit<void> {
+/** A state write of a run's host API call: fenced by the run's lease when given. */
+export function* stateSetUnit(w: StateWrite, at: number, lease: RunLease | null = null): Unit<void> {
+  yield* fenceUnit(lease);
   yield* exec(SQL.stateUpsert, [w.scope_key, w.state_key, w.value, at]);
 }
 
-export function* stateDeleteUnit(scopeKey: string, key: string): Unit<boolean> {
+export function* stateDeleteUnit(scopeKey: string, key: string, lease: RunLease | null = null): Unit<boolean> {
+  yield* fenceUnit(lease);
   return (yield* exec(SQL.stateDelete, [scopeKey, key])) > 0;
 }
 

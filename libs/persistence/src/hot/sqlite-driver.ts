@@ -1,6 +1,7 @@
 import type { Database, Statement } from 'better-sqlite3';
-import type { HotStatement } from './hot-sql';
+import { SQL, type HotStatement } from './hot-sql';
 import { InsertBatch } from './insert-batch';
+import { FenceCache } from './run-fence';
 import type { Op, Unit } from './unit';
 import type { WriterDriver } from './write-queue';
 
@@ -13,6 +14,7 @@ import type { WriterDriver } from './write-queue';
 export class SqliteHot implements WriterDriver {
   private readonly prepared = new Map<string, Statement>();
   private readonly batch = new InsertBatch();
+  private readonly fences = new FenceCache();
 
   constructor(readonly db: Database) {}
 
@@ -52,6 +54,7 @@ export class SqliteHot implements WriterDriver {
 
   runGroup(units: readonly (() => Unit<unknown>)[]): unknown[] {
     this.db.exec('BEGIN IMMEDIATE');
+    this.fences.reset();
     try {
       const out = units.map((u) => this.drive(u()));
       this.flush();
@@ -70,13 +73,19 @@ export class SqliteHot implements WriterDriver {
   private drive<T>(unit: Unit<T>): T {
     let r = unit.next();
     while (!r.done) {
-      const held = this.batch.hold(r.value);
+      const op = r.value;
+      const held = this.batch.hold(op) ?? this.fences.answer(op);
       if (held) {
         r = unit.next(held);
         continue;
       }
-      this.flush();
-      r = unit.next(this.step(r.value));
+      // A fence reads none of the held rows but the run's own (when its insert is held).
+      if (!op.stmt.fence || this.batch.holds(SQL.insertRun)) {
+        this.flush();
+      }
+      const result = this.step(op);
+      this.fences.ran(op, result);
+      r = unit.next(result);
     }
     return r.value;
   }

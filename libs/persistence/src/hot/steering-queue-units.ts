@@ -9,6 +9,7 @@ import type { JsonObject } from '../entities';
 import { waitingRunRow } from './admission-unit';
 import type { NewTranscriptRow } from '../repositories/context.repository';
 import type { NewOutboxRow } from './outbox-units';
+import { fenceUnit, type RunLease } from './run-fence';
 import { RESULT_COLUMNS, SQL } from './hot-sql';
 import {
   eventLogUnit,
@@ -54,8 +55,19 @@ function transition(
   };
 }
 
-/** Up to `limit` queued items of the run, oldest first, each handed out exactly once (`steering.injected`). */
-export function* pullUnit(runId: string, limit: number, mode: string, at: number): Unit<SteeringRow[]> {
+/**
+ * Up to `limit` queued items of the run, oldest first, each handed out exactly once
+ * (`steering.injected`) — fenced first by the run's lease when given (run-fence.ts): a process
+ * that lost the run hands nothing out.
+ */
+export function* pullUnit(
+  runId: string,
+  limit: number,
+  mode: string,
+  at: number,
+  lease: RunLease | null = null,
+): Unit<SteeringRow[]> {
+  yield* fenceUnit(lease);
   const found = (yield* rows<Row>(STEERING_SQL.queuedOfRun, [runId, limit])).map(steeringFromRow);
   const out: SteeringRow[] = [];
   for (const item of found) {
@@ -111,8 +123,9 @@ export function* endRunUnit(
   state: StateWrite | null,
   assistant: NewTranscriptRow | null,
   outbox: readonly NewOutboxRow[] = [],
+  lease: RunLease | null = null,
 ): Unit<{ ended: boolean; released: number }> {
-  const ended = yield* finishUnit(terminal, end, state, assistant, outbox);
+  const ended = yield* finishUnit(terminal, end, state, assistant, outbox, lease);
   const released = ended ? yield* releaseRunUnit(terminal.run_id, end.finished_at) : 0;
   return { ended, released };
 }

@@ -13,6 +13,7 @@ import { Workspaces1767200000000 } from './1767200000000-workspaces';
 import { RunSnapshots1767400000000 } from './1767400000000-run-snapshots';
 import { TranscriptIndexDeferred1767410000000 } from './1767410000000-transcript-index-deferred';
 import { HostProcesses1767500000000 } from './1767500000000-host-processes';
+import { RunLeases1767600000000 } from './1767600000000-run-leases';
 import { RunnerPresence1767610000000 } from './1767610000000-runner-presence';
 import { DeliverySenders1767630000000 } from './1767630000000-delivery-senders';
 import { CatalogVersion1767640000000 } from './1767640000000-catalog-version';
@@ -34,6 +35,7 @@ export const MIGRATIONS = [
   RunSnapshots1767400000000,
   TranscriptIndexDeferred1767410000000,
   HostProcesses1767500000000,
+  RunLeases1767600000000,
   RunnerPresence1767610000000,
   DeliverySenders1767630000000,
   CatalogVersion1767640000000,

@@ -103,6 +103,25 @@ export class HostProcessesRepository {
     await this.exec(`DELETE FROM "host_processes" WHERE "id" = ${this.p(1)}`, [id]);
   }
 
+  /**
+   * Every other process's row goes (SQLite only: one process per database file, so at boot every
+   * other row is a previous process of this file, dead: docs/durability.md#crash-recovery).
+   * Returns how many went.
+   */
+  async removeOthers(id: string): Promise<number> {
+    if (this.pg) {
+      throw new Error('removeOthers: only on SQLite (several processes share a PostgreSQL database)');
+    }
+    const r = await this.exec(`DELETE FROM "host_processes" WHERE "id" <> ${this.p(1)}`, [id]);
+    return r.affected ?? 0;
+  }
+
+  /** How many processes are registered (live or not yet swept). */
+  async count(): Promise<number> {
+    const rows = await this.db.query<{ n: string | number }[]>(`SELECT COUNT(*) AS "n" FROM "host_processes"`);
+    return Number(rows[0].n);
+  }
+
   async get(id: string): Promise<HostProcessEntity | null> {
     const rows = await this.db.query<Row[]>(`SELECT * FROM "host_processes" WHERE "id" = ${this.p(1)}`, [id]);
     return rows.length > 0 ? toEntity(rows[0]) : null;

@@ -16,6 +16,8 @@ import {
   type StateWrite,
 } from '../hot/run-units';
 import { endRunUnit } from '../hot/steering-queue-units';
+import type { RunLease } from '../hot/run-fence';
+import { orphansUnit, takeOverUnit, type OrphanRef, type TakeOver, type TakeOverOutcome } from '../hot/run-takeover';
 import type { NewOutboxRow } from '../hot/outbox-units';
 import { one, rows } from '../hot/unit';
 import type { NewTranscriptRow } from './context.repository';
@@ -163,8 +165,9 @@ export class RunsRepository {
     state: StateWrite | null = null,
     assistant: NewTranscriptRow | null = null,
     outbox: readonly NewOutboxRow[] = [],
+    lease: RunLease | null = null,
   ): Promise<{ ended: boolean; released: number }> {
-    return this.hot.write(() => endRunUnit(terminal, end, state, assistant, outbox));
+    return this.hot.write(() => endRunUnit(terminal, end, state, assistant, outbox, lease));
   }
 
   /** `end`, answering only whether the run ended now (false: it had already ended). */
@@ -199,13 +202,31 @@ export class RunsRepository {
     return found;
   }
 
+  /** Orphaned runs (owner dead), oldest first; with `withUnowned`, running runs with no owner too. */
+  orphans(limit: number, withUnowned: boolean): Promise<OrphanRef[]> {
+    return this.hot.read(orphansUnit(limit, withUnowned));
+  }
+
+  /** The takeover of one orphaned run, in one commit under its row lock (hot/run-takeover.ts). */
+  takeOver(t: TakeOver): Promise<TakeOverOutcome> {
+    return this.hot.write(() => takeOverUnit(t));
+  }
+
   async listActive(): Promise<RunEntity[]> {
     return this.runs.find({ where: { status: In(['queued', 'running']) } });
   }
 
-  /** One non-terminal result (and the state write and delivery ops it implies), committed in submission order. */
-  insertResult(r: NewResult, state: StateWrite | null = null, outbox: readonly NewOutboxRow[] = []): Promise<void> {
-    return this.hot.write(() => resultUnit(r, state, outbox));
+  /**
+   * One non-terminal result (and the state write and delivery ops it implies), committed in
+   * submission order; fenced by the run's lease when given (rejects with FencedError, nothing written).
+   */
+  insertResult(
+    r: NewResult,
+    state: StateWrite | null = null,
+    outbox: readonly NewOutboxRow[] = [],
+    lease: RunLease | null = null,
+  ): Promise<void> {
+    return this.hot.write(() => resultUnit(r, state, outbox, lease));
   }
 
   /** Results with sequence > `after`, in order; shared, frozen objects (do not change them). */

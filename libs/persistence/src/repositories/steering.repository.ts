@@ -6,6 +6,7 @@ import { HotStore } from '../hot/hot-store';
 import { startWaitingUnit, type WaitingStart, type WaitingStartOutcome } from '../hot/admission-unit';
 import type { NewResult, RunEnd } from '../hot/run-units';
 import { STEERING_SQL } from '../hot/steering-sql';
+import type { RunLease } from '../hot/run-fence';
 import { failQueuedUnit, pullUnit, releaseOrphansUnit } from '../hot/steering-queue-units';
 import {
   situationOf,
@@ -45,8 +46,9 @@ export class SteeringRepository {
     @InjectRepository(EventLogEntity) private readonly log: Repository<EventLogEntity>,
   ) {}
 
-  pull(runId: string, limit: number, mode: string): Promise<SteeringRow[]> {
-    return this.hot.write(() => pullUnit(runId, limit, mode, Date.now()));
+  /** A steering hand-out; fenced by the run's lease when given (rejects with FencedError, nothing handed out). */
+  pull(runId: string, limit: number, mode: string, lease: RunLease | null = null): Promise<SteeringRow[]> {
+    return this.hot.write(() => pullUnit(runId, limit, mode, Date.now(), lease));
   }
 
   releaseOrphans(): Promise<number> {

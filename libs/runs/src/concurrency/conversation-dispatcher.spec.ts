@@ -4,6 +4,7 @@ import type { RunnerPresence } from '@libs/runner-gateway';
 import type { AdmissionCatalog } from '../admission-catalog';
 import type { RunLifecycleService } from '../run-lifecycle.service';
 import type { PreparedRun, RunStarter } from '../run-start';
+import type { RunLeases } from '../run-leases.service';
 import { ConversationDispatcher } from './conversation-dispatcher';
 import { InProcessSignals, type SignalPort } from './signal-port';
 
@@ -95,7 +96,6 @@ function setup(opts: {
   };
   const lifecycle = {
     endedWaiting: () => undefined,
-    recoverInterrupted: () => Promise.resolve(),
   } as unknown as RunLifecycleService;
   const config = { runs: { runnerWaitMs: opts.waitMs ?? 10_000 } } as AppConfig;
   const dispatcher = new ConversationDispatcher(
@@ -107,6 +107,7 @@ function setup(opts: {
     opts.signals ?? new InProcessSignals(),
     config,
     { heldElsewhere: () => Promise.resolve((opts.elsewhere ?? (() => false))()) } as unknown as RunnerPresence,
+    { recover: () => Promise.resolve(0) } as unknown as RunLeases,
   );
   const free = () => {
     running = false;

@@ -7,6 +7,7 @@ import { AdmissionCatalog } from '../admission-catalog';
 import { RunLifecycleService } from '../run-lifecycle.service';
 import { verdictResult, type HostVerdict } from '../run-outcome';
 import { RunStarter, type LiveRunner } from '../run-start';
+import { RunLeases } from '../run-leases.service';
 import { isStoredSubmission } from './admission-rows';
 import { routeOf, waitingAction } from './routing';
 import { SIGNAL_PORT, type SignalPort } from './signal-port';
@@ -51,14 +52,16 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
     @Inject(SIGNAL_PORT) private readonly signals: SignalPort,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly presence: RunnerPresence,
+    private readonly leases: RunLeases,
   ) {}
 
   /**
-   * Crash recovery (docs/durability.md#crash-recovery), in order: interrupted runs (and their
-   * queues), orphaned queues, then the waiting runs.
+   * Crash recovery (docs/durability.md#crash-recovery), in order: the runs of dead processes
+   * taken over (RunLeases.recover: interrupted, or waiting again; their queues released),
+   * orphaned queues, then the waiting runs.
    */
   async onApplicationBootstrap(): Promise<void> {
-    await this.lifecycle.recoverInterrupted();
+    await this.leases.recover();
     const released = await this.steering.releaseOrphans();
     if (released > 0) {
       this.logger.warn({ msg: `${released} steering item(s) of ended runs re-dispatched` });
@@ -188,7 +191,7 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
     );
     if (started.started) {
       this.logger.log({ run_id: runId, msg: `waiting run started (event ${item.event_id})` });
-      this.starter.dispatch(prepared, agent, live, started.event_seq);
+      this.starter.dispatch(prepared, agent, live, started.event_seq, started.attempt);
       return 'started';
     }
     return started.why === 'busy' ? 'busy' : 'moved';

@@ -25,7 +25,7 @@ export class SteeringService {
    * so the service does not check it again.
    */
   async pull(
-    run: Pick<RunGrant, 'run_id' | 'snapshot' | 'signal'>,
+    run: Pick<RunGrant, 'run_id' | 'snapshot' | 'signal' | 'lease'>,
     req: HostApiParsed<'steering.pull'>,
   ): Promise<JsonObject[]> {
     const mode = req.mode ?? 'all';
@@ -42,7 +42,8 @@ export class SteeringService {
         remaining > 0
           ? nextSignal(this.signals, 'steering', (s) => s.run_id === run.run_id, remaining, run.signal)
           : null;
-      const items = await this.steering.pull(run.run_id, limit, mode);
+      // Fenced by the run's lease: a process that lost the run hands nothing out (FencedError).
+      const items = await this.steering.pull(run.run_id, limit, mode, run.lease ?? null);
       if (items.length > 0 || !waiter) {
         waiter?.cancel();
         telemetry.steeringPulled(items.length, telemetry.now() - started);

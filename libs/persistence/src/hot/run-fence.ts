@@ -1,0 +1,101 @@
+/**
+ * The fence of a run's writes (docs/scale-out.md#fenced-writes), for the one writer: the lease a
+ * process holds of a run, the fence every write unit of the run starts with, and the cache that
+ * keeps it at one statement per run per group commit. SQL of both dialects (SQLite has one
+ * process, but runs the same statement). The takeover of a dead owner's runs: run-takeover.ts.
+ */
+import { stmt, type HotStatement } from './hot-sql';
+import { exec, type Changes, type Op, type SqlValue, type Unit } from './unit';
+
+/** What a process holds of a run it owns: the fence token its writes name. */
+export interface RunLease {
+  run_id: string;
+  attempt: number;
+  owner_process_id: string;
+}
+
+/**
+ * A write of a run refused by its fence: another process owns the run now (it took it over), or
+ * this process was declared dead. The unit's transaction was rolled back.
+ */
+export class FencedError extends Error {
+  readonly code = 'host.fenced';
+
+  constructor(readonly lease: RunLease) {
+    super(
+      `run ${lease.run_id}: write fenced (attempt ${lease.attempt} of process ${lease.owner_process_id} no longer owns it)`,
+    );
+    this.name = 'FencedError';
+  }
+}
+
+export function isFenced(e: unknown): e is FencedError {
+  return e instanceof FencedError;
+}
+
+/** The database's clock in epoch ms (the lease times compare on one clock: host-processes.repository.ts). */
+const NOW_SQLITE = `CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)`;
+const NOW_PG = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+
+/**
+ * The fence (a statement the writer drivers recognise by `fence`: FenceCache): an UPDATE of the
+ * run's row, so it takes the row lock and serialises with a takeover — whichever commits second
+ * sees the first's row (docs/scale-out.md#fenced-writes).
+ */
+export const FENCE_RUN: HotStatement = {
+  ...stmt(
+    'fence_run',
+    `UPDATE "runs" SET "last_write_at" = ${NOW_SQLITE}
+     WHERE "run_id" = ? AND "attempt" = ? AND "owner_process_id" = ?
+       AND EXISTS (SELECT 1 FROM "host_processes" WHERE "id" = ?)`,
+    `UPDATE "runs" SET "last_write_at" = ${NOW_PG}
+     WHERE "run_id" = ? AND "attempt" = ? AND "owner_process_id" = ?
+       AND EXISTS (SELECT 1 FROM "host_processes" WHERE "id" = ?)`,
+  ),
+  fence: true,
+};
+
+/**
+ * The fence of a unit of a run owned by this process: nothing when the run is not leased (one
+ * process without a claim; legacy callers); otherwise the unit (its whole transaction) fails with
+ * FencedError unless the lease is still this run's.
+ */
+export function* fenceUnit(lease: RunLease | null | undefined): Unit<void> {
+  if (!lease) {
+    return;
+  }
+  const matched = yield* exec(FENCE_RUN, [lease.run_id, lease.attempt, lease.owner_process_id, lease.owner_process_id]);
+  if (matched === 0) {
+    throw new FencedError(lease);
+  }
+}
+
+/**
+ * The fences of one group commit: a fence that matched holds the run's row lock until COMMIT, so
+ * the same fence again in the same transaction needs no statement — one fence per run per group,
+ * however many of its results the group carries. Drivers call `answer` before running an op and
+ * `matched` after; `reset` at each transaction.
+ */
+export class FenceCache {
+  private readonly held = new Set<string>();
+
+  /** The answer for an op that is a fence already matched in this transaction; undefined to run it. */
+  answer(op: Op): Changes | undefined {
+    return op.stmt.fence && this.held.has(key(op.params)) ? { changes: 1 } : undefined;
+  }
+
+  /** Records a fence that ran (only one that matched counts). */
+  ran(op: Op, result: unknown): void {
+    if (op.stmt.fence && (result as Changes).changes > 0) {
+      this.held.add(key(op.params));
+    }
+  }
+
+  reset(): void {
+    this.held.clear();
+  }
+}
+
+function key(params: readonly SqlValue[]): string {
+  return params.map((p) => String(p)).join('\u0000');
+}
