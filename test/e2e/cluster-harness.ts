@@ -403,7 +403,7 @@ export interface Reading {
   status: number;
 }
 
-const TERMINAL_TYPES = new Set(['run.completed', 'run.failed', 'run.cancelled']);
+const TERMINAL_TYPES = new Set(['run.completed', 'run.failed']);
 
 /** Follows a run's SSE stream at `node` until it ends, keeping every complete frame (a cut stream is not an error). */
 export async function follow(node: ClusterNode, runId: string, headers: Record<string, string> = {}): Promise<Reading> {
@@ -528,4 +528,58 @@ export function clusterEvent(agentId: string, text: string, extra: Record<string
     input: { text },
     ...extra,
   };
+}
+
+/**
+ * A round-robin TCP balancer in front of the gRPC ports of a cluster's live processes (what an L4
+ * load balancer does for long-lived runner streams): each new connection goes to the next live,
+ * unpaused process; a connection whose process dies is cut, and the runner's reconnect lands on
+ * another one.
+ */
+export class GrpcBalancer {
+  private server: net.Server | null = null;
+  private next = 0;
+  private readonly sockets = new Set<net.Socket>();
+  address = '';
+
+  constructor(private readonly cluster: Cluster) {}
+
+  async start(): Promise<this> {
+    const server = net.createServer((client) => this.route(client));
+    this.server = server;
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    this.address = `127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    return this;
+  }
+
+  private route(client: net.Socket): void {
+    const live = this.cluster.nodes.filter((n) => n.alive && !n.paused);
+    if (live.length === 0) {
+      client.destroy();
+      return;
+    }
+    const node = live[this.next++ % live.length];
+    const [hostName, port] = node.grpc.split(':');
+    const upstream = net.connect(Number(port), hostName);
+    this.sockets.add(client).add(upstream);
+    const close = () => {
+      client.destroy();
+      upstream.destroy();
+      this.sockets.delete(client);
+      this.sockets.delete(upstream);
+    };
+    client.on('error', close).on('close', close);
+    upstream.on('error', close).on('close', close);
+    client.pipe(upstream);
+    upstream.pipe(client);
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.sockets) {
+      s.destroy();
+    }
+    const server = this.server;
+    this.server = null;
+    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+  }
 }
