@@ -31,7 +31,9 @@ describe('every process serves every run', () => {
       [STALL, { mode: 'stall' }],
       [STEER, { mode: 'steer', chunk_delay_ms: 5, steer_wait_ms: 3000 }],
     ] as const) {
-      expect((await A.api('POST', '/v1/admin/agents', { agent_id, runner_id: runnerId, runner_config })).status).toBe(201);
+      expect((await A.api('POST', '/v1/admin/agents', { agent_id, runner_id: runnerId, runner_config })).status).toBe(
+        201,
+      );
     }
   });
 
@@ -40,7 +42,11 @@ describe('every process serves every run', () => {
   });
 
   it('readers at A and C follow a run at B live, and one resumes at C from Last-Event-ID', async () => {
-    const posted = await B.api('POST', '/v1/events', clusterEvent(ECHO, 'one two three four five six seven eight nine ten'));
+    const posted = await B.api(
+      'POST',
+      '/v1/events',
+      clusterEvent(ECHO, 'one two three four five six seven eight nine ten'),
+    );
     expect(posted.status).toBe(202);
     const runId = posted.body.run_id as string;
     const [atA, atC] = await Promise.all([follow(A, runId), follow(C, runId)]);
@@ -70,14 +76,19 @@ describe('every process serves every run', () => {
   it('a follow-up posted at C is steered into the run at B and pulled by its runner', async () => {
     const first = clusterEvent(STEER, 'first message');
     const started = await B.api('POST', '/v1/events', first);
-    const followUp = await C.api('POST', '/v1/events', { ...clusterEvent(STEER, 'steered from C'), conversation: first.conversation });
+    const followUp = await C.api('POST', '/v1/events', {
+      ...clusterEvent(STEER, 'steered from C'),
+      conversation: first.conversation,
+    });
     expect({ status: followUp.status, disposition: followUp.body.disposition, run: followUp.body.run_id }).toEqual({
       status: 202,
       disposition: 'steered',
       run: started.body.run_id,
     });
     const reading = await follow(A, started.body.run_id);
-    const messages = reading.events.filter((e) => e.data.type === 'message.completed').map((e) => e.data.data.message.content);
+    const messages = reading.events
+      .filter((e) => e.data.type === 'message.completed')
+      .map((e) => e.data.data.message.content);
     expect(messages).toEqual(['first message', 'steered from C']);
   });
 
@@ -87,7 +98,12 @@ describe('every process serves every run', () => {
     expect([a.status, b.status].sort()).toEqual([200, 202]);
     expect(a.body.run_id).toBe(b.body.run_id);
     const reading = await follow(C, a.body.run_id as string);
-    const check = await checkCluster(cluster, [{ eventId: body.event.event_id, runId: a.body.run_id as string }], [reading], A);
+    const check = await checkCluster(
+      cluster,
+      [{ eventId: body.event.event_id, runId: a.body.run_id as string }],
+      [reading],
+      A,
+    );
     expect(check).toMatchObject({ eventsWithoutOneRun: {}, notTerminal: {}, lostResults: [], executedTwice: {} });
   });
 });

@@ -1,5 +1,14 @@
 import { waitFor } from './harness';
-import { Cluster, GrpcBalancer, checkCluster, clusterEvent, follow, runnerConnectedAt, type ClusterNode, type Reading } from './cluster-harness';
+import {
+  Cluster,
+  GrpcBalancer,
+  checkCluster,
+  clusterEvent,
+  follow,
+  runnerConnectedAt,
+  type ClusterNode,
+  type Reading,
+} from './cluster-harness';
 
 /*
  * WAITS FOR helper D's branch (wt-drain: SIGTERM drain, issue 17 item 6) and helper B's
@@ -36,8 +45,13 @@ describe('graceful shutdown and a rolling restart', () => {
       await runnerConnectedAt(at, runnerId);
     }
     expect(
-      (await A.api('POST', '/v1/admin/agents', { agent_id: AGENT, runner_id: runnerId, runner_config: { mode: 'echo', chunk_delay_ms: 50 } }))
-        .status,
+      (
+        await A.api('POST', '/v1/admin/agents', {
+          agent_id: AGENT,
+          runner_id: runnerId,
+          runner_config: { mode: 'echo', chunk_delay_ms: 50 },
+        })
+      ).status,
     ).toBe(201);
   });
 
@@ -47,7 +61,9 @@ describe('graceful shutdown and a rolling restart', () => {
   });
 
   it('SIGTERM of B with runs in flight: they finish within the grace, B exits 0 and leaves the registry', async () => {
-    const answers = await Promise.all(Array.from({ length: 10 }, () => B.api('POST', '/v1/events', clusterEvent(AGENT, TEXT))));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => B.api('POST', '/v1/events', clusterEvent(AGENT, TEXT))),
+    );
     expect(answers.map((a) => a.status)).toEqual(answers.map(() => 202));
     const readings = Promise.all(answers.map((a) => follow(A, a.body.run_id as string)));
     expect(await B.terminate()).toBe(0);
@@ -74,7 +90,7 @@ describe('graceful shutdown and a rolling restart', () => {
       }
     })();
     for (const node of cluster.nodes) {
-      await waitFor('some progress', async () => admitted.length > 5 * (node.index + 1));
+      await waitFor('some progress', () => Promise.resolve(admitted.length > 5 * (node.index + 1)));
       expect(await node.terminate()).toBe(0);
       await node.restart();
     }

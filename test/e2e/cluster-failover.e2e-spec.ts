@@ -41,8 +41,13 @@ describe('a process dies or stalls under load', () => {
     cluster.connectRunner(C, token);
     await runnerConnectedAt(C, runnerId);
     expect(
-      (await A.api('POST', '/v1/admin/agents', { agent_id: AGENT, runner_id: runnerId, runner_config: { mode: 'echo', chunk_delay_ms: 100 } }))
-        .status,
+      (
+        await A.api('POST', '/v1/admin/agents', {
+          agent_id: AGENT,
+          runner_id: runnerId,
+          runner_config: { mode: 'echo', chunk_delay_ms: 100 },
+        })
+      ).status,
     ).toBe(201);
   });
 
@@ -51,7 +56,9 @@ describe('a process dies or stalls under load', () => {
   });
 
   async function load(n: number) {
-    const answers = await Promise.all(Array.from({ length: n }, () => A.api('POST', '/v1/events', clusterEvent(AGENT, WORDS))));
+    const answers = await Promise.all(
+      Array.from({ length: n }, () => A.api('POST', '/v1/events', clusterEvent(AGENT, WORDS))),
+    );
     expect(answers.map((a) => a.status)).toEqual(answers.map(() => 202));
     return answers.map((a) => ({ eventId: a.body.event_id as string, runId: a.body.run_id as string }));
   }
@@ -88,10 +95,16 @@ describe('a process dies or stalls under load', () => {
     await waitFor('a run mid-stream', async () => (await replay(A, admitted[0].runId)).length > 2);
     const before = (await cluster.registry()).find((r) => r.instance === B.instance)!;
     B.pause();
-    await waitFor('B declared dead', async () => !(await cluster.registry()).some((r) => r.id === before.id), CLUSTER_TIMING.leaseMs * 30);
+    await waitFor(
+      'B declared dead',
+      async () => !(await cluster.registry()).some((r) => r.id === before.id),
+      CLUSTER_TIMING.leaseMs * 30,
+    );
     const readings = await Promise.all(admitted.map((a) => follow(C, a.runId)));
     B.resume();
-    await waitFor('B registered again', async () => (await cluster.registry()).some((r) => r.instance === B.instance && r.id !== before.id));
+    await waitFor('B registered again', async () =>
+      (await cluster.registry()).some((r) => r.instance === B.instance && r.id !== before.id),
+    );
     // Whatever B tried to write for the runs it lost was refused: each replay is what the reader saw, ending with one terminal.
     for (const r of readings) {
       const after = await replay(A, r.runId);

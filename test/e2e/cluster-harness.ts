@@ -4,7 +4,17 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client } from 'pg';
-import { ADMIN_KEY, Host, TestDatabase, freePort, launchDemoRunner, parseSse, waitFor, type Proc, type SseEvent } from './harness';
+import {
+  ADMIN_KEY,
+  Host,
+  TestDatabase,
+  freePort,
+  launchDemoRunner,
+  parseSse,
+  waitFor,
+  type Proc,
+  type SseEvent,
+} from './harness';
 import { completeFrames } from './sse-client';
 
 /*
@@ -60,7 +70,10 @@ export class ClusterDatabase {
     }
   }
 
-  async query<T extends Record<string, unknown> = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {
+  async query<T extends Record<string, unknown> = Record<string, unknown>>(
+    sql: string,
+    params: unknown[] = [],
+  ): Promise<T[]> {
     const c = new Client({ connectionString: this.url });
     await c.connect();
     try {
@@ -90,12 +103,13 @@ class NodeDatabase extends TestDatabase {
     super();
   }
 
-  override async url(): Promise<string> {
-    return this.shared.url;
+  override url(): Promise<string> {
+    return Promise.resolve(this.shared.url);
   }
 
-  override async drop(): Promise<void> {
+  override drop(): Promise<void> {
     fs.rmSync(this.dataDir, { recursive: true, force: true });
+    return Promise.resolve();
   }
 }
 
@@ -113,9 +127,13 @@ export class NatsServer {
     if (!this.port) {
       this.port = await freePort();
     }
-    const child = spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', String(this.port), '-l', path.join(this.dir, 'nats.log')], {
-      stdio: 'ignore',
-    });
+    const child = spawn(
+      NATS_SERVER,
+      ['-a', '127.0.0.1', '-p', String(this.port), '-l', path.join(this.dir, 'nats.log')],
+      {
+        stdio: 'ignore',
+      },
+    );
     this.child = child;
     await waitFor('nats-server listening', async () => {
       if (child.exitCode !== null) {
@@ -195,7 +213,13 @@ export class ClusterNode {
     return !!c && c.exitCode === null && c.signalCode === null;
   }
 
-  api<T = any>(method: string, p: string, body?: unknown, key: string | null = ADMIN_KEY, headers: Record<string, string> = {}) {
+  api<T = any>(
+    method: string,
+    p: string,
+    body?: unknown,
+    key: string | null = ADMIN_KEY,
+    headers: Record<string, string> = {},
+  ) {
     return this.host.api<T>(method, p, body, key, headers);
   }
 
@@ -343,7 +367,11 @@ export class Cluster {
   }
 
   /** Starts one more demo runner process with a token it has, connected to `at` (DEMO_LOG_RUNS on). */
-  connectRunner(at: ClusterNode, token: string, opts: { author?: string; name?: string; env?: Record<string, string> } = {}): Proc {
+  connectRunner(
+    at: ClusterNode,
+    token: string,
+    opts: { author?: string; name?: string; env?: Record<string, string> } = {},
+  ): Proc {
     const runner = launchDemoRunner(at.host, token, {
       author: opts.author,
       name: opts.name,
@@ -431,7 +459,13 @@ export async function follow(node: ClusterNode, runId: string, headers: Record<s
   }
   const events = parseSse(completeFrames(body));
   const last = events[events.length - 1];
-  return { runId, node: node.name, events, end: last && TERMINAL_TYPES.has(last.data.type) ? 'terminal' : 'cut', status };
+  return {
+    runId,
+    node: node.name,
+    events,
+    end: last && TERMINAL_TYPES.has(last.data.type) ? 'terminal' : 'cut',
+    status,
+  };
 }
 
 /** A run's whole stream replayed at `node` (after its end). */

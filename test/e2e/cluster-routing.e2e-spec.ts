@@ -26,8 +26,13 @@ describe('a run admitted at any process is dispatched by the process holding its
     [A, B, C] = cluster.nodes;
     const { runnerId } = await cluster.startRunner(B);
     expect(
-      (await C.api('POST', '/v1/admin/agents', { agent_id: AGENT, runner_id: runnerId, runner_config: { mode: 'echo', chunk_delay_ms: 5 } }))
-        .status,
+      (
+        await C.api('POST', '/v1/admin/agents', {
+          agent_id: AGENT,
+          runner_id: runnerId,
+          runner_config: { mode: 'echo', chunk_delay_ms: 5 },
+        })
+      ).status,
     ).toBe(201);
   });
 
@@ -37,7 +42,10 @@ describe('a run admitted at any process is dispatched by the process holding its
 
   it('admit at A, runner at B: 202 started, the run completes, its replay is the same at A, B and C', async () => {
     const posted = await A.api('POST', '/v1/events', clusterEvent(AGENT, TEXT));
-    expect({ status: posted.status, disposition: posted.body.disposition }).toEqual({ status: 202, disposition: 'started' });
+    expect({ status: posted.status, disposition: posted.body.disposition }).toEqual({
+      status: 202,
+      disposition: 'started',
+    });
     const live = await follow(B, posted.body.run_id);
     expect(live.end).toBe('terminal');
     expect(live.events.map((e) => e.data.type).slice(-2)).toEqual(['message.completed', 'run.completed']);

@@ -42,7 +42,10 @@ async function admit(at: ClusterNode, n: number, agentId = AGENT, text = TEXT) {
     Array.from({ length: n }, () => at.api('POST', '/v1/events', clusterEvent(agentId, text))),
   );
   for (const a of answers) {
-    expect({ status: a.status, body: a.body }).toEqual({ status: 202, body: expect.objectContaining({ disposition: 'started' }) });
+    expect({ status: a.status, body: a.body }).toEqual({
+      status: 202,
+      body: expect.objectContaining({ disposition: 'started' }),
+    });
   }
   return answers.map((a) => ({ eventId: a.body.event_id as string, runId: a.body.run_id as string }));
 }
@@ -62,7 +65,9 @@ describe('three host processes on one PostgreSQL database', () => {
       [STEER_AGENT, { mode: 'steer', chunk_delay_ms: 5, steer_wait_ms: 3000 }],
     ] as const) {
       // An admin write at A, read by B when it admits (the database is the only truth).
-      expect((await A.api('POST', '/v1/admin/agents', { agent_id, runner_id: runnerId, runner_config })).status).toBe(201);
+      expect((await A.api('POST', '/v1/admin/agents', { agent_id, runner_id: runnerId, runner_config })).status).toBe(
+        201,
+      );
     }
   });
 
@@ -76,7 +81,9 @@ describe('three host processes on one PostgreSQL database', () => {
       cluster.nodes.map((n) => ({ instance: n.instance, state: 'running', grpc: n.grpc })),
     );
     expect(new Set(rows.map((r) => r.id)).size).toBe(3);
-    const twice = await cluster.db.query('SELECT name, COUNT(*) AS n FROM migrations GROUP BY name HAVING COUNT(*) > 1');
+    const twice = await cluster.db.query(
+      'SELECT name, COUNT(*) AS n FROM migrations GROUP BY name HAVING COUNT(*) > 1',
+    );
     expect(twice).toEqual([]);
     expect((await cluster.db.query('SELECT COUNT(*) AS n FROM migrations'))[0].n).not.toBe('0');
   });
@@ -112,7 +119,10 @@ describe('three host processes on one PostgreSQL database', () => {
     const first = clusterEvent(STEER_AGENT, 'first message');
     const started = await B.api('POST', '/v1/events', first);
     expect(started.body.disposition).toBe('started');
-    const followUp = await B.api('POST', '/v1/events', { ...clusterEvent(STEER_AGENT, 'and a follow-up'), conversation: first.conversation });
+    const followUp = await B.api('POST', '/v1/events', {
+      ...clusterEvent(STEER_AGENT, 'and a follow-up'),
+      conversation: first.conversation,
+    });
     expect({ status: followUp.status, disposition: followUp.body.disposition, run: followUp.body.run_id }).toEqual({
       status: 202,
       disposition: 'steered',
@@ -120,7 +130,9 @@ describe('three host processes on one PostgreSQL database', () => {
     });
     const reading = await follow(B, started.body.run_id);
     expect(reading.end).toBe('terminal');
-    const messages = reading.events.filter((e) => e.data.type === 'message.completed').map((e) => e.data.data.message.content);
+    const messages = reading.events
+      .filter((e) => e.data.type === 'message.completed')
+      .map((e) => e.data.data.message.content);
     expect(messages).toEqual(['first message', 'and a follow-up']);
     // The steering signal (and the run's end) reached A and C over the shared bus.
     await waitFor('A received a signal', async () => (await received(A, cluster.bus)) > beforeA);
