@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -116,11 +117,13 @@ class Cluster {
     const db = await BenchDatabase.create(o.pgUrl);
     const hosts: BuiltHost[] = [];
     const cluster = new Cluster(db, hosts);
+    const adminKey = `bench-admin-cluster-${randomBytes(18).toString('hex')}`;
     try {
       for (let i = 0; i < n; i++) {
         hosts.push(
           await BuiltHost.start({
             tmpPrefix: `runner-host-bench-cluster-${i}-`,
+            adminKey,
             databaseUrl: db.url,
             env: { HOST_INSTANCE_ID: `bench-${i}`, SIGNAL_BUS: o.bus, SSE_MAX_STREAMS_PER_KEY: '2048' },
           }),

@@ -433,13 +433,20 @@ export interface Reading {
 
 const TERMINAL_TYPES = new Set(['run.completed', 'run.failed']);
 
-/** Follows a run's SSE stream at `node` until it ends, keeping every complete frame (a cut stream is not an error). */
-export async function follow(node: ClusterNode, runId: string, headers: Record<string, string> = {}): Promise<Reading> {
+/** Follows a run's SSE stream at `node` until it ends (or `timeoutMs`), keeping every complete frame (a cut stream is not an error). */
+export async function follow(
+  node: ClusterNode,
+  runId: string,
+  headers: Record<string, string> = {},
+  timeoutMs = 90_000,
+): Promise<Reading> {
   let status = 0;
   let body = '';
   try {
     const res = await fetch(`${node.http}/v1/runs/${runId}/events`, {
       headers: { authorization: `Bearer ${ADMIN_KEY}`, ...headers },
+      // A stream that never ends (a process that never learns of the run's end) is cut here and reported as `cut`.
+      signal: AbortSignal.timeout(timeoutMs),
     });
     status = res.status;
     if (status !== 200) {
