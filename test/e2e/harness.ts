@@ -109,10 +109,36 @@ export class Host {
     private readonly extraEnv: Record<string, string> = {},
   ) {}
 
+  /**
+   * Launches the host and waits until it is ready. The ports are picked free just before the
+   * launch, so another process can take one in between: a host that exits on EADDRINUSE is
+   * launched again on new ports. Any other exit before readiness, or no readiness within 60 s,
+   * fails with the host's exit code and the end of its log.
+   */
   async start(): Promise<this> {
-    await this.launch();
-    await waitFor('host readiness', async () => (await fetch(`${this.http}/health/ready`)).ok, 60_000);
-    return this;
+    for (let attempt = 1; ; attempt++) {
+      const proc = await this.launch();
+      const ready = await waitFor(
+        'host readiness',
+        async () => {
+          if (proc.child.exitCode !== null || proc.child.signalCode !== null) {
+            return 'exited';
+          }
+          return (await fetch(`${this.http}/health/ready`)).ok ? 'ready' : false;
+        },
+        60_000,
+      ).catch((e: unknown) => {
+        throw new Error(`${e instanceof Error ? e.message : String(e)}; host log:\n${proc.logs().slice(-4000)}`);
+      });
+      if (ready === 'ready') {
+        return this;
+      }
+      if (attempt < 3 && proc.logs().includes('EADDRINUSE')) {
+        continue;
+      }
+      const how = proc.child.exitCode !== null ? `code ${proc.child.exitCode}` : `signal ${proc.child.signalCode}`;
+      throw new Error(`the host exited before it was ready (${how}); host log:\n${proc.logs().slice(-4000)}`);
+    }
   }
 
   /** Starts the process without waiting for readiness (for a host that is expected to refuse to start). */

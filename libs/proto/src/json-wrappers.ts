@@ -28,6 +28,23 @@ function typeOf(self: WrapperThis, name: string): Type {
   return type;
 }
 
+/**
+ * Sets `key` as an own enumerable property, `__proto__` included: a plain assignment of
+ * `__proto__` sets the object's prototype instead, which would drop the key from the JSON.
+ */
+function setOwn<T>(target: Record<string, T>, key: string, value: T): void {
+  if (key === '__proto__') {
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  } else {
+    target[key] = value;
+  }
+}
+
+/** A field of a decoded message, read without trusting its declared type. */
+function fieldOf(message: Message, name: string): unknown {
+  return Reflect.get(message, name);
+}
+
 function isMessage(value: unknown): value is Message {
   return typeof value === 'object' && value !== null && '$type' in value;
 }
@@ -62,16 +79,18 @@ const structWrapper = {
     const valueType = typeOf(this, '.google.protobuf.Value');
     const fields: Record<string, Message> = {};
     for (const [key, value] of Object.entries((object ?? {}) as Record<string, unknown>)) {
-      fields[key] = valueType.fromObject(value as object);
+      setOwn(fields, key, valueType.fromObject(value as object));
     }
     return this.create({ fields });
   },
   toObject(this: WrapperThis, message: Message, options?: IConversionOptions): Record<string, Json> {
-    const fields = (message as unknown as { fields?: Record<string, Message> }).fields ?? {};
+    const fields = fieldOf(message, 'fields');
     const valueType = typeOf(this, '.google.protobuf.Value');
     const out: Record<string, Json> = {};
-    for (const [key, value] of Object.entries(fields)) {
-      out[key] = valueType.toObject(value, options);
+    if (typeof fields === 'object' && fields !== null) {
+      for (const [key, value] of Object.entries(fields as Record<string, Message>)) {
+        setOwn(out, key, valueType.toObject(value, options) as Json);
+      }
     }
     return out;
   },
@@ -82,16 +101,18 @@ const valueWrapper = {
     return isMessage(object) ? object : this.fromObject(valueToField(object));
   },
   toObject(this: WrapperThis, message: Message, options?: IConversionOptions): Json {
-    const m = message as unknown as Record<string, unknown>;
-    if (m.structValue) {
-      return typeOf(this, '.google.protobuf.Struct').toObject(m.structValue as Message, options);
+    const struct = fieldOf(message, 'structValue');
+    if (struct) {
+      return typeOf(this, '.google.protobuf.Struct').toObject(struct as Message, options);
     }
-    if (m.listValue) {
-      return typeOf(this, '.google.protobuf.ListValue').toObject(m.listValue as Message, options);
+    const list = fieldOf(message, 'listValue');
+    if (list) {
+      return typeOf(this, '.google.protobuf.ListValue').toObject(list as Message, options);
     }
     for (const key of ['stringValue', 'numberValue', 'boolValue'] as const) {
-      if (m[key] !== undefined && m[key] !== null && Object.prototype.hasOwnProperty.call(m, key)) {
-        return m[key] as Json;
+      const v = fieldOf(message, key);
+      if (v !== undefined && v !== null && Object.prototype.hasOwnProperty.call(message, key)) {
+        return v as Json;
       }
     }
     return null;
@@ -108,13 +129,14 @@ const listWrapper = {
     return this.create({ values });
   },
   toObject(this: WrapperThis, message: Message, options?: IConversionOptions): Json[] {
-    const values = (message as unknown as { values?: Message[] }).values ?? [];
+    const list = fieldOf(message, 'values');
+    const values: unknown[] = Array.isArray(list) ? (list as unknown[]) : [];
     const valueType = typeOf(this, '.google.protobuf.Value');
-    return values.map((v) => valueType.toObject(v, options) as Json);
+    return values.map((v) => valueType.toObject(v as Message, options) as Json);
   },
 };
 
-const registry = wrappers as unknown as Record<string, unknown>;
-registry['.google.protobuf.Struct'] = structWrapper;
-registry['.google.protobuf.Value'] = valueWrapper;
-registry['.google.protobuf.ListValue'] = listWrapper;
+// protobufjs types its wrapper table by the wrapper's own generic shape; these are registered by name.
+Reflect.set(wrappers, '.google.protobuf.Struct', structWrapper);
+Reflect.set(wrappers, '.google.protobuf.Value', valueWrapper);
+Reflect.set(wrappers, '.google.protobuf.ListValue', listWrapper);

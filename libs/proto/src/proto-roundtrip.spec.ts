@@ -33,6 +33,27 @@ describe('proto round trip through the wire codec', () => {
     expect(back.result?.usage).toBeNull();
   });
 
+  it('keeps a JSON key named __proto__ as an own key both ways (a plain assignment would set the prototype)', () => {
+    // JSON.parse makes `__proto__` an own key, as a platform's or a runner's JSON does.
+    const data = JSON.parse(
+      '{"__proto__": {"x": 1}, "constructor": "c", "nested": {"__proto__": [1, {"__proto__": null}]}}',
+    );
+    const msg: PluginMessage = {
+      result: { run_id: 'r1', type: 'state.updated', data, usage: undefined, sequence: 1, timestamp: undefined },
+    };
+    const bytes = connect.requestSerialize(msg);
+    const back = connect.requestDeserialize(bytes) as PluginMessage;
+    const out = back.result?.data as Record<string, unknown>;
+    expect(Object.keys(out)).toEqual(['__proto__', 'constructor', 'nested']);
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect(JSON.stringify(out)).toBe(JSON.stringify(data));
+    // Encoded bytes carry the key: the same message without it is shorter.
+    const without = JSON.parse('{"constructor": "c", "nested": {"__proto__": [1, {"__proto__": null}]}}');
+    expect(bytes.length).toBeGreaterThan(
+      connect.requestSerialize({ result: { ...msg.result!, data: without } }).length,
+    );
+  });
+
   it('carries a run request with its nested context', () => {
     const msg: HostMessage = {
       run: {

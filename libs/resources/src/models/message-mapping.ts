@@ -6,7 +6,7 @@ import type {
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
 import { DomainError, describeIssues, messageSchema, type ProtocolMessage } from '@libs/protocol';
-import type { ModelAbilities } from './model-types';
+import { extraField, type ModelAbilities } from './model-types';
 
 /*
  * Protocol v1 messages and tool definitions ↔ chat completions. Roles user/system/assistant/tool
@@ -205,7 +205,7 @@ export function fromChatMessage(
   finishReason: string | null,
   removeThink: boolean,
 ): JsonObject {
-  const extra = message as unknown as { reasoning_content?: unknown };
+  const reasoning = extraField(message, 'reasoning_content');
   const content = typeof message.content === 'string' && removeThink ? stripThink(message.content) : message.content;
   const toolCalls = (message.tool_calls ?? []).flatMap((tc) =>
     tc.type === 'function'
@@ -216,9 +216,7 @@ export function fromChatMessage(
     role: 'assistant',
     content: content ?? null,
     ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
-    ...(!removeThink && typeof extra.reasoning_content === 'string'
-      ? { reasoning_content: extra.reasoning_content }
-      : {}),
+    ...(!removeThink && typeof reasoning === 'string' ? { reasoning_content: reasoning } : {}),
     provider_specific_fields: {
       finish_reason: finishReason,
       ...(message.refusal ? { refusal: message.refusal } : {}),

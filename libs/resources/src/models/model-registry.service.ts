@@ -4,7 +4,14 @@ import type { CatalogModel } from '@libs/authz';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { ModelsRepository, type JsonObject, type ModelEntity } from '@libs/persistence';
 import { DomainError, readPage } from '@libs/protocol';
-import type { ModelAbilities, ModelInput, ModelKind, ModelView, TokenizerName } from './model-types';
+import {
+  abilitiesJson,
+  storedAbilities,
+  type ModelInput,
+  type ModelKind,
+  type ModelView,
+  type TokenizerName,
+} from './model-types';
 import { checkModelId, tokenizerFor, validateModel, type ValidatedModel } from './model-validation';
 import { warmTokenizer } from './tokenizer';
 
@@ -145,7 +152,7 @@ export class ModelRegistry implements OnApplicationBootstrap {
       model_name: m.model_name,
       context_window: m.context_window,
       max_output_tokens: m.max_output_tokens,
-      abilities: kind === 'chat' ? (m.abilities as unknown as ModelAbilities) : null,
+      abilities: kind === 'chat' ? storedAbilities(m.abilities) : null,
       tokenizer: m.tokenizer as TokenizerName | null,
       extra_args: m.extra_args,
       created_at: new Date(m.created_at).toISOString(),
@@ -203,7 +210,7 @@ export class ModelRegistry implements OnApplicationBootstrap {
       workspace_id: owner.workspace_id,
       shared: owner.shared,
       ...f,
-      abilities: f.abilities as unknown as JsonObject,
+      abilities: abilitiesJson(f.abilities),
       extra_args: f.extra_args as JsonObject,
       created_at: createdAt,
       updated_at: updatedAt,

@@ -25,6 +25,36 @@ export interface ModelAbilities {
 
 export const DEFAULT_ABILITIES: ModelAbilities = { tool_calling: true, vision: false, streaming: true };
 
+/**
+ * A stored model's abilities (written by `validateModel`, so every flag is a boolean); a flag
+ * missing from an older row reads as its default.
+ */
+export function storedAbilities(stored: Readonly<Record<string, unknown>> | null | undefined): ModelAbilities {
+  const flag = (name: keyof ModelAbilities): boolean => {
+    const v = stored?.[name];
+    return typeof v === 'boolean' ? v : DEFAULT_ABILITIES[name];
+  };
+  return { tool_calling: flag('tool_calling'), vision: flag('vision'), streaming: flag('streaming') };
+}
+
+/** Abilities as the JSON column stores them (`{}` for a model kind without abilities, e.g. rerank). */
+export function abilitiesJson(a: ModelAbilities | Record<string, never>): Record<string, boolean> {
+  return 'tool_calling' in a ? { tool_calling: a.tool_calling, vision: a.vision, streaming: a.streaming } : {};
+}
+
+/**
+ * A provider's usage object as JSON: the `openai` types declare interfaces (no index signature),
+ * and what a compatible server sends may carry more fields; the JSON values of it are kept.
+ */
+export function usageJson(usage: object | null | undefined): Record<string, unknown> | null {
+  return usage ? { ...usage } : null;
+}
+
+/** A field some OpenAI-compatible servers add to a message or delta (e.g. `reasoning_content`). */
+export function extraField(message: object, name: string): unknown {
+  return Object.prototype.hasOwnProperty.call(message, name) ? Reflect.get(message, name) : undefined;
+}
+
 /** Admin input of a model (create and replace); validated by `validateModel`. */
 export interface ModelInput {
   kind: string;

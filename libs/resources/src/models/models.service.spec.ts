@@ -206,9 +206,7 @@ describe('ModelsService over the real openai SDK and HTTP', () => {
     // 3 (message) + 1 ("user") + 2 ("hello world") + 3 (reply priming)
     expect(n).toEqual({ tokens: 9 });
     await f.registry.create('plain', chatModel(server.baseUrl, { tokenizer: null }));
-    const e = await failure(
-      f.service.countTokens(runCall(), { model_id: 'plain', messages: [], tools: [] }),
-    );
+    const e = await failure(f.service.countTokens(runCall(), { model_id: 'plain', messages: [], tools: [] }));
     expect(e).toMatchObject({ code: 'unavailable', retryable: false, details: { reason: 'no_tokenizer' } });
     expect(server.requests).toHaveLength(0);
   });

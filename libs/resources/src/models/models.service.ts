@@ -10,7 +10,7 @@ import { CallScope } from './call-scope';
 import { fromChatMessage, toChatMessages, toChatTools, type JsonObject } from './message-mapping';
 import { ModelClients } from './model-clients';
 import { ModelRegistry } from './model-registry.service';
-import type { ModelAbilities } from './model-types';
+import { storedAbilities, usageJson } from './model-types';
 import type {
   CountTokensInput,
   ModelCallInput,
@@ -77,7 +77,7 @@ export class ModelsService {
 
   async *stream(call: ResourceCall, req: ModelCallInput): AsyncIterable<ModelStreamItem> {
     const model = await this.registry.require(req.model_id, 'chat');
-    if (!(model.abilities as unknown as ModelAbilities).streaming) {
+    if (!storedAbilities(model.abilities).streaming) {
       yield* this.emulatedStream(call, model, req);
       return;
     }
@@ -136,7 +136,7 @@ export class ModelsService {
         false,
       );
     }
-    const abilities = model.abilities as unknown as ModelAbilities;
+    const abilities = storedAbilities(model.abilities);
     const messages = toChatMessages(req.messages, abilities);
     const tools = toChatTools(req.tools);
     const counter = new TokenCounter(model.tokenizer as ConstructorParameters<typeof TokenCounter>[0]);
@@ -204,7 +204,7 @@ export class ModelsService {
       ctx.secret = secret;
       sent = true;
       const completion = await client.chat.completions.create({ ...body, stream: false }, { signal: scope.signal });
-      usage = (completion.usage as unknown as JsonObject | undefined) ?? null;
+      usage = usageJson(completion.usage);
       const choice = completion.choices?.[0];
       if (!choice?.message) {
         throw malformed(model.model_id, 'the completion has no choices');
@@ -242,7 +242,7 @@ export class ModelsService {
 
   /** The chat-completions request body of a call: mapped messages and tools over the model's extra_args. */
   private chatBody(model: ModelEntity, req: ModelCallInput): ChatBody {
-    const abilities = model.abilities as unknown as ModelAbilities;
+    const abilities = storedAbilities(model.abilities);
     const messages = toChatMessages(req.messages, abilities);
     if (messages.length === 0) {
       throw invalid('messages', 'must not be empty');

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import type { JsonObject } from './message-mapping';
+import { usageJson } from './model-types';
 
 /*
  * Provider stream chunks → Protocol v1 MessageChunks. Each chunk with visible text becomes one
@@ -142,7 +143,7 @@ export class StreamAssembler {
   /** A provider chunk → the MessageChunk to send on, or null when it carries nothing visible. */
   push(chunk: ChatCompletionChunk): JsonObject | null {
     if (chunk.usage) {
-      this.usage = chunk.usage as unknown as JsonObject;
+      this.usage = usageJson(chunk.usage);
     }
     const choice = chunk.choices?.[0];
     if (!choice) {
