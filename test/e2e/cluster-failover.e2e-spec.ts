@@ -79,7 +79,6 @@ describe('a process dies or stalls under load', () => {
       executedTwice: {},
       statuses: undefined,
     });
-    expect(Object.keys(check.statuses).sort()).toEqual(expect.arrayContaining(['completed']));
     expect(Object.keys(check.statuses).filter((s) => s !== 'completed' && s !== 'interrupted')).toEqual([]);
     // An interrupted run ends with the host's verdict, after its last committed result.
     for (const r of seen.filter((x) => x.events[x.events.length - 1].data.type === 'run.failed')) {
@@ -89,7 +88,7 @@ describe('a process dies or stalls under load', () => {
   });
 
   it('SIGSTOP of B past its lease, then SIGCONT: its runs are interrupted by another process, its late writes refused', async () => {
-    const { runner } = { runner: cluster.connectRunner(B, token) };
+    const runner = cluster.connectRunner(B, token);
     await runnerConnectedAt(B, runnerId);
     const admitted = await load(10);
     await waitFor('a run mid-stream', async () => (await replay(A, admitted[0].runId)).length > 2);
