@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ENV_NAME_PATTERN, ENV_NAME_RULE } from '@libs/config';
 import { STATE_SCOPES } from '@libs/protocol';
 
 /** The largest value an INTEGER column or an int32 field holds. */
@@ -91,8 +92,7 @@ export const webhookPolicySchema = z.strictObject({
     .describe('Where delivery ops are POSTed (JSON). Private and loopback addresses need WEBHOOK_ALLOW_PRIVATE.'),
   secret_env: z
     .string()
-    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
-    .max(128)
+    .regex(ENV_NAME_PATTERN, ENV_NAME_RULE)
     .describe(
       'Host environment variable holding the HMAC-SHA256 signing secret; must match SECRET_ENV_ALLOWLIST (read at send time).',
     ),

@@ -9,6 +9,13 @@
 /** Names ending in `*` are prefixes; others are exact names. */
 export const DEFAULT_SECRET_ENV_ALLOWLIST = 'RUNNERHOST_SECRET_*,OPENAI_API_KEY';
 
+/**
+ * A host environment variable name as a model, a tool source or a webhook policy names it
+ * (letters, digits, "_"; at most 128 characters): the one pattern, with its rule's text.
+ */
+export const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+export const ENV_NAME_RULE = 'must be an environment variable name (letters, digits, "_"; not a key value)';
+
 /** One allowlist entry: an environment variable name, optionally ending in `*` (a prefix). */
 export const SECRET_ENV_ENTRY = /^[A-Za-z_][A-Za-z0-9_]*\*?$/;
 

@@ -13,9 +13,8 @@ export type TokenizerName = (typeof TOKENIZERS)[number];
 export const PROVIDER_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 export const PROVIDER_RULE = 'must be 1-64 lower-case letters, digits, ".", "_" or "-"';
 
-/** A POSIX-style environment variable name (a model's `api_key_env`), and its rule; one definition as above. */
-export const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
-export const ENV_NAME_RULE = 'must be an environment variable name (letters, digits, "_"; not a key value)';
+/** A host environment variable name (a model's `api_key_env`) and its rule: defined once in libs/config. */
+export { ENV_NAME_PATTERN, ENV_NAME_RULE } from '@libs/config';
 
 export interface ModelAbilities {
   tool_calling: boolean;

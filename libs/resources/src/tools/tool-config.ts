@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { SecretEnvPolicy } from '@libs/config';
+import { ENV_NAME_PATTERN, ENV_NAME_RULE, type SecretEnvPolicy } from '@libs/config';
 import { DomainError, describeIssues } from '@libs/protocol';
 import { checkEnvReference } from '../env-reference';
 
@@ -18,7 +18,6 @@ export const SOURCE_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /** Source ids that would read like something else. */
 export const RESERVED_SOURCE_IDS = new Set(['builtin', 'builtins', 'native', 'skill', 'plugin', 'mcp', 'http']);
 
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/;
 /** Tool names an HTTP source may define (MCP tool names are taken as their server lists them). */
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
@@ -32,7 +31,7 @@ const isHttpUrl = (s: string): boolean => {
   }
 };
 
-const envName = z.string().regex(ENV_NAME, 'must be an environment variable name');
+const envName = z.string().regex(ENV_NAME_PATTERN, ENV_NAME_RULE);
 export const envRef = z.strictObject({ env: envName, prefix: z.string().max(200).optional() });
 export type EnvRef = z.infer<typeof envRef>;
 const headers = z.record(z.string().regex(HEADER_NAME, 'must be an HTTP header name'), envRef).default({});
