@@ -248,12 +248,18 @@ export class ClusterNode {
     this.paused = false;
   }
 
-  /** SIGTERM; resolves with the exit code. */
-  async terminate(): Promise<number | null> {
+  /**
+   * SIGTERM; resolves with how the process ended: its exit code, or the signal (Nest's shutdown
+   * hooks re-raise SIGTERM after closing the app, so a clean stop today ends with `SIGTERM`; the
+   * exit deadline ends with 1).
+   */
+  async terminate(): Promise<number | NodeJS.Signals | null> {
     if (this.paused) {
       this.resume();
     }
-    return (await this.host.stop('SIGTERM')) ?? null;
+    await this.host.stop('SIGTERM');
+    const c = this.host.proc.child;
+    return c.exitCode ?? c.signalCode;
   }
 
   /** A new process in this one's place (same DATA_DIR and environment, new ports). */
@@ -338,6 +344,9 @@ export class Cluster {
   /** The live nodes, round-robin: `spread(i)` is the node of the i-th client. */
   spread(i: number): ClusterNode {
     const live = this.nodes.filter((n) => n.alive && !n.paused);
+    if (live.length === 0) {
+      throw new Error('no live process in the cluster');
+    }
     return live[i % live.length];
   }
 
