@@ -69,6 +69,7 @@ function allTables(ds: DataSource, applied = MIGRATIONS.length): string[] {
     ...(applied >= 13 ? ['snapshots'] : []),
     ...(applied >= 14 && sqlite ? ['fts_watermarks'] : []),
     ...(applied >= 15 ? ['host_processes'] : []),
+    ...(applied >= 16 ? ['catalog_version'] : []),
     'migrations',
   ].sort();
 }

@@ -10,9 +10,10 @@ import { CatalogVersions } from './catalog-versions';
 
 /**
  * A write (any method but GET) through a controller that manages the catalogue (agents, models,
- * tools, knowledge bases, plugins) bumps the catalogue version when its handler has finished and
- * before the answer is sent: the next admission reads the new state. Applied per controller
- * (`@InvalidatesCatalog()`), so no other route — and no gRPC call — pays for it.
+ * tools, knowledge bases, plugins) sends the catalogue wake-up when its handler has finished and
+ * before the answer is sent. The version itself is bumped by the database, in the write's own
+ * transaction (CatalogVersions): the wake-up only lets every process drop its caches early.
+ * Applied per controller (`@InvalidatesCatalog()`), so no other route — and no gRPC call — pays for it.
  */
 @Injectable()
 export class CatalogInvalidationInterceptor implements NestInterceptor {
@@ -22,7 +23,7 @@ export class CatalogInvalidationInterceptor implements NestInterceptor {
     if (context.switchToHttp().getRequest<{ method: string }>().method === 'GET') {
       return next.handle();
     }
-    const bump = () => this.versions.bump();
+    const bump = () => this.versions.written();
     return next.handle().pipe(tap({ next: bump, error: bump }));
   }
 }

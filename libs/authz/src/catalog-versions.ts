@@ -1,21 +1,78 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { SIGNAL_BUS, type SignalBus } from '@libs/cluster';
+import { CatalogVersionRepository } from '@libs/persistence';
+
+/** The bus channel of the wake-up sent after an admin write (docs/scale-out.md#admin-writes). */
+export const CATALOG_CHANNEL = 'catalog';
 
 /**
  * The version of everything admission reads from memory (agents, runners' policies, the resource
- * catalogue). An admin write bumps it before its answer is sent, so the next admission reloads:
- * a deleted model or tool is never granted to a later run. In one process a counter is enough;
- * several host processes would back `current()`/`bump()` with a shared signal (a Redis counter
- * or a PostgreSQL NOTIFY) — this class is that seam.
+ * catalogue), as a database truth (docs/scale-out.md#admin-writes): one row, bumped by a trigger
+ * in the same transaction as every write of a catalogue table, at whichever process wrote it. A
+ * cache tagged with an older version than `current()` is never used, so a model deleted at one
+ * process is never granted by a run admitted at another after the delete committed.
+ *
+ * `current()` is one single-row read whose query starts after the call; concurrent callers share
+ * the next read (never one already in flight, which could predate a commit they must see), so
+ * admissions under load cost at most one read in flight plus one queued.
  */
 @Injectable()
 export class CatalogVersions {
-  private version = 0;
+  private readonly logger = new Logger('CatalogVersions');
+  private inflight: Promise<number> | null = null;
+  private queued: Promise<number> | null = null;
+  private readonly listeners = new Set<() => void>();
 
-  current(): number {
-    return this.version;
+  constructor(
+    private readonly store: CatalogVersionRepository,
+    @Inject(SIGNAL_BUS) private readonly bus: SignalBus,
+  ) {
+    bus.subscribe(CATALOG_CHANNEL, () => this.wake());
   }
 
-  bump(): void {
-    this.version++;
+  /** The committed version, read by a query that starts after this call. */
+  current(): Promise<number> {
+    if (!this.inflight) {
+      const read = this.store.read().finally(() => {
+        if (this.inflight === read) {
+          this.inflight = null;
+        }
+      });
+      this.inflight = read;
+      return read;
+    }
+    // A read is in flight: it may have started before a commit this caller must see. Wait for
+    // it to settle and share the read that starts then.
+    this.queued ??= this.inflight
+      .catch(() => undefined)
+      .then(() => {
+        this.queued = null;
+        return this.current();
+      });
+    return this.queued;
+  }
+
+  /**
+   * After an admin write answered (committed, its version bumped by the trigger): wakes this and
+   * the other processes to drop their caches early. A wake-up only: admission reads the row anyway.
+   */
+  written(): void {
+    this.bus.publish(CATALOG_CHANNEL, '{}');
+  }
+
+  /** Called on every wake-up (this process's writes and the others'); returns the unsubscribe. */
+  onWritten(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private wake(): void {
+    for (const l of [...this.listeners]) {
+      try {
+        l();
+      } catch (e) {
+        this.logger.error({ msg: `catalog wake-up listener failed: ${e instanceof Error ? e.message : String(e)}` });
+      }
+    }
   }
 }

@@ -11,7 +11,7 @@ export {
 export { AuditService, type AuditRecord, type AuditView } from './audit.service';
 export { TokenBucket } from './rate-limiter';
 export { AuthzModule } from './authz.module';
-export { CatalogVersions } from './catalog-versions';
+export { CATALOG_CHANNEL, CatalogVersions } from './catalog-versions';
 export { CatalogInvalidationInterceptor, InvalidatesCatalog } from './catalog-invalidation.interceptor';
 export {
   WorkspacesService,

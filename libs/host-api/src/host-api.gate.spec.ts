@@ -45,7 +45,10 @@ function setup(opts: { deadline?: number | null; burst?: number } = {}) {
     active: true,
     cancel_requested: false,
   };
-  const grants: RunGrants = { grant: (id) => (id === RUN ? run : undefined) };
+  const grants: RunGrants = {
+    grant: (id) => (id === RUN ? run : undefined),
+    find: (id) => Promise.resolve(id === RUN ? run : undefined),
+  };
   const audit: AuditRecord[] = [];
   const auditService = { record: (r: AuditRecord) => Promise.resolve(void audit.push(r)) } as unknown as AuditService;
   return { guard: new HostApiGate(grants, auditService), audit };

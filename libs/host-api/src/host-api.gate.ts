@@ -41,7 +41,7 @@ export type Caller = () => Promise<string>;
 
 /**
  * The one gate of every host API call (docs/protocol.md#the-gate), whichever adapter it came through, in this
- * order: authenticated caller → run exists and is active → caller is the run's plugin → API flag
+ * order: authenticated caller → run exists and is active (here or at another process: RunGrants.find) → caller is the run's plugin → API flag
  * or resource+operation granted → scope not crossed → payload size → per-run rate limit → run
  * deadline (a paced call waits for the rate instead, then is checked again). Every call, allowed
  * or denied, is audited. (A gate, not a Nest guard: adapters call it.)
@@ -64,14 +64,19 @@ export class HostApiGate {
     const t0 = telemetry.now();
     let pluginId: string | null = null;
     let run: RunGrant | undefined;
+    // The run as found (here, or in the database when another process owns it), for the audit
+    // row also when the call is denied.
+    let found: RunGrant | undefined;
     let passed = false;
     try {
       pluginId = await caller();
-      run = this.check(pluginId, needs);
+      found = await this.find(needs);
+      run = this.check(pluginId, needs, found);
       const wait = needs.paced ? run.budget.reserve() : 0;
       if (wait > 0) {
         await new Promise((resolve) => setTimeout(resolve, wait));
-        run = this.check(pluginId, needs); // the run may have ended (or passed its deadline) meanwhile
+        found = await this.find(needs);
+        run = this.check(pluginId, needs, found); // the run may have ended (or passed its deadline) meanwhile
       }
       passed = true;
       const result = await handler(run);
@@ -84,7 +89,7 @@ export class HostApiGate {
       // a state scope this run has no identity for); other errors of an allowed call are failures.
       const outcome = passed && code !== 'unauthorized' ? 'failed' : 'denied';
       telemetry.hostApiCall(needs.action, code, t0);
-      await this.record(needs, run, pluginId, outcome, code, started).catch((err: unknown) =>
+      await this.record(needs, run ?? found, pluginId, outcome, code, started).catch((err: unknown) =>
         this.logger.error({ run_id: needs.run_id, msg: `audit write failed: ${String(err)}` }),
       );
       if (!passed) {
@@ -97,11 +102,15 @@ export class HostApiGate {
     }
   }
 
-  private check(pluginId: string, needs: CallNeeds): RunGrant {
+  /** The run the call names, wherever it runs (RunGrants.find); undefined when unknown or not running. */
+  private async find(needs: CallNeeds): Promise<RunGrant | undefined> {
     if (!needs.run_id) {
       throw new DomainError('invalid_argument', 'run_id: is required', { field: 'run_id' });
     }
-    const run = this.grants.grant(needs.run_id);
+    return this.grants.find(needs.run_id);
+  }
+
+  private check(pluginId: string, needs: CallNeeds, run: RunGrant | undefined): RunGrant {
     if (!run?.active) {
       throw new DomainError('not_found', `run ${needs.run_id} is not active`, { run_id: needs.run_id });
     }
@@ -167,7 +176,7 @@ export class HostApiGate {
     await this.audit.record({
       run_id: String(needs.run_id).slice(0, 64),
       // Also for a denial before the run was checked: the runner the run belongs to, if it is active.
-      runner_id: (run ?? this.grants.grant(String(needs.run_id)))?.runner_id ?? null,
+      runner_id: (run ?? (needs.run_id ? this.grants.grant(String(needs.run_id)) : undefined))?.runner_id ?? null,
       plugin_id: pluginId,
       action: needs.action,
       resource: resource?.slice(0, 300) ?? null,

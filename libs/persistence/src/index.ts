@@ -7,7 +7,12 @@ export { PersistenceModule } from './persistence.module';
 export { AgentsRepository } from './repositories/agents.repository';
 export { ApiKeysRepository } from './repositories/api-keys.repository';
 export { PluginsRepository } from './repositories/plugins.repository';
-export { RunsRepository, type RunListFilter, type StoredResult } from './repositories/runs.repository';
+export {
+  RunsRepository,
+  type RunListFilter,
+  type RunLiveness,
+  type StoredResult,
+} from './repositories/runs.repository';
 export {
   ContextRepository,
   type ConversationScope,
@@ -21,6 +26,8 @@ export { KnowledgeRepository, type KbChunkHit, type KbStats } from './repositori
 export { SteeringRepository, type ConversationTimeline, type SteeringFilter } from './repositories/steering.repository';
 export { WorkspacesRepository, type WorkspaceUsageCounts } from './repositories/workspaces.repository';
 export { HostProcessesRepository, type NewHostProcess } from './repositories/host-processes.repository';
+export { CatalogVersionRepository } from './repositories/catalog-version.repository';
+export { CATALOG_TABLES } from './migrations/1767640000000-catalog-version';
 export { DEFAULT_WORKSPACE } from './migrations/1767200000000-workspaces';
 export { Transactions } from './transactions';
 export { RetentionJob, type RetentionCounts } from './retention/retention-job';

@@ -18,6 +18,7 @@ import { KnowledgeRepository } from './repositories/knowledge.repository';
 import { SteeringRepository } from './repositories/steering.repository';
 import { WorkspacesRepository } from './repositories/workspaces.repository';
 import { HostProcessesRepository } from './repositories/host-processes.repository';
+import { CatalogVersionRepository } from './repositories/catalog-version.repository';
 import { RetentionJob } from './retention/retention-job';
 
 const REPOSITORIES = [
@@ -35,6 +36,7 @@ const REPOSITORIES = [
   SteeringRepository,
   WorkspacesRepository,
   HostProcessesRepository,
+  CatalogVersionRepository,
 ];
 
 @Global()

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { conversationKey } from '@libs/persistence';
 import type { ActiveRun } from './active-run';
-import { RunGrants, type RunGrant } from './run-grant';
+import type { RunGrant } from './run-grant';
 import { telemetry } from '@libs/telemetry';
 
 function keyOf(run: ActiveRun): string | null {
@@ -13,10 +13,10 @@ function keyOf(run: ActiveRun): string | null {
 
 /**
  * The runs active in this process, by id (and by conversation). Runs are added and removed by
- * their lifecycle only; the host API looks them up as grants (`RunGrants`).
+ * their lifecycle only; the host API looks them up as grants (`RunGrants`: StoredRunGrants).
  */
 @Injectable()
-export class ActiveRuns implements RunGrants {
+export class ActiveRuns {
   private readonly runs = new Map<string, ActiveRun>();
   /** The active run of each conversation (at most one runs at a time), by conversation key. */
   private readonly byConversation = new Map<string, ActiveRun>();

@@ -24,7 +24,10 @@ const RESOURCES_TTL_MS = 1000;
 
 /**
  * What admission reads, from memory: agents and the resource catalogue, reloaded when the
- * catalogue version moved (an admin write) — see CatalogVersions.
+ * catalogue version moved — a database row bumped in the same transaction as every admin write,
+ * read once per call (CatalogVersions, docs/scale-out.md#admin-writes), so a cache older than a
+ * committed write is never used, whichever process made the write. A cache is tagged with the
+ * version read before it was loaded: its content is at least that new.
  */
 @Injectable()
 export class AdmissionCatalog {
@@ -36,36 +39,46 @@ export class AdmissionCatalog {
     private readonly agents: AgentsService,
     private readonly versions: CatalogVersions,
     @Inject(RESOURCE_CATALOG) private readonly catalog: ResourceCatalog,
-  ) {}
+  ) {
+    // The wake-up of an admin write (here or at another process): drop the caches early. Only
+    // memory is saved by it: every call reads the version row anyway.
+    versions.onWritten(() => {
+      this.agentCache.clear();
+      this.resources = null;
+    });
+  }
 
   async agent(agentId: string): Promise<AgentEntity> {
-    const version = this.versions.current();
-    if (version !== this.agentsAt) {
+    const version = await this.versions.current();
+    if (version > this.agentsAt) {
       this.agentCache.clear();
       this.agentsAt = version;
     }
+    // A cache at a newer version than this call read is as good: it was loaded after that read.
     const hit = this.agentCache.get(agentId);
     if (hit) {
       return hit;
     }
     const found = await this.agents.getEntity(agentId);
-    if (this.versions.current() === version) {
+    if (this.agentsAt === version) {
       this.agentCache.set(agentId, found);
     }
     return found;
   }
 
-  resourceCatalog(): Promise<Catalog> {
-    const version = this.versions.current();
+  async resourceCatalog(): Promise<Catalog> {
+    const version = await this.versions.current();
     const now = Date.now();
     const r = this.resources;
-    if (r && r.version === version && now - r.at < RESOURCES_TTL_MS) {
+    if (r && r.version >= version && now - r.at < RESOURCES_TTL_MS) {
       return r.value;
     }
     const value = Promise.all([this.catalog.models(), this.catalog.tools(), this.catalog.knowledgeBases()]).then(
       ([models, tools, knowledge_bases]) => ({ models, tools, knowledge_bases }),
     );
-    this.resources = { version, at: now, value };
+    if (!this.resources || this.resources.version <= version) {
+      this.resources = { version, at: now, value };
+    }
     // A failed load is not kept.
     value.catch(() => {
       if (this.resources?.value === value) {

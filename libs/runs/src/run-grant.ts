@@ -32,7 +32,14 @@ export interface RunGrant {
   readonly cancel_requested: boolean;
 }
 
-/** Looks up the grant of a run active in this process (the host API's one way to a run). */
+/** The host API's one way to a run (docs/scale-out.md#host-api-anywhere). */
 export abstract class RunGrants {
+  /** The grant of a run active in this process (its owner); undefined when it is not here. */
   abstract grant(runId: string): RunGrant | undefined;
+  /**
+   * The grant of a run wherever it runs: this process's own, else built from the database for a
+   * run another process owns (a runner's unary calls may reach any process); undefined when the
+   * run is unknown or not running.
+   */
+  abstract find(runId: string): Promise<RunGrant | undefined>;
 }

@@ -9,6 +9,7 @@ import { DeliveryModule } from '@libs/delivery';
 import { RunnerGatewayModule } from '@libs/runner-gateway';
 import { ActiveRuns } from './active-runs';
 import { RunGrants } from './run-grant';
+import { StoredRunGrants } from './stored-run-grants';
 import { AdmissionService } from './admission.service';
 import { AdmissionCatalog } from './admission-catalog';
 import { ResultIngestService } from './result-ingest.service';
@@ -36,8 +37,10 @@ import { WorkspaceQuotaGate } from './workspace-quotas';
   ],
   providers: [
     ActiveRuns,
-    // The host API's read-only way to an active run (docs/architecture.md#the-life-of-a-run).
-    { provide: RunGrants, useExisting: ActiveRuns },
+    // The host API's read-only way to an active run (docs/architecture.md#the-life-of-a-run),
+    // this process's or another's (docs/scale-out.md#host-api-anywhere).
+    StoredRunGrants,
+    { provide: RunGrants, useExisting: StoredRunGrants },
     RunStreamBus,
     AdmissionCatalog,
     RunLifecycleService,

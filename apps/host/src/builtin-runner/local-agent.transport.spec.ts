@@ -21,7 +21,7 @@ function setup() {
     dispatch,
     connections,
     {} as HostActions,
-    { grant: () => undefined } satisfies RunGrants,
+    { grant: () => undefined, find: () => Promise.resolve(undefined) } satisfies RunGrants,
     {
       localAgent: { skillsDir: null },
       hostApi: { maxPayloadBytes: 1024 * 1024 },

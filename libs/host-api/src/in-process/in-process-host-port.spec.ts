@@ -60,7 +60,10 @@ function setup() {
     active: true,
     cancel_requested: false,
   };
-  const grants: RunGrants = { grant: (id) => (id === RUN ? run : undefined) };
+  const grants: RunGrants = {
+    grant: (id) => (id === RUN ? run : undefined),
+    find: (id) => Promise.resolve(id === RUN ? run : undefined),
+  };
   const audit: AuditRecord[] = [];
   const gate = new HostApiGate(grants, {
     record: (r: AuditRecord) => Promise.resolve(void audit.push(r)),

@@ -221,6 +221,11 @@ export const SQL = {
   ),
   lastSequence: stmt('last_sequence', 'SELECT MAX("sequence") AS "max" FROM "run_results" WHERE "run_id" = ?'),
   runStatus: stmt('run_status', 'SELECT "status" FROM "runs" WHERE "run_id" = ?'),
+  /** What a host API call at a process that does not own the run re-reads every call (docs/scale-out.md#host-api-anywhere). */
+  runLiveness: stmt(
+    'run_liveness',
+    'SELECT "status", "created_at", "started_at", "cancel_requested_at" FROM "runs" WHERE "run_id" = ?',
+  ),
   /** Highest seq of one conversation (agent, workspace, conversation id, thread; null matches null). */
   latestThreadSeq: stmt(
     'latest_thread_seq',

@@ -13,6 +13,7 @@ import { Workspaces1767200000000 } from './1767200000000-workspaces';
 import { RunSnapshots1767400000000 } from './1767400000000-run-snapshots';
 import { TranscriptIndexDeferred1767410000000 } from './1767410000000-transcript-index-deferred';
 import { HostProcesses1767500000000 } from './1767500000000-host-processes';
+import { CatalogVersion1767640000000 } from './1767640000000-catalog-version';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
 export const MIGRATIONS = [
@@ -31,4 +32,5 @@ export const MIGRATIONS = [
   RunSnapshots1767400000000,
   TranscriptIndexDeferred1767410000000,
   HostProcesses1767500000000,
+  CatalogVersion1767640000000,
 ];

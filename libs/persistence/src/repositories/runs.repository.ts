@@ -30,6 +30,14 @@ export interface StoredResult {
   timestamp: number | null;
 }
 
+/** A run's status as a host API call at any process re-reads it. */
+export interface RunLiveness {
+  status: RunStatus;
+  /** When it started (epoch ms; its admission when it has not started). */
+  started_at: number;
+  cancel_requested: boolean;
+}
+
 export interface RunListFilter {
   conversation_id?: string;
   status?: RunStatus[];
@@ -74,6 +82,28 @@ export class RunsRepository {
   async status(runId: string): Promise<RunStatus | null> {
     const r = await this.hot.read(one<{ status: RunStatus }>(SQL.runStatus, [runId]));
     return r?.status ?? null;
+  }
+
+  /**
+   * Whether a run still runs, for a host API call served by a process that does not own it: one
+   * primary-key read per call (docs/scale-out.md#host-api-anywhere). null when unknown.
+   */
+  async liveness(runId: string): Promise<RunLiveness | null> {
+    const r = await this.hot.read(
+      one<{
+        status: RunStatus;
+        created_at: string | number;
+        started_at: string | number | null;
+        cancel_requested_at: string | number | null;
+      }>(SQL.runLiveness, [runId]),
+    );
+    return r
+      ? {
+          status: r.status,
+          started_at: Number(r.started_at ?? r.created_at),
+          cancel_requested: r.cancel_requested_at !== null,
+        }
+      : null;
   }
 
   async get(runId: string): Promise<RunEntity | null> {
