@@ -125,6 +125,8 @@ export interface BuiltHostOptions {
   tmpPrefix: string;
   /** Prefix of the generated admin key. */
   keyPrefix?: string;
+  /** The admin key itself (several hosts on one database share it: the last one booted sets it). */
+  adminKey?: string;
   env?: Record<string, string>;
   unset?: string[];
   databaseUrl?: string | null;
@@ -157,7 +159,7 @@ export class BuiltHost {
     requireBuilt(HOST_MAIN);
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), o.tmpPrefix));
     const [port, grpcPort] = [await freePort(), await freePort()];
-    const adminKey = `${o.keyPrefix ?? 'bench-admin-'}${randomBytes(18).toString('hex')}`;
+    const adminKey = o.adminKey ?? `${o.keyPrefix ?? 'bench-admin-'}${randomBytes(18).toString('hex')}`;
     const env = hostEnv({
       port,
       grpcPort,

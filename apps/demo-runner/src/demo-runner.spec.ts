@@ -61,6 +61,22 @@ describe('demo runner', () => {
     expect(mode?.options?.map((o) => o.name)).toContain('ignore_cancel');
   });
 
+  it('DEMO_LOG_RUNS: one "run executing" line per run handed to it, none without the option', async () => {
+    const lines: { msg: string; fields?: Record<string, unknown> }[] = [];
+    const log = (_level: string, msg: string, fields?: Record<string, unknown>) => void lines.push({ msg, fields });
+    const host = new FakeHost({ runners: [demoRunner({ log, logRuns: true })] });
+    const a = host.start({ text: 'one', config: {} });
+    const b = host.start({ text: 'two', config: {} });
+    await Promise.all([a.done, b.done]);
+    const executing = lines.filter((l) => l.msg === 'run executing').map((l) => l.fields?.run_id);
+    expect(executing.sort()).toEqual([a.runId, b.runId].sort());
+
+    lines.length = 0;
+    const quiet = new FakeHost({ runners: [demoRunner({ log })] });
+    await quiet.start({ text: 'three', config: {} }).done;
+    expect(lines.filter((l) => l.msg === 'run executing')).toEqual([]);
+  });
+
   it('echo: streams the text back, then message.completed and run.completed with usage', async () => {
     const { run } = setup();
     const results = await run('hello big world', { mode: 'echo' });

@@ -26,6 +26,8 @@ export interface DemoRunnerOptions {
   log: Logger;
   /** DEMO_STEERING=1: the manifest declares `capabilities.steering`. */
   steering?: boolean;
+  /** DEMO_LOG_RUNS=1: one `run executing` log line per run handed to the runner (tests count executions). */
+  logRuns?: boolean;
   /** What `crash` mode does after its first delta has left; the real process exits with code 3. */
   crash?: () => void;
   /** How long `crash` waits for its delta to reach the socket before crashing (ms, default 200). */
@@ -51,6 +53,9 @@ export function demoRunner(options: DemoRunnerOptions): RunnerDefinition {
     ...demoManifest({ steering: options.steering }),
     async run(ctx, io) {
       const mode = str(ctx.config.mode, 'echo');
+      if (options.logRuns) {
+        log('info', 'run executing', { run_id: io.runId });
+      }
       try {
         await play(mode, ctx, io, options);
       } catch (err) {

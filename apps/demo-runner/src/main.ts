@@ -43,7 +43,7 @@ function createPlugin(env: NodeJS.ProcessEnv): RunnerPlugin {
     ...optionsFromEnv(withDefaults),
     credentials: credentialsFromEnv(env),
     version: '0.1.0',
-    runners: [demoRunner({ log, steering: env.DEMO_STEERING === '1' })],
+    runners: [demoRunner({ log, steering: env.DEMO_STEERING === '1', logRuns: env.DEMO_LOG_RUNS === '1' })],
     extraManifests: parseExtraManifests(env.DEMO_EXTRA_MANIFESTS),
     log,
   });

@@ -1,0 +1,118 @@
+import { waitFor } from './harness';
+import {
+  CLUSTER_TIMING,
+  Cluster,
+  checkCluster,
+  clusterEvent,
+  follow,
+  replay,
+  runnerConnectedAt,
+  type ClusterNode,
+  type Reading,
+} from './cluster-harness';
+
+/*
+ * WAITS FOR helper A's branch (wt-leases: run leases, fencing, the dead-owner sweep; issue 17
+ * item 3) and helper B's (wt-routing: dispatch at the process holding the runner, item 2). Fails
+ * on a branch without them: the runs of a killed process stay `running` until a restart's crash
+ * recovery, and a paused process's late writes land.
+ *
+ * Three processes on one PostgreSQL (cluster-harness.ts). One runner process holds its stream at
+ * B, another (same plugin) at C; events are admitted at A and followed at A and C.
+ */
+
+jest.setTimeout(240_000);
+
+const AGENT = 'failover-echo';
+const WORDS = Array.from({ length: 20 }, (_, i) => `w${i}`).join(' ');
+
+describe('a process dies or stalls under load', () => {
+  const cluster = new Cluster({ size: 3 });
+  let A: ClusterNode;
+  let B: ClusterNode;
+  let C: ClusterNode;
+  let token = '';
+  let runnerId = '';
+
+  beforeAll(async () => {
+    await cluster.start();
+    [A, B, C] = cluster.nodes;
+    ({ token, runnerId } = await cluster.startRunner(B));
+    cluster.connectRunner(C, token);
+    await runnerConnectedAt(C, runnerId);
+    expect(
+      (
+        await A.api('POST', '/v1/admin/agents', {
+          agent_id: AGENT,
+          runner_id: runnerId,
+          runner_config: { mode: 'echo', chunk_delay_ms: 100 },
+        })
+      ).status,
+    ).toBe(201);
+  });
+
+  afterAll(async () => {
+    await cluster.stop();
+  });
+
+  async function load(n: number) {
+    const answers = await Promise.all(
+      Array.from({ length: n }, () => A.api('POST', '/v1/events', clusterEvent(AGENT, WORDS))),
+    );
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 202));
+    return answers.map((a) => ({ eventId: a.body.event_id as string, runId: a.body.run_id as string }));
+  }
+
+  it('kill -9 of B mid-load: its started runs end interrupted, none runs twice, readers at A and C see every terminal', async () => {
+    const admitted = await load(30);
+    const readings: Promise<Reading>[] = admitted.flatMap((a) => [follow(A, a.runId), follow(C, a.runId)]);
+    // Mid-stream: some run has results.
+    await waitFor('a run mid-stream', async () => (await replay(A, admitted[0].runId)).length > 2);
+    await B.kill();
+    const seen = await Promise.all(readings);
+    expect(seen.filter((r) => r.end !== 'terminal').map((r) => `${r.runId}@${r.node}`)).toEqual([]);
+    const check = await checkCluster(cluster, admitted, seen, C);
+    expect({ ...check, statuses: undefined }).toEqual({
+      eventsWithoutOneRun: {},
+      notTerminal: {},
+      lostResults: [],
+      executedTwice: {},
+      statuses: undefined,
+    });
+    expect(Object.keys(check.statuses).filter((s) => s !== 'completed' && s !== 'interrupted')).toEqual([]);
+    // An interrupted run ends with the host's verdict, after its last committed result.
+    for (const r of seen.filter((x) => x.events[x.events.length - 1].data.type === 'run.failed')) {
+      expect(r.events[r.events.length - 1].data.data.code).toBe('host.interrupted');
+    }
+    await B.restart();
+  });
+
+  it('SIGSTOP of B past its lease, then SIGCONT: its runs are interrupted by another process, its late writes refused', async () => {
+    const runner = cluster.connectRunner(B, token);
+    await runnerConnectedAt(B, runnerId);
+    const admitted = await load(10);
+    await waitFor('a run mid-stream', async () => (await replay(A, admitted[0].runId)).length > 2);
+    const before = (await cluster.registry()).find((r) => r.instance === B.instance)!;
+    B.pause();
+    await waitFor(
+      'B declared dead',
+      async () => !(await cluster.registry()).some((r) => r.id === before.id),
+      CLUSTER_TIMING.leaseMs * 30,
+    );
+    const readings = await Promise.all(admitted.map((a) => follow(C, a.runId)));
+    B.resume();
+    await waitFor('B registered again', async () =>
+      (await cluster.registry()).some((r) => r.instance === B.instance && r.id !== before.id),
+    );
+    // Whatever B tried to write for the runs it lost was refused: each replay is what the reader saw, ending with one terminal.
+    for (const r of readings) {
+      const after = await replay(A, r.runId);
+      expect(after).toEqual(r.events);
+      expect(after.filter((e) => e.data.type === 'run.completed' || e.data.type === 'run.failed')).toHaveLength(1);
+    }
+    expect(B.logs()).toContain('fenced');
+    const check = await checkCluster(cluster, admitted, readings, A);
+    expect(check).toMatchObject({ eventsWithoutOneRun: {}, notTerminal: {}, lostResults: [], executedTwice: {} });
+    await runner.stop();
+  });
+});
