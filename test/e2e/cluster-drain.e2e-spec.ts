@@ -11,14 +11,12 @@ import {
 } from './cluster-harness';
 
 /*
- * WAITS FOR helper D's branch (wt-drain: SIGTERM drain, issue 17 item 6) and helper B's
- * (wt-routing: dispatch at the process holding the runner, item 2). Fails on a branch without
- * them: a SIGTERM'd process ends its runs instead of letting them finish, and a run admitted at a
- * process without a runner stream answers 503.
- *
- * Three processes on one PostgreSQL (cluster-harness.ts); two runner processes connect through a
- * round-robin TCP balancer (GrpcBalancer: an L4 load balancer for the long-lived gRPC streams), so
- * a runner told to reconnect lands on another process.
+ * Graceful shutdown and a rolling restart (docs/deployment.md#graceful-shutdown) on three processes
+ * on one PostgreSQL (cluster-harness.ts). The runner connects through a round-robin TCP balancer
+ * (GrpcBalancer: an L4 load balancer for the long-lived gRPC streams), so when its process drains
+ * it reconnects to another one. One replica of the plugin: a process keeps one connection per
+ * plugin (docs/protocol.md), so two replicas behind one balancer could land on the same process,
+ * where the second replaces the first (docs/scale-out.md#runner-presence).
  */
 
 jest.setTimeout(300_000);
@@ -31,21 +29,31 @@ const CLEAN_EXITS: (number | string | null)[] = [0, 'SIGTERM'];
 describe('graceful shutdown and a rolling restart', () => {
   const cluster = new Cluster({ size: 3 });
   const balancer = new GrpcBalancer(cluster);
+  const runnerId = 'plugin:demo/echo/default';
   let A: ClusterNode;
-  let B: ClusterNode;
+
+  /** The process holding the runner's stream now. */
+  async function holder(): Promise<ClusterNode> {
+    return waitFor('the runner connected somewhere', async () => {
+      for (const node of cluster.nodes.filter((n) => n.alive)) {
+        const r = await node.api<any[]>('GET', '/v1/admin/runners').catch(() => null);
+        if (r?.body?.find?.((x: any) => x.runner_id === runnerId && x.state === 'connected')) {
+          return node;
+        }
+      }
+      return undefined;
+    });
+  }
 
   beforeAll(async () => {
     await cluster.start();
-    [A, B] = cluster.nodes;
+    [A] = cluster.nodes;
     await balancer.start();
     const reg = await A.api('POST', '/v1/admin/plugins', { author: 'demo', name: 'echo' });
     expect(reg.status).toBe(201);
-    const runnerId = 'plugin:demo/echo/default';
-    // Through the balancer: the first connection lands on A, the second on B.
-    for (const at of [A, B]) {
-      cluster.connectRunner(A, reg.body.token as string, { env: { RUNNERHOST_GRPC_URL: balancer.address } });
-      await runnerConnectedAt(at, runnerId);
-    }
+    // Through the balancer: the first connection lands on A.
+    cluster.connectRunner(A, reg.body.token as string, { env: { RUNNERHOST_GRPC_URL: balancer.address } });
+    await runnerConnectedAt(A, runnerId);
     expect(
       (
         await A.api('POST', '/v1/admin/agents', {
@@ -62,18 +70,22 @@ describe('graceful shutdown and a rolling restart', () => {
     await cluster.stop();
   });
 
-  it('SIGTERM of B with runs in flight: they finish within the grace, B exits 0 and leaves the registry', async () => {
+  it("SIGTERM of the runner's process with runs in flight: they finish within the grace, it exits 0 and leaves the registry, the runner moves", async () => {
+    const owner = await holder();
+    const reader = cluster.nodes.find((n) => n !== owner)!;
     const answers = await Promise.all(
-      Array.from({ length: 10 }, () => B.api('POST', '/v1/events', clusterEvent(AGENT, TEXT))),
+      Array.from({ length: 10 }, () => owner.api('POST', '/v1/events', clusterEvent(AGENT, TEXT))),
     );
     expect(answers.map((a) => a.status)).toEqual(answers.map(() => 202));
-    const readings = Promise.all(answers.map((a) => follow(A, a.body.run_id as string)));
-    expect(CLEAN_EXITS).toContain(await B.terminate());
+    const readings = Promise.all(answers.map((a) => follow(reader, a.body.run_id as string)));
+    expect(CLEAN_EXITS).toContain(await owner.terminate());
     const seen = await readings;
     expect(seen.map((r) => r.end)).toEqual(seen.map(() => 'terminal'));
     expect(seen.map((r) => r.events[r.events.length - 1].data.type)).toEqual(seen.map(() => 'run.completed'));
-    expect((await cluster.registry()).map((r) => r.instance)).not.toContain(B.instance);
-    await B.restart();
+    expect((await cluster.registry()).map((r) => r.instance)).not.toContain(owner.instance);
+    // The runner was told to reconnect: it is served by another process now.
+    expect(await holder()).not.toBe(owner);
+    await owner.restart();
   });
 
   it('a rolling restart of every process under load loses nothing and interrupts nothing', async () => {

@@ -12,10 +12,9 @@ import {
 } from './cluster-harness';
 
 /*
- * WAITS FOR helper A's branch (wt-leases: run leases, fencing, the dead-owner sweep; issue 17
- * item 3) and helper B's (wt-routing: dispatch at the process holding the runner, item 2). Fails
- * on a branch without them: the runs of a killed process stay `running` until a restart's crash
- * recovery, and a paused process's late writes land.
+ * Run leases, fencing and the dead-owner sweep (docs/scale-out.md#leases-and-fencing), issue 17
+ * item 3: the runs of a killed process end `interrupted` within the lease, and a paused process's
+ * late writes are refused.
  *
  * Three processes on one PostgreSQL (cluster-harness.ts). One runner process holds its stream at
  * B, another (same plugin) at C; events are admitted at A and followed at A and C.
@@ -67,7 +66,7 @@ describe('a process dies or stalls under load', () => {
     const admitted = await load(30);
     const readings: Promise<Reading>[] = admitted.flatMap((a) => [follow(A, a.runId), follow(C, a.runId)]);
     // Mid-stream: some run has results.
-    await waitFor('a run mid-stream', async () => (await replay(A, admitted[0].runId)).length > 2);
+    await waitFor('a run mid-stream', async () => (await follow(A, admitted[0].runId, {}, 500)).events.length > 2);
     await B.kill();
     const seen = await Promise.all(readings);
     expect(seen.filter((r) => r.end !== 'terminal').map((r) => `${r.runId}@${r.node}`)).toEqual([]);
@@ -91,7 +90,7 @@ describe('a process dies or stalls under load', () => {
     const runner = cluster.connectRunner(B, token);
     await runnerConnectedAt(B, runnerId);
     const admitted = await load(10);
-    await waitFor('a run mid-stream', async () => (await replay(A, admitted[0].runId)).length > 2);
+    await waitFor('a run mid-stream', async () => (await follow(A, admitted[0].runId, {}, 500)).events.length > 2);
     const before = (await cluster.registry()).find((r) => r.instance === B.instance)!;
     B.pause();
     await waitFor(
@@ -110,7 +109,8 @@ describe('a process dies or stalls under load', () => {
       expect(after).toEqual(r.events);
       expect(after.filter((e) => e.data.type === 'run.completed' || e.data.type === 'run.failed')).toHaveLength(1);
     }
-    expect(B.logs()).toContain('fenced');
+    // B learnt at its first heartbeat that it had been replaced, and fenced itself before anything else.
+    expect(B.logs()).toMatch(/declared dead by another[^\n]*fencing itself/);
     const check = await checkCluster(cluster, admitted, readings, A);
     expect(check).toMatchObject({ eventsWithoutOneRun: {}, notTerminal: {}, lostResults: [], executedTwice: {} });
     await runner.stop();

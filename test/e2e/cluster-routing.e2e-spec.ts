@@ -1,9 +1,8 @@
 import { Cluster, checkCluster, clusterEvent, follow, replay, type ClusterNode, type Reading } from './cluster-harness';
 
 /*
- * WAITS FOR helper B's branch (wt-routing: a run admitted at any process is dispatched by the
- * process holding a Connect stream of its runner; issue 17 item 2). Fails on a branch without it:
- * the event posted at A answers 503 runner.unavailable because A holds no stream of the runner.
+ * Routing (docs/scale-out.md#routing), issue 17 item 2: a run admitted at any process is
+ * dispatched by the process holding a Connect stream of its runner.
  *
  * Three processes on one PostgreSQL (cluster-harness.ts): the runner's only stream is at B; events
  * are admitted at A, B and C in turn, each followed live at B (the process that dispatches it) and
@@ -40,11 +39,12 @@ describe('a run admitted at any process is dispatched by the process holding its
     await cluster.stop();
   });
 
-  it('admit at A, runner at B: 202 started, the run completes, its replay is the same at A, B and C', async () => {
+  it('admit at A, runner at B: 202 queued (waiting for its holder), the run completes, its replay is the same at A, B and C', async () => {
     const posted = await A.api('POST', '/v1/events', clusterEvent(AGENT, TEXT));
+    // Routed: stored as waiting, started by the process holding the runner (docs/scale-out.md#routing).
     expect({ status: posted.status, disposition: posted.body.disposition }).toEqual({
       status: 202,
-      disposition: 'started',
+      disposition: 'queued',
     });
     const live = await follow(B, posted.body.run_id);
     expect(live.end).toBe('terminal');

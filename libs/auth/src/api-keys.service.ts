@@ -72,25 +72,7 @@ export class ApiKeysService implements OnApplicationBootstrap {
   /** Makes sure an admin can get in: ADMIN_API_KEY, or a generated key printed once and saved 0600. */
   async onApplicationBootstrap(): Promise<void> {
     if (this.config.adminApiKey) {
-      const hash = hashSecret(this.config.adminApiKey);
-      const existing = await this.keys.get(ENV_ADMIN_KEY_ID);
-      if (!existing || existing.key_hash !== hash || existing.revoked_at !== null) {
-        if (existing) {
-          await this.keys.revoke(ENV_ADMIN_KEY_ID, Date.now());
-        }
-        await this.keys.create({
-          id: existing ? `${ENV_ADMIN_KEY_ID}-${Date.now()}` : ENV_ADMIN_KEY_ID,
-          name: 'ADMIN_API_KEY',
-          role: 'admin',
-          key_hash: hash,
-          // No part of a secret the host did not generate is stored or listed (it may be weak or reused).
-          key_prefix: '',
-          // The operator's key is global: a single-tenant install notices nothing (docs/tenancy.md#keys).
-          workspace_ids: null,
-          created_at: Date.now(),
-          revoked_at: null,
-        });
-      }
+      await this.ensureEnvAdminKey(hashSecret(this.config.adminApiKey));
       return;
     }
     if ((await this.keys.countActive('admin')) > 0) {
@@ -104,6 +86,45 @@ export class ApiKeysService implements OnApplicationBootstrap {
     // Printed once, on purpose: this is the quick-start credential.
     process.stdout.write(`\nAdmin API key (shown once, also saved to ${file}):\n  ${created.key}\n\n`);
     this.logger.log(`created the first admin API key ${created.id}; saved to ${file}`);
+  }
+
+  /**
+   * ADMIN_API_KEY as a stored key (docs/api.md#keys): created once, replaced (the previous one
+   * revoked) when the variable changed. Several processes on one database boot at once with the
+   * same key (docs/deployment.md): the unique key hash makes one insert win, and the others find
+   * the key active and are done.
+   */
+  private async ensureEnvAdminKey(hash: string): Promise<void> {
+    const existing = await this.keys.get(ENV_ADMIN_KEY_ID);
+    if (existing && existing.key_hash === hash && existing.revoked_at === null) {
+      return;
+    }
+    if (existing && (await this.keys.findActiveByHash(hash))) {
+      return; // another process already replaced it with this key
+    }
+    if (existing) {
+      await this.keys.revoke(ENV_ADMIN_KEY_ID, Date.now());
+    }
+    try {
+      await this.keys.create({
+        id: existing ? `${ENV_ADMIN_KEY_ID}-${Date.now()}` : ENV_ADMIN_KEY_ID,
+        name: 'ADMIN_API_KEY',
+        role: 'admin',
+        key_hash: hash,
+        // No part of a secret the host did not generate is stored or listed (it may be weak or reused).
+        key_prefix: '',
+        // The operator's key is global: a single-tenant install notices nothing (docs/tenancy.md#keys).
+        workspace_ids: null,
+        created_at: Date.now(),
+        revoked_at: null,
+      });
+    } catch (e) {
+      // A process booting at the same moment inserted it first (the id or the hash exists).
+      if (await this.keys.findActiveByHash(hash)) {
+        return;
+      }
+      throw e;
+    }
   }
 
   /**

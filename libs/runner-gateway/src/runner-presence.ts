@@ -8,7 +8,7 @@ import {
 } from '@nestjs/common';
 import { ProcessRegistry } from '@libs/cluster';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
-import { RunnerPresenceRepository, type RunnerHolder } from '@libs/persistence';
+import { PluginsRepository, RunnerPresenceRepository, type RunnerHolder } from '@libs/persistence';
 import { RunnerConnections, type RunnerSession } from './runner-connections';
 
 /**
@@ -36,6 +36,7 @@ export class RunnerPresence implements OnApplicationBootstrap, BeforeApplication
     private readonly repo: RunnerPresenceRepository,
     private readonly registry: ProcessRegistry,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly plugins: PluginsRepository,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -87,6 +88,16 @@ export class RunnerPresence implements OnApplicationBootstrap, BeforeApplication
   /** Whether another live process holds a stream of the runner. */
   async heldElsewhere(runnerId: string): Promise<boolean> {
     return (await this.holdersElsewhere(runnerId)).length > 0;
+  }
+
+  /**
+   * Whether the runner pulls steering, by the manifest its plugin last registered (stored at its
+   * hello): what a process that does not hold the runner's stream knows of its capabilities.
+   */
+  async steersElsewhere(runnerId: string): Promise<boolean> {
+    const manifest = (await this.plugins.getRunner(runnerId))?.manifest;
+    const capabilities = manifest?.capabilities;
+    return typeof capabilities === 'object' && capabilities !== null && Reflect.get(capabilities, 'steering') === true;
   }
 
   /** Resolves once every presence write queued so far is done (tests, shutdown). */

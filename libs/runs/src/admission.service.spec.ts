@@ -62,6 +62,10 @@ function setup(opts: {
       log.push('presence');
       return Promise.resolve(opts.runnerElsewhere === true);
     },
+    steersElsewhere: () => {
+      log.push('stored manifest');
+      return Promise.resolve(true);
+    },
   } as unknown as RunnerPresence;
   const starter = {
     prepare: (runId: string) => {
@@ -95,9 +99,20 @@ function setup(opts: {
       return Promise.resolve();
     },
   } as unknown as WorkspaceQuotaGate;
-  const service = new AdmissionService(catalog, runs, steering, runners, starter, lifecycle, signals, quotas, presence, {
-    draining: false,
-  });
+  const service = new AdmissionService(
+    catalog,
+    runs,
+    steering,
+    runners,
+    starter,
+    lifecycle,
+    signals,
+    quotas,
+    presence,
+    {
+      draining: false,
+    },
+  );
   return { service, log, submitted };
 }
 
@@ -144,6 +159,8 @@ describe('AdmissionService', () => {
     expect(c.ref.conversation_id).toBe('c-1');
     expect(c.table.free).toBe('queued');
     expect(log).not.toContain('prepare');
+    // The default concurrency mode follows the runner's steering capability, read from its stored manifest.
+    expect(log).toContain('stored manifest');
   });
 
   it('an event without a conversation is a conversation of one: prepared, admitted, dispatched with its event_seq', async () => {

@@ -134,7 +134,12 @@ export class AdmissionService {
       : solo
         ? soloConversation(runId, agent.agent_id, agent.runner_id, agent.workspace_id ?? null)
         : null;
-    const mode = c ? this.modeOf(sub, agent, live) : null;
+    // The runner's steering capability: its live manifest here, its stored one when another process
+    // holds it (a conversation of one is never busy: no mode to choose).
+    const steers = live
+      ? live.runner.manifest.capabilities?.steering === true
+      : c !== null && !solo && route === 'elsewhere' && (await this.presence.steersElsewhere(agent.runner_id));
+    const mode = c ? this.modeOf(sub, agent, steers) : null;
     // Decide first: a conversation that looks busy is not prepared for (the unit decides again);
     // a run routed to another process is prepared there, when it starts.
     let prepared =
@@ -248,9 +253,9 @@ export class AdmissionService {
     }
   }
 
-  private modeOf(sub: EventSubmission, agent: AgentEntity, live: LiveRunner | undefined): ConcurrencyMode {
+  private modeOf(sub: EventSubmission, agent: AgentEntity, steers: boolean): ConcurrencyMode {
     const agentMode = (agent.concurrency_policy as { mode?: ConcurrencyMode }).mode;
-    return effectiveMode(sub.concurrency, agentMode, live?.runner.manifest.capabilities?.steering === true);
+    return effectiveMode(sub.concurrency, agentMode, steers);
   }
 
   /**
