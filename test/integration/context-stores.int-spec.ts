@@ -411,6 +411,10 @@ describe.each(PERSISTENT_DIALECTS)('context stores on %s', (_name, factory) => {
         snapshot_hash: authorization ? expect.stringMatching(/^[0-9a-f]{64}$/) : null,
         authorization_run: authorization ? expect.any(String) : null,
         id: expect.any(Number),
+        // A started run is attempt 1 of the process that prepared it (none in this test): docs/scale-out.md#taking-a-run.
+        attempt: 1,
+        owner_process_id: null,
+        last_write_at: null,
       });
       expect(await runs.authorization(r.run_id)).toEqual({ authorization, authorization_hash: r.authorization_hash });
       expect(await context.getEvent(e.event_id)).toEqual({ ...log, id: expect.any(Number) });

@@ -255,6 +255,10 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
         snapshot_hash: authorization ? expect.stringMatching(/^[0-9a-f]{64}$/) : null,
         authorization_run: authorization ? expect.any(String) : null,
         id: expect.any(Number),
+        // A started run is attempt 1 of the process that prepared it (none in this test): docs/scale-out.md#taking-a-run.
+        attempt: 1,
+        owner_process_id: null,
+        last_write_at: null,
       });
       expect(await runs.authorization(r.run_id)).toEqual({ authorization, authorization_hash: r.authorization_hash });
       expect(await ds.getRepository(EventLogEntity).find()).toEqual([{ ...logRow(e), id: expect.any(Number) }]);
@@ -278,7 +282,10 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
 
       await admit(event({ event_id: r.event_id, run_id: r.run_id }), r);
 
-      expect(await runs.authorization(r.run_id)).toEqual({ authorization: snapshot, authorization_hash: 'f'.repeat(64) });
+      expect(await runs.authorization(r.run_id)).toEqual({
+        authorization: snapshot,
+        authorization_hash: 'f'.repeat(64),
+      });
     });
 
     it('stores the shared part of a snapshot once by its hash; each run keeps its own keys', async () => {

@@ -4,11 +4,13 @@ import { ProcessRegistry } from '@libs/cluster';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import {
   HostProcessesRepository,
+  PluginsRepository,
   RunEntity,
   RunnerPresenceRepository,
   RunsRepository,
   SteeringItemEntity,
   SteeringRepository,
+  Transactions,
   soloConversation,
   type AdmissionRows,
   type DecisionTable,
@@ -66,6 +68,8 @@ describe.each(PERSISTENT_DIALECTS)('runner presence on %s', (_name, factory) => 
       ProcessRegistry,
       RunnerConnections,
       RunnerPresence,
+      PluginsRepository,
+      Transactions,
     ]);
     repo = mod.get(RunnerPresenceRepository);
     processes = mod.get(HostProcessesRepository);
