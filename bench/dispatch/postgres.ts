@@ -53,7 +53,8 @@ export class BenchDatabase {
   }
 }
 
-async function withClient<T>(url: string, fn: (c: Client) => Promise<T>): Promise<T> {
+/** One short-lived pg connection for `fn` (the benches' bookkeeping queries). */
+export async function withClient<T>(url: string, fn: (c: Client) => Promise<T>): Promise<T> {
   const c = new Client({ connectionString: url });
   await c.connect();
   try {

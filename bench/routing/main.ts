@@ -2,12 +2,12 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client } from 'pg';
 import { runJsonOnlyBench } from '../common/cli';
 import { BuiltHost, DIST, requireBuilt, waitFor } from '../common/host-process';
 import { machineJson, num, writeJson } from '../common/json-out';
 import { Child } from '../common/proc';
 import { HostHttp } from '../common/http';
+import { withClient } from '../dispatch/postgres';
 import { fmtDuration, markdownTable, summarize, type Summary } from '../common/stats';
 import { BenchDatabase } from '../dispatch/postgres';
 
@@ -134,15 +134,6 @@ async function presence(url: string): Promise<boolean> {
   });
 }
 
-async function withClient<T>(url: string, fn: (c: Client) => Promise<T>): Promise<T> {
-  const c = new Client({ connectionString: url });
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end();
-  }
-}
 
 /** One event without a conversation posted at `at`: its run id and POST → terminal (ms). */
 async function one(
