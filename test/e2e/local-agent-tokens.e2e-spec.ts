@@ -51,7 +51,8 @@ class LiveProbe {
 }
 
 describe('the local agent counts tokens of hostile inputs without freezing the host', () => {
-  const world = new LocalAgentWorld();
+  // No shutdown grace (docs/deployment.md#graceful-shutdown): SIGTERM ends the counting run at once.
+  const world = new LocalAgentWorld({ SHUTDOWN_GRACE_MS: '0' });
   const { host } = world;
   const hugeDescription = 'w'.repeat(250_000);
 
