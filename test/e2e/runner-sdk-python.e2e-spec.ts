@@ -5,7 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ScriptedOpenAIServer, scripts } from '@libs/testing';
-import { Host, TestDatabase, freePort, runnerConnected, waitFor } from './harness';
+import { Host, SHORT_LEASE, TestDatabase, freePort, runnerConnected, waitFor } from './harness';
 import { OtlpReceiver } from './otlp-receiver';
 import { message } from './steering-support';
 
@@ -78,6 +78,9 @@ describe('Python runner SDK against the real host', () => {
       OTEL_TRACES_EXPORTER: 'otlp',
       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.endpoint,
       OTEL_BSP_SCHEDULE_DELAY: '100',
+      // After a kill -9 the restarted host takes the killed one's runs over once its lease ran out
+      // (docs/scale-out.md#dead-owner-sweep): a short lease keeps the test short.
+      ...SHORT_LEASE,
     });
     return next.start().catch((e: Error) => {
       throw new Error(`${e.message}\n${next.proc.logs().slice(-4000)}`);

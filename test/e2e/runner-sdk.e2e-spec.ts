@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { defineRunner, HostApiError, RunnerPlugin, UnauthorizedError, type Logger } from '@runner-host/runner-sdk';
 import { ScriptedOpenAIServer, scripts } from '@libs/testing';
 import { assistant } from '../../libs/runner-sdk/examples/assistant';
-import { Host, TestDatabase, freePort, runnerConnected, waitFor } from './harness';
+import { Host, SHORT_LEASE, TestDatabase, freePort, runnerConnected, waitFor } from './harness';
 import { message } from './steering-support';
 
 /*
@@ -56,7 +56,14 @@ describe('runner SDK against the real host', () => {
 
   /** The host on a fixed gRPC port, so that the plugin finds it again after a restart. */
   const startHost = async () =>
-    new Host(db, { SCRIPTED_KEY: KEY, SECRET_ENV_ALLOWLIST: 'SCRIPTED_KEY', GRPC_PORT: String(grpcPort) }).start();
+    // After a kill -9 the restarted host takes the killed one's runs over once its lease ran out
+    // (docs/scale-out.md#dead-owner-sweep): a short lease keeps the test short.
+    new Host(db, {
+      SCRIPTED_KEY: KEY,
+      SECRET_ENV_ALLOWLIST: 'SCRIPTED_KEY',
+      GRPC_PORT: String(grpcPort),
+      ...SHORT_LEASE,
+    }).start();
   const modelAsked = (text: string) =>
     waitFor(`the model call with "${text}"`, () =>
       Promise.resolve(server.requests.some((r) => JSON.stringify(r.body).includes(text))),

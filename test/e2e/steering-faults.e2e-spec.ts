@@ -206,7 +206,7 @@ describe('conversations and steering: faults', () => {
     }
     await host.stop('SIGKILL');
     await runner.stop();
-    host = await new Host(db, { QUEUED_RUN_RUNNER_WAIT_MS: '1000' }).start();
+    host = await new Host(db, { QUEUED_RUN_RUNNER_WAIT_MS: '1000', ...SHORT_LEASE }).start();
     const runs = await conversationRuns(host, conv);
     // The waiting runs never started (they sort first, without a start time).
     expect(runs.map((r) => r.status)).toEqual(['failed', 'failed', 'interrupted']);
