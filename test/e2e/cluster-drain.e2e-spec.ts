@@ -114,6 +114,20 @@ describe('graceful shutdown and a rolling restart', () => {
       await client;
     }
     const seen = await Promise.all(readings);
+    // A run routed while its holder was restarting starts at the next dispatcher poll: every run ends.
+    await waitFor(
+      'every admitted run terminal',
+      async () => {
+        for (const a of admitted) {
+          const r = await A.api('GET', `/v1/runs/${a.runId}`);
+          if (r.body.status === 'queued' || r.body.status === 'running') {
+            return false;
+          }
+        }
+        return true;
+      },
+      60_000,
+    );
     // A reader whose process restarted under it resumes elsewhere: what it saw must still be in the replay.
     const check = await checkCluster(cluster, admitted, seen, A);
     expect(check).toEqual({
