@@ -13,10 +13,11 @@ class FakeSocket extends EventEmitter {
   ended = false;
   destroyed = false;
 
-  write(chunk: string): boolean {
-    this.writes.push(chunk);
+  write(chunk: string | Buffer): boolean {
+    const text = typeof chunk === 'string' ? chunk : chunk.toString('utf8');
+    this.writes.push(text);
     if (this.full) {
-      this.writableLength += chunk.length;
+      this.writableLength += Buffer.byteLength(text);
     }
     return !this.full;
   }

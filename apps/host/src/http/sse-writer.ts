@@ -22,18 +22,22 @@ export interface SseLimits {
   flushIntervalMs?: number;
 }
 
-/** A live item is one object shared by every reader: its frame is built once for all of them. */
-const frames = new WeakMap<object, string>();
+/**
+ * A stream item is one object shared by every reader (live: the published item; replayed: the
+ * repository's shared row): its frame is built and UTF-8 encoded once for all of them, and a
+ * reader's write only copies the bytes (docs/api.md#the-result-stream-sse).
+ */
+const frames = new WeakMap<object, Buffer>();
 
 /** The SSE frame of a stream item, built once per object. A live-only item has no `id:` (EventSource keeps the last one for Last-Event-ID). */
-export function sseFrame<T extends StreamItem>(item: T, source: Pick<StreamSource<T>, 'event'>): string {
-  let text = frames.get(item);
-  if (text === undefined) {
+export function sseFrame<T extends StreamItem>(item: T, source: Pick<StreamSource<T>, 'event'>): Buffer {
+  let frame = frames.get(item);
+  if (frame === undefined) {
     const e = source.event(item);
-    text = `${e.id === null ? '' : `id: ${e.id}\n`}event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`;
-    frames.set(item, text);
+    frame = Buffer.from(`${e.id === null ? '' : `id: ${e.id}\n`}event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`);
+    frames.set(item, frame);
   }
-  return text;
+  return frame;
 }
 
 /**
@@ -60,7 +64,7 @@ export class SseWriter<T extends StreamItem> {
   private finished = false;
   private readonly done: Promise<StreamEnd>;
   private resolveDone!: (end: StreamEnd) => void;
-  private readonly frameOf: (item: T) => string;
+  private readonly frameOf: (item: T) => Buffer;
   private readonly isLast: (item: T) => boolean;
 
   constructor(
@@ -143,7 +147,7 @@ export class SseWriter<T extends StreamItem> {
       return;
     }
     this.pending.push(r);
-    this.pendingBytes += this.frameOf(r).length; // characters: close enough to bytes for a bound
+    this.pendingBytes += this.frameOf(r).length;
     if (this.replaying) {
       // A reader of stored results is paced (the next page waits for 'drain'), never cut: what
       // its socket holds is the replay's own page, not a live backlog. Past the bound, the live
@@ -230,29 +234,30 @@ export class SseWriter<T extends StreamItem> {
     }
   }
 
-  /** Writes frames in one write; the characters written, or -1 when the stream is over (terminal written or closed). */
+  /** Writes frames in one write; the bytes written, or -1 when the stream is over (terminal written or closed). */
   private writeFrames(rows: T[]): number {
     if (this.finished) {
       return -1;
     }
-    let text = '';
+    const parts: Buffer[] = [];
+    let bytes = 0;
     let terminal = false;
     for (const r of rows) {
-      if (r.ephemeral) {
-        text += this.frameOf(r);
-        continue;
+      if (!r.ephemeral) {
+        if (r.sequence <= this.sent) {
+          continue;
+        }
+        this.sent = r.sequence;
       }
-      if (r.sequence <= this.sent) {
-        continue;
-      }
-      text += this.frameOf(r);
-      this.sent = r.sequence;
-      if (this.isLast(r)) {
+      const frame = this.frameOf(r);
+      parts.push(frame);
+      bytes += frame.length;
+      if (!r.ephemeral && this.isLast(r)) {
         terminal = true;
         break;
       }
     }
-    if (text !== '' && !this.out.write(text)) {
+    if (bytes > 0 && !this.out.write(parts.length === 1 ? parts[0] : Buffer.concat(parts, bytes))) {
       this.awaitingDrain = true;
     }
     if (terminal) {
@@ -260,7 +265,7 @@ export class SseWriter<T extends StreamItem> {
       this.out.end();
       return -1;
     }
-    return text.length;
+    return bytes;
   }
 
   /** Resolves true on 'drain', false when the stream ended first. */
