@@ -34,7 +34,9 @@ export function sseFrame<T extends StreamItem>(item: T, source: Pick<StreamSourc
   let frame = frames.get(item);
   if (frame === undefined) {
     const e = source.event(item);
-    frame = Buffer.from(`${e.id === null ? '' : `id: ${e.id}\n`}event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`);
+    frame = Buffer.from(
+      `${e.id === null ? '' : `id: ${e.id}\n`}event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`,
+    );
     frames.set(item, frame);
   }
   return frame;

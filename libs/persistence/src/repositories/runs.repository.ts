@@ -134,14 +134,18 @@ export class RunsRepository {
    * A run's frozen authorization snapshot, whole (its shared part is stored once by its hash:
    * hot/snapshot-rows.ts), and the stored SHA-256 of its canonical JSON; null for an unknown run.
    */
-  async authorization(runId: string): Promise<{ authorization: JsonObject | null; authorization_hash: string | null } | null> {
+  async authorization(
+    runId: string,
+  ): Promise<{ authorization: JsonObject | null; authorization_hash: string | null } | null> {
     const r = await this.hot.read(
       one<{ authorization_hash: string | null; authorization_run: string | null; content: string | null }>(
         SNAPSHOT_SQL.ofRun,
         [runId],
       ),
     );
-    return r ? { authorization: joinSnapshot(r.content, r.authorization_run), authorization_hash: r.authorization_hash } : null;
+    return r
+      ? { authorization: joinSnapshot(r.content, r.authorization_run), authorization_hash: r.authorization_hash }
+      : null;
   }
 
   /** Newest first; `beforeId` is the cursor (internal id of the last row of the previous page). */
