@@ -5,7 +5,7 @@ import { runMain } from '../common/cli';
 import { writeJson } from '../common/json-out';
 import { dispatchJson } from './json-out';
 import { parseOptions, USAGE, type DispatchOptions } from './options';
-import { INPUT_TEXT, runDatabase, STREAMING_CASES, WARMUP_CONCURRENCY, type DatabaseRun } from './phase';
+import { INPUT_TEXT, runDatabase, WARMUP_CONCURRENCY, type DatabaseRun } from './phase';
 import { postgresFloor } from './postgres';
 import { benchTimeLine, groupLines, machineLine } from '../common/report';
 import {
@@ -58,8 +58,8 @@ async function measureFloors(opts: DispatchOptions): Promise<Floors> {
 
 function report(opts: DispatchOptions, floors: Floors, runs: DatabaseRun[], started: number, load0: number): string {
   const levels = runs.flatMap((r) => r.levels);
-  const sizes = [...new Set(STREAMING_CASES.map((c) => `${c.runs} × ${fmtInt(c.deltasPerRun)}`))].join(' and ');
-  const readers = [...new Set(STREAMING_CASES.map((c) => c.readers))].join(' and ');
+  const sizes = [...new Set(opts.streamingCases.map((c) => `${c.runs} × ${fmtInt(c.deltasPerRun)}`))].join(' and ');
+  const readers = [...new Set(opts.streamingCases.map((c) => c.readers))].join(' and ');
   const streaming = `${sizes} deltas with ${readers} SSE readers per run`;
   const out = [
     '## Runner Host dispatch benchmark',

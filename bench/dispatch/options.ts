@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { UsageError } from '../common/cli';
+import { STREAMING_CASES, type StreamingCase } from './streaming';
 
 /*
  * Command-line options of the dispatch bench. Defaults give the full run (both databases, c1 /
@@ -17,6 +18,8 @@ export interface DispatchOptions {
   floorMs: number;
   floorWarmupMs: number;
   streaming: boolean;
+  /** The streaming cases measured (default the issue's four). */
+  streamingCases: StreamingCase[];
   /** c64 soak length in seconds per database; 0 = no soak. */
   soakSeconds: number;
   json: string | null;
@@ -36,6 +39,8 @@ export const USAGE = `usage: node dist/bench/dispatch/main.js [options]
   --levels LIST       closed-loop concurrencies, comma-separated (default 1,16,64; "none" skips them)
   --level-seconds N   seconds per closed-loop level (default 9; 3 with --quick)
   --no-streaming      skip the streaming levels (1 run × 2,000 deltas, 100 runs × 200 deltas)
+  --streaming-cases L streaming cases RUNSxDELTASxREADERS, comma-separated (default
+                      1x2000x1,1x2000x10,100x200x1,100x200x10)
   --quick             shorter warm-up, floors and levels (about 1.5 minutes for both databases)
   --soak SECONDS      after the levels, c64 for SECONDS on each database, host RSS every 10 s
   --metrics on|off    the host's Prometheus metrics (METRICS; default on): compare runs/s on vs off
@@ -69,6 +74,17 @@ function parseDatabases(text: string): DatabaseKind[] {
   return out;
 }
 
+function parseStreamingCases(text: string): StreamingCase[] {
+  return text.split(',').map((s) => {
+    const m = /^(\d+)x(\d+)x(\d+)$/.exec(s.trim());
+    if (!m) {
+      throw new UsageError(`--streaming-cases: "${s.trim()}" is not RUNSxDELTASxREADERS (e.g. 100x200x10)`);
+    }
+    const [runs, deltasPerRun, readers] = [m[1], m[2], m[3]].map((n) => positiveInt('--streaming-cases', n, 1));
+    return { runs, deltasPerRun, readers };
+  });
+}
+
 function parseLevels(text: string): number[] {
   if (text.trim() === 'none') {
     return [];
@@ -89,6 +105,7 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
         levels: { type: 'string' },
         'level-seconds': { type: 'string' },
         'no-streaming': { type: 'boolean' },
+        'streaming-cases': { type: 'string' },
         quick: { type: 'boolean' },
         soak: { type: 'string' },
         json: { type: 'string' },
@@ -128,6 +145,7 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
     floorMs: quick ? 1_500 : 3_000,
     floorWarmupMs: quick ? 300 : 500,
     streaming: v['no-streaming'] !== true,
+    streamingCases: v['streaming-cases'] ? parseStreamingCases(v['streaming-cases']) : STREAMING_CASES,
     soakSeconds: v.soak ? positiveInt('--soak', v.soak, 10) : 0,
     json: v.json ?? null,
     metrics,

@@ -20,13 +20,6 @@ export const WARMUP_CONCURRENCY = 16;
 const RUN_TIMEOUT_MS = 15_000;
 const STREAM_TIMEOUT_MS = 120_000;
 
-/** The sizes issue 7 states the streaming target for. */
-export const STREAMING_CASES: StreamingCase[] = [
-  { runs: 1, deltasPerRun: 2_000, readers: 1 },
-  { runs: 1, deltasPerRun: 2_000, readers: 10 },
-  { runs: 100, deltasPerRun: 200, readers: 1 },
-  { runs: 100, deltasPerRun: 200, readers: 10 },
-];
 const STREAMING_WARMUP: StreamingCase = { runs: 10, deltasPerRun: 200, readers: 2 };
 
 export interface DatabaseRun {
@@ -104,7 +97,7 @@ async function measure(kind: DatabaseKind, opts: DispatchOptions, pg: BenchDatab
       progress(`${kind}: streaming warm-up`);
       const warm = await streamingLevel(fixture.http, STREAM_AGENT_ID, STREAMING_WARMUP, pids, STREAM_TIMEOUT_MS);
       failures.push(...warm.failures);
-      for (const c of STREAMING_CASES) {
+      for (const c of opts.streamingCases) {
         progress(`${kind}: streaming ${c.runs} × ${c.deltasPerRun} deltas, ${c.readers} SSE reader(s) per run`);
         const r = await streamingLevel(fixture.http, STREAM_AGENT_ID, c, pids, STREAM_TIMEOUT_MS);
         streaming.push(r);

@@ -19,6 +19,14 @@ export interface StreamingCase {
   readers: number;
 }
 
+/** The sizes issue 7 states the streaming target for (`--streaming-cases` picks others). */
+export const STREAMING_CASES: StreamingCase[] = [
+  { runs: 1, deltasPerRun: 2_000, readers: 1 },
+  { runs: 1, deltasPerRun: 2_000, readers: 10 },
+  { runs: 100, deltasPerRun: 200, readers: 1 },
+  { runs: 100, deltasPerRun: 200, readers: 10 },
+];
+
 export interface StreamingResult extends StreamingCase {
   elapsedMs: number;
   /** message.delta events received, summed over all readers of all runs. */

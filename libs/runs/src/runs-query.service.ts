@@ -118,7 +118,8 @@ export class RunsQueryService {
     if (this.active.get(runId)) {
       return;
     }
-    if (!(await this.runs.get(runId))) {
+    // Its status, not the whole record (context and snapshot): readers of an ended run ask this once each.
+    if ((await this.runs.status(runId)) === null) {
       throw new DomainError('not_found', `run ${runId} not found`, { run_id: runId });
     }
   }

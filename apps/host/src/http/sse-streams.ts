@@ -115,7 +115,12 @@ export class SseStreams implements BeforeApplicationShutdown {
     if (preamble !== '') {
       res.write(preamble);
     }
-    res.flushHeaders();
+    // The head leaves with the first replayed frames (SseWriter calls this after its first page).
+    const sendHeaders = () => {
+      if (!res.headersSent) {
+        res.flushHeaders();
+      }
+    };
     this.open.set(res, keyId);
     telemetry.sseOpened();
     const limits = {
@@ -125,9 +130,12 @@ export class SseStreams implements BeforeApplicationShutdown {
     };
     const streamed =
       kind === 'results'
-        ? this.runs.results(runId, after).then((source) => new SseWriter(res, after, source, limits).run())
-        : this.runs.deliveryOps(runId, after).then((source) => new SseWriter(res, after, source, limits).run());
+        ? this.runs.results(runId, after).then((source) => new SseWriter(res, after, source, limits, sendHeaders).run())
+        : this.runs
+            .deliveryOps(runId, after)
+            .then((source) => new SseWriter(res, after, source, limits, sendHeaders).run());
     const end = await streamed.finally(() => {
+      sendHeaders();
       release();
       this.open.delete(res);
     });

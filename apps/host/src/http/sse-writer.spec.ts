@@ -13,10 +13,11 @@ class FakeSocket extends EventEmitter {
   ended = false;
   destroyed = false;
 
-  write(chunk: string): boolean {
-    this.writes.push(chunk);
+  write(chunk: string | Buffer): boolean {
+    const text = typeof chunk === 'string' ? chunk : chunk.toString('utf8');
+    this.writes.push(text);
     if (this.full) {
-      this.writableLength += chunk.length;
+      this.writableLength += Buffer.byteLength(text);
     }
     return !this.full;
   }
@@ -159,6 +160,36 @@ describe('SseWriter', () => {
     expect(socket.ids()).toEqual([1, 2, 3]);
     live.next(result(4, 'run.completed'));
     live.complete();
+  });
+
+  it('ten readers of one run share one timer per flush and each gets every frame, the same bytes', async () => {
+    const live = new Subject<ResultView>();
+    const readers = Array.from({ length: 10 }, () => setup([], live, 0, 1 << 20, 30));
+    await tick();
+    await tick();
+    live.next(result(1)); // the first frame after a pause leaves at once
+    await tick();
+    const timers = jest.spyOn(global, 'setTimeout');
+    const immediates = jest.spyOn(global, 'setImmediate');
+    try {
+      live.next(result(2));
+      live.next(result(3));
+      await tick();
+      expect(timers).toHaveBeenCalledTimes(1); // the readers' held frames: one timer for all ten
+      expect(immediates.mock.calls.length).toBeLessThanOrEqual(1); // (tick's own)
+    } finally {
+      timers.mockRestore();
+      immediates.mockRestore();
+    }
+    await new Promise((r) => setTimeout(r, 60));
+    live.next(result(4, 'run.completed'));
+    live.complete();
+    for (const r of readers) {
+      expect(await r.done).toBe('completed');
+      expect(r.socket.ids()).toEqual([1, 2, 3, 4]);
+      expect(r.socket.writes.length).toBe(3); // 1 at once, 2–3 after the interval, the terminal at once
+    }
+    expect(readers[0].socket.writes.join('')).toBe(readers[9].socket.writes.join(''));
   });
 
   it('holds live frames while the socket has not drained, then sends them in one write', async () => {

@@ -22,19 +22,86 @@ export interface SseLimits {
   flushIntervalMs?: number;
 }
 
-/** A live item is one object shared by every reader: its frame is built once for all of them. */
-const frames = new WeakMap<object, string>();
+/**
+ * A stream item is one object shared by every reader (live: the published item; replayed: the
+ * repository's shared row): its frame is built and UTF-8 encoded once for all of them, and a
+ * reader's write only copies the bytes (docs/api.md#the-result-stream-sse).
+ */
+const frames = new WeakMap<object, Buffer>();
 
 /** The SSE frame of a stream item, built once per object. A live-only item has no `id:` (EventSource keeps the last one for Last-Event-ID). */
-export function sseFrame<T extends StreamItem>(item: T, source: Pick<StreamSource<T>, 'event'>): string {
-  let text = frames.get(item);
-  if (text === undefined) {
+export function sseFrame<T extends StreamItem>(item: T, source: Pick<StreamSource<T>, 'event'>): Buffer {
+  let frame = frames.get(item);
+  if (frame === undefined) {
     const e = source.event(item);
-    text = `${e.id === null ? '' : `id: ${e.id}\n`}event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`;
-    frames.set(item, text);
+    frame = Buffer.from(
+      `${e.id === null ? '' : `id: ${e.id}\n`}event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`,
+    );
+    frames.set(item, frame);
   }
-  return text;
+  return frame;
 }
+
+/**
+ * The flushes every reader waits for, on shared timers (docs/api.md#the-result-stream-sse): the
+ * readers due in this tick share one setImmediate, those due in the same millisecond one
+ * setTimeout — a run's ten readers, fed the same results in the same tick, cost one timer
+ * between them instead of one each per flush.
+ */
+class FlushClock {
+  private soonTasks = new Set<() => void>();
+  private readonly slots = new Map<number, { tasks: Set<() => void>; timer: NodeJS.Timeout }>();
+
+  /** Runs `task` in the check phase of this turn of the event loop (with every other task due now). */
+  soon(task: () => void): void {
+    if (this.soonTasks.size === 0) {
+      setImmediate(() => {
+        const tasks = this.soonTasks;
+        this.soonTasks = new Set();
+        for (const t of tasks) {
+          t();
+        }
+      });
+    }
+    this.soonTasks.add(task);
+  }
+
+  /** Runs `task` at `due` (performance.now() ms, rounded up to the millisecond); returns its slot for `cancel`. */
+  at(due: number, task: () => void): number {
+    const slot = Math.ceil(due);
+    let entry = this.slots.get(slot);
+    if (entry === undefined) {
+      const tasks = new Set<() => void>();
+      const timer = setTimeout(
+        () => {
+          // A task cancelled while the others run is skipped; one added for this slot runs now.
+          for (const t of tasks) {
+            t();
+          }
+          if (this.slots.get(slot)?.tasks === tasks) {
+            this.slots.delete(slot);
+          }
+        },
+        Math.max(0, slot - performance.now()),
+      );
+      entry = { tasks, timer };
+      this.slots.set(slot, entry);
+    }
+    entry.tasks.add(task);
+    return slot;
+  }
+
+  cancel(slot: number, task: () => void): void {
+    const entry = this.slots.get(slot);
+    if (entry !== undefined && entry.tasks.delete(task) && entry.tasks.size === 0) {
+      // No task left: the timer goes (when it is running its tasks, clearing it is a no-op).
+      clearTimeout(entry.timer);
+      this.slots.delete(slot);
+    }
+  }
+}
+
+const clock = new FlushClock();
 
 /**
  * Pipes one run's stream (results or delivery ops, docs/api.md#streams) to one SSE reader, with
@@ -52,22 +119,28 @@ export class SseWriter<T extends StreamItem> {
   private replaying = true;
   private liveEnded = false;
   private flushQueued = false;
-  /** The pending flush is a timer (the reader wrote less than flushIntervalMs ago). */
-  private flushTimer: NodeJS.Timeout | null = null;
+  /** The pending flush waits for its slot on the clock (the reader wrote less than flushIntervalMs ago). */
+  private flushSlot: number | null = null;
+  private readonly flushTask = () => this.queuedFlush();
   /** When live frames last left (performance.now()). */
   private lastFlushAt = -Infinity;
   private awaitingDrain = false;
   private finished = false;
   private readonly done: Promise<StreamEnd>;
   private resolveDone!: (end: StreamEnd) => void;
-  private readonly frameOf: (item: T) => string;
+  private readonly frameOf: (item: T) => Buffer;
   private readonly isLast: (item: T) => boolean;
 
+  /**
+   * `sendHeaders`: sends the response head if nothing did yet, called after the first replay page
+   * so that the head leaves with its frames in one write instead of a write of its own per reader.
+   */
   constructor(
     private readonly out: Writable,
     after: number,
     private readonly source: StreamSource<T>,
     private readonly limits: SseLimits,
+    private readonly sendHeaders: () => void = () => undefined,
   ) {
     this.sent = after;
     this.frameOf = (item) => sseFrame(item, source);
@@ -96,8 +169,8 @@ export class SseWriter<T extends StreamItem> {
     this.out.once('close', () => this.finish('closed'));
     void this.done.then(() => {
       clearInterval(keepAlive);
-      if (this.flushTimer !== null) {
-        clearTimeout(this.flushTimer);
+      if (this.flushSlot !== null) {
+        clock.cancel(this.flushSlot, this.flushTask);
       }
       live?.unsubscribe();
     });
@@ -114,7 +187,11 @@ export class SseWriter<T extends StreamItem> {
         return;
       }
       this.dropPendingUpTo(rows.length > 0 ? rows[rows.length - 1].sequence : this.sent);
-      if (this.writeFrames(rows) < 0 || (this.awaitingDrain && !(await this.drained()))) {
+      const written = this.writeFrames(rows);
+      if (limit === FIRST_PAGE) {
+        this.sendHeaders();
+      }
+      if (written < 0 || (this.awaitingDrain && !(await this.drained()))) {
         return;
       }
       // Live frames dropped while this page was read are in the database: read on for them.
@@ -143,7 +220,7 @@ export class SseWriter<T extends StreamItem> {
       return;
     }
     this.pending.push(r);
-    this.pendingBytes += this.frameOf(r).length; // characters: close enough to bytes for a bound
+    this.pendingBytes += this.frameOf(r).length;
     if (this.replaying) {
       // A reader of stored results is paced (the next page waits for 'drain'), never cut: what
       // its socket holds is the replay's own page, not a live backlog. Past the bound, the live
@@ -184,24 +261,24 @@ export class SseWriter<T extends StreamItem> {
     if (wait > 0) {
       if (!this.flushQueued) {
         this.flushQueued = true;
-        this.flushTimer = setTimeout(() => this.queuedFlush(), wait);
+        this.flushSlot = clock.at(this.lastFlushAt + interval, this.flushTask);
       }
       return;
     }
-    if (this.flushTimer !== null) {
-      clearTimeout(this.flushTimer); // the waiting frames leave in this tick instead
-      this.flushTimer = null;
+    if (this.flushSlot !== null) {
+      clock.cancel(this.flushSlot, this.flushTask); // the waiting frames leave in this tick instead
+      this.flushSlot = null;
       this.flushQueued = false;
     }
     if (!this.flushQueued) {
       this.flushQueued = true;
-      setImmediate(() => this.queuedFlush());
+      clock.soon(this.flushTask);
     }
   }
 
   private queuedFlush(): void {
     this.flushQueued = false;
-    this.flushTimer = null;
+    this.flushSlot = null;
     this.flush();
   }
 
@@ -230,29 +307,30 @@ export class SseWriter<T extends StreamItem> {
     }
   }
 
-  /** Writes frames in one write; the characters written, or -1 when the stream is over (terminal written or closed). */
+  /** Writes frames in one write; the bytes written, or -1 when the stream is over (terminal written or closed). */
   private writeFrames(rows: T[]): number {
     if (this.finished) {
       return -1;
     }
-    let text = '';
+    const parts: Buffer[] = [];
+    let bytes = 0;
     let terminal = false;
     for (const r of rows) {
-      if (r.ephemeral) {
-        text += this.frameOf(r);
-        continue;
+      if (!r.ephemeral) {
+        if (r.sequence <= this.sent) {
+          continue;
+        }
+        this.sent = r.sequence;
       }
-      if (r.sequence <= this.sent) {
-        continue;
-      }
-      text += this.frameOf(r);
-      this.sent = r.sequence;
-      if (this.isLast(r)) {
+      const frame = this.frameOf(r);
+      parts.push(frame);
+      bytes += frame.length;
+      if (!r.ephemeral && this.isLast(r)) {
         terminal = true;
         break;
       }
     }
-    if (text !== '' && !this.out.write(text)) {
+    if (bytes > 0 && !this.out.write(parts.length === 1 ? parts[0] : Buffer.concat(parts, bytes))) {
       this.awaitingDrain = true;
     }
     if (terminal) {
@@ -260,7 +338,7 @@ export class SseWriter<T extends StreamItem> {
       this.out.end();
       return -1;
     }
-    return text.length;
+    return bytes;
   }
 
   /** Resolves true on 'drain', false when the stream ended first. */

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, IsNull, LessThan, Not, Repository, type FindOptionsWhere } from 'typeorm';
-import type { RunStatus } from '@libs/protocol';
+import { TERMINAL_RESULT_TYPES, type RunStatus } from '@libs/protocol';
 import { EventEntity, RunEntity, type JsonObject } from '../entities';
 import { joinSnapshot, SNAPSHOT_SQL } from '../hot/snapshot-rows';
 import { HotStore } from '../hot/hot-store';
@@ -22,9 +22,14 @@ import type { NewOutboxRow } from '../hot/outbox-units';
 import { one, rows } from '../hot/unit';
 import type { NewTranscriptRow } from './context.repository';
 import { ParsedRows } from './parsed-rows';
+import { CommittedResults, type SizedRow } from './committed-results';
 
 /** Characters of stored result JSON kept parsed for readers replaying the same results (parsed-rows.ts). */
 const REPLAY_MEMO_CHARS = 16 * 1024 * 1024;
+/** Characters of stored result JSON kept as runs' committed prefixes (committed-results.ts). */
+const REPLAY_PREFIX_CHARS = 8 * 1024 * 1024;
+/** A run's prefix not read for this long is dropped (committed-results.ts). */
+const REPLAY_PREFIX_IDLE_MS = 60_000;
 
 export interface StoredResult {
   run_id: string;
@@ -66,6 +71,12 @@ export class RunsRepository {
 
   /** Results parsed for one replay, shared with the next reader that reads the same rows. */
   private readonly parsedResults = new ParsedRows<StoredResult>(REPLAY_MEMO_CHARS);
+  /** Runs' committed results from the first on, shared by the readers replaying them. */
+  private readonly committedResults = new CommittedResults<StoredResult>({
+    maxChars: REPLAY_PREFIX_CHARS,
+    idleMs: REPLAY_PREFIX_IDLE_MS,
+    isLast: (r) => TERMINAL_RESULT_TYPES.includes(r.type),
+  });
 
   /**
    * Admits an event (new, or a retry of one that was not accepted) in one commit: the decision
@@ -123,14 +134,18 @@ export class RunsRepository {
    * A run's frozen authorization snapshot, whole (its shared part is stored once by its hash:
    * hot/snapshot-rows.ts), and the stored SHA-256 of its canonical JSON; null for an unknown run.
    */
-  async authorization(runId: string): Promise<{ authorization: JsonObject | null; authorization_hash: string | null } | null> {
+  async authorization(
+    runId: string,
+  ): Promise<{ authorization: JsonObject | null; authorization_hash: string | null } | null> {
     const r = await this.hot.read(
       one<{ authorization_hash: string | null; authorization_run: string | null; content: string | null }>(
         SNAPSHOT_SQL.ofRun,
         [runId],
       ),
     );
-    return r ? { authorization: joinSnapshot(r.content, r.authorization_run), authorization_hash: r.authorization_hash } : null;
+    return r
+      ? { authorization: joinSnapshot(r.content, r.authorization_run), authorization_hash: r.authorization_hash }
+      : null;
   }
 
   /** Newest first; `beforeId` is the cursor (internal id of the last row of the previous page). */
@@ -229,26 +244,33 @@ export class RunsRepository {
     return this.hot.write(() => resultUnit(r, state, outbox, lease));
   }
 
-  /** Results with sequence > `after`, in order; shared, frozen objects (do not change them). */
-  async resultsAfter(runId: string, after: number, limit: number): Promise<StoredResult[]> {
+  /**
+   * Results with sequence > `after`, in order; shared, frozen objects (do not change them). Readers
+   * of the same run share one read of its committed rows (committed-results.ts); what they have
+   * not read yet comes from the database.
+   */
+  resultsAfter(runId: string, after: number, limit: number): Promise<StoredResult[]> {
+    return this.committedResults.page(runId, after, limit, (from, n) => this.readResults(runId, from, n));
+  }
+
+  private async readResults(runId: string, after: number, limit: number): Promise<SizedRow<StoredResult>[]> {
     const found = await this.hot.read(rows<Record<string, unknown>>(SQL.resultsAfter, [runId, after, limit]));
     // The same committed row (run, sequence, stored texts) read by several readers is one shared,
     // frozen object: parsed once, and its SSE frame built once (parsed-rows.ts).
-    return found.map((r) =>
-      this.parsedResults.get(
-        `${String(r.run_id)}\u0000${Number(r.sequence)}`,
-        [r.data as string, typeof r.usage === 'string' ? r.usage : null],
-        () => ({
-          run_id: String(r.run_id),
-          sequence: Number(r.sequence),
-          type: String(r.type),
-          data: JSON.parse(r.data as string) as Record<string, unknown>,
-          usage: typeof r.usage === 'string' ? (JSON.parse(r.usage) as Record<string, unknown>) : null,
-          source: r.source as 'runner' | 'host',
-          timestamp: r.timestamp === null ? null : Number(r.timestamp),
-        }),
-      ),
-    );
+    return found.map((r) => {
+      const data = r.data as string;
+      const usage = typeof r.usage === 'string' ? r.usage : null;
+      const row = this.parsedResults.get(`${String(r.run_id)}\u0000${Number(r.sequence)}`, [data, usage], () => ({
+        run_id: String(r.run_id),
+        sequence: Number(r.sequence),
+        type: String(r.type),
+        data: JSON.parse(data) as Record<string, unknown>,
+        usage: usage === null ? null : (JSON.parse(usage) as Record<string, unknown>),
+        source: r.source as 'runner' | 'host',
+        timestamp: r.timestamp === null ? null : Number(r.timestamp),
+      }));
+      return { row, size: data.length + (usage?.length ?? 0) };
+    });
   }
 
   async lastSequence(runId: string): Promise<number> {
