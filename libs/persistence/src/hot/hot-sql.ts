@@ -231,7 +231,7 @@ export const SQL = {
   /** What a host API call at a process that does not own the run re-reads every call (docs/scale-out.md#host-api-anywhere). */
   runLiveness: stmt(
     'run_liveness',
-    'SELECT "status", "created_at", "started_at", "cancel_requested_at" FROM "runs" WHERE "run_id" = ?',
+    'SELECT "status", "created_at", "started_at", "cancel_requested_at", "attempt", "owner_process_id" FROM "runs" WHERE "run_id" = ?',
   ),
   /** Highest seq of one conversation (agent, workspace, conversation id, thread; null matches null). */
   latestThreadSeq: stmt(

@@ -42,6 +42,11 @@ export interface RunLiveness {
   /** When it started (epoch ms; its admission when it has not started). */
   started_at: number;
   cancel_requested: boolean;
+  /**
+   * Its lease as the row names it (null: not owned): a host API write served for it at another
+   * process is fenced by it (docs/scale-out.md#fenced-host-api-writes).
+   */
+  lease: RunLease | null;
 }
 
 export interface RunListFilter {
@@ -104,6 +109,8 @@ export class RunsRepository {
         created_at: string | number;
         started_at: string | number | null;
         cancel_requested_at: string | number | null;
+        attempt: string | number;
+        owner_process_id: string | null;
       }>(SQL.runLiveness, [runId]),
     );
     return r
@@ -111,6 +118,9 @@ export class RunsRepository {
           status: r.status,
           started_at: Number(r.started_at ?? r.created_at),
           cancel_requested: r.cancel_requested_at !== null,
+          lease: r.owner_process_id
+            ? { run_id: runId, attempt: Number(r.attempt), owner_process_id: r.owner_process_id }
+            : null,
         }
       : null;
   }
@@ -123,14 +133,18 @@ export class RunsRepository {
    * A run's frozen authorization snapshot, whole (its shared part is stored once by its hash:
    * hot/snapshot-rows.ts), and the stored SHA-256 of its canonical JSON; null for an unknown run.
    */
-  async authorization(runId: string): Promise<{ authorization: JsonObject | null; authorization_hash: string | null } | null> {
+  async authorization(
+    runId: string,
+  ): Promise<{ authorization: JsonObject | null; authorization_hash: string | null } | null> {
     const r = await this.hot.read(
       one<{ authorization_hash: string | null; authorization_run: string | null; content: string | null }>(
         SNAPSHOT_SQL.ofRun,
         [runId],
       ),
     );
-    return r ? { authorization: joinSnapshot(r.content, r.authorization_run), authorization_hash: r.authorization_hash } : null;
+    return r
+      ? { authorization: joinSnapshot(r.content, r.authorization_run), authorization_hash: r.authorization_hash }
+      : null;
   }
 
   /** Newest first; `beforeId` is the cursor (internal id of the last row of the previous page). */
