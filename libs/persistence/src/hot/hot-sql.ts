@@ -199,6 +199,15 @@ export const SQL = {
    * writers of several host processes cannot compute the same next seq; SQLite has one writer.
    */
   lockConversation: stmt('lock_conversation', 'SELECT ? AS "k"', `SELECT pg_advisory_xact_lock(hashtext(?)) AS "k"`),
+  /**
+   * Running runs of a workspace (`default` also counts runs stored without one), for its
+   * `max_active_runs` (docs/tenancy.md#quotas): the partial index idx_runs_running_workspace.
+   */
+  runningOfWorkspace: stmt(
+    'running_of_workspace',
+    `SELECT COUNT(*) AS "n" FROM "runs" WHERE "status" = 'running'
+       AND ("workspace_id" = ? OR (CAST(? AS TEXT) = 'default' AND "workspace_id" IS NULL))`,
+  ),
   /** Next seq of the conversation in the same statement. */
   insertTranscript: stmt(
     'insert_transcript',
