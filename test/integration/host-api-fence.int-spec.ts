@@ -178,6 +178,20 @@ describe.each(DIALECTS)('fenced host-API writes on %s', (_name, factory) => {
     expect((await runs.liveness(runId))?.lease).toBeNull();
   });
 
+  it("a paused owner declared dead: its late state write (its ActiveRun's lease) is refused, nothing written, the new attempt's lands", async () => {
+    const { runId, lease } = await started('p1');
+    await processes.remove('p1'); // its heartbeat stopped past the lease: the sweep declares it dead
+    // Before the sweep took the run: the owner's row is gone, so its fence already matches nothing.
+    await expect(stores.stateSet(`conv:${runId}`, 'late', '1', lease)).rejects.toBeInstanceOf(FencedError);
+    const [orphan] = await runs.orphans(100, false);
+    const terminal = newResult(runId, 1, { type: 'run.failed', source: 'host', data: { code: 'host.interrupted' } });
+    await runs.takeOver({ orphan, terminal, end: interrupted, outbox: [], at: T0 + 100 });
+    // Resumed and registered again under its old id (the fence names the attempt too): still refused.
+    await processes.register({ id: 'p1', instance: 'p1', http_address: 'h:1', grpc_address: 'h:2' });
+    await expect(stores.stateSet(`conv:${runId}`, 'late', '1', lease)).rejects.toBeInstanceOf(FencedError);
+    expect(await state(`conv:${runId}`)).toEqual([]);
+  });
+
   it('unleased writes (a run nobody claimed, admin) are not fenced', async () => {
     await stores.stateSet('conv:free', 'k', '1');
     await stores.appendAudit(audit('nobody'));
