@@ -178,7 +178,7 @@ describe.each(DIALECTS)('fenced host-API writes on %s', (_name, factory) => {
     expect((await runs.liveness(runId))?.lease).toBeNull();
   });
 
-  it("a paused owner declared dead: its late state write (its ActiveRun's lease) is refused, nothing written, the new attempt's lands", async () => {
+  it("a paused owner declared dead: its late state write (its ActiveRun's lease) is refused, nothing written", async () => {
     const { runId, lease } = await started('p1');
     await processes.remove('p1'); // its heartbeat stopped past the lease: the sweep declares it dead
     // Before the sweep took the run: the owner's row is gone, so its fence already matches nothing.
