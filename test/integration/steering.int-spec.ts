@@ -140,6 +140,10 @@ describe.each(DIALECTS)('conversations and steering on %s', (_name, factory) => 
       workspace_id: 'tenant-2',
       status: 'queued',
     });
+    // The dispatcher's poll reads only conversations that could start: tenant-2's is busy (b runs)
+    // until b ends; tenant-1's running run does not make tenant-2's busy, nor the other way.
+    expect(await steering.waitingConversations()).toEqual([]);
+    await ds.getRepository(RunEntity).update({ run_id: runOf(b) }, { status: 'completed' });
     expect(new Set(await steering.waitingConversations())).toEqual(new Set([t2.key]));
   });
 

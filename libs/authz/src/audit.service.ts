@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { readPage } from '@libs/protocol';
-import { StoresRepository } from '@libs/persistence';
+import { StoresRepository, type RunLease } from '@libs/persistence';
 
 export interface AuditRecord {
   run_id: string;
@@ -24,8 +24,12 @@ export interface AuditView extends Omit<AuditRecord, never> {
 export class AuditService {
   constructor(private readonly stores: StoresRepository) {}
 
-  async record(entry: AuditRecord): Promise<void> {
-    await this.stores.appendAudit({ ...entry, created_at: Date.now() });
+  /**
+   * `lease`: the row records a write call made for a leased run, and lands only while the run
+   * still runs under it (FencedError otherwise: docs/scale-out.md#fenced-host-api-writes).
+   */
+  async record(entry: AuditRecord, lease: RunLease | null = null): Promise<void> {
+    await this.stores.appendAudit({ ...entry, created_at: Date.now() }, lease);
   }
 
   async list(

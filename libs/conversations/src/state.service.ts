@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { StoresRepository } from '@libs/persistence';
+import { StoresRepository, type RunLease } from '@libs/persistence';
 import { DomainError, STATE_SCOPES, checkJson } from '@libs/protocol';
 
 export const STATE_VALUE_LIMIT = 256 * 1024;
@@ -78,14 +78,15 @@ export class StateService {
     return text === null ? null : (JSON.parse(text) as unknown);
   }
 
-  async set(keys: ScopeKeys, scope: string, key: string, value: unknown): Promise<void> {
+  /** A run's write: fenced by its lease when given (FencedError, nothing written: docs/scale-out.md#fenced-host-api-writes). */
+  async set(keys: ScopeKeys, scope: string, key: string, value: unknown, lease: RunLease | null = null): Promise<void> {
     const scopeKey = this.scopeKey(keys, scope);
     const k = this.normaliseKey(key);
-    await this.stores.stateSet(scopeKey, k, this.encode(value));
+    await this.stores.stateSet(scopeKey, k, this.encode(value), lease);
   }
 
-  async delete(keys: ScopeKeys, scope: string, key: string): Promise<boolean> {
-    return this.stores.stateDelete(this.scopeKey(keys, scope), this.normaliseKey(key));
+  async delete(keys: ScopeKeys, scope: string, key: string, lease: RunLease | null = null): Promise<boolean> {
+    return this.stores.stateDelete(this.scopeKey(keys, scope), this.normaliseKey(key), lease);
   }
 
   async list(keys: ScopeKeys, scope: string, prefix: string | undefined, limit: number | undefined) {

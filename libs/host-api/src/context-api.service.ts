@@ -61,12 +61,12 @@ export class ContextApiService {
   }
 
   async stateSet(run: RunGrant, scope: string, key: string, value: unknown) {
-    await this.state.set(run.snapshot.state.scope_keys, scope, key, value);
+    await this.state.set(run.snapshot.state.scope_keys, scope, key, value, run.lease ?? null);
     return { success: true };
   }
 
   async stateDelete(run: RunGrant, scope: string, key: string) {
-    return { success: await this.state.delete(run.snapshot.state.scope_keys, scope, key) };
+    return { success: await this.state.delete(run.snapshot.state.scope_keys, scope, key, run.lease ?? null) };
   }
 
   async stateList(run: RunGrant, scope: string, prefix: string | undefined, limit: number | undefined) {

@@ -33,6 +33,8 @@ const action = <A extends HostApiAction, Res>(
 ): ActionSpec<A, Res> => ({ name, needs, run });
 
 const model = (id: string, operation: string): ActionNeeds => ({ resource: { kind: 'model', id, operation } });
+/** A call that writes for the run (docs/scale-out.md#fenced-host-api-writes): its audit row is fenced too. */
+const writing = (needs: ActionNeeds): ActionNeeds => ({ ...needs, writes: true });
 const tool = (id: string, operation: string): ActionNeeds => ({ resource: { kind: 'tool', id, operation } });
 const storage = (area: string, key?: string): ActionNeeds => ({ flag: 'storage', storage: area, scope: key });
 
@@ -42,6 +44,7 @@ const callOf = (run: RunGrant): ResourceCall => ({
   signal: run.signal,
   deadline_at_ms: run.snapshot.deadline_at_ms,
   interactions: (run.snapshot.interactions ?? []).includes('request'),
+  lease: run.lease ?? null,
 });
 const grantedTool = (run: RunGrant, name: string) => run.snapshot.resources.tools.find((t) => t.tool_name === name)!;
 
@@ -71,7 +74,7 @@ export class HostActions {
   readonly specs = {
     'model.invoke': action(
       'model.invoke',
-      (r) => model(r.model_id, 'invoke'),
+      (r) => writing(model(r.model_id, 'invoke')),
       async (run, r) => {
         await this.tokensLeft(run);
         return this.models.invoke(callOf(run), r);
@@ -80,7 +83,7 @@ export class HostActions {
     // Resolves once the gate passed (and audited); the chunks then flow as the provider sends them.
     'model.stream': action(
       'model.stream',
-      (r) => model(r.model_id, 'stream'),
+      (r) => writing(model(r.model_id, 'stream')),
       async (run, r) => {
         await this.tokensLeft(run);
         return this.models.stream(callOf(run), r);
@@ -93,7 +96,7 @@ export class HostActions {
     ),
     'model.rerank': action(
       'model.rerank',
-      (r) => model(r.model_id, 'rerank'),
+      (r) => writing(model(r.model_id, 'rerank')),
       async (run, r) => {
         await this.tokensLeft(run);
         return this.models.rerank(callOf(run), r);
@@ -149,12 +152,12 @@ export class HostActions {
     ),
     'state.set': action(
       'state.set',
-      (r): ActionNeeds => ({ flag: 'state', scope: r.scope }),
+      (r): ActionNeeds => ({ flag: 'state', scope: r.scope, writes: true }),
       (run, r) => this.context.stateSet(run, r.scope, r.key, r.value),
     ),
     'state.delete': action(
       'state.delete',
-      (r): ActionNeeds => ({ flag: 'state', scope: r.scope }),
+      (r): ActionNeeds => ({ flag: 'state', scope: r.scope, writes: true }),
       (run, r) => this.context.stateDelete(run, r.scope, r.key),
     ),
     'state.list': action(
@@ -171,13 +174,14 @@ export class HostActions {
       'storage.set',
       (r): ActionNeeds => ({
         ...storage(r.area, r.key),
+        writes: true,
         max_payload_bytes: Number.MAX_SAFE_INTEGER, // the value limit is checked by the storage service
       }),
       (run, r) => this.storageApi.set(run, r.area, r.key, r.value),
     ),
     'storage.delete': action(
       'storage.delete',
-      (r) => storage(r.area, r.key),
+      (r) => writing(storage(r.area, r.key)),
       (run, r) => this.storageApi.delete(run, r.area, r.key),
     ),
     'storage.list': action(
@@ -192,7 +196,7 @@ export class HostActions {
     ),
     'steering.pull': action(
       'steering.pull',
-      (_r): ActionNeeds => ({ flag: 'steering_pull' }),
+      (_r): ActionNeeds => ({ flag: 'steering_pull', writes: true }),
       (run, r) => this.steeringPull(run, r),
     ),
     'run.get': action(

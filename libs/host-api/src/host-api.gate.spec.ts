@@ -1,9 +1,11 @@
 import { TokenBucket, buildSnapshot, type AuditRecord, type AuditService } from '@libs/authz';
+import { FencedError, type RunLease } from '@libs/persistence';
 import type { RunGrant, RunGrants } from '@libs/runs';
 import { DomainError } from '@libs/protocol';
 import { HostApiGate, type CallNeeds, type Caller } from './host-api.gate';
 
 const RUN = 'run-1';
+const LEASE: RunLease = { run_id: RUN, attempt: 1, owner_process_id: 'p1' };
 
 function setup(opts: { deadline?: number | null; burst?: number } = {}) {
   const snapshot = buildSnapshot({
@@ -44,13 +46,16 @@ function setup(opts: { deadline?: number | null; burst?: number } = {}) {
     started_at: Date.now(),
     active: true,
     cancel_requested: false,
+    lease: LEASE,
   };
   const grants: RunGrants = {
     grant: (id) => (id === RUN ? run : undefined),
     find: (id) => Promise.resolve(id === RUN ? run : undefined),
   };
-  const audit: AuditRecord[] = [];
-  const auditService = { record: (r: AuditRecord) => Promise.resolve(void audit.push(r)) } as unknown as AuditService;
+  const audit: (AuditRecord & { lease: RunLease | null })[] = [];
+  const auditService = {
+    record: (r: AuditRecord, lease: RunLease | null = null) => Promise.resolve(void audit.push({ ...r, lease })),
+  } as unknown as AuditService;
   return { guard: new HostApiGate(grants, auditService), audit };
 }
 
@@ -136,6 +141,24 @@ describe('HostApiGate: the order of docs/protocol.md#the-gate, every call audite
     expect(audit.map((a) => [a.outcome, a.error_code])).toEqual([
       ['failed', 'not_found'],
       ['denied', 'unauthorized'],
+    ]);
+  });
+
+  it("a write refused by the run's fence answers not_found (the run is not active) and is audited failed, unfenced", async () => {
+    const { guard, audit } = setup();
+    await expect(
+      guard.call(md('good'), needs({ writes: true }), () => Promise.reject(new FencedError(LEASE))),
+    ).rejects.toMatchObject({ code: 'not_found', message: `run ${RUN} is not active` });
+    expect(audit).toEqual([expect.objectContaining({ outcome: 'failed', error_code: 'not_found', lease: null })]);
+  });
+
+  it("the allowed row of a write call is fenced by the run's lease; a read call's is not", async () => {
+    const { guard, audit } = setup();
+    await guard.call(md('good'), needs({ writes: true }), () => Promise.resolve(1));
+    await guard.call(md('good'), needs(), () => Promise.resolve(1));
+    expect(audit.map((a) => [a.outcome, a.lease])).toEqual([
+      ['allowed', LEASE],
+      ['allowed', null],
     ]);
   });
 });

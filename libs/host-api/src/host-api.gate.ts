@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AuditService, type ApiFlag, type StorageArea } from '@libs/authz';
+import { isFenced, type RunLease } from '@libs/persistence';
 import { DomainError, STORAGE_AREAS, STORAGE_AREA_RULE } from '@libs/protocol';
 import { RunGrants, type RunGrant } from '@libs/runs';
 import { telemetry } from '@libs/telemetry';
@@ -29,6 +30,17 @@ export interface CallNeeds {
    * are refused (`rate_limited`, retryable) and the plugin decides when to retry.
    */
   paced?: boolean;
+  /**
+   * The call writes for the run (state, storage, model usage): its audit row is fenced like its
+   * writes, so a process that lost the run leaves no `allowed` row of it
+   * (docs/scale-out.md#fenced-host-api-writes). Reads are never fenced.
+   */
+  writes?: boolean;
+}
+
+/** The answer to a call for a run that is not active here or anywhere (also a write refused by its fence). */
+function notActive(runId: string): DomainError {
+  return new DomainError('not_found', `run ${runId} is not active`, { run_id: runId });
 }
 
 /**
@@ -80,10 +92,13 @@ export class HostApiGate {
       }
       passed = true;
       const result = await handler(run);
-      await this.record(needs, run, pluginId, 'allowed', null, started);
+      await this.record(needs, run, pluginId, 'allowed', null, started, needs.writes ? (run.lease ?? null) : null);
       telemetry.hostApiCall(needs.action, 'ok', t0);
       return result;
-    } catch (e) {
+    } catch (thrown) {
+      // A write refused by the run's fence: the run is no longer running under the lease the call
+      // was granted for (ended, or taken over); nothing of the call was written.
+      const e = isFenced(thrown) ? notActive(needs.run_id) : thrown;
       const code = e instanceof DomainError ? e.code : 'runtime_error';
       // A refusal is a denial also when the handler makes it (an event of another conversation,
       // a state scope this run has no identity for); other errors of an allowed call are failures.
@@ -112,7 +127,7 @@ export class HostApiGate {
 
   private check(pluginId: string, needs: CallNeeds, run: RunGrant | undefined): RunGrant {
     if (!run?.active) {
-      throw new DomainError('not_found', `run ${needs.run_id} is not active`, { run_id: needs.run_id });
+      throw notActive(needs.run_id);
     }
     const snapshot = run.snapshot;
     if (run.plugin_id !== pluginId) {
@@ -167,23 +182,27 @@ export class HostApiGate {
     outcome: 'allowed' | 'denied' | 'failed',
     errorCode: string | null,
     started: bigint,
+    lease: RunLease | null = null,
   ): Promise<void> {
     const resource = needs.resource
       ? `${needs.resource.kind}:${needs.resource.id}`
       : needs.storage
         ? `storage:${needs.storage}`
         : null;
-    await this.audit.record({
-      run_id: String(needs.run_id).slice(0, 64),
-      // Also for a denial before the run was checked: the runner the run belongs to, if it is active.
-      runner_id: (run ?? (needs.run_id ? this.grants.grant(String(needs.run_id)) : undefined))?.runner_id ?? null,
-      plugin_id: pluginId,
-      action: needs.action,
-      resource: resource?.slice(0, 300) ?? null,
-      scope: needs.scope?.slice(0, 300) ?? null,
-      outcome,
-      error_code: errorCode,
-      duration_us: Number((process.hrtime.bigint() - started) / 1000n),
-    });
+    await this.audit.record(
+      {
+        run_id: String(needs.run_id).slice(0, 64),
+        // Also for a denial before the run was checked: the runner the run belongs to, if it is active.
+        runner_id: (run ?? (needs.run_id ? this.grants.grant(String(needs.run_id)) : undefined))?.runner_id ?? null,
+        plugin_id: pluginId,
+        action: needs.action,
+        resource: resource?.slice(0, 300) ?? null,
+        scope: needs.scope?.slice(0, 300) ?? null,
+        outcome,
+        error_code: errorCode,
+        duration_us: Number((process.hrtime.bigint() - started) / 1000n),
+      },
+      lease,
+    );
   }
 }

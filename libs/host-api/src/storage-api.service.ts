@@ -7,6 +7,7 @@ import { WorkspaceQuotaGate, type RunGrant } from '@libs/runs';
 /**
  * Byte storage per area; the owner comes from the run's snapshot, never from the caller. Keys and
  * areas are checked by the request schemas (@libs/protocol HOST_API_REQUESTS) before a call gets here.
+ * Writes are fenced by the run's lease (docs/scale-out.md#fenced-host-api-writes).
  */
 @Injectable()
 export class StorageApiService {
@@ -37,12 +38,12 @@ export class StorageApiService {
     }
     // docs/tenancy.md#quotas: the workspace's storage bytes (429 naming max_storage_bytes).
     await this.quotas.storage(run.workspace_id ?? 'default', value.length);
-    await this.stores.storageSet(this.owner(run, area), key, value);
+    await this.stores.storageSet(this.owner(run, area), key, value, run.lease ?? null);
     return {};
   }
 
   async delete(run: RunGrant, area: StorageArea, key: string) {
-    return { success: await this.stores.storageDelete(this.owner(run, area), key) };
+    return { success: await this.stores.storageDelete(this.owner(run, area), key, run.lease ?? null) };
   }
 
   async list(run: RunGrant, area: StorageArea, prefix: string | undefined, limit: number | undefined) {

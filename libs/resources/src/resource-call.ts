@@ -1,3 +1,5 @@
+import type { RunLease } from '@libs/persistence';
+
 /** What a resource operation gets from the run it serves. */
 export interface ResourceCall {
   run_id: string;
@@ -7,4 +9,6 @@ export interface ResourceCall {
   deadline_at_ms: number | null;
   /** The run may ask a person (docs/interactions.md#who-may-ask): MCP servers may then elicit. */
   interactions?: boolean;
+  /** The run's lease: the call's model-usage row is fenced by it (docs/scale-out.md#fenced-host-api-writes). */
+  lease?: RunLease | null;
 }

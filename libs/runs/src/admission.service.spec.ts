@@ -41,6 +41,8 @@ function setup(opts: {
   outcomes: ((a: AdmissionRows) => AdmitOutcome)[];
   previous?: EventEntity;
   quotaFull?: boolean;
+  /** The workspace's max_active_runs (the unit counts it). */
+  maxActive?: number;
   /** The runner is not connected here but held by another live process. */
   runnerElsewhere?: boolean;
 }) {
@@ -94,6 +96,7 @@ function setup(opts: {
         throw quotaExceeded(workspace, 'runs_per_second', 1, 1000);
       }
     },
+    activeQuota: (workspace: string) => (opts.maxActive ? { workspace_id: workspace, max: opts.maxActive } : null),
     admitFollowUp: (workspace: string) => {
       log.push(`follow-up quota ${workspace}`);
       return Promise.resolve();
@@ -192,6 +195,19 @@ describe('AdmissionService', () => {
     });
     expect(log).toEqual([]);
     expect(submitted).toEqual([]);
+  });
+
+  it('max_active_runs goes to the unit, which counts it over the database: a unit that found it reached answers 429, nothing set going', async () => {
+    const { service, log, submitted } = setup({
+      outcomes: [() => ({ admitted: false, existing: null, active: 2 })],
+      maxActive: 2,
+    });
+    await expect(service.submit(message(), null)).rejects.toMatchObject({
+      code: 'rate_limited',
+      details: { quota: 'max_active_runs', limit: 2, workspace_id: 'default' },
+    });
+    expect(submitted.map((a) => a.active_quota)).toEqual([{ workspace_id: 'default', max: 2 }]);
+    expect(log).toEqual(['quota default', 'prepare']);
   });
 
   it('a spent quota refuses a new event with 429 before anything is prepared or written', async () => {

@@ -27,7 +27,7 @@ import { RunLifecycleService } from './run-lifecycle.service';
 import { RunStarter, scopeOf, type LiveRunner, type PreparedRun } from './run-start';
 import { telemetry } from '@libs/telemetry';
 import type { Admission } from './admission';
-import { WorkspaceQuotaGate } from './workspace-quotas';
+import { quotaExceeded, WorkspaceQuotaGate } from './workspace-quotas';
 
 export type { Admission } from './admission';
 
@@ -103,6 +103,8 @@ export class AdmissionService {
     // duplicate answers its original admission and never spends a token.
     const workspace = agent.workspace_id ?? DEFAULT_WORKSPACE;
     this.quotas.admit(workspace);
+    // Counted over the database by the unit (every process's running runs), race-free.
+    const activeQuota = this.quotas.activeQuota(workspace);
     if (sub.conversation) {
       await this.quotas.admitFollowUp(workspace);
     }
@@ -161,6 +163,7 @@ export class AdmissionService {
           user,
           run: failed?.run ?? prepared?.run ?? null,
           terminal: failed?.terminal ?? null,
+          active_quota: activeQuota,
           // The table is built when the unit is submitted: it sees every run started before it.
           conversation: c && {
             ref: c,
@@ -181,11 +184,14 @@ export class AdmissionService {
       outcome = await telemetry.tracing.inSpan('writer commit', {}, () =>
         c && prepared ? this.starter.whileStarting(prepared, c.key, submit) : submit(),
       );
-      if (outcome.admitted || outcome.existing !== null) {
+      if (outcome.admitted || outcome.existing !== null || outcome.active !== undefined) {
         break;
       }
       // The conversation was free after all: prepare the run and submit again.
       prepared = await this.starter.prepare(runId, eventId, sub, agent, live, now);
+    }
+    if (outcome && !outcome.admitted && outcome.active !== undefined && activeQuota) {
+      throw quotaExceeded(workspace, 'max_active_runs', activeQuota.max, 1000);
     }
     if (!outcome?.admitted) {
       if (!outcome?.existing) {

@@ -23,7 +23,12 @@ function table() {
   const put = (runId: string, status: RunLiveness['status'] = 'running', o: { burst?: number } = {}) => {
     const snapshot = testSnapshot({ run_id: runId, burst: o.burst ?? 2 });
     rows.set(runId, {
-      live: { status, started_at: 1000, cancel_requested: false },
+      live: {
+        status,
+        started_at: 1000,
+        cancel_requested: false,
+        lease: { run_id: runId, attempt: 1, owner_process_id: 'p-owner' },
+      },
       snapshot: JSON.parse(JSON.stringify(snapshot)) as object,
       hash: snapshotHash(snapshot),
     });
@@ -55,6 +60,17 @@ describe('StoredRunGrants (the host API at a process that does not own the run)'
     t.rows.get('r1')!.live.cancel_requested = true;
     expect((await grants.find('r1'))?.cancel_requested).toBe(true);
     expect(t.reads).toEqual({ liveness: 2, authorization: 1 });
+  });
+
+  it('carries the lease read with the status on every call: its writes are fenced by the attempt it was granted for', async () => {
+    const t = table();
+    t.put('r1');
+    const grants = grantsOver(t);
+    expect((await grants.find('r1'))?.lease).toEqual({ run_id: 'r1', attempt: 1, owner_process_id: 'p-owner' });
+    // Taken over and started again elsewhere: the cached snapshot stays, the lease is the new one.
+    t.rows.get('r1')!.live.lease = { run_id: 'r1', attempt: 2, owner_process_id: 'p-next' };
+    expect((await grants.find('r1'))?.lease).toEqual({ run_id: 'r1', attempt: 2, owner_process_id: 'p-next' });
+    expect(t.reads.authorization).toBe(1);
   });
 
   it('refuses a run that ended since its grant was cached, and aborts that grant', async () => {

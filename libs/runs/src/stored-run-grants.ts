@@ -9,7 +9,7 @@ export const MAX_REMOTE_GRANTS = 1024;
 
 /** What a process keeps of a run another process owns: all of it frozen at admission. */
 interface RemoteEntry {
-  readonly base: Omit<RunGrant, 'active' | 'cancel_requested' | 'started_at'>;
+  readonly base: Omit<RunGrant, 'active' | 'cancel_requested' | 'started_at' | 'lease'>;
   readonly abort: AbortController;
 }
 
@@ -55,6 +55,9 @@ export class StoredRunGrants extends RunGrants {
     }
     return Object.freeze({
       ...entry.base,
+      // Read with the status on every call: this call's writes land only while the run still
+      // runs under it (docs/scale-out.md#fenced-host-api-writes).
+      lease: live.lease,
       started_at: live.started_at,
       active: true,
       cancel_requested: live.cancel_requested,

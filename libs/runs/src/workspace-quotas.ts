@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { TokenBucket, WorkspacesService, type WorkspaceQuotas } from '@libs/authz';
-import { WorkspacesRepository } from '@libs/persistence';
+import { WorkspacesRepository, type ActiveQuota } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
-import { ActiveRuns } from './active-runs';
 
 const DAY_MS = 86_400_000;
 
@@ -21,7 +20,8 @@ export function quotaExceeded(workspace: string, quota: keyof WorkspaceQuotas, l
 
 /**
  * Per-workspace quotas (docs/tenancy.md#quotas), checked at the edge of admission and in the host
- * API. The rate is a token bucket and active runs are counted in memory; the counted quotas
+ * API. The rate is a token bucket; active runs are counted over the database by the admission
+ * unit (every process's, race-free: activeQuota); the counted quotas
  * (steering queue, storage bytes, tokens per day) read the database at most once a second per
  * workspace, and only when the quota is set: a workspace without quotas costs a map lookup.
  */
@@ -33,7 +33,6 @@ export class WorkspaceQuotaGate {
   constructor(
     private readonly workspaces: WorkspacesService,
     private readonly repo: WorkspacesRepository,
-    private readonly active: ActiveRuns,
   ) {
     workspaces.onChange((id) => {
       this.buckets.delete(id);
@@ -41,7 +40,7 @@ export class WorkspaceQuotaGate {
     });
   }
 
-  /** Admission: runs per second, then active runs (throws 429). */
+  /** Admission: runs per second (throws 429); the active runs are the admission unit's (activeQuota). */
   admit(workspace: string, now = Date.now()): void {
     const q = this.workspaces.quotas(workspace);
     if (q.runs_per_second !== undefined) {
@@ -50,9 +49,15 @@ export class WorkspaceQuotaGate {
         throw quotaExceeded(workspace, 'runs_per_second', q.runs_per_second, Math.ceil(1000 / q.runs_per_second));
       }
     }
-    if (q.max_active_runs !== undefined && this.activeRuns(workspace) >= q.max_active_runs) {
-      throw quotaExceeded(workspace, 'max_active_runs', q.max_active_runs, 1000);
-    }
+  }
+
+  /**
+   * The workspace's `max_active_runs` for the admission unit, which counts the running runs of
+   * every process over the database under the workspace's lock (admission-unit.ts); null: none.
+   */
+  activeQuota(workspace: string): ActiveQuota | null {
+    const max = this.workspaces.quotas(workspace).max_active_runs;
+    return max === undefined ? null : { workspace_id: workspace, max };
   }
 
   /** Admission of a conversation's event: the steering queue (throws 429). */
@@ -83,17 +88,6 @@ export class WorkspaceQuotaGate {
     ) {
       throw quotaExceeded(workspace, 'max_model_tokens_per_day', q.max_model_tokens_per_day, DAY_MS - (now % DAY_MS));
     }
-  }
-
-  /** Running runs of the workspace in this process. */
-  activeRuns(workspace: string): number {
-    let n = 0;
-    for (const r of this.active.all()) {
-      if ((r.snapshot.scope.workspace_id ?? 'default') === workspace) {
-        n++;
-      }
-    }
-    return n;
   }
 
   /** Tokens left in the admission bucket (null: no rate quota). */

@@ -10,6 +10,8 @@ import { epochMs, type JsonObject } from './columns';
 // One running run per conversation (agent + workspace + conversation id + thread): a unique partial
 // expression index the migrations create.
 @Index('uq_runs_running_conversation', { synchronize: false })
+// Running runs of a workspace (the max_active_runs count of admission): a partial index the migrations create.
+@Index('idx_runs_running_workspace', { synchronize: false })
 export class RunEntity {
   /** Internal order key (cursor for listings). */
   @PrimaryGeneratedColumn()

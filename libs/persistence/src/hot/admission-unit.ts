@@ -73,6 +73,17 @@ export interface AdmissionRows {
   terminal: NewResult | null;
   /** Null or missing: a conversation of one. */
   conversation?: ConversationRows | null;
+  /**
+   * The workspace's `max_active_runs` (docs/tenancy.md#quotas), counted here over the database —
+   * every process's running runs — under the workspace's lock, so two processes admitting at once
+   * never exceed it. Absent: no such quota (nothing read, no lock).
+   */
+  active_quota?: ActiveQuota | null;
+}
+
+export interface ActiveQuota {
+  workspace_id: string;
+  max: number;
 }
 
 export type AdmitOutcome =
@@ -93,9 +104,13 @@ export type AdmitOutcome =
       attempt: number | null;
     }
   /** A duplicate (maybe concurrent): nothing written, the event recorded first. */
-  | { admitted: false; existing: EventEntity }
-  /** The conversation was free but the run was not prepared: nothing written; prepare and submit again. */
-  | { admitted: false; existing: null };
+  | { admitted: false; existing: EventEntity; active?: undefined }
+  /**
+   * Nothing written. Without `active`: the conversation was free but the run was not prepared
+   * (prepare and submit again). With `active`: the workspace has reached its `max_active_runs`
+   * (that many running runs).
+   */
+  | { admitted: false; existing: null; active?: number };
 
 /** The stored run context with the event's position, set once, by the unit that knows it. */
 export function withEventSeq(context: NewRun['context'], eventSeq: number): NewRun['context'] {
@@ -150,11 +165,32 @@ function runOf(d: Disposition | 'failed', a: AdmissionRows, s: ConversationSitua
   return d === 'steered' || d === 'rejected' ? s.running_run_id : a.event.run_id;
 }
 
+/**
+ * The workspace's running runs when they reach its `max_active_runs`, else null: counted under
+ * the workspace's lock (a transaction advisory lock on PostgreSQL, held to COMMIT; SQLite has one
+ * writer), taken after the conversation's, so a concurrent admission of the workspace counts this
+ * one's run once it committed.
+ */
+function* activeQuotaReached(q: ActiveQuota): Unit<number | null> {
+  yield* one(SQL.lockConversation, [`workspace-active:${q.workspace_id}`]);
+  const r = yield* one<{ n: number | string }>(SQL.runningOfWorkspace, [q.workspace_id, q.workspace_id]);
+  const n = Number(r?.n ?? 0);
+  return n >= q.max ? n : null;
+}
+
 /** Admission of one event, in one transaction (see the file comment). */
 export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
   const c = a.conversation ?? null;
   if (c) {
     yield* conversationLock(c.ref);
+  }
+  if (a.active_quota) {
+    const active = yield* activeQuotaReached(a.active_quota);
+    if (active !== null) {
+      // A duplicate still answers its original admission: a quota never refuses it.
+      const existing = yield* recordedEvent(a.event, a.readmit);
+      return existing ? { admitted: false, existing } : { admitted: false, existing: null, active };
+    }
   }
   const s = c ? yield* situationOf(c.ref) : FREE;
   const decided = c ? decide(c.table, s) : 'started';
@@ -308,8 +344,7 @@ export interface WaitingStart {
 }
 
 export type WaitingStartOutcome =
-  | { started: true; event_seq: number | null; attempt: number }
-  | { started: false; why: 'busy' | 'moved' | 'gone' };
+  { started: true; event_seq: number | null; attempt: number } | { started: false; why: 'busy' | 'moved' | 'gone' };
 
 /**
  * The deferred start of an admitted event that waited (queued, or re-dispatched): the same
@@ -342,5 +377,7 @@ export function* startWaitingUnit(w: WaitingStart): Unit<WaitingStartOutcome> {
     w.run_id,
   ]);
   yield* exec(STEERING_SQL.markDispatched, [claimed ? 'started' : 'failed', r.started_at, w.item_id]);
-  return claimed ? { started: true, event_seq: eventSeq, attempt: Number(claimed.attempt) } : { started: false, why: 'gone' };
+  return claimed
+    ? { started: true, event_seq: eventSeq, attempt: Number(claimed.attempt) }
+    : { started: false, why: 'gone' };
 }

@@ -199,6 +199,15 @@ export const SQL = {
    * writers of several host processes cannot compute the same next seq; SQLite has one writer.
    */
   lockConversation: stmt('lock_conversation', 'SELECT ? AS "k"', `SELECT pg_advisory_xact_lock(hashtext(?)) AS "k"`),
+  /**
+   * Running runs of a workspace (`default` also counts runs stored without one), for its
+   * `max_active_runs` (docs/tenancy.md#quotas): the partial index idx_runs_running_workspace.
+   */
+  runningOfWorkspace: stmt(
+    'running_of_workspace',
+    `SELECT COUNT(*) AS "n" FROM "runs" WHERE "status" = 'running'
+       AND ("workspace_id" = ? OR (CAST(? AS TEXT) = 'default' AND "workspace_id" IS NULL))`,
+  ),
   /** Next seq of the conversation in the same statement. */
   insertTranscript: stmt(
     'insert_transcript',
@@ -231,7 +240,7 @@ export const SQL = {
   /** What a host API call at a process that does not own the run re-reads every call (docs/scale-out.md#host-api-anywhere). */
   runLiveness: stmt(
     'run_liveness',
-    'SELECT "status", "created_at", "started_at", "cancel_requested_at" FROM "runs" WHERE "run_id" = ?',
+    'SELECT "status", "created_at", "started_at", "cancel_requested_at", "attempt", "owner_process_id" FROM "runs" WHERE "run_id" = ?',
   ),
   /** Highest seq of one conversation (agent, workspace, conversation id, thread; null matches null). */
   latestThreadSeq: stmt(

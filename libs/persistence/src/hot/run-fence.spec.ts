@@ -1,5 +1,5 @@
 import { SQL } from './hot-sql';
-import { FENCE_RUN, FenceCache, FencedError, fenceUnit, type RunLease } from './run-fence';
+import { FENCE_CALL, FENCE_RUN, FenceCache, FencedError, fenceCallUnit, fenceUnit, type RunLease } from './run-fence';
 import type { Op } from './unit';
 
 const lease: RunLease = { run_id: 'r1', attempt: 2, owner_process_id: 'p1' };
@@ -49,5 +49,23 @@ describe('the fence of a run write (docs/scale-out.md#fenced-writes)', () => {
     expect(cache.answer(other)).toBeUndefined();
     cache.reset();
     expect(cache.answer(fenceOp(lease))).toBeUndefined();
+  });
+
+  it('a host API write is fenced by FENCE_CALL (the lease and a running run); refused, it throws FencedError', () => {
+    const callOp: Op = { ...fenceOp(lease), stmt: FENCE_CALL };
+    expect(drive(fenceCallUnit(undefined), () => ({ changes: 1 })).ops).toEqual([]);
+    expect(drive(fenceCallUnit(lease), () => ({ changes: 1 })).ops).toEqual([callOp]);
+    expect(FENCE_CALL.pg).toContain(`"status" = 'running'`);
+    expect(FENCE_CALL.sqlite).toContain(`"status" = 'running'`);
+    expect(() => drive(fenceCallUnit(lease), () => ({ changes: 0 }))).toThrow(FencedError);
+  });
+
+  it('the cache keeps fences per statement: a matched FENCE_RUN does not answer FENCE_CALL (it checks the status too)', () => {
+    const cache = new FenceCache();
+    const callOp: Op = { ...fenceOp(lease), stmt: FENCE_CALL };
+    cache.ran(fenceOp(lease), { changes: 1 });
+    expect(cache.answer(callOp)).toBeUndefined();
+    cache.ran(callOp, { changes: 1 });
+    expect(cache.answer(callOp)).toEqual({ changes: 1 });
   });
 });

@@ -56,6 +56,26 @@ export const FENCE_RUN: HotStatement = {
 };
 
 /**
+ * The fence of a host API write made for a run (docs/scale-out.md#fenced-host-api-writes): the
+ * run's own fence, and the run must still be `running` — at the owner a call checked before the
+ * run's end committed must not write after it; at another process (StoredRunGrants) the lease is
+ * the one read with the run's status, so the write lands only while the run is still running
+ * under the attempt the call was granted for, its owner alive.
+ */
+export const FENCE_CALL: HotStatement = {
+  ...stmt(
+    'fence_call',
+    `UPDATE "runs" SET "last_write_at" = ${NOW_SQLITE}
+     WHERE "run_id" = ? AND "attempt" = ? AND "owner_process_id" = ? AND "status" = 'running'
+       AND EXISTS (SELECT 1 FROM "host_processes" WHERE "id" = ?)`,
+    `UPDATE "runs" SET "last_write_at" = ${NOW_PG}
+     WHERE "run_id" = ? AND "attempt" = ? AND "owner_process_id" = ? AND "status" = 'running'
+       AND EXISTS (SELECT 1 FROM "host_processes" WHERE "id" = ?)`,
+  ),
+  fence: true,
+};
+
+/**
  * The fence of a unit of a run owned by this process: nothing when the run is not leased (one
  * process without a claim; legacy callers); otherwise the unit (its whole transaction) fails with
  * FencedError unless the lease is still this run's.
@@ -65,6 +85,26 @@ export function* fenceUnit(lease: RunLease | null | undefined): Unit<void> {
     return;
   }
   const matched = yield* exec(FENCE_RUN, [lease.run_id, lease.attempt, lease.owner_process_id, lease.owner_process_id]);
+  if (matched === 0) {
+    throw new FencedError(lease);
+  }
+}
+
+/**
+ * The fence of a host API write unit (FENCE_CALL): nothing when the run is not leased; otherwise
+ * the unit fails with FencedError (its transaction rolled back) unless the run is still running
+ * under the lease the call was granted for.
+ */
+export function* fenceCallUnit(lease: RunLease | null | undefined): Unit<void> {
+  if (!lease) {
+    return;
+  }
+  const matched = yield* exec(FENCE_CALL, [
+    lease.run_id,
+    lease.attempt,
+    lease.owner_process_id,
+    lease.owner_process_id,
+  ]);
   if (matched === 0) {
     throw new FencedError(lease);
   }
@@ -81,13 +121,13 @@ export class FenceCache {
 
   /** The answer for an op that is a fence already matched in this transaction; undefined to run it. */
   answer(op: Op): Changes | undefined {
-    return op.stmt.fence && this.held.has(key(op.params)) ? { changes: 1 } : undefined;
+    return op.stmt.fence && this.held.has(key(op)) ? { changes: 1 } : undefined;
   }
 
   /** Records a fence that ran (only one that matched counts). */
   ran(op: Op, result: unknown): void {
     if (op.stmt.fence && (result as Changes).changes > 0) {
-      this.held.add(key(op.params));
+      this.held.add(key(op));
     }
   }
 
@@ -96,6 +136,7 @@ export class FenceCache {
   }
 }
 
-function key(params: readonly SqlValue[]): string {
-  return params.map((p) => String(p)).join('\u0000');
+/** Per statement: a run's FENCE_RUN that matched says nothing of FENCE_CALL's status check. */
+function key(op: Op): string {
+  return [op.stmt.name, ...op.params.map((p: SqlValue) => String(p))].join('\u0000');
 }

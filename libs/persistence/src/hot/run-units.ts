@@ -22,7 +22,7 @@ import {
   TRANSCRIPT_COLUMNS,
 } from './hot-sql';
 import { outboxUnit, type NewOutboxRow } from './outbox-units';
-import { fenceUnit, type RunLease } from './run-fence';
+import { fenceCallUnit, fenceUnit, type RunLease } from './run-fence';
 import { storeSnapshotUnit } from './snapshot-rows';
 import { bool, exec, json, one, rowParams, type Unit } from './unit';
 
@@ -149,14 +149,17 @@ export function* eventLogUnit(row: NewEventLog): Unit<number> {
   return Number(r?.id);
 }
 
-export function* auditUnit(a: NewAudit): Unit<void> {
+/** An audit row; fenced (FENCE_CALL) when it records a write call made for a leased run. */
+export function* auditUnit(a: NewAudit, lease: RunLease | null = null): Unit<void> {
+  yield* fenceCallUnit(lease);
   yield* exec(SQL.insertAudit, rowParams(AUDIT_COLUMNS, a));
 }
 
 export type NewModelUsage = Omit<ModelUsageEntity, 'id'>;
 
-/** One metered model call (its usage row), written with the run's other hot-path rows. */
-export function* modelUsageUnit(u: NewModelUsage): Unit<void> {
+/** One metered model call (its usage row), written with the run's other hot-path rows; fenced by the run's lease. */
+export function* modelUsageUnit(u: NewModelUsage, lease: RunLease | null = null): Unit<void> {
+  yield* fenceCallUnit(lease);
   yield* exec(SQL.insertModelUsage, rowParams(MODEL_USAGE_COLUMNS, u));
 }
 
@@ -164,21 +167,33 @@ export function* cancelRequestedUnit(runId: string, at: number): Unit<void> {
   yield* exec(SQL.markCancelRequested, [at, runId]);
 }
 
-/** A state write of a run's host API call: fenced by the run's lease when given. */
+/*
+ * The writes of a run's host API calls (docs/scale-out.md#fenced-host-api-writes): each fenced by
+ * the run's lease when given (FENCE_CALL: the lease, and the run still running), in the same
+ * transaction as the write.
+ */
 export function* stateSetUnit(w: StateWrite, at: number, lease: RunLease | null = null): Unit<void> {
-  yield* fenceUnit(lease);
+  yield* fenceCallUnit(lease);
   yield* exec(SQL.stateUpsert, [w.scope_key, w.state_key, w.value, at]);
 }
 
 export function* stateDeleteUnit(scopeKey: string, key: string, lease: RunLease | null = null): Unit<boolean> {
-  yield* fenceUnit(lease);
+  yield* fenceCallUnit(lease);
   return (yield* exec(SQL.stateDelete, [scopeKey, key])) > 0;
 }
 
-export function* storageSetUnit(ownerKey: string, key: string, value: Buffer, at: number): Unit<void> {
+export function* storageSetUnit(
+  ownerKey: string,
+  key: string,
+  value: Buffer,
+  at: number,
+  lease: RunLease | null = null,
+): Unit<void> {
+  yield* fenceCallUnit(lease);
   yield* exec(SQL.storageUpsert, [ownerKey, key, value.toString('base64'), value.length, at]);
 }
 
-export function* storageDeleteUnit(ownerKey: string, key: string): Unit<boolean> {
+export function* storageDeleteUnit(ownerKey: string, key: string, lease: RunLease | null = null): Unit<boolean> {
+  yield* fenceCallUnit(lease);
   return (yield* exec(SQL.storageDelete, [ownerKey, key])) > 0;
 }

@@ -100,9 +100,23 @@ export const STEERING_SQL = {
     `SELECT DISTINCT s."run_id" AS "run_id" FROM "steering_items" s JOIN "runs" r ON r."run_id" = s."run_id"
      WHERE s."state" = 'queued' AND r."status" <> 'running'`,
   ),
-  /** Conversations with items waiting to run. */
+  /**
+   * Conversations with items waiting to run that could start now: none has a running run
+   * (docs/scale-out.md#routing — the dispatcher's poll reads no busy conversation; the end of the
+   * running run kicks it, and the next poll finds it). The runs side is the partial unique index
+   * uq_runs_running_conversation (same expressions); a conversation of one (no conversation on
+   * its run row) is never busy.
+   */
   waitingConversations: stmt(
     'waiting_conversations',
-    `SELECT DISTINCT "conversation_key" FROM "steering_items" WHERE "dispatch" = 'waiting'`,
+    `SELECT DISTINCT s."conversation_key" FROM "steering_items" s
+     WHERE s."dispatch" = 'waiting'
+       AND NOT EXISTS (
+         SELECT 1 FROM "runs" r
+          WHERE r."status" = 'running' AND r."conversation_id" IS NOT NULL
+            AND r."agent_id" = s."agent_id"
+            AND COALESCE('w:' || r."workspace_id", '') = COALESCE('w:' || s."workspace_id", '')
+            AND r."conversation_id" = s."conversation_id"
+            AND COALESCE(r."thread_id", '') = COALESCE(s."thread_id", ''))`,
   ),
 } as const;

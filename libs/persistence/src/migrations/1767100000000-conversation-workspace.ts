@@ -54,10 +54,10 @@ export class ConversationWorkspace1767100000000 implements MigrationInterface {
       `SELECT "id", "agent_id", "workspace_id", "conversation_id", "thread_id" FROM "steering_items"`,
     )) as ItemIds[];
     for (const r of items) {
-      await q.query(`UPDATE "steering_items" SET "conversation_key" = ${pg ? '$1' : '?'} WHERE "id" = ${pg ? '$2' : '?'}`, [
-        key(r),
-        r.id,
-      ]);
+      await q.query(
+        `UPDATE "steering_items" SET "conversation_key" = ${pg ? '$1' : '?'} WHERE "id" = ${pg ? '$2' : '?'}`,
+        [key(r), r.id],
+      );
     }
   }
 }

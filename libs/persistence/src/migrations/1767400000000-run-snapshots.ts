@@ -38,11 +38,10 @@ export class RunSnapshots1767400000000 implements MigrationInterface {
           `INSERT INTO "snapshots" ("hash", "content", "created_at") VALUES (${p(1)}, ${p(2)}, ${p(3)}) ON CONFLICT DO NOTHING`,
           [s.hash, s.content, Number(r.created_at)],
         );
-        await q.query(`UPDATE "runs" SET "snapshot_hash" = ${p(1)}, "authorization_run" = ${p(2)} WHERE "id" = ${p(3)}`, [
-          s.hash,
-          s.run,
-          Number(r.id),
-        ]);
+        await q.query(
+          `UPDATE "runs" SET "snapshot_hash" = ${p(1)}, "authorization_run" = ${p(2)} WHERE "id" = ${p(3)}`,
+          [s.hash, s.run, Number(r.id)],
+        );
       }
       if (rows.length < BATCH) {
         break;

@@ -17,7 +17,9 @@ export class TranscriptIndexDeferred1767410000000 implements MigrationInterface 
     if (q.connection.options.type === 'postgres') {
       return;
     }
-    await q.query(`CREATE TABLE "fts_watermarks" ("name" VARCHAR(64) PRIMARY KEY NOT NULL, "indexed_id" INTEGER NOT NULL)`);
+    await q.query(
+      `CREATE TABLE "fts_watermarks" ("name" VARCHAR(64) PRIMARY KEY NOT NULL, "indexed_id" INTEGER NOT NULL)`,
+    );
     await q.query(
       `INSERT INTO "fts_watermarks" ("name", "indexed_id") VALUES ('transcript', COALESCE((SELECT MAX("id") FROM "transcript"), 0))`,
     );

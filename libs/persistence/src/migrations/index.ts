@@ -17,6 +17,7 @@ import { RunLeases1767600000000 } from './1767600000000-run-leases';
 import { RunnerPresence1767610000000 } from './1767610000000-runner-presence';
 import { DeliverySenders1767630000000 } from './1767630000000-delivery-senders';
 import { CatalogVersion1767640000000 } from './1767640000000-catalog-version';
+import { RunningRunsByWorkspace1767650000000 } from './1767650000000-running-runs-by-workspace';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
 export const MIGRATIONS = [
@@ -39,4 +40,5 @@ export const MIGRATIONS = [
   RunnerPresence1767610000000,
   DeliverySenders1767630000000,
   CatalogVersion1767640000000,
+  RunningRunsByWorkspace1767650000000,
 ];

@@ -5,6 +5,7 @@ import { MoreThan, Repository } from 'typeorm';
 import { ModelEntity, ModelUsageEntity } from '../entities';
 import { HotStore } from '../hot/hot-store';
 import { modelUsageUnit, type NewModelUsage } from '../hot/run-units';
+import type { RunLease } from '../hot/run-fence';
 
 export type { NewModelUsage };
 
@@ -51,9 +52,12 @@ export class ModelsRepository {
     return (r.affected ?? 0) > 0;
   }
 
-  /** Through the one writer: a metered call is a hot-path write like the run's audit rows. */
-  recordUsage(row: NewModelUsage): Promise<void> {
-    return this.hot.write(() => modelUsageUnit(row));
+  /**
+   * Through the one writer: a metered call is a hot-path write like the run's audit rows, fenced
+   * by the run's lease when given (FencedError: docs/scale-out.md#fenced-host-api-writes).
+   */
+  recordUsage(row: NewModelUsage, lease: RunLease | null = null): Promise<void> {
+    return this.hot.write(() => modelUsageUnit(row, lease));
   }
 
   async usageOfRun(runId: string): Promise<ModelUsageEntity[]> {

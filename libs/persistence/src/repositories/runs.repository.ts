@@ -47,6 +47,11 @@ export interface RunLiveness {
   /** When it started (epoch ms; its admission when it has not started). */
   started_at: number;
   cancel_requested: boolean;
+  /**
+   * Its lease as the row names it (null: not owned): a host API write served for it at another
+   * process is fenced by it (docs/scale-out.md#fenced-host-api-writes).
+   */
+  lease: RunLease | null;
 }
 
 export interface RunListFilter {
@@ -115,6 +120,8 @@ export class RunsRepository {
         created_at: string | number;
         started_at: string | number | null;
         cancel_requested_at: string | number | null;
+        attempt: string | number;
+        owner_process_id: string | null;
       }>(SQL.runLiveness, [runId]),
     );
     return r
@@ -122,6 +129,9 @@ export class RunsRepository {
           status: r.status,
           started_at: Number(r.started_at ?? r.created_at),
           cancel_requested: r.cancel_requested_at !== null,
+          lease: r.owner_process_id
+            ? { run_id: runId, attempt: Number(r.attempt), owner_process_id: r.owner_process_id }
+            : null,
         }
       : null;
   }

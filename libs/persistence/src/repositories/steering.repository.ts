@@ -78,6 +78,7 @@ export class SteeringRepository {
     return r ? steeringFromRow(r) : null;
   }
 
+  /** Conversations a waiting run of could start now (none of them busy: STEERING_SQL.waitingConversations). */
   async waitingConversations(): Promise<string[]> {
     const found = await this.hot.read(rows<{ conversation_key: string }>(STEERING_SQL.waitingConversations, []));
     return found.map((r) => r.conversation_key);

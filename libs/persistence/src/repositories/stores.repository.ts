@@ -6,6 +6,7 @@ import { HotStore } from '../hot/hot-store';
 import { SQL } from '../hot/hot-sql';
 import { auditUnit, stateDeleteUnit, stateSetUnit, storageDeleteUnit, storageSetUnit } from '../hot/run-units';
 import { one, rows } from '../hot/unit';
+import type { RunLease } from '../hot/run-fence';
 
 /**
  * `column` starts with `:prefix`, literally and case-sensitively on both dialects (no LIKE:
@@ -15,7 +16,11 @@ function startsWithPrefix(column: string): string {
   return `SUBSTR(${column}, 1, LENGTH(CAST(:prefix AS TEXT))) = CAST(:prefix AS TEXT)`;
 }
 
-/** Key-value stores (state, storage) and the audit log. */
+/**
+ * Key-value stores (state, storage) and the audit log. A write made for a run's host API call
+ * takes the run's lease (null: unfenced) and is refused with FencedError, nothing written, when
+ * the run is no longer running under it (docs/scale-out.md#fenced-host-api-writes).
+ */
 @Injectable()
 export class StoresRepository {
   constructor(
@@ -30,12 +35,12 @@ export class StoresRepository {
     return row ? row.value : null;
   }
 
-  stateSet(scopeKey: string, key: string, value: string): Promise<void> {
-    return this.hot.write(() => stateSetUnit({ scope_key: scopeKey, state_key: key, value }, Date.now()));
+  stateSet(scopeKey: string, key: string, value: string, lease: RunLease | null = null): Promise<void> {
+    return this.hot.write(() => stateSetUnit({ scope_key: scopeKey, state_key: key, value }, Date.now(), lease));
   }
 
-  stateDelete(scopeKey: string, key: string): Promise<boolean> {
-    return this.hot.write(() => stateDeleteUnit(scopeKey, key));
+  stateDelete(scopeKey: string, key: string, lease: RunLease | null = null): Promise<boolean> {
+    return this.hot.write(() => stateDeleteUnit(scopeKey, key, lease));
   }
 
   /** Keys (ordered) with a literal prefix; `limit + 1` rows tell whether there are more. */
@@ -60,12 +65,12 @@ export class StoresRepository {
     return this.storage.findOne({ where: { owner_key: ownerKey, key } });
   }
 
-  storageSet(ownerKey: string, key: string, value: Buffer): Promise<void> {
-    return this.hot.write(() => storageSetUnit(ownerKey, key, value, Date.now()));
+  storageSet(ownerKey: string, key: string, value: Buffer, lease: RunLease | null = null): Promise<void> {
+    return this.hot.write(() => storageSetUnit(ownerKey, key, value, Date.now(), lease));
   }
 
-  storageDelete(ownerKey: string, key: string): Promise<boolean> {
-    return this.hot.write(() => storageDeleteUnit(ownerKey, key));
+  storageDelete(ownerKey: string, key: string, lease: RunLease | null = null): Promise<boolean> {
+    return this.hot.write(() => storageDeleteUnit(ownerKey, key, lease));
   }
 
   async storageKeys(ownerKey: string, prefix: string, limit: number): Promise<string[]> {
@@ -81,8 +86,8 @@ export class StoresRepository {
   }
 
   /** Resolves once the row is committed: a call that returned always left its audit row. */
-  appendAudit(row: Omit<AuditEntity, 'id'>): Promise<void> {
-    return this.hot.write(() => auditUnit(row));
+  appendAudit(row: Omit<AuditEntity, 'id'>, lease: RunLease | null = null): Promise<void> {
+    return this.hot.write(() => auditUnit(row, lease));
   }
 
   async auditOf(runId: string, afterId: number, limit: number): Promise<AuditEntity[]> {

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, Repository } from 'typeorm';
 import { WorkspaceEntity } from '../entities';
+import { SQL } from '../hot/hot-sql';
 
 /** What a workspace uses now (docs/tenancy.md#quotas). */
 export interface WorkspaceUsageCounts {
@@ -76,9 +77,8 @@ export class WorkspacesRepository {
     const p = (n: number) => (this.pg ? `$${n}` : '?');
     const num = (rows: unknown): number => Number((rows as { n: string | number | null }[])[0]?.n ?? 0);
     const active = num(
-      await this.db.query(`SELECT COUNT(*) AS n FROM "runs" WHERE "workspace_id" = ${p(1)} AND "status" = 'running'`, [
-        id,
-      ]),
+      // The admission unit's count of max_active_runs (hot-sql.ts runningOfWorkspace): every process's.
+      await this.db.query(SQL.runningOfWorkspace[this.pg ? 'pg' : 'sqlite'], [id, id]),
     );
     const queued = num(
       await this.db.query(

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { ChatCompletionCreateParamsBase } from 'openai/resources/chat/completions';
 import type { CatalogModel } from '@libs/authz';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
-import { ModelsRepository, type ModelEntity } from '@libs/persistence';
+import { isFenced, ModelsRepository, type ModelEntity } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import { telemetry } from '@libs/telemetry';
 import type { ResourceCall } from '../resource-call';
@@ -287,17 +287,25 @@ export class ModelsService {
     );
     const total = count(usage?.total_tokens) ?? (prompt !== null && completion !== null ? prompt + completion : null);
     try {
-      await this.repo.recordUsage({
-        run_id: call.run_id,
-        model_id: modelId,
-        operation,
-        prompt_tokens: prompt,
-        completion_tokens: completion,
-        total_tokens: total,
-        complete: total !== null,
-        created_at: Date.now(),
-      });
+      await this.repo.recordUsage(
+        {
+          run_id: call.run_id,
+          model_id: modelId,
+          operation,
+          prompt_tokens: prompt,
+          completion_tokens: completion,
+          total_tokens: total,
+          complete: total !== null,
+          created_at: Date.now(),
+        },
+        call.lease ?? null,
+      );
     } catch (e) {
+      if (isFenced(e)) {
+        // The run is no longer running under this call's lease: no usage row, and the call fails
+        // (docs/scale-out.md#fenced-host-api-writes).
+        throw e;
+      }
       this.logger.error({ run_id: call.run_id, msg: `model_usage write failed: ${String(e)}` });
     }
   }

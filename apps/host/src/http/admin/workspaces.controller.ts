@@ -85,7 +85,7 @@ export class WorkspacesController {
     const q = w.quotas;
     return {
       workspace_id: id,
-      active_runs: { used: this.quotas.activeRuns(id), limit: q.max_active_runs ?? null },
+      active_runs: { used: u.active_runs, limit: q.max_active_runs ?? null },
       steering_queue: { used: u.queued_steering_items, limit: q.max_steering_queue ?? null },
       storage_bytes: { used: u.storage_bytes, limit: q.max_storage_bytes ?? null },
       model_tokens_today: { used: u.model_tokens_today, limit: q.max_model_tokens_per_day ?? null },
