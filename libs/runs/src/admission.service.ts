@@ -112,6 +112,7 @@ export class AdmissionService {
     const route = routeOf(live !== undefined, !live && (await this.presence.heldElsewhere(agent.runner_id)));
     const now = Date.now();
     const runId = randomUUID();
+    const redacted = redactSubmission(sub);
     const event: EventEntity = {
       event_id: eventId,
       agent_id: agent.agent_id,
@@ -120,14 +121,14 @@ export class AdmissionService {
       thread_id: sub.conversation?.thread_id ?? null,
       idempotency_key: idempotencyKey,
       body_hash: bodyHash,
-      payload: redactSubmission(sub) as JsonObject,
+      payload: redacted as JsonObject,
       disposition: 'started',
       run_id: runId,
       received_at: now,
     };
     const scope = scopeOf(sub, agent, live?.session.plugin_id ?? '');
-    const log = eventLogRow(eventId, sub, scope, runId, now);
-    const user = userTranscriptRow(eventId, sub, scope, now);
+    const log = eventLogRow(eventId, sub, redacted, scope, runId, now);
+    const user = userTranscriptRow(eventId, sub, redacted, scope, now);
     const solo = !sub.conversation && route === 'elsewhere';
     const c = sub.conversation
       ? conversationOf(agent, sub)
