@@ -294,7 +294,7 @@ describe('host API conformance over real gRPC', () => {
       }
     });
 
-    it('keeps no copy of the grants in the run row: the runner\'s context takes them from the snapshot', async () => {
+    it("keeps no copy of the grants in the run row: the runner's context takes them from the snapshot", async () => {
       // docs/durability.md#what-a-run-row-holds: the run row keeps the resolved delivery context and
       // the event's position; the available APIs and storage flags the runner got are the snapshot's
       // (run-context.builder.spec.ts), checked above through the authorization view.
