@@ -294,19 +294,21 @@ describe('host API conformance over real gRPC', () => {
       }
     });
 
-    it('hands the runner the same available_apis in its run context', async () => {
+    it("keeps no copy of the grants in the run row: the runner's context takes them from the snapshot", async () => {
+      // docs/durability.md#what-a-run-row-holds: the run row keeps the resolved delivery context and
+      // the event's position; the available APIs and storage flags the runner got are the snapshot's
+      // (run-context.builder.spec.ts), checked above through the authorization view.
       const rows = await dbRows(db, 'runs');
       const contextOf = (runId: string) => {
         const c = rows.find((r) => r.run_id === runId)!.context;
-        return typeof c === 'string' ? JSON.parse(c) : c;
+        return (typeof c === 'string' ? JSON.parse(c) : c) as Record<string, any>;
       };
-      expect(contextOf(run.full).context.available_apis).toEqual(ALL_APIS);
-      expect(contextOf(run.restricted).context.available_apis).toEqual(RESTRICTED_APIS);
-      expect(contextOf(run.full).resources.storage).toEqual({
-        plugin_storage: true,
-        workspace_storage: false,
-        binding_storage: false,
-      });
+      for (const id of [run.full, run.restricted]) {
+        expect(Object.keys(contextOf(id)).sort()).toEqual(['context', 'delivery']);
+        expect(contextOf(id).context).toEqual({ event_seq: expect.any(Number) });
+        expect(contextOf(id).delivery).toMatchObject({ surface: 'api' });
+      }
+      expect((await authz(run.restricted)).authorization.available_apis).toEqual(RESTRICTED_APIS);
     });
   });
 

@@ -2,6 +2,32 @@ import { deliveryPolicySchema } from '@libs/agents';
 import { planOf, RunDelivery } from './run-delivery';
 import { deliveryContextOf } from './surfaces';
 
+describe('planOf', () => {
+  it('parses a stored policy object once and plans the same as a fresh parse', () => {
+    const stored = { edit_interval_ms: 1500, min_edit_chars: 3 };
+    const ctx = deliveryContextOf({ surface: 'telegram' });
+    const spy = jest.spyOn(deliveryPolicySchema, 'safeParse');
+    try {
+      const first = planOf(stored, ctx);
+      const second = planOf(stored, ctx);
+      expect(spy).toHaveBeenCalledTimes(1);
+      expect(second).toEqual(first);
+      expect(planOf({ ...stored }, ctx)).toEqual(first);
+      expect(spy).toHaveBeenCalledTimes(2);
+      expect(first).toMatchObject({ edit_interval_ms: 1500, min_edit_chars: 3 });
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('plans an invalid or missing policy with the defaults', () => {
+    const ctx = deliveryContextOf({ surface: 'api' });
+    const defaults = planOf({}, ctx);
+    expect(planOf(null, ctx)).toEqual(defaults);
+    expect(planOf({ edit_interval_ms: 'soon' }, ctx)).toEqual(defaults);
+  });
+});
+
 describe('RunDelivery', () => {
   afterEach(() => jest.useRealTimers());
 

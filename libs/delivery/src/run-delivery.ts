@@ -17,8 +17,29 @@ import type { DeliveryContext } from './surfaces';
  * stored before a field existed get its default — and the run's delivery context.
  */
 export function planOf(storedPolicy: unknown, ctx: DeliveryContext): DeliveryPlan {
-  const parsed = deliveryPolicySchema.safeParse(storedPolicy ?? {});
-  return deliveryPlan(parsed.success ? parsed.data : deliveryPolicySchema.parse({}), ctx);
+  return deliveryPlan(parsedPolicy(storedPolicy), ctx);
+}
+
+type ParsedPolicy = ReturnType<typeof deliveryPolicySchema.parse>;
+
+/**
+ * Parsed policies by the stored object: an agent comes from admission's in-memory catalogue, one
+ * object per agent version (an update loads a new one), so each is parsed once, not once per run
+ * (the parse showed in the run path's CPU profile, docs/benchmarks.md). Never mutated after parsing.
+ */
+const parsedPolicies = new WeakMap<object, ParsedPolicy>();
+
+function parsedPolicy(stored: unknown): ParsedPolicy {
+  const cached = typeof stored === 'object' && stored !== null ? parsedPolicies.get(stored) : undefined;
+  if (cached) {
+    return cached;
+  }
+  const parsed = deliveryPolicySchema.safeParse(stored ?? {});
+  const policy = parsed.success ? parsed.data : deliveryPolicySchema.parse({});
+  if (typeof stored === 'object' && stored !== null) {
+    parsedPolicies.set(stored, policy);
+  }
+  return policy;
 }
 
 /** What other libs may read of a run's delivery. */

@@ -1,17 +1,20 @@
 import type { RunScope } from '@libs/authz';
 import type { EventLogEntity, JsonObject, NewTranscriptRow } from '@libs/persistence';
 import { redactMessage, truncate } from '@libs/conversations';
-import { redactSubmission, type EventSubmission } from './event-submission';
+import type { EventSubmission } from './event-submission';
+
+/** `redactSubmission(sub)`: made once per admission, shared by the event row and these rows. */
+export type RedactedSubmission = Record<string, unknown>;
 
 /** The event log row of an inbound event (redacted; the input as a ≤ 1000-character summary). */
 export function eventLogRow(
   eventId: string,
   sub: EventSubmission,
+  redacted: RedactedSubmission,
   scope: RunScope,
   runId: string | null,
   now: number,
 ): Omit<EventLogEntity, 'id'> {
-  const redacted = redactSubmission(sub);
   const { agent_id, conversation_id, thread_id, bot_id, workspace_id, actor_type, actor_id, subject_type, subject_id } =
     scope;
   return {
@@ -41,6 +44,7 @@ export function eventLogRow(
 export function userTranscriptRow(
   eventId: string,
   sub: EventSubmission,
+  redacted: RedactedSubmission,
   scope: RunScope,
   now: number,
 ): NewTranscriptRow | null {
@@ -55,7 +59,7 @@ export function userTranscriptRow(
     item_type: 'message',
     content: truncate(sub.input.text ?? ''),
     content_json: redactMessage({ role: 'user', content }) as JsonObject,
-    attachment_refs: (redactSubmission(sub).input as { attachments?: JsonObject[] }).attachments ?? [],
+    attachment_refs: (redacted.input as { attachments?: JsonObject[] }).attachments ?? [],
     event_id: eventId,
     run_id: null,
     agent_id: scope.agent_id,

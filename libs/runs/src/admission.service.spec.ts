@@ -88,7 +88,13 @@ function setup(opts: {
   for (const kind of ['steering', 'conversation', 'cancel'] as const) {
     signals.subscribe(kind, (s: Signal) => log.push(`signal ${s.kind}`));
   }
-  const catalog = { agent: () => Promise.resolve(agent) } as unknown as AdmissionCatalog;
+  const catalogReads: string[] = [];
+  const catalog = {
+    agent: (id: string) => {
+      catalogReads.push(id);
+      return Promise.resolve(agent);
+    },
+  } as unknown as AdmissionCatalog;
   const quotas = {
     admit: (workspace: string) => {
       log.push(`quota ${workspace}`);
@@ -116,7 +122,7 @@ function setup(opts: {
       draining: false,
     },
   );
-  return { service, log, submitted };
+  return { service, log, submitted, catalogReads };
 }
 
 const admitted =
@@ -134,6 +140,16 @@ const admitted =
   });
 
 describe('AdmissionService', () => {
+  it('reads the agent from the catalogue unless the request already did (one catalogue-version read)', async () => {
+    const first = setup({ outcomes: [admitted({ disposition: 'queued' })], runnerElsewhere: true });
+    await first.service.submit(message(), null);
+    expect(first.catalogReads).toEqual([agent.agent_id]);
+
+    const second = setup({ outcomes: [admitted({ disposition: 'queued' })], runnerElsewhere: true });
+    await second.service.submit(message(), null, agent);
+    expect(second.catalogReads).toEqual([]);
+  });
+
   it('an event whose runner is held by another process waits there as a conversation of one: not prepared here, queued, the holder woken', async () => {
     const { service, log, submitted } = setup({
       outcomes: [admitted({ disposition: 'queued' })],

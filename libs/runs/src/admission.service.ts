@@ -62,13 +62,18 @@ export class AdmissionService {
     @Inject(ProcessRegistry) private readonly process: { readonly draining: boolean },
   ) {}
 
-  submit(sub: EventSubmission, idempotencyKey: string | null): Promise<Admission> {
+  /**
+   * `agent`: the event's agent as the same request already read it from the catalogue (after the
+   * request arrived, so at a version no older than any admin write answered before it:
+   * docs/scale-out.md#admin-writes); read here when not given.
+   */
+  submit(sub: EventSubmission, idempotencyKey: string | null, agent?: AgentEntity): Promise<Admission> {
     return telemetry.tracing.inSpan('admission', { 'runnerhost.agent_id': sub.agent_id }, () =>
-      this.admit(sub, idempotencyKey),
+      this.admit(sub, idempotencyKey, agent),
     );
   }
 
-  private async admit(sub: EventSubmission, idempotencyKey: string | null): Promise<Admission> {
+  private async admit(sub: EventSubmission, idempotencyKey: string | null, known?: AgentEntity): Promise<Admission> {
     if (this.process.draining) {
       // docs/deployment.md#graceful-shutdown: nothing is recorded; the client (or the load
       // balancer's retry) sends it to another process.
@@ -95,9 +100,14 @@ export class AdmissionService {
       return this.duplicate(previous, bodyHash);
     }
     const eventId = previous?.event_id ?? sub.event.event_id ?? randomUUID();
-    const agent = await this.catalog.agent(sub.agent_id).catch((e: unknown) => {
-      throw e instanceof DomainError ? new DomainError(e.code, e.message, { ...e.details, field: 'agent_id' }) : e;
-    });
+    const agent =
+      known?.agent_id === sub.agent_id
+        ? known
+        : await this.catalog.agent(sub.agent_id).catch((e: unknown) => {
+            throw e instanceof DomainError
+              ? new DomainError(e.code, e.message, { ...e.details, field: 'agent_id' })
+              : e;
+          });
     parseRunnerId(agent.runner_id);
     // The workspace's admission quotas (docs/tenancy.md#quotas), after the duplicate check: a
     // duplicate answers its original admission and never spends a token.
@@ -114,6 +124,7 @@ export class AdmissionService {
     const route = routeOf(live !== undefined, !live && (await this.presence.heldElsewhere(agent.runner_id)));
     const now = Date.now();
     const runId = randomUUID();
+    const redacted = redactSubmission(sub);
     const event: EventEntity = {
       event_id: eventId,
       agent_id: agent.agent_id,
@@ -122,14 +133,14 @@ export class AdmissionService {
       thread_id: sub.conversation?.thread_id ?? null,
       idempotency_key: idempotencyKey,
       body_hash: bodyHash,
-      payload: redactSubmission(sub) as JsonObject,
+      payload: redacted as JsonObject,
       disposition: 'started',
       run_id: runId,
       received_at: now,
     };
     const scope = scopeOf(sub, agent, live?.session.plugin_id ?? '');
-    const log = eventLogRow(eventId, sub, scope, runId, now);
-    const user = userTranscriptRow(eventId, sub, scope, now);
+    const log = eventLogRow(eventId, sub, redacted, scope, runId, now);
+    const user = userTranscriptRow(eventId, sub, redacted, scope, now);
     const solo = !sub.conversation && route === 'elsewhere';
     const c = sub.conversation
       ? conversationOf(agent, sub)

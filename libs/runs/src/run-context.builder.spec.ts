@@ -1,7 +1,7 @@
 import { buildSnapshot, type RunScope } from '@libs/authz';
 import type { AgentEntity } from '@libs/persistence';
 import { redactSubmission, type EventSubmission } from './event-submission';
-import { buildRunContext, contextJson } from './run-context.builder';
+import { buildRunContext, storedContext } from './run-context.builder';
 
 const agent = (runner_config: Record<string, unknown>): AgentEntity => ({
   agent_id: 'a1',
@@ -98,6 +98,17 @@ describe('buildRunContext', () => {
     expect(context.input?.contents[0].image_base64).toBe('QUJD');
   });
 
+  it('takes the available APIs and storage flags from the snapshot', () => {
+    const a = access(null);
+    const { context } = buildRunContext('r', 'e', sub, agent({}), a);
+    expect(context.context?.available_apis).toEqual(a.snapshot.available_apis);
+    expect(context.resources?.storage).toEqual({
+      plugin_storage: 'plugin' in a.snapshot.storage,
+      workspace_storage: 'workspace' in a.snapshot.storage,
+      binding_storage: 'binding' in a.snapshot.storage,
+    });
+  });
+
   it('has no deadline when the snapshot has none', () => {
     const { context, deadlineAtMs } = buildRunContext('r', 'e', sub, agent({ timeout: 0 }), access(null));
     expect(deadlineAtMs).toBeNull();
@@ -105,18 +116,25 @@ describe('buildRunContext', () => {
     expect(context.context).toMatchObject({ has_history_before: false });
   });
 
-  it('stores no base64 payload of the input', () => {
-    const json = JSON.stringify(contextJson(buildRunContext('r', 'e', sub, agent({}), access(null)).context));
+  it('stores only the resolved delivery context: no input, no grants, no state, no base64', () => {
+    const built = buildRunContext('r', 'e', { ...sub, delivery: { surface: 'slack' } }, agent({}), access(null));
+    const stored = storedContext(built.context);
+    expect(Object.keys(stored)).toEqual(['delivery']);
+    expect(stored.delivery).toMatchObject(JSON.parse(JSON.stringify(built.context.delivery)) as object);
+    expect(stored.delivery).toMatchObject({ surface: 'slack' });
+    const json = JSON.stringify(stored);
     expect(json).not.toContain('QUJD');
-    expect(json).toContain('"image_base64":null');
+    expect(json).not.toContain('external.conversation_id');
   });
 
-  it('gives null for unset parts in its JSON form', () => {
-    const json = contextJson(
-      buildRunContext('r', 'e', { ...sub, conversation: undefined }, agent({}), access(null)).context,
-    );
-    expect(json.conversation).toBeNull();
-    expect(json.subject).toBeNull();
+  it('gives null for unset delivery fields in its JSON form', () => {
+    const built = buildRunContext('r', 'e', sub, agent({}), access(null));
+    const stored = storedContext(built.context) as { delivery: Record<string, unknown> };
+    const unset = Object.entries(built.context.delivery!).filter(([, v]) => v === undefined);
+    for (const [k] of unset) {
+      expect(stored.delivery[k]).toBeNull();
+    }
+    expect(storedContext({ ...built.context, delivery: undefined })).toEqual({ delivery: null });
   });
 });
 

@@ -140,27 +140,19 @@ export function buildRunContext(
 }
 
 /**
- * The context as protocol JSON for storage (unset message fields become null). Base64 payloads of
- * the input (content elements, inline attachment contents) are removed: the runner got them on
- * its stream; the database keeps no copy.
+ * What the run row keeps of the context (docs/durability.md#what-a-run-row-holds): only the
+ * resolved delivery context, in its protocol JSON form (unset fields null). It is read back when a
+ * restart closes the run's delivery and when an interaction submission becomes a new event, and
+ * it is resolved from this build's surface presets, so it is kept as resolved rather than rebuilt.
+ * The admission unit adds the event's position (`context.event_seq`). Everything else of the
+ * context is already stored once — the event, conversation, actor, subject and input in the event
+ * row (redacted), resources and available APIs in the snapshot (by hash), config in the agent —
+ * or was only for the runner, which got it on its stream (state values, history position); no
+ * base64 payload is stored.
  */
-export function contextJson(context: RunContext): Record<string, unknown> {
-  const json = JSON.parse(JSON.stringify(context, (_k, v: unknown) => (v === undefined ? null : v))) as {
-    input?: { contents?: Record<string, unknown>[]; attachments?: Record<string, unknown>[] };
-  };
-  for (const c of json.input?.contents ?? []) {
-    for (const field of ['image_base64', 'file_base64']) {
-      if (typeof c[field] === 'string') {
-        c[field] = null;
-        c.content_redacted = true;
-      }
-    }
-  }
-  for (const a of json.input?.attachments ?? []) {
-    if (typeof a.content === 'string') {
-      a.content = null;
-      a.content_redacted = true;
-    }
-  }
-  return json;
+export function storedContext(context: RunContext): Record<string, unknown> {
+  const delivery = context.delivery
+    ? (JSON.parse(JSON.stringify(context.delivery, (_k, v: unknown) => (v === undefined ? null : v))) as unknown)
+    : null;
+  return { delivery };
 }

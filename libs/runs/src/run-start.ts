@@ -10,7 +10,7 @@ import type { RunContext } from '@libs/protocol';
 import { ActiveRuns } from './active-runs';
 import { AdmissionCatalog } from './admission-catalog';
 import type { EventSubmission } from './event-submission';
-import { buildRunContext, contextJson, type RunAccess } from './run-context.builder';
+import { buildRunContext, storedContext, type RunAccess } from './run-context.builder';
 import { RunLifecycleService } from './run-lifecycle.service';
 import { RunLeases } from './run-leases.service';
 import { telemetry } from '@libs/telemetry';
@@ -98,7 +98,7 @@ export class RunStarter {
       status_reason: null,
       error_code: null,
       retryable: null,
-      context: contextJson(context) as JsonObject,
+      context: storedContext(context) as JsonObject,
       usage: null,
       authorization: { ...access.snapshot },
       authorization_hash: snapshotHash(access.snapshot),

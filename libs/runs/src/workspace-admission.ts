@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DEFAULT_WORKSPACE } from '@libs/persistence';
+import { DEFAULT_WORKSPACE, type AgentEntity } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import { AdmissionCatalog } from './admission-catalog';
 import type { EventSubmission } from './event-submission';
@@ -15,8 +15,15 @@ import type { EventSubmission } from './event-submission';
 export class WorkspaceAdmission {
   constructor(private readonly catalog: AdmissionCatalog) {}
 
-  /** The submission with its workspace set, or the refusal; `workspaces` are the caller's (null: all). */
-  async derive(sub: EventSubmission, workspaces: readonly string[] | null): Promise<EventSubmission> {
+  /**
+   * The submission with its workspace set, or the refusal; `workspaces` are the caller's (null:
+   * all). Also the agent as read here, for the admission of the same request (one catalogue-version
+   * read for both, docs/scale-out.md#admin-writes).
+   */
+  async derive(
+    sub: EventSubmission,
+    workspaces: readonly string[] | null,
+  ): Promise<{ submission: EventSubmission; agent: AgentEntity }> {
     const agent = await this.catalog.agent(sub.agent_id).catch((e: unknown) => {
       throw e instanceof DomainError ? new DomainError(e.code, e.message, { ...e.details, field: 'agent_id' }) : e;
     });
@@ -36,6 +43,9 @@ export class WorkspaceAdmission {
         { field: 'conversation.workspace_id' },
       );
     }
-    return sub.conversation ? { ...sub, conversation: { ...sub.conversation, workspace_id: workspace } } : sub;
+    const submission = sub.conversation
+      ? { ...sub, conversation: { ...sub.conversation, workspace_id: workspace } }
+      : sub;
+    return { submission, agent };
   }
 }

@@ -82,7 +82,8 @@ export class EventsController {
       });
     }
     // docs/tenancy.md#runs: the workspace comes from the key and the agent, never from the body.
-    body = await this.tenancy.derive(body, req.principal!.workspaces);
+    const derived = await this.tenancy.derive(body, req.principal!.workspaces);
+    body = derived.submission;
     if (body.event.event_type === 'interaction.submitted') {
       // docs/interactions.md#submitting: the token decides; the host admits the checked submission as the event.
       const s = await this.interactions.submit(null, body.input.interaction ?? {}, body.agent_id, (runId) =>
@@ -93,7 +94,7 @@ export class EventsController {
     }
     // A caller's W3C trace context (traceparent) is continued: the event's spans join its trace.
     const a = await telemetry.tracing.within(telemetry.tracing.extract(req.headers), () =>
-      this.admission.submit(body, key ?? null),
+      this.admission.submit(body, key ?? null, derived.agent),
     );
     const answer: AdmissionDto = {
       event_id: a.event_id,
