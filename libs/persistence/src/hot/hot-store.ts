@@ -10,7 +10,7 @@ import { PgHot } from './pg-driver';
 import { SqliteHot } from './sqlite-driver';
 import { indexTranscriptUnit, pendingTranscriptUnit } from './transcript-index';
 import type { Unit } from './unit';
-import { WriteQueue, type WriterStats } from './write-queue';
+import { WriteQueue, type Deferred, type WriterStats } from './write-queue';
 
 const MiB = 1024 * 1024;
 /** The background transcript indexing (transcript-index.ts): how often, and at most how many rows a pass. */
@@ -61,6 +61,19 @@ export class HotStore implements OnModuleDestroy {
   /** Queues a unit of work; resolves after the transaction that carried it committed. */
   write<T>(unit: () => Unit<T>): Promise<T> {
     return this.queue.submit(unit);
+  }
+
+  /**
+   * Queues a unit its caller need not wait for: it joins the next group commit, at the latest a
+   * few milliseconds later (WriteQueue.defer; what a crash can lose: docs/durability.md).
+   */
+  writeDeferred<T>(unit: () => Unit<T>): Deferred<T> {
+    return this.queue.defer(unit);
+  }
+
+  /** Resolves once every unit queued before it (deferred ones too) is committed or failed. */
+  committed(): Promise<void> {
+    return this.queue.submit(nothing);
   }
 
   /** A read of committed data (never a pending write of the queue). */
@@ -125,6 +138,9 @@ export class HotStore implements OnModuleDestroy {
     await this.checkpointer?.stop();
   }
 }
+
+// eslint-disable-next-line require-yield -- a unit with no statement: a barrier in the queue
+function* nothing(): Unit<void> {}
 
 /**
  * The better-sqlite3 connection TypeORM opened (the hot writer shares it, docs/durability.md):

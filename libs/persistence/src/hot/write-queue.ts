@@ -23,6 +23,20 @@ export interface WriterStats {
   replays: number;
 }
 
+/** What defer() gives back: the unit's commit, and whether its caller must wait for it. */
+export interface Deferred<T> {
+  committed: Promise<T>;
+  /**
+   * True when `maxDeferred` deferred units were already waiting for their commit: the caller waits
+   * for this one as for submit(), so a crash never loses more than that many (docs/durability.md).
+   */
+  wait: boolean;
+}
+
+/** How long a deferred unit waits at most for a group commit to join, and how many may wait. */
+export const DEFER_MS = 10;
+export const MAX_DEFERRED = 256;
+
 /**
  * The one writer of a database (issue: the run path at the floor). Every hot-path write is a
  * unit queued here; the queue groups the units pending at the moment it flushes into one
@@ -31,10 +45,17 @@ export interface WriterStats {
  * transaction committed, and no unit can join or be rolled back by another's transaction: a group
  * that fails is rolled back whole and its units are replayed one transaction each, so only the
  * failing unit fails.
+ *
+ * A deferred unit (defer()) is queued in the same order but schedules no flush of its own: it
+ * joins the next group some other unit starts, or a group of its own after `deferMs` (or at once
+ * when `maxDeferred` are waiting) — the audit rows of answered read calls (docs/durability.md).
  */
 export class WriteQueue {
   private pending: Pending[] = [];
   private scheduled = false;
+  private deferTimer: NodeJS.Timeout | undefined;
+  /** Deferred units queued and not yet committed (or failed). */
+  private deferredOpen = 0;
   private flushing = false;
   private closed = false;
   private idleWaiters: (() => void)[] = [];
@@ -43,6 +64,8 @@ export class WriteQueue {
   constructor(
     private readonly driver: WriterDriver,
     private readonly maxBatch = 256,
+    private readonly deferMs = DEFER_MS,
+    private readonly maxDeferred = MAX_DEFERRED,
   ) {}
 
   /** Units waiting for a transaction. */
@@ -60,11 +83,47 @@ export class WriteQueue {
     });
   }
 
-  /** Resolves once everything submitted so far is committed (or failed). */
+  /**
+   * Queues a unit that need not commit before its caller goes on: it joins the next group commit
+   * (ordered after everything queued before it), at the latest `deferMs` later; see Deferred.
+   */
+  defer<T>(unit: () => Unit<T>): Deferred<T> {
+    if (this.closed) {
+      return { committed: Promise.reject(new Error('the database writer is closed')), wait: true };
+    }
+    const wait = this.deferredOpen >= this.maxDeferred;
+    this.deferredOpen++;
+    const committed = new Promise<T>((resolve, reject) => {
+      const settled = () => this.deferredOpen--;
+      this.pending.push({
+        unit,
+        resolve: (v) => {
+          settled();
+          resolve(v as T);
+        },
+        reject: (e) => {
+          settled();
+          reject(e);
+        },
+      });
+    });
+    if (wait) {
+      this.schedule();
+    } else if (!this.scheduled && !this.deferTimer) {
+      this.deferTimer = setTimeout(() => {
+        this.deferTimer = undefined;
+        this.schedule();
+      }, this.deferMs);
+    }
+    return { committed, wait };
+  }
+
+  /** Resolves once everything submitted or deferred so far is committed (or failed). */
   drain(): Promise<void> {
     if (this.pending.length === 0 && !this.flushing) {
       return Promise.resolve();
     }
+    this.schedule(); // deferred units do not wait for their timer
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -85,6 +144,10 @@ export class WriteQueue {
     this.scheduled = false;
     if (this.flushing) {
       return;
+    }
+    if (this.deferTimer) {
+      clearTimeout(this.deferTimer); // this flush takes the deferred units too
+      this.deferTimer = undefined;
     }
     this.flushing = true;
     try {
