@@ -6,8 +6,8 @@ const REQUEST = { model_id: 'm', tool_name: 't', kb_id: 'k', area: 'plugin', key
 
 describe('HostActions: which calls are audited behind their answer', () => {
   it('exactly the actions that only read the host’s own data are `read` (docs/durability.md#audit-rows-of-read-calls)', () => {
-    const deps = Array.from({ length: 8 }, () => ({}) as never) as ConstructorParameters<typeof HostActions>;
-    const actions = new HostActions(...deps);
+    const none = {} as never; // `needs` reads only the request: no service is called
+    const actions = new HostActions(none, none, none, none, none, none, none, none);
     const reads = (Object.keys(actions.table) as HostApiAction[]).filter(
       (name) => actions.table[name].needs(REQUEST as never).read === true,
     );
