@@ -101,12 +101,13 @@ export class HotStore implements OnModuleDestroy {
 
   /**
    * A background pass of the transcript index, outside the write queue and its group commits:
-   * only while the connection is free (no writer group or admin transaction open on it), and only
-   * when rows wait. A failure is left to the next pass or the next search.
+   * only while the connection is free (no writer group or admin transaction open on it, no unit
+   * waiting but deferred ones), and only when rows wait. A failure is left to the next pass or the next search.
    */
   private indexInBackground(): void {
     const db = this.sqlite;
-    if (!db || !db.ready() || this.queue.depth > 0) {
+    // Deferred units (read calls' audit rows) may wait: under a steady read load some always do.
+    if (!db || !db.ready() || !this.queue.idle) {
       return;
     }
     try {

@@ -123,6 +123,18 @@ describe('WriteQueue', () => {
       expect(q.defer(() => write('d')).wait).toBe(false);
     });
 
+    it('leave the queue idle for work outside it (the background transcript index); a submit does not', async () => {
+      const driver = new FakeDriver();
+      const q = new WriteQueue(driver, 256, 60_000);
+      expect(q.idle).toBe(true);
+      const a = q.defer(() => write('a'));
+      expect(q.idle).toBe(true);
+      const b = q.submit(() => write('b'));
+      expect(q.idle).toBe(false);
+      await Promise.all([a.committed, b]);
+      expect(q.idle).toBe(true);
+    });
+
     it('a failing one fails alone; drain and close commit the rest without waiting for the interval', async () => {
       const driver = new FakeDriver();
       const q = new WriteQueue(driver, 256, 60_000);

@@ -14,6 +14,8 @@ interface Pending {
   unit: () => Unit<unknown>;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
+  /** Queued by defer(): nobody waits for its commit. */
+  deferred?: true;
 }
 
 export interface WriterStats {
@@ -73,6 +75,11 @@ export class WriteQueue {
     return this.pending.length;
   }
 
+  /** No group is running or scheduled, and no unit waits but deferred ones (which may wait). */
+  get idle(): boolean {
+    return !this.flushing && !this.scheduled && this.pending.every((p) => p.deferred);
+  }
+
   submit<T>(unit: () => Unit<T>): Promise<T> {
     if (this.closed) {
       return Promise.reject(new Error('the database writer is closed'));
@@ -97,6 +104,7 @@ export class WriteQueue {
       const settled = () => this.deferredOpen--;
       this.pending.push({
         unit,
+        deferred: true,
         resolve: (v) => {
           settled();
           resolve(v as T);
