@@ -73,7 +73,7 @@ export class HotStore implements OnModuleDestroy {
 
   /** Resolves once every unit queued before it (deferred ones too) is committed or failed. */
   committed(): Promise<void> {
-    return this.queue.submit(nothing);
+    return this.queue.barrier();
   }
 
   /** A read of committed data (never a pending write of the queue). */
@@ -139,9 +139,6 @@ export class HotStore implements OnModuleDestroy {
     await this.checkpointer?.stop();
   }
 }
-
-// eslint-disable-next-line require-yield -- a unit with no statement: a barrier in the queue
-function* nothing(): Unit<void> {}
 
 /**
  * The better-sqlite3 connection TypeORM opened (the hot writer shares it, docs/durability.md):

@@ -123,6 +123,17 @@ describe('WriteQueue', () => {
       expect(q.defer(() => write('d')).wait).toBe(false);
     });
 
+    it('are committed before a barrier resolves (the audit log read); an empty queue needs no group', async () => {
+      const driver = new FakeDriver();
+      const q = new WriteQueue(driver, 256, 60_000);
+      await q.barrier();
+      expect(driver.groups).toEqual([]);
+      const a = q.defer(() => write('a'));
+      await q.barrier();
+      expect(driver.committed).toEqual(['a']);
+      await expect(a.committed).resolves.toBe('a');
+    });
+
     it('leave the queue idle for work outside it (the background transcript index); a submit does not', async () => {
       const driver = new FakeDriver();
       const q = new WriteQueue(driver, 256, 60_000);

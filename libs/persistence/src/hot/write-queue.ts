@@ -25,6 +25,9 @@ export interface WriterStats {
   replays: number;
 }
 
+// eslint-disable-next-line require-yield -- a unit with no statement: barrier() queues it
+function* nothing(): Unit<void> {}
+
 /** What defer() gives back: the unit's commit, and whether its caller must wait for it. */
 export interface Deferred<T> {
   committed: Promise<T>;
@@ -124,6 +127,14 @@ export class WriteQueue {
       }, this.deferMs);
     }
     return { committed, wait };
+  }
+
+  /**
+   * Resolves once every unit queued before it (deferred ones too) is committed or failed, without
+   * waiting for units queued after it (unlike drain()): at once when nothing is queued or running.
+   */
+  barrier(): Promise<void> {
+    return this.pending.length === 0 && !this.flushing ? Promise.resolve() : this.submit(nothing);
   }
 
   /** Resolves once everything submitted or deferred so far is committed (or failed). */
