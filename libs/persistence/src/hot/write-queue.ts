@@ -25,7 +25,7 @@ export interface WriterStats {
   replays: number;
 }
 
-// eslint-disable-next-line require-yield -- a unit with no statement: barrier() queues it
+/** A unit with no statement: barrier() queues it. */
 function* nothing(): Unit<void> {}
 
 /** What defer() gives back: the unit's commit, and whether its caller must wait for it. */
@@ -103,20 +103,21 @@ export class WriteQueue {
     }
     const wait = this.deferredOpen >= this.maxDeferred;
     this.deferredOpen++;
+    let settle!: Pick<Pending, 'resolve' | 'reject'>;
     const committed = new Promise<T>((resolve, reject) => {
-      const settled = () => this.deferredOpen--;
-      this.pending.push({
-        unit,
-        deferred: true,
-        resolve: (v) => {
-          settled();
-          resolve(v as T);
-        },
-        reject: (e) => {
-          settled();
-          reject(e);
-        },
-      });
+      settle = { resolve: resolve as (v: unknown) => void, reject };
+    });
+    this.pending.push({
+      unit,
+      deferred: true,
+      resolve: (v) => {
+        this.deferredOpen--;
+        settle.resolve(v);
+      },
+      reject: (e) => {
+        this.deferredOpen--;
+        settle.reject(e);
+      },
     });
     if (wait) {
       this.schedule();
