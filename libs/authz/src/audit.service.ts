@@ -33,8 +33,8 @@ export class AuditService {
 
   /**
    * The row of an answered read call, written behind its answer (docs/durability.md#audit-rows-of-read-calls):
-   * queued now, in call order, and committed with the writer's next group, at the latest a few
-   * milliseconds later. Returns null when the caller may answer at once, or the commit to wait
+   * queued now, in call order, and committed with the writer's next group commit (the next turn
+   * of the event loop). Returns null when the caller may answer at once, or the commit to wait
    * for when the rows queued this way and not yet committed reached their bound (MAX_DEFERRED).
    * A row that fails to commit after its call was answered is logged.
    */

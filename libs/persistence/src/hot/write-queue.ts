@@ -38,8 +38,13 @@ export interface Deferred<T> {
   wait: boolean;
 }
 
-/** How long a deferred unit waits at most for a group commit to join, and how many may wait. */
-export const DEFER_MS = 10;
+/**
+ * How long a deferred unit waits at most for a group commit to join (0: the next turn of the event
+ * loop, as a submitted unit; a longer wait groups more rows per commit but lets another process's
+ * audit read miss them for that long: docs/durability.md#audit-rows-of-read-calls), and how many
+ * may wait.
+ */
+export const DEFER_MS = 0;
 export const MAX_DEFERRED = 256;
 
 /**
@@ -119,7 +124,7 @@ export class WriteQueue {
         settle.reject(e);
       },
     });
-    if (wait) {
+    if (wait || this.deferMs === 0) {
       this.schedule();
     } else if (!this.scheduled && !this.deferTimer) {
       this.deferTimer = setTimeout(() => {
