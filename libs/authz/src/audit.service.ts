@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { readPage } from '@libs/protocol';
 import { StoresRepository, type RunLease } from '@libs/persistence';
 
@@ -22,14 +22,34 @@ export interface AuditView extends Omit<AuditRecord, never> {
 /** The per-run audit log of host API calls. Entries carry names and ids only, never payloads. */
 @Injectable()
 export class AuditService {
+  private readonly logger = new Logger('Audit');
+
   constructor(private readonly stores: StoresRepository) {}
 
   /**
-   * `lease`: the row records a write call made for a leased run, and lands only while the run
+   * Resolves once the row is committed. `lease`: the row records a write call made for a leased run, and lands only while the run
    * still runs under it (FencedError otherwise: docs/scale-out.md#fenced-host-api-writes).
    */
   async record(entry: AuditRecord, lease: RunLease | null = null): Promise<void> {
     await this.stores.appendAudit({ ...entry, created_at: Date.now() }, lease);
+  }
+
+  /**
+   * The row of an answered read call, written behind its answer (docs/durability.md#audit-rows-of-read-calls):
+   * queued now, in call order, and committed with the writer's next group commit (the next turn
+   * of the event loop). Returns null when the caller may answer at once, or the commit to wait
+   * for when the rows queued this way and not yet committed reached their bound (MAX_DEFERRED).
+   * A row that fails to commit after its call was answered is logged.
+   */
+  recordAfterAnswer(entry: AuditRecord): Promise<void> | null {
+    const { committed, wait } = this.stores.appendAuditDeferred({ ...entry, created_at: Date.now() });
+    if (wait) {
+      return committed;
+    }
+    committed.catch((err: unknown) =>
+      this.logger.error({ run_id: entry.run_id, msg: `audit write failed: ${String(err)}` }),
+    );
+    return null;
   }
 
   async list(

@@ -49,8 +49,9 @@ const callOf = (run: RunGrant): ResourceCall => ({
 const grantedTool = (run: RunGrant, name: string) => run.snapshot.resources.tools.find((t) => t.tool_name === name)!;
 
 /**
- * The action table: action → needed grant, resource and limits, and the one service call that
- * serves it. Adding an action here serves it on both adapters.
+ * The action table: action → needed grant, resource and limits (`read: true` for the actions that
+ * only read the host's own data: their allowed calls are audited behind the answer), and the one
+ * service call that serves it. Adding an action here serves it on both adapters.
  */
 @Injectable()
 export class HostActions {
@@ -121,7 +122,7 @@ export class HostActions {
     ),
     'history.page': action(
       'history.page',
-      (r): ActionNeeds => ({ flag: 'history_page', conversation_id: r.conversation_id }),
+      (r): ActionNeeds => ({ flag: 'history_page', conversation_id: r.conversation_id, read: true }),
       (run, r) => this.context.historyPage(run, r),
     ),
     'history.search': action(
@@ -131,23 +132,24 @@ export class HostActions {
         return {
           flag: 'history_search',
           conversation_id: typeof conversation === 'string' ? conversation : undefined,
+          read: true,
         };
       },
       (run, r) => this.context.historySearch(run, r.query, r.top_k),
     ),
     'event.get': action(
       'event.get',
-      (_r): ActionNeeds => ({ flag: 'event_get' }),
+      (_r): ActionNeeds => ({ flag: 'event_get', read: true }),
       async (run, r) => ({ event: await this.context.eventGet(run, r.event_id) }),
     ),
     'event.page': action(
       'event.page',
-      (r): ActionNeeds => ({ flag: 'event_page', conversation_id: r.conversation_id }),
+      (r): ActionNeeds => ({ flag: 'event_page', conversation_id: r.conversation_id, read: true }),
       (run, r) => this.context.eventPage(run, r.event_types, r.before_cursor, r.limit),
     ),
     'state.get': action(
       'state.get',
-      (r): ActionNeeds => ({ flag: 'state', scope: r.scope }),
+      (r): ActionNeeds => ({ flag: 'state', scope: r.scope, read: true }),
       (run, r) => this.context.stateGet(run, r.scope, r.key),
     ),
     'state.set': action(
@@ -162,12 +164,12 @@ export class HostActions {
     ),
     'state.list': action(
       'state.list',
-      (r): ActionNeeds => ({ flag: 'state', scope: r.scope }),
+      (r): ActionNeeds => ({ flag: 'state', scope: r.scope, read: true }),
       (run, r) => this.context.stateList(run, r.scope, r.prefix, r.limit),
     ),
     'storage.get': action(
       'storage.get',
-      (r) => storage(r.area, r.key),
+      (r): ActionNeeds => ({ ...storage(r.area, r.key), read: true }),
       (run, r) => this.storageApi.get(run, r.area, r.key),
     ),
     'storage.set': action(
@@ -186,12 +188,12 @@ export class HostActions {
     ),
     'storage.list': action(
       'storage.list',
-      (r) => storage(r.area),
+      (r): ActionNeeds => ({ ...storage(r.area), read: true }),
       (run, r) => this.storageApi.list(run, r.area, r.prefix, r.limit),
     ),
     'prompt.get': action(
       'prompt.get',
-      (_r): ActionNeeds => ({ flag: 'prompt_get' }),
+      (_r): ActionNeeds => ({ flag: 'prompt_get', read: true }),
       (run) => Promise.resolve(this.context.prompt(run)),
     ),
     'steering.pull': action(
@@ -201,7 +203,7 @@ export class HostActions {
     ),
     'run.get': action(
       'run.get',
-      (_r): ActionNeeds => ({ flag: 'run_get' }),
+      (_r): ActionNeeds => ({ flag: 'run_get', read: true }),
       (run) => Promise.resolve(this.context.runGet(run)),
     ),
   } satisfies { [A in HostApiAction]: ActionSpec<A, unknown> };

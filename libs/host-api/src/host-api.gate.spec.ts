@@ -7,7 +7,7 @@ import { HostApiGate, type CallNeeds, type Caller } from './host-api.gate';
 const RUN = 'run-1';
 const LEASE: RunLease = { run_id: RUN, attempt: 1, owner_process_id: 'p1' };
 
-function setup(opts: { deadline?: number | null; burst?: number } = {}) {
+function setup(opts: { deadline?: number | null; burst?: number; behindCommit?: Promise<void> } = {}) {
   const snapshot = buildSnapshot({
     run_id: RUN,
     scope: {
@@ -53,10 +53,16 @@ function setup(opts: { deadline?: number | null; burst?: number } = {}) {
     find: (id) => Promise.resolve(id === RUN ? run : undefined),
   };
   const audit: (AuditRecord & { lease: RunLease | null })[] = [];
+  /** Rows written behind the answer (recordAfterAnswer). */
+  const behind: AuditRecord[] = [];
   const auditService = {
     record: (r: AuditRecord, lease: RunLease | null = null) => Promise.resolve(void audit.push({ ...r, lease })),
+    recordAfterAnswer: (r: AuditRecord) => {
+      behind.push(r);
+      return opts.behindCommit ?? null;
+    },
   } as unknown as AuditService;
-  return { guard: new HostApiGate(grants, auditService), audit };
+  return { guard: new HostApiGate(grants, auditService), audit, behind };
 }
 
 const PLUGINS: Record<string, string> = { good: 'acme/bot', other: 'other/bot' };
@@ -160,5 +166,52 @@ describe('HostApiGate: the order of docs/protocol.md#the-gate, every call audite
       ['allowed', LEASE],
       ['allowed', null],
     ]);
+  });
+
+  describe('read calls: the audit row behind the answer (docs/durability.md#audit-rows-of-read-calls)', () => {
+    it('an allowed read is answered without waiting for its row, which is queued before the answer', async () => {
+      const { guard, audit, behind } = setup({ behindCommit: undefined });
+      const answer = guard.call(md('good'), needs({ read: true }), () => Promise.resolve('ok'));
+      await expect(answer).resolves.toBe('ok');
+      expect(audit).toEqual([]);
+      expect(behind).toEqual([expect.objectContaining({ action: 'history.page', outcome: 'allowed', run_id: RUN })]);
+    });
+
+    it('over the bound of uncommitted rows, the answer waits for its row', async () => {
+      let commit!: () => void;
+      const behindCommit = new Promise<void>((resolve) => (commit = resolve));
+      const { guard, behind } = setup({ behindCommit });
+      let answered = false;
+      const answer = guard
+        .call(md('good'), needs({ read: true }), () => Promise.resolve('ok'))
+        .then((v) => {
+          answered = true;
+          return v;
+        });
+      await new Promise((r) => setImmediate(r));
+      expect(behind).toHaveLength(1);
+      expect(answered).toBe(false);
+      commit();
+      await expect(answer).resolves.toBe('ok');
+    });
+
+    it('a denied or failed read waits for its row, as every write does', async () => {
+      const { guard, audit, behind } = setup();
+      await expect(
+        guard.call(md('good'), needs({ read: true, payload_bytes: 101 }), () => Promise.resolve(1)),
+      ).rejects.toMatchObject({ code: 'payload_too_large' });
+      await expect(
+        guard.call(md('good'), needs({ read: true }), () =>
+          Promise.reject(new DomainError('not_found', 'no such key')),
+        ),
+      ).rejects.toMatchObject({ code: 'not_found' });
+      await expect(guard.call(md('good'), needs({ action: 'state.set' }), () => Promise.resolve(1))).resolves.toBe(1);
+      expect(behind).toEqual([]);
+      expect(audit.map((a) => [a.action, a.outcome])).toEqual([
+        ['history.page', 'denied'],
+        ['history.page', 'failed'],
+        ['state.set', 'allowed'],
+      ]);
+    });
   });
 });

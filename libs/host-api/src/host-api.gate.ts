@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { AuditService, type ApiFlag, type StorageArea } from '@libs/authz';
+import { AuditService, type ApiFlag, type AuditRecord, type StorageArea } from '@libs/authz';
 import { isFenced, type RunLease } from '@libs/persistence';
 import { DomainError, STORAGE_AREAS, STORAGE_AREA_RULE } from '@libs/protocol';
 import { RunGrants, type RunGrant } from '@libs/runs';
@@ -19,6 +19,12 @@ export interface CallNeeds {
   storage?: string;
   /** A conversation the call names; it must be the run's. */
   conversation_id?: string | null;
+  /**
+   * The call only reads: when allowed, its audit row is written behind its answer (queued before
+   * the answer leaves, committed with the writer's next group: docs/durability.md#audit-rows-of-read-calls).
+   * Denied and failed calls, and every call that writes, answer only after their row is committed.
+   */
+  read?: boolean;
   /** For the audit row: the state scope, storage area or resource addressed. */
   scope?: string;
   payload_bytes: number;
@@ -92,7 +98,14 @@ export class HostApiGate {
       }
       passed = true;
       const result = await handler(run);
-      await this.record(needs, run, pluginId, 'allowed', null, started, needs.writes ? (run.lease ?? null) : null);
+      if (needs.read) {
+        const commit = this.audit.recordAfterAnswer(this.row(needs, run, pluginId, 'allowed', null, started));
+        if (commit) {
+          await commit; // over the bound of rows not yet committed: this one is waited for
+        }
+      } else {
+        await this.record(needs, run, pluginId, 'allowed', null, started, needs.writes ? (run.lease ?? null) : null);
+      }
       telemetry.hostApiCall(needs.action, 'ok', t0);
       return result;
     } catch (thrown) {
@@ -175,34 +188,43 @@ export class HostApiGate {
     return run;
   }
 
-  private async record(
+  private record(
     needs: CallNeeds,
     run: RunGrant | undefined,
     pluginId: string | null,
-    outcome: 'allowed' | 'denied' | 'failed',
+    outcome: AuditRecord['outcome'],
     errorCode: string | null,
     started: bigint,
     lease: RunLease | null = null,
   ): Promise<void> {
+    return this.audit.record(this.row(needs, run, pluginId, outcome, errorCode, started), lease);
+  }
+
+  /** The call's audit row: names and ids only. */
+  private row(
+    needs: CallNeeds,
+    run: RunGrant | undefined,
+    pluginId: string | null,
+    outcome: AuditRecord['outcome'],
+    errorCode: string | null,
+    started: bigint,
+  ): AuditRecord {
     const resource = needs.resource
       ? `${needs.resource.kind}:${needs.resource.id}`
       : needs.storage
         ? `storage:${needs.storage}`
         : null;
-    await this.audit.record(
-      {
-        run_id: String(needs.run_id).slice(0, 64),
-        // Also for a denial before the run was checked: the runner the run belongs to, if it is active.
-        runner_id: (run ?? (needs.run_id ? this.grants.grant(String(needs.run_id)) : undefined))?.runner_id ?? null,
-        plugin_id: pluginId,
-        action: needs.action,
-        resource: resource?.slice(0, 300) ?? null,
-        scope: needs.scope?.slice(0, 300) ?? null,
-        outcome,
-        error_code: errorCode,
-        duration_us: Number((process.hrtime.bigint() - started) / 1000n),
-      },
-      lease,
-    );
+    return {
+      run_id: String(needs.run_id).slice(0, 64),
+      // Also for a denial before the run was checked: the runner the run belongs to, if it is active.
+      runner_id: (run ?? (needs.run_id ? this.grants.grant(String(needs.run_id)) : undefined))?.runner_id ?? null,
+      plugin_id: pluginId,
+      action: needs.action,
+      resource: resource?.slice(0, 300) ?? null,
+      scope: needs.scope?.slice(0, 300) ?? null,
+      outcome,
+      error_code: errorCode,
+      duration_us: Number((process.hrtime.bigint() - started) / 1000n),
+    };
   }
 }

@@ -49,7 +49,10 @@ const CODEC: Record<UnaryMethod | 'StreamModel', { req?: Fields; res?: Fields }>
   RunGet: {},
 };
 
-function encode(message: object, fields: Fields | undefined): Record<string, unknown> {
+function encode(message: object, fields: Fields | undefined): object {
+  if (!fields) {
+    return message; // no Struct or Value field: the loader's encoder takes the plain fields (and skips undefined ones)
+  }
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(message)) {
     if (value === undefined) {

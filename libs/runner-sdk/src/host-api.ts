@@ -165,17 +165,17 @@ function toMessages(messages: Message[] | string): Message[] {
  * not granted the model/tool/API, NotFoundError, RateLimitedError, ... (see errors.ts).
  */
 export class RunHostApi {
+  /** What every call of this run carries (one object for all of them). */
+  private readonly options: CallOptions;
+
   constructor(
     private readonly transport: HostApiTransport,
     readonly runId: string,
     private readonly signal: AbortSignal,
-    private readonly deadline?: Date,
-    private readonly traceparent?: string,
-  ) {}
-
-  /** What every call of this run carries. */
-  private get options(): CallOptions {
-    return { signal: this.signal, deadline: this.deadline, traceparent: this.traceparent };
+    deadline?: Date,
+    traceparent?: string,
+  ) {
+    this.options = { signal, deadline, traceparent };
   }
 
   /** Any unary RPC with this run's id (the typed helpers below cover them all). */

@@ -10,7 +10,7 @@ import { PgHot } from './pg-driver';
 import { SqliteHot } from './sqlite-driver';
 import { indexTranscriptUnit, pendingTranscriptUnit } from './transcript-index';
 import type { Unit } from './unit';
-import { WriteQueue, type WriterStats } from './write-queue';
+import { WriteQueue, type Deferred, type WriterStats } from './write-queue';
 
 const MiB = 1024 * 1024;
 /** The background transcript indexing (transcript-index.ts): how often, and at most how many rows a pass. */
@@ -63,6 +63,19 @@ export class HotStore implements OnModuleDestroy {
     return this.queue.submit(unit);
   }
 
+  /**
+   * Queues a unit its caller need not wait for: it joins the next group commit, at the latest a
+   * few milliseconds later (WriteQueue.defer; what a crash can lose: docs/durability.md).
+   */
+  writeDeferred<T>(unit: () => Unit<T>): Deferred<T> {
+    return this.queue.defer(unit);
+  }
+
+  /** Resolves once every unit queued before it (deferred ones too) is committed or failed. */
+  committed(): Promise<void> {
+    return this.queue.barrier();
+  }
+
   /** A read of committed data (never a pending write of the queue). */
   read<T>(unit: Unit<T>): Promise<T> {
     if (this.sqlite) {
@@ -88,12 +101,13 @@ export class HotStore implements OnModuleDestroy {
 
   /**
    * A background pass of the transcript index, outside the write queue and its group commits:
-   * only while the connection is free (no writer group or admin transaction open on it), and only
-   * when rows wait. A failure is left to the next pass or the next search.
+   * only while the connection is free (no writer group or admin transaction open on it, no unit
+   * waiting but deferred ones), and only when rows wait. A failure is left to the next pass or the next search.
    */
   private indexInBackground(): void {
     const db = this.sqlite;
-    if (!db || !db.ready() || this.queue.depth > 0) {
+    // Deferred units (read calls' audit rows) may wait: under a steady read load some always do.
+    if (!db || !db.ready() || !this.queue.idle) {
       return;
     }
     try {

@@ -1,7 +1,7 @@
 export { HotStore } from './hot-store';
 export { SQL, type HotStatement } from './hot-sql';
 export { exec, one, rows, type Unit, type SqlValue } from './unit';
-export { WriteQueue, type WriterDriver, type WriterStats } from './write-queue';
+export { WriteQueue, DEFER_MS, MAX_DEFERRED, type Deferred, type WriterDriver, type WriterStats } from './write-queue';
 export * from './run-units';
 export * from './outbox-units';
 export * from './steering-rows';

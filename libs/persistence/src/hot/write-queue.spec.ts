@@ -82,6 +82,84 @@ describe('WriteQueue', () => {
     await expect(pending).resolves.toBe('a');
   });
 
+  describe('deferred units', () => {
+    afterEach(() => jest.useRealTimers());
+
+    it('join the next group another unit starts, in the order they were queued', async () => {
+      const driver = new FakeDriver();
+      const q = new WriteQueue(driver);
+      const a = q.defer(() => write('a'));
+      const b = q.submit(() => write('b'));
+      expect(a.wait).toBe(false);
+      await expect(b).resolves.toBe('b');
+      await expect(a.committed).resolves.toBe('a');
+      expect(driver.committed).toEqual(['a', 'b']);
+      expect(driver.groups).toEqual([1 + 1]);
+    });
+
+    it('alone, commit as one group after the defer interval, not before', async () => {
+      jest.useFakeTimers({ doNotFake: ['setImmediate'] });
+      const driver = new FakeDriver();
+      const q = new WriteQueue(driver, 256, 10);
+      const units = ['a', 'b', 'c'].map((t) => q.defer(() => write(t)));
+      await jest.advanceTimersByTimeAsync(9);
+      expect(driver.committed).toEqual([]);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(await Promise.all(units.map((u) => u.committed))).toEqual(['a', 'b', 'c']);
+      expect(driver.groups).toEqual([3]);
+    });
+
+    it('past the bound of uncommitted deferred units, the next one must be waited for and flushes at once', async () => {
+      jest.useFakeTimers({ doNotFake: ['setImmediate'] });
+      const driver = new FakeDriver();
+      const q = new WriteQueue(driver, 256, 1000, 2);
+      const first = [q.defer(() => write('a')), q.defer(() => write('b'))];
+      const third = q.defer(() => write('c'));
+      expect(first.map((u) => u.wait)).toEqual([false, false]);
+      expect(third.wait).toBe(true);
+      await expect(third.committed).resolves.toBe('c'); // the immediate flush, long before the 1 s interval
+      expect(driver.committed).toEqual(['a', 'b', 'c']);
+      // Committed: room again.
+      expect(q.defer(() => write('d')).wait).toBe(false);
+    });
+
+    it('are committed before a barrier resolves (the audit log read); an empty queue needs no group', async () => {
+      const driver = new FakeDriver();
+      const q = new WriteQueue(driver, 256, 60_000);
+      await q.barrier();
+      expect(driver.groups).toEqual([]);
+      const a = q.defer(() => write('a'));
+      await q.barrier();
+      expect(driver.committed).toEqual(['a']);
+      await expect(a.committed).resolves.toBe('a');
+    });
+
+    it('leave the queue idle for work outside it (the background transcript index); a submit does not', async () => {
+      const driver = new FakeDriver();
+      const q = new WriteQueue(driver, 256, 60_000);
+      expect(q.idle).toBe(true);
+      const a = q.defer(() => write('a'));
+      expect(q.idle).toBe(true);
+      const b = q.submit(() => write('b'));
+      expect(q.idle).toBe(false);
+      await Promise.all([a.committed, b]);
+      expect(q.idle).toBe(true);
+    });
+
+    it('a failing one fails alone; drain and close commit the rest without waiting for the interval', async () => {
+      const driver = new FakeDriver();
+      const q = new WriteQueue(driver, 256, 60_000);
+      const units = ['a', 'boom', 'c'].map((t) => q.defer(() => write(t)));
+      await q.close();
+      const settled = await Promise.allSettled(units.map((u) => u.committed));
+      expect(settled.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect(driver.committed).toEqual(['a', 'c']);
+      const late = q.defer(() => write('d'));
+      expect(late.wait).toBe(true);
+      await expect(late.committed).rejects.toThrow('closed');
+    });
+  });
+
   it('drains, then refuses work once closed', async () => {
     const driver = new FakeDriver();
     const q = new WriteQueue(driver);

@@ -14,6 +14,8 @@ interface Pending {
   unit: () => Unit<unknown>;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
+  /** Queued by defer(): nobody waits for its commit. */
+  deferred?: true;
 }
 
 export interface WriterStats {
@@ -23,6 +25,28 @@ export interface WriterStats {
   replays: number;
 }
 
+/** A unit with no statement: barrier() queues it. */
+function* nothing(): Unit<void> {}
+
+/** What defer() gives back: the unit's commit, and whether its caller must wait for it. */
+export interface Deferred<T> {
+  committed: Promise<T>;
+  /**
+   * True when `maxDeferred` deferred units were already waiting for their commit: the caller waits
+   * for this one as for submit(), so a crash never loses more than that many (docs/durability.md).
+   */
+  wait: boolean;
+}
+
+/**
+ * How long a deferred unit waits at most for a group commit to join (0: the next turn of the event
+ * loop, as a submitted unit; a longer wait groups more rows per commit but lets another process's
+ * audit read miss them for that long: docs/durability.md#audit-rows-of-read-calls), and how many
+ * may wait.
+ */
+export const DEFER_MS = 0;
+export const MAX_DEFERRED = 256;
+
 /**
  * The one writer of a database (issue: the run path at the floor). Every hot-path write is a
  * unit queued here; the queue groups the units pending at the moment it flushes into one
@@ -31,10 +55,17 @@ export interface WriterStats {
  * transaction committed, and no unit can join or be rolled back by another's transaction: a group
  * that fails is rolled back whole and its units are replayed one transaction each, so only the
  * failing unit fails.
+ *
+ * A deferred unit (defer()) is queued in the same order but schedules no flush of its own: it
+ * joins the next group some other unit starts, or a group of its own after `deferMs` (or at once
+ * when `maxDeferred` are waiting) — the audit rows of answered read calls (docs/durability.md).
  */
 export class WriteQueue {
   private pending: Pending[] = [];
   private scheduled = false;
+  private deferTimer: NodeJS.Timeout | undefined;
+  /** Deferred units queued and not yet committed (or failed). */
+  private deferredOpen = 0;
   private flushing = false;
   private closed = false;
   private idleWaiters: (() => void)[] = [];
@@ -43,11 +74,18 @@ export class WriteQueue {
   constructor(
     private readonly driver: WriterDriver,
     private readonly maxBatch = 256,
+    private readonly deferMs = DEFER_MS,
+    private readonly maxDeferred = MAX_DEFERRED,
   ) {}
 
   /** Units waiting for a transaction. */
   get depth(): number {
     return this.pending.length;
+  }
+
+  /** No group is running or scheduled, and no unit waits but deferred ones (which may wait). */
+  get idle(): boolean {
+    return !this.flushing && !this.scheduled && this.pending.every((p) => p.deferred);
   }
 
   submit<T>(unit: () => Unit<T>): Promise<T> {
@@ -60,11 +98,57 @@ export class WriteQueue {
     });
   }
 
-  /** Resolves once everything submitted so far is committed (or failed). */
+  /**
+   * Queues a unit that need not commit before its caller goes on: it joins the next group commit
+   * (ordered after everything queued before it), at the latest `deferMs` later; see Deferred.
+   */
+  defer<T>(unit: () => Unit<T>): Deferred<T> {
+    if (this.closed) {
+      return { committed: Promise.reject(new Error('the database writer is closed')), wait: true };
+    }
+    const wait = this.deferredOpen >= this.maxDeferred;
+    this.deferredOpen++;
+    let settle!: Pick<Pending, 'resolve' | 'reject'>;
+    const committed = new Promise<T>((resolve, reject) => {
+      settle = { resolve: resolve as (v: unknown) => void, reject };
+    });
+    this.pending.push({
+      unit,
+      deferred: true,
+      resolve: (v) => {
+        this.deferredOpen--;
+        settle.resolve(v);
+      },
+      reject: (e) => {
+        this.deferredOpen--;
+        settle.reject(e);
+      },
+    });
+    if (wait || this.deferMs === 0) {
+      this.schedule();
+    } else if (!this.scheduled && !this.deferTimer) {
+      this.deferTimer = setTimeout(() => {
+        this.deferTimer = undefined;
+        this.schedule();
+      }, this.deferMs);
+    }
+    return { committed, wait };
+  }
+
+  /**
+   * Resolves once every unit queued before it (deferred ones too) is committed or failed, without
+   * waiting for units queued after it (unlike drain()): at once when nothing is queued or running.
+   */
+  barrier(): Promise<void> {
+    return this.pending.length === 0 && !this.flushing ? Promise.resolve() : this.submit(nothing);
+  }
+
+  /** Resolves once everything submitted or deferred so far is committed (or failed). */
   drain(): Promise<void> {
     if (this.pending.length === 0 && !this.flushing) {
       return Promise.resolve();
     }
+    this.schedule(); // deferred units do not wait for their timer
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -85,6 +169,10 @@ export class WriteQueue {
     this.scheduled = false;
     if (this.flushing) {
       return;
+    }
+    if (this.deferTimer) {
+      clearTimeout(this.deferTimer); // this flush takes the deferred units too
+      this.deferTimer = undefined;
     }
     this.flushing = true;
     try {

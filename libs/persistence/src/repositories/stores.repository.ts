@@ -7,6 +7,7 @@ import { SQL } from '../hot/hot-sql';
 import { auditUnit, stateDeleteUnit, stateSetUnit, storageDeleteUnit, storageSetUnit } from '../hot/run-units';
 import { one, rows } from '../hot/unit';
 import type { RunLease } from '../hot/run-fence';
+import type { Deferred } from '../hot/write-queue';
 
 /**
  * `column` starts with `:prefix`, literally and case-sensitively on both dialects (no LIKE:
@@ -90,7 +91,17 @@ export class StoresRepository {
     return this.hot.write(() => auditUnit(row, lease));
   }
 
+  /**
+   * Queues the row to join the writer's next group commit (a read call's row, written after its
+   * answer: docs/durability.md); `wait` says the caller must wait for `committed` all the same.
+   */
+  appendAuditDeferred(row: Omit<AuditEntity, 'id'>): Deferred<void> {
+    return this.hot.writeDeferred(() => auditUnit(row));
+  }
+
+  /** The run's audit rows after `afterId`, including every row queued (here) before the read. */
   async auditOf(runId: string, afterId: number, limit: number): Promise<AuditEntity[]> {
+    await this.hot.committed();
     return this.audit
       .createQueryBuilder('a')
       .where('a.run_id = :runId AND a.id > :afterId', { runId, afterId })
