@@ -454,9 +454,14 @@ describe('RunLifecycleService on a shared bus (docs/scale-out.md#everything-from
 
   it('sends one results signal per run per commit group, after the commit; none in one process', async () => {
     const shared = setup(new SharedSignals());
+    shared.lifecycle.onModuleInit();
     const signalled: string[] = [];
     shared.signals.subscribe('results', (s) => signalled.push(s.run_id));
     const { run } = shared.start('r1');
+    shared.signals.publish({ kind: 'follow', run_id: 'r1' }); // another process follows it
+    await new Promise((r) => setImmediate(r));
+    expect(signalled).toEqual(['r1']); // newly followed while active: one signal at once
+    signalled.length = 0;
     shared.runs.holding = true;
     ingest(shared.lifecycle, run, 'message.delta', 1, { chunk: { content: 'a' } });
     ingest(shared.lifecycle, run, 'message.delta', 2, { chunk: { content: 'b' } });
@@ -476,5 +481,19 @@ describe('RunLifecycleService on a shared bus (docs/scale-out.md#everything-from
     await flush();
     await new Promise((r) => setImmediate(r));
     expect(none).toEqual([]);
+    shared.lifecycle.onModuleDestroy();
+  });
+
+  it('sends no results signal for a run no process follows', async () => {
+    const shared = setup(new SharedSignals());
+    shared.lifecycle.onModuleInit();
+    const signalled: string[] = [];
+    shared.signals.subscribe('results', (s) => signalled.push(s.run_id));
+    const { run } = shared.start('r1');
+    ingest(shared.lifecycle, run, 'message.delta', 1, { chunk: { content: 'a' } });
+    await flush();
+    await new Promise((r) => setImmediate(r));
+    expect(signalled).toEqual([]);
+    shared.lifecycle.onModuleDestroy();
   });
 });
