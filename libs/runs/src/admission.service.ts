@@ -62,13 +62,18 @@ export class AdmissionService {
     @Inject(ProcessRegistry) private readonly process: { readonly draining: boolean },
   ) {}
 
-  submit(sub: EventSubmission, idempotencyKey: string | null): Promise<Admission> {
+  /**
+   * `since`: the `performance.now()` instant the admission began (before the edge's own catalogue
+   * reads): every catalogue read of this admission may share one version read started after it
+   * (docs/scale-out.md#admin-writes).
+   */
+  submit(sub: EventSubmission, idempotencyKey: string | null, since: number = performance.now()): Promise<Admission> {
     return telemetry.tracing.inSpan('admission', { 'runnerhost.agent_id': sub.agent_id }, () =>
-      this.admit(sub, idempotencyKey),
+      this.admit(sub, idempotencyKey, since),
     );
   }
 
-  private async admit(sub: EventSubmission, idempotencyKey: string | null): Promise<Admission> {
+  private async admit(sub: EventSubmission, idempotencyKey: string | null, since: number): Promise<Admission> {
     if (this.process.draining) {
       // docs/deployment.md#graceful-shutdown: nothing is recorded; the client (or the load
       // balancer's retry) sends it to another process.
@@ -95,7 +100,7 @@ export class AdmissionService {
       return this.duplicate(previous, bodyHash);
     }
     const eventId = previous?.event_id ?? sub.event.event_id ?? randomUUID();
-    const agent = await this.catalog.agent(sub.agent_id).catch((e: unknown) => {
+    const agent = await this.catalog.agent(sub.agent_id, since).catch((e: unknown) => {
       throw e instanceof DomainError ? new DomainError(e.code, e.message, { ...e.details, field: 'agent_id' }) : e;
     });
     parseRunnerId(agent.runner_id);
@@ -144,7 +149,7 @@ export class AdmissionService {
     // a run routed to another process is prepared there, when it starts.
     let prepared =
       route !== 'elsewhere' && (!c || (await this.looksFree(c)))
-        ? await this.starter.prepare(runId, eventId, sub, agent, live, now)
+        ? await this.starter.prepare(runId, eventId, sub, agent, live, now, since)
         : null;
     // A busy conversation's run may be active in another process: steered into from here too.
     const steerElsewhere = c && !prepared && mode === 'steer' ? await this.steerableElsewhere(c) : null;
@@ -185,7 +190,7 @@ export class AdmissionService {
         break;
       }
       // The conversation was free after all: prepare the run and submit again.
-      prepared = await this.starter.prepare(runId, eventId, sub, agent, live, now);
+      prepared = await this.starter.prepare(runId, eventId, sub, agent, live, now, since);
     }
     if (!outcome?.admitted) {
       if (!outcome?.existing) {

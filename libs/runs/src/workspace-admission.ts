@@ -15,9 +15,12 @@ import type { EventSubmission } from './event-submission';
 export class WorkspaceAdmission {
   constructor(private readonly catalog: AdmissionCatalog) {}
 
-  /** The submission with its workspace set, or the refusal; `workspaces` are the caller's (null: all). */
-  async derive(sub: EventSubmission, workspaces: readonly string[] | null): Promise<EventSubmission> {
-    const agent = await this.catalog.agent(sub.agent_id).catch((e: unknown) => {
+  /**
+   * The submission with its workspace set, or the refusal; `workspaces` are the caller's (null:
+   * all); `since`: the `performance.now()` instant the admission began (AdmissionCatalog).
+   */
+  async derive(sub: EventSubmission, workspaces: readonly string[] | null, since?: number): Promise<EventSubmission> {
+    const agent = await this.catalog.agent(sub.agent_id, since).catch((e: unknown) => {
       throw e instanceof DomainError ? new DomainError(e.code, e.message, { ...e.details, field: 'agent_id' }) : e;
     });
     const workspace = agent.workspace_id ?? DEFAULT_WORKSPACE;

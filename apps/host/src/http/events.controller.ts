@@ -81,8 +81,10 @@ export class EventsController {
         field: 'Idempotency-Key',
       });
     }
+    // The admission begins here: its catalogue reads share one version read (docs/scale-out.md#admin-writes).
+    const since = performance.now();
     // docs/tenancy.md#runs: the workspace comes from the key and the agent, never from the body.
-    body = await this.tenancy.derive(body, req.principal!.workspaces);
+    body = await this.tenancy.derive(body, req.principal!.workspaces, since);
     if (body.event.event_type === 'interaction.submitted') {
       // docs/interactions.md#submitting: the token decides; the host admits the checked submission as the event.
       const s = await this.interactions.submit(null, body.input.interaction ?? {}, body.agent_id, (runId) =>
@@ -93,7 +95,7 @@ export class EventsController {
     }
     // A caller's W3C trace context (traceparent) is continued: the event's spans join its trace.
     const a = await telemetry.tracing.within(telemetry.tracing.extract(req.headers), () =>
-      this.admission.submit(body, key ?? null),
+      this.admission.submit(body, key ?? null, since),
     );
     const answer: AdmissionDto = {
       event_id: a.event_id,
