@@ -308,8 +308,7 @@ export interface WaitingStart {
 }
 
 export type WaitingStartOutcome =
-  | { started: true; event_seq: number | null; attempt: number }
-  | { started: false; why: 'busy' | 'moved' | 'gone' };
+  { started: true; event_seq: number | null; attempt: number } | { started: false; why: 'busy' | 'moved' | 'gone' };
 
 /**
  * The deferred start of an admitted event that waited (queued, or re-dispatched): the same
@@ -342,5 +341,7 @@ export function* startWaitingUnit(w: WaitingStart): Unit<WaitingStartOutcome> {
     w.run_id,
   ]);
   yield* exec(STEERING_SQL.markDispatched, [claimed ? 'started' : 'failed', r.started_at, w.item_id]);
-  return claimed ? { started: true, event_seq: eventSeq, attempt: Number(claimed.attempt) } : { started: false, why: 'gone' };
+  return claimed
+    ? { started: true, event_seq: eventSeq, attempt: Number(claimed.attempt) }
+    : { started: false, why: 'gone' };
 }

@@ -3,7 +3,7 @@
  * dialects: the conversation's running run, its waiting items, the steering queue of a run, and the
  * runs that start later.
  */
-import { insert, stmt } from './hot-sql';
+import { insert, reading, stmt } from './hot-sql';
 
 export const STEERING_COLUMNS = [
   'conversation_key',
@@ -50,9 +50,12 @@ export const STEERING_SQL = {
   ),
   insertItem: insert('insert_steering_item', 'steering_items', STEERING_COLUMNS),
   /** FIFO: the oldest items not pulled yet. */
-  queuedOfRun: stmt(
-    'queued_of_run',
-    `SELECT ${ITEM} FROM "steering_items" WHERE "run_id" = ? AND "state" = 'queued' ORDER BY "position" ASC LIMIT ?`,
+  queuedOfRun: reading(
+    stmt(
+      'queued_of_run',
+      `SELECT ${ITEM} FROM "steering_items" WHERE "run_id" = ? AND "state" = 'queued' ORDER BY "position" ASC LIMIT ?`,
+    ),
+    'steering_items',
   ),
   /** Hands an item out once: only from `queued`. */
   markInjected: stmt(
