@@ -41,7 +41,7 @@ describe('InsertBatch', () => {
   it('keeps a single row on the single-row statement', () => {
     const b = new InsertBatch();
     b.hold(run(SQL.insertResult, resultRow('r1', 1)));
-    expect(b.take()).toEqual([{ stmt: SQL.insertResult, params: resultRow('r1', 1), rows: 1 }]);
+    expect(b.take()).toEqual([{ stmt: SQL.insertResult, params: resultRow('r1', 1), rows: 1, table: 'run_results' }]);
   });
 
   it('one statement per table, in the order the tables were first held', () => {
@@ -123,6 +123,14 @@ describe('PgInsertCombiner', () => {
     expect(out[0].params).toEqual([...resultRow('r1', 3), 'o1']);
     expect(out[0].rows).toBe(2);
     expect(out[0].stmt.pg.startsWith('WITH w1 AS (INSERT INTO "run_results"')).toBe(true);
+    // A table's chunks stay separate statements (ids in order); other tables join the last one.
+    for (let seq = 10; seq < 10 + MAX_ROWS_PER_INSERT + 1; seq++) {
+      b.hold(run(SQL.insertResult, resultRow('r2', seq)));
+    }
+    b.hold(run(OUTBOX_SQL.insert, ['o3']));
+    const chunked = c.combine(b.take());
+    expect(chunked.map((h) => h.rows)).toEqual([MAX_ROWS_PER_INSERT, 2]);
+    expect(chunked[0].stmt.name).toBe(`hot_insert_result_x${MAX_ROWS_PER_INSERT}`);
     // The same shape again: the same prepared statement.
     b.hold(run(SQL.insertResult, resultRow('r1', 4)));
     b.hold(run(OUTBOX_SQL.insert, ['o2']));

@@ -23,6 +23,8 @@ export interface HeldStatement {
   stmt: HotStatement;
   params: SqlValue[];
   rows: number;
+  /** The table the rows go to (a combined statement: its first part's). */
+  table: string;
 }
 
 const HELD: Changes = { changes: 1 };
@@ -82,7 +84,12 @@ export class InsertBatch {
       const perInsert = Math.max(1, Math.min(MAX_ROWS_PER_INSERT, Math.floor(MAX_PARAMS_PER_INSERT / rows[0].length)));
       for (let i = 0; i < rows.length; i += perInsert) {
         const chunk = rows.slice(i, i + perInsert);
-        out.push({ stmt: this.shape(stmt, chunk.length), params: chunk.flat(), rows: chunk.length });
+        out.push({
+          stmt: this.shape(stmt, chunk.length),
+          params: chunk.flat(),
+          rows: chunk.length,
+          table: stmt.rows!.table,
+        });
       }
     }
     this.held.clear();
@@ -116,7 +123,8 @@ const MAX_NAMED_COMBINED = 256;
 /**
  * PostgreSQL: the held inserts of a flush as few statements as possible — several tables' inserts
  * in one statement of data-modifying CTEs (`WITH w1 AS (INSERT …), w2 AS (INSERT …) INSERT …`),
- * so the rows a unit group holds cost one round trip, not one per table. The parts are plain
+ * so the rows a unit group holds cost one round trip, not one per table (a table's chunks of
+ * MAX_ROWS_PER_INSERT rows stay in separate statements, in order). The parts are plain
  * inserts with at most `ON CONFLICT DO NOTHING` and no RETURNING, read by none of the others (no
  * foreign keys between the hot tables), so running them as one statement changes nothing but the
  * round trips.
@@ -136,7 +144,9 @@ export class PgInsertCombiner {
       params = 0;
     };
     for (const h of held) {
-      if (params + h.params.length > MAX_PARAMS_PER_COMBINED) {
+      // One part per table: the parts of a statement run in no set order, and a table's chunks
+      // keep their order (ids in arrival order) only as statements of their own.
+      if (params + h.params.length > MAX_PARAMS_PER_COMBINED || group.some((g) => g.table === h.table)) {
         close();
       }
       group.push(h);
@@ -157,7 +167,12 @@ export class PgInsertCombiner {
         s = { ...s, name: '' };
       }
     }
-    return { stmt: s, params: parts.flatMap((p) => p.params), rows: parts.reduce((n, p) => n + p.rows, 0) };
+    return {
+      stmt: s,
+      params: parts.flatMap((p) => p.params),
+      rows: parts.reduce((n, p) => n + p.rows, 0),
+      table: parts[0].table,
+    };
   }
 }
 
