@@ -42,7 +42,7 @@ describe('CatalogVersions', () => {
     expect(s.started).toBe(2);
   });
 
-  it('one read per admission: a read started after the admission began serves its later calls, not an earlier admission\'s', async () => {
+  it("one read per admission: a read started after the admission began serves its later calls, not an earlier admission's", async () => {
     const s = store();
     const versions = new CatalogVersions(s as unknown as CatalogVersionRepository, new MemorySignalBus());
     const earlier = performance.now();

@@ -386,14 +386,22 @@ describe('RunLifecycleService: the one owner of a run (docs/architecture.md#the-
     expect(published).toEqual([]);
   });
 
-  it('a fenced result write drops the run here: nothing more written, the runner told, readers see the new owner\'s end', async () => {
+  it("a fenced result write drops the run here: nothing more written, the runner told, readers see the new owner's end", async () => {
     const { lifecycle, runs, active, sent, start } = setup();
     const { run, seen, done } = start();
     runs.fenced = true;
     runs.stored.set('r1', {
       status: 'interrupted',
       results: [
-        { run_id: 'r1', sequence: 1, type: 'run.failed', data: { code: 'host.interrupted' }, usage: null, source: 'host', timestamp: null },
+        {
+          run_id: 'r1',
+          sequence: 1,
+          type: 'run.failed',
+          data: { code: 'host.interrupted' },
+          usage: null,
+          source: 'host',
+          timestamp: null,
+        },
       ],
     });
     ingest(lifecycle, run, 'message.delta', 1, { chunk: { content: 'x' } });
@@ -412,7 +420,7 @@ describe('RunLifecycleService: the one owner of a run (docs/architecture.md#the-
     expect(run.accept(incoming('message.delta', 2)).kind).toBe('dropped');
   });
 
-  it('a fenced end is not replaced by the host\'s own failure: the new owner writes the end', async () => {
+  it("a fenced end is not replaced by the host's own failure: the new owner writes the end", async () => {
     const { lifecycle, runs, start } = setup();
     const { run } = start();
     runs.fenced = true;

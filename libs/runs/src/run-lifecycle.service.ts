@@ -192,14 +192,12 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
   interrupt(runId: string, reason: string): void {
     if (!this.active.get(runId) && this.signals.pollMs !== undefined) {
       // Active in another process: written too, so that its poll finds it if the signal is lost.
-      void this.runs
-        .markCancelRequested(runId, Date.now())
-        .catch((e: unknown) =>
-          this.logger.error({
-            run_id: runId,
-            msg: `interrupt not recorded: ${e instanceof Error ? e.message : String(e)}`,
-          }),
-        );
+      void this.runs.markCancelRequested(runId, Date.now()).catch((e: unknown) =>
+        this.logger.error({
+          run_id: runId,
+          msg: `interrupt not recorded: ${e instanceof Error ? e.message : String(e)}`,
+        }),
+      );
     }
     this.signals.publish({ kind: 'cancel', run_id: runId, reason });
   }
@@ -460,7 +458,9 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
       msg: `write fenced: attempt ${run.lease?.attempt ?? '?'} no longer owns the run; dropped in this process`,
     });
     try {
-      run.session.send({ cancel: { run_id: run.run_id, reason: 'host.fenced: the run is owned by another host process' } });
+      run.session.send({
+        cancel: { run_id: run.run_id, reason: 'host.fenced: the run is owned by another host process' },
+      });
     } catch {
       // The stream is gone: nothing to stop.
     }

@@ -165,7 +165,14 @@ export class RunStarter {
     const session = this.runners.target(agent.runner_id)?.session;
     const delivery = planOf(agent.delivery_policy, prepared.context.delivery as DeliveryContext);
     const lease = RunLeases.leaseOf(runId, prepared.run.owner_process_id, attempt);
-    const active = this.lifecycle.start(runId, agent, session ?? live.session, prepared.access.snapshot, delivery, lease);
+    const active = this.lifecycle.start(
+      runId,
+      agent,
+      session ?? live.session,
+      prepared.access.snapshot,
+      delivery,
+      lease,
+    );
     if (session !== live.session) {
       this.lifecycle.conclude(active, {
         status: 'failed',
