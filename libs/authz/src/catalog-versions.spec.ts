@@ -42,6 +42,28 @@ describe('CatalogVersions', () => {
     expect(s.started).toBe(2);
   });
 
+  it("one read per admission: a read started after the admission began serves its later calls, not an earlier admission's", async () => {
+    const s = store();
+    const versions = new CatalogVersions(s as unknown as CatalogVersionRepository, new MemorySignalBus());
+    const earlier = performance.now();
+    await new Promise((r) => setTimeout(r, 2));
+    const since = performance.now();
+    const first = versions.current(since);
+    await s.answer();
+    expect(await first).toBe(0);
+    // Later reads of the same admission: the read above started after it began.
+    s.row = 1;
+    expect(await versions.current(since)).toBe(0);
+    expect(s.started).toBe(1);
+    // An admission that began before that read started reuses it too (it started after the instant).
+    expect(await versions.current(earlier)).toBe(0);
+    // A call of its own (no instant: now) never takes a read that started before it.
+    const own = versions.current();
+    expect(s.started).toBe(2);
+    await s.answer();
+    expect(await own).toBe(1);
+  });
+
   it('a failed read fails its callers only; the queued callers get their own read', async () => {
     let fail = true;
     const pending: ((v: number) => void)[] = [];

@@ -12,15 +12,18 @@ export const CATALOG_CHANNEL = 'catalog';
  * cache tagged with an older version than `current()` is never used, so a model deleted at one
  * process is never granted by a run admitted at another after the delete committed.
  *
- * `current()` is one single-row read whose query starts after the call; concurrent callers share
- * the next read (never one already in flight, which could predate a commit they must see), so
- * admissions under load cost at most one read in flight plus one queued.
+ * `current()` is one single-row read whose query starts after the call (or after the instant the
+ * caller's admission began: one read per admission); concurrent callers share the next read (never
+ * one already in flight that started before their instant, which could predate a commit they must
+ * see), so admissions under load cost at most one read in flight plus one queued.
  */
 @Injectable()
 export class CatalogVersions {
   private readonly logger = new Logger('CatalogVersions');
   private inflight: Promise<number> | null = null;
   private queued: Promise<number> | null = null;
+  /** The latest read started, with the instant it started (before its query was sent). */
+  private last: { startedAt: number; read: Promise<number> } | null = null;
   private readonly listeners = new Set<() => void>();
 
   constructor(
@@ -30,15 +33,32 @@ export class CatalogVersions {
     bus.subscribe(CATALOG_CHANNEL, () => this.wake());
   }
 
-  /** The committed version, read by a query that starts after this call. */
-  current(): Promise<number> {
+  /**
+   * The committed version, read by a query that starts after `notBefore` (a `performance.now()`
+   * instant; default: this call). One admission passes the instant it began to each of its reads
+   * (docs/scale-out.md#admin-writes): a read any of them started after it serves them all.
+   */
+  current(notBefore: number = performance.now()): Promise<number> {
+    const last = this.last;
+    if (last && last.startedAt >= notBefore) {
+      return last.read;
+    }
     if (!this.inflight) {
+      const startedAt = performance.now();
       const read = this.store.read().finally(() => {
         if (this.inflight === read) {
           this.inflight = null;
         }
       });
       this.inflight = read;
+      const entry = { startedAt, read };
+      this.last = entry;
+      // A failed read serves nobody else.
+      read.catch(() => {
+        if (this.last === entry) {
+          this.last = null;
+        }
+      });
       return read;
     }
     // A read is in flight: it may have started before a commit this caller must see. Wait for

@@ -25,7 +25,7 @@ const RESOURCES_TTL_MS = 1000;
 /**
  * What admission reads, from memory: agents and the resource catalogue, reloaded when the
  * catalogue version moved — a database row bumped in the same transaction as every admin write,
- * read once per call (CatalogVersions, docs/scale-out.md#admin-writes), so a cache older than a
+ * read once per admission (CatalogVersions, docs/scale-out.md#admin-writes), so a cache older than a
  * committed write is never used, whichever process made the write. A cache is tagged with the
  * version read before it was loaded: its content is at least that new.
  */
@@ -48,8 +48,9 @@ export class AdmissionCatalog {
     });
   }
 
-  async agent(agentId: string): Promise<AgentEntity> {
-    const version = await this.versions.current();
+  /** `since`: the `performance.now()` instant the caller's admission began (one version read per admission). */
+  async agent(agentId: string, since?: number): Promise<AgentEntity> {
+    const version = await this.versions.current(since);
     if (version > this.agentsAt) {
       this.agentCache.clear();
       this.agentsAt = version;
@@ -66,8 +67,8 @@ export class AdmissionCatalog {
     return found;
   }
 
-  async resourceCatalog(): Promise<Catalog> {
-    const version = await this.versions.current();
+  async resourceCatalog(since?: number): Promise<Catalog> {
+    const version = await this.versions.current(since);
     const now = Date.now();
     const r = this.resources;
     if (r && r.version >= version && now - r.at < RESOURCES_TTL_MS) {

@@ -146,7 +146,7 @@ describe('AdmissionService', () => {
     expect(first.catalogReads).toEqual([agent.agent_id]);
 
     const second = setup({ outcomes: [admitted({ disposition: 'queued' })], runnerElsewhere: true });
-    await second.service.submit(message(), null, agent);
+    await second.service.submit(message(), null, performance.now(), agent);
     expect(second.catalogReads).toEqual([]);
   });
 

@@ -63,17 +63,28 @@ export class AdmissionService {
   ) {}
 
   /**
-   * `agent`: the event's agent as the same request already read it from the catalogue (after the
-   * request arrived, so at a version no older than any admin write answered before it:
-   * docs/scale-out.md#admin-writes); read here when not given.
+   * `since`: the `performance.now()` instant the admission began (before the edge's own catalogue
+   * reads): every catalogue read of this admission may share one version read started after it
+   * (docs/scale-out.md#admin-writes). `agent`: the event's agent as the same request already read
+   * it from the catalogue (after `since`); read here when not given.
    */
-  submit(sub: EventSubmission, idempotencyKey: string | null, agent?: AgentEntity): Promise<Admission> {
+  submit(
+    sub: EventSubmission,
+    idempotencyKey: string | null,
+    since: number = performance.now(),
+    agent?: AgentEntity,
+  ): Promise<Admission> {
     return telemetry.tracing.inSpan('admission', { 'runnerhost.agent_id': sub.agent_id }, () =>
-      this.admit(sub, idempotencyKey, agent),
+      this.admit(sub, idempotencyKey, since, agent),
     );
   }
 
-  private async admit(sub: EventSubmission, idempotencyKey: string | null, known?: AgentEntity): Promise<Admission> {
+  private async admit(
+    sub: EventSubmission,
+    idempotencyKey: string | null,
+    since: number,
+    known?: AgentEntity,
+  ): Promise<Admission> {
     if (this.process.draining) {
       // docs/deployment.md#graceful-shutdown: nothing is recorded; the client (or the load
       // balancer's retry) sends it to another process.
@@ -103,7 +114,7 @@ export class AdmissionService {
     const agent =
       known?.agent_id === sub.agent_id
         ? known
-        : await this.catalog.agent(sub.agent_id).catch((e: unknown) => {
+        : await this.catalog.agent(sub.agent_id, since).catch((e: unknown) => {
             throw e instanceof DomainError
               ? new DomainError(e.code, e.message, { ...e.details, field: 'agent_id' })
               : e;
@@ -157,7 +168,7 @@ export class AdmissionService {
     // a run routed to another process is prepared there, when it starts.
     let prepared =
       route !== 'elsewhere' && (!c || (await this.looksFree(c)))
-        ? await this.starter.prepare(runId, eventId, sub, agent, live, now)
+        ? await this.starter.prepare(runId, eventId, sub, agent, live, now, since)
         : null;
     // A busy conversation's run may be active in another process: steered into from here too.
     const steerElsewhere = c && !prepared && mode === 'steer' ? await this.steerableElsewhere(c) : null;
@@ -199,7 +210,7 @@ export class AdmissionService {
         break;
       }
       // The conversation was free after all: prepare the run and submit again.
-      prepared = await this.starter.prepare(runId, eventId, sub, agent, live, now);
+      prepared = await this.starter.prepare(runId, eventId, sub, agent, live, now, since);
     }
     if (outcome && !outcome.admitted && outcome.active !== undefined && activeQuota) {
       throw quotaExceeded(workspace, 'max_active_runs', activeQuota.max, 1000);

@@ -1,5 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CommitSignals, DatabaseFollows, FOLLOW_PAGE, type FollowedRows } from './database-follows';
+import {
+  CommitSignals,
+  DatabaseFollows,
+  FOLLOW_INTEREST_POLLS,
+  FOLLOW_PAGE,
+  FollowInterest,
+  type FollowedRows,
+} from './database-follows';
 
 interface Row {
   run_id: string;
@@ -162,5 +169,78 @@ describe('CommitSignals', () => {
     signals.committed('a');
     await new Promise((r) => setImmediate(r));
     expect(sent).toEqual(['a', 'b', 'a']);
+  });
+});
+
+describe('CommitSignals of followed runs only', () => {
+  it('sends nothing for a run nobody follows', async () => {
+    const sent: string[] = [];
+    const followed = new Set(['a']);
+    const signals = new CommitSignals(
+      (runId) => sent.push(runId),
+      (runId) => followed.has(runId),
+    );
+    signals.committed('a');
+    signals.committed('b');
+    await new Promise((r) => setImmediate(r));
+    expect(sent).toEqual(['a']);
+    followed.add('b');
+    signals.committed('b');
+    await new Promise((r) => setImmediate(r));
+    expect(sent).toEqual(['a', 'b']);
+  });
+});
+
+describe('FollowInterest', () => {
+  it('holds an announcement for FOLLOW_INTEREST_POLLS poll periods, renewed by the next one', () => {
+    let now = 1_000;
+    const interest = new FollowInterest(100, () => now);
+    expect(interest.followed('r')).toBe(false);
+    expect(interest.noted('r')).toBe(true);
+    expect(interest.noted('r')).toBe(false); // already followed: not new
+    now += FOLLOW_INTEREST_POLLS * 100 - 1;
+    expect(interest.followed('r')).toBe(true);
+    expect(interest.noted('r')).toBe(false); // renewed from here
+    now += FOLLOW_INTEREST_POLLS * 100 - 1;
+    expect(interest.followed('r')).toBe(true);
+    now += 1;
+    expect(interest.followed('r')).toBe(false);
+    expect(interest.noted('r')).toBe(true); // followed again after it lapsed: new
+  });
+
+  it('forgets expired announcements at the next one, at most once per poll period', () => {
+    let now = 0;
+    const interest = new FollowInterest(100, () => now);
+    for (let i = 0; i < 50; i++) {
+      interest.noted(`run-${i}`);
+    }
+    expect(interest.size()).toBe(50);
+    now += FOLLOW_INTEREST_POLLS * 100;
+    interest.noted('fresh');
+    expect(interest.size()).toBe(1);
+  });
+});
+
+describe('DatabaseFollows announcements', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  it('announces a run when its first reader follows it and at each poll tick, not per reader', () => {
+    const announced: string[] = [];
+    const follows = new DatabaseFollows(new Table(), {
+      pollMs: 1000,
+      endCheckEvery: 100,
+      onError: () => {},
+      announce: (runId) => announced.push(runId),
+    });
+    const a = follows.follow('r', 0).subscribe();
+    const b = follows.follow('r', 0).subscribe();
+    expect(announced).toEqual(['r']);
+    jest.advanceTimersByTime(2000);
+    expect(announced).toEqual(['r', 'r', 'r']);
+    a.unsubscribe();
+    b.unsubscribe();
+    jest.advanceTimersByTime(5000);
+    expect(announced).toEqual(['r', 'r', 'r']); // no reader left: no follower, no announcement
   });
 });

@@ -16,6 +16,11 @@ export interface FollowOptions {
   /** Poll ticks that read nothing between two checks of the run's end (the end of a stream with no last item). */
   endCheckEvery: number;
   onError: (runId: string, e: unknown) => void;
+  /**
+   * Told when a run is first followed here and at each poll tick while it is: the owner sends a
+   * run's `results` signals only while some process announces it follows the run (FollowInterest).
+   */
+  announce?: (runId: string) => void;
 }
 
 /** Rows per read while catching up. */
@@ -61,7 +66,10 @@ export class DatabaseFollows<T extends { run_id: string; sequence: number }> {
           subject: new Subject<T>(),
           cursor: after,
           readers: 0,
-          timer: setInterval(() => void this.read(runId, created, 'poll'), this.options.pollMs),
+          timer: setInterval(() => {
+            this.options.announce?.(runId);
+            void this.read(runId, created, 'poll');
+          }, this.options.pollMs),
           reading: false,
           again: false,
           idleTicks: 0,
@@ -70,6 +78,7 @@ export class DatabaseFollows<T extends { run_id: string; sequence: number }> {
         created.timer.unref();
         this.followers.set(runId, created);
         f = created;
+        this.options.announce?.(runId);
       }
       const follower = f;
       follower.readers++;
@@ -186,17 +195,71 @@ export class DatabaseFollows<T extends { run_id: string; sequence: number }> {
   }
 }
 
+/** Poll periods a `follow` announcement lasts at the owner: two announcements may be lost. */
+export const FOLLOW_INTEREST_POLLS = 3;
+
+/**
+ * The runs some process follows from the database (docs/scale-out.md#everything-from-anywhere-reads-cancel-steering),
+ * as their `follow` announcements tell: each lasts FOLLOW_INTEREST_POLLS poll periods, renewed by
+ * the follower at each of its poll ticks. Only a wake-up depends on it: a follower reads at every
+ * poll tick whatever signals it gets.
+ */
+export class FollowInterest {
+  private readonly until = new Map<string, number>();
+  private sweptAt = 0;
+
+  constructor(
+    private readonly pollMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** A process announced it follows the run: true when nobody followed it (as far as known here). */
+  noted(runId: string): boolean {
+    const now = this.now();
+    const fresh = !this.followed(runId, now);
+    this.until.set(runId, now + FOLLOW_INTEREST_POLLS * this.pollMs);
+    if (now - this.sweptAt >= this.pollMs) {
+      // Expired announcements go at most once per poll period: the map holds only runs followed lately.
+      this.sweptAt = now;
+      for (const [id, until] of this.until) {
+        if (until <= now) {
+          this.until.delete(id);
+        }
+      }
+    }
+    return fresh;
+  }
+
+  /** Whether some process announced it follows the run within the last FOLLOW_INTEREST_POLLS poll periods. */
+  followed(runId: string, now = this.now()): boolean {
+    return (this.until.get(runId) ?? 0) > now;
+  }
+
+  /** Runs known as followed (telemetry, tests); expired ones may still be counted until the next sweep. */
+  size(): number {
+    return this.until.size;
+  }
+}
+
 /**
  * Coalesces the `results` signals of a run's owner: at most one per run per turn of the event
- * loop, where one commit group resolves the writes of all its units (docs/scale-out.md#everything-from-anywhere).
+ * loop, where one commit group resolves the writes of all its units, and only for runs another
+ * process follows (`followed`): a `NOTIFY` per run per commit costs every commit of the database
+ * (docs/scale-out.md#everything-from-anywhere-reads-cancel-steering).
  */
 export class CommitSignals {
   private readonly pending = new Set<string>();
 
-  constructor(private readonly send: (runId: string) => void) {}
+  constructor(
+    private readonly send: (runId: string) => void,
+    private readonly followed: (runId: string) => boolean = () => true,
+  ) {}
 
   /** Rows of the run were committed. */
   committed(runId: string): void {
+    if (!this.followed(runId)) {
+      return;
+    }
     if (this.pending.size === 0) {
       setImmediate(() => this.flush());
     }

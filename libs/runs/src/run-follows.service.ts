@@ -18,7 +18,8 @@ const DELIVERIES_END_CHECK_EVERY = 1;
 /**
  * Live follow of runs owned by another process (docs/scale-out.md#everything-from-anywhere): one
  * database follower per run and stream kind in this process, woken by the owner's `results`
- * signal and polled every SIGNAL_POLL_MS behind it.
+ * signal and polled every SIGNAL_POLL_MS behind it; each follower announces itself (`follow`) when
+ * it starts and at each poll tick, since the owner signals only runs someone follows.
  */
 @Injectable()
 export class RunFollowsService implements OnModuleInit, OnModuleDestroy {
@@ -39,6 +40,8 @@ export class RunFollowsService implements OnModuleInit, OnModuleDestroy {
     const pollMs = signals.pollMs ?? config.cluster.pollMs;
     const onError = (runId: string, e: unknown) =>
       this.logger.warn({ run_id: runId, msg: `following the run from the database: ${String(e)}` });
+    // The owner sends the run's `results` signals only while someone announces it follows the run.
+    const announce = (runId: string) => this.signals.publish({ kind: 'follow', run_id: runId });
     const ended = async (runId: string) => {
       const status = await this.runs.status(runId);
       return status === null || isTerminal(status);
@@ -51,11 +54,11 @@ export class RunFollowsService implements OnModuleInit, OnModuleDestroy {
         ended,
         isLast: RESULT_EVENTS.isLast,
       },
-      { pollMs, endCheckEvery: RESULTS_END_CHECK_EVERY, onError },
+      { pollMs, endCheckEvery: RESULTS_END_CHECK_EVERY, onError, announce },
     );
     this.deliveryFollows = new DatabaseFollows<DeliveryOp>(
       { read: (runId, after, limit) => this.outbox.after(runId, after, limit), ended, isLast: () => false },
-      { pollMs, endCheckEvery: DELIVERIES_END_CHECK_EVERY, onError },
+      { pollMs, endCheckEvery: DELIVERIES_END_CHECK_EVERY, onError, announce },
     );
   }
 

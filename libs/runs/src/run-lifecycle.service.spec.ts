@@ -386,14 +386,22 @@ describe('RunLifecycleService: the one owner of a run (docs/architecture.md#the-
     expect(published).toEqual([]);
   });
 
-  it('a fenced result write drops the run here: nothing more written, the runner told, readers see the new owner\'s end', async () => {
+  it("a fenced result write drops the run here: nothing more written, the runner told, readers see the new owner's end", async () => {
     const { lifecycle, runs, active, sent, start } = setup();
     const { run, seen, done } = start();
     runs.fenced = true;
     runs.stored.set('r1', {
       status: 'interrupted',
       results: [
-        { run_id: 'r1', sequence: 1, type: 'run.failed', data: { code: 'host.interrupted' }, usage: null, source: 'host', timestamp: null },
+        {
+          run_id: 'r1',
+          sequence: 1,
+          type: 'run.failed',
+          data: { code: 'host.interrupted' },
+          usage: null,
+          source: 'host',
+          timestamp: null,
+        },
       ],
     });
     ingest(lifecycle, run, 'message.delta', 1, { chunk: { content: 'x' } });
@@ -412,7 +420,7 @@ describe('RunLifecycleService: the one owner of a run (docs/architecture.md#the-
     expect(run.accept(incoming('message.delta', 2)).kind).toBe('dropped');
   });
 
-  it('a fenced end is not replaced by the host\'s own failure: the new owner writes the end', async () => {
+  it("a fenced end is not replaced by the host's own failure: the new owner writes the end", async () => {
     const { lifecycle, runs, start } = setup();
     const { run } = start();
     runs.fenced = true;
@@ -454,9 +462,14 @@ describe('RunLifecycleService on a shared bus (docs/scale-out.md#everything-from
 
   it('sends one results signal per run per commit group, after the commit; none in one process', async () => {
     const shared = setup(new SharedSignals());
+    shared.lifecycle.onModuleInit();
     const signalled: string[] = [];
     shared.signals.subscribe('results', (s) => signalled.push(s.run_id));
     const { run } = shared.start('r1');
+    shared.signals.publish({ kind: 'follow', run_id: 'r1' }); // another process follows it
+    await new Promise((r) => setImmediate(r));
+    expect(signalled).toEqual(['r1']); // newly followed while active: one signal at once
+    signalled.length = 0;
     shared.runs.holding = true;
     ingest(shared.lifecycle, run, 'message.delta', 1, { chunk: { content: 'a' } });
     ingest(shared.lifecycle, run, 'message.delta', 2, { chunk: { content: 'b' } });
@@ -476,5 +489,19 @@ describe('RunLifecycleService on a shared bus (docs/scale-out.md#everything-from
     await flush();
     await new Promise((r) => setImmediate(r));
     expect(none).toEqual([]);
+    shared.lifecycle.onModuleDestroy();
+  });
+
+  it('sends no results signal for a run no process follows', async () => {
+    const shared = setup(new SharedSignals());
+    shared.lifecycle.onModuleInit();
+    const signalled: string[] = [];
+    shared.signals.subscribe('results', (s) => signalled.push(s.run_id));
+    const { run } = shared.start('r1');
+    ingest(shared.lifecycle, run, 'message.delta', 1, { chunk: { content: 'a' } });
+    await flush();
+    await new Promise((r) => setImmediate(r));
+    expect(signalled).toEqual([]);
+    shared.lifecycle.onModuleDestroy();
   });
 });

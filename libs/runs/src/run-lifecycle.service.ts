@@ -20,7 +20,7 @@ import { assistantMessageAtEnd, effectsOf } from './result-effects';
 import { verdictOutcome, verdictResult, type HostVerdict } from './run-outcome';
 import { RunStreamBus, type ResultView } from './run-stream.bus';
 import { SIGNAL_PORT, nextSignal, type SignalPort } from './concurrency/signal-port';
-import { CommitSignals } from './database-follows';
+import { CommitSignals, FollowInterest } from './database-follows';
 import { isTerminal } from '@libs/protocol';
 import { telemetry } from '@libs/telemetry';
 
@@ -54,9 +54,11 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
   private unsubscribe?: () => void;
   /**
    * On a shared bus: the `results` signal after each commit of a run's rows, coalesced, for its
-   * readers in other processes (docs/scale-out.md#everything-from-anywhere); null in one process.
+   * readers in other processes, sent only while some process announces it follows the run
+   * (docs/scale-out.md#everything-from-anywhere-reads-cancel-steering); null in one process.
    */
   private readonly commits: CommitSignals | null;
+  private readonly followed: FollowInterest | null;
   private cancelPoll?: NodeJS.Timeout;
   private pollingCancels = false;
 
@@ -70,10 +72,14 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
     private readonly deliveries: DeliveryService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
+    const interest = signals.pollMs === undefined ? null : new FollowInterest(signals.pollMs);
+    this.followed = interest;
     this.commits =
-      signals.pollMs === undefined
-        ? null
-        : new CommitSignals((runId) => this.signals.publish({ kind: 'results', run_id: runId }));
+      interest &&
+      new CommitSignals(
+        (runId) => this.signals.publish({ kind: 'results', run_id: runId }),
+        (runId) => interest.followed(runId),
+      );
   }
 
   /** Rows of the run were committed: readers following it from another process read them. */
@@ -86,7 +92,8 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
    * through the real cancel path of the run, if it is active here.
    */
   onModuleInit(): void {
-    this.unsubscribe = this.signals.subscribe('cancel', (s) => {
+    const unfollow = this.followed && this.subscribeFollows(this.followed);
+    const uncancel = this.signals.subscribe('cancel', (s) => {
       const run = this.active.get(s.run_id);
       if (run && !run.ended) {
         void this.cancel(run, s.reason).catch((e: unknown) =>
@@ -97,6 +104,10 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
         );
       }
     });
+    this.unsubscribe = () => {
+      uncancel();
+      unfollow?.();
+    };
     // The poll behind the cancel signal: a cancel requested at another process whose signal was lost.
     if (this.signals.pollMs !== undefined) {
       this.cancelPoll = setInterval(() => void this.pollCancels(), this.signals.pollMs);
@@ -107,6 +118,19 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
   onModuleDestroy(): void {
     this.unsubscribe?.();
     clearInterval(this.cancelPoll);
+  }
+
+  /**
+   * `follow` announcements (docs/scale-out.md#everything-from-anywhere-reads-cancel-steering): a
+   * run newly followed that is active here gets one `results` signal at once, so a follower that
+   * started after the run's last commit reads without waiting for its poll tick.
+   */
+  private subscribeFollows(interest: FollowInterest): () => void {
+    return this.signals.subscribe('follow', (s) => {
+      if (interest.noted(s.run_id) && this.active.get(s.run_id)) {
+        this.committed(s.run_id);
+      }
+    });
   }
 
   /**
@@ -152,6 +176,8 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
     const until = Date.now() + this.config.runs.cancelGraceMs + 2 * pollMs + CANCEL_ANSWER_MARGIN_MS;
     for (;;) {
       const remaining = until - Date.now();
+      // The owner signals the run's commits only while someone follows it (renewed each round).
+      this.signals.publish({ kind: 'follow', run_id: runId });
       // Subscribed before the read: the end's signal between the read and the wait is not missed.
       const waiter = remaining > 0 ? nextSignal(this.signals, 'results', (s) => s.run_id === runId, remaining) : null;
       const status = await this.runs.status(runId);
@@ -166,14 +192,12 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
   interrupt(runId: string, reason: string): void {
     if (!this.active.get(runId) && this.signals.pollMs !== undefined) {
       // Active in another process: written too, so that its poll finds it if the signal is lost.
-      void this.runs
-        .markCancelRequested(runId, Date.now())
-        .catch((e: unknown) =>
-          this.logger.error({
-            run_id: runId,
-            msg: `interrupt not recorded: ${e instanceof Error ? e.message : String(e)}`,
-          }),
-        );
+      void this.runs.markCancelRequested(runId, Date.now()).catch((e: unknown) =>
+        this.logger.error({
+          run_id: runId,
+          msg: `interrupt not recorded: ${e instanceof Error ? e.message : String(e)}`,
+        }),
+      );
     }
     this.signals.publish({ kind: 'cancel', run_id: runId, reason });
   }
@@ -434,7 +458,9 @@ export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
       msg: `write fenced: attempt ${run.lease?.attempt ?? '?'} no longer owns the run; dropped in this process`,
     });
     try {
-      run.session.send({ cancel: { run_id: run.run_id, reason: 'host.fenced: the run is owned by another host process' } });
+      run.session.send({
+        cancel: { run_id: run.run_id, reason: 'host.fenced: the run is owned by another host process' },
+      });
     } catch {
       // The stream is gone: nothing to stop.
     }

@@ -82,9 +82,11 @@ export class RunStarter {
     agent: AgentEntity,
     live: LiveRunner | undefined,
     now: number,
+    /** The `performance.now()` instant the admission began (one catalogue version read per admission). */
+    since?: number,
   ): Promise<PreparedRun> {
     const scope = scopeOf(sub, agent, live?.session.plugin_id ?? '');
-    const access = await this.access(runId, scope, live?.runner.manifest ?? null, agent, now);
+    const access = await this.access(runId, scope, live?.runner.manifest ?? null, agent, now, since);
     const { context, deadlineAtMs } = buildRunContext(runId, eventId, sub, agent, access);
     const run: NewRun = {
       run_id: runId,
@@ -163,7 +165,14 @@ export class RunStarter {
     const session = this.runners.target(agent.runner_id)?.session;
     const delivery = planOf(agent.delivery_policy, prepared.context.delivery as DeliveryContext);
     const lease = RunLeases.leaseOf(runId, prepared.run.owner_process_id, attempt);
-    const active = this.lifecycle.start(runId, agent, session ?? live.session, prepared.access.snapshot, delivery, lease);
+    const active = this.lifecycle.start(
+      runId,
+      agent,
+      session ?? live.session,
+      prepared.access.snapshot,
+      delivery,
+      lease,
+    );
     if (session !== live.session) {
       this.lifecycle.conclude(active, {
         status: 'failed',
@@ -201,9 +210,10 @@ export class RunStarter {
     manifest: RunnerManifest | null,
     agent: AgentEntity,
     now: number,
+    since: number | undefined,
   ): Promise<RunAccess> {
     const timeout = runTimeoutSeconds(agent.runner_config);
-    const catalog = await this.catalog.resourceCatalog();
+    const catalog = await this.catalog.resourceCatalog(since);
     const snapshot = buildSnapshot({
       run_id: runId,
       scope,

@@ -17,14 +17,16 @@ export class WorkspaceAdmission {
 
   /**
    * The submission with its workspace set, or the refusal; `workspaces` are the caller's (null:
-   * all). Also the agent as read here, for the admission of the same request (one catalogue-version
-   * read for both, docs/scale-out.md#admin-writes).
+   * all); `since`: the `performance.now()` instant the admission began (AdmissionCatalog). Also the
+   * agent as read here, for the admission of the same request (one catalogue-version read for both,
+   * docs/scale-out.md#admin-writes).
    */
   async derive(
     sub: EventSubmission,
     workspaces: readonly string[] | null,
+    since?: number,
   ): Promise<{ submission: EventSubmission; agent: AgentEntity }> {
-    const agent = await this.catalog.agent(sub.agent_id).catch((e: unknown) => {
+    const agent = await this.catalog.agent(sub.agent_id, since).catch((e: unknown) => {
       throw e instanceof DomainError ? new DomainError(e.code, e.message, { ...e.details, field: 'agent_id' }) : e;
     });
     const workspace = agent.workspace_id ?? DEFAULT_WORKSPACE;

@@ -81,8 +81,10 @@ export class EventsController {
         field: 'Idempotency-Key',
       });
     }
+    // The admission begins here: its catalogue reads share one version read (docs/scale-out.md#admin-writes).
+    const since = performance.now();
     // docs/tenancy.md#runs: the workspace comes from the key and the agent, never from the body.
-    const derived = await this.tenancy.derive(body, req.principal!.workspaces);
+    const derived = await this.tenancy.derive(body, req.principal!.workspaces, since);
     body = derived.submission;
     if (body.event.event_type === 'interaction.submitted') {
       // docs/interactions.md#submitting: the token decides; the host admits the checked submission as the event.
@@ -94,7 +96,7 @@ export class EventsController {
     }
     // A caller's W3C trace context (traceparent) is continued: the event's spans join its trace.
     const a = await telemetry.tracing.within(telemetry.tracing.extract(req.headers), () =>
-      this.admission.submit(body, key ?? null, derived.agent),
+      this.admission.submit(body, key ?? null, since, derived.agent),
     );
     const answer: AdmissionDto = {
       event_id: a.event_id,

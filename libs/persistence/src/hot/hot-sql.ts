@@ -21,6 +21,18 @@ export interface HotStatement {
    * reads none of them), and once it matched, not run again in the same transaction (FenceCache).
    */
   readonly fence?: true;
+  /**
+   * The tables whose held inserts this statement must see (it reads or conflicts with them): the
+   * writer writes held rows first only when some are of these tables (`mustFlush`,
+   * insert-batch.ts). Absent: every held row is written first. Only for statements whose text
+   * and triggers touch nothing else.
+   */
+  readonly reads?: readonly string[];
+}
+
+/** The statement, declared to read (or conflict with) only these tables' held rows (HotStatement.reads). */
+export function reading(s: HotStatement, ...tables: string[]): HotStatement {
+  return { ...s, reads: tables };
 }
 
 export function stmt(name: string, sql: string, pgSql?: string): HotStatement {
@@ -180,7 +192,7 @@ export const SQL = {
   rollback: stmt('rollback', 'ROLLBACK'),
 
   // Admission: the event row is the idempotency guard (primary key event_id, unique idempotency_key).
-  insertEvent: insert('insert_event', 'events', EVENT_COLUMNS, ' ON CONFLICT DO NOTHING'),
+  insertEvent: reading(insert('insert_event', 'events', EVENT_COLUMNS, ' ON CONFLICT DO NOTHING'), 'events'),
   eventById: stmt('event_by_id', 'SELECT * FROM "events" WHERE "event_id" = ?'),
   eventByKey: stmt('event_by_key', 'SELECT * FROM "events" WHERE "idempotency_key" = ?'),
   /**
@@ -193,39 +205,51 @@ export const SQL = {
      WHERE "event_id" = ? AND "disposition" IN ('failed', 'rejected') AND "body_hash" = ?`,
   ),
   insertRun: batchableInsert('insert_run', 'runs', RUN_COLUMNS),
-  insertEventLog: insert('insert_event_log', 'event_log', EVENT_LOG_COLUMNS, ' RETURNING "id"'),
+  insertEventLog: reading(insert('insert_event_log', 'event_log', EVENT_LOG_COLUMNS, ' RETURNING "id"'), 'event_log'),
   /**
    * Taken before a transcript append: on PostgreSQL the conversation's transaction lock, so
    * writers of several host processes cannot compute the same next seq; SQLite has one writer.
    */
-  lockConversation: stmt('lock_conversation', 'SELECT ? AS "k"', `SELECT pg_advisory_xact_lock(hashtext(?)) AS "k"`),
+  lockConversation: reading(
+    stmt('lock_conversation', 'SELECT ? AS "k"', `SELECT pg_advisory_xact_lock(hashtext(?)) AS "k"`),
+  ),
   /**
    * Running runs of a workspace (`default` also counts runs stored without one), for its
    * `max_active_runs` (docs/tenancy.md#quotas): the partial index idx_runs_running_workspace.
+   * It reads `runs`: run rows held in the writer's batch are written first.
    */
-  runningOfWorkspace: stmt(
-    'running_of_workspace',
-    `SELECT COUNT(*) AS "n" FROM "runs" WHERE "status" = 'running'
+  runningOfWorkspace: reading(
+    stmt(
+      'running_of_workspace',
+      `SELECT COUNT(*) AS "n" FROM "runs" WHERE "status" = 'running'
        AND ("workspace_id" = ? OR (CAST(? AS TEXT) = 'default' AND "workspace_id" IS NULL))`,
+    ),
+    'runs',
   ),
   /** Next seq of the conversation in the same statement. */
-  insertTranscript: stmt(
-    'insert_transcript',
-    `INSERT INTO "transcript" (${transcriptCols}, "seq")
+  insertTranscript: reading(
+    stmt(
+      'insert_transcript',
+      `INSERT INTO "transcript" (${transcriptCols}, "seq")
      SELECT ${TRANSCRIPT_COLUMNS.map(() => '?').join(', ')}, COALESCE(MAX("seq"), 0) + 1 FROM "transcript" WHERE "conversation_id" = ?
      RETURNING "seq"`,
-    // PostgreSQL types the parameters of a SELECT list as text: created_at needs its cast.
-    `INSERT INTO "transcript" (${transcriptCols}, "seq")
+      // PostgreSQL types the parameters of a SELECT list as text: created_at needs its cast.
+      `INSERT INTO "transcript" (${transcriptCols}, "seq")
      SELECT ${TRANSCRIPT_COLUMNS.map((c) => (c === 'created_at' ? '?::bigint' : '?')).join(', ')}, COALESCE(MAX("seq"), 0) + 1 FROM "transcript" WHERE "conversation_id" = ?
      RETURNING "seq"`,
+    ),
+    'transcript',
   ),
 
   // Results and the end of a run.
   insertResult: batchableInsert('insert_result', 'run_results', RESULT_COLUMNS),
-  finishRun: stmt(
-    'finish_run',
-    `UPDATE "runs" SET "status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "usage" = ?, "finished_at" = ?
+  finishRun: reading(
+    stmt(
+      'finish_run',
+      `UPDATE "runs" SET "status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "usage" = ?, "finished_at" = ?
      WHERE "run_id" = ? AND "status" IN ('queued', 'running')`,
+    ),
+    'runs',
   ),
   markCancelRequested: stmt('mark_cancel', 'UPDATE "runs" SET "cancel_requested_at" = ? WHERE "run_id" = ?'),
 

@@ -1,5 +1,6 @@
 import { SQL } from './hot-sql';
-import { InsertBatch, MAX_ROWS_PER_INSERT } from './insert-batch';
+import { InsertBatch, MAX_ROWS_PER_INSERT, PgInsertCombiner, withInserts } from './insert-batch';
+import { FENCE_RUN } from './run-fence';
 import { OUTBOX_SQL } from './outbox-units';
 import type { Op, SqlValue } from './unit';
 
@@ -40,7 +41,7 @@ describe('InsertBatch', () => {
   it('keeps a single row on the single-row statement', () => {
     const b = new InsertBatch();
     b.hold(run(SQL.insertResult, resultRow('r1', 1)));
-    expect(b.take()).toEqual([{ stmt: SQL.insertResult, params: resultRow('r1', 1), rows: 1 }]);
+    expect(b.take()).toEqual([{ stmt: SQL.insertResult, params: resultRow('r1', 1), rows: 1, table: 'run_results' }]);
   });
 
   it('one statement per table, in the order the tables were first held', () => {
@@ -74,5 +75,65 @@ describe('InsertBatch', () => {
     b.hold(run(SQL.insertResult, resultRow('r1', 1)));
     b.clear();
     expect(b.take()).toEqual([]);
+  });
+});
+
+describe('InsertBatch.mustFlush', () => {
+  it('writes held rows first for a statement that may read them, not for one that declares other tables', () => {
+    const b = new InsertBatch();
+    expect(b.mustFlush(SQL.eventById)).toBe(false); // nothing held
+    b.hold(run(SQL.insertResult, resultRow('r1', 1)));
+    expect(b.mustFlush(SQL.eventById)).toBe(true); // declares nothing: may read anything
+    expect(b.mustFlush(SQL.lockConversation)).toBe(false); // reads no table
+    expect(b.mustFlush(SQL.finishRun)).toBe(false); // reads runs only
+    expect(b.mustFlush(FENCE_RUN)).toBe(false);
+    expect(b.mustFlush(SQL.insertTranscript)).toBe(false);
+    b.hold(run(SQL.insertRun, []));
+    expect(b.mustFlush(SQL.finishRun)).toBe(true); // the run's own row is held
+    expect(b.mustFlush(FENCE_RUN)).toBe(true);
+  });
+});
+
+describe('PgInsertCombiner', () => {
+  it('writes the held inserts of several tables as one statement of data-modifying CTEs, parameters renumbered in order', () => {
+    const combined = withInserts([
+      { name: 'a', sqlite: '', pg: 'INSERT INTO "x" ("p", "q") VALUES ($1, $2), ($3, $4)' },
+      { name: 'b', sqlite: '', pg: 'INSERT INTO "y" ("p") VALUES ($1) ON CONFLICT DO NOTHING' },
+      { name: 'c', sqlite: '', pg: 'INSERT INTO "z" ("p", "q") VALUES ($1, $2)' },
+    ]);
+    expect(combined.pg).toBe(
+      'WITH w1 AS (INSERT INTO "x" ("p", "q") VALUES ($1, $2), ($3, $4)), ' +
+        'w2 AS (INSERT INTO "y" ("p") VALUES ($5) ON CONFLICT DO NOTHING) ' +
+        'INSERT INTO "z" ("p", "q") VALUES ($6, $7)',
+    );
+    expect(combined.name).toMatch(/^hot_w_[0-9a-f]{24}$/);
+  });
+
+  it('keeps one statement as it is and the parameters of combined ones in statement order', () => {
+    const b = new InsertBatch();
+    b.hold(run(SQL.insertResult, resultRow('r1', 1)));
+    b.hold(run(SQL.insertResult, resultRow('r1', 2)));
+    const c = new PgInsertCombiner();
+    const [single] = c.combine(b.take());
+    expect(single.stmt.name).toBe('hot_insert_result_x2');
+    b.hold(run(SQL.insertResult, resultRow('r1', 3)));
+    b.hold(run(OUTBOX_SQL.insert, ['o1']));
+    const out = c.combine(b.take());
+    expect(out).toHaveLength(1);
+    expect(out[0].params).toEqual([...resultRow('r1', 3), 'o1']);
+    expect(out[0].rows).toBe(2);
+    expect(out[0].stmt.pg.startsWith('WITH w1 AS (INSERT INTO "run_results"')).toBe(true);
+    // A table's chunks stay separate statements (ids in order); other tables join the last one.
+    for (let seq = 10; seq < 10 + MAX_ROWS_PER_INSERT + 1; seq++) {
+      b.hold(run(SQL.insertResult, resultRow('r2', seq)));
+    }
+    b.hold(run(OUTBOX_SQL.insert, ['o3']));
+    const chunked = c.combine(b.take());
+    expect(chunked.map((h) => h.rows)).toEqual([MAX_ROWS_PER_INSERT, 2]);
+    expect(chunked[0].stmt.name).toBe(`hot_insert_result_x${MAX_ROWS_PER_INSERT}`);
+    // The same shape again: the same prepared statement.
+    b.hold(run(SQL.insertResult, resultRow('r1', 4)));
+    b.hold(run(OUTBOX_SQL.insert, ['o2']));
+    expect(c.combine(b.take())[0].stmt).toBe(out[0].stmt);
   });
 });

@@ -3,13 +3,15 @@
  * rows of a batchable INSERT (`HotStatement.rows`: results, deltas, runs, audit, model usage,
  * delivery ops) are held and written as one `INSERT … VALUES (…), (…)` per statement — so the
  * deltas of one run that arrive in one tick are one statement, each row keeping its own
- * sequence. Held rows are written before the next statement that is not a batchable insert
- * (every read, update, or insert whose result a unit uses, sees them) and before COMMIT; so the
- * only reordering is between inserts into different tables with nothing reading in between.
+ * sequence. Held rows are written before the next statement that may read them — one that is not
+ * a batchable insert and does not declare the tables it reads (`HotStatement.reads`), or declares
+ * a table of held rows — and before COMMIT; so the only reordering is between inserts and
+ * statements that do not read their tables.
  * A held insert answers `{ changes: 1 }` at once: batchable inserts are those whose result no
  * unit reads. If a held row fails, the whole group fails and the writer replays its units one by
  * one (write-queue.ts), so only the unit that brought it fails.
  */
+import { createHash } from 'node:crypto';
 import { multiRowInsert, type HotStatement } from './hot-sql';
 import type { Changes, Op, SqlValue } from './unit';
 
@@ -21,6 +23,8 @@ export interface HeldStatement {
   stmt: HotStatement;
   params: SqlValue[];
   rows: number;
+  /** The table the rows go to (a combined statement: its first part's). */
+  table: string;
 }
 
 const HELD: Changes = { changes: 1 };
@@ -48,6 +52,27 @@ export class InsertBatch {
     return this.held.has(s.name);
   }
 
+  /**
+   * Whether the held rows must be written before `s` runs: some are held and `s` may read them —
+   * it declares no tables (`HotStatement.reads`: then it may read any), or rows of a table it
+   * declares are held.
+   */
+  mustFlush(s: HotStatement): boolean {
+    if (this.held.size === 0) {
+      return false;
+    }
+    const reads = s.reads;
+    if (!reads) {
+      return true;
+    }
+    for (const h of this.held.values()) {
+      if (reads.includes(h.stmt.rows!.table)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   get empty(): boolean {
     return this.held.size === 0;
   }
@@ -59,7 +84,12 @@ export class InsertBatch {
       const perInsert = Math.max(1, Math.min(MAX_ROWS_PER_INSERT, Math.floor(MAX_PARAMS_PER_INSERT / rows[0].length)));
       for (let i = 0; i < rows.length; i += perInsert) {
         const chunk = rows.slice(i, i + perInsert);
-        out.push({ stmt: this.shape(stmt, chunk.length), params: chunk.flat(), rows: chunk.length });
+        out.push({
+          stmt: this.shape(stmt, chunk.length),
+          params: chunk.flat(),
+          rows: chunk.length,
+          table: stmt.rows!.table,
+        });
       }
     }
     this.held.clear();
@@ -83,4 +113,84 @@ export class InsertBatch {
     }
     return m;
   }
+}
+
+/** Bound parameters of one combined statement at most (PostgreSQL's limit is 65,535). */
+const MAX_PARAMS_PER_COMBINED = 32_000;
+/** Combined shapes prepared by name at most; others run unnamed (parsed each time): bounded server memory. */
+const MAX_NAMED_COMBINED = 256;
+
+/**
+ * PostgreSQL: the held inserts of a flush as few statements as possible — several tables' inserts
+ * in one statement of data-modifying CTEs (`WITH w1 AS (INSERT …), w2 AS (INSERT …) INSERT …`),
+ * so the rows a unit group holds cost one round trip, not one per table (a table's chunks of
+ * MAX_ROWS_PER_INSERT rows stay in separate statements, in order). The parts are plain
+ * inserts with at most `ON CONFLICT DO NOTHING` and no RETURNING, read by none of the others (no
+ * foreign keys between the hot tables), so running them as one statement changes nothing but the
+ * round trips.
+ */
+export class PgInsertCombiner {
+  private readonly shapes = new Map<string, HotStatement>();
+
+  combine(held: readonly HeldStatement[]): HeldStatement[] {
+    const out: HeldStatement[] = [];
+    let group: HeldStatement[] = [];
+    let params = 0;
+    const close = () => {
+      if (group.length > 0) {
+        out.push(group.length === 1 ? group[0] : this.merged(group));
+      }
+      group = [];
+      params = 0;
+    };
+    for (const h of held) {
+      // One part per table: the parts of a statement run in no set order, and a table's chunks
+      // keep their order (ids in arrival order) only as statements of their own.
+      if (params + h.params.length > MAX_PARAMS_PER_COMBINED || group.some((g) => g.table === h.table)) {
+        close();
+      }
+      group.push(h);
+      params += h.params.length;
+    }
+    close();
+    return out;
+  }
+
+  private merged(parts: readonly HeldStatement[]): HeldStatement {
+    const key = parts.map((p) => p.stmt.name).join(',');
+    let s = this.shapes.get(key);
+    if (!s) {
+      s = withInserts(parts.map((p) => p.stmt));
+      if (this.shapes.size < MAX_NAMED_COMBINED) {
+        this.shapes.set(key, s);
+      } else {
+        s = { ...s, name: '' };
+      }
+    }
+    return {
+      stmt: s,
+      params: parts.flatMap((p) => p.params),
+      rows: parts.reduce((n, p) => n + p.rows, 0),
+      table: parts[0].table,
+    };
+  }
+}
+
+/** One PostgreSQL statement running the given inserts (their `pg` text with `$n` marks), parameters in order. */
+export function withInserts(parts: readonly HotStatement[]): HotStatement {
+  let offset = 0;
+  const texts = parts.map((p) => {
+    let most = 0;
+    const text = p.pg.replace(/\$(\d+)/g, (_m, d: string) => {
+      const n = Number(d);
+      most = Math.max(most, n);
+      return `$${n + offset}`;
+    });
+    offset += most;
+    return text;
+  });
+  const last = texts.pop()!;
+  const pg = `WITH ${texts.map((t, i) => `w${i + 1} AS (${t})`).join(', ')} ${last}`;
+  const name = `hot_w_${createHash('sha256').update(pg).digest('hex').slice(0, 24)}`;
+  return { name, sqlite: '', pg };
 }

@@ -1,15 +1,15 @@
 import { Client, Pool, type QueryConfig } from 'pg';
-import { SQL, type HotStatement } from './hot-sql';
-import { InsertBatch } from './insert-batch';
+import type { HotStatement } from './hot-sql';
+import { InsertBatch, PgInsertCombiner } from './insert-batch';
 import { FenceCache } from './run-fence';
 import type { Op, SqlValue, Unit } from './unit';
 import type { WriterDriver } from './write-queue';
 
-/** A fence reads the run's row: a run row still held must be written first. */
-const RUN_INSERT = SQL.insertRun;
-
 function query(s: HotStatement, params: readonly SqlValue[]): QueryConfig {
-  return { name: s.name, text: s.pg, values: params as SqlValue[] };
+  // An unnamed statement (a combined shape beyond the named ones: insert-batch.ts) is parsed each time.
+  return s.name
+    ? { name: s.name, text: s.pg, values: params as SqlValue[] }
+    : { text: s.pg, values: params as SqlValue[] };
 }
 
 async function step(c: Client | Pool, op: Op): Promise<unknown> {
@@ -44,6 +44,7 @@ export class PgHot implements WriterDriver {
   /** Groups run one at a time (write-queue.ts), so one batch serves them all. */
   private readonly batch = new InsertBatch();
   private readonly fences = new FenceCache();
+  private readonly combiner = new PgInsertCombiner();
 
   constructor(private readonly url: string) {
     this.readers = new Pool({ connectionString: url, max: 4 });
@@ -82,7 +83,8 @@ export class PgHot implements WriterDriver {
 
   /**
    * One transaction for the group; batchable inserts of all its units become one multi-row
-   * INSERT per statement (insert-batch.ts), written before the next other statement and COMMIT.
+   * INSERT per statement (insert-batch.ts), written before the next statement that may read them
+   * and before COMMIT, the inserts of several tables as one statement (PgInsertCombiner).
    */
   async runGroup(units: readonly (() => Unit<unknown>)[]): Promise<unknown[]> {
     await this.connect();
@@ -92,7 +94,7 @@ export class PgHot implements WriterDriver {
     fences.reset();
     const flush = async (): Promise<void> => {
       if (!batch.empty) {
-        for (const h of batch.take()) {
+        for (const h of this.combiner.combine(batch.take())) {
           await this.writer.query(query(h.stmt, h.params));
         }
       }
@@ -110,7 +112,7 @@ export class PgHot implements WriterDriver {
             r = unit.next(held);
             continue;
           }
-          if (!op.stmt.fence || batch.holds(RUN_INSERT)) {
+          if (batch.mustFlush(op.stmt)) {
             await flush();
           }
           const result = await step(this.writer, op);

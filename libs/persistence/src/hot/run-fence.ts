@@ -53,6 +53,8 @@ export const FENCE_RUN: HotStatement = {
        AND EXISTS (SELECT 1 FROM "host_processes" WHERE "id" = ?)`,
   ),
   fence: true,
+  // It reads none of the held rows but the run's own (when its insert is held).
+  reads: ['runs'],
 };
 
 /**

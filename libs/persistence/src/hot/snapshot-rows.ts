@@ -61,10 +61,7 @@ export function joinSnapshot(content: string | null | undefined, run: string | n
  * The run-row columns of a snapshot (`snapshot_hash`, `authorization_run`), after writing its
  * shared part if absent.
  */
-export function* storeSnapshotUnit(
-  snapshot: JsonObject | null | undefined,
-  at: number,
-): Unit<[SqlValue, SqlValue]> {
+export function* storeSnapshotUnit(snapshot: JsonObject | null | undefined, at: number): Unit<[SqlValue, SqlValue]> {
   if (!snapshot) {
     return [null, null];
   }

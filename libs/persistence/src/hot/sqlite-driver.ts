@@ -1,5 +1,5 @@
 import type { Database, Statement } from 'better-sqlite3';
-import { SQL, type HotStatement } from './hot-sql';
+import type { HotStatement } from './hot-sql';
 import { InsertBatch } from './insert-batch';
 import { FenceCache } from './run-fence';
 import type { Op, Unit } from './unit';
@@ -79,8 +79,7 @@ export class SqliteHot implements WriterDriver {
         r = unit.next(held);
         continue;
       }
-      // A fence reads none of the held rows but the run's own (when its insert is held).
-      if (!op.stmt.fence || this.batch.holds(SQL.insertRun)) {
+      if (this.batch.mustFlush(op.stmt)) {
         this.flush();
       }
       const result = this.step(op);

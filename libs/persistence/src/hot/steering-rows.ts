@@ -94,17 +94,15 @@ export function* conversationLock(c: ConversationRef): Unit<void> {
 }
 
 export function* situationOf(c: ConversationRef): Unit<ConversationSituation> {
-  const running = yield* one<{ run_id: string }>(STEERING_SQL.runningRun, [
-    c.agent_id,
-    c.workspace_id,
-    c.conversation_id,
-    c.thread_id ?? '',
+  const ref = [c.agent_id, c.workspace_id, c.conversation_id, c.thread_id ?? ''];
+  const s = yield* one<{ run_id: string | null; queued: number | string; n: number | string }>(STEERING_SQL.situation, [
+    ...ref,
+    ...ref,
+    c.key,
   ]);
-  const waiting = yield* one<{ n: number | string }>(STEERING_SQL.waitingCount, [c.key]);
-  const queue = running ? yield* one<{ queued: number | string }>(STEERING_SQL.runQueue, [running.run_id]) : undefined;
   return {
-    running_run_id: running?.run_id ?? null,
-    queued_on_run: Number(queue?.queued ?? 0),
-    waiting: Number(waiting?.n ?? 0),
+    running_run_id: s?.run_id ?? null,
+    queued_on_run: Number(s?.queued ?? 0),
+    waiting: Number(s?.n ?? 0),
   };
 }

@@ -3,7 +3,7 @@
  * dialects: the conversation's running run, its waiting items, the steering queue of a run, and the
  * runs that start later.
  */
-import { insert, stmt } from './hot-sql';
+import { insert, reading, stmt } from './hot-sql';
 
 export const STEERING_COLUMNS = [
   'conversation_key',
@@ -28,19 +28,29 @@ export const STEERING_COLUMNS = [
 const ITEM = `"id", "conversation_key", "agent_id", "runner_id", "conversation_id", "thread_id", "workspace_id", "event_id", "kind",
   "state", "run_id", "position", "next_run_id", "dispatch", "item", "submission", "created_at", "redispatched_at"`;
 
+/** The running run of a conversation, as a WHERE clause of `runs` r (4 parameters). */
+function runningOf(is: string): string {
+  return `r."agent_id" = ? AND r."workspace_id" ${is} ? AND r."conversation_id" = ? AND COALESCE(r."thread_id", '') = ?
+     AND r."status" = 'running'`;
+}
+
+function situationSql(is: string): string {
+  return `SELECT (SELECT r."run_id" FROM "runs" r WHERE ${runningOf(is)} LIMIT 1) AS "run_id",
+     (SELECT COUNT(*) FROM "steering_items" s JOIN "runs" r ON r."run_id" = s."run_id"
+       WHERE ${runningOf(is)} AND s."state" = 'queued') AS "queued",
+     (SELECT COUNT(*) FROM "steering_items" WHERE "conversation_key" = ? AND "dispatch" = 'waiting') AS "n"`;
+}
+
 export const STEERING_SQL = {
-  /** The running run of a conversation (at most one: uq_runs_running_conversation). */
-  runningRun: stmt(
-    'running_run',
-    `SELECT "run_id" FROM "runs" WHERE "agent_id" = ? AND "workspace_id" IS ? AND "conversation_id" = ? AND COALESCE("thread_id", '') = ?
-     AND "status" = 'running'`,
-    `SELECT "run_id" FROM "runs" WHERE "agent_id" = ? AND "workspace_id" IS NOT DISTINCT FROM ? AND "conversation_id" = ?
-     AND COALESCE("thread_id", '') = ? AND "status" = 'running'`,
-  ),
-  /** Items of the conversation waiting to start as runs of their own. */
-  waitingCount: stmt(
-    'waiting_count',
-    `SELECT COUNT(*) AS "n" FROM "steering_items" WHERE "conversation_key" = ? AND "dispatch" = 'waiting'`,
+  /**
+   * A conversation's situation in one statement (steering-rows.ts `situationOf`): its running run
+   * (at most one: uq_runs_running_conversation), the items queued on that run, and its waiting
+   * items. Parameters: the conversation (agent, workspace, conversation id, thread) twice, then its key.
+   */
+  situation: reading(
+    stmt('situation', situationSql('IS'), situationSql('IS NOT DISTINCT FROM')),
+    'runs',
+    'steering_items',
   ),
   /** The run's steering queue: items not pulled yet, and the last position given. */
   runQueue: stmt(
@@ -50,9 +60,12 @@ export const STEERING_SQL = {
   ),
   insertItem: insert('insert_steering_item', 'steering_items', STEERING_COLUMNS),
   /** FIFO: the oldest items not pulled yet. */
-  queuedOfRun: stmt(
-    'queued_of_run',
-    `SELECT ${ITEM} FROM "steering_items" WHERE "run_id" = ? AND "state" = 'queued' ORDER BY "position" ASC LIMIT ?`,
+  queuedOfRun: reading(
+    stmt(
+      'queued_of_run',
+      `SELECT ${ITEM} FROM "steering_items" WHERE "run_id" = ? AND "state" = 'queued' ORDER BY "position" ASC LIMIT ?`,
+    ),
+    'steering_items',
   ),
   /** Hands an item out once: only from `queued`. */
   markInjected: stmt(

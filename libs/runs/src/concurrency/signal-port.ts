@@ -19,7 +19,13 @@ export type Signal =
    * The run's owner committed rows of the run (results, delivery ops): readers following it from
    * the database in other processes read after their cursor (at most one per run per commit group).
    */
-  | { kind: 'results'; run_id: string };
+  | { kind: 'results'; run_id: string }
+  /**
+   * A process follows the run from the database (a reader or a cancel waiting there): its owner
+   * sends the run's `results` signals only while some process announced this within the last
+   * FOLLOW_INTEREST_POLLS poll periods (docs/scale-out.md#everything-from-anywhere-reads-cancel-steering).
+   */
+  | { kind: 'follow'; run_id: string };
 
 export type SignalKind = Signal['kind'];
 export type SignalOf<K extends SignalKind> = Extract<Signal, { kind: K }>;
@@ -37,7 +43,7 @@ export interface SignalPort {
 
 export const SIGNAL_PORT = Symbol('SIGNAL_PORT');
 
-const KINDS: readonly SignalKind[] = ['steering', 'conversation', 'cancel', 'results'];
+const KINDS: readonly SignalKind[] = ['steering', 'conversation', 'cancel', 'results', 'follow'];
 /** Longest text field a signal carries across processes (ids, keys, a short reason). */
 const MAX_FIELD_CHARS = 512;
 
@@ -127,7 +133,7 @@ export function decodeSignal<K extends SignalKind>(kind: K, payload: string): Si
   };
   let built: Signal | null = null;
   const runId = text('run_id');
-  if ((kind === 'steering' || kind === 'results') && runId) {
+  if ((kind === 'steering' || kind === 'results' || kind === 'follow') && runId) {
     built = { kind, run_id: runId };
   } else if (kind === 'conversation' && text('key')) {
     built = { kind, key: text('key')! };
