@@ -316,7 +316,11 @@ export function messageText(message: Pick<Message, 'content'> | JsonObject | nul
 
 /** The text of a content part (`{type: 'text', text}`), or '' for any other part. */
 function partText(part: ContentElement | Json): string {
-  return part !== null && typeof part === 'object' && !Array.isArray(part) && part.type === 'text' && typeof part.text === 'string'
+  return part !== null &&
+    typeof part === 'object' &&
+    !Array.isArray(part) &&
+    part.type === 'text' &&
+    typeof part.text === 'string'
     ? part.text
     : '';
 }

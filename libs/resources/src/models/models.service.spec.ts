@@ -112,7 +112,9 @@ describe('ModelsService over the real openai SDK and HTTP', () => {
       stream_options: { include_usage: true },
       tools: [{ type: 'function', function: { name: 'search', description: 'Find' } }],
     });
-    expect(f.repo.usageRows).toEqual([expect.objectContaining({ operation: 'stream', total_tokens: 12, complete: true })]);
+    expect(f.repo.usageRows).toEqual([
+      expect.objectContaining({ operation: 'stream', total_tokens: 12, complete: true }),
+    ]);
   });
 
   it('strips <think> split across stream chunks with remove_think', async () => {

@@ -440,11 +440,7 @@ export class FakeHost implements HostApiTransport {
     return asAnswer(await model(request.messages, request as InvokeModelRequest));
   }
 
-  private async answer(
-    call: UnaryCall,
-    run: FakeRun,
-    signal?: AbortSignal,
-  ): Promise<unknown> {
+  private async answer(call: UnaryCall, run: FakeRun, signal?: AbortSignal): Promise<unknown> {
     const { method } = call;
     switch (call.method) {
       case 'InvokeModel':
@@ -469,15 +465,22 @@ export class FakeHost implements HostApiTransport {
       case 'RetrieveKnowledge': {
         const kb = this.options.knowledgeBases?.[call.request.kb_id];
         if (!kb) {
-          throw hostApiError('unauthorized', `knowledge base ${String(call.request.kb_id)} is not authorized for this run`, {
-            method,
-          });
+          throw hostApiError(
+            'unauthorized',
+            `knowledge base ${String(call.request.kb_id)} is not authorized for this run`,
+            {
+              method,
+            },
+          );
         }
         return { results: await kb(call.request.query_text, call.request.top_k) };
       }
       case 'HistoryPage':
         this.requireApi(run, method, 'history_page');
-        return { items: [...(this.options.history ?? [])].reverse().slice(0, call.request.limit ?? 50), has_more: false };
+        return {
+          items: [...(this.options.history ?? [])].reverse().slice(0, call.request.limit ?? 50),
+          has_more: false,
+        };
       case 'HistorySearch':
         this.requireApi(run, method, 'history_search');
         return { items: [], total_count: 0, query: call.request.query };
@@ -499,7 +502,10 @@ export class FakeHost implements HostApiTransport {
         return { success: this.state[call.request.scope].delete(call.request.key) };
       case 'StateList':
         this.requireApi(run, method, 'state');
-        return { keys: [...this.state[call.request.scope].keys()].filter((k) => k.startsWith(call.request.prefix ?? '')), has_more: false };
+        return {
+          keys: [...this.state[call.request.scope].keys()].filter((k) => k.startsWith(call.request.prefix ?? '')),
+          has_more: false,
+        };
       case 'StorageGet': {
         this.requireApi(run, method, 'storage');
         const value = this.storage.get(`${call.request.area}:${call.request.key}`);
