@@ -24,15 +24,11 @@ describe('every process serves every run', () => {
     await cluster.start();
     [A, B, C] = cluster.nodes;
     const { runnerId } = await cluster.startRunner(B, { env: { DEMO_STEERING: '1' } });
-    for (const [agent_id, runner_config] of [
-      [ECHO, { mode: 'echo', chunk_delay_ms: 150 }],
-      [STALL, { mode: 'stall' }],
-      [STEER, { mode: 'steer', chunk_delay_ms: 5, steer_wait_ms: 3000 }],
-    ] as const) {
-      expect((await A.api('POST', '/v1/admin/agents', { agent_id, runner_id: runnerId, runner_config })).status).toBe(
-        201,
-      );
-    }
+    await cluster.bindAgents(A, runnerId, {
+      [ECHO]: { mode: 'echo', chunk_delay_ms: 150 },
+      [STALL]: { mode: 'stall' },
+      [STEER]: { mode: 'steer', chunk_delay_ms: 5, steer_wait_ms: 3000 },
+    });
   });
 
   afterAll(async () => {

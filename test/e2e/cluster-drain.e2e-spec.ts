@@ -54,15 +54,7 @@ describe('graceful shutdown and a rolling restart', () => {
     // Through the balancer: the first connection lands on A.
     cluster.connectRunner(A, reg.body.token as string, { env: { RUNNERHOST_GRPC_URL: balancer.address } });
     await runnerConnectedAt(A, runnerId);
-    expect(
-      (
-        await A.api('POST', '/v1/admin/agents', {
-          agent_id: AGENT,
-          runner_id: runnerId,
-          runner_config: { mode: 'echo', chunk_delay_ms: 50 },
-        })
-      ).status,
-    ).toBe(201);
+    await cluster.bindAgents(A, runnerId, { [AGENT]: { mode: 'echo', chunk_delay_ms: 50 } });
   });
 
   afterAll(async () => {

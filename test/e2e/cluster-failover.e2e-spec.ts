@@ -39,15 +39,7 @@ describe('a process dies or stalls under load', () => {
     ({ token, runnerId } = await cluster.startRunner(B));
     cluster.connectRunner(C, token);
     await runnerConnectedAt(C, runnerId);
-    expect(
-      (
-        await A.api('POST', '/v1/admin/agents', {
-          agent_id: AGENT,
-          runner_id: runnerId,
-          runner_config: { mode: 'echo', chunk_delay_ms: 100 },
-        })
-      ).status,
-    ).toBe(201);
+    await cluster.bindAgents(A, runnerId, { [AGENT]: { mode: 'echo', chunk_delay_ms: 100 } });
   });
 
   afterAll(async () => {

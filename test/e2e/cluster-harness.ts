@@ -375,6 +375,20 @@ export class Cluster {
     return { runner, runnerId, token };
   }
 
+  /**
+   * Creates agents bound to `runnerId` through `via`'s admin API, each with its runner_config (an
+   * admin write at one process that the others read when they admit: the database is the only
+   * truth). Throws naming the agent when one is not created.
+   */
+  async bindAgents(via: ClusterNode, runnerId: string, agents: Record<string, Record<string, unknown>>): Promise<void> {
+    for (const [agent_id, runner_config] of Object.entries(agents)) {
+      const created = await via.api('POST', '/v1/admin/agents', { agent_id, runner_id: runnerId, runner_config });
+      if (created.status !== 201) {
+        throw new Error(`creating agent ${agent_id} answered ${created.status}: ${JSON.stringify(created.body)}`);
+      }
+    }
+  }
+
   /** Starts one more demo runner process with a token it has, connected to `at` (DEMO_LOG_RUNS on). */
   connectRunner(
     at: ClusterNode,

@@ -24,15 +24,7 @@ describe('a run admitted at any process is dispatched by the process holding its
     await cluster.start();
     [A, B, C] = cluster.nodes;
     const { runnerId } = await cluster.startRunner(B);
-    expect(
-      (
-        await C.api('POST', '/v1/admin/agents', {
-          agent_id: AGENT,
-          runner_id: runnerId,
-          runner_config: { mode: 'echo', chunk_delay_ms: 5 },
-        })
-      ).status,
-    ).toBe(201);
+    await cluster.bindAgents(C, runnerId, { [AGENT]: { mode: 'echo', chunk_delay_ms: 5 } });
   });
 
   afterAll(async () => {

@@ -60,15 +60,11 @@ describe('three host processes on one PostgreSQL database', () => {
     await cluster.start();
     [A, B, C] = cluster.nodes;
     const { runnerId } = await cluster.startRunner(B, { env: { DEMO_STEERING: '1' } });
-    for (const [agent_id, runner_config] of [
-      [AGENT, { mode: 'echo', chunk_delay_ms: 5 }],
-      [STEER_AGENT, { mode: 'steer', chunk_delay_ms: 5, steer_wait_ms: 3000 }],
-    ] as const) {
-      // An admin write at A, read by B when it admits (the database is the only truth).
-      expect((await A.api('POST', '/v1/admin/agents', { agent_id, runner_id: runnerId, runner_config })).status).toBe(
-        201,
-      );
-    }
+    // An admin write at A, read by B when it admits (the database is the only truth).
+    await cluster.bindAgents(A, runnerId, {
+      [AGENT]: { mode: 'echo', chunk_delay_ms: 5 },
+      [STEER_AGENT]: { mode: 'steer', chunk_delay_ms: 5, steer_wait_ms: 3000 },
+    });
   });
 
   afterAll(async () => {

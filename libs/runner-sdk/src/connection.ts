@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { decodeContext } from './context';
 import type { HostApiTransport } from './host-api';
-import { toStruct } from './json';
+import { toStruct, type JsonObject } from './json';
 import { Outbox } from './results';
 import { RunDispatcher, type Logger, type RunnerDefinition } from './runner';
 import type { RunnerManifest, RunResult } from './types';
@@ -22,7 +22,8 @@ export interface SessionOptions {
   plugin: string;
   version: string;
   runners: RunnerDefinition[];
-  manifests: RunnerManifest[];
+  /** The runners' manifests (types.ts), and any raw ones a protocol test sends (plugin.ts `extraManifests`). */
+  manifests: (RunnerManifest | JsonObject)[];
   transport: HostApiTransport;
   log: Logger;
   maxBatch?: number;
@@ -92,7 +93,7 @@ export class Session {
         plugin_name: options.plugin,
         plugin_version: options.version,
         protocol_version: PROTOCOL_VERSION,
-        manifests: options.manifests.map((m) => toStruct(m as unknown as Record<string, unknown>)),
+        manifests: options.manifests.map((m) => toStruct(m)),
       },
     });
   }

@@ -1,5 +1,6 @@
 import { fromStruct, fromStructOrNull, type WireStruct } from './json';
 import type { RunContext } from './types';
+import { decodedAs } from './wire';
 
 /*
  * The run context as proto-loader decodes it -> plain JSON (types.ts). Only the
@@ -28,7 +29,7 @@ function withStructs(message: Wire, fields: string[]): Record<string, unknown> |
 export function decodeContext(wire: Record<string, unknown>): RunContext {
   const resources = obj(wire.resources);
   const state = obj(wire.state);
-  return {
+  return decodedAs<RunContext>({
     ...wire,
     event: withStructs(obj(wire.event), ['data']),
     actor: withStructs(obj(wire.actor), ['metadata']),
@@ -46,5 +47,5 @@ export function decodeContext(wire: Record<string, unknown>): RunContext {
     runtime: withStructs(obj(wire.runtime), ['metadata']),
     config: fromStruct(wire.config as WireStruct | null),
     metadata: fromStruct(wire.metadata as WireStruct | null),
-  } as unknown as RunContext;
+  });
 }

@@ -12,7 +12,7 @@ import {
   type UnaryMethod,
 } from './host-api';
 import { fromStructOrNull, fromValue, toStruct, toValue, type WireStruct } from './json';
-import { CHANNEL_OPTIONS, loadServices } from './wire';
+import { CHANNEL_OPTIONS, decodedAs, loadServices, wireMethod, type WireMethod } from './wire';
 
 /*
  * The host API over gRPC: plain JSON in and out, google.protobuf.Struct/Value converted per
@@ -90,17 +90,19 @@ function decode(message: Record<string, unknown>, fields: Fields | undefined): R
   return out;
 }
 
-type Unary = (
-  request: unknown,
-  metadata: grpc.Metadata,
-  options: grpc.CallOptions,
-  callback: (err: grpc.ServiceError | null, response?: Record<string, unknown>) => void,
-) => grpc.ClientUnaryCall;
-type ServerStream = (
-  request: unknown,
-  metadata: grpc.Metadata,
-  options: grpc.CallOptions,
-) => grpc.ClientReadableStream<Record<string, unknown>>;
+/** A request or answer as proto-loader takes and gives it (Structs as WireStruct, json.ts). */
+type WireMessage = Record<string, unknown>;
+
+/** Each host-API method's path, encoder and decoder, looked up once. */
+const methods = new Map<UnaryMethod | 'StreamModel', WireMethod<WireMessage, WireMessage>>();
+function methodOf(method: UnaryMethod | 'StreamModel'): WireMethod<WireMessage, WireMessage> {
+  let wire = methods.get(method);
+  if (!wire) {
+    wire = wireMethod<WireMessage, WireMessage>(loadServices().HostApiService, method);
+    methods.set(method, wire);
+  }
+  return wire;
+}
 
 export class GrpcHostApiTransport implements HostApiTransport {
   private client: grpc.Client | undefined;
@@ -117,10 +119,12 @@ export class GrpcHostApiTransport implements HostApiTransport {
       return Promise.reject(abortReasonOf(signal));
     }
     const client = this.getClient();
-    const fn = (client as unknown as Record<string, Unary>)[method];
+    const wire = methodOf(method);
     return new Promise<ResponseOf<M>>((resolve, reject) => {
-      const call = fn.call(
-        client,
+      const call = client.makeUnaryRequest(
+        wire.path,
+        wire.serialize,
+        wire.deserialize,
         encode(request, CODEC[method].req),
         this.metadata(options.traceparent),
         { deadline: options.deadline },
@@ -131,7 +135,7 @@ export class GrpcHostApiTransport implements HostApiTransport {
           } else if (err) {
             reject(hostApiErrorFromGrpc(method, err));
           } else {
-            resolve(decode(response ?? {}, CODEC[method].res) as unknown as ResponseOf<M>);
+            resolve(decodedAs<ResponseOf<M>>(decode(response ?? {}, CODEC[method].res)));
           }
         },
       );
@@ -149,14 +153,19 @@ export class GrpcHostApiTransport implements HostApiTransport {
       throw abortReasonOf(signal);
     }
     const client = this.getClient();
-    const fn = (client as unknown as Record<string, ServerStream>).StreamModel;
-    const call = fn.call(client, encode(request, CODEC.StreamModel.req), this.metadata(options.traceparent), {
-      deadline: options.deadline,
-    });
+    const wire = methodOf('StreamModel');
+    const call = client.makeServerStreamRequest(
+      wire.path,
+      wire.serialize,
+      wire.deserialize,
+      encode(request, CODEC.StreamModel.req),
+      this.metadata(options.traceparent),
+      { deadline: options.deadline },
+    );
     const unwatch = watchAbort(signal, () => call.cancel());
     try {
-      for await (const item of call as AsyncIterable<Record<string, unknown>>) {
-        yield decode(item, CODEC.StreamModel.res) as unknown as StreamModelItem;
+      for await (const item of call as AsyncIterable<WireMessage>) {
+        yield decodedAs<StreamModelItem>(decode(item, CODEC.StreamModel.res));
       }
     } catch (err) {
       if (signal?.aborted) {

@@ -51,7 +51,7 @@ export function toValue(json: unknown): WireValue {
     return { stringValue: json.toISOString() };
   }
   if (typeof json === 'object') {
-    return { structValue: toStruct(json as Record<string, unknown>) };
+    return { structValue: toStruct(json) };
   }
   throw new TypeError(`a ${typeof json} is not JSON`);
 }
@@ -71,11 +71,11 @@ function setOwn<T>(target: Record<string, T>, key: string, value: T): void {
 }
 
 /** Encodes a JSON object; keys whose value is `undefined` are left out (as JSON.stringify does). */
-export function toStruct(object: Record<string, unknown> | null | undefined): WireStruct {
+export function toStruct(object: object | null | undefined): WireStruct {
   const fields: Record<string, WireValue> = {};
   if (object) {
     for (const key of Object.keys(object)) {
-      const value = object[key];
+      const value: unknown = Reflect.get(object, key);
       if (value !== undefined) {
         setOwn(fields, key, toValue(value));
       }

@@ -7,7 +7,7 @@ import { GrpcHostApiTransport } from './grpc-transport';
 import type { JsonObject } from './json';
 import { manifestOf, stderrLogger, type Logger, type RunnerDefinition } from './runner';
 import type { RunnerManifest } from './types';
-import { CHANNEL_OPTIONS, loadServices, type ConnectCall, type WireWelcome } from './wire';
+import { CHANNEL_OPTIONS, loadServices, openConnect, type WireWelcome } from './wire';
 
 /*
  * A runner plugin: connects with its token, says hello with one manifest per runner, runs what
@@ -68,15 +68,11 @@ export function backoffDelay(
   return Math.round(backoff * (1 - jitter * random()));
 }
 
-interface GatewayClient extends grpc.Client {
-  Connect(metadata: grpc.Metadata): ConnectCall;
-}
-
 export class RunnerPlugin {
   private readonly log: Logger;
   private readonly credentials: grpc.ChannelCredentials;
   private readonly transport: GrpcHostApiTransport;
-  private client: GatewayClient | undefined;
+  private client: grpc.Client | undefined;
   private session: Session | undefined;
   private stopping = new AbortController();
   private loop: Promise<void> | undefined;
@@ -140,15 +136,11 @@ export class RunnerPlugin {
 
   private async run(): Promise<void> {
     const { RunnerGatewayService } = loadServices();
-    this.client = new RunnerGatewayService(
-      this.options.url,
-      this.credentials,
-      CHANNEL_OPTIONS,
-    ) as unknown as GatewayClient;
+    this.client = new RunnerGatewayService(this.options.url, this.credentials, CHANNEL_OPTIONS);
     const client = this.client;
-    const manifests = [
+    const manifests: (RunnerManifest | JsonObject)[] = [
       ...this.options.runners.map((r) => manifestOf(r, this.options.author, this.options.plugin)),
-      ...((this.options.extraManifests ?? []) as unknown as RunnerManifest[]),
+      ...(this.options.extraManifests ?? []),
     ];
     let attempt = 0;
     while (!this.stopping.signal.aborted) {
@@ -156,7 +148,7 @@ export class RunnerPlugin {
         url: this.options.url,
         plugin: `${this.options.author}/${this.options.plugin}`,
       });
-      this.session = new Session((md) => client.Connect(md), {
+      this.session = new Session((md) => openConnect(client, md), {
         token: this.options.token,
         author: this.options.author,
         plugin: this.options.plugin,

@@ -240,6 +240,18 @@ function asMessage(message: Message | string): Message {
 }
 
 /**
+ * A message or chunk as result data, as it is (no copy). Message (types.ts) types its extra fields
+ * `unknown` so that a provider's message passes through whole; they are JSON by contract, and every
+ * value is checked when the result is encoded for the wire (toValue in json.ts throws on what JSON
+ * cannot hold). Not walked here as well: each delta would pay the walk twice
+ * (docs/runner-sdk.md#performance).
+ */
+function messageData(message: Message): JsonObject {
+  const data: object = message;
+  return data as JsonObject;
+}
+
+/**
  * The typed result emitters of one run. Every emitter returns a promise that resolves once the
  * result has been written (await it for backpressure, or don't); none ever rejects. Once the
  * run has ended (terminal result sent) or its connection is gone, emitters do nothing.
@@ -269,7 +281,7 @@ export class RunResults {
    */
   delta(piece: string | MessageChunk): Promise<void> {
     if (typeof piece !== 'string') {
-      return this.emit('message.delta', { chunk: piece as unknown as JsonObject });
+      return this.emit('message.delta', { chunk: messageData(piece) });
     }
     if (piece === '') {
       return Promise.resolve(); // nothing to show (a stream's closing chunk)
@@ -285,7 +297,7 @@ export class RunResults {
   message(message: Message | string, usage?: Usage): Promise<void> {
     this.streamed = '';
     this.chunkIndex = 0;
-    return this.emit('message.completed', { message: asMessage(message) as unknown as JsonObject }, usage);
+    return this.emit('message.completed', { message: messageData(asMessage(message)) }, usage);
   }
 
   toolCallStarted(call: ToolCallStarted): Promise<void> {
@@ -323,7 +335,7 @@ export class RunResults {
     }
     const data: JsonObject = { finish_reason: options.finishReason ?? 'stop' };
     if (options.message !== undefined) {
-      data.message = asMessage(options.message) as unknown as JsonObject;
+      data.message = messageData(asMessage(options.message));
     }
     await this.terminal('run.completed', data, options.usage);
   }

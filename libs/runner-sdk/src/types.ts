@@ -303,13 +303,24 @@ export interface RunResult {
 export const TERMINAL_RESULT_TYPES: ReadonlySet<string> = new Set(['run.completed', 'run.failed']);
 
 /** The text of a message or chunk: its string content, or the text parts of its content list. */
-export function messageText(message: Pick<Message, 'content'> | null | undefined): string {
+export function messageText(message: Pick<Message, 'content'> | JsonObject | null | undefined): string {
   const content = message?.content;
   if (typeof content === 'string') {
     return content;
   }
   if (Array.isArray(content)) {
-    return content.map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : '')).join('');
+    return content.map(partText).join('');
   }
   return '';
+}
+
+/** The text of a content part (`{type: 'text', text}`), or '' for any other part. */
+function partText(part: ContentElement | Json): string {
+  return part !== null &&
+    typeof part === 'object' &&
+    !Array.isArray(part) &&
+    part.type === 'text' &&
+    typeof part.text === 'string'
+    ? part.text
+    : '';
 }

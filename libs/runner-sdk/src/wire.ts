@@ -46,14 +46,69 @@ interface Services {
 }
 let services: Services | undefined;
 
+type GrpcNode = grpc.GrpcObject | grpc.ServiceClientConstructor | grpc.ProtobufTypeDefinition;
+
+/** The client class of the service `name` (`runnerhost.v1.X`) in a loaded package; throws when it is not one. */
+function serviceAt(pkg: grpc.GrpcObject, name: string): grpc.ServiceClientConstructor {
+  let node: GrpcNode | undefined = pkg;
+  for (const part of name.split('.')) {
+    node = node && typeof node === 'object' && !('format' in node) ? node[part] : undefined;
+  }
+  if (typeof node !== 'function') {
+    throw new Error(`runner-sdk: ${name} is not a service of the loaded .proto files`);
+  }
+  return node;
+}
+
 /** The generated client classes (loaded once per process). */
 export function loadServices(): Services {
   if (!services) {
     const definition = protoLoader.loadSync([GATEWAY, HOST_API], { ...LOADER_OPTIONS, includeDirs: [protoDir()] });
-    const pkg = grpc.loadPackageDefinition(definition) as unknown as { runnerhost: { v1: Services } };
-    services = pkg.runnerhost.v1;
+    const pkg = grpc.loadPackageDefinition(definition);
+    services = {
+      RunnerGatewayService: serviceAt(pkg, 'runnerhost.v1.RunnerGatewayService'),
+      HostApiService: serviceAt(pkg, 'runnerhost.v1.HostApiService'),
+    };
   }
   return services;
+}
+
+/**
+ * A method of a loaded service: its path and its proto-loader encoder and decoder, typed with the
+ * SDK's wire shapes of its request and answer (below, and host-api.ts). grpc-js types a loaded
+ * method's messages as `any`; this is where they get the shape the .proto gives them.
+ */
+export interface WireMethod<Req, Res> {
+  path: string;
+  serialize: (value: Req) => Buffer;
+  deserialize: (bytes: Buffer) => Res;
+}
+
+export function wireMethod<Req, Res>(service: grpc.ServiceClientConstructor, name: string): WireMethod<Req, Res> {
+  const method = service.service[name];
+  if (!method) {
+    throw new Error(`runner-sdk: ${service.serviceName} has no method ${name}`);
+  }
+  return { path: method.path, serialize: method.requestSerialize, deserialize: method.responseDeserialize };
+}
+
+/** Opens RunnerGatewayService/Connect on a client of that service. */
+export function openConnect(client: grpc.Client, metadata: grpc.Metadata): ConnectCall {
+  connectMethod ??= wireMethod<WirePluginMessage, WireHostMessage>(loadServices().RunnerGatewayService, 'Connect');
+  return client.makeBidiStreamRequest(connectMethod.path, connectMethod.serialize, connectMethod.deserialize, metadata);
+}
+let connectMethod: WireMethod<WirePluginMessage, WireHostMessage> | undefined;
+
+/**
+ * A decoded message (Structs already converted to JSON, json.ts) as the SDK type of that message
+ * (types.ts, host-api.ts): the one place the SDK takes the wire's shape on trust. proto-loader
+ * decoded the bytes against the .proto these types are written from (docs/runner-sdk.md), with
+ * LOADER_OPTIONS (defaults set, enums as names, int64 as numbers), so each declared field holds
+ * its declared JSON type. Not re-checked field by field: every host-API answer and run context
+ * would pay a second walk (docs/runner-sdk.md#performance).
+ */
+export function decodedAs<T extends object>(message: object): T {
+  return message as T;
 }
 
 /**

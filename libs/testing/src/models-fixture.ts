@@ -1,5 +1,5 @@
-import { secretEnvPolicy, type AppConfig } from '@libs/config';
-import type { ModelEntity, ModelsRepository, NewModelUsage } from '@libs/persistence';
+import { loadConfig, secretEnvPolicy, type AppConfig } from '@libs/config';
+import { ModelsRepository, type ModelEntity, type NewModelUsage } from '@libs/persistence';
 import type { InvokeModelRequest, StreamModelChunk } from '@libs/proto';
 import { DomainError } from '@libs/protocol';
 import { ModelRegistry, ModelsService, type ResourceCall } from '@libs/resources';
@@ -11,34 +11,50 @@ import { ModelRegistry, ModelsService, type ResourceCall } from '@libs/resources
 
 export const UNIT_KEY = 'sk-unit-0123456789abcdefSECRET';
 
-/** In-memory ModelsRepository with the methods the services use. */
-export class MemoryModels {
+/**
+ * In-memory ModelsRepository with the methods the services use (the others are not backed: the
+ * TypeORM repositories and the hot store it would use are absent).
+ */
+export class MemoryModels extends ModelsRepository {
   readonly rows = new Map<string, ModelEntity>();
-  readonly usage: NewModelUsage[] = [];
-  insert = (m: ModelEntity) => {
+  /** The usage rows recorded (`recordUsage`). */
+  readonly usageRows: NewModelUsage[] = [];
+
+  constructor() {
+    super(null!, null!, null!);
+  }
+
+  override insert(m: ModelEntity): Promise<void> {
     if (this.rows.has(m.model_id)) {
       return Promise.reject(new Error('duplicate key'));
     }
     this.rows.set(m.model_id, structuredClone(m));
     return Promise.resolve();
-  };
-  get = (id: string) => Promise.resolve(this.rows.has(id) ? structuredClone(this.rows.get(id)!) : null);
-  all = () => Promise.resolve([...this.rows.values()].sort((a, b) => a.model_id.localeCompare(b.model_id)));
-  page = async (after: string | null, limit: number) =>
-    (await this.all()).filter((m) => after === null || m.model_id > after).slice(0, limit);
-  update = (m: ModelEntity) => {
+  }
+  override get(id: string): Promise<ModelEntity | null> {
+    return Promise.resolve(this.rows.has(id) ? structuredClone(this.rows.get(id)!) : null);
+  }
+  override all(): Promise<ModelEntity[]> {
+    return Promise.resolve([...this.rows.values()].sort((a, b) => a.model_id.localeCompare(b.model_id)));
+  }
+  override async page(after: string | null, limit: number): Promise<ModelEntity[]> {
+    return (await this.all()).filter((m) => after === null || m.model_id > after).slice(0, limit);
+  }
+  override update(m: ModelEntity): Promise<boolean> {
     const current = this.rows.get(m.model_id);
     if (!current) {
       return Promise.resolve(false);
     }
     this.rows.set(m.model_id, { ...structuredClone(m), created_at: current.created_at });
     return Promise.resolve(true);
-  };
-  delete = (id: string) => Promise.resolve(this.rows.delete(id));
-  recordUsage = (row: NewModelUsage) => {
-    this.usage.push(row);
+  }
+  override delete(id: string): Promise<boolean> {
+    return Promise.resolve(this.rows.delete(id));
+  }
+  override recordUsage(row: NewModelUsage): Promise<void> {
+    this.usageRows.push(row);
     return Promise.resolve();
-  };
+  }
 }
 
 export interface ModelsFixture {
@@ -55,14 +71,15 @@ export function modelsFixture(
 ): ModelsFixture {
   // Every name but the host's own secrets may be referenced here (SECRET_ENV_ALLOWLIST has its own tests).
   const secretEnv = secretEnvPolicy(['*']);
-  const config = {
+  const config: AppConfig = {
+    ...loadConfig({}),
     openai,
     secretEnv,
     secret: (name: string) => (secretEnv.allows(name) ? env[name] || null : null),
-  } as unknown as AppConfig;
+  };
   const repo = new MemoryModels();
-  const registry = new ModelRegistry(repo as unknown as ModelsRepository, config);
-  const service = new ModelsService(registry, repo as unknown as ModelsRepository, config);
+  const registry = new ModelRegistry(repo, config);
+  const service = new ModelsService(registry, repo, config);
   return { config, repo, registry, service, env };
 }
 

@@ -59,7 +59,9 @@ async function main() {
     const outcome = await fn();
     const hostCalls = host.calls
       .slice(before)
-      .map((c) => `${c.method} ${typeof c.request.tool_name === 'string' ? c.request.tool_name : ''}`.trim());
+      .map((c) =>
+        c.method === 'CallTool' || c.method === 'GetToolDetail' ? `${c.method} ${c.request.tool_name}` : c.method,
+      );
     out[name] = { outcome: summary(outcome), log: takeLog(), hostCalls };
     return outcome;
   };

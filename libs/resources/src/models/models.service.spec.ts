@@ -49,7 +49,7 @@ describe('ModelsService over the real openai SDK and HTTP', () => {
       max_tokens: 50,
       stream: false,
     });
-    expect(f.repo.usage).toEqual([
+    expect(f.repo.usageRows).toEqual([
       expect.objectContaining({
         run_id: 'run-1',
         model_id: 'm',
@@ -67,7 +67,7 @@ describe('ModelsService over the real openai SDK and HTTP', () => {
     const res = await f.service.invoke(runCall(), req());
     expect(res.message).toMatchObject({ content: '<think>x</think>ok', reasoning_content: 'r' });
     expect(res.usage).toBeUndefined();
-    expect(f.repo.usage[0]).toMatchObject({ complete: false, total_tokens: null });
+    expect(f.repo.usageRows[0]).toMatchObject({ complete: false, total_tokens: null });
   });
 
   it('streams text deltas, tool calls assembled from split deltas, then one usage-only item', async () => {
@@ -112,7 +112,9 @@ describe('ModelsService over the real openai SDK and HTTP', () => {
       stream_options: { include_usage: true },
       tools: [{ type: 'function', function: { name: 'search', description: 'Find' } }],
     });
-    expect(f.repo.usage).toEqual([expect.objectContaining({ operation: 'stream', total_tokens: 12, complete: true })]);
+    expect(f.repo.usageRows).toEqual([
+      expect.objectContaining({ operation: 'stream', total_tokens: 12, complete: true }),
+    ]);
   });
 
   it('strips <think> split across stream chunks with remove_think', async () => {
@@ -133,7 +135,7 @@ describe('ModelsService over the real openai SDK and HTTP', () => {
       { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
     ]);
     expect(server.last()!.body.stream).toBe(false);
-    expect(f.repo.usage[0]).toMatchObject({ operation: 'stream', complete: true });
+    expect(f.repo.usageRows[0]).toMatchObject({ operation: 'stream', complete: true });
   });
 
   it('drops tools for a model without tool calling, and refuses images for one without vision', async () => {
@@ -182,7 +184,7 @@ describe('ModelsService over the real openai SDK and HTTP', () => {
       path: '/v1/rerank',
       body: { model: 'rerank-v1', query: 'ducks', documents: ['a', 'b', 'c'], top_n: 2 },
     });
-    expect(f.repo.usage.at(-1)).toMatchObject({ operation: 'rerank', total_tokens: 42, complete: true });
+    expect(f.repo.usageRows.at(-1)).toMatchObject({ operation: 'rerank', total_tokens: 42, complete: true });
 
     const tooMany = await failure(f.service.rerank(runCall(), { ...call, documents: Array(65).fill('d') }));
     expect(tooMany).toMatchObject({ code: 'invalid_argument', details: { field: 'documents', limit: 64 } });
@@ -223,6 +225,6 @@ describe('ModelsService over the real openai SDK and HTTP', () => {
       details: { field: 'extra_args.model' },
     });
     expect(server.requests).toHaveLength(0);
-    expect(f.repo.usage).toHaveLength(0);
+    expect(f.repo.usageRows).toHaveLength(0);
   });
 });

@@ -74,7 +74,7 @@ describe('provider errors → protocol errors (real SDK, real HTTP)', () => {
     expect(e).toMatchObject(expected);
     expect(e.message).not.toContain(KEY);
     expect(JSON.stringify(e.details)).not.toContain(KEY);
-    expect(f.repo.usage).toEqual([expect.objectContaining({ operation: 'invoke', complete: false })]);
+    expect(f.repo.usageRows).toEqual([expect.objectContaining({ operation: 'invoke', complete: false })]);
   });
 
   it('a 401 shows none of the provider text (it echoes the key)', async () => {
@@ -109,7 +109,7 @@ describe('provider errors → protocol errors (real SDK, real HTTP)', () => {
     );
     expect(e).toMatchObject({ code, details: { reason } });
     expect(seen).toEqual(['partial ', 'answer']);
-    expect(f.repo.usage).toEqual([expect.objectContaining({ operation: 'stream', complete: false })]);
+    expect(f.repo.usageRows).toEqual([expect.objectContaining({ operation: 'stream', complete: false })]);
   });
 
   it('connection refused (a closed port) → unavailable, retryable', async () => {
@@ -166,7 +166,7 @@ describe('provider errors → protocol errors (real SDK, real HTTP)', () => {
     );
     expect(e).toMatchObject({ code: 'deadline_exceeded', retryable: false, details: { reason: 'cancelled' } });
     expect(seen).toEqual(['one']);
-    expect(f.repo.usage).toEqual([expect.objectContaining({ operation: 'stream', complete: false })]);
+    expect(f.repo.usageRows).toEqual([expect.objectContaining({ operation: 'stream', complete: false })]);
   });
 
   it('an already-ended run calls nothing', async () => {

@@ -136,10 +136,10 @@ export class FakeRun {
         error: data.error,
         messages: this.results
           .filter((r) => r.type === 'message.completed')
-          .map((r) => messageText(r.data.message as unknown as Message)),
+          .map((r) => messageText(asJsonObject(r.data.message))),
         streamed: this.results
           .filter((r) => r.type === 'message.delta')
-          .map((r) => messageText(r.data.chunk as unknown as Message))
+          .map((r) => messageText(asJsonObject(r.data.chunk)))
           .join(''),
       });
     }
@@ -170,25 +170,28 @@ export class FakeRun {
   }
 }
 
-/** Every request field the fake reads (one shape for all methods). */
-interface AnyRequest {
-  model_id: string;
-  messages: Message[];
-  tool_name: string;
-  parameters?: JsonObject;
-  kb_id: string;
-  query_text: string;
-  top_k?: number;
-  limit?: number;
-  query: string;
-  event_id: string;
-  scope: StateScope;
-  key: string;
-  value: unknown;
-  prefix?: string;
-  area: string;
-  mode?: string;
-  wait_ms?: number;
+/** A JSON value when it is an object (a message or chunk of a result's data), else null. */
+function asJsonObject(value: Json | undefined): JsonObject | null {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? value : null;
+}
+
+/** One host-API call as the fake received it: its method names its request's type. */
+export type FakeHostCall =
+  | { [M in UnaryMethod]: { method: M; request: RequestOf<M>; traceparent?: string } }[UnaryMethod]
+  | { method: 'StreamModel'; request: InvokeModelRequest; traceparent?: string };
+type UnaryCall = Extract<FakeHostCall, { method: UnaryMethod }>;
+
+/**
+ * A call of method `M` as the union member of `M`: TypeScript does not relate a generic `M` to
+ * the matching member of a mapped union (the request's type follows from `M` all the same).
+ */
+function unaryCall<M extends UnaryMethod>(method: M, request: RequestOf<M>, traceparent?: string): UnaryCall {
+  const call: { method: UnaryMethod; request: RequestOf<UnaryMethod>; traceparent?: string } = {
+    method,
+    request,
+    traceparent,
+  };
+  return call as UnaryCall;
 }
 
 const ALL_APIS: AvailableApis = {
@@ -221,7 +224,7 @@ function asAnswer(answer: Awaited<ReturnType<FakeModel>>): { message: Message; u
 export class FakeHost implements HostApiTransport {
   /** Every host API call, in order. */
   /** Every host call: its method, request and the `traceparent` it carried. */
-  readonly calls: { method: string; request: JsonObject; traceparent?: string }[] = [];
+  readonly calls: FakeHostCall[] = [];
   /** Every frame of results, as the real connection would send them (see results.ts). */
   readonly frames: RunResult[][] = [];
   /** The state store: scope -> key -> value. */
@@ -365,13 +368,14 @@ export class FakeHost implements HostApiTransport {
     if (options.signal?.aborted) {
       throw options.signal.reason ?? new RunAbortedError('stopped', 'aborted');
     }
-    this.calls.push({ method, request: request as unknown as JsonObject, traceparent: options.traceparent });
+    const call = unaryCall(method, request, options.traceparent);
+    this.calls.push(call);
     const override = this.options.handlers?.[method];
     if (override) {
       return override(request);
     }
     const run = this.activeRun(method, request.run_id);
-    const answer = (await this.answer(method, request, run, options.signal)) as ResponseOf<M>;
+    const answer = (await this.answer(call, run, options.signal)) as ResponseOf<M>;
     if (options.signal?.aborted) {
       // As over gRPC: a call the run's signal abandoned rejects with the signal's reason.
       throw options.signal.reason;
@@ -382,7 +386,7 @@ export class FakeHost implements HostApiTransport {
   async *streamModel(request: InvokeModelRequest, options: CallOptions): AsyncIterable<StreamModelItem> {
     this.calls.push({
       method: 'StreamModel',
-      request: request as unknown as JsonObject,
+      request,
       traceparent: options.traceparent,
     });
     const run = this.activeRun('StreamModel', request.run_id);
@@ -436,88 +440,93 @@ export class FakeHost implements HostApiTransport {
     return asAnswer(await model(request.messages, request as InvokeModelRequest));
   }
 
-  private async answer(
-    method: UnaryMethod,
-    req: RequestOf<UnaryMethod>,
-    run: FakeRun,
-    signal?: AbortSignal,
-  ): Promise<unknown> {
-    const r = req as unknown as AnyRequest;
-    switch (method) {
+  private async answer(call: UnaryCall, run: FakeRun, signal?: AbortSignal): Promise<unknown> {
+    const { method } = call;
+    switch (call.method) {
       case 'InvokeModel':
-        return this.invoke(run, 'invoke', r);
+        return this.invoke(run, 'invoke', call.request);
       case 'CountTokens': {
-        const text = JSON.stringify(r.messages);
+        const text = JSON.stringify(call.request.messages);
         return { tokens: Math.ceil(text.length / 4) };
       }
       case 'Rerank':
         throw hostApiError('unauthorized', 'the fake host has no rerank models', { method });
       case 'GetToolDetail':
       case 'CallTool': {
-        const name = r.tool_name;
+        const name = call.request.tool_name;
         const tool = this.options.tools?.[name];
         if (!tool || !run.ctx.resources?.tools.some((t) => t.tool_name === name)) {
           throw hostApiError('unauthorized', `tool ${name} is not authorized for this run`, { method });
         }
         return method === 'CallTool'
-          ? { result: await tool(r.parameters ?? {}) }
+          ? { result: await tool(call.request.parameters ?? {}) }
           : { tool: { name, description: '', parameters: {} } };
       }
       case 'RetrieveKnowledge': {
-        const kb = this.options.knowledgeBases?.[r.kb_id];
+        const kb = this.options.knowledgeBases?.[call.request.kb_id];
         if (!kb) {
-          throw hostApiError('unauthorized', `knowledge base ${String(r.kb_id)} is not authorized for this run`, {
-            method,
-          });
+          throw hostApiError(
+            'unauthorized',
+            `knowledge base ${String(call.request.kb_id)} is not authorized for this run`,
+            {
+              method,
+            },
+          );
         }
-        return { results: await kb(r.query_text, r.top_k) };
+        return { results: await kb(call.request.query_text, call.request.top_k) };
       }
       case 'HistoryPage':
         this.requireApi(run, method, 'history_page');
-        return { items: [...(this.options.history ?? [])].reverse().slice(0, r.limit ?? 50), has_more: false };
+        return {
+          items: [...(this.options.history ?? [])].reverse().slice(0, call.request.limit ?? 50),
+          has_more: false,
+        };
       case 'HistorySearch':
         this.requireApi(run, method, 'history_search');
-        return { items: [], total_count: 0, query: r.query };
+        return { items: [], total_count: 0, query: call.request.query };
       case 'EventGet':
         this.requireApi(run, method, 'event_get');
-        throw hostApiError('not_found', `event ${String(r.event_id)} not found`, { method });
+        throw hostApiError('not_found', `event ${String(call.request.event_id)} not found`, { method });
       case 'EventPage':
         this.requireApi(run, method, 'event_page');
         return { items: [], has_more: false };
       case 'StateGet':
         this.requireApi(run, method, 'state');
-        return { value: this.state[r.scope].get(r.key) ?? null };
+        return { value: this.state[call.request.scope].get(call.request.key) ?? null };
       case 'StateSet':
         this.requireApi(run, method, 'state');
-        this.state[r.scope].set(r.key, r.value as Json);
+        this.state[call.request.scope].set(call.request.key, call.request.value);
         return { success: true };
       case 'StateDelete':
         this.requireApi(run, method, 'state');
-        return { success: this.state[r.scope].delete(r.key) };
+        return { success: this.state[call.request.scope].delete(call.request.key) };
       case 'StateList':
         this.requireApi(run, method, 'state');
-        return { keys: [...this.state[r.scope].keys()].filter((k) => k.startsWith(r.prefix ?? '')), has_more: false };
+        return {
+          keys: [...this.state[call.request.scope].keys()].filter((k) => k.startsWith(call.request.prefix ?? '')),
+          has_more: false,
+        };
       case 'StorageGet': {
         this.requireApi(run, method, 'storage');
-        const value = this.storage.get(`${r.area}:${r.key}`);
+        const value = this.storage.get(`${call.request.area}:${call.request.key}`);
         if (!value) {
-          throw hostApiError('not_found', `storage key ${String(r.key)} not found`, { method });
+          throw hostApiError('not_found', `storage key ${String(call.request.key)} not found`, { method });
         }
         return { value };
       }
       case 'StorageSet':
         this.requireApi(run, method, 'storage');
-        this.storage.set(`${r.area}:${r.key}`, r.value as Buffer);
+        this.storage.set(`${call.request.area}:${call.request.key}`, call.request.value);
         return {};
       case 'StorageDelete':
         this.requireApi(run, method, 'storage');
-        return { success: this.storage.delete(`${r.area}:${r.key}`) };
+        return { success: this.storage.delete(`${call.request.area}:${call.request.key}`) };
       case 'StorageList':
         this.requireApi(run, method, 'storage');
         return {
           keys: [...this.storage.keys()]
-            .filter((k) => k.startsWith(`${r.area}:${r.prefix ?? ''}`))
-            .map((k) => k.slice(String(r.area).length + 1)),
+            .filter((k) => k.startsWith(`${call.request.area}:${call.request.prefix ?? ''}`))
+            .map((k) => k.slice(String(call.request.area).length + 1)),
           has_more: false,
         };
       case 'PromptGet':
@@ -525,7 +534,7 @@ export class FakeHost implements HostApiTransport {
         return { prompt: this.options.prompt ?? [] };
       case 'SteeringPull':
         this.requireApi(run, method, 'steering_pull');
-        return { items: await run.pull(r.mode, Math.min(30_000, r.wait_ms ?? 0), signal) };
+        return { items: await run.pull(call.request.mode, Math.min(30_000, call.request.wait_ms ?? 0), signal) };
       case 'RunGet':
         return { run_id: run.runId, status: run.ended ? 'completed' : 'running', cancel_requested: false };
     }

@@ -1,6 +1,7 @@
 export { FakeHost, FakeRun } from './fake-host';
 export type {
   FakeHandler,
+  FakeHostCall,
   FakeHostOptions,
   FakeKnowledgeBase,
   FakeModel,
