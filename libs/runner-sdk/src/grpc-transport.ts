@@ -90,15 +90,15 @@ function decode(message: Record<string, unknown>, fields: Fields | undefined): R
   return out;
 }
 
-/** A request or answer as proto-loader takes and gives it (Structs as WireStruct, json.ts). */
+/** An answer as proto-loader gives it (requests go as any object the loader encodes) (Structs as WireStruct, json.ts). */
 type WireMessage = Record<string, unknown>;
 
 /** Each host-API method's path, encoder and decoder, looked up once. */
-const methods = new Map<UnaryMethod | 'StreamModel', WireMethod<WireMessage, WireMessage>>();
-function methodOf(method: UnaryMethod | 'StreamModel'): WireMethod<WireMessage, WireMessage> {
+const methods = new Map<UnaryMethod | 'StreamModel', WireMethod<object, WireMessage>>();
+function methodOf(method: UnaryMethod | 'StreamModel'): WireMethod<object, WireMessage> {
   let wire = methods.get(method);
   if (!wire) {
-    wire = wireMethod<WireMessage, WireMessage>(loadServices().HostApiService, method);
+    wire = wireMethod<object, WireMessage>(loadServices().HostApiService, method);
     methods.set(method, wire);
   }
   return wire;
