@@ -3,7 +3,21 @@ import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**', 'scripts/**', 'libs/proto/src/generated/**', 'apps/console/src/api/schema.d.ts', 'test/contract/**', '*.js', '*.mjs', '*.cjs'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'data/**',
+      'coverage/**',
+      'scripts/**',
+      'libs/proto/src/generated/**',
+      'apps/console/src/api/schema.d.ts',
+      'test/contract/**',
+      '*.js',
+      '*.mjs',
+      '*.cjs',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -19,7 +33,11 @@ export default tseslint.config(
       curly: ['error', 'all'],
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['../../*', '@libs/*/*'], message: 'Import another lib through @libs/<name> (its index.ts).' }] },
+        {
+          patterns: [
+            { group: ['../../*', '@libs/*/*'], message: 'Import another lib through @libs/<name> (its index.ts).' },
+          ],
+        },
       ],
     },
   },
@@ -34,13 +52,21 @@ export default tseslint.config(
         'error',
         {
           selector: 'TSAsExpression > TSAsExpression[typeAnnotation.type="TSUnknownKeyword"]',
-          message: 'No `as unknown as` (issue 16): use a type guard, a schema parse, a typed API or a documented accessor.',
+          message:
+            'No `as unknown as` (issue 16): use a type guard, a schema parse, a typed API or a documented accessor.',
         },
       ],
     },
   },
   {
-    files: ['**/*.spec.ts', '**/*.int-spec.ts', '**/*.e2e-spec.ts', 'test/**/*.ts', 'bench/**/*.ts', 'libs/testing/**/*.ts'],
+    files: [
+      '**/*.spec.ts',
+      '**/*.int-spec.ts',
+      '**/*.e2e-spec.ts',
+      'test/**/*.ts',
+      'bench/**/*.ts',
+      'libs/testing/**/*.ts',
+    ],
     rules: {
       '@typescript-eslint/no-unsafe-assignment': 'off',
       '@typescript-eslint/no-unsafe-member-access': 'off',

@@ -134,7 +134,6 @@ async function presence(url: string): Promise<boolean> {
   });
 }
 
-
 /** One event without a conversation posted at `at`: its run id and POST → terminal (ms). */
 async function one(
   at: HostHttp,

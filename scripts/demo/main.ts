@@ -167,14 +167,23 @@ async function approval(host: DemoHost, model: ScriptedOpenAIServer): Promise<vo
     scripts.toolCalls([{ id: 'call_careful', name: 'current_time', arguments: '{"timezone":"UTC"}' }]),
     scripts.reply('Approved and done: the time is above.'),
   );
-  const asking = await turn(host, 'What time is it? (to the careful agent)', undefined, undefined, CAREFUL, conversation);
+  const asking = await turn(
+    host,
+    'What time is it? (to the careful agent)',
+    undefined,
+    undefined,
+    CAREFUL,
+    conversation,
+  );
   expectStatus(asking, 'run.completed');
   const request = (await host.deliveries(asking.runId)).find((o) => o.op === 'interaction.request');
   if (!request || asking.events.some((e) => e.type === 'tool.call.started')) {
     throw new Error('the careful agent did not ask for approval before calling the tool');
   }
   say(`asked  ${request.payload.request.title}: ${request.payload.request.description.split('\n').at(-1)}`);
-  say(`       token ${request.payload.callback_token.slice(0, 9)}…, expires ${new Date(request.payload.expires_at * 1000).toISOString()}`);
+  say(
+    `       token ${request.payload.callback_token.slice(0, 9)}…, expires ${new Date(request.payload.expires_at * 1000).toISOString()}`,
+  );
   const submitted = await host.expect<{ run_id: string; disposition: string }>(
     202,
     'POST',

@@ -123,7 +123,11 @@ describe('behaviour #40: structured interactions', () => {
     const ok = await runWith('all-three', 'interaction.requested', request({ interaction_id: 'max', expires_at: max }));
     expect(ok.op.payload.expires_at).toBe(max);
     const over = Math.floor(Date.now() / 1000) + 24 * 3600 + 60;
-    const long = await runWith('all-three', 'interaction.requested', request({ interaction_id: 'over', expires_at: over }));
+    const long = await runWith(
+      'all-three',
+      'interaction.requested',
+      request({ interaction_id: 'over', expires_at: over }),
+    );
     expect(long.run.status).toBe('failed');
     expect(JSON.stringify(long.run)).toContain('payload.expires_at');
   });

@@ -70,7 +70,12 @@ describe('structured interactions', () => {
       ['ask-short', { mode: 'interaction', interaction_expires_in: 2 }, on],
       ['other-action', { mode: 'interaction', action: 'platform.kick' }, on],
     ] as const) {
-      const r = await host.api('POST', '/v1/admin/agents', { agent_id, runner_id: runnerId, runner_config, delivery_policy });
+      const r = await host.api('POST', '/v1/admin/agents', {
+        agent_id,
+        runner_id: runnerId,
+        runner_config,
+        delivery_policy,
+      });
       expect(r.status).toBe(201);
     }
   });

@@ -39,14 +39,17 @@ describe('local agent: tool approval', () => {
       const r = await world.host.api('GET', `/v1/runs/${runId}`);
       return ['completed', 'failed', 'cancelled', 'timeout'].includes(r.body?.status) ? r.body : null;
     });
-  const lines = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean) : []);
+  const lines = (file: string) =>
+    fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
   const submit = (p: Record<string, any>, action: string) =>
     world.host.api('POST', `/v1/interactions/${p.id}/submit`, { callback_token: p.callback_token, action_id: action });
 
   /** A message whose answer is a call of `append` to `file`; answers the asking run and its request op. */
   const askToAppend = async (agent: string, conversation: string, file: string) => {
     world.server.chat(
-      scripts.toolCalls([{ id: `call_${conversation}`, name: 'append', arguments: JSON.stringify({ file, line: 'one' }) }]),
+      scripts.toolCalls([
+        { id: `call_${conversation}`, name: 'append', arguments: JSON.stringify({ file, line: 'one' }) },
+      ]),
     );
     const runId = await world.say(agent, conversation, `Please write "one" to ${path.basename(file)}.`);
     const run = await finished(runId);
@@ -75,7 +78,10 @@ describe('local agent: tool approval', () => {
     const { runId, run, request } = await askToAppend('careful', 'conv-approve', file);
     expect(run.status).toBe('completed');
     const events = await world.results(runId);
-    expect(events.at(-1)!.data).toMatchObject({ type: 'run.completed', data: { finish_reason: 'interaction_requested' } });
+    expect(events.at(-1)!.data).toMatchObject({
+      type: 'run.completed',
+      data: { finish_reason: 'interaction_requested' },
+    });
     expect(events.some((e) => e.event === 'tool.call.started')).toBe(false);
     expect(lines(file)).toEqual([]);
 
@@ -101,7 +107,9 @@ describe('local agent: tool approval', () => {
     expect(next.status).toBe('completed');
     expect(lines(file)).toEqual(['one']);
     const results = await world.results(ok.body.run_id);
-    expect(results.filter((e) => e.event === 'tool.call.completed').map((e) => e.data.data.tool_name)).toEqual(['append']);
+    expect(results.filter((e) => e.event === 'tool.call.completed').map((e) => e.data.data.tool_name)).toEqual([
+      'append',
+    ]);
     expect(results.find((e) => e.event === 'message.completed')!.data.data.message.content).toBe(
       'Done: "one" is written.',
     );

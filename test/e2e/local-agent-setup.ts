@@ -107,7 +107,11 @@ export class LocalAgentWorld {
     });
     // Boot connects the MCP tool source (a ts-node child): slower than a first start on a busy machine.
     await this.host.launch();
-    await waitFor('host readiness after the restart', async () => (await fetch(`${this.host.http}/health/ready`)).ok, 120_000);
+    await waitFor(
+      'host readiness after the restart',
+      async () => (await fetch(`${this.host.http}/health/ready`)).ok,
+      120_000,
+    );
   }
 
   async stop(): Promise<void> {

@@ -342,7 +342,10 @@ describe('security over real HTTP and gRPC', () => {
           const r = await ready();
           return r.status === 503 ? r : null;
         });
-        expect(down.body).toEqual({ status: 'unavailable', checks: { database: 'unreachable', grpc: 'ok', process: 'ok' } });
+        expect(down.body).toEqual({
+          status: 'unavailable',
+          checks: { database: 'unreachable', grpc: 'ok', process: 'ok' },
+        });
         // The details are in the host's log (written asynchronously).
         await waitFor('the logged reason', () =>
           Promise.resolve(host.proc.logs().includes('readiness: database check failed')),

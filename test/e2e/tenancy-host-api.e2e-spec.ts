@@ -240,7 +240,7 @@ describe('tenancy over the host API: one plugin serving two workspaces', () => {
     // Bounded by time, not by a number of calls: a fast machine makes 200 calls within one period.
     let refused: RpcResult<unknown> | null = null;
     // Paced below the per-run rate limit (100 calls/s), which would refuse first otherwise.
-    for (const until = Date.now() + 20_000; refused === null && Date.now() < until; ) {
+    for (const until = Date.now() + 20_000; refused === null && Date.now() < until;) {
       const r = await invoke(run.acme, 'm-acme');
       refused = r.err ? r : null;
       await new Promise((resolve) => setTimeout(resolve, 20));

@@ -77,7 +77,10 @@ function makeCertificates(dir: string) {
 }
 
 function launch(main: string, env: Record<string, string>) {
-  const child = spawn(process.execPath, [main], { env: { ...process.env, METRICS: 'off', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [main], {
+    env: { ...process.env, METRICS: 'off', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let logs = '';
   child.stdout.on('data', (d: Buffer) => (logs += d.toString()));
   child.stderr.on('data', (d: Buffer) => (logs += d.toString()));

@@ -240,9 +240,7 @@ describe.each(PERSISTENT_DIALECTS)('webhook outbox lease on %s', (name, factory)
     // p1 is declared dead (its row deleted, as the registry's sweep does): p2 takes over at op 2.
     await modA.get(HostProcessesRepository).remove('p1');
     b.wake();
-    await until('p2 delivered the run', async () =>
-      (await states('r')).every((s) => s.endsWith(':delivered')),
-    );
+    await until('p2 delivered the run', async () => (await states('r')).every((s) => s.endsWith(':delivered')));
     // Op 2 was sent twice (p1's request never answered; p2 sends it again, same Idempotency-Key).
     expect(receiver.sequencesOf('r')).toEqual([1, 2, 2, 3]);
     expect(new Set(receiver.hits.filter((h) => h.sequence === 2).map((h) => h.key))).toEqual(new Set(['r:2']));
@@ -280,7 +278,7 @@ describe.each(PERSISTENT_DIALECTS)('webhook outbox lease on %s', (name, factory)
     expect(receiver.sequencesOf('h')).toEqual([1, 1, 2]);
   });
 
-  it('at boot SQLite takes back a killed predecessor\'s leases (one process per file); PostgreSQL waits for its row to go', async () => {
+  it("at boot SQLite takes back a killed predecessor's leases (one process per file); PostgreSQL waits for its row to go", async () => {
     await hotA.write(() => outboxUnit([1, 2].map((s) => op(receiver.url, 'k', s))));
     // p1 claimed the run and was killed: its row is still there (not yet declared dead).
     expect((await hotA.write(() => claimSenderUnit('k', 'p1', Date.now())))?.sequence).toBe(1);

@@ -71,7 +71,6 @@ function executedStatements(hot: HotStore): { names: string[]; restore: () => vo
   return { names, restore: () => delete (sqlite as { statement?: unknown }).statement };
 }
 
-
 /** The writer's counters gained since `before`. */
 function gained(hot: HotStore, before: WriterStats): WriterStats {
   const now = hot.writerStats;

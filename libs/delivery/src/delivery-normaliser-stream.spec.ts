@@ -1,7 +1,14 @@
 import fc from 'fast-check';
 import { deliveryPolicySchema } from '@libs/agents';
 import { wholeTextParts } from './whole-text.oracle';
-import { LARGE_EDIT, initialState, nextDueAt, normalise, type NormaliserState, type ResultLike } from './delivery-normaliser';
+import {
+  LARGE_EDIT,
+  initialState,
+  nextDueAt,
+  normalise,
+  type NormaliserState,
+  type ResultLike,
+} from './delivery-normaliser';
 import type { DeliveryOp } from './ops';
 import { deliveryPlan, type DeliveryPlan } from './plan';
 import { measure, splitText } from './split';

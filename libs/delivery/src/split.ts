@@ -352,7 +352,13 @@ export interface PartList {
   readonly rest: PartList | null;
 }
 
-export const EMPTY_GROWING_SPLIT: GrowingSplit = { buf: '', at: { start: 0, bigEnd: 0 }, parts: null, cut: 0, off: false };
+export const EMPTY_GROWING_SPLIT: GrowingSplit = {
+  buf: '',
+  at: { start: 0, bigEnd: 0 },
+  parts: null,
+  cut: 0,
+  off: false,
+};
 
 /** `chunk` appended to the text: the parts now certain are cut (O(chunk + limit) per part). */
 export function growSplit(s: GrowingSplit, chunk: string, limit: number, unit: SizeUnit): GrowingSplit {

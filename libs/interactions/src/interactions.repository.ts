@@ -44,7 +44,10 @@ export class InteractionsRepository {
 
   /** `pending` → `expired` before its time (what asked is gone: an elicitation's tool call ended). */
   async expireEarly(id: string, reason: string, now: number): Promise<boolean> {
-    const r = await this.repo.update({ id, status: 'pending' }, { status: 'expired', status_reason: reason, updated_at: now });
+    const r = await this.repo.update(
+      { id, status: 'pending' },
+      { status: 'expired', status_reason: reason, updated_at: now },
+    );
     return (r.affected ?? 0) > 0;
   }
 

@@ -39,7 +39,10 @@ describe('parseInteractionRequest', () => {
     [{ ...base, title: 'x'.repeat(1001) }, 'payload.title'],
     [{ ...base, description: 'x'.repeat(10_001) }, 'payload.description'],
     [{ ...base, kind: 'survey' }, 'payload.kind'],
-    [{ ...base, fields: Array.from({ length: 51 }, (_, i) => ({ id: `f${i}`, label: 'L', type: 'text' })) }, 'payload.fields'],
+    [
+      { ...base, fields: Array.from({ length: 51 }, (_, i) => ({ id: `f${i}`, label: 'L', type: 'text' })) },
+      'payload.fields',
+    ],
     [{ ...base, actions: Array.from({ length: 21 }, (_, i) => ({ id: `a${i}`, label: 'L' })) }, 'payload.actions'],
     [{ ...base, fields: [{ id: 'f', label: 'L', type: 'color' }] }, 'payload.fields.0.type'],
     [{ ...base, fields: [{ id: 'x'.repeat(129), label: 'L', type: 'text' }] }, 'payload.fields.0.id'],
@@ -52,9 +55,15 @@ describe('parseInteractionRequest', () => {
   it('duplicates and option-less selects are refused', () => {
     const f = { id: 'a', label: 'A', type: 'text' };
     expect(refused({ ...base, fields: [f, f] }).field).toBe('payload.fields.1.id');
-    expect(refused({ ...base, actions: [{ id: 'x', label: 'X' }, { id: 'x', label: 'Y' }] }).field).toBe(
-      'payload.actions.1.id',
-    );
+    expect(
+      refused({
+        ...base,
+        actions: [
+          { id: 'x', label: 'X' },
+          { id: 'x', label: 'Y' },
+        ],
+      }).field,
+    ).toBe('payload.actions.1.id');
     expect(refused({ ...base, fields: [{ id: 's', label: 'S', type: 'multiselect' }] }).reason).toMatch(/option/);
     const opts = [
       { value: 'v', label: 'A' },

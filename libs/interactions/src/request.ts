@@ -56,8 +56,7 @@ export type InteractionRequest = z.infer<typeof interactionRequestSchema>;
 export type InteractionField = z.infer<typeof interactionFieldSchema>;
 
 export type RequestCheck =
-  | { ok: true; request: InteractionRequest; expires_at_ms: number }
-  | { ok: false; field: string; reason: string };
+  { ok: true; request: InteractionRequest; expires_at_ms: number } | { ok: false; field: string; reason: string };
 
 function duplicate(values: string[]): number {
   const seen = new Set<string>();

@@ -8,8 +8,24 @@ const parsed = parseInteractionRequest(
     fields: [
       { id: 'name', label: 'Name', type: 'text', required: true },
       { id: 'bio', label: 'Bio', type: 'textarea' },
-      { id: 'one', label: 'One', type: 'select', options: [{ value: 'a', label: 'A' }, { value: 'b', label: 'B' }] },
-      { id: 'many', label: 'Many', type: 'multiselect', options: [{ value: 'x', label: 'X' }, { value: 'y', label: 'Y' }] },
+      {
+        id: 'one',
+        label: 'One',
+        type: 'select',
+        options: [
+          { value: 'a', label: 'A' },
+          { value: 'b', label: 'B' },
+        ],
+      },
+      {
+        id: 'many',
+        label: 'Many',
+        type: 'multiselect',
+        options: [
+          { value: 'x', label: 'X' },
+          { value: 'y', label: 'Y' },
+        ],
+      },
       { id: 'n', label: 'N', type: 'number' },
       { id: 'yes', label: 'Yes', type: 'boolean' },
       { id: 'doc', label: 'Doc', type: 'file' },

@@ -22,7 +22,16 @@ describe('callback tokens', () => {
 
   it('shape check refuses anything else before a lookup', () => {
     expect(isCallbackTokenShape(newCallbackToken().token)).toBe(true);
-    for (const bad of [undefined, null, 42, '', 'rhit_', 'rhit_short', `rhst_${'A'.repeat(24)}`, `rhit_${'A'.repeat(23)}!`]) {
+    for (const bad of [
+      undefined,
+      null,
+      42,
+      '',
+      'rhit_',
+      'rhit_short',
+      `rhst_${'A'.repeat(24)}`,
+      `rhit_${'A'.repeat(23)}!`,
+    ]) {
       expect(isCallbackTokenShape(bad)).toBe(false);
     }
   });

@@ -3,7 +3,12 @@ export type { ResourceCall } from './resource-call';
 export { ModelsService } from './models/models.service';
 export { ModelRegistry } from './models/model-registry.service';
 export { ToolsService } from './tools/tools.service';
-export { ElicitationBroker, type ElicitationParams, type ElicitationRequester, type ElicitResult } from './tools/elicitation';
+export {
+  ElicitationBroker,
+  type ElicitationParams,
+  type ElicitationRequester,
+  type ElicitResult,
+} from './tools/elicitation';
 export type { ToolProgressEvent } from './tools/tool-progress';
 export { ToolSourcesService, type ToolSourceView, type ToolView } from './tools/tool-sources.service';
 export { KnowledgeService, type RetrieveRequest } from './knowledge/knowledge.service';

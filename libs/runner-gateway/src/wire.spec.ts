@@ -76,7 +76,12 @@ const context: RunContext = {
     has_history_before: true,
     latest_cursor: '7',
     event_seq: 8,
-    inline_policy: { mode: 'current_event', delivered_count: 0, messages_complete: false, reason: 'current_event_only' },
+    inline_policy: {
+      mode: 'current_event',
+      delivered_count: 0,
+      messages_complete: false,
+      reason: 'current_event_only',
+    },
   },
   state: { conversation: { k: { v: 1 } } },
   runtime: { host: 'runner-host', protocol_version: '1', trace_id: 'r1', deadline_at: 1_700_000_300.5 },

@@ -68,11 +68,7 @@ export class Session {
     connect: (metadata: grpc.Metadata) => ConnectCall,
     private readonly options: SessionOptions,
   ) {
-    const outbox = new Outbox(
-      (results) => this.write(frameMessage(results)),
-      options.maxBatch,
-      options.maxFrameBytes,
-    );
+    const outbox = new Outbox((results) => this.write(frameMessage(results)), options.maxBatch, options.maxFrameBytes);
     this.dispatcher = new RunDispatcher(options.runners, outbox, options.transport, options.log);
     const metadata = new grpc.Metadata();
     metadata.set('authorization', `Bearer ${options.token}`);

@@ -65,5 +65,4 @@ export class ActiveRuns {
   onSession(sessionId: string): ActiveRun[] {
     return [...this.runs.values()].filter((r) => r.session.session_id === sessionId);
   }
-
 }

@@ -19,7 +19,7 @@ const service: grpc.ServiceDefinition = {
 };
 
 describe('http2StreamOf', () => {
-  it("finds the HTTP/2 stream of a real grpc-js server call", async () => {
+  it('finds the HTTP/2 stream of a real grpc-js server call', async () => {
     const seen: unknown[] = [];
     const probe: grpc.ServerInterceptor = (_method, call) => {
       try {
@@ -37,7 +37,9 @@ describe('http2StreamOf', () => {
       },
     });
     const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p),
+      ),
     );
     const Client = grpc.makeGenericClientConstructor(service, 'Probe');
     const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());

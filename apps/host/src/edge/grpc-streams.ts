@@ -70,7 +70,9 @@ function streamOrWarn(call: grpc.ServerInterceptingCallInterface): http2.ServerH
   } catch (e) {
     if (!warned) {
       warned = true;
-      logger.error(`${e instanceof Error ? e.message : String(e)}: half-open Connect streams will not be reset after their status`);
+      logger.error(
+        `${e instanceof Error ? e.message : String(e)}: half-open Connect streams will not be reset after their status`,
+      );
     }
     return undefined;
   }

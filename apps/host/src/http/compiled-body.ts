@@ -148,7 +148,10 @@ function ruleOf(keyword: string, s: BodySchema, name: string): string | null {
     case 'pattern':
       return `${name} ${s['x-rule'] ?? `must match ${s.pattern}`}`;
     case 'enum':
-      return `${name} must be one of the following values: ${(s.enum ?? []).filter((v) => v !== null).map(String).join(', ')}`;
+      return `${name} must be one of the following values: ${(s.enum ?? [])
+        .filter((v) => v !== null)
+        .map(String)
+        .join(', ')}`;
     case 'minimum':
       return `${name} must not be less than ${s.minimum}`;
     case 'maximum':

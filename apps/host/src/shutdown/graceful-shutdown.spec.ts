@@ -1,4 +1,9 @@
-import { GracefulShutdown, INTERRUPTED_AT_SHUTDOWN, RECONNECT_ELSEWHERE, type ShutdownPorts } from './graceful-shutdown';
+import {
+  GracefulShutdown,
+  INTERRUPTED_AT_SHUTDOWN,
+  RECONNECT_ELSEWHERE,
+  type ShutdownPorts,
+} from './graceful-shutdown';
 
 /** Fakes at every port, recording the order of what the sequence does. */
 function fakes(opts: { runsFinish: 'by-themselves' | 'never'; failDrain?: boolean }) {
