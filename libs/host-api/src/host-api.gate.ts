@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AuditService, type ApiFlag, type AuditRecord, type StorageArea } from '@libs/authz';
-import { isFenced, type RunLease } from '@libs/persistence';
+import { isFenced } from '@libs/persistence';
 import { DomainError, STORAGE_AREAS, STORAGE_AREA_RULE } from '@libs/protocol';
 import { RunGrants, type RunGrant } from '@libs/runs';
 import { telemetry } from '@libs/telemetry';
@@ -104,7 +104,10 @@ export class HostApiGate {
           await commit; // over the bound of rows not yet committed: this one is waited for
         }
       } else {
-        await this.record(needs, run, pluginId, 'allowed', null, started, needs.writes ? (run.lease ?? null) : null);
+        await this.audit.record(
+          this.row(needs, run, pluginId, 'allowed', null, started),
+          needs.writes ? (run.lease ?? null) : null,
+        );
       }
       telemetry.hostApiCall(needs.action, 'ok', t0);
       return result;
@@ -117,9 +120,11 @@ export class HostApiGate {
       // a state scope this run has no identity for); other errors of an allowed call are failures.
       const outcome = passed && code !== 'unauthorized' ? 'failed' : 'denied';
       telemetry.hostApiCall(needs.action, code, t0);
-      await this.record(needs, run ?? found, pluginId, outcome, code, started).catch((err: unknown) =>
-        this.logger.error({ run_id: needs.run_id, msg: `audit write failed: ${String(err)}` }),
-      );
+      await this.audit
+        .record(this.row(needs, run ?? found, pluginId, outcome, code, started))
+        .catch((err: unknown) =>
+          this.logger.error({ run_id: needs.run_id, msg: `audit write failed: ${String(err)}` }),
+        );
       if (!passed) {
         this.logger.warn({
           run_id: needs.run_id,
@@ -186,18 +191,6 @@ export class HostApiGate {
       throw new DomainError('deadline_exceeded', 'the run deadline has passed');
     }
     return run;
-  }
-
-  private record(
-    needs: CallNeeds,
-    run: RunGrant | undefined,
-    pluginId: string | null,
-    outcome: AuditRecord['outcome'],
-    errorCode: string | null,
-    started: bigint,
-    lease: RunLease | null = null,
-  ): Promise<void> {
-    return this.audit.record(this.row(needs, run, pluginId, outcome, errorCode, started), lease);
   }
 
   /** The call's audit row: names and ids only. */
