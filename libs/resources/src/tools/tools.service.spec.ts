@@ -77,21 +77,27 @@ describe('ToolsService.call', () => {
   });
 
   it('times out, is bounded by the run deadline, and stops when the run ends', async () => {
-    expect(await error(service(50).call(runCall(), granted, { ms: 5_000 }))).toEqual({
-      code: 'deadline_exceeded',
-      reason: 'timeout',
-    });
-    expect(await error(service().call(runCall(Date.now() + 50), granted, { ms: 5_000 }))).toEqual({
-      code: 'deadline_exceeded',
-      reason: 'deadline',
-    });
-    expect(await error(service().call(runCall(Date.now() - 1), granted, {}))).toEqual({ code: 'deadline_exceeded' });
-    const run = new AbortController();
-    setTimeout(() => run.abort(), 50);
-    expect(await error(service().call(runCall(null, run.signal), granted, { ms: 5_000 }))).toEqual({
-      code: 'deadline_exceeded',
-      reason: 'run_ended',
-    });
+    // Fake timers (Date.now included): the deadlines are exact, however loaded the machine is.
+    jest.useFakeTimers();
+    try {
+      const timedOut = error(service(50).call(runCall(), granted, { ms: 5_000 }));
+      await jest.advanceTimersByTimeAsync(50);
+      expect(await timedOut).toEqual({ code: 'deadline_exceeded', reason: 'timeout' });
+
+      const pastDeadline = error(service().call(runCall(Date.now() + 50), granted, { ms: 5_000 }));
+      await jest.advanceTimersByTimeAsync(50);
+      expect(await pastDeadline).toEqual({ code: 'deadline_exceeded', reason: 'deadline' });
+
+      expect(await error(service().call(runCall(Date.now() - 1), granted, {}))).toEqual({ code: 'deadline_exceeded' });
+
+      const run = new AbortController();
+      const ended = error(service().call(runCall(null, run.signal), granted, { ms: 5_000 }));
+      await jest.advanceTimersByTimeAsync(10);
+      run.abort();
+      expect(await ended).toEqual({ code: 'deadline_exceeded', reason: 'run_ended' });
+    } finally {
+      jest.useRealTimers();
+    }
   });
 });
 
