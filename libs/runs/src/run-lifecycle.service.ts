@@ -23,6 +23,7 @@ import { SIGNAL_PORT, nextSignal, type SignalPort } from './concurrency/signal-p
 import { CommitSignals, FollowInterest } from './database-follows';
 import { isTerminal } from '@libs/protocol';
 import { telemetry } from '@libs/telemetry';
+import type { RunSteps } from './run-steps';
 
 function resultRow(r: ResultView): NewResult {
   return { ...r, data: r.data as JsonObject, usage: r.usage as JsonObject | null, created_at: Date.now() };
@@ -49,7 +50,7 @@ const PERSISTENCE_FAILED: HostVerdict = {
  * is shown a result only after it committed.
  */
 @Injectable()
-export class RunLifecycleService implements OnModuleInit, OnModuleDestroy {
+export class RunLifecycleService implements RunSteps, OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('RunLifecycle');
   private unsubscribe?: () => void;
   /**

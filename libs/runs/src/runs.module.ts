@@ -14,6 +14,7 @@ import { AdmissionService } from './admission.service';
 import { AdmissionCatalog } from './admission-catalog';
 import { ResultIngestService } from './result-ingest.service';
 import { RunLifecycleService } from './run-lifecycle.service';
+import { RunSteps } from './run-steps';
 import { RunsDrain } from './runs-drain';
 import { RunStreamBus } from './run-stream.bus';
 import { RunsQueryService } from './runs-query.service';
@@ -47,6 +48,7 @@ import { WorkspaceQuotaGate } from './workspace-quotas';
     RunStreamBus,
     AdmissionCatalog,
     RunLifecycleService,
+    { provide: RunSteps, useExisting: RunLifecycleService },
     ResultIngestService,
     InteractionsService,
     AdmissionService,

@@ -2,7 +2,7 @@ import { Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/com
 import type { Subscription } from 'rxjs';
 import { ToolsService, type ToolProgressEvent } from '@libs/resources';
 import { ActiveRuns } from './active-runs';
-import { RunLifecycleService } from './run-lifecycle.service';
+import { RunSteps } from './run-steps';
 import { RunStreamBus } from './run-stream.bus';
 
 /** The live-only result type of a tool's progress report. */
@@ -21,7 +21,7 @@ export class ToolTelemetryForwarder implements OnModuleInit, OnModuleDestroy {
   constructor(
     private readonly tools: ToolsService,
     private readonly active: ActiveRuns,
-    private readonly lifecycle: RunLifecycleService,
+    private readonly steps: RunSteps,
     private readonly bus: RunStreamBus,
   ) {}
 
@@ -39,7 +39,7 @@ export class ToolTelemetryForwarder implements OnModuleInit, OnModuleDestroy {
       return;
     }
     const { run_id, ...data } = e;
-    this.lifecycle.enqueue(run, () => {
+    this.steps.enqueue(run, () => {
       if (!run.ended) {
         this.bus.publish({
           run_id,

@@ -42,7 +42,7 @@ import { AdmissionService } from '../admission.service';
 import type { ActiveRun, ActiveRunView } from '../active-run';
 import { ActiveRuns } from '../active-runs';
 import type { EventSubmission } from '../event-submission';
-import { RunLifecycleService } from '../run-lifecycle.service';
+import { RunSteps } from '../run-steps';
 import type { ResultView } from '../run-stream.bus';
 
 /** How often pending interactions past their expiry are looked for, and how many per batch. */
@@ -135,7 +135,7 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
   constructor(
     private readonly repo: InteractionsRepository,
     private readonly active: ActiveRuns,
-    private readonly lifecycle: RunLifecycleService,
+    private readonly steps: RunSteps,
     private readonly deliveries: DeliveryService,
     private readonly outbox: OutboxStore,
     private readonly runs: RunsRepository,
@@ -501,7 +501,7 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
       return false;
     }
     const written = this.outbox.write(this.deliveries.rows(run.agent_id, delivery.plan, ops));
-    this.lifecycle.enqueue(run, async () => {
+    this.steps.enqueue(run, async () => {
       await written;
       this.deliveries.published(ops, delivery.plan);
     });
