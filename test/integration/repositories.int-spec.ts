@@ -492,15 +492,17 @@ describe.each(DIALECTS)('repositories on %s', (_name, factory) => {
   });
 
   describe('run results', () => {
+    // Run ids of their own: the repository keeps a run's committed results for its readers
+    // (committed-results.ts), and a run id's results never change while the host runs.
     it('enforces a unique (run_id, sequence)', async () => {
-      await runs.insertResult(result('run-a', 1, { data: { original: true } }));
+      await runs.insertResult(result('run-unique', 1, { data: { original: true } }));
 
-      const failure = await driverError(runs.insertResult(result('run-a', 1, { data: { original: false } })));
+      const failure = await driverError(runs.insertResult(result('run-unique', 1, { data: { original: false } })));
       expect(failure.code).toMatch(UNIQUE_VIOLATION);
       // The same sequence on another run is fine.
-      await runs.insertResult(result('run-b', 1));
+      await runs.insertResult(result('run-unique-2', 1));
 
-      const stored = await runs.resultsAfter('run-a', 0, 10);
+      const stored = await runs.resultsAfter('run-unique', 0, 10);
       expect(stored).toHaveLength(1);
       expect(stored[0].data).toEqual({ original: true });
     });
