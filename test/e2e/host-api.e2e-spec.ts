@@ -295,8 +295,8 @@ describe('host API conformance over real gRPC', () => {
     });
 
     it("keeps no copy of the grants in the run row: the runner's context takes them from the snapshot", async () => {
-      // docs/durability.md#what-a-run-row-holds: the run row keeps the resolved delivery context and
-      // the event's position; the available APIs and storage flags the runner got are the snapshot's
+      // docs/durability.md#what-a-run-row-holds: the run row keeps the resolved delivery context, the
+      // conversation, the actor and the event's position; the available APIs and storage flags the runner got are the snapshot's
       // (run-context.builder.spec.ts), checked above through the authorization view.
       const rows = await dbRows(db, 'runs');
       const contextOf = (runId: string) => {
@@ -304,7 +304,7 @@ describe('host API conformance over real gRPC', () => {
         return (typeof c === 'string' ? JSON.parse(c) : c) as Record<string, any>;
       };
       for (const id of [run.full, run.restricted]) {
-        expect(Object.keys(contextOf(id)).sort()).toEqual(['context', 'delivery']);
+        expect(Object.keys(contextOf(id)).sort()).toEqual(['actor', 'context', 'conversation', 'delivery']);
         expect(contextOf(id).context).toEqual({ event_seq: expect.any(Number) });
         expect(contextOf(id).delivery).toMatchObject({ surface: 'api' });
       }

@@ -116,10 +116,12 @@ describe('buildRunContext', () => {
     expect(context.context).toMatchObject({ has_history_before: false });
   });
 
-  it('stores only the resolved delivery context: no input, no grants, no state, no base64', () => {
+  it('stores only the resolved delivery context, the conversation and the actor: no input, no grants, no state, no base64', () => {
     const built = buildRunContext('r', 'e', { ...sub, delivery: { surface: 'slack' } }, agent({}), access(null));
     const stored = storedContext(built.context);
-    expect(Object.keys(stored)).toEqual(['delivery']);
+    expect(Object.keys(stored)).toEqual(['delivery', 'conversation', 'actor']);
+    // An interaction submission becomes a new event of this conversation (interactions.service.ts).
+    expect(stored.conversation).toMatchObject({ conversation_id: 'c1', thread_id: 't1' });
     expect(stored.delivery).toMatchObject(JSON.parse(JSON.stringify(built.context.delivery)) as object);
     expect(stored.delivery).toMatchObject({ surface: 'slack' });
     const json = JSON.stringify(stored);
@@ -134,7 +136,7 @@ describe('buildRunContext', () => {
     for (const [k] of unset) {
       expect(stored.delivery[k]).toBeNull();
     }
-    expect(storedContext({ ...built.context, delivery: undefined })).toEqual({ delivery: null });
+    expect(storedContext({ ...built.context, delivery: undefined })).toMatchObject({ delivery: null });
   });
 });
 

@@ -140,19 +140,26 @@ export function buildRunContext(
 }
 
 /**
- * What the run row keeps of the context (docs/durability.md#what-a-run-row-holds): only the
- * resolved delivery context, in its protocol JSON form (unset fields null). It is read back when a
- * restart closes the run's delivery and when an interaction submission becomes a new event, and
- * it is resolved from this build's surface presets, so it is kept as resolved rather than rebuilt.
+ * What the run row keeps of the context (docs/durability.md#what-a-run-row-holds): the resolved
+ * delivery context, the conversation and the actor, in their protocol JSON form (unset fields
+ * null). They are read back when a restart closes the run's delivery and when an interaction
+ * submission becomes a new event of the same conversation, by the same actor; the delivery is
+ * resolved from this build's surface presets, so it is kept as resolved rather than rebuilt.
  * The admission unit adds the event's position (`context.event_seq`). Everything else of the
- * context is already stored once — the event, conversation, actor, subject and input in the event
- * row (redacted), resources and available APIs in the snapshot (by hash), config in the agent —
- * or was only for the runner, which got it on its stream (state values, history position); no
- * base64 payload is stored.
+ * context is already stored once — the event, subject and input in the event row (redacted),
+ * resources and available APIs in the snapshot (by hash), config in the agent — or was only for
+ * the runner, which got it on its stream (state values, history position); no base64 payload is
+ * stored.
  */
 export function storedContext(context: RunContext): Record<string, unknown> {
-  const delivery = context.delivery
-    ? (JSON.parse(JSON.stringify(context.delivery, (_k, v: unknown) => (v === undefined ? null : v))) as unknown)
-    : null;
-  return { delivery };
+  return {
+    delivery: asJson(context.delivery),
+    conversation: asJson(context.conversation),
+    actor: asJson(context.actor),
+  };
+}
+
+/** A context part as protocol JSON (unset fields null), or null when absent. */
+function asJson(part: object | undefined): unknown {
+  return part ? (JSON.parse(JSON.stringify(part, (_k, v: unknown) => (v === undefined ? null : v))) as unknown) : null;
 }
