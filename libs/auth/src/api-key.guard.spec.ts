@@ -18,16 +18,16 @@ const keys = {
 } as unknown as ApiKeysService;
 
 class Base {
-  list(): void {}
+  list(this: void): void {}
 }
 @Roles('platform', 'admin')
 class EventsLike extends Base {
-  @Public() health(): void {}
-  submit(): void {}
-  @Roles('admin') cancel(): void {}
+  @Public() health(this: void): void {}
+  submit(this: void): void {}
+  @Roles('admin') cancel(this: void): void {}
 }
 class AdminLike extends Base {
-  @GlobalAdminOnly() plugins(): void {}
+  @GlobalAdminOnly() plugins(this: void): void {}
 }
 
 function ctx(cls: object, handler: () => void, token: string | undefined): ExecutionContext {
