@@ -30,6 +30,14 @@ export interface AuthenticatedRequest {
   principal?: Principal;
 }
 
+/** What the guard asks of a route's decorators: fixed once the controllers are declared. */
+interface RouteRules {
+  public: boolean;
+  streamToken: boolean;
+  roles: ApiKeyRole[];
+  globalOnly: boolean;
+}
+
 /** Bearer API key check for every HTTP route (gRPC authenticates plugins itself). */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
@@ -40,19 +48,48 @@ export class ApiKeyGuard implements CanActivate {
     @Optional() @Inject(OWNER_LOOKUP) private readonly owners?: OwnerLookup,
   ) {}
 
+  /**
+   * Each route's rules, read from its metadata on its first request (docs/architecture.md: nothing per
+   * request that earns nothing): per controller class, then handler — a handler inherited by two
+   * controllers may carry different class-level rules in each.
+   */
+  private readonly rules = new WeakMap<object, WeakMap<object, RouteRules>>();
+
+  private rulesOf(ctx: ExecutionContext): RouteRules {
+    const handler = ctx.getHandler();
+    const cls = ctx.getClass();
+    let byHandler = this.rules.get(cls);
+    if (byHandler === undefined) {
+      byHandler = new WeakMap();
+      this.rules.set(cls, byHandler);
+    }
+    let rules = byHandler.get(handler);
+    if (rules === undefined) {
+      const targets = [handler, cls];
+      rules = {
+        public: Boolean(this.reflector.getAllAndOverride<boolean>(PUBLIC, targets)),
+        streamToken: Boolean(this.reflector.getAllAndOverride<boolean>(STREAM_TOKEN, targets)),
+        roles: this.reflector.getAllAndOverride<ApiKeyRole[] | undefined>(ROLES, targets) ?? ['admin'],
+        globalOnly: Boolean(this.reflector.getAllAndOverride<boolean>(GLOBAL_ONLY_KEY, targets)),
+      };
+      byHandler.set(handler, rules);
+    }
+    return rules;
+  }
+
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
     if (ctx.getType() !== 'http') {
       return true;
     }
-    const targets = [ctx.getHandler(), ctx.getClass()];
-    if (this.reflector.getAllAndOverride<boolean>(PUBLIC, targets)) {
+    const rules = this.rulesOf(ctx);
+    if (rules.public) {
       return true;
     }
     const req = ctx.switchToHttp().getRequest<AuthenticatedRequest>();
     const token = bearerToken(req.headers.authorization);
     const streamToken = (req.query as Record<string, unknown> | undefined)?.stream_token;
     let principal: Principal | null;
-    if (!token && typeof streamToken === 'string' && this.reflector.getAllAndOverride<boolean>(STREAM_TOKEN, targets)) {
+    if (!token && typeof streamToken === 'string' && rules.streamToken) {
       principal = await this.streamTokens.verify(
         streamToken,
         (req.params as Record<string, string> | undefined)?.run_id,
@@ -71,13 +108,13 @@ export class ApiKeyGuard implements CanActivate {
         throw new DomainError('unauthenticated', 'invalid or revoked API key');
       }
     }
-    const roles = this.reflector.getAllAndOverride<ApiKeyRole[] | undefined>(ROLES, targets) ?? ['admin'];
+    const roles = rules.roles;
     if (!roles.includes(principal.role)) {
       throw new DomainError('unauthorized', `this route requires the ${roles.join(' or ')} role`);
     }
     req.principal = principal;
     if (principal.workspaces !== null) {
-      await this.checkTenancy(principal.workspaces, req, targets, ctx);
+      await this.checkTenancy(principal.workspaces, req, rules, ctx);
     }
     return true;
   }
@@ -90,10 +127,10 @@ export class ApiKeyGuard implements CanActivate {
   private async checkTenancy(
     workspaces: readonly string[],
     req: AuthenticatedRequest,
-    targets: Parameters<Reflector['getAllAndOverride']>[1],
+    rules: RouteRules,
     ctx: ExecutionContext,
   ): Promise<void> {
-    if (this.reflector.getAllAndOverride<boolean>(GLOBAL_ONLY_KEY, targets)) {
+    if (rules.globalOnly) {
       throw new DomainError('unauthorized', 'this route is host-wide: it requires an admin key of every workspace');
     }
     const params = (req.params ?? {}) as Record<string, string | undefined>;

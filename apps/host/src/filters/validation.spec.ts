@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import type { ArgumentMetadata } from '@nestjs/common';
+import { ValidationPipe, type ArgumentMetadata } from '@nestjs/common';
 import { DomainError } from '@libs/protocol';
 import { CreateAgentDto, PageQueryDto } from '../http/dto/admin.dto';
 import { TranscriptQueryDto } from '../http/dto/inspection.dto';
@@ -137,5 +137,40 @@ describe('validation pipe: every refusal is invalid_argument naming the field', 
   it('checks path parameters too', async () => {
     const r = await refusal('ab\u0000', { type: 'param', data: 'agent_id', metatype: String });
     expect(r.field).toBe('agent_id');
+  });
+});
+
+describe('validation pipe: an empty input', () => {
+  it.each<[string, ArgumentMetadata]>([
+    ['a stream query', query(RunEventsQueryDto)],
+    ['a page query', query(PageQueryDto)],
+    ['a transcript query', query(TranscriptQueryDto)],
+  ])('of %s is the instance the full pass builds, each time a new one', async (_name, meta) => {
+    const full = new ValidationPipe({ transform: true, whitelist: true, forbidNonWhitelisted: true });
+    const expected = await full.transform({}, meta);
+    const fresh = validationPipe();
+    const first = await fresh.transform({}, meta);
+    const second = await fresh.transform(Object.create(null), meta);
+    for (const got of [first, second]) {
+      expect(got).toBeInstanceOf(meta.metatype as new () => unknown);
+      expect(got).toEqual(expected);
+    }
+    expect(second).not.toBe(first);
+  });
+
+  it('of a class with a required field is refused as before, every time', async () => {
+    const fresh = validationPipe();
+    const a = await fresh.transform({}, body(CreateAgentDto)).catch((e: unknown) => e);
+    const b = await fresh.transform({}, body(CreateAgentDto)).catch((e: unknown) => e);
+    expect(a).toBeInstanceOf(DomainError);
+    expect((a as DomainError).details.field).toBe('agent_id');
+    expect((b as DomainError).message).toBe((a as DomainError).message);
+  });
+
+  it('with a key still gets the full rules after an empty one passed', async () => {
+    const fresh = validationPipe();
+    await fresh.transform({}, query(RunEventsQueryDto));
+    const r = await fresh.transform({ after: '-1' }, query(RunEventsQueryDto)).catch((e: unknown) => e);
+    expect((r as DomainError).details.field).toBe('after');
   });
 });

@@ -1,4 +1,5 @@
-import { ValidationPipe, type ArgumentMetadata, type ValidationError } from '@nestjs/common';
+import { ValidationPipe, type ArgumentMetadata, type Type, type ValidationError } from '@nestjs/common';
+import { plainToInstance } from 'class-transformer';
 import { checkJson, DomainError, joinPath } from '@libs/protocol';
 
 function flatten(errors: ValidationError[], parent = ''): Problem[] {
@@ -31,6 +32,12 @@ export function invalid(problems: Problem[]): DomainError {
  * unknown fields are errors naming the field.
  */
 export class HostValidationPipe extends ValidationPipe {
+  /**
+   * Per DTO class: whether `{}` keeps its rules. The rules of a class are fixed at boot (decorators,
+   * no custom or conditional validators), so the answer for an empty input never changes.
+   */
+  private readonly emptyKeepsRules = new Map<Type<unknown>, Promise<boolean>>();
+
   constructor() {
     super({
       transform: true,
@@ -47,8 +54,36 @@ export class HostValidationPipe extends ValidationPipe {
         throw invalid([problem]);
       }
     }
+    const metatype = metadata.metatype;
+    if (isEmptyObject(value) && metatype && this.toValidate(metadata) && (await this.emptyPasses(metatype, metadata))) {
+      // The common case of a stream or page GET without a query string: the instance the full pass
+      // would build, without running class-validator on nothing (docs/architecture.md#validation).
+      return plainToInstance(metatype, {}, this.transformOptions);
+    }
     return super.transform(value, metadata);
   }
+
+  /** Whether the full pass admits `{}` for `metatype`, asked once per class. */
+  private emptyPasses(metatype: Type<unknown>, metadata: ArgumentMetadata): Promise<boolean> {
+    let verdict = this.emptyKeepsRules.get(metatype);
+    if (verdict === undefined) {
+      verdict = super.transform({}, metadata).then(
+        () => true,
+        () => false,
+      );
+      this.emptyKeepsRules.set(metatype, verdict);
+    }
+    return verdict;
+  }
+}
+
+/** A plain object (or a query's null-prototype one) with no own keys. */
+function isEmptyObject(value: unknown): value is Record<string, never> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return false;
+  }
+  const proto: unknown = Object.getPrototypeOf(value);
+  return (proto === Object.prototype || proto === null) && Reflect.ownKeys(value).length === 0;
 }
 
 export function validationPipe(): ValidationPipe {

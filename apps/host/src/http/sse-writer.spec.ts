@@ -339,3 +339,48 @@ describe('SseWriter and live-only telemetry', () => {
     expect(socket.writes.join('').length).toBeLessThan(200 * 1024);
   });
 });
+
+describe('SseWriter keep-alive', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  const open = (socket: FakeSocket, live: Subject<ResultView>) =>
+    new SseWriter(
+      socket as unknown as Writable,
+      0,
+      { ...RESULT_EVENTS, follow: () => live.asObservable(), page: () => Promise.resolve([]) },
+      { maxBacklogBytes: 1 << 20, keepAliveMs: 1_000 },
+    ).run();
+  const comments = (s: FakeSocket) => s.writes.filter((w) => w === ': keep-alive\n\n').length;
+
+  it('idle readers hear a comment every period on one shared timer, which goes with the last reader', async () => {
+    const timersBefore = jest.getTimerCount();
+    const [a, b] = [new FakeSocket(), new FakeSocket()];
+    const [liveA, liveB] = [new Subject<ResultView>(), new Subject<ResultView>()];
+    const doneA = open(a, liveA);
+    jest.advanceTimersByTime(400);
+    const doneB = open(b, liveB);
+    await jest.advanceTimersByTimeAsync(0);
+    expect(jest.getTimerCount()).toBe(timersBefore + 1);
+
+    await jest.advanceTimersByTimeAsync(600); // the period's first tick: both are idle
+    expect([comments(a), comments(b)]).toEqual([1, 1]);
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect([comments(a), comments(b)]).toEqual([2, 2]);
+
+    a.full = true; // a reader whose socket still holds bytes gets no comment on top
+    a.writableLength = 1;
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect([comments(a), comments(b)]).toEqual([2, 3]);
+
+    a.destroy();
+    expect(await doneA).toBe('closed');
+    expect(jest.getTimerCount()).toBe(timersBefore + 1);
+    liveB.next(result(1, 'run.completed'));
+    await jest.advanceTimersByTimeAsync(0);
+    expect(await doneB).toBe('completed');
+    expect(jest.getTimerCount()).toBe(timersBefore);
+    await jest.advanceTimersByTimeAsync(5_000);
+    expect(comments(b)).toBe(3);
+  });
+});

@@ -104,6 +104,42 @@ class FlushClock {
 const clock = new FlushClock();
 
 /**
+ * The keep-alive comments of every open reader on one interval per period (docs/api.md#the-result-stream-sse):
+ * a reader hears its first comment within `keepAliveMs` of opening and then one every `keepAliveMs`,
+ * as with a timer of its own, but opening and ending a stream arm and clear no timer (one each per
+ * run at c64 before, docs/benchmarks.md#host-cpu-per-run).
+ */
+class KeepAliveTicker {
+  private readonly periods = new Map<number, { tasks: Set<() => void>; timer: NodeJS.Timeout }>();
+
+  /** Runs `task` every `periodMs` until the returned function is called. */
+  every(periodMs: number, task: () => void): () => void {
+    let entry = this.periods.get(periodMs);
+    if (entry === undefined) {
+      const tasks = new Set<() => void>();
+      const timer = setInterval(() => {
+        for (const t of tasks) {
+          t();
+        }
+      }, periodMs);
+      entry = { tasks, timer };
+      this.periods.set(periodMs, entry);
+    }
+    const own = entry;
+    own.tasks.add(task);
+    return () => {
+      if (own.tasks.delete(task) && own.tasks.size === 0) {
+        // The last reader of this period went: so does its timer.
+        clearInterval(own.timer);
+        this.periods.delete(periodMs);
+      }
+    };
+  }
+}
+
+const keepAlives = new KeepAliveTicker();
+
+/**
  * Pipes one run's stream (results or delivery ops, docs/api.md#streams) to one SSE reader, with
  * backpressure: replay pages from the database one at a time and only when the socket has drained,
  * then live frames from the run's channel, all frames of one tick in one write. A reader whose
@@ -150,11 +186,11 @@ export class SseWriter<T extends StreamItem> {
 
   /** Runs the stream; resolves with how it ended. */
   run(): Promise<StreamEnd> {
-    const keepAlive = setInterval(() => {
+    const stopKeepAlive = keepAlives.every(this.limits.keepAliveMs, () => {
       if (!this.finished && this.out.writableLength === 0) {
         this.out.write(': keep-alive\n\n');
       }
-    }, this.limits.keepAliveMs);
+    });
     // Follow first, then replay, so that nothing falls between the two.
     const live = this.source.follow()?.subscribe({
       next: (r) => this.onLive(r),
@@ -168,7 +204,7 @@ export class SseWriter<T extends StreamItem> {
     }
     this.out.once('close', () => this.finish('closed'));
     void this.done.then(() => {
-      clearInterval(keepAlive);
+      stopKeepAlive();
       if (this.flushSlot !== null) {
         clock.cancel(this.flushSlot, this.flushTask);
       }
