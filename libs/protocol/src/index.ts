@@ -12,3 +12,4 @@ export * from './runner-commands';
 export * from './steering';
 export * from './agent-shapes';
 export * from './host-api';
+export * from './body-schema';

@@ -22,4 +22,12 @@ export type {
   RerankCallInput,
   RerankCallOutput,
 } from './models/model-requests';
-export { TOKENIZERS, PROVIDER_PATTERN, PROVIDER_RULE, ENV_NAME_PATTERN, ENV_NAME_RULE } from './models/model-types';
+export {
+  MODEL_KINDS,
+  MODEL_LIMITS,
+  TOKENIZERS,
+  PROVIDER_PATTERN,
+  PROVIDER_RULE,
+  ENV_NAME_PATTERN,
+  ENV_NAME_RULE,
+} from './models/model-types';

@@ -24,7 +24,7 @@ const agent = {
 
 const message = (conversation?: string): EventSubmission => ({
   agent_id: 'agent-1',
-  event: { event_type: 'message.received', source: 'test' },
+  event: { event_type: 'message.received', source: 'api' },
   ...(conversation ? { conversation: { conversation_id: conversation } } : {}),
   input: { text: 'hello' },
 });

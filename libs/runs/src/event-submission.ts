@@ -1,4 +1,24 @@
-import type { DeliveryRequest } from '@libs/delivery';
+import { ACTION_STYLES, FIELD_TYPES, MAX_SUBMISSION_BYTES } from '@libs/interactions';
+import {
+  MAX_EPOCH_SECONDS,
+  OPEN_MAP_MAX_BYTES,
+  INT32_MAX,
+  alias,
+  boolean,
+  component,
+  integer,
+  list,
+  matching,
+  object,
+  oneOf,
+  openMap,
+  optional,
+  required,
+  text,
+  type Infer,
+} from '@libs/protocol';
+import { CONCURRENCY_MODES } from './concurrency/concurrency';
+
 /** Who triggered an event (`event.source`). */
 export const TRIGGER_SOURCES = ['platform', 'webui', 'api', 'scheduler', 'system', 'host_adapter'] as const;
 /** `event.event_type`: a dotted lower-case name such as `message.received`. */
@@ -6,82 +26,234 @@ export const EVENT_TYPE_PATTERN = /^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$/;
 /** A platform id (`event.event_id`, `conversation.conversation_id`): 1-255 characters, not starting with white space. */
 export const PLATFORM_ID_PATTERN = /^[^\s].{0,254}$/;
 
-/** A platform event as `POST /v1/events` accepts it (Runner Protocol v1, event-first). */
-export interface EventSubmission {
-  agent_id: string;
-  event: {
-    event_id?: string;
-    event_type: string;
-    event_time?: number;
-    source: string;
-    source_event_type?: string;
-    raw_ref?: { ref_id: string; storage_key?: string };
-    data?: Record<string, unknown>;
-  };
-  conversation?: {
-    conversation_id: string;
-    thread_id?: string;
-    bot_id?: string;
-    workspace_id?: string;
-    launcher_type?: string;
-    launcher_id?: string;
-    sender_id?: string;
-    session_id?: string;
-  };
-  actor?: { actor_type: string; actor_id?: string; actor_name?: string; metadata?: Record<string, unknown> };
-  subject?: { subject_type: string; subject_id?: string; data?: Record<string, unknown> };
-  input: {
-    text?: string;
-    contents?: ContentElementInput[];
-    attachments?: AttachmentInput[];
-    /**
-     * `interaction.submitted` events (docs/interactions.md#submitting): on POST /v1/events the
-     * platform sends `callback_token`, `action_id`, `values`; the event the host then admits
-     * carries the checked submission instead (`interaction_id`, `submitted_at`, never the token).
-     */
-    interaction?: InteractionInput;
-  };
-  delivery?: DeliveryRequest;
-  locale?: string;
-  timezone?: string;
-  metadata?: Record<string, unknown>;
-  /**
-   * Overrides the agent's concurrency policy for this event
-   * (docs/conversations-and-steering.md#concurrency-policies).
-   */
-  concurrency?: 'steer' | 'queue' | 'interrupt' | 'reject';
-}
+/*
+ * The body of `POST /v1/events` (and of `POST /v1/interactions/{id}/submit`): one JSON schema, its
+ * types inferred from it; the HTTP edge compiles it once into the route's validator and shows it as
+ * the OpenAPI components of the document (docs/architecture.md#validation). Keyword order inside a
+ * field is the order its rules are listed in a 400.
+ */
+const map = openMap(OPEN_MAP_MAX_BYTES);
+const name = text(255);
 
-/** A type, not an interface: it travels as the run context's `input.interaction` JSON object. */
-export type InteractionInput = {
+const rawRef = component(
+  'RawEventRefDto',
+  object({ ref_id: text(255, true), storage_key: optional(text(1024)) }, ['ref_id']),
+);
+
+const eventContext = component(
+  'EventContextDto',
+  object(
+    {
+      event_id: optional(
+        matching(PLATFORM_ID_PATTERN, 'must be 1-255 characters and not start with white space', {
+          description: 'Platform event id; generated when absent. Duplicates return the original answer.',
+        }),
+      ),
+      event_type: matching(EVENT_TYPE_PATTERN, 'must be a dotted name such as message.received', {
+        example: 'message.received',
+      }),
+      event_time: optional(integer(0, MAX_EPOCH_SECONDS, { description: 'Epoch seconds' })),
+      source: oneOf(TRIGGER_SOURCES),
+      source_event_type: optional(name),
+      raw_ref: optional(rawRef),
+      data: optional(map),
+    },
+    ['event_type', 'source'],
+  ),
+);
+
+const conversation = component(
+  'ConversationDto',
+  object(
+    {
+      conversation_id: matching(PLATFORM_ID_PATTERN, 'must be 1-255 characters'),
+      thread_id: optional(name),
+      bot_id: optional(name),
+      workspace_id: optional(name),
+      launcher_type: optional(name),
+      launcher_id: optional(name),
+      sender_id: optional(name),
+      session_id: optional(name),
+    },
+    ['conversation_id'],
+  ),
+);
+
+const actor = component(
+  'ActorDto',
+  object(
+    {
+      actor_type: text(64, true, { example: 'user' }),
+      actor_id: optional(name),
+      actor_name: optional(name),
+      metadata: optional(map),
+    },
+    ['actor_type'],
+  ),
+);
+
+const subject = component(
+  'SubjectDto',
+  object({ subject_type: text(64, true), subject_id: optional(name), data: optional(map) }, ['subject_type']),
+);
+
+const imageUrl = component('ImageUrlDto', object({ url: text(8192, true) }, ['url']));
+
+const CONTENT_TYPES = ['text', 'image_url', 'image_base64', 'file_url', 'file_base64'] as const;
+export const contentElementSchema = component(
+  'ContentElementDto',
+  object(
+    {
+      type: oneOf(CONTENT_TYPES),
+      text: optional(text()),
+      image_url: optional(imageUrl),
+      image_base64: optional(text()),
+      file_url: optional(text(8192)),
+      file_base64: optional(text()),
+      file_name: optional(text(1024)),
+    },
+    ['type'],
+  ),
+);
+
+export const attachmentSchema = component(
+  'AttachmentDto',
+  object(
+    {
+      type: oneOf(['image', 'file', 'voice']),
+      mime_type: optional(name),
+      size: optional(integer(0, Number.MAX_SAFE_INTEGER)),
+      name: optional(text(1024)),
+      source: optional(oneOf(['url', 'base64', 'message_chain'])),
+      url: optional(text(8192)),
+      path: optional(text(8192)),
+      content: optional(text()),
+      id: optional(name),
+    },
+    ['type'],
+  ),
+);
+
+/** The submission of an interaction answer (docs/interactions.md#submitting). */
+export const interactionSubmissionSchema = component(
+  'SubmitInteractionDto',
+  object(
+    {
+      callback_token: text(64, false, { description: 'The one-time token of the interaction.request op (`rhit_…`)' }),
+      action_id: optional(text(128), "One of the request's action ids"),
+      values: optional(
+        openMap(
+          MAX_SUBMISSION_BYTES,
+          'Values by field id: text/textarea a string, select one option value, multiselect a list of option values, number a number, boolean true/false, file a file reference string. Required fields must be present; unknown field ids are refused. At most 256 KiB.',
+        ),
+      ),
+    },
+    ['callback_token'],
+  ),
+);
+
+/** `input.interaction` of an `interaction.submitted` event: the same as the submit route's body. */
+const interactionInput = alias('InteractionInputDto', interactionSubmissionSchema);
+
+const input = component(
+  'InputDto',
+  object({
+    text: optional(text(100_000)),
+    contents: optional(list(contentElementSchema, 100)),
+    attachments: optional(list(attachmentSchema, 100)),
+    interaction: optional(
+      interactionInput,
+      'event_type interaction.submitted only: the answer with its one-time token (docs/interactions.md)',
+    ),
+  }),
+);
+
+const interactionCapabilities = component(
+  'InteractionCapabilitiesDto',
+  object({
+    field_types: optional(
+      list(oneOf(FIELD_TYPES), FIELD_TYPES.length, { description: 'Field types it renders (default all)' }),
+    ),
+    action_styles: optional(
+      list(oneOf(ACTION_STYLES), ACTION_STYLES.length, { description: 'Action styles it renders (default all)' }),
+    ),
+    supports_updates: optional(
+      boolean({ description: 'It can update a shown interaction (read-only after the outcome)' }),
+    ),
+    max_fields: optional(integer(0, 50, { description: 'Most fields it renders in one interaction' })),
+  }),
+);
+
+const delivery = component(
+  'DeliveryDto',
+  object({
+    surface: optional(text(64, false, { default: 'api' })),
+    reply_target: optional(map),
+    supports_streaming: optional(boolean({ default: true })),
+    supports_edit: optional(boolean({ default: false })),
+    supports_reaction: optional(boolean({ default: false })),
+    max_message_size: optional(integer(1, INT32_MAX)),
+    platform_capabilities: optional(map),
+    interactions: optional(
+      interactionCapabilities,
+      'What the surface renders of an interaction; absent: fallback_text only',
+    ),
+  }),
+);
+
+export const submitEventSchema = component(
+  'SubmitEventDto',
+  object(
+    {
+      agent_id: text(128, true, { description: 'The agent that handles the event' }),
+      event: required(eventContext),
+      conversation: optional(conversation),
+      actor: optional(actor),
+      subject: optional(subject),
+      input: required(input),
+      delivery: optional(delivery),
+      locale: optional(text(32, false, { example: 'en_US' })),
+      timezone: optional(text(64, false, { example: 'Europe/Berlin' })),
+      metadata: optional(map),
+      concurrency: optional(
+        oneOf(CONCURRENCY_MODES, {
+          description:
+            "Overrides the agent's concurrency policy for this event while its conversation is busy: steer it into the active run, queue it as the next run, interrupt the active run, or reject it (409)",
+        }),
+      ),
+    },
+    ['agent_id', 'event', 'input'],
+  ),
+);
+
+/** A platform event as `POST /v1/events` accepts it (Runner Protocol v1, event-first). */
+type EventBody = Infer<typeof submitEventSchema>;
+
+/** The body of `POST /v1/interactions/{id}/submit` (and `input.interaction` of POST /v1/events). */
+export type InteractionSubmission = Infer<typeof interactionSubmissionSchema>;
+
+/**
+ * `input.interaction` of an admitted `interaction.submitted` event (docs/interactions.md#submitting):
+ * on POST /v1/events the platform sends the submission (`callback_token`, `action_id`, `values`); the
+ * event the host then admits carries the checked submission instead (`interaction_id`,
+ * `submitted_at`, never the token). A type, not an interface: it travels as a JSON object.
+ */
+export type InteractionInput = Omit<Partial<InteractionSubmission>, 'action_id'> & {
   interaction_id?: string;
-  callback_token?: string;
   action_id?: string | null;
-  values?: Record<string, unknown>;
   submitted_at?: number;
 };
 
-export interface ContentElementInput {
-  type: string;
-  text?: string;
-  image_url?: { url: string };
-  image_base64?: string;
-  file_url?: string;
-  file_base64?: string;
-  file_name?: string;
-}
+/**
+ * A platform event as admission takes it: the body of `POST /v1/events`, whose `input.interaction`
+ * may be the checked submission the host builds (above).
+ */
+export type EventSubmission = Omit<EventBody, 'input'> & {
+  input: Omit<EventBody['input'], 'interaction'> & { interaction?: InteractionInput };
+};
 
-export interface AttachmentInput {
-  type: string;
-  mime_type?: string;
-  size?: number;
-  name?: string;
-  source?: string;
-  url?: string;
-  path?: string;
-  content?: string;
-  id?: string;
-}
+export type ContentElementInput = Infer<typeof contentElementSchema>;
+export type AttachmentInput = Infer<typeof attachmentSchema>;
 
 /** A copy fit for the event log: base64 payloads and inline attachment contents removed. */
 export function redactSubmission(sub: EventSubmission): Record<string, unknown> {

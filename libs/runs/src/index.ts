@@ -4,8 +4,20 @@ export { RunsQueryService, type RunStreamKind } from './runs-query.service';
 export { RunGrants, type RunGrant, type CallBudget } from './run-grant';
 export { RESULT_EVENTS, type ResultView } from './run-stream.bus';
 export { runView, type RunView } from './run-view';
-export type { EventSubmission, ContentElementInput, AttachmentInput, InteractionInput } from './event-submission';
-export { TRIGGER_SOURCES, EVENT_TYPE_PATTERN, PLATFORM_ID_PATTERN } from './event-submission';
+export type {
+  EventSubmission,
+  ContentElementInput,
+  AttachmentInput,
+  InteractionInput,
+  InteractionSubmission,
+} from './event-submission';
+export {
+  TRIGGER_SOURCES,
+  EVENT_TYPE_PATTERN,
+  PLATFORM_ID_PATTERN,
+  submitEventSchema,
+  interactionSubmissionSchema,
+} from './event-submission';
 export { InteractionsService, type InteractionView, type SubmitOutcome } from './interactions/interactions.service';
 export { SteeringService } from './concurrency/steering.service';
 export { SteeringAdminService, type SteeringView, type TimelineView } from './concurrency/steering-admin.service';

@@ -1,34 +1,7 @@
 import { type PipeTransform } from '@nestjs/common';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import { joinPath, jsonBytes } from '@libs/protocol';
+import { joinPath, jsonBytes, type BodySchema, type Schema } from '@libs/protocol';
 import { invalid, type Problem } from '../filters/validation';
-
-/**
- * A JSON schema of a request body, in the subset both ajv and OpenAPI 3.0 read: `nullable` marks
- * an optional field that may also be `null` (absent, as before), and two extensions carry what a
- * field-named 400 needs — `x-max-json-bytes` (an open map's serialised size) and `x-rule` (the
- * sentence a `pattern` break answers). docs/architecture.md#validation.
- */
-export interface BodySchema {
-  type?: 'object' | 'array' | 'string' | 'integer' | 'number' | 'boolean';
-  nullable?: boolean;
-  properties?: Record<string, BodySchema>;
-  required?: readonly string[];
-  additionalProperties?: boolean;
-  items?: BodySchema;
-  enum?: readonly unknown[];
-  pattern?: string;
-  minLength?: number;
-  maxLength?: number;
-  minimum?: number;
-  maximum?: number;
-  maxItems?: number;
-  description?: string;
-  example?: unknown;
-  default?: unknown;
-  'x-max-json-bytes'?: number;
-  'x-rule'?: string;
-}
 
 const ajv = new Ajv({
   allErrors: true,
@@ -52,13 +25,17 @@ const ajv = new Ajv({
 export class CompiledBody<T> {
   private readonly check: ValidateFunction;
 
-  constructor(private readonly schema: BodySchema) {
+  constructor(private readonly schema: Schema<T>) {
     this.check = ajv.compile(schema);
   }
 
-  /** The body, typed, when it keeps the schema; else the `invalid_argument` naming every field at fault. */
+  /**
+   * The body, typed, when it keeps the schema (its null optional fields removed: null reads as
+   * absent); else the `invalid_argument` naming every field at fault.
+   */
   parse(value: unknown): T {
     if (this.check(value)) {
+      dropNulls(this.schema, value);
       return value as T;
     }
     throw invalid(explain(this.schema, value, this.check.errors ?? []));
@@ -124,6 +101,33 @@ function locate(root: BodySchema, body: unknown, pointer: string): Located {
     }
   }
   return at;
+}
+
+/**
+ * Removes the `null` of every optional field the schema declares (not inside open maps, whose
+ * nulls are data), so the admitted body is the type its schema infers: absent, never null
+ * (docs/architecture.md#validation). O(declared fields present), on a body already validated.
+ */
+function dropNulls(s: BodySchema, v: unknown): void {
+  if (s.properties !== undefined && isObject(v)) {
+    for (const k of Object.keys(v)) {
+      const x = v[k];
+      const ps = s.properties[k];
+      if (x === null) {
+        if (ps?.nullable) {
+          delete v[k];
+        }
+      } else if (ps !== undefined && typeof x === 'object') {
+        dropNulls(ps, x);
+      }
+    }
+  } else if (s.items !== undefined && Array.isArray(v)) {
+    for (const x of v) {
+      if (typeof x === 'object' && x !== null) {
+        dropNulls(s.items, x);
+      }
+    }
+  }
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

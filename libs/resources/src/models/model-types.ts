@@ -13,6 +13,20 @@ export type TokenizerName = (typeof TOKENIZERS)[number];
 export const PROVIDER_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 export const PROVIDER_RULE = 'must be 1-64 lower-case letters, digits, ".", "_" or "-"';
 
+/**
+ * The bounds of a model's fields, one definition for both rules that read them: the admin DTO
+ * (apps/host/src/http/dto/models.dto.ts: shape and type at the HTTP edge) and validateModel
+ * (model-validation.ts: the domain's checks, for every caller).
+ */
+export const MODEL_LIMITS = {
+  /** `model_id`: 1-128 characters (MODEL_ID_PATTERN). */
+  model_id: 128,
+  model_name: 255,
+  base_url: 1000,
+  context_window: 100_000_000,
+  max_output_tokens: 10_000_000,
+} as const;
+
 /** A host environment variable name (a model's `api_key_env`) and its rule: defined once in libs/config. */
 export { ENV_NAME_PATTERN, ENV_NAME_RULE } from '@libs/config';
 

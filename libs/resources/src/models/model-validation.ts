@@ -6,6 +6,7 @@ import {
   ENV_NAME_PATTERN,
   ENV_NAME_RULE,
   MODEL_KINDS,
+  MODEL_LIMITS,
   PROVIDER_PATTERN,
   PROVIDER_RULE,
   TOKENIZERS,
@@ -15,7 +16,7 @@ import {
   type TokenizerName,
 } from './model-types';
 
-export const MODEL_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+export const MODEL_ID_PATTERN = new RegExp(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,${MODEL_LIMITS.model_id - 1}}$`);
 const MAX_EXTRA_ARGS_BYTES = 16 * 1024;
 /** Request fields the host sets itself; extra_args may not override them. */
 const RESERVED_ARGS: Record<ModelKind, string[]> = {
@@ -52,14 +53,17 @@ function refuseReserved(args: Record<string, unknown>, kind: ModelKind): void {
 
 export function checkModelId(modelId: string): void {
   if (typeof modelId !== 'string' || !MODEL_ID_PATTERN.test(modelId)) {
-    throw invalid('model_id', 'must be 1-128 letters, digits, ".", "_", ":" or "-", starting with a letter or digit');
+    throw invalid(
+      'model_id',
+      `must be 1-${MODEL_LIMITS.model_id} letters, digits, ".", "_", ":" or "-", starting with a letter or digit`,
+    );
   }
 }
 
 /** An http(s) base URL without credentials, query or fragment; trailing slashes removed. */
 export function normaliseBaseUrl(value: unknown, field = 'base_url'): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > 1000) {
-    throw invalid(field, 'must be an http(s) URL of at most 1000 characters');
+  if (typeof value !== 'string' || value.length === 0 || value.length > MODEL_LIMITS.base_url) {
+    throw invalid(field, `must be an http(s) URL of at most ${MODEL_LIMITS.base_url} characters`);
   }
   let url: URL;
   try {
@@ -153,10 +157,10 @@ export function validateModel(input: ModelInput, secretEnv: SecretEnvPolicy): Va
   if (
     typeof input.model_name !== 'string' ||
     input.model_name.trim() === '' ||
-    input.model_name.length > 255 ||
+    input.model_name.length > MODEL_LIMITS.model_name ||
     /\p{Cc}/u.test(input.model_name)
   ) {
-    throw invalid('model_name', 'must be 1-255 characters without control characters');
+    throw invalid('model_name', `must be 1-${MODEL_LIMITS.model_name} characters without control characters`);
   }
   const common = {
     kind,
@@ -174,8 +178,8 @@ export function validateModel(input: ModelInput, secretEnv: SecretEnvPolicy): Va
     }
     return { ...common, context_window: null, max_output_tokens: null, abilities: {}, tokenizer: null };
   }
-  const contextWindow = optionalInt(input.context_window, 'context_window', 100_000_000);
-  const maxOutput = optionalInt(input.max_output_tokens, 'max_output_tokens', 10_000_000);
+  const contextWindow = optionalInt(input.context_window, 'context_window', MODEL_LIMITS.context_window);
+  const maxOutput = optionalInt(input.max_output_tokens, 'max_output_tokens', MODEL_LIMITS.max_output_tokens);
   if (contextWindow !== null && maxOutput !== null && maxOutput > contextWindow) {
     throw invalid('max_output_tokens', 'must not exceed context_window');
   }

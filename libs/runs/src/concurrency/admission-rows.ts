@@ -4,6 +4,7 @@
  * (AdmissionService → RunsRepository.admit) decides and writes.
  */
 import { conversationKey, type AgentEntity, type ConversationRef, type JsonObject } from '@libs/persistence';
+import type { SteeringItem } from '@libs/protocol';
 import type { EventSubmission } from '../event-submission';
 
 export function conversationOf(agent: AgentEntity, sub: EventSubmission): ConversationRef {
@@ -22,7 +23,9 @@ export function conversationOf(agent: AgentEntity, sub: EventSubmission): Conver
 
 /**
  * The SteeringInputItem a runner pulls (docs/protocol.md#steering-pull), with the whole input;
- * its `claimed_run_id` and `position` are set by the admission unit, which knows them.
+ * its `claimed_run_id` and `position` are set by the admission unit, which knows them. Built as the
+ * protocol's `SteeringItem` (checked by the compiler here, where it is produced), so a pull only
+ * confirms its shape cheaply (`steeringItemsOf`).
  */
 export function steeringItem(
   eventId: string,
@@ -57,7 +60,7 @@ export function steeringItem(
       input: sub.input,
       // The follow-up's trace context when traces are on (proto/runnerhost/v1/host_api.proto, SteeringPullResponse).
       ...(traceparent ? { traceparent } : {}),
-    }),
+    } satisfies SteeringItem),
   ) as JsonObject;
 }
 

@@ -15,8 +15,22 @@ function fakeRun(deadline: number | null = null, ended = new AbortController()) 
 /** What the host-API action table hands the service (the one parse of steering.pull). */
 const parsed = (req: Record<string, unknown>) => hostApiRequest('steering.pull', req);
 
+/** A steering item as admission stores it (libs/runs/src/concurrency/admission-rows.ts). */
+const stored = (n: number) => ({
+  item_id: `e${n}`,
+  claimed_run_id: 'run-1',
+  runner_id: 'plugin:acme/echo/default',
+  claimed_at: 1_700_000_000,
+  position: n,
+  event: { event_id: `e${n}`, event_type: 'message.received', source: 'api', data: {} },
+  conversation: { conversation_id: 'c' },
+  actor: null,
+  subject: null,
+  input: { text: `follow-up ${n}` },
+});
+
 function item(n: number): SteeringRow {
-  return { id: n, item: { item_id: `e${n}`, position: n } } as unknown as SteeringRow;
+  return { id: n, item: stored(n) } as unknown as SteeringRow;
 }
 
 function service(queue: SteeringRow[][]) {
@@ -45,7 +59,7 @@ describe('SteeringService.pull', () => {
     [{ mode: 'one_at_a_time' }, 1, 'one'],
   ])('%j (as the action table parses it) pulls up to %d items in mode %s', async (req, limit, mode) => {
     const { svc, calls } = service([[item(1)]]);
-    await expect(svc.pull(fakeRun(), parsed(req))).resolves.toEqual([{ item_id: 'e1', position: 1 }]);
+    await expect(svc.pull(fakeRun(), parsed(req))).resolves.toEqual([stored(1)]);
     expect(calls).toEqual([['run-1', limit, mode]]);
   });
 
@@ -55,13 +69,18 @@ describe('SteeringService.pull', () => {
     expect(calls).toHaveLength(1);
   });
 
+  it('hands out the items typed as the protocol SteeringItem, refusing a broken stored one by name', async () => {
+    const { svc } = service([[item(1), { id: 2, item: { ...stored(2), input: null } } as unknown as SteeringRow]]);
+    await expect(svc.pull(fakeRun(), parsed({}))).rejects.toThrow('stored steering item 1: input is not an object');
+  });
+
   it('with wait_ms, pulls again when an item is queued on the run', async () => {
     const { svc, calls, signals } = service([[], [item(2)]]);
     const pulled = svc.pull(fakeRun(), parsed({ wait_ms: 10_000 }));
     await new Promise((r) => setImmediate(r));
     signals.publish({ kind: 'steering', run_id: 'other-run' });
     signals.publish({ kind: 'steering', run_id: 'run-1' });
-    await expect(pulled).resolves.toEqual([{ item_id: 'e2', position: 2 }]);
+    await expect(pulled).resolves.toEqual([stored(2)]);
     expect(calls).toHaveLength(2);
   });
 

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { SteeringRepository, type JsonObject } from '@libs/persistence';
-import type { HostApiParsed } from '@libs/protocol';
+import { SteeringRepository } from '@libs/persistence';
+import { steeringItemsOf, type HostApiParsed, type SteeringItem } from '@libs/protocol';
 import { telemetry } from '@libs/telemetry';
 import type { RunGrant } from '../run-grant';
 import { MAX_STEERING_QUEUE } from './concurrency';
@@ -27,7 +27,7 @@ export class SteeringService {
   async pull(
     run: Pick<RunGrant, 'run_id' | 'snapshot' | 'signal' | 'lease'>,
     req: HostApiParsed<'steering.pull'>,
-  ): Promise<JsonObject[]> {
+  ): Promise<SteeringItem[]> {
     const mode = req.mode ?? 'all';
     // Like every pull and list limit of the host API: above the cap is clamped, not refused
     // (a runner asking for more than a pull hands out gets at most MAX_STEERING_QUEUE items).
@@ -47,7 +47,8 @@ export class SteeringService {
       if (items.length > 0 || !waiter) {
         waiter?.cancel();
         telemetry.steeringPulled(items.length, telemetry.now() - started);
-        const pulled = items.map((i) => i.item);
+        // Typed where admission produced them; here only their shape is confirmed (cheap, per item).
+        const pulled = steeringItemsOf(items.map((i) => i.item));
         telemetry.tracing.linkSteeringItems(pulled);
         return pulled;
       }

@@ -9,7 +9,6 @@ import {
   type DeliveryContext,
   type DeliveryOp,
   type DeliveryOpType,
-  type DeliveryRequest,
 } from '@libs/delivery';
 import {
   ELICITATION_ORIGIN,
@@ -388,7 +387,8 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
     eventId: string,
   ): Promise<SubmitOutcome> {
     const ctx = ((await this.runs.get(row.run_id))?.context ?? {}) as Record<string, unknown>;
-    const delivery = withoutNulls<DeliveryRequest>(ctx.delivery) ?? { surface: 'api' };
+    // The stored context's delivery was the admitted event's (checked by its schema then).
+    const delivery = withoutNulls<NonNullable<EventSubmission['delivery']>>(ctx.delivery) ?? { surface: 'api' };
     const target = row.delivery_target as { surface?: string; reply_target?: Record<string, unknown> | null };
     const sub: EventSubmission = {
       agent_id: row.agent_id,

@@ -15,7 +15,15 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
-import { ENV_NAME_PATTERN, ENV_NAME_RULE, PROVIDER_PATTERN, PROVIDER_RULE, TOKENIZERS } from '@libs/resources';
+import {
+  ENV_NAME_PATTERN,
+  ENV_NAME_RULE,
+  MODEL_KINDS,
+  MODEL_LIMITS,
+  PROVIDER_PATTERN,
+  PROVIDER_RULE,
+  TOKENIZERS,
+} from '@libs/resources';
 import { IsJsonMap } from './rules';
 
 const obj = { type: 'object', additionalProperties: true } as const;
@@ -30,7 +38,7 @@ export class ModelAbilitiesDto {
 }
 
 export class ModelBodyDto {
-  @ApiProperty({ enum: ['chat', 'rerank'] }) @IsIn(['chat', 'rerank']) kind!: 'chat' | 'rerank';
+  @ApiProperty({ enum: MODEL_KINDS }) @IsIn(MODEL_KINDS) kind!: (typeof MODEL_KINDS)[number];
   @ApiPropertyOptional({ default: 'openai-compatible', example: 'openai' })
   @IsOptional()
   // The domain's rule (libs/resources model-types.ts); the 400 reads "provider: <rule>".
@@ -41,7 +49,7 @@ export class ModelBodyDto {
     description: 'OpenAI-compatible base URL (…/chat/completions, …/rerank)',
   })
   @IsUrl({ protocols: ['http', 'https'], require_protocol: true, require_tld: false })
-  @MaxLength(1000)
+  @MaxLength(MODEL_LIMITS.base_url)
   base_url!: string;
   @ApiPropertyOptional({
     nullable: true,
@@ -52,18 +60,22 @@ export class ModelBodyDto {
   @IsOptional()
   @Matches(ENV_NAME_PATTERN, { message: ENV_NAME_RULE })
   api_key_env?: string | null;
-  @ApiProperty({ example: 'gpt-4o-mini' }) @IsString() @IsNotEmpty() @MaxLength(255) model_name!: string;
+  @ApiProperty({ example: 'gpt-4o-mini' })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(MODEL_LIMITS.model_name)
+  model_name!: string;
   @ApiPropertyOptional({ nullable: true, type: Number })
   @IsOptional()
   @IsInt()
   @Min(1)
-  @Max(100_000_000)
+  @Max(MODEL_LIMITS.context_window)
   context_window?: number | null;
   @ApiPropertyOptional({ nullable: true, type: Number })
   @IsOptional()
   @IsInt()
   @Min(1)
-  @Max(10_000_000)
+  @Max(MODEL_LIMITS.max_output_tokens)
   max_output_tokens?: number | null;
   @ApiPropertyOptional({ type: ModelAbilitiesDto, description: 'Chat models only' })
   @IsOptional()
@@ -86,7 +98,11 @@ export class ModelBodyDto {
 }
 
 export class CreateModelDto extends ModelBodyDto {
-  @ApiProperty({ example: 'gpt-small' }) @IsString() @IsNotEmpty() @MaxLength(128) model_id!: string;
+  @ApiProperty({ example: 'gpt-small' })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(MODEL_LIMITS.model_id)
+  model_id!: string;
   @WorkspaceOfWrite() workspace_id?: string;
   @SharedOfWrite() shared?: boolean;
 }

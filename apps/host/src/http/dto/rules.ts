@@ -1,18 +1,14 @@
 import { ParseUUIDPipe } from '@nestjs/common';
 import { ValidateBy, type ValidationOptions } from 'class-validator';
-import { DomainError, jsonBytes } from '@libs/protocol';
+import { DomainError, INT32_MAX, OPEN_MAP_MAX_BYTES, jsonBytes } from '@libs/protocol';
 
-/** The largest value of an INTEGER column (SQLite and PostgreSQL `integer`: 32-bit on PostgreSQL). */
-export const INT32_MAX = 2_147_483_647;
+// The bounds the DTOs share with the body schemas come from the protocol (one place).
+export { INT32_MAX, MAX_EPOCH_SECONDS, OPEN_MAP_MAX_BYTES } from '@libs/protocol';
+
 /** The `run_id` path parameter: a UUID, else 400 naming it. */
 export const runIdPipe = new ParseUUIDPipe({
   exceptionFactory: () => new DomainError('invalid_argument', 'run_id: must be a UUID', { field: 'run_id' }),
 });
-
-/** 9999-12-31T23:59:59Z: epoch seconds any BIGINT column, Date and int64 can hold. */
-export const MAX_EPOCH_SECONDS = 253_402_300_799;
-/** Serialised size of one open map (`event.data`, `metadata`, `runner_config`, a policy …). */
-export const OPEN_MAP_MAX_BYTES = 256 * 1024;
 
 /**
  * An open JSON object (not an array, not null) of at most `maxBytes` UTF-8 bytes of JSON. Depth,
