@@ -22,6 +22,11 @@ export interface HotStatement {
    */
   readonly fence?: true;
   /**
+   * Changes a run's lease (its owner or attempt: a claim, a takeover): the writer forgets the
+   * fences it holds in the transaction (FenceCache), so none answers for a lease it moved.
+   */
+  readonly relets?: true;
+  /**
    * The tables whose held inserts this statement must see (it reads or conflicts with them): the
    * writer writes held rows first only when some are of these tables (`mustFlush`,
    * insert-batch.ts). Absent: every held row is written first. Only for statements whose text
