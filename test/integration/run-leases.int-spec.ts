@@ -6,6 +6,7 @@ import {
   FencedError,
   HostProcessesRepository,
   HotStore,
+  isFenced,
   RunEntity,
   RunResultEntity,
   RunsRepository,
@@ -223,6 +224,47 @@ describe.each(DIALECTS)('run leases on %s', (_name, factory) => {
     expect(await results(a.runId)).toHaveLength(3);
     expect(await results(b.runId)).toEqual([]);
     expect(await results(cId)).toHaveLength(1);
+  });
+
+  it("one group, its runs' fences as one statement: the matching runs commit, a run taken over (before, or while the group waits for its row) is fenced", async () => {
+    const a = await started('a');
+    const b = await started('b', 'p1', other('conv-b'));
+    const c = await started('c', 'p1', other('conv-c'));
+    const group = (s: number) =>
+      Promise.allSettled([
+        runs.insertResult(newResult(a.runId, s), null, [], a.lease),
+        runs.insertResult(newResult(b.runId, s), null, [], b.lease),
+        runs.insertResult(newResult(c.runId, s), null, [], c.lease),
+        runs.insertResult(newResult(a.runId, s + 1), null, [], a.lease),
+      ]);
+    const statuses = (settled: PromiseSettledResult<void>[]) =>
+      settled.map((r) => (r.status === 'fulfilled' ? 'ok' : isFenced(r.reason) ? 'fenced' : String(r.reason)));
+    expect(statuses(await group(1))).toEqual(['ok', 'ok', 'ok', 'ok']);
+    const bump = `UPDATE "runs" SET "attempt" = "attempt" + 1, "owner_process_id" = NULL WHERE "run_id" = ${isPostgres(ds) ? '$1' : '?'}`;
+    if (isPostgres(ds)) {
+      // The sweeper holds b's row (its bump, uncommitted): the group's fence waits for it, then
+      // matches a and c only; b's own fence fails its unit, the others commit.
+      const url = (db.config as { url: string }).url;
+      const sweeper = new Client({ connectionString: url });
+      await sweeper.connect();
+      try {
+        await sweeper.query('BEGIN');
+        await sweeper.query(bump, [b.runId]);
+        const late = group(3);
+        await waitForLockWait(sweeper);
+        await sweeper.query('COMMIT');
+        expect(statuses(await late)).toEqual(['ok', 'fenced', 'ok', 'ok']);
+      } finally {
+        await sweeper.end();
+      }
+    } else {
+      await ds.query(bump, [b.runId]);
+      expect(statuses(await group(3))).toEqual(['ok', 'fenced', 'ok', 'ok']);
+    }
+    expect((await results(a.runId)).map((r) => r[0])).toEqual([1, 2, 3, 4]);
+    expect((await results(b.runId)).map((r) => r[0])).toEqual([1]);
+    expect((await results(c.runId)).map((r) => r[0])).toEqual([1, 3]);
+    expect(await row(b.runId)).toMatchObject({ attempt: b.lease.attempt + 1, owner_process_id: null });
   });
 
   it('the sweep finds only runs whose owner is dead (and unowned ones only when asked)', async () => {

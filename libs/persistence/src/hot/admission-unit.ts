@@ -14,13 +14,14 @@
 import type { EventEntity, JsonObject } from '../entities';
 import type { NewTranscriptRow } from '../repositories/context.repository';
 import { decide, FREE, type DecisionTable } from './admission-decision';
-import { EVENT_COLUMNS, RESULT_COLUMNS, SQL } from './hot-sql';
+import { EVENT_COLUMNS, lockKeys, RESULT_COLUMNS, SQL } from './hot-sql';
 import { storeSnapshotUnit } from './snapshot-rows';
 import {
   appendTranscriptUnit,
   eventFromRow,
   eventLogUnit,
   insertRunUnit,
+  transcriptLockKey,
   type NewEventLog,
   type NewResult,
   type NewRun,
@@ -28,6 +29,7 @@ import {
 import { STEERING_COLUMNS, STEERING_SQL } from './steering-sql';
 import {
   conversationLock,
+  conversationLockKey,
   situationOf,
   type ConversationRef,
   type ConversationSituation,
@@ -168,11 +170,10 @@ function runOf(d: Disposition | 'failed', a: AdmissionRows, s: ConversationSitua
 /**
  * The workspace's running runs when they reach its `max_active_runs`, else null: counted under
  * the workspace's lock (a transaction advisory lock on PostgreSQL, held to COMMIT; SQLite has one
- * writer), taken after the conversation's, so a concurrent admission of the workspace counts this
- * one's run once it committed.
+ * writer), taken after the conversation's (admissionLocks), so a concurrent admission of the
+ * workspace counts this one's run once it committed.
  */
 function* activeQuotaReached(q: ActiveQuota): Unit<number | null> {
-  yield* one(SQL.lockConversation, [`workspace-active:${q.workspace_id}`]);
   const r = yield* one<{ n: number | string }>(SQL.runningOfWorkspace, [q.workspace_id, q.workspace_id]);
   const n = Number(r?.n ?? 0);
   return n >= q.max ? n : null;
@@ -181,9 +182,7 @@ function* activeQuotaReached(q: ActiveQuota): Unit<number | null> {
 /** Admission of one event, in one transaction (see the file comment). */
 export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
   const c = a.conversation ?? null;
-  if (c) {
-    yield* conversationLock(c.ref);
-  }
+  yield* admissionLocks(a);
   if (a.active_quota) {
     const active = yield* activeQuotaReached(a.active_quota);
     if (active !== null) {
@@ -280,7 +279,25 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
       break;
     }
   }
-  return admitted(a.user ? yield* appendTranscriptUnit(a.user) : null);
+  return admitted(a.user ? yield* appendTranscriptUnit(a.user, true) : null);
+}
+
+/**
+ * The transaction locks an admission takes, in this order and as one statement (a round trip
+ * each on PostgreSQL): the conversation's (its situation is read under it), the workspace's
+ * active-run count's (activeQuotaReached), and the transcript's of the user row it may append
+ * (appendTranscriptUnit) — taken before the unit reads anything, so every later read sees what
+ * the lock's previous holder committed.
+ */
+function* admissionLocks(a: AdmissionRows): Unit<void> {
+  const keys = [
+    ...(a.conversation ? [conversationLockKey(a.conversation.ref)] : []),
+    ...(a.active_quota ? [`workspace-active:${a.active_quota.workspace_id}`] : []),
+    ...(a.user ? [transcriptLockKey(a.user.conversation_id)] : []),
+  ];
+  if (keys.length > 0) {
+    yield* one(keys.length === 1 ? SQL.lockConversation : lockKeys(keys.length), keys);
+  }
 }
 
 /**

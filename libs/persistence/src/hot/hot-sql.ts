@@ -22,6 +22,11 @@ export interface HotStatement {
    */
   readonly fence?: true;
   /**
+   * Changes a run's lease (its owner or attempt: a claim, a takeover): the writer forgets the
+   * fences it holds in the transaction (FenceCache), so none answers for a lease it moved.
+   */
+  readonly relets?: true;
+  /**
    * The tables whose held inserts this statement must see (it reads or conflicts with them): the
    * writer writes held rows first only when some are of these tables (`mustFlush`,
    * insert-batch.ts). Absent: every held row is written first. Only for statements whose text
@@ -33,6 +38,27 @@ export interface HotStatement {
 /** The statement, declared to read (or conflict with) only these tables' held rows (HotStatement.reads). */
 export function reading(s: HotStatement, ...tables: string[]): HotStatement {
   return { ...s, reads: tables };
+}
+
+/**
+ * The transaction locks of `n` keys (lockConversation's, n ≥ 2) in one statement: PostgreSQL
+ * evaluates a SELECT list left to right, so they are taken in the keys' order.
+ */
+const LOCKS = new Map<number, HotStatement>();
+export function lockKeys(n: number): HotStatement {
+  let s = LOCKS.get(n);
+  if (!s) {
+    const marks = Array.from({ length: n }, (_, i) => i);
+    s = reading(
+      stmt(
+        `lock_keys_x${n}`,
+        `SELECT ${marks.map((i) => `? AS "k${i}"`).join(', ')}`,
+        `SELECT ${marks.map((i) => `pg_advisory_xact_lock(hashtext(?)) AS "k${i}"`).join(', ')}`,
+      ),
+    );
+    LOCKS.set(n, s);
+  }
+  return s;
 }
 
 export function stmt(name: string, sql: string, pgSql?: string): HotStatement {
@@ -212,6 +238,21 @@ export const SQL = {
    */
   lockConversation: reading(
     stmt('lock_conversation', 'SELECT ? AS "k"', `SELECT pg_advisory_xact_lock(hashtext(?)) AS "k"`),
+  ),
+  /**
+   * finishRun, taking the conversation's transcript lock (lockConversation's) in the same
+   * statement when it matched: the end's transcript row then needs no lock statement of its own —
+   * its next seq is read by a later statement, whose snapshot is taken after the lock was granted.
+   */
+  finishRunLocking: reading(
+    stmt(
+      'finish_run_locking',
+      `UPDATE "runs" SET "status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "usage" = ?, "finished_at" = ?
+     WHERE "run_id" = ? AND "status" IN ('queued', 'running') RETURNING ? AS "k"`,
+      `UPDATE "runs" SET "status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "usage" = ?, "finished_at" = ?
+     WHERE "run_id" = ? AND "status" IN ('queued', 'running') RETURNING pg_advisory_xact_lock(hashtext(?)) AS "k"`,
+    ),
+    'runs',
   ),
   /**
    * Running runs of a workspace (`default` also counts runs stored without one), for its

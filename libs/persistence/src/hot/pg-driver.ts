@@ -82,7 +82,8 @@ export class PgHot implements WriterDriver {
   }
 
   /**
-   * One transaction for the group; batchable inserts of all its units become one multi-row
+   * One transaction for the group, the fences of its runs first as one statement
+   * (FenceCache.prefetch); batchable inserts of all its units become one multi-row
    * INSERT per statement (insert-batch.ts), written before the next statement that may read them
    * and before COMMIT, the inserts of several tables as one statement (PgInsertCombiner).
    */
@@ -101,10 +102,19 @@ export class PgHot implements WriterDriver {
     };
     await this.writer.query('BEGIN');
     try {
-      const out: unknown[] = [];
-      for (const u of units) {
+      // Every unit stepped to its first statement (a unit computes nothing but statements:
+      // unit.ts), so the runs whose units open with a fence are fenced as one statement.
+      const started = units.map((u) => {
         const unit = u();
-        let r = unit.next();
+        return { unit, first: unit.next() };
+      });
+      const prefetch = fences.prefetch(started.flatMap((s) => (s.first.done ? [] : [s.first.value])));
+      if (prefetch) {
+        fences.prefetched(await step(this.writer, prefetch));
+      }
+      const out: unknown[] = [];
+      for (const { unit, first } of started) {
+        let r = first;
         while (!r.done) {
           const op = r.value;
           const held = batch.hold(op) ?? fences.answer(op);

@@ -1,5 +1,16 @@
 import { SQL } from './hot-sql';
-import { FENCE_CALL, FENCE_RUN, FenceCache, FencedError, fenceCallUnit, fenceUnit, type RunLease } from './run-fence';
+import { LEASE_SQL } from './run-takeover';
+import { STEERING_SQL } from './steering-sql';
+import {
+  FENCE_CALL,
+  FENCE_RUN,
+  FENCE_RUNS,
+  FenceCache,
+  FencedError,
+  fenceCallUnit,
+  fenceUnit,
+  type RunLease,
+} from './run-fence';
 import type { Op } from './unit';
 
 const lease: RunLease = { run_id: 'r1', attempt: 2, owner_process_id: 'p1' };
@@ -67,5 +78,40 @@ describe('the fence of a run write (docs/scale-out.md#fenced-writes)', () => {
     expect(cache.answer(callOp)).toBeUndefined();
     cache.ran(callOp, { changes: 1 });
     expect(cache.answer(callOp)).toEqual({ changes: 1 });
+  });
+
+  it('the fences opening a group are one statement (FENCE_RUNS) for two or more distinct leases; other first ops are not in it', () => {
+    const cache = new FenceCache();
+    const b: RunLease = { run_id: 'r2', attempt: 1, owner_process_id: 'p1' };
+    const other: Op = { kind: 'run', stmt: SQL.finishRun, params: ['r3'] };
+    const call: Op = { ...fenceOp({ ...lease, run_id: 'r4' }), stmt: FENCE_CALL };
+    expect(cache.prefetch([fenceOp(lease), fenceOp(lease), other, call])).toBeNull();
+    const op = cache.prefetch([fenceOp(lease), other, fenceOp(b), fenceOp(lease), call])!;
+    expect(op).toMatchObject({ kind: 'all', stmt: FENCE_RUNS });
+    expect(JSON.parse(op.params[0] as string)).toEqual([lease, b]);
+  });
+
+  it('a lease the group fence matched is held (its unit runs no fence); one it missed runs its own FENCE_RUN', () => {
+    const cache = new FenceCache();
+    const b: RunLease = { run_id: 'r2', attempt: 1, owner_process_id: 'p1' };
+    // PostgreSQL returns the attempt as a number, SQLite too; a bigint would come as text.
+    cache.prefetched([{ ...lease, attempt: String(lease.attempt) }]);
+    expect(cache.answer(fenceOp(lease))).toEqual({ changes: 1 });
+    expect(cache.answer(fenceOp(b))).toBeUndefined();
+    expect(cache.answer({ ...fenceOp(lease), stmt: FENCE_CALL })).toBeUndefined();
+    // Held already: not fenced again by the next group statement.
+    expect(cache.prefetch([fenceOp(lease), fenceOp(b)])).toBeNull();
+  });
+
+  it('a statement moving a lease (a claim, a takeover) drops the fences held: the next runs again', () => {
+    expect(STEERING_SQL.startQueuedRun.relets).toBe(true);
+    expect(LEASE_SQL.bumpAttempt.relets).toBe(true);
+    const cache = new FenceCache();
+    cache.prefetched([lease]);
+    cache.ran({ kind: 'get', stmt: STEERING_SQL.startQueuedRun, params: [] }, { attempt: 3 });
+    expect(cache.answer(fenceOp(lease))).toBeUndefined();
+    cache.ran(fenceOp(lease), { changes: 1 });
+    cache.ran({ kind: 'run', stmt: LEASE_SQL.bumpAttempt, params: ['r1'] }, { changes: 1 });
+    expect(cache.answer(fenceOp(lease))).toBeUndefined();
   });
 });

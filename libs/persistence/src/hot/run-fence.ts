@@ -58,6 +58,30 @@ export const FENCE_RUN: HotStatement = {
 };
 
 /**
+ * The fences of several runs as one statement (docs/scale-out.md#fenced-writes): FENCE_RUN for
+ * each lease of a JSON array `[{run_id, attempt, owner_process_id}]`, returning the runs it
+ * matched — each matched row locked until COMMIT, as by its own FENCE_RUN. The PostgreSQL writer
+ * runs it at the start of a group for the runs whose units open with a fence (FenceCache.prefetch).
+ */
+export const FENCE_RUNS: HotStatement = {
+  ...stmt(
+    'fence_runs',
+    `UPDATE "runs" SET "last_write_at" = ${NOW_SQLITE}
+     WHERE EXISTS (SELECT 1 FROM json_each(?) f
+       WHERE f."value" ->> 'run_id' = "runs"."run_id" AND f."value" ->> 'attempt' = "runs"."attempt"
+         AND f."value" ->> 'owner_process_id' = "runs"."owner_process_id")
+       AND EXISTS (SELECT 1 FROM "host_processes" h WHERE h."id" = "runs"."owner_process_id")
+     RETURNING "run_id", "attempt", "owner_process_id"`,
+    `UPDATE "runs" AS r SET "last_write_at" = ${NOW_PG}
+     FROM json_to_recordset(?::json) AS f("run_id" text, "attempt" integer, "owner_process_id" text)
+     WHERE r."run_id" = f."run_id" AND r."attempt" = f."attempt" AND r."owner_process_id" = f."owner_process_id"
+       AND EXISTS (SELECT 1 FROM "host_processes" h WHERE h."id" = f."owner_process_id")
+     RETURNING r."run_id", r."attempt", r."owner_process_id"`,
+  ),
+  reads: ['runs'],
+};
+
+/**
  * The fence of a host API write made for a run (docs/scale-out.md#fenced-host-api-writes): the
  * run's own fence, and the run must still be `running` — at the owner a call checked before the
  * run's end committed must not write after it; at another process (StoredRunGrants) the lease is
@@ -116,19 +140,59 @@ export function* fenceCallUnit(lease: RunLease | null | undefined): Unit<void> {
  * The fences of one group commit: a fence that matched holds the run's row lock until COMMIT, so
  * the same fence again in the same transaction needs no statement — one fence per run per group,
  * however many of its results the group carries. Drivers call `answer` before running an op and
- * `matched` after; `reset` at each transaction.
+ * `ran` after; `reset` at each transaction.
+ *
+ * A driver whose statements are round trips (PostgreSQL) also fences, before the group's first
+ * unit, every run whose unit opens with a FENCE_RUN as one statement (`prefetch`, FENCE_RUNS):
+ * with 100 runs streaming, a group carried up to 100 sequential fences. A lease it matched is held
+ * as if its own fence had run (the row lock is the same); one it did not match is not recorded,
+ * so that unit's own FENCE_RUN runs where it stands — it fails as before (FencedError rolls back
+ * the group, whose units the writer replays one by one: write-queue.ts), or it matches a run the
+ * group itself inserted or claimed before it.
  */
 export class FenceCache {
   private readonly held = new Set<string>();
+
+  /**
+   * The one statement fencing the runs of these ops (the first op of each unit of a group) that
+   * are FENCE_RUNs, or null when fewer than two distinct leases would be in it (one is its own
+   * FENCE_RUN, a named statement already).
+   */
+  prefetch(first: readonly Op[]): Op | null {
+    const leases = new Map<string, RunLease>();
+    for (const op of first) {
+      if (op.stmt === FENCE_RUN && !this.held.has(key(op))) {
+        const [run_id, attempt, owner_process_id] = op.params as [string, number, string];
+        leases.set(key(op), { run_id, attempt, owner_process_id });
+      }
+    }
+    return leases.size < 2 ? null : { kind: 'all', stmt: FENCE_RUNS, params: [JSON.stringify([...leases.values()])] };
+  }
+
+  /** Records the leases FENCE_RUNS matched (its RETURNING rows). */
+  prefetched(rows: unknown): void {
+    for (const r of rows as { run_id: string; attempt: number | string; owner_process_id: string }[]) {
+      const attempt = Number(r.attempt);
+      this.held.add(
+        key({ kind: 'run', stmt: FENCE_RUN, params: [r.run_id, attempt, r.owner_process_id, r.owner_process_id] }),
+      );
+    }
+  }
 
   /** The answer for an op that is a fence already matched in this transaction; undefined to run it. */
   answer(op: Op): Changes | undefined {
     return op.stmt.fence && this.held.has(key(op)) ? { changes: 1 } : undefined;
   }
 
-  /** Records a fence that ran (only one that matched counts). */
+  /**
+   * Records a fence that ran (only one that matched counts). A statement that moves a run's
+   * lease (HotStatement.relets: a claim, a takeover) forgets every fence held so far: the next
+   * fence of the group runs again and sees the row as it is now.
+   */
   ran(op: Op, result: unknown): void {
-    if (op.stmt.fence && (result as Changes).changes > 0) {
+    if (op.stmt.relets) {
+      this.held.clear();
+    } else if (op.stmt.fence && (result as Changes).changes > 0) {
       this.held.add(key(op));
     }
   }

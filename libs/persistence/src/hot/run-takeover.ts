@@ -45,10 +45,10 @@ export const LEASE_SQL = {
      FOR UPDATE SKIP LOCKED`,
   ),
   /** The takeover's fence: the next attempt, no owner (the dead one's writes match nothing after this). */
-  bumpAttempt: stmt(
-    'lease_bump',
-    `UPDATE "runs" SET "attempt" = "attempt" + 1, "owner_process_id" = NULL WHERE "run_id" = ?`,
-  ),
+  bumpAttempt: {
+    ...stmt('lease_bump', `UPDATE "runs" SET "attempt" = "attempt" + 1, "owner_process_id" = NULL WHERE "run_id" = ?`),
+    relets: true,
+  },
   /** A never-started run waits again: it is dispatched like any waiting run. */
   requeue: stmt(
     'lease_requeue',

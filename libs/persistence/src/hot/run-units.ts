@@ -74,8 +74,19 @@ export function* insertRunUnit(run: NewRun): Unit<void> {
   );
 }
 
-export function* appendTranscriptUnit(row: NewTranscriptRow): Unit<number> {
-  yield* one(SQL.lockConversation, [`transcript:${row.conversation_id}`]);
+/** The key of a conversation's transcript lock (SQL.lockConversation), taken before an append. */
+export function transcriptLockKey(conversationId: string): string {
+  return `transcript:${conversationId}`;
+}
+
+/**
+ * Appends a transcript row at the conversation's next seq, under its transcript lock — taken here
+ * unless the unit took it already (`locked`: in an earlier statement of the same transaction).
+ */
+export function* appendTranscriptUnit(row: NewTranscriptRow, locked = false): Unit<number> {
+  if (!locked) {
+    yield* one(SQL.lockConversation, [transcriptLockKey(row.conversation_id)]);
+  }
   const r = yield* one<{ seq: number | string }>(SQL.insertTranscript, [
     ...rowParams(TRANSCRIPT_COLUMNS, row),
     row.conversation_id,
@@ -124,7 +135,8 @@ export function* finishUnit(
   lease: RunLease | null = null,
 ): Unit<boolean> {
   yield* fenceUnit(lease);
-  const changed = yield* exec(SQL.finishRun, [
+  // With a transcript row to append, the same statement takes its lock (SQL.finishRunLocking).
+  const changed = yield* exec(assistant ? SQL.finishRunLocking : SQL.finishRun, [
     end.status,
     end.status_reason,
     end.error_code,
@@ -132,13 +144,14 @@ export function* finishUnit(
     json(end.usage),
     end.finished_at,
     terminal.run_id,
+    ...(assistant ? [transcriptLockKey(assistant.conversation_id)] : []),
   ]);
   if (changed === 0) {
     return false;
   }
   yield* resultUnit(terminal, state, outbox);
   if (assistant) {
-    yield* appendTranscriptUnit(assistant);
+    yield* appendTranscriptUnit(assistant, true);
   }
   return true;
 }

@@ -89,8 +89,13 @@ export function steeringFromRow(r: Row): SteeringRow {
   };
 }
 
+/** The key of a conversation's lock (SQL.lockConversation), taken before its situation is read. */
+export function conversationLockKey(c: ConversationRef): string {
+  return `conversation:${c.key}`;
+}
+
 export function* conversationLock(c: ConversationRef): Unit<void> {
-  yield* one(SQL.lockConversation, [`conversation:${c.key}`]);
+  yield* one(SQL.lockConversation, [conversationLockKey(c)]);
 }
 
 export function* situationOf(c: ConversationRef): Unit<ConversationSituation> {

@@ -91,12 +91,15 @@ export const STEERING_SQL = {
    * A queued run starts: its context and grants are frozen now, and the starting process claims
    * it (owner, next attempt: docs/scale-out.md#taking-a-run).
    */
-  startQueuedRun: stmt(
-    'start_queued_run',
-    `UPDATE "runs" SET "status" = 'running', "context" = ?, "snapshot_hash" = ?, "authorization_run" = ?, "authorization_hash" = ?, "started_at" = ?, "deadline_at" = ?,
+  startQueuedRun: {
+    ...stmt(
+      'start_queued_run',
+      `UPDATE "runs" SET "status" = 'running', "context" = ?, "snapshot_hash" = ?, "authorization_run" = ?, "authorization_hash" = ?, "started_at" = ?, "deadline_at" = ?,
        "owner_process_id" = ?, "attempt" = "attempt" + 1
      WHERE "run_id" = ? AND "status" = 'queued' RETURNING "attempt"`,
-  ),
+    ),
+    relets: true,
+  },
   /** A waiting run ends before it started (no runner in time, its agent gone, cancelled). */
   finishQueuedRun: stmt(
     'finish_queued_run',
