@@ -22,7 +22,7 @@ import {
 } from './run-units';
 import { STEERING_SQL } from './steering-sql';
 import { steeringFromRow, type Row, type SteeringRow } from './steering-rows';
-import { bool, exec, rowParams, rows, type Unit } from './unit';
+import { bool, exec, one, rowParams, rows, type Unit } from './unit';
 
 /** The event-log row of a steering transition of an item. */
 function transition(
@@ -116,7 +116,13 @@ export function* releaseRunUnit(runId: string, at: number): Unit<number> {
   return left.length;
 }
 
-/** The end of a run (finishUnit) and, when it ended now, the release of its steering queue. */
+/**
+ * The end of a run (finishUnit) and, when it ended now, the release of its steering queue; with
+ * the run's conversation key, also whether a run waits in the conversation (`waiting`: its items
+ * just released, or one queued before this read) — the only case its end signals `conversation`
+ * (docs/scale-out.md#signal-bus). An item queued by another process after this read and before
+ * this commit is started by the dispatcher's poll; on SQLite (one writer) there is no such item.
+ */
 export function* endRunUnit(
   terminal: NewResult,
   end: RunEnd,
@@ -124,10 +130,15 @@ export function* endRunUnit(
   assistant: NewTranscriptRow | null,
   outbox: readonly NewOutboxRow[] = [],
   lease: RunLease | null = null,
-): Unit<{ ended: boolean; released: number }> {
+  conversationKey: string | null = null,
+): Unit<{ ended: boolean; released: number; waiting: boolean }> {
   const ended = yield* finishUnit(terminal, end, state, assistant, outbox, lease);
   const released = ended ? yield* releaseRunUnit(terminal.run_id, end.finished_at) : 0;
-  return { ended, released };
+  const waiting =
+    ended &&
+    conversationKey !== null &&
+    (released > 0 || (yield* one<{ w: number }>(STEERING_SQL.hasWaiting, [conversationKey])) !== undefined);
+  return { ended, released, waiting };
 }
 
 /**

@@ -78,6 +78,17 @@ export const STEERING_SQL = {
     `UPDATE "steering_items" SET "state" = 'redispatched', "dropped_at" = ?, "redispatched_at" = ?, "next_run_id" = ?, "dispatch" = 'waiting'
      WHERE "id" = ? AND "state" = 'queued'`,
   ),
+  /**
+   * Whether anything waits to run in the conversation (a queued event, a re-dispatched item, a
+   * routed run): what the end of its running run signals `conversation` for (endRunUnit).
+   */
+  hasWaiting: reading(
+    stmt(
+      'has_waiting',
+      `SELECT 1 AS "w" FROM "steering_items" WHERE "conversation_key" = ? AND "dispatch" = 'waiting' LIMIT 1`,
+    ),
+    'steering_items',
+  ),
   /** The conversation's next item to run (arrival order). */
   nextWaiting: stmt(
     'next_waiting',
