@@ -31,7 +31,13 @@ export class InteractionsRepository {
   }
 
   /** `pending` → `submitted` for the run's owner (an elicitation's answer), fenced; true when claimed here. */
-  claimFenced(id: string, submission: JsonObject, eventId: string, now: number, fence: InteractionFence): Promise<boolean> {
+  claimFenced(
+    id: string,
+    submission: JsonObject,
+    eventId: string,
+    now: number,
+    fence: InteractionFence,
+  ): Promise<boolean> {
     return this.hot.write(() => claimInteractionUnit(id, submission, eventId, now, fence));
   }
 
