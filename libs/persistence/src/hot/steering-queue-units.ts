@@ -22,7 +22,7 @@ import {
 } from './run-units';
 import { STEERING_SQL } from './steering-sql';
 import { steeringFromRow, type Row, type SteeringRow } from './steering-rows';
-import { bool, exec, one, rowParams, rows, type Unit } from './unit';
+import { bool, exec, rowParams, rows, type Unit } from './unit';
 
 /** The event-log row of a steering transition of an item. */
 function transition(
@@ -93,6 +93,11 @@ export function* pullUnit(
  */
 export function* releaseRunUnit(runId: string, at: number): Unit<number> {
   const left = (yield* rows<Row>(STEERING_SQL.queuedOfRun, [runId, 1_000_000])).map(steeringFromRow);
+  return yield* releaseItemsUnit(runId, left, at);
+}
+
+/** The release of `left`, the run's items not pulled yet (releaseRunUnit). */
+function* releaseItemsUnit(runId: string, left: readonly SteeringRow[], at: number): Unit<number> {
   for (const item of left) {
     const next = randomUUID();
     if ((yield* exec(STEERING_SQL.markRedispatched, [at, at, next, item.id])) !== 1) {
@@ -133,12 +138,18 @@ export function* endRunUnit(
   conversationKey: string | null = null,
 ): Unit<{ ended: boolean; released: number; waiting: boolean }> {
   const ended = yield* finishUnit(terminal, end, state, assistant, outbox, lease);
-  const released = ended ? yield* releaseRunUnit(terminal.run_id, end.finished_at) : 0;
-  const waiting =
-    ended &&
-    conversationKey !== null &&
-    (released > 0 || (yield* one<{ w: number }>(STEERING_SQL.hasWaiting, [conversationKey])) !== undefined);
-  return { ended, released, waiting };
+  if (!ended) {
+    return { ended, released: 0, waiting: false };
+  }
+  if (conversationKey === null) {
+    return { ended, released: yield* releaseRunUnit(terminal.run_id, end.finished_at), waiting: false };
+  }
+  // The release's read of the run's queue carries the conversation's wait (one statement).
+  const found = yield* rows<Row>(STEERING_SQL.queuedOfRunAndWaiting, [conversationKey, terminal.run_id, 1_000_000]);
+  const left = found.filter((r) => r.id !== null && r.id !== undefined).map(steeringFromRow);
+  const released = yield* releaseItemsUnit(terminal.run_id, left, end.finished_at);
+  const waitedBefore = Number(found[0]?.conv_waiting ?? 0) > 0;
+  return { ended, released, waiting: released > 0 || waitedBefore };
 }
 
 /**
