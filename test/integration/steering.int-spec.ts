@@ -180,7 +180,12 @@ describe.each(DIALECTS)('conversations and steering on %s', (_name, factory) => 
     const [p1, p2] = await Promise.all([steering.pull(runId, 1, 'one'), steering.pull(runId, 1, 'one')]);
     expect([...p1, ...p2].map((i) => i.item.text)).toEqual(['a', 'b']);
     const [terminal, e] = end(runId);
-    expect(await runsRepo.end(terminal, e)).toEqual({ ended: true, released: 2 });
+    // With the conversation's key the end also says a run now waits in it (the items it released).
+    expect(await runsRepo.end(terminal, e, null, null, [], null, conv.key)).toEqual({
+      ended: true,
+      released: 2,
+      waiting: true,
+    });
     expect(await steering.pull(runId, 10, 'all')).toEqual([]);
     const items = await ds.getRepository(SteeringItemEntity).find({ order: { id: 'ASC' } });
     expect(items.map((i) => [i.item.text, i.state, i.dispatch])).toEqual([
@@ -218,7 +223,7 @@ describe.each(DIALECTS)('conversations and steering on %s', (_name, factory) => 
     };
     expect(await steering.startWaiting(start)).toEqual({ started: false, why: 'busy' });
     const [terminal, e] = end(runOf(first));
-    expect(await runsRepo.end(terminal, e)).toEqual({ ended: true, released: 0 });
+    expect(await runsRepo.end(terminal, e)).toEqual({ ended: true, released: 0, waiting: false });
     expect(await steering.startWaiting({ ...start, item_id: item!.id + 1000 })).toEqual({
       started: false,
       why: 'moved',

@@ -1,15 +1,55 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, IsNull, LessThan, LessThanOrEqual, MoreThan, Not, Repository } from 'typeorm';
-import { InteractionEntity, type InteractionStatus, type JsonObject } from '@libs/persistence';
+import {
+  HotStore,
+  InteractionEntity,
+  claimInteractionUnit,
+  closeInteractionUnit,
+  insertInteractionUnit,
+  type InteractionFence,
+  type InteractionStatus,
+  type JsonObject,
+} from '@libs/persistence';
 
-/** The interactions table: every transition out of `pending` is one conditional UPDATE. */
+/**
+ * The interactions table: every transition out of `pending` is one conditional UPDATE. What the
+ * run's owner writes for the run (a new request, an elicitation's close and answer, superseding)
+ * goes through the one writer behind the run's fence (docs/scale-out.md#fenced-writes): a
+ * process that lost the run's lease writes nothing (FencedError, the unit rolled back).
+ */
 @Injectable()
 export class InteractionsRepository {
-  constructor(@InjectRepository(InteractionEntity) private readonly repo: Repository<InteractionEntity>) {}
+  constructor(
+    @InjectRepository(InteractionEntity) private readonly repo: Repository<InteractionEntity>,
+    private readonly hot: HotStore,
+  ) {}
 
-  async insert(row: InteractionEntity): Promise<void> {
-    await this.repo.insert(row);
+  /** A new pending interaction of a run, fenced by `fence` (null: an unleased run, unfenced). */
+  insert(row: InteractionEntity, fence: InteractionFence | null): Promise<void> {
+    return this.hot.write(() => insertInteractionUnit(row, fence));
+  }
+
+  /** `pending` → `submitted` for the run's owner (an elicitation's answer), fenced; true when claimed here. */
+  claimFenced(
+    id: string,
+    submission: JsonObject,
+    eventId: string,
+    now: number,
+    fence: InteractionFence,
+  ): Promise<boolean> {
+    return this.hot.write(() => claimInteractionUnit(id, submission, eventId, now, fence));
+  }
+
+  /** `pending` → `expired` | `superseded` by the run's owner, fenced; true when closed here. */
+  closeFenced(
+    id: string,
+    status: Exclude<InteractionStatus, 'pending' | 'submitted'>,
+    reason: string,
+    now: number,
+    fence: InteractionFence,
+  ): Promise<boolean> {
+    return this.hot.write(() => closeInteractionUnit(id, status, reason, now, fence));
   }
 
   get(id: string): Promise<InteractionEntity | null> {
@@ -39,15 +79,6 @@ export class InteractionsRepository {
         ? { id, status: 'pending' as const, expires_at: LessThanOrEqual(now) }
         : { id, status: 'pending' as const };
     const r = await this.repo.update(where, { status, status_reason: reason, updated_at: now });
-    return (r.affected ?? 0) > 0;
-  }
-
-  /** `pending` → `expired` before its time (what asked is gone: an elicitation's tool call ended). */
-  async expireEarly(id: string, reason: string, now: number): Promise<boolean> {
-    const r = await this.repo.update(
-      { id, status: 'pending' },
-      { status: 'expired', status_reason: reason, updated_at: now },
-    );
     return (r.affected ?? 0) > 0;
   }
 

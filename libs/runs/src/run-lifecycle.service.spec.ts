@@ -34,7 +34,15 @@ function deferred<T = void>() {
 
 /** The runs repository port: records each write; `hold` keeps the next writes pending until released. */
 class FakeRuns {
-  readonly written: { kind: 'result' | 'end'; row: NewResult; end?: RunEnd; assistant?: unknown }[] = [];
+  readonly written: {
+    kind: 'result' | 'end';
+    row: NewResult;
+    end?: RunEnd;
+    assistant?: unknown;
+    conversationKey?: string | null;
+  }[] = [];
+  /** What the end's unit reads: a run waits in the run's conversation. */
+  waiting = false;
   readonly cancelRequested: string[] = [];
   failNextEnd = false;
   /** Every later write is refused by its fence (another process took the run over). */
@@ -63,7 +71,15 @@ class FakeRuns {
     this.written.push({ kind: 'result', row });
     return this.settle(undefined);
   }
-  end(row: NewResult, end: RunEnd, _state: unknown = null, assistant: unknown = null) {
+  end(
+    row: NewResult,
+    end: RunEnd,
+    _state: unknown = null,
+    assistant: unknown = null,
+    _outbox: unknown = [],
+    _lease: unknown = null,
+    conversationKey: string | null = null,
+  ) {
     if (this.failNextEnd) {
       this.failNextEnd = false;
       return Promise.reject(new Error('disk full'));
@@ -71,8 +87,8 @@ class FakeRuns {
     if (this.fenced) {
       return Promise.reject(new FencedError({ run_id: row.run_id, attempt: 1, owner_process_id: 'p1' }));
     }
-    this.written.push({ kind: 'end', row, end, assistant });
-    return this.settle({ ended: true, released: 0 });
+    this.written.push({ kind: 'end', row, end, assistant, conversationKey });
+    return this.settle({ ended: true, released: 0, waiting: conversationKey !== null && this.waiting });
   }
   /** Runs whose cancel was requested in the database (by another process). */
   readonly requested = new Set<string>();
@@ -224,8 +240,20 @@ describe('RunLifecycleService: the one owner of a run (docs/architecture.md#the-
     expect(active.get('r1')).toBeUndefined();
     expect(run.phase).toBe('ended');
     expect(deliveries.ended).toHaveBeenCalledWith('r1');
-    // The conversation is free: its next waiting run may start.
-    expect(published).toEqual([{ kind: 'conversation', key: expect.any(String) }]);
+    // The end read its conversation (by key); nothing waits in it: no signal (docs/scale-out.md#signal-bus).
+    expect(end.conversationKey).toEqual(expect.any(String));
+    expect(published).toEqual([]);
+  });
+
+  it('signals its conversation at the end only when a run waits in it (read by the end’s own unit)', async () => {
+    const { lifecycle, runs, published, start } = setup();
+    runs.waiting = true;
+    const { run } = start();
+    ingest(lifecycle, run, 'run.completed', 1);
+    await run.finished;
+    const key = runs.written[0].conversationKey;
+    expect(key).toEqual(expect.any(String));
+    expect(published).toEqual([{ kind: 'conversation', key }]);
   });
 
   it('a run without a conversation writes no assistant row and frees no conversation', async () => {

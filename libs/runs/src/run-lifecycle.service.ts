@@ -518,14 +518,17 @@ export class RunLifecycleService implements RunSteps, OnModuleInit, OnModuleDest
         : null;
     const end = { ...outcome, usage: outcome.usage ?? null, finished_at: Date.now() };
     const ops = run.delivery?.onEnd(terminal, outcome.status) ?? [];
-    const written = this.runs.end(
-      resultRow(terminal),
-      end,
-      effects.state,
-      assistant,
-      this.outboxRows(run, ops),
-      run.lease,
-    );
+    const key = conversation
+      ? conversationKey(run.agent_id, conversation.workspace_id, conversation.conversation_id, conversation.thread_id)
+      : null;
+    // Whether a run waits in the conversation, read by the end's own unit: only then is the
+    // `conversation` signal sent (a NOTIFY on a shared bus); the dispatcher's poll is the truth.
+    let waiting = false;
+    const written = this.runs
+      .end(resultRow(terminal), end, effects.state, assistant, this.outboxRows(run, ops), run.lease, key)
+      .then((r) => {
+        waiting = r.waiting;
+      });
     this.enqueue(run, async () => {
       let fenced = false;
       try {
@@ -545,7 +548,11 @@ export class RunLifecycleService implements RunSteps, OnModuleInit, OnModuleDest
           );
           outcome = verdictOutcome(PERSISTENCE_FAILED);
           return this.runs
-            .end(resultRow(terminal), { ...outcome, finished_at: Date.now() }, null, null, [], run.lease)
+            .end(resultRow(terminal), { ...outcome, finished_at: Date.now() }, null, null, [], run.lease, key)
+            .then((r) => {
+              waiting = r.waiting;
+              return r;
+            })
             .catch((again: unknown) => {
               if (!isFenced(again)) {
                 throw again;
@@ -579,17 +586,13 @@ export class RunLifecycleService implements RunSteps, OnModuleInit, OnModuleDest
         }
         this.deliveries.end(run.run_id);
         run.settle(outcome);
-        if (conversation) {
-          // The conversation is free: its next waiting run (re-dispatched items first, by arrival) may start.
-          this.signals.publish({
-            kind: 'conversation',
-            key: conversationKey(
-              run.agent_id,
-              conversation.workspace_id,
-              conversation.conversation_id,
-              conversation.thread_id,
-            ),
-          });
+        if (key !== null && waiting) {
+          // The conversation is free and a run waits in it (re-dispatched items first, by arrival):
+          // it may start. Nothing waiting, no signal (docs/scale-out.md#signal-bus).
+          telemetry.conversationSignal('sent');
+          this.signals.publish({ kind: 'conversation', key });
+        } else if (key !== null) {
+          telemetry.conversationSignal('skipped');
         }
       }
     });

@@ -111,6 +111,7 @@ export class HostMetrics {
   readonly writerReplays: Inc;
   readonly fencedWrites: Inc;
   readonly runsTakenOver: Children<Inc>;
+  readonly conversationSignals: Children<Inc>;
 
   constructor(opts: MetricsOptions) {
     const r = this.registry;
@@ -265,6 +266,15 @@ export class HostMetrics {
     this.runsTakenOver = counters(
       counter('runs_taken_over_total', 'Runs of dead processes taken over, by kind (requeued, interrupted).', takeover),
       takeover,
+    );
+    const sent = ['outcome'] as const;
+    this.conversationSignals = counters(
+      counter(
+        'conversation_signals_total',
+        'Ends of conversation runs: the conversation signal sent (a run waits in it) or skipped (nothing waits).',
+        sent,
+      ),
+      sent,
     );
 
     this.gauge('active_runs', 'Runs active in this process.');

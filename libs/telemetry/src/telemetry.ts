@@ -90,6 +90,11 @@ export class Telemetry {
     this.m?.runsTakenOver.get(kind).inc();
   }
 
+  /** The end of a conversation's run: its `conversation` signal sent (a run waits) or skipped (docs/scale-out.md#signal-bus). */
+  conversationSignal(outcome: 'sent' | 'skipped'): void {
+    this.m?.conversationSignals.get(outcome).inc();
+  }
+
   sseCut(): void {
     this.m?.sseCut.inc();
   }

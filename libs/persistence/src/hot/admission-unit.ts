@@ -358,15 +358,23 @@ export interface WaitingStart {
    * `owner_process_id` claims it (attempt + 1: docs/scale-out.md#taking-a-run).
    */
   run: NewRun;
+  /**
+   * The workspace's `max_active_runs` (docs/tenancy.md#quotas), counted as at admission under the
+   * workspace's lock: a waiting run that would exceed it does not start ('quota', nothing
+   * written) and keeps waiting. Absent: no such quota.
+   */
+  active_quota?: ActiveQuota | null;
 }
 
 export type WaitingStartOutcome =
-  { started: true; event_seq: number | null; attempt: number } | { started: false; why: 'busy' | 'moved' | 'gone' };
+  | { started: true; event_seq: number | null; attempt: number }
+  | { started: false; why: 'busy' | 'moved' | 'gone' | 'quota' };
 
 /**
  * The deferred start of an admitted event that waited (queued, or re-dispatched): the same
  * decision on the same situation — it starts only when the conversation has no running run and it
- * is the conversation's next waiting item ('busy' / 'moved', nothing written); 'gone' when its run
+ * is the conversation's next waiting item ('busy' / 'moved', nothing written), and the workspace
+ * is under its `max_active_runs` ('quota', nothing written); 'gone' when its run
  * ended meanwhile. The event's position is set in the stored context as at admission.
  */
 export function* startWaitingUnit(w: WaitingStart): Unit<WaitingStartOutcome> {
@@ -378,6 +386,11 @@ export function* startWaitingUnit(w: WaitingStart): Unit<WaitingStartOutcome> {
   const next = yield* one<Row>(STEERING_SQL.nextWaiting, [w.conversation.key]);
   if (!next || Number(next.id) !== w.item_id) {
     return { started: false, why: 'moved' };
+  }
+  // The same count and lock order as admission (conversation, then workspace): the start of a
+  // waiting or routed run never takes the workspace past its limit, at any process.
+  if (w.active_quota && (yield* activeQuotaReached(w.active_quota)) !== null) {
+    return { started: false, why: 'quota' };
   }
   const seq = yield* one<{ id: number | string | null }>(STEERING_SQL.eventSeq, [w.run.event_id]);
   const eventSeq = seq?.id === null || seq?.id === undefined ? null : Number(seq.id);

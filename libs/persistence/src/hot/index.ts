@@ -19,3 +19,11 @@ export {
   type TakeOver,
   type TakeOverOutcome,
 } from './run-takeover';
+export {
+  claimInteractionUnit,
+  closeInteractionUnit,
+  insertInteractionUnit,
+  INTERACTION_COLUMNS,
+  INTERACTION_SQL,
+  type InteractionFence,
+} from './interaction-units';

@@ -93,6 +93,11 @@ export function* pullUnit(
  */
 export function* releaseRunUnit(runId: string, at: number): Unit<number> {
   const left = (yield* rows<Row>(STEERING_SQL.queuedOfRun, [runId, 1_000_000])).map(steeringFromRow);
+  return yield* releaseItemsUnit(runId, left, at);
+}
+
+/** The release of `left`, the run's items not pulled yet (releaseRunUnit). */
+function* releaseItemsUnit(runId: string, left: readonly SteeringRow[], at: number): Unit<number> {
   for (const item of left) {
     const next = randomUUID();
     if ((yield* exec(STEERING_SQL.markRedispatched, [at, at, next, item.id])) !== 1) {
@@ -116,7 +121,13 @@ export function* releaseRunUnit(runId: string, at: number): Unit<number> {
   return left.length;
 }
 
-/** The end of a run (finishUnit) and, when it ended now, the release of its steering queue. */
+/**
+ * The end of a run (finishUnit) and, when it ended now, the release of its steering queue; with
+ * the run's conversation key, also whether a run waits in the conversation (`waiting`: its items
+ * just released, or one queued before this read) — the only case its end signals `conversation`
+ * (docs/scale-out.md#signal-bus). An item queued by another process after this read and before
+ * this commit is started by the dispatcher's poll; on SQLite (one writer) there is no such item.
+ */
 export function* endRunUnit(
   terminal: NewResult,
   end: RunEnd,
@@ -124,10 +135,21 @@ export function* endRunUnit(
   assistant: NewTranscriptRow | null,
   outbox: readonly NewOutboxRow[] = [],
   lease: RunLease | null = null,
-): Unit<{ ended: boolean; released: number }> {
+  conversationKey: string | null = null,
+): Unit<{ ended: boolean; released: number; waiting: boolean }> {
   const ended = yield* finishUnit(terminal, end, state, assistant, outbox, lease);
-  const released = ended ? yield* releaseRunUnit(terminal.run_id, end.finished_at) : 0;
-  return { ended, released };
+  if (!ended) {
+    return { ended, released: 0, waiting: false };
+  }
+  if (conversationKey === null) {
+    return { ended, released: yield* releaseRunUnit(terminal.run_id, end.finished_at), waiting: false };
+  }
+  // The release's read of the run's queue carries the conversation's wait (one statement).
+  const found = yield* rows<Row>(STEERING_SQL.queuedOfRunAndWaiting, [conversationKey, terminal.run_id, 1_000_000]);
+  const left = found.filter((r) => r.id !== null && r.id !== undefined).map(steeringFromRow);
+  const released = yield* releaseItemsUnit(terminal.run_id, left, end.finished_at);
+  const waitedBefore = Number(found[0]?.conv_waiting ?? 0) > 0;
+  return { ended, released, waiting: released > 0 || waitedBefore };
 }
 
 /**

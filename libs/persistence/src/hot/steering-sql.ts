@@ -78,6 +78,23 @@ export const STEERING_SQL = {
     `UPDATE "steering_items" SET "state" = 'redispatched', "dropped_at" = ?, "redispatched_at" = ?, "next_run_id" = ?, "dispatch" = 'waiting'
      WHERE "id" = ? AND "state" = 'queued'`,
   ),
+  /**
+   * At a run's end, in one statement: whether anything waits to run in its conversation (a queued
+   * event, a routed run, a re-dispatched item: `conv_waiting` 0/1, on every row) and the run's
+   * items not pulled yet, oldest first (none: one row of nulls). What the end signals
+   * `conversation` for (endRunUnit) rides on the read the release makes anyway: no round trip more.
+   * Parameters: the conversation key, the run id, the limit.
+   */
+  queuedOfRunAndWaiting: reading(
+    stmt(
+      'queued_of_run_and_waiting',
+      `SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM "steering_items" WHERE "conversation_key" = ? AND "dispatch" = 'waiting' LIMIT 1) AS x) AS "conv_waiting",
+         ${ITEM.replace(/"(\w+)"/g, 's."$1"')}
+       FROM (SELECT 1 AS "one") AS o LEFT JOIN "steering_items" s ON s."run_id" = ? AND s."state" = 'queued'
+       ORDER BY s."position" ASC LIMIT ?`,
+    ),
+    'steering_items',
+  ),
   /** The conversation's next item to run (arrival order). */
   nextWaiting: stmt(
     'next_waiting',

@@ -182,7 +182,8 @@ export class RunsRepository {
   /**
    * The end of a run in one commit — final status, terminal result, its state write, its last
    * delivery ops, the assistant transcript row, and the release of its undrained steering items —
-   * if the run is still active (`ended` false, nothing written, when it already ended).
+   * if the run is still active (`ended` false, nothing written, when it already ended). With the
+   * run's conversation key, `waiting` says whether a run waits in the conversation (endRunUnit).
    */
   end(
     terminal: NewResult,
@@ -191,8 +192,9 @@ export class RunsRepository {
     assistant: NewTranscriptRow | null = null,
     outbox: readonly NewOutboxRow[] = [],
     lease: RunLease | null = null,
-  ): Promise<{ ended: boolean; released: number }> {
-    return this.hot.write(() => endRunUnit(terminal, end, state, assistant, outbox, lease));
+    conversationKey: string | null = null,
+  ): Promise<{ ended: boolean; released: number; waiting: boolean }> {
+    return this.hot.write(() => endRunUnit(terminal, end, state, assistant, outbox, lease, conversationKey));
   }
 
   /** `end`, answering only whether the run ended now (false: it had already ended). */

@@ -5,7 +5,8 @@ import type { AdmissionCatalog } from '../admission-catalog';
 import type { RunLifecycleService } from '../run-lifecycle.service';
 import type { PreparedRun, RunStarter } from '../run-start';
 import type { RunLeases } from '../run-leases.service';
-import { ConversationDispatcher } from './conversation-dispatcher';
+import type { WorkspaceQuotaGate } from '../workspace-quotas';
+import { ConversationDispatcher, QUOTA_RETRY_MS } from './conversation-dispatcher';
 import { InProcessSignals, type SignalPort } from './signal-port';
 
 const KEY = 'k1';
@@ -46,6 +47,8 @@ function setup(opts: {
   signals?: SignalPort;
   /** Whether another live process holds the runner (runner presence). */
   elsewhere?: () => boolean;
+  /** The workspace's max_active_runs is reached (the start unit answers 'quota', nothing written). */
+  quotaFull?: () => boolean;
 }) {
   const log: string[] = [];
   const waiting = [...opts.waiting];
@@ -56,7 +59,11 @@ function setup(opts: {
     nextWaiting: () => Promise.resolve(waiting[0] ?? null),
     situation: () =>
       Promise.resolve({ running_run_id: running ? 'run-x' : null, queued_on_run: 0, waiting: waiting.length }),
-    startWaiting: (s: { item_id: number }) => {
+    startWaiting: (s: { item_id: number; active_quota?: { workspace_id: string; max: number } | null }) => {
+      log.push(`quota ${s.active_quota ? `${s.active_quota.workspace_id}/${s.active_quota.max}` : 'none'}`);
+      if (opts.quotaFull?.()) {
+        return Promise.resolve({ started: false, why: 'quota' });
+      }
       waiting.shift();
       running = true;
       log.push(`start ${s.item_id}`);
@@ -108,6 +115,9 @@ function setup(opts: {
     config,
     { heldElsewhere: () => Promise.resolve((opts.elsewhere ?? (() => false))()) } as unknown as RunnerPresence,
     { recover: () => Promise.resolve(0) } as unknown as RunLeases,
+    {
+      activeQuota: (w: string) => (opts.quotaFull ? { workspace_id: w, max: 2 } : null),
+    } as unknown as WorkspaceQuotaGate,
   );
   const free = () => {
     running = false;
@@ -126,11 +136,11 @@ describe('ConversationDispatcher', () => {
     const { dispatcher, log, free } = setup({ waiting: [item(1), item(2)] });
     dispatcher.kick(KEY);
     await settle(dispatcher);
-    expect(log).toEqual(['start 1', 'dispatch run-1']);
+    expect(log).toEqual(['quota none', 'start 1', 'dispatch run-1']);
     free(); // run-1 ended: the next one starts on the next kick
     dispatcher.kick(KEY);
     await settle(dispatcher);
-    expect(log).toEqual(['start 1', 'dispatch run-1', 'start 2', 'dispatch run-2']);
+    expect(log).toEqual(['quota none', 'start 1', 'dispatch run-1', 'quota none', 'start 2', 'dispatch run-2']);
   });
 
   it('does nothing while a run is running', async () => {
@@ -146,7 +156,7 @@ describe('ConversationDispatcher', () => {
     const { dispatcher, log } = setup({ waiting: [item(1)], runner: () => connected, waitMs: 5_000 });
     dispatcher.kick(KEY);
     await settle(dispatcher);
-    expect(log).toEqual(['start 1', 'dispatch run-1']);
+    expect(log).toEqual(['quota none', 'start 1', 'dispatch run-1']);
   });
 
   it('fails runs whose bound passed without a runner (runner.unavailable), oldest first, then goes on', async () => {
@@ -162,7 +172,7 @@ describe('ConversationDispatcher', () => {
     const { dispatcher, log } = setup({ waiting: [broken, item(2)] });
     dispatcher.kick(KEY);
     await settle(dispatcher);
-    expect(log).toEqual(['fail 1 host.dispatch_failed', 'start 2', 'dispatch run-2']);
+    expect(log).toEqual(['fail 1 host.dispatch_failed', 'quota none', 'start 2', 'dispatch run-2']);
   });
 
   it('leaves a waiting run whose runner another process holds to that process: neither started nor failed', async () => {
@@ -202,7 +212,40 @@ describe('ConversationDispatcher', () => {
     dispatcher.kick(KEY);
     dispatcher.kick(KEY);
     await settle(dispatcher);
-    expect(log).toEqual(['start 1', 'dispatch run-1']);
+    expect(log).toEqual(['quota none', 'start 1', 'dispatch run-1']);
+  });
+
+  describe("the workspace's max_active_runs at the start of a waiting run", () => {
+    beforeEach(() => jest.useFakeTimers());
+    afterEach(() => jest.useRealTimers());
+
+    it('keeps a run that would exceed the limit waiting (neither started nor failed), and starts it once a slot frees', async () => {
+      let full = true;
+      const { dispatcher, log, waiting } = setup({ waiting: [item(1), item(2)], quotaFull: () => full });
+      dispatcher.kick(KEY);
+      await jest.advanceTimersByTimeAsync(0);
+      // Counted in the start unit against the agent's workspace (the default one here).
+      expect(log).toEqual(['quota default/2']);
+      expect(waiting.map((w) => w.id)).toEqual([1, 2]);
+      await jest.advanceTimersByTimeAsync(QUOTA_RETRY_MS - 1);
+      expect(log).toEqual(['quota default/2']);
+      await jest.advanceTimersByTimeAsync(1); // tried again: still full
+      expect(log).toEqual(['quota default/2', 'quota default/2']);
+      full = false; // a run of the workspace ended (in any conversation): no signal reaches this one
+      await jest.advanceTimersByTimeAsync(QUOTA_RETRY_MS);
+      expect(log).toEqual(['quota default/2', 'quota default/2', 'quota default/2', 'start 1', 'dispatch run-1']);
+      expect(waiting.map((w) => w.id)).toEqual([2]); // the next one waits behind it, in order
+      await dispatcher.onModuleDestroy();
+    });
+
+    it('tries nothing again after shutdown', async () => {
+      const { dispatcher, log } = setup({ waiting: [item(1)], quotaFull: () => true });
+      dispatcher.kick(KEY);
+      await jest.advanceTimersByTimeAsync(0);
+      await dispatcher.onModuleDestroy();
+      await jest.advanceTimersByTimeAsync(10 * QUOTA_RETRY_MS);
+      expect(log).toEqual(['quota default/2']);
+    });
   });
 
   describe('the poll behind the signals (a port that may lose them: pollMs)', () => {
@@ -219,7 +262,7 @@ describe('ConversationDispatcher', () => {
       await jest.advanceTimersByTimeAsync(900);
       expect(log).toEqual([]);
       await jest.advanceTimersByTimeAsync(100);
-      expect(log).toEqual(['start 1', 'dispatch run-1']);
+      expect(log).toEqual(['quota none', 'start 1', 'dispatch run-1']);
       await dispatcher.onModuleDestroy();
     });
 
@@ -227,12 +270,12 @@ describe('ConversationDispatcher', () => {
       const { dispatcher, log, waiting, free } = setup({ waiting: [item(1), item(2)], signals: lossy(500) });
       await dispatcher.onApplicationBootstrap();
       await jest.advanceTimersByTimeAsync(0);
-      expect(log).toEqual(['start 1', 'dispatch run-1']);
+      expect(log).toEqual(['quota none', 'start 1', 'dispatch run-1']);
       await jest.advanceTimersByTimeAsync(1500); // run-1 still running: the polls find it busy
-      expect(log).toHaveLength(2);
+      expect(log).toHaveLength(3);
       free(); // run-1 ended in another process; its conversation signal was lost
       await jest.advanceTimersByTimeAsync(500);
-      expect(log).toEqual(['start 1', 'dispatch run-1', 'start 2', 'dispatch run-2']);
+      expect(log).toEqual(['quota none', 'start 1', 'dispatch run-1', 'quota none', 'start 2', 'dispatch run-2']);
       expect(waiting).toEqual([]);
       await dispatcher.onModuleDestroy();
     });

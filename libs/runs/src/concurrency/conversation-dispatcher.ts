@@ -1,13 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
-import { SteeringRepository, type JsonObject, type SteeringRow } from '@libs/persistence';
+import { DEFAULT_WORKSPACE, SteeringRepository, type JsonObject, type SteeringRow } from '@libs/persistence';
 import { RunnerDispatch, RunnerPresence } from '@libs/runner-gateway';
 import { AdmissionCatalog } from '../admission-catalog';
 import { RunLifecycleService } from '../run-lifecycle.service';
 import { verdictResult, type HostVerdict } from '../run-outcome';
 import { RunStarter, type LiveRunner } from '../run-start';
 import { RunLeases } from '../run-leases.service';
+import { WorkspaceQuotaGate } from '../workspace-quotas';
 import { isStoredSubmission } from './admission-rows';
 import { routeOf, waitingAction } from './routing';
 import { SIGNAL_PORT, type SignalPort } from './signal-port';
@@ -16,6 +17,12 @@ const RUNNER_POLL_MS = 100;
 /** While a waiting run's runner is connected nowhere, presence in other processes is read this often. */
 const PRESENCE_POLL_MS = 1000;
 const RETRY_MS = 1000;
+/**
+ * How often a conversation whose next run waits for its workspace's `max_active_runs` tries again
+ * when the port does not poll (one process: the end of a run of another conversation of the
+ * workspace signals nothing to this one). On a shared bus the port's poll period is used.
+ */
+export const QUOTA_RETRY_MS = 1000;
 
 /**
  * Starts a conversation's waiting runs (queued events, re-dispatched steering items) one at a
@@ -27,6 +34,10 @@ const RETRY_MS = 1000;
  * process holds is left to that process (docs/scale-out.md#routing): its dispatcher is woken by
  * the same `conversation` signal and claims it. One driver per conversation in this process; the
  * database (lock + unique running run + the item's conditional start) decides between processes.
+ *
+ * A waiting run that would take its workspace past `max_active_runs` does not start: it keeps
+ * waiting (its conversation's later items behind it) and its conversation is tried again every
+ * QUOTA_RETRY_MS (or the poll period) until it starts (docs/tenancy.md#quotas).
  *
  * On a signal port that may lose wake-ups (a shared bus: `pollMs`, SIGNAL_POLL_MS), it also scans
  * the waiting conversations every poll period, so that a lost signal (bus down, a run ended in
@@ -42,6 +53,9 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
   private unsubscribe?: () => void;
   private pollTimer?: NodeJS.Timeout;
   private polling = false;
+  /** Conversations whose next run waits for its workspace's `max_active_runs`: tried again on a timer. */
+  private readonly quotaBlocked = new Set<string>();
+  private quotaTimer?: NodeJS.Timeout;
 
   constructor(
     private readonly steering: SteeringRepository,
@@ -53,6 +67,7 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly presence: RunnerPresence,
     private readonly leases: RunLeases,
+    private readonly quotas: WorkspaceQuotaGate,
   ) {}
 
   /**
@@ -108,6 +123,7 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
   async pause(): Promise<void> {
     this.stopping.abort();
     clearInterval(this.pollTimer);
+    clearTimeout(this.quotaTimer);
     this.unsubscribe?.();
     await Promise.allSettled([...this.drivers.values()]);
   }
@@ -145,13 +161,34 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
         return;
       }
       const outcome = await this.startOne(next);
+      if (outcome === 'quota') {
+        this.retryForQuota(key);
+        return;
+      }
       if (outcome === 'started' || outcome === 'busy' || outcome === 'elsewhere') {
         return;
       }
     }
   }
 
-  private async startOne(item: SteeringRow): Promise<'started' | 'busy' | 'failed' | 'moved' | 'elsewhere'> {
+  /** The conversation is tried again once QUOTA_RETRY_MS (or the poll period) passed; one timer for all. */
+  private retryForQuota(key: string): void {
+    this.quotaBlocked.add(key);
+    if (this.quotaTimer || this.stopping.signal.aborted) {
+      return;
+    }
+    this.quotaTimer = setTimeout(() => {
+      this.quotaTimer = undefined;
+      const keys = [...this.quotaBlocked];
+      this.quotaBlocked.clear();
+      for (const k of keys) {
+        this.kick(k);
+      }
+    }, this.signals.pollMs ?? QUOTA_RETRY_MS);
+    this.quotaTimer.unref();
+  }
+
+  private async startOne(item: SteeringRow): Promise<'started' | 'busy' | 'failed' | 'moved' | 'elsewhere' | 'quota'> {
     const conversation = {
       key: item.conversation_key,
       agent_id: item.agent_id,
@@ -187,12 +224,24 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
     }
     const prepared = await this.starter.prepare(runId, item.event_id, sub, agent, live, Date.now());
     const started = await this.starter.whileStarting(prepared, conversation.key, () =>
-      this.steering.startWaiting({ conversation, item_id: item.id, run_id: runId, run: prepared.run }),
+      this.steering.startWaiting({
+        conversation,
+        item_id: item.id,
+        run_id: runId,
+        run: prepared.run,
+        // Checked at the start as at admission (docs/tenancy.md#quotas): a waiting or routed run
+        // that would exceed the limit keeps waiting.
+        active_quota: this.quotas.activeQuota(agent.workspace_id ?? DEFAULT_WORKSPACE),
+      }),
     );
     if (started.started) {
       this.logger.log({ run_id: runId, msg: `waiting run started (event ${item.event_id})` });
       this.starter.dispatch(prepared, agent, live, started.event_seq, started.attempt);
       return 'started';
+    }
+    if (started.why === 'quota') {
+      this.logger.debug({ run_id: runId, msg: 'waiting run not started: its workspace is at max_active_runs' });
+      return 'quota';
     }
     return started.why === 'busy' ? 'busy' : 'moved';
   }

@@ -30,8 +30,10 @@ import {
 import {
   AgentsRepository,
   RunsRepository,
+  isFenced,
   outboxLastUnit,
   type InteractionEntity,
+  type InteractionFence,
   type InteractionStatus,
   type JsonObject,
 } from '@libs/persistence';
@@ -128,8 +130,14 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
   private readonly requested = new WeakMap<ActiveRunView, Set<string>>();
   private timer?: NodeJS.Timeout;
   private sweeping = false;
-  /** MCP elicitations waiting in this process for their answer, by interaction row id (null: it ended unanswered). */
-  private readonly waiting = new Map<string, (s: InteractionSubmission | null) => void>();
+  /**
+   * MCP elicitations waiting in this process for their answer, by interaction row id (null: it
+   * ended unanswered), with the fence their answer is claimed under (the asking run's lease).
+   */
+  private readonly waiting = new Map<
+    string,
+    { answer: (s: InteractionSubmission | null) => void; fence: InteractionFence }
+  >();
 
   constructor(
     private readonly repo: InteractionsRepository,
@@ -182,7 +190,18 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
       now,
       ELICITATION_ORIGIN,
     );
-    await this.repo.insert(entity);
+    // A call inside the running run (docs/scale-out.md#fenced-host-api-writes): a process that lost
+    // the run, or a run that ended, creates nothing and the server is declined.
+    const fence: InteractionFence = { lease: run.lease, kind: 'call' };
+    try {
+      await this.repo.insert(entity, fence);
+    } catch (e) {
+      if (isFenced(e)) {
+        this.logger.warn({ run_id: runId, msg: `elicitation declined: ${e.message}` });
+        return { action: 'decline' };
+      }
+      throw e;
+    }
     const answer = new Promise<InteractionSubmission | null>((resolve) => {
       const done = (s: InteractionSubmission | null) => {
         signal.removeEventListener('abort', ended);
@@ -192,12 +211,16 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
       const ended = () => {
         done(null);
         const why = signal.reason instanceof Error ? signal.reason.message : 'the tool call that asked has ended';
+        // The run's fence, not the call's: the run may have ended (that is often why the call did).
         void this.repo
-          .expireEarly(entity.id, why, Date.now())
+          .closeFenced(entity.id, 'expired', why, Date.now(), { lease: run.lease, kind: 'run' })
           .then((closed) => (closed ? this.emitOutcome(entity, 'expired', { reason: why }) : undefined))
-          .catch((e: unknown) => this.logger.error({ run_id: runId, msg: `closing elicitation failed: ${String(e)}` }));
+          .catch((e: unknown) =>
+            // Fenced: the run's new owner (or the expiry sweep, at its time) closes it.
+            this.logger.warn({ run_id: runId, msg: `closing elicitation failed: ${String(e)}` }),
+          );
       };
-      this.waiting.set(entity.id, done);
+      this.waiting.set(entity.id, { answer: done, fence });
       signal.addEventListener('abort', ended, { once: true });
       if (signal.aborted) {
         ended();
@@ -244,8 +267,11 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
     seen.add(request.interaction_id);
     const { entity, payload } = this.pendingInteraction(run, request, checked.expires_at_ms, now);
     const ops = run.delivery?.emit('interaction.request', payload, row.sequence) ?? [];
-    const written = this.repo.insert(entity).then(() => {
-      void this.supersedeOthers(entity).catch((e: unknown) =>
+    // The run's fence, in the row's own transaction: a process that lost the run writes no request
+    // (FencedError: the lifecycle drops the run, as for its result row).
+    const fence: InteractionFence = { lease: run.lease, kind: 'run' };
+    const written = this.repo.insert(entity, fence).then(() => {
+      void this.supersedeOthers(entity, fence).catch((e: unknown) =>
         this.logger.error({ run_id: run.run_id, msg: `superseding failed: ${String(e)}` }),
       );
     });
@@ -360,23 +386,53 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
       submitted_at: Math.floor(now / 1000),
     };
     const eventId = `interaction:${row.id}`;
-    if (!(await this.repo.claim(row.id, { ...submission }, eventId, now))) {
+    const elicitation = (row.delivery_target as { origin?: unknown }).origin === ELICITATION_ORIGIN;
+    const waiter = elicitation ? this.waiting.get(row.id) : undefined;
+    if (!(await this.claim(row, { ...submission }, eventId, now, waiter?.fence ?? null))) {
       const current = (await this.repo.get(row.id)) ?? row;
       await this.refuseUnlessPending(current, Date.now());
       throw new DomainError('conflict', `interaction ${row.id}: already answered`, { status: current.status });
     }
     await this.emitOutcome(row, 'submitted', { action_id: checked.action_id });
-    if ((row.delivery_target as { origin?: unknown }).origin === ELICITATION_ORIGIN) {
+    if (elicitation) {
       // The answer goes to the MCP server that asked, inside the tool call still waiting for it.
       const base = submitted(row, eventId);
-      const waiter = this.waiting.get(row.id);
       if (!waiter) {
         return { ...base, disposition: 'failed', run_id: row.run_id, error: 'the tool call that asked has ended' };
       }
-      waiter(submission);
+      waiter.answer(submission);
       return { ...base, disposition: 'delivered', run_id: row.run_id };
     }
     return this.admit(row, request, submission, eventId);
+  }
+
+  /**
+   * `pending` → `submitted`. An elicitation waiting here is answered by this process for its run:
+   * claimed behind the run's fence (a process that lost the run, or a run that ended, answers
+   * nothing: 409, the waiting call is closed). Any other submission is the platform's, taken by
+   * whichever process it reaches (it becomes a new event), so it is not fenced.
+   */
+  private async claim(
+    row: InteractionEntity,
+    submission: JsonObject,
+    eventId: string,
+    now: number,
+    fence: InteractionFence | null,
+  ): Promise<boolean> {
+    if (!fence) {
+      return this.repo.claim(row.id, submission, eventId, now);
+    }
+    try {
+      return await this.repo.claimFenced(row.id, submission, eventId, now, fence);
+    } catch (e) {
+      if (!isFenced(e)) {
+        throw e;
+      }
+      this.waiting.get(row.id)?.answer(null);
+      throw new DomainError('conflict', `interaction ${row.id}: the run that asked is no longer active here`, {
+        status: row.status,
+      });
+    }
   }
 
   /** The submission as a new event of the conversation (steered into its active run when there is one). */
@@ -441,19 +497,22 @@ export class InteractionsService implements OnApplicationBootstrap, OnModuleDest
 
   private async expire(row: InteractionEntity, now: number): Promise<void> {
     if (await this.repo.close(row.id, 'expired', `expired at ${iso(row.expires_at)}`, now)) {
-      this.waiting.get(row.id)?.(null); // an elicitation past its expiry: the server gets `cancel`
+      this.waiting.get(row.id)?.answer(null); // an elicitation past its expiry: the server gets `cancel`
       await this.emitOutcome(row, 'expired', {});
     }
   }
 
-  /** A new request supersedes the pending requests of earlier runs of the same conversation. */
-  private async supersedeOthers(row: InteractionEntity): Promise<void> {
+  /**
+   * A new request supersedes the pending requests of earlier runs of the same conversation — a
+   * write made for the new request's run, behind its fence (a FencedError stops it).
+   */
+  private async supersedeOthers(row: InteractionEntity, fence: InteractionFence): Promise<void> {
     if (row.conversation_id === null) {
       return;
     }
     const others = await this.repo.pendingOfConversation(row.agent_id, row.conversation_id, row.thread_id, row.run_id);
     for (const other of others) {
-      if (await this.repo.close(other.id, 'superseded', `superseded by ${row.id}`, Date.now())) {
+      if (await this.repo.closeFenced(other.id, 'superseded', `superseded by ${row.id}`, Date.now(), fence)) {
         await this.emitOutcome(other, 'superseded', { superseded_by: row.id });
       }
     }
