@@ -82,25 +82,26 @@ export function wireValue(value: unknown): Message | undefined {
   return value === undefined || value === null ? undefined : valueMessage(value);
 }
 function valueMessage(value: unknown): Message {
-  switch (typeof value) {
-    case 'string':
-      return VALUE.create({ stringValue: value });
-    case 'number':
-      return VALUE.create({ numberValue: value });
-    case 'boolean':
-      return VALUE.create({ boolValue: value });
-    case 'object':
-      if (value === null) {
-        return VALUE.create({ nullValue: 0 }); // NULL_VALUE
-      }
-      if (Array.isArray(value)) {
-        return VALUE.create({ listValue: LIST.create({ values: value.map(valueMessage) }) });
-      }
-      return VALUE.create({ structValue: structMessage(value as Record<string, unknown>) });
-    default:
-      // Stored state is JSON text (StateService.encode), so nothing else is read back.
-      throw new TypeError(`a ${typeof value} cannot be encoded as google.protobuf.Value`);
+  if (typeof value === 'string') {
+    return VALUE.create({ stringValue: value });
   }
+  if (typeof value === 'number') {
+    return VALUE.create({ numberValue: value });
+  }
+  if (typeof value === 'boolean') {
+    return VALUE.create({ boolValue: value });
+  }
+  if (value === null) {
+    return VALUE.create({ nullValue: 0 }); // NULL_VALUE
+  }
+  if (Array.isArray(value)) {
+    return VALUE.create({ listValue: LIST.create({ values: value.map(valueMessage) }) });
+  }
+  if (typeof value === 'object') {
+    return VALUE.create({ structValue: structMessage(value as Record<string, unknown>) });
+  }
+  // Stored state is JSON text (StateService.encode), so nothing else is read back.
+  throw new TypeError(`a ${typeof value} cannot be encoded as google.protobuf.Value`);
 }
 function structMessage(object: Record<string, unknown>): Message {
   const fields: Record<string, Message> = {};
