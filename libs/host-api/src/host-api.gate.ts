@@ -78,7 +78,7 @@ export class HostApiGate {
   }
 
   private async pass<T>(caller: Caller, needs: CallNeeds, handler: (run: RunGrant) => Promise<T>): Promise<T> {
-    const started = process.hrtime.bigint();
+    // One monotonic clock (ms) for the metric and the audit row's duration.
     const t0 = telemetry.now();
     let pluginId: string | null = null;
     let run: RunGrant | undefined;
@@ -99,13 +99,13 @@ export class HostApiGate {
       passed = true;
       const result = await handler(run);
       if (needs.read) {
-        const commit = this.audit.recordAfterAnswer(this.row(needs, run, pluginId, 'allowed', null, started));
+        const commit = this.audit.recordAfterAnswer(this.row(needs, run, pluginId, 'allowed', null, t0));
         if (commit) {
           await commit; // over the bound of rows not yet committed: this one is waited for
         }
       } else {
         await this.audit.record(
-          this.row(needs, run, pluginId, 'allowed', null, started),
+          this.row(needs, run, pluginId, 'allowed', null, t0),
           needs.writes ? (run.lease ?? null) : null,
         );
       }
@@ -121,7 +121,7 @@ export class HostApiGate {
       const outcome = passed && code !== 'unauthorized' ? 'failed' : 'denied';
       telemetry.hostApiCall(needs.action, code, t0);
       await this.audit
-        .record(this.row(needs, run ?? found, pluginId, outcome, code, started))
+        .record(this.row(needs, run ?? found, pluginId, outcome, code, t0))
         .catch((err: unknown) =>
           this.logger.error({ run_id: needs.run_id, msg: `audit write failed: ${String(err)}` }),
         );
@@ -200,7 +200,7 @@ export class HostApiGate {
     pluginId: string | null,
     outcome: AuditRecord['outcome'],
     errorCode: string | null,
-    started: bigint,
+    startedMs: number,
   ): AuditRecord {
     const resource = needs.resource
       ? `${needs.resource.kind}:${needs.resource.id}`
@@ -217,7 +217,7 @@ export class HostApiGate {
       scope: needs.scope?.slice(0, 300) ?? null,
       outcome,
       error_code: errorCode,
-      duration_us: Number((process.hrtime.bigint() - started) / 1000n),
+      duration_us: Math.round((telemetry.now() - startedMs) * 1000),
     };
   }
 }

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import type * as grpc from '@grpc/grpc-js';
 import type { Metadata } from '@grpc/grpc-js';
 import type { PackageDefinition } from '@grpc/proto-loader';
-import { Root, common } from 'protobufjs';
+import { Root, common, type Message } from 'protobufjs';
 import {
   HOST_API_SERVICE_NAME,
   type CallToolRequest,
@@ -65,13 +65,23 @@ const cursors = <T extends { next_cursor: string | null; prev_cursor?: string | 
   prev_cursor: page.prev_cursor ?? undefined,
 });
 /**
- * A JSON value for a `google.protobuf.Value` response field. The parent message's converter hands
- * only objects to the Value wrapper and rejects a bare string, number or boolean ("object
- * expected": the call would end INTERNAL), so those go out as Value messages; objects, arrays and
- * null go through the wrappers as they are.
+ * A JSON value for a `google.protobuf.Value` response field, built as Value / Struct / ListValue
+ * messages. The parent message's converter hands only objects to the Value wrapper and rejects a
+ * bare string, number or boolean ("object expected": the call would end INTERNAL); and the JSON
+ * wrappers (libs/proto/src/json-wrappers.ts) pass a message through as it is, so a tree of
+ * messages skips their per-field conversion of plain JSON (a third of the host's CPU of encoding
+ * a StateGet answer: docs/benchmarks.md#host-api). The encoders read the same fields either way:
+ * the bytes are the wrappers' (host-api.grpc.spec.ts). No value (null: StateGet of a key never
+ * set) is the absent field, as before; a null inside an object or a list is NULL_VALUE.
  */
-const VALUE = Root.fromJSON(common.get('google/protobuf/struct.proto')!).lookupType('google.protobuf.Value');
-function wireValue(value: unknown): unknown {
+const WELL_KNOWN = Root.fromJSON(common.get('google/protobuf/struct.proto')!);
+const VALUE = WELL_KNOWN.lookupType('google.protobuf.Value');
+const STRUCT = WELL_KNOWN.lookupType('google.protobuf.Struct');
+const LIST = WELL_KNOWN.lookupType('google.protobuf.ListValue');
+export function wireValue(value: unknown): Message | undefined {
+  return value === undefined || value === null ? undefined : valueMessage(value);
+}
+function valueMessage(value: unknown): Message {
   if (typeof value === 'string') {
     return VALUE.create({ stringValue: value });
   }
@@ -81,7 +91,30 @@ function wireValue(value: unknown): unknown {
   if (typeof value === 'boolean') {
     return VALUE.create({ boolValue: value });
   }
-  return value ?? undefined;
+  if (value === null) {
+    return VALUE.create({ nullValue: 0 }); // NULL_VALUE
+  }
+  if (Array.isArray(value)) {
+    return VALUE.create({ listValue: LIST.create({ values: value.map(valueMessage) }) });
+  }
+  if (typeof value === 'object') {
+    return VALUE.create({ structValue: structMessage(value as Record<string, unknown>) });
+  }
+  // Stored state is JSON text (StateService.encode), so nothing else is read back.
+  throw new TypeError(`a ${typeof value} cannot be encoded as google.protobuf.Value`);
+}
+function structMessage(object: Record<string, unknown>): Message {
+  const fields: Record<string, Message> = {};
+  for (const key of Object.keys(object)) {
+    const value = valueMessage(object[key]);
+    if (key === '__proto__') {
+      // An own property (a plain assignment would set the prototype and drop the key).
+      Object.defineProperty(fields, key, { value, enumerable: true, writable: true, configurable: true });
+    } else {
+      fields[key] = value;
+    }
+  }
+  return STRUCT.create({ fields });
 }
 /**
  * gRPC adapter of the run-scoped host API, served by grpc-js handlers directly (no framework RPC
@@ -138,10 +171,13 @@ export class HostApiGrpc {
     output: (res: ResultOf<A>) => W,
   ): grpc.handleUnaryCall<R, W> {
     return (call, callback) => {
-      this.call(name, call.request, call.metadata, input).then(
-        (res) => callback(null, output(res)),
-        (e: unknown) => callback(grpcStatusErrorOf(e, this.logger)),
-      );
+      // The conversion to the wire inside the chain: if it throws, the call ends with its status.
+      this.call(name, call.request, call.metadata, input)
+        .then(output)
+        .then(
+          (res) => callback(null, res),
+          (e: unknown) => callback(grpcStatusErrorOf(e, this.logger)),
+        );
     };
   }
 

@@ -97,6 +97,32 @@ describe('WriteQueue', () => {
       expect(driver.groups).toEqual([1 + 1]);
     });
 
+    it('alone with no defer interval (DEFER_MS 0), start their group one turn after theirs: what their turn queued next runs first', async () => {
+      // An answered read call queues its row, then node:http2 sends the call's trailers from an
+      // immediate queued later in the same turn: the group must not run before them.
+      const driver = new FakeDriver();
+      const q = new WriteQueue(driver);
+      const row = q.defer(() => write('row'));
+      const seenByTrailers: string[][] = [];
+      setImmediate(() => seenByTrailers.push([...driver.committed]));
+      await expect(row.committed).resolves.toBe('row');
+      expect(seenByTrailers).toEqual([[]]);
+      expect(driver.groups).toEqual([1]);
+    });
+
+    it('alone with no defer interval, join a group a submitted unit starts meanwhile (one group, no second)', async () => {
+      const driver = new FakeDriver();
+      const q = new WriteQueue(driver);
+      const row = q.defer(() => write('row'));
+      await new Promise((resolve) => setImmediate(resolve));
+      const w = q.submit(() => write('w'));
+      await expect(w).resolves.toBe('w');
+      await expect(row.committed).resolves.toBe('row');
+      await q.drain();
+      expect(driver.committed).toEqual(['row', 'w']);
+      expect(driver.groups).toEqual([2]);
+    });
+
     it('alone, commit as one group after the defer interval, not before', async () => {
       jest.useFakeTimers({ doNotFake: ['setImmediate'] });
       const driver = new FakeDriver();

@@ -64,6 +64,8 @@ export class WriteQueue {
   private pending: Pending[] = [];
   private scheduled = false;
   private deferTimer: NodeJS.Timeout | undefined;
+  /** DEFER_MS = 0: the turn that schedules the group of deferred units (see defer()). */
+  private deferTurn: NodeJS.Immediate | undefined;
   /** Deferred units queued and not yet committed (or failed). */
   private deferredOpen = 0;
   private flushing = false;
@@ -124,8 +126,20 @@ export class WriteQueue {
         settle.reject(e);
       },
     });
-    if (wait || this.deferMs === 0) {
+    if (wait) {
       this.schedule();
+    } else if (this.deferMs === 0) {
+      // The group of deferred units starts one turn later than a submitted unit's: the read call
+      // whose row this is hands its answer to gRPC now, and node:http2 sends the call's trailers
+      // (its status: the end of the call for the caller) from an immediate of this turn; a group
+      // started in this turn's immediates would run before them, on the caller's wait
+      // (docs/durability.md#audit-rows-of-read-calls).
+      if (!this.scheduled && !this.deferTurn) {
+        this.deferTurn = setImmediate(() => {
+          this.deferTurn = undefined;
+          this.schedule();
+        });
+      }
     } else if (!this.scheduled && !this.deferTimer) {
       this.deferTimer = setTimeout(() => {
         this.deferTimer = undefined;
@@ -173,6 +187,10 @@ export class WriteQueue {
     if (this.deferTimer) {
       clearTimeout(this.deferTimer); // this flush takes the deferred units too
       this.deferTimer = undefined;
+    }
+    if (this.deferTurn) {
+      clearImmediate(this.deferTurn); // likewise
+      this.deferTurn = undefined;
     }
     this.flushing = true;
     try {
