@@ -167,11 +167,16 @@ function runOf(d: Disposition | 'failed', a: AdmissionRows, s: ConversationSitua
   return d === 'steered' || d === 'rejected' ? s.running_run_id : a.event.run_id;
 }
 
+/** The key of a workspace's active-run count's lock (lockConversation's kind of lock). */
+function activeQuotaLockKey(q: ActiveQuota): string {
+  return `workspace-active:${q.workspace_id}`;
+}
+
 /**
- * The workspace's running runs when they reach its `max_active_runs`, else null: counted under
- * the workspace's lock (a transaction advisory lock on PostgreSQL, held to COMMIT; SQLite has one
- * writer), taken after the conversation's (admissionLocks), so a concurrent admission of the
- * workspace counts this one's run once it committed.
+ * The workspace's running runs when they reach its `max_active_runs`, else null. The caller holds
+ * the workspace's lock (activeQuotaLockKey: a transaction advisory lock on PostgreSQL, held to
+ * COMMIT; SQLite has one writer), taken after the conversation's, so a concurrent admission or
+ * start in the workspace counts this one's run once it committed.
  */
 function* activeQuotaReached(q: ActiveQuota): Unit<number | null> {
   const r = yield* one<{ n: number | string }>(SQL.runningOfWorkspace, [q.workspace_id, q.workspace_id]);
@@ -292,7 +297,7 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
 function* admissionLocks(a: AdmissionRows): Unit<void> {
   const keys = [
     ...(a.conversation ? [conversationLockKey(a.conversation.ref)] : []),
-    ...(a.active_quota ? [`workspace-active:${a.active_quota.workspace_id}`] : []),
+    ...(a.active_quota ? [activeQuotaLockKey(a.active_quota)] : []),
     ...(a.user ? [transcriptLockKey(a.user.conversation_id)] : []),
   ];
   if (keys.length > 0) {
@@ -389,8 +394,11 @@ export function* startWaitingUnit(w: WaitingStart): Unit<WaitingStartOutcome> {
   }
   // The same count and lock order as admission (conversation, then workspace): the start of a
   // waiting or routed run never takes the workspace past its limit, at any process.
-  if (w.active_quota && (yield* activeQuotaReached(w.active_quota)) !== null) {
-    return { started: false, why: 'quota' };
+  if (w.active_quota) {
+    yield* one(SQL.lockConversation, [activeQuotaLockKey(w.active_quota)]);
+    if ((yield* activeQuotaReached(w.active_quota)) !== null) {
+      return { started: false, why: 'quota' };
+    }
   }
   const seq = yield* one<{ id: number | string | null }>(STEERING_SQL.eventSeq, [w.run.event_id]);
   const eventSeq = seq?.id === null || seq?.id === undefined ? null : Number(seq.id);
