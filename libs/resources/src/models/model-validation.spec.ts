@@ -20,16 +20,17 @@ function refusal(fn: () => unknown): { field: unknown; message: string } {
 }
 
 describe('validateModel', () => {
-  it('fills an unset ability with its default (a null flag reads as absent, docs/api.md)', () => {
+  it('fills an unset ability with its default and refuses a null flag (the DTO lets null through)', () => {
     expect(validateModel({ ...chat, abilities: { vision: true } }, policy).abilities).toEqual({
       tool_calling: true,
       vision: true,
       streaming: true,
     });
-    expect(
-      validateModel({ ...chat, abilities: { streaming: null } as unknown as ModelInput['abilities'] }, policy)
-        .abilities,
-    ).toEqual({ tool_calling: true, vision: false, streaming: true });
+    const nullFlag = { streaming: null } as unknown as ModelInput['abilities'];
+    expect(refusal(() => validateModel({ ...chat, abilities: nullFlag }, policy))).toEqual({
+      field: 'abilities.streaming',
+      message: 'abilities.streaming: must be a boolean',
+    });
   });
 
   it('normalises a chat model: default provider, base_url without trailing slash, default abilities', () => {

@@ -85,7 +85,15 @@ function abilitiesOf(value: ModelInput['abilities']): ModelAbilities {
   if (!isObject(value)) {
     throw invalid('abilities', 'must be an object {tool_calling, vision, streaming}');
   }
-  const flag = (name: keyof ModelAbilities): boolean => value[name] ?? DEFAULT_ABILITIES[name];
+  const flag = (name: keyof ModelAbilities): boolean => {
+    const v: boolean | null | undefined = value[name];
+    // The DTO's @IsOptional lets a null flag through; it was refused before the rules were merged,
+    // and the admin API's 400 stays as it was.
+    if (v === null) {
+      throw invalid(`abilities.${name}`, 'must be a boolean');
+    }
+    return v ?? DEFAULT_ABILITIES[name];
+  };
   return { tool_calling: flag('tool_calling'), vision: flag('vision'), streaming: flag('streaming') };
 }
 
