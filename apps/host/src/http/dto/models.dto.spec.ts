@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import type { ArgumentMetadata } from '@nestjs/common';
 import { DomainError } from '@libs/protocol';
+import { modelsFixture } from '@libs/testing';
 import { validationPipe } from '../../filters/validation';
 import { CreateModelDto, ReplaceModelDto } from './models.dto';
 
@@ -37,6 +38,19 @@ describe('the admin model body (CreateModelDto, ReplaceModelDto)', () => {
       extra_args: { temperature: 0 },
     };
     await expect(pipe.transform(body, create)).resolves.toMatchObject({ ...body, abilities: { vision: true } });
+  });
+
+  it('admits a partial abilities object: the unset flags take their defaults in the registry', async () => {
+    // The DTO instance carries every declared flag as an own property (undefined when unset); the
+    // base build's per-key loop refused `{vision: true}` as "abilities.tool_calling: must be a boolean".
+    for (const [abilities, want] of [
+      [{ vision: true }, { tool_calling: true, vision: true, streaming: true }],
+      [{}, { tool_calling: true, vision: false, streaming: true }],
+    ] as const) {
+      const dto = (await pipe.transform({ ...chat, model_id: 'm', abilities }, create)) as CreateModelDto;
+      const { model_id: _id, workspace_id: _ws, shared: _shared, ...input } = dto;
+      expect((await modelsFixture().registry.create('m', input)).abilities).toEqual(want);
+    }
   });
 
   it.each<[string, Record<string, unknown>, string]>([
