@@ -1,7 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import { secretEnvPolicy, type AppConfig } from '@libs/config';
 import { ModelsRepository } from '@libs/persistence';
-import { ModelRegistry } from '@libs/resources';
+import { ModelRegistry, type ModelInput } from '@libs/resources';
 import { DIALECTS, type TestDatabase, storesModule } from './support/databases';
 
 /*
@@ -37,7 +37,7 @@ describe.each(DIALECTS)('model registry on %s', (_name, factory) => {
   });
 
   it('stores, reads back, pages, replaces and deletes models', async () => {
-    const chat = {
+    const chat: ModelInput = {
       kind: 'chat',
       base_url: 'https://api.example.test/v1',
       api_key_env: 'EXAMPLE_KEY',

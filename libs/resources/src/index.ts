@@ -30,4 +30,6 @@ export {
   PROVIDER_RULE,
   ENV_NAME_PATTERN,
   ENV_NAME_RULE,
+  type ModelInput,
+  type TokenizerName,
 } from './models/model-types';

@@ -2,7 +2,7 @@ import { loadConfig, secretEnvPolicy, type AppConfig } from '@libs/config';
 import { ModelsRepository, type ModelEntity, type NewModelUsage } from '@libs/persistence';
 import type { InvokeModelRequest, StreamModelChunk } from '@libs/proto';
 import { DomainError } from '@libs/protocol';
-import { ModelRegistry, ModelsService, type ResourceCall } from '@libs/resources';
+import { ModelRegistry, ModelsService, type ModelInput, type ResourceCall } from '@libs/resources';
 
 /*
  * Unit-test wiring of the model services without Nest or a database: an in-memory
@@ -88,7 +88,7 @@ export function runCall(overrides: Partial<ResourceCall> = {}): ResourceCall & {
   return { run_id: 'run-1', signal: abort.signal, deadline_at_ms: null, abort, ...overrides };
 }
 
-export function chatModel(baseUrl: string, extra: Record<string, unknown> = {}) {
+export function chatModel(baseUrl: string, extra: Partial<ModelInput> = {}): ModelInput {
   return {
     kind: 'chat',
     base_url: baseUrl,

@@ -7,16 +7,16 @@ export const TOKENIZERS = ['o200k_base', 'cl100k_base', 'p50k_base', 'r50k_base'
 export type TokenizerName = (typeof TOKENIZERS)[number];
 
 /**
- * A model's provider label, and its rule as the 400 states it after the field name. The one
- * definition: the admin DTO (apps/host) and validateModel (model-validation.ts) both use it.
+ * A model's provider label, and its rule as the 400 states it after the field name; the admin DTO
+ * (apps/host) is the one rule that checks it.
  */
 export const PROVIDER_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 export const PROVIDER_RULE = 'must be 1-64 lower-case letters, digits, ".", "_" or "-"';
 
 /**
- * The bounds of a model's fields, one definition for both rules that read them: the admin DTO
- * (apps/host/src/http/dto/models.dto.ts: shape and type at the HTTP edge) and validateModel
- * (model-validation.ts: the domain's checks, for every caller).
+ * The bounds of a model's fields. The admin DTO (apps/host/src/http/dto/models.dto.ts) checks
+ * them at the HTTP edge; validateModel (model-validation.ts) reads model_name's and base_url's,
+ * whose rules it keeps for the quick start's env values, and checkModelId model_id's.
  */
 export const MODEL_LIMITS = {
   /** `model_id`: 1-128 characters (MODEL_ID_PATTERN). */
@@ -68,9 +68,13 @@ export function extraField(message: object, name: string): unknown {
   return Object.prototype.hasOwnProperty.call(message, name) ? Reflect.get(message, name) : undefined;
 }
 
-/** Admin input of a model (create and replace); validated by `validateModel`. */
+/**
+ * Admin input of a model (create and replace) as its edge admits it: the admin DTO checks each
+ * field's type, bound, pattern and enum (apps/host/src/http/dto/models.dto.ts); `validateModel`
+ * adds the domain's rules.
+ */
 export interface ModelInput {
-  kind: string;
+  kind: ModelKind;
   provider?: string;
   base_url: string;
   /** Name of the environment variable holding the API key (a secret reference); null: no key. */
@@ -78,8 +82,8 @@ export interface ModelInput {
   model_name: string;
   context_window?: number | null;
   max_output_tokens?: number | null;
-  abilities?: Partial<ModelAbilities>;
-  tokenizer?: string | null;
+  abilities?: Partial<ModelAbilities> | null;
+  tokenizer?: TokenizerName | null;
   extra_args?: Record<string, unknown>;
 }
 

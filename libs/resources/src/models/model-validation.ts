@@ -3,13 +3,7 @@ import { DomainError } from '@libs/protocol';
 import { checkEnvReference } from '../env-reference';
 import {
   DEFAULT_ABILITIES,
-  ENV_NAME_PATTERN,
-  ENV_NAME_RULE,
-  MODEL_KINDS,
   MODEL_LIMITS,
-  PROVIDER_PATTERN,
-  PROVIDER_RULE,
-  TOKENIZERS,
   type ModelAbilities,
   type ModelInput,
   type ModelKind,
@@ -83,34 +77,24 @@ export function normaliseBaseUrl(value: unknown, field = 'base_url'): string {
   return url.toString().replace(/\/+$/, '');
 }
 
-function optionalInt(value: unknown, field: string, max: number): number | null {
-  if (absent(value)) {
-    return null;
-  }
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > max) {
-    throw invalid(field, `must be an integer from 1 to ${max}`);
-  }
-  return value;
-}
-
-function abilitiesOf(value: unknown): ModelAbilities {
+function abilitiesOf(value: ModelInput['abilities']): ModelAbilities {
   if (absent(value)) {
     return { ...DEFAULT_ABILITIES };
   }
+  // An array passes the DTO's nested rule (it validates each element), so this one stays here.
   if (!isObject(value)) {
     throw invalid('abilities', 'must be an object {tool_calling, vision, streaming}');
   }
-  const out = { ...DEFAULT_ABILITIES };
-  for (const [key, flag] of Object.entries(value)) {
-    if (!(key in DEFAULT_ABILITIES)) {
-      throw invalid(`abilities.${key}`, 'is not an ability (tool_calling, vision, streaming)');
+  const flag = (name: keyof ModelAbilities): boolean => {
+    const v: boolean | null | undefined = value[name];
+    // The DTO's @IsOptional lets a null flag through; it was refused before the rules were merged,
+    // and the admin API's 400 stays as it was.
+    if (v === null) {
+      throw invalid(`abilities.${name}`, 'must be a boolean');
     }
-    if (typeof flag !== 'boolean') {
-      throw invalid(`abilities.${key}`, 'must be a boolean');
-    }
-    out[key as keyof ModelAbilities] = flag;
-  }
-  return out;
+    return v ?? DEFAULT_ABILITIES[name];
+  };
+  return { tool_calling: flag('tool_calling'), vision: flag('vision'), streaming: flag('streaming') };
 }
 
 function extraArgsOf(value: unknown, kind: ModelKind): Record<string, unknown> {
@@ -137,21 +121,18 @@ export function mergeExtraArgs(
   return { ...model, ...(call ?? {}) };
 }
 
-/** Validates an admin model input; every problem names its field. */
+/**
+ * The domain's rules of an admin model input, over a body whose field rules its edge has checked:
+ * kind, provider and api_key_env's name, the integer bounds, tokenizer and the ability flags are
+ * stated once, in the admin DTO (apps/host/src/http/dto/models.dto.ts; docs/architecture.md#validation),
+ * and `ModelInput` types them. Kept here: what no field rule says (the env-name policy, base_url's
+ * clean-up, model_name's control characters — the quick start's env values reach only these —,
+ * extra_args' reserved keys and size, the cross-field and per-kind rules) and the defaults.
+ */
 export function validateModel(input: ModelInput, secretEnv: SecretEnvPolicy): ValidatedModel {
-  if (!MODEL_KINDS.includes(input.kind as ModelKind)) {
-    throw invalid('kind', `must be one of ${MODEL_KINDS.join(', ')}`);
-  }
-  const kind = input.kind as ModelKind;
-  const provider = input.provider ?? 'openai-compatible';
-  if (typeof provider !== 'string' || !PROVIDER_PATTERN.test(provider)) {
-    throw invalid('provider', PROVIDER_RULE);
-  }
+  const kind = input.kind;
   const apiKeyEnv = input.api_key_env ?? null;
   if (apiKeyEnv !== null) {
-    if (typeof apiKeyEnv !== 'string' || !ENV_NAME_PATTERN.test(apiKeyEnv)) {
-      throw invalid('api_key_env', ENV_NAME_RULE);
-    }
     checkEnvReference(apiKeyEnv, 'api_key_env', secretEnv);
   }
   if (
@@ -164,7 +145,7 @@ export function validateModel(input: ModelInput, secretEnv: SecretEnvPolicy): Va
   }
   const common = {
     kind,
-    provider,
+    provider: input.provider ?? 'openai-compatible',
     base_url: normaliseBaseUrl(input.base_url),
     api_key_env: apiKeyEnv,
     model_name: input.model_name,
@@ -178,21 +159,17 @@ export function validateModel(input: ModelInput, secretEnv: SecretEnvPolicy): Va
     }
     return { ...common, context_window: null, max_output_tokens: null, abilities: {}, tokenizer: null };
   }
-  const contextWindow = optionalInt(input.context_window, 'context_window', MODEL_LIMITS.context_window);
-  const maxOutput = optionalInt(input.max_output_tokens, 'max_output_tokens', MODEL_LIMITS.max_output_tokens);
+  const contextWindow = input.context_window ?? null;
+  const maxOutput = input.max_output_tokens ?? null;
   if (contextWindow !== null && maxOutput !== null && maxOutput > contextWindow) {
     throw invalid('max_output_tokens', 'must not exceed context_window');
-  }
-  const tokenizer = input.tokenizer ?? null;
-  if (tokenizer !== null && !TOKENIZERS.includes(tokenizer as TokenizerName)) {
-    throw invalid('tokenizer', `must be one of ${TOKENIZERS.join(', ')} (or null: count_tokens unavailable)`);
   }
   return {
     ...common,
     context_window: contextWindow,
     max_output_tokens: maxOutput,
     abilities: abilitiesOf(input.abilities),
-    tokenizer: tokenizer as TokenizerName | null,
+    tokenizer: input.tokenizer ?? null,
   };
 }
 

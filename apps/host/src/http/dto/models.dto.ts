@@ -23,6 +23,7 @@ import {
   PROVIDER_PATTERN,
   PROVIDER_RULE,
   TOKENIZERS,
+  type TokenizerName,
 } from '@libs/resources';
 import { IsJsonMap } from './rules';
 
@@ -90,7 +91,7 @@ export class ModelBodyDto {
   })
   @IsOptional()
   @IsIn(TOKENIZERS)
-  tokenizer?: string | null;
+  tokenizer?: TokenizerName | null;
   @ApiPropertyOptional({ ...obj, description: 'Request fields sent on every call (a call may override them)' })
   @IsOptional()
   @IsJsonMap()
