@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import type * as grpc from '@grpc/grpc-js';
 import type { Metadata } from '@grpc/grpc-js';
 import type { PackageDefinition } from '@grpc/proto-loader';
-import { Root, common, type Message } from 'protobufjs';
+import type { Message } from 'protobufjs';
 import {
   HOST_API_SERVICE_NAME,
   type CallToolRequest,
@@ -49,6 +49,7 @@ import {
   type StorageSetRequest,
   type StorageSetResponse,
   type StreamModelChunk,
+  jsonValueMessage,
 } from '@libs/proto';
 import { bearerToken } from '@libs/auth';
 import { DomainError } from '@libs/protocol';
@@ -70,51 +71,13 @@ const cursors = <T extends { next_cursor: string | null; prev_cursor?: string | 
  * bare string, number or boolean ("object expected": the call would end INTERNAL); and the JSON
  * wrappers (libs/proto/src/json-wrappers.ts) pass a message through as it is, so a tree of
  * messages skips their per-field conversion of plain JSON (a third of the host's CPU of encoding
- * a StateGet answer: docs/benchmarks.md#host-api). The encoders read the same fields either way:
- * the bytes are the wrappers' (host-api.grpc.spec.ts). No value (null: StateGet of a key never
+ * a StateGet answer: docs/benchmarks.md#host-api; the tree: jsonValueMessage). The encoders read
+ * the same fields either way: the bytes are the wrappers' (host-api.grpc.spec.ts). No value (null: StateGet of a key never
  * set) is the absent field, as before; a null inside an object or a list is NULL_VALUE.
  */
-const WELL_KNOWN = Root.fromJSON(common.get('google/protobuf/struct.proto')!);
-const VALUE = WELL_KNOWN.lookupType('google.protobuf.Value');
-const STRUCT = WELL_KNOWN.lookupType('google.protobuf.Struct');
-const LIST = WELL_KNOWN.lookupType('google.protobuf.ListValue');
 export function wireValue(value: unknown): Message | undefined {
-  return value === undefined || value === null ? undefined : valueMessage(value);
-}
-function valueMessage(value: unknown): Message {
-  if (typeof value === 'string') {
-    return VALUE.create({ stringValue: value });
-  }
-  if (typeof value === 'number') {
-    return VALUE.create({ numberValue: value });
-  }
-  if (typeof value === 'boolean') {
-    return VALUE.create({ boolValue: value });
-  }
-  if (value === null) {
-    return VALUE.create({ nullValue: 0 }); // NULL_VALUE
-  }
-  if (Array.isArray(value)) {
-    return VALUE.create({ listValue: LIST.create({ values: value.map(valueMessage) }) });
-  }
-  if (typeof value === 'object') {
-    return VALUE.create({ structValue: structMessage(value as Record<string, unknown>) });
-  }
-  // Stored state is JSON text (StateService.encode), so nothing else is read back.
-  throw new TypeError(`a ${typeof value} cannot be encoded as google.protobuf.Value`);
-}
-function structMessage(object: Record<string, unknown>): Message {
-  const fields: Record<string, Message> = {};
-  for (const key of Object.keys(object)) {
-    const value = valueMessage(object[key]);
-    if (key === '__proto__') {
-      // An own property (a plain assignment would set the prototype and drop the key).
-      Object.defineProperty(fields, key, { value, enumerable: true, writable: true, configurable: true });
-    } else {
-      fields[key] = value;
-    }
-  }
-  return STRUCT.create({ fields });
+  // Stored state is JSON text (StateService.encode), so nothing but JSON is read back.
+  return value === undefined || value === null ? undefined : jsonValueMessage(value);
 }
 /**
  * gRPC adapter of the run-scoped host API, served by grpc-js handlers directly (no framework RPC

@@ -4,4 +4,4 @@ export * from './generated/runnerhost/v1/gateway';
 export * from './generated/runnerhost/v1/host_api';
 export * as health from './generated/grpc/health/v1/health';
 // Last: replaces the Struct wrapper the generated modules register (see json-wrappers.ts).
-import './json-wrappers';
+export { jsonValueMessage } from './json-wrappers';

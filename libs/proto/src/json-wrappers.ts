@@ -1,4 +1,4 @@
-import { wrappers, type Message, type IConversionOptions, type Type } from 'protobufjs';
+import { Root, common, wrappers, type Message, type IConversionOptions, type Type } from 'protobufjs';
 
 /*
  * Runner Protocol v1 open maps travel as google.protobuf.Struct. These protobufjs wrappers make
@@ -135,6 +135,43 @@ const listWrapper = {
     return values.map((v) => valueType.toObject(v as Message, options) as Json);
   },
 };
+
+const WELL_KNOWN = Root.fromJSON(common.get('google/protobuf/struct.proto')!);
+const VALUE = WELL_KNOWN.lookupType('google.protobuf.Value');
+const STRUCT = WELL_KNOWN.lookupType('google.protobuf.Struct');
+const LIST = WELL_KNOWN.lookupType('google.protobuf.ListValue');
+
+/**
+ * A JSON value as a tree of Value / Struct / ListValue messages. The wrappers above pass a message
+ * through as it is, so an encoder handed this tree skips their per-field conversion of plain JSON
+ * (the host API's StateGet answer: docs/benchmarks.md#host-api); the bytes are the same. A null is
+ * NULL_VALUE; anything that is not JSON throws.
+ */
+export function jsonValueMessage(value: unknown): Message {
+  if (typeof value === 'string') {
+    return VALUE.create({ stringValue: value });
+  }
+  if (typeof value === 'number') {
+    return VALUE.create({ numberValue: value });
+  }
+  if (typeof value === 'boolean') {
+    return VALUE.create({ boolValue: value });
+  }
+  if (value === null) {
+    return VALUE.create({ nullValue: 0 }); // NULL_VALUE
+  }
+  if (Array.isArray(value)) {
+    return VALUE.create({ listValue: LIST.create({ values: value.map(jsonValueMessage) }) });
+  }
+  if (typeof value === 'object') {
+    const fields: Record<string, Message> = {};
+    for (const key of Object.keys(value)) {
+      setOwn(fields, key, jsonValueMessage((value as Record<string, unknown>)[key]));
+    }
+    return VALUE.create({ structValue: STRUCT.create({ fields }) });
+  }
+  throw new TypeError(`a ${typeof value} cannot be encoded as google.protobuf.Value`);
+}
 
 // protobufjs types its wrapper table by the wrapper's own generic shape; these are registered by name.
 Reflect.set(wrappers, '.google.protobuf.Struct', structWrapper);
