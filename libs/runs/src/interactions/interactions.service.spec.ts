@@ -10,6 +10,7 @@ import {
   type RunsRepository,
 } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
+import type { ElicitationParams } from '@libs/resources';
 import type { AdmissionService } from '../admission.service';
 import type { ActiveRun } from '../active-run';
 import type { ActiveRuns } from '../active-runs';
@@ -275,7 +276,7 @@ describe('InteractionsService', () => {
   });
 
   describe("an MCP server's elicitation", () => {
-    const params = {
+    const params: ElicitationParams = {
       message: 'Your name?',
       requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
     };
