@@ -250,6 +250,10 @@ describe.each(DIALECTS)('what waits in a conversation on %s', (_name, factory) =
       expect(await a.get(RunsRepository).admit(soloStart(2))).toMatchObject({ disposition: 'started' });
       expect(await startAt(b, queued, 2)).toEqual({ started: false, why: 'quota' });
       expect(await running()).toBe(2);
+      // The dispatcher's count before a retried start (no lock, a hint): full at 2, not at 3.
+      const steering = b.get(SteeringRepository);
+      expect(await steering.activeQuotaReached({ workspace_id: WS, max: 2 })).toBe(true);
+      expect(await steering.activeQuotaReached({ workspace_id: WS, max: 3 })).toBe(false);
       expect(await ds.getRepository(RunEntity).findOneByOrFail({ run_id: queued.event.run_id! })).toMatchObject({
         status: 'queued',
       });

@@ -1,9 +1,7 @@
 import { z } from 'zod';
 import { ENV_NAME_PATTERN, ENV_NAME_RULE } from '@libs/config';
-import { STATE_SCOPES } from '@libs/protocol';
+import { INT32_MAX, STATE_SCOPES } from '@libs/protocol';
 
-/** The largest value an INTEGER column or an int32 field holds. */
-const INT32_MAX = 2_147_483_647;
 const ids = z.array(z.string().min(1).max(255)).max(1000);
 
 /**

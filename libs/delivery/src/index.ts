@@ -10,8 +10,12 @@ export { DELIVERY_OP_TYPES, deliveryId, idempotencyKey, type DeliveryOp, type De
 export { splitText, measure, graphemeEnds, type SizeUnit } from './split';
 export { textOf } from './message-content';
 export {
+  ACTION_STYLES,
+  FIELD_TYPES,
   SURFACE_PRESETS,
   deliveryContextOf,
+  deliveryRequestSchema,
+  interactionCapabilitiesSchema,
   surfacePreset,
   type DeliveryContext,
   type DeliveryRequest,

@@ -1,4 +1,23 @@
+import {
+  INT32_MAX,
+  OPEN_MAP_MAX_BYTES,
+  boolean,
+  component,
+  integer,
+  list,
+  object,
+  oneOf,
+  openMap,
+  optional,
+  text,
+  type Infer,
+} from '@libs/protocol';
 import type { SizeUnit } from './split';
+
+/** The field types of a structured interaction (docs/interactions.md#the-request). */
+export const FIELD_TYPES = ['text', 'textarea', 'select', 'multiselect', 'number', 'boolean', 'file'] as const;
+/** The action styles of a structured interaction (docs/interactions.md#the-request). */
+export const ACTION_STYLES = ['default', 'primary', 'danger'] as const;
 
 /** Runner Protocol v1 InteractionDeliveryCapabilities. */
 export interface InteractionDeliveryCapabilities {
@@ -7,6 +26,44 @@ export interface InteractionDeliveryCapabilities {
   supports_updates?: boolean;
   max_fields?: number;
 }
+
+/** What a surface renders of an interaction (`delivery.interactions` of POST /v1/events: docs/interactions.md#delivery). */
+export const interactionCapabilitiesSchema = component(
+  'InteractionCapabilitiesDto',
+  object({
+    field_types: optional(
+      list(oneOf(FIELD_TYPES), FIELD_TYPES.length, { description: 'Field types it renders (default all)' }),
+    ),
+    action_styles: optional(
+      list(oneOf(ACTION_STYLES), ACTION_STYLES.length, { description: 'Action styles it renders (default all)' }),
+    ),
+    supports_updates: optional(
+      boolean({ description: 'It can update a shown interaction (read-only after the outcome)' }),
+    ),
+    max_fields: optional(integer(0, 50, { description: 'Most fields it renders in one interaction' })),
+  }),
+);
+
+/**
+ * The `delivery` part of the body of POST /v1/events (docs/api.md#events): the event schema
+ * (libs/runs event-submission.ts) takes it from here, and DeliveryRequest is its type.
+ */
+export const deliveryRequestSchema = component(
+  'DeliveryDto',
+  object({
+    surface: optional(text(64, false, { default: 'api' })),
+    reply_target: optional(openMap(OPEN_MAP_MAX_BYTES)),
+    supports_streaming: optional(boolean({ default: true })),
+    supports_edit: optional(boolean({ default: false })),
+    supports_reaction: optional(boolean({ default: false })),
+    max_message_size: optional(integer(1, INT32_MAX)),
+    platform_capabilities: optional(openMap(OPEN_MAP_MAX_BYTES)),
+    interactions: optional(
+      interactionCapabilitiesSchema,
+      'What the surface renders of an interaction; absent: fallback_text only',
+    ),
+  }),
+);
 
 /**
  * Surface presets (docs/delivery.md#the-runs-surface, issue 10): the platforms people bridge, each
@@ -107,18 +164,8 @@ export function surfacePreset(name: string | undefined): SurfacePreset | null {
   return found ?? null;
 }
 
-/** What an event says about its surface (the `delivery` of POST /v1/events). */
-export interface DeliveryRequest {
-  surface?: string;
-  reply_target?: Record<string, unknown>;
-  supports_streaming?: boolean;
-  supports_edit?: boolean;
-  supports_reaction?: boolean;
-  max_message_size?: number;
-  platform_capabilities?: Record<string, unknown>;
-  /** What the surface can render of a structured interaction (docs/interactions.md#delivery). */
-  interactions?: InteractionDeliveryCapabilities;
-}
+/** What an event says about its surface (the `delivery` of POST /v1/events): deliveryRequestSchema's type. */
+export type DeliveryRequest = Infer<typeof deliveryRequestSchema>;
 
 /** The run's `delivery` context (Runner Protocol v1 DeliveryContext), as the runner and the normaliser see it. */
 export interface DeliveryContext {

@@ -1,13 +1,13 @@
 import { z } from 'zod';
-import type { InteractionDeliveryCapabilities } from '@libs/delivery';
+import { ACTION_STYLES, FIELD_TYPES, type InteractionDeliveryCapabilities } from '@libs/delivery';
 import { describeIssues } from '@libs/protocol';
 
 /**
  * Structured interaction entities and their limits (docs/interactions.md#the-request). Strict:
- * unknown keys are errors, as every limit is, with the field named.
+ * unknown keys are errors, as every limit is, with the field named. The field types and action
+ * styles live with the surfaces' capabilities that name them (libs/delivery, below this lib).
  */
-export const FIELD_TYPES = ['text', 'textarea', 'select', 'multiselect', 'number', 'boolean', 'file'] as const;
-export const ACTION_STYLES = ['default', 'primary', 'danger'] as const;
+export { ACTION_STYLES, FIELD_TYPES };
 export const INTERACTION_KINDS = ['form', 'confirmation', 'choice'] as const;
 
 /** Default expiry of a request without `expires_at`, and the longest one allowed. */

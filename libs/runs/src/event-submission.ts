@@ -1,10 +1,9 @@
-import { ACTION_STYLES, FIELD_TYPES, MAX_SUBMISSION_BYTES } from '@libs/interactions';
+import { deliveryRequestSchema } from '@libs/delivery';
+import { MAX_SUBMISSION_BYTES } from '@libs/interactions';
 import {
   MAX_EPOCH_SECONDS,
   OPEN_MAP_MAX_BYTES,
-  INT32_MAX,
   alias,
-  boolean,
   component,
   integer,
   list,
@@ -168,39 +167,6 @@ const input = component(
   }),
 );
 
-const interactionCapabilities = component(
-  'InteractionCapabilitiesDto',
-  object({
-    field_types: optional(
-      list(oneOf(FIELD_TYPES), FIELD_TYPES.length, { description: 'Field types it renders (default all)' }),
-    ),
-    action_styles: optional(
-      list(oneOf(ACTION_STYLES), ACTION_STYLES.length, { description: 'Action styles it renders (default all)' }),
-    ),
-    supports_updates: optional(
-      boolean({ description: 'It can update a shown interaction (read-only after the outcome)' }),
-    ),
-    max_fields: optional(integer(0, 50, { description: 'Most fields it renders in one interaction' })),
-  }),
-);
-
-const delivery = component(
-  'DeliveryDto',
-  object({
-    surface: optional(text(64, false, { default: 'api' })),
-    reply_target: optional(map),
-    supports_streaming: optional(boolean({ default: true })),
-    supports_edit: optional(boolean({ default: false })),
-    supports_reaction: optional(boolean({ default: false })),
-    max_message_size: optional(integer(1, INT32_MAX)),
-    platform_capabilities: optional(map),
-    interactions: optional(
-      interactionCapabilities,
-      'What the surface renders of an interaction; absent: fallback_text only',
-    ),
-  }),
-);
-
 export const submitEventSchema = component(
   'SubmitEventDto',
   object(
@@ -211,7 +177,7 @@ export const submitEventSchema = component(
       actor: optional(actor),
       subject: optional(subject),
       input: required(input),
-      delivery: optional(delivery),
+      delivery: optional(deliveryRequestSchema),
       locale: optional(text(32, false, { example: 'en_US' })),
       timezone: optional(text(64, false, { example: 'Europe/Berlin' })),
       metadata: optional(map),

@@ -176,9 +176,10 @@ function activeQuotaLockKey(q: ActiveQuota): string {
  * The workspace's running runs when they reach its `max_active_runs`, else null. The caller holds
  * the workspace's lock (activeQuotaLockKey: a transaction advisory lock on PostgreSQL, held to
  * COMMIT; SQLite has one writer), taken after the conversation's, so a concurrent admission or
- * start in the workspace counts this one's run once it committed.
+ * start in the workspace counts this one's run once it committed. Read without the lock, it is
+ * only a hint (SteeringRepository.activeQuotaReached): the units decide.
  */
-function* activeQuotaReached(q: ActiveQuota): Unit<number | null> {
+export function* activeQuotaReached(q: ActiveQuota): Unit<number | null> {
   const r = yield* one<{ n: number | string }>(SQL.runningOfWorkspace, [q.workspace_id, q.workspace_id]);
   const n = Number(r?.n ?? 0);
   return n >= q.max ? n : null;

@@ -10,7 +10,16 @@ export * from './admission-unit';
 export * from './steering-queue-units';
 export { joinSnapshot, splitSnapshot } from './snapshot-rows';
 export * from './sender-units';
-export { FencedError, isFenced, fenceUnit, fenceCallUnit, FENCE_RUN, FENCE_CALL, type RunLease } from './run-fence';
+export {
+  FencedError,
+  isFenced,
+  fenceUnit,
+  fenceCallUnit,
+  FENCE_RUN,
+  FENCE_RUNS,
+  FENCE_CALL,
+  type RunLease,
+} from './run-fence';
 export {
   orphansUnit,
   takeOverUnit,

@@ -62,6 +62,15 @@ export const FENCE_RUN: HotStatement = {
  * each lease of a JSON array `[{run_id, attempt, owner_process_id}]`, returning the runs it
  * matched — each matched row locked until COMMIT, as by its own FENCE_RUN. The PostgreSQL writer
  * runs it at the start of a group for the runs whose units open with a fence (FenceCache.prefetch).
+ *
+ * On PostgreSQL it takes its row locks in one fixed order, by run id, whatever the order of the
+ * array: two processes whose groups fence each other's runs (host API writes at a non-owner) would
+ * otherwise lock them in opposite orders and deadlock. An UPDATE locks rows in its join's order,
+ * which no input order fixes, so the statement first locks the matching rows in a `SELECT ...
+ * ORDER BY run_id FOR UPDATE` (the lock step runs above the sort, so in sorted order; MATERIALIZED
+ * keeps it one step the UPDATE reads) and updates the rows it locked — still one round trip. A
+ * row taken over meanwhile is re-checked under its lock and no longer matches (not returned).
+ * SQLite has one writer: no lock order to keep.
  */
 export const FENCE_RUNS: HotStatement = {
   ...stmt(
@@ -72,10 +81,15 @@ export const FENCE_RUNS: HotStatement = {
          AND f."value" ->> 'owner_process_id' = "runs"."owner_process_id")
        AND EXISTS (SELECT 1 FROM "host_processes" h WHERE h."id" = "runs"."owner_process_id")
      RETURNING "run_id", "attempt", "owner_process_id"`,
-    `UPDATE "runs" AS r SET "last_write_at" = ${NOW_PG}
-     FROM json_to_recordset(?::json) AS f("run_id" text, "attempt" integer, "owner_process_id" text)
-     WHERE r."run_id" = f."run_id" AND r."attempt" = f."attempt" AND r."owner_process_id" = f."owner_process_id"
-       AND EXISTS (SELECT 1 FROM "host_processes" h WHERE h."id" = f."owner_process_id")
+    `WITH "locked" AS MATERIALIZED (
+       SELECT r."run_id" FROM "runs" r
+       JOIN json_to_recordset(?::json) AS f("run_id" text, "attempt" integer, "owner_process_id" text)
+         ON r."run_id" = f."run_id" AND r."attempt" = f."attempt" AND r."owner_process_id" = f."owner_process_id"
+       WHERE EXISTS (SELECT 1 FROM "host_processes" h WHERE h."id" = r."owner_process_id")
+       ORDER BY r."run_id"
+       FOR UPDATE OF r)
+     UPDATE "runs" AS r SET "last_write_at" = ${NOW_PG}
+     FROM "locked" l WHERE r."run_id" = l."run_id"
      RETURNING r."run_id", r."attempt", r."owner_process_id"`,
   ),
   reads: ['runs'],

@@ -3,7 +3,13 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { In, LessThan, Repository, type FindOptionsWhere } from 'typeorm';
 import { EventEntity, EventLogEntity, RunEntity, SteeringItemEntity } from '../entities';
 import { HotStore } from '../hot/hot-store';
-import { startWaitingUnit, type WaitingStart, type WaitingStartOutcome } from '../hot/admission-unit';
+import {
+  activeQuotaReached,
+  startWaitingUnit,
+  type ActiveQuota,
+  type WaitingStart,
+  type WaitingStartOutcome,
+} from '../hot/admission-unit';
 import type { NewResult, RunEnd } from '../hot/run-units';
 import { STEERING_SQL } from '../hot/steering-sql';
 import type { RunLease } from '../hot/run-fence';
@@ -58,6 +64,15 @@ export class SteeringRepository {
   /** A waiting run starts, if its conversation is free and it is next (hot/admission-unit.ts). */
   startWaiting(w: WaitingStart): Promise<WaitingStartOutcome> {
     return this.hot.write(() => startWaitingUnit(w));
+  }
+
+  /**
+   * Whether the workspace's running runs reach its `max_active_runs`, read now without its lock:
+   * a hint that spares a waiting run blocked by the quota its preparation (docs/tenancy.md#quotas).
+   * The start unit counts again under the lock and alone decides.
+   */
+  async activeQuotaReached(q: ActiveQuota): Promise<boolean> {
+    return (await this.hot.read(activeQuotaReached(q))) !== null;
   }
 
   failQueued(itemId: number, terminal: NewResult, end: RunEnd): Promise<boolean> {

@@ -49,8 +49,11 @@ function setup(opts: {
   elsewhere?: () => boolean;
   /** The workspace's max_active_runs is reached (the start unit answers 'quota', nothing written). */
   quotaFull?: () => boolean;
+  /** What the count read before a retried start says (default: quotaFull); the unit still decides. */
+  countFull?: () => boolean;
 }) {
   const log: string[] = [];
+  let prepares = 0;
   const waiting = [...opts.waiting];
   let running = opts.running ?? false;
   const steering = {
@@ -68,6 +71,10 @@ function setup(opts: {
       running = true;
       log.push(`start ${s.item_id}`);
       return Promise.resolve({ started: true, event_seq: 7 });
+    },
+    activeQuotaReached: (q: { workspace_id: string; max: number }) => {
+      log.push(`count ${q.workspace_id}/${q.max}`);
+      return Promise.resolve((opts.countFull ?? opts.quotaFull ?? (() => false))());
     },
     failQueued: (itemId: number, _t: unknown, end: { error_code: string }) => {
       waiting.shift();
@@ -88,7 +95,10 @@ function setup(opts: {
       context: { context: {} },
     }) as unknown as PreparedRun;
   const starter = {
-    prepare: (runId: string) => Promise.resolve(prepared(runId)),
+    prepare: (runId: string) => {
+      prepares++;
+      return Promise.resolve(prepared(runId));
+    },
     whileStarting: <T>(_p: PreparedRun, _key: string, done: () => Promise<T>) => done(),
     dispatch: (p: PreparedRun, _a: unknown, _l: unknown, eventSeq: number) =>
       log.push(`dispatch ${p.run.run_id}${eventSeq === 7 ? '' : ` (event_seq ${eventSeq})`}`),
@@ -122,7 +132,7 @@ function setup(opts: {
   const free = () => {
     running = false;
   };
-  return { dispatcher, log, free, waiting };
+  return { dispatcher, log, free, waiting, prepares: () => prepares };
 }
 
 const settle = async (d: ConversationDispatcher) => {
@@ -229,12 +239,65 @@ describe('ConversationDispatcher', () => {
       expect(waiting.map((w) => w.id)).toEqual([1, 2]);
       await jest.advanceTimersByTimeAsync(QUOTA_RETRY_MS - 1);
       expect(log).toEqual(['quota default/2']);
-      await jest.advanceTimersByTimeAsync(1); // tried again: still full
-      expect(log).toEqual(['quota default/2', 'quota default/2']);
+      await jest.advanceTimersByTimeAsync(1); // tried again: still full (counted before anything is prepared)
+      expect(log).toEqual(['quota default/2', 'count default/2']);
       full = false; // a run of the workspace ended (in any conversation): no signal reaches this one
       await jest.advanceTimersByTimeAsync(QUOTA_RETRY_MS);
-      expect(log).toEqual(['quota default/2', 'quota default/2', 'quota default/2', 'start 1', 'dispatch run-1']);
+      expect(log).toEqual([
+        'quota default/2',
+        'count default/2',
+        'count default/2',
+        'quota default/2',
+        'start 1',
+        'dispatch run-1',
+      ]);
       expect(waiting.map((w) => w.id)).toEqual([2]); // the next one waits behind it, in order
+      await dispatcher.onModuleDestroy();
+    });
+
+    it('a blocked retry costs one count: the run is prepared once per try the unit decides, not every second', async () => {
+      let full = true;
+      const { dispatcher, log, prepares } = setup({ waiting: [item(1)], quotaFull: () => full });
+      dispatcher.kick(KEY);
+      await jest.advanceTimersByTimeAsync(0);
+      expect(prepares()).toBe(1); // the first try: prepared, refused by the start unit
+      await jest.advanceTimersByTimeAsync(10 * QUOTA_RETRY_MS);
+      expect(prepares()).toBe(1);
+      expect(log.filter((l) => l.startsWith('count'))).toHaveLength(10);
+      expect(log.filter((l) => l.startsWith('quota'))).toHaveLength(1);
+      full = false;
+      await jest.advanceTimersByTimeAsync(QUOTA_RETRY_MS);
+      expect(prepares()).toBe(2);
+      expect(log.slice(-2)).toEqual(['start 1', 'dispatch run-1']);
+      await dispatcher.onModuleDestroy();
+    });
+
+    it('the start unit still decides: a count that saw a free slot (taken meanwhile) keeps the run waiting', async () => {
+      const { dispatcher, log, waiting, prepares } = setup({
+        waiting: [item(1)],
+        quotaFull: () => true,
+        countFull: () => false,
+      });
+      dispatcher.kick(KEY);
+      await jest.advanceTimersByTimeAsync(QUOTA_RETRY_MS);
+      expect(log).toEqual(['quota default/2', 'count default/2', 'quota default/2']);
+      expect(prepares()).toBe(2);
+      expect(waiting.map((w) => w.id)).toEqual([1]);
+      await dispatcher.onModuleDestroy();
+    });
+
+    it('a start that went through forgets the block: the next waiting run of the conversation is not counted first', async () => {
+      let full = true;
+      const { dispatcher, log, free } = setup({ waiting: [item(1), item(2)], quotaFull: () => full });
+      dispatcher.kick(KEY);
+      await jest.advanceTimersByTimeAsync(0);
+      full = false;
+      await jest.advanceTimersByTimeAsync(QUOTA_RETRY_MS);
+      free();
+      log.length = 0;
+      dispatcher.kick(KEY);
+      await jest.advanceTimersByTimeAsync(0);
+      expect(log).toEqual(['quota default/2', 'start 2', 'dispatch run-2']);
       await dispatcher.onModuleDestroy();
     });
 

@@ -55,6 +55,11 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
   private polling = false;
   /** Conversations whose next run waits for its workspace's `max_active_runs`: tried again on a timer. */
   private readonly quotaBlocked = new Set<string>();
+  /**
+   * Conversations whose last start was refused by the quota: their next try counts the
+   * workspace's running runs first and prepares the run only when a slot looks free.
+   */
+  private readonly quotaWaiting = new Set<string>();
   private quotaTimer?: NodeJS.Timeout;
 
   constructor(
@@ -158,13 +163,15 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
     while (!this.stopping.signal.aborted) {
       const next = await this.steering.nextWaiting(key);
       if (!next) {
+        this.quotaWaiting.delete(key);
         return;
       }
-      const outcome = await this.startOne(next);
+      const outcome = await this.startOne(next, this.quotaWaiting.has(key));
       if (outcome === 'quota') {
         this.retryForQuota(key);
         return;
       }
+      this.quotaWaiting.delete(key);
       if (outcome === 'started' || outcome === 'busy' || outcome === 'elsewhere') {
         return;
       }
@@ -173,6 +180,7 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
 
   /** The conversation is tried again once QUOTA_RETRY_MS (or the poll period) passed; one timer for all. */
   private retryForQuota(key: string): void {
+    this.quotaWaiting.add(key);
     this.quotaBlocked.add(key);
     if (this.quotaTimer || this.stopping.signal.aborted) {
       return;
@@ -188,7 +196,16 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
     this.quotaTimer.unref();
   }
 
-  private async startOne(item: SteeringRow): Promise<'started' | 'busy' | 'failed' | 'moved' | 'elsewhere' | 'quota'> {
+  /**
+   * Tries the conversation's next waiting run. `quotaFirst` (its last try was refused by the
+   * workspace's `max_active_runs`): one count of the workspace's running runs before anything
+   * else is read or built — while the quota stays reached, a retry costs that read, not a
+   * preparation (snapshot, state, transcript, context) thrown away each time.
+   */
+  private async startOne(
+    item: SteeringRow,
+    quotaFirst = false,
+  ): Promise<'started' | 'busy' | 'failed' | 'moved' | 'elsewhere' | 'quota'> {
     const conversation = {
       key: item.conversation_key,
       agent_id: item.agent_id,
@@ -204,6 +221,10 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
     const agent = await this.catalog.agent(item.agent_id).catch(() => null);
     if (!agent) {
       return this.fail(item, { code: 'agent.not_found', error: `agent ${item.agent_id} no longer exists` });
+    }
+    const activeQuota = this.quotas.activeQuota(agent.workspace_id ?? DEFAULT_WORKSPACE);
+    if (quotaFirst && activeQuota && (await this.steering.activeQuotaReached(activeQuota))) {
+      return 'quota';
     }
     const live = await this.runnerOf(agent.runner_id, item);
     if (live === 'elsewhere') {
@@ -231,7 +252,7 @@ export class ConversationDispatcher implements OnApplicationBootstrap, OnModuleD
         run: prepared.run,
         // Checked at the start as at admission (docs/tenancy.md#quotas): a waiting or routed run
         // that would exceed the limit keeps waiting.
-        active_quota: this.quotas.activeQuota(agent.workspace_id ?? DEFAULT_WORKSPACE),
+        active_quota: activeQuota,
       }),
     );
     if (started.started) {
