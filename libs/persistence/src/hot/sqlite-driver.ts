@@ -7,6 +7,18 @@ import type { Op, Unit } from './unit';
 import type { WriterDriver } from './write-queue';
 
 /**
+ * The SQLite text of a hot statement as prepared: a bound `LIMIT ?` / `OFFSET ?` becomes `+?`.
+ * SQLite's planner reads a LIMIT that is a lone parameter, so it marks the statement to be
+ * re-prepared whenever that parameter is bound — and better-sqlite3 binds every parameter on every
+ * run: each run of such a statement parsed and planned it again (7–20 µs, more than the query;
+ * docs/benchmarks.md). A unary plus is an expression the planner does not read: the value, the
+ * rows and the error for a limit that is not an integer stay the same.
+ */
+export function sqliteText(sql: string): string {
+  return sql.replace(/\b(LIMIT|OFFSET)\s+\?(?!\s*[+\-*/])/g, '$1 +?');
+}
+
+/**
  * Hot statements on a better-sqlite3 connection: each prepared once. Groups run synchronously
  * inside one transaction, so nothing else on the event loop — not even a microtask — can issue
  * a statement between BEGIN and COMMIT, and a reader on this connection never sees an
@@ -18,14 +30,16 @@ export class SqliteHot implements WriterDriver {
   private readonly fences = new FenceCache();
 
   /** Per-statement time, only when SQLITE_STMT_PROFILE names a file (written at exit); off by default. */
-  private readonly timing = process.env.SQLITE_STMT_PROFILE ? new StatementTiming(process.env.SQLITE_STMT_PROFILE) : undefined;
+  private readonly timing = process.env.SQLITE_STMT_PROFILE
+    ? new StatementTiming(process.env.SQLITE_STMT_PROFILE)
+    : undefined;
 
   constructor(readonly db: Database) {}
 
   statement(s: HotStatement): Statement {
     let p = this.prepared.get(s.name);
     if (!p) {
-      p = this.db.prepare(s.sqlite);
+      p = this.db.prepare(sqliteText(s.sqlite));
       this.prepared.set(s.name, p);
     }
     return p;
@@ -130,7 +144,14 @@ class StatementTiming {
   constructor(file: string) {
     process.on('exit', () => {
       const out = [...this.by].map(([name, t]) => ({ name, n: t.n, us: Number(t.ns / 1000n) }));
-      writeFileSync(`${file}.${process.pid}.json`, JSON.stringify(out.sort((a, b) => b.us - a.us), null, 1));
+      writeFileSync(
+        `${file}.${process.pid}.json`,
+        JSON.stringify(
+          out.sort((a, b) => b.us - a.us),
+          null,
+          1,
+        ),
+      );
     });
   }
 
