@@ -1,9 +1,10 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { ProcessRegistry } from '@libs/cluster';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   DEFAULT_WORKSPACE,
   NOT_ACCEPTED,
+  orderedUuid,
   RunsRepository,
   SteeringRepository,
   soloConversation,
@@ -110,7 +111,7 @@ export class AdmissionService {
     if (previous && !readmit) {
       return this.duplicate(previous, bodyHash);
     }
-    const eventId = previous?.event_id ?? sub.event.event_id ?? randomUUID();
+    const eventId = previous?.event_id ?? sub.event.event_id ?? orderedUuid();
     const agent =
       known?.agent_id === sub.agent_id
         ? known
@@ -134,7 +135,7 @@ export class AdmissionService {
     // waiting run (its holder's dispatcher claims and starts it); held nowhere, it fails at once.
     const route = routeOf(live !== undefined, !live && (await this.presence.heldElsewhere(agent.runner_id)));
     const now = Date.now();
-    const runId = randomUUID();
+    const runId = orderedUuid();
     const redacted = redactSubmission(sub);
     const event: EventEntity = {
       event_id: eventId,

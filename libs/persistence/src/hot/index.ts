@@ -1,4 +1,5 @@
 export { HotStore } from './hot-store';
+export { orderedUuid } from './ordered-id';
 export { SQL, type HotStatement } from './hot-sql';
 export { exec, one, rows, type Unit, type SqlValue } from './unit';
 export { WriteQueue, DEFER_MS, MAX_DEFERRED, type Deferred, type WriterDriver, type WriterStats } from './write-queue';

@@ -1,9 +1,22 @@
+import { writeFileSync } from 'node:fs';
 import type { Database, Statement } from 'better-sqlite3';
 import type { HotStatement } from './hot-sql';
 import { InsertBatch } from './insert-batch';
 import { FenceCache } from './run-fence';
 import type { Op, Unit } from './unit';
 import type { WriterDriver } from './write-queue';
+
+/**
+ * The SQLite text of a hot statement as prepared: a bound `LIMIT ?` / `OFFSET ?` becomes `+?`.
+ * SQLite's planner reads a LIMIT that is a lone parameter, so it marks the statement to be
+ * re-prepared whenever that parameter is bound — and better-sqlite3 binds every parameter on every
+ * run: each run of such a statement parsed and planned it again (7–20 µs, more than the query;
+ * docs/benchmarks.md). A unary plus is an expression the planner does not read: the value, the
+ * rows and the error for a limit that is not an integer stay the same.
+ */
+export function sqliteText(sql: string): string {
+  return sql.replace(/\b(LIMIT|OFFSET)\s+\?(?!\s*[+\-*/])/g, '$1 +?');
+}
 
 /**
  * Hot statements on a better-sqlite3 connection: each prepared once. Groups run synchronously
@@ -16,12 +29,17 @@ export class SqliteHot implements WriterDriver {
   private readonly batch = new InsertBatch();
   private readonly fences = new FenceCache();
 
+  /** Per-statement time, only when SQLITE_STMT_PROFILE names a file (written at exit); off by default. */
+  private readonly timing = process.env.SQLITE_STMT_PROFILE
+    ? new StatementTiming(process.env.SQLITE_STMT_PROFILE)
+    : undefined;
+
   constructor(readonly db: Database) {}
 
   statement(s: HotStatement): Statement {
     let p = this.prepared.get(s.name);
     if (!p) {
-      p = this.db.prepare(s.sqlite);
+      p = this.db.prepare(sqliteText(s.sqlite));
       this.prepared.set(s.name, p);
     }
     return p;
@@ -32,6 +50,16 @@ export class SqliteHot implements WriterDriver {
   }
 
   step(op: Op): unknown {
+    if (this.timing) {
+      const t0 = process.hrtime.bigint();
+      const r = this.stepOnce(op);
+      this.timing.add(op.stmt.name, t0);
+      return r;
+    }
+    return this.stepOnce(op);
+  }
+
+  private stepOnce(op: Op): unknown {
     const st = this.statement(op.stmt);
     switch (op.kind) {
       case 'run':
@@ -53,12 +81,17 @@ export class SqliteHot implements WriterDriver {
   }
 
   runGroup(units: readonly (() => Unit<unknown>)[]): unknown[] {
+    const t0 = this.timing && process.hrtime.bigint();
     this.db.exec('BEGIN IMMEDIATE');
+    this.timing?.add('BEGIN', t0!);
     this.fences.reset();
     try {
       const out = units.map((u) => this.drive(u()));
       this.flush();
+      const t1 = this.timing && process.hrtime.bigint();
       this.db.exec('COMMIT');
+      this.timing?.add('COMMIT', t1!);
+      this.timing?.add('group', t0!);
       return out;
     } catch (e) {
       this.batch.clear();
@@ -92,12 +125,40 @@ export class SqliteHot implements WriterDriver {
   private flush(): void {
     if (!this.batch.empty) {
       for (const h of this.batch.take()) {
+        const t0 = this.timing && process.hrtime.bigint();
         this.statement(h.stmt).run(...h.params);
+        this.timing?.add(`${h.stmt.name.replace(/_x\d+$/, '')}×${h.rows}`, t0!);
       }
     }
   }
 
   close(): void {
     // The connection belongs to the data source; it closes it.
+  }
+}
+
+/** SQLITE_STMT_PROFILE: count and total time per statement name, written as JSON when the process exits. */
+class StatementTiming {
+  private readonly by = new Map<string, { n: number; ns: bigint }>();
+
+  constructor(file: string) {
+    process.on('exit', () => {
+      const out = [...this.by].map(([name, t]) => ({ name, n: t.n, us: Number(t.ns / 1000n) }));
+      writeFileSync(
+        `${file}.${process.pid}.json`,
+        JSON.stringify(
+          out.sort((a, b) => b.us - a.us),
+          null,
+          1,
+        ),
+      );
+    });
+  }
+
+  add(name: string, t0: bigint): void {
+    const t = this.by.get(name) ?? { n: 0, ns: 0n };
+    t.n++;
+    t.ns += process.hrtime.bigint() - t0;
+    this.by.set(name, t);
   }
 }

@@ -4,11 +4,11 @@
  * release of a run's undrained items at its end, the failure of a waiting run, and the release of
  * orphans at boot (its start: admission-unit.ts). Each is one transaction.
  */
-import { randomUUID } from 'node:crypto';
 import type { JsonObject } from '../entities';
 import { waitingRunRow } from './admission-unit';
 import type { NewTranscriptRow } from '../repositories/context.repository';
 import type { NewOutboxRow } from './outbox-units';
+import { orderedUuid } from './ordered-id';
 import { fenceUnit, type RunLease } from './run-fence';
 import { RESULT_COLUMNS, SQL } from './hot-sql';
 import {
@@ -99,7 +99,7 @@ export function* releaseRunUnit(runId: string, at: number): Unit<number> {
 /** The release of `left`, the run's items not pulled yet (releaseRunUnit). */
 function* releaseItemsUnit(runId: string, left: readonly SteeringRow[], at: number): Unit<number> {
   for (const item of left) {
-    const next = randomUUID();
+    const next = orderedUuid();
     if ((yield* exec(STEERING_SQL.markRedispatched, [at, at, next, item.id])) !== 1) {
       continue;
     }
