@@ -18,7 +18,7 @@ import { RunnerDispatch, RunnerPresence } from '@libs/runner-gateway';
 import { AdmissionCatalog } from './admission-catalog';
 import { eventLogRow, userTranscriptRow } from './admission-records';
 import { rejectedError, unavailableError, unavailableRun } from './admission-failures';
-import { conversationOf, steeringItem } from './concurrency/admission-rows';
+import { conversationOf, steeringParts } from './concurrency/admission-rows';
 import { decisionTable, effectiveMode, type ConcurrencyMode } from './concurrency/concurrency';
 import { routedTable, routeOf } from './concurrency/routing';
 import { SIGNAL_PORT, type SignalPort } from './concurrency/signal-port';
@@ -174,6 +174,7 @@ export class AdmissionService {
     const steerElsewhere = c && !prepared && mode === 'steer' ? await this.steerableElsewhere(c) : null;
     // A steered follow-up's item carries its admission's trace context (docs/observability.md#traces).
     const traceparent = c ? telemetry.tracing.activeTraceparent() : null;
+    const parts = steeringParts(eventId, sub, agent.runner_id, now, traceparent);
     let outcome: AdmitOutcome | undefined;
     for (let round = 0; round < MAX_PREPARE_ROUNDS; round++) {
       const submit = () => {
@@ -187,6 +188,7 @@ export class AdmissionService {
           terminal: failed?.terminal ?? null,
           active_quota: activeQuota,
           // The table is built when the unit is submitted: it sees every run started before it.
+          // The steering item and the submission are built only if the unit steers or queues the event.
           conversation: c && {
             ref: c,
             table: routedTable(
@@ -197,8 +199,12 @@ export class AdmissionService {
               ),
               route,
             ),
-            item: steeringItem(eventId, sub, agent.runner_id, now, traceparent),
-            submission: { ...sub },
+            get item() {
+              return parts.item;
+            },
+            get submission() {
+              return parts.submission;
+            },
             of_one: solo,
           },
         });
