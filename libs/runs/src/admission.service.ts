@@ -104,7 +104,8 @@ export class AdmissionService {
         field: 'input',
       });
     }
-    const bodyHash = createHash('sha256').update(JSON.stringify(sub)).digest('hex');
+    const bodyText = JSON.stringify(sub);
+    const bodyHash = createHash('sha256').update(bodyText).digest('hex');
     const previous = await this.previous(sub.event.event_id ?? null, idempotencyKey);
     const readmit = previous !== null && NOT_ACCEPTED.includes(previous.disposition) && previous.body_hash === bodyHash;
     if (previous && !readmit) {
@@ -135,7 +136,7 @@ export class AdmissionService {
     const route = routeOf(live !== undefined, !live && (await this.presence.heldElsewhere(agent.runner_id)));
     const now = Date.now();
     const runId = randomUUID();
-    const redacted = redactSubmission(sub);
+    const redacted = redactSubmission(sub, bodyText);
     const event: EventEntity = {
       event_id: eventId,
       agent_id: agent.agent_id,

@@ -147,6 +147,28 @@ describe('redactSubmission', () => {
     expect(stored).toContain('content_redacted');
     expect(sub.input.contents?.[0].image_base64).toBe('QUJD');
   });
+
+  it('with the body text given, still removes them', () => {
+    const stored = JSON.stringify(redactSubmission(sub, JSON.stringify(sub)));
+    expect(stored).not.toContain('QUJD');
+    expect(stored).toBe(JSON.stringify(redactSubmission(sub)));
+  });
+
+  it('with the body text given and nothing to remove, is the same copy as without it', () => {
+    const plain = {
+      ...sub,
+      input: {
+        text: 'hi',
+        contents: [{ type: 'text', text: 'x' }],
+        attachments: [{ attachment_id: 'f1', url: 'https://x/y', content: undefined }],
+      },
+      locale: undefined,
+    } as unknown as EventSubmission;
+    const copy = redactSubmission(plain, JSON.stringify(plain));
+    expect(copy).toEqual(redactSubmission(plain));
+    expect(JSON.stringify(copy)).toBe(JSON.stringify(redactSubmission(plain)));
+    expect(copy).not.toBe(plain);
+  });
 });
 
 describe('asJson (a context part as protocol JSON)', () => {
