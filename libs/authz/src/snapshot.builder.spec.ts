@@ -1,15 +1,7 @@
 import type { RunnerManifest } from '@libs/protocol';
 import type { CatalogKnowledgeBase, CatalogModel, CatalogTool } from './resource-catalog';
 import type { AuthorizationSnapshot, RunScope, StateScope } from './snapshot';
-import { createHash } from 'node:crypto';
-import {
-  buildSnapshot,
-  canonicalJson,
-  snapshotHash,
-  stateScopeKey,
-  type PolicyInput,
-  type SnapshotInput,
-} from './snapshot.builder';
+import { buildSnapshot, canonicalJson, snapshotHash, type PolicyInput, type SnapshotInput } from './snapshot.builder';
 
 /*
  * Property-style check of the three-layer rule (manifest permissions and capabilities ∩ agent
@@ -706,53 +698,5 @@ describe('canonicalJson', () => {
     for (const v of values) {
       expect(canonicalJson(v)).toBe(reference(v));
     }
-  });
-});
-
-describe('stateScopeKey (kept by its material)', () => {
-  const run = (conversationId: string): RunScope => ({
-    agent_id: 'agent-1',
-    runner_id: 'runner-1',
-    plugin_id: 'p',
-    conversation_id: conversationId,
-    thread_id: null,
-    bot_id: null,
-    workspace_id: null,
-    actor_type: null,
-    actor_id: null,
-    subject_type: null,
-    subject_id: null,
-  });
-  const dims = (conversationId: string) => ({
-    conversation_id: conversationId,
-    thread_id: null,
-    bot_id: null,
-    workspace_id: null,
-  });
-  const expected = (conversationId: string) =>
-    `state:v1:${createHash('sha256')
-      .update(
-        canonicalJson({
-          v: 1,
-          scope: 'conversation',
-          agent_id: 'agent-1',
-          runner_id: 'runner-1',
-          dims: dims(conversationId),
-        }),
-      )
-      .digest('hex')}`;
-
-  it('is the hash of the canonical material, the first time and again', () => {
-    expect(stateScopeKey('conversation', run('c1'), dims('c1'))).toBe(expected('c1'));
-    expect(stateScopeKey('conversation', run('c1'), dims('c1'))).toBe(expected('c1'));
-    expect(stateScopeKey('conversation', run('c2'), dims('c2'))).toBe(expected('c2'));
-  });
-
-  it('stays right past the number of keys it keeps', () => {
-    for (let i = 0; i < 5000; i++) {
-      stateScopeKey('conversation', run(`k${i}`), dims(`k${i}`));
-    }
-    expect(stateScopeKey('conversation', run('k0'), dims('k0'))).toBe(expected('k0'));
-    expect(stateScopeKey('conversation', run('k4999'), dims('k4999'))).toBe(expected('k4999'));
   });
 });

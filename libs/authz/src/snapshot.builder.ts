@@ -60,26 +60,10 @@ function scopeDims(scope: RunScope): Record<StateScope, Record<string, string | 
   };
 }
 
-/**
- * Scope keys by their material, most recent last: every run of the same agent, runner and scope
- * identity (a conversation's runs, an actor's) derives the same key, so its hash is taken once
- * (docs/benchmarks.md#host-cpu-per-run-outside-the-database). Bounded: the oldest goes first.
- */
-const scopeKeys = new Map<string, string>();
-const SCOPE_KEYS_KEPT = 4096;
-
 /** State is isolated per scope identity × agent × runner. */
 export function stateScopeKey(scope: StateScope, run: RunScope, dims: Record<string, string | null>): string {
   const material = canonicalJson({ v: 1, scope, agent_id: run.agent_id, runner_id: run.runner_id, dims });
-  let key = scopeKeys.get(material);
-  if (key === undefined) {
-    key = `state:v1:${createHash('sha256').update(material).digest('hex')}`;
-    if (scopeKeys.size >= SCOPE_KEYS_KEPT) {
-      scopeKeys.delete(scopeKeys.keys().next().value!);
-    }
-    scopeKeys.set(material, key);
-  }
-  return key;
+  return `state:v1:${createHash('sha256').update(material).digest('hex')}`;
 }
 
 /**
