@@ -19,7 +19,7 @@ import { RunnerDispatch, RunnerPresence } from '@libs/runner-gateway';
 import { AdmissionCatalog } from './admission-catalog';
 import { eventLogRow, userTranscriptRow } from './admission-records';
 import { rejectedError, unavailableError, unavailableRun } from './admission-failures';
-import { conversationOf, steeringItem } from './concurrency/admission-rows';
+import { conversationOf, steeringParts } from './concurrency/admission-rows';
 import { decisionTable, effectiveMode, type ConcurrencyMode } from './concurrency/concurrency';
 import { routedTable, routeOf } from './concurrency/routing';
 import { SIGNAL_PORT, type SignalPort } from './concurrency/signal-port';
@@ -105,7 +105,8 @@ export class AdmissionService {
         field: 'input',
       });
     }
-    const bodyHash = createHash('sha256').update(JSON.stringify(sub)).digest('hex');
+    const bodyText = JSON.stringify(sub);
+    const bodyHash = createHash('sha256').update(bodyText).digest('hex');
     const previous = await this.previous(sub.event.event_id ?? null, idempotencyKey);
     const readmit = previous !== null && NOT_ACCEPTED.includes(previous.disposition) && previous.body_hash === bodyHash;
     if (previous && !readmit) {
@@ -136,7 +137,7 @@ export class AdmissionService {
     const route = routeOf(live !== undefined, !live && (await this.presence.heldElsewhere(agent.runner_id)));
     const now = Date.now();
     const runId = orderedUuid();
-    const redacted = redactSubmission(sub);
+    const redacted = redactSubmission(sub, bodyText);
     const event: EventEntity = {
       event_id: eventId,
       agent_id: agent.agent_id,
@@ -175,6 +176,7 @@ export class AdmissionService {
     const steerElsewhere = c && !prepared && mode === 'steer' ? await this.steerableElsewhere(c) : null;
     // A steered follow-up's item carries its admission's trace context (docs/observability.md#traces).
     const traceparent = c ? telemetry.tracing.activeTraceparent() : null;
+    const parts = steeringParts(eventId, sub, agent.runner_id, now, traceparent);
     let outcome: AdmitOutcome | undefined;
     for (let round = 0; round < MAX_PREPARE_ROUNDS; round++) {
       const submit = () => {
@@ -188,6 +190,7 @@ export class AdmissionService {
           terminal: failed?.terminal ?? null,
           active_quota: activeQuota,
           // The table is built when the unit is submitted: it sees every run started before it.
+          // The steering item and the submission are built only if the unit steers or queues the event.
           conversation: c && {
             ref: c,
             table: routedTable(
@@ -198,8 +201,12 @@ export class AdmissionService {
               ),
               route,
             ),
-            item: steeringItem(eventId, sub, agent.runner_id, now, traceparent),
-            submission: { ...sub },
+            get item() {
+              return parts.item;
+            },
+            get submission() {
+              return parts.submission;
+            },
             of_one: solo,
           },
         });

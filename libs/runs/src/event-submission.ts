@@ -221,8 +221,20 @@ export type EventSubmission = Omit<EventBody, 'input'> & {
 export type ContentElementInput = Infer<typeof contentElementSchema>;
 export type AttachmentInput = Infer<typeof attachmentSchema>;
 
-/** A copy fit for the event log: base64 payloads and inline attachment contents removed. */
-export function redactSubmission(sub: EventSubmission): Record<string, unknown> {
+/**
+ * A copy fit for the event log: base64 payloads and inline attachment contents removed.
+ * `text`: `JSON.stringify(sub)` when the caller already has it (the body hash): with nothing to
+ * remove, the copy is parsed from it instead of stringified again (the same JSON:
+ * docs/benchmarks.md#host-cpu-per-run-outside-the-database).
+ */
+export function redactSubmission(sub: EventSubmission, text?: string): Record<string, unknown> {
+  if (
+    text !== undefined &&
+    !sub.input.contents?.some((c) => c.image_base64 || c.file_base64) &&
+    !sub.input.attachments?.some((a) => a.content)
+  ) {
+    return JSON.parse(text) as Record<string, unknown>;
+  }
   const contents = sub.input.contents?.map((c) =>
     c.image_base64 || c.file_base64
       ? {

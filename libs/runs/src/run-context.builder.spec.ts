@@ -1,7 +1,7 @@
 import { buildSnapshot, type RunScope } from '@libs/authz';
 import type { AgentEntity } from '@libs/persistence';
 import { redactSubmission, type EventSubmission } from './event-submission';
-import { buildRunContext, storedContext } from './run-context.builder';
+import { asJson, buildRunContext, storedContext } from './run-context.builder';
 
 const agent = (runner_config: Record<string, unknown>): AgentEntity => ({
   agent_id: 'a1',
@@ -146,5 +146,85 @@ describe('redactSubmission', () => {
     expect(stored).not.toContain('QUJD');
     expect(stored).toContain('content_redacted');
     expect(sub.input.contents?.[0].image_base64).toBe('QUJD');
+  });
+
+  it('with the body text given, still removes them', () => {
+    const stored = JSON.stringify(redactSubmission(sub, JSON.stringify(sub)));
+    expect(stored).not.toContain('QUJD');
+    expect(stored).toBe(JSON.stringify(redactSubmission(sub)));
+  });
+
+  it('with the body text given and nothing to remove, is the same copy as without it', () => {
+    const plain = {
+      ...sub,
+      input: {
+        text: 'hi',
+        contents: [{ type: 'text', text: 'x' }],
+        attachments: [{ attachment_id: 'f1', url: 'https://x/y', content: undefined }],
+      },
+      locale: undefined,
+    } as unknown as EventSubmission;
+    const copy = redactSubmission(plain, JSON.stringify(plain));
+    expect(copy).toEqual(redactSubmission(plain));
+    expect(JSON.stringify(copy)).toBe(JSON.stringify(redactSubmission(plain)));
+    expect(copy).not.toBe(plain);
+  });
+});
+
+describe('asJson (a context part as protocol JSON)', () => {
+  const viaText = (part: object) =>
+    JSON.parse(JSON.stringify(part, (_k, v: unknown) => (v === undefined ? null : v))) as unknown;
+  /** Seeded values of plain JSON with undefined, non-finite numbers, -0, holes, integer-like and odd keys. */
+  function randomValue(next: () => number, depth: number): unknown {
+    const pick = Math.floor(next() * (depth > 3 ? 7 : 9));
+    const leaves: unknown[] = ['', 'text é 😀', 0, -0, 1.5, -7, NaN, Infinity, true, false, null, undefined];
+    if (pick < 7) {
+      return leaves[Math.floor(next() * leaves.length)];
+    }
+    if (pick === 7) {
+      const list = Array.from({ length: Math.floor(next() * 4) }, () => randomValue(next, depth + 1));
+      if (next() < 0.2) {
+        list.length += 2; // holes
+      }
+      return list;
+    }
+    const keys = ['a', 'b_c', '10', '2', '__proto__', 'constructor', 'zé'];
+    const out: Record<string, unknown> = next() < 0.2 ? (Object.create(null) as Record<string, unknown>) : {};
+    for (let i = Math.floor(next() * 5); i > 0; i--) {
+      const key = keys[Math.floor(next() * keys.length)];
+      Object.defineProperty(out, key, {
+        value: randomValue(next, depth + 1),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+    return out;
+  }
+
+  it('equals the JSON route, key order included, on 2,000 seeded parts', () => {
+    let seed = 0x2026;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    for (let i = 0; i < 2000; i++) {
+      const part = { value: randomValue(next, 0) };
+      const got = asJson(part);
+      const want = viaText(part);
+      expect(got).toEqual(want);
+      expect(JSON.stringify(got)).toBe(JSON.stringify(want));
+      expect(Object.is((got as { value: unknown }).value, -0)).toBe(false);
+    }
+  });
+
+  it('takes the JSON route for a toJSON, a Date, a function or a symbol, and is null when absent', () => {
+    const part = {
+      at: new Date(5),
+      own: { toJSON: () => 'mine' },
+      f: () => 1,
+      s: Symbol('x'),
+      list: [() => 1, undefined],
+    };
+    expect(asJson(part)).toEqual(viaText(part));
+    expect(asJson(part)).toEqual({ at: new Date(5).toISOString(), own: 'mine', list: [null, null] });
+    expect(asJson(undefined)).toBeNull();
   });
 });

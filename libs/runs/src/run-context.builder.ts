@@ -159,7 +159,70 @@ export function storedContext(context: RunContext): Record<string, unknown> {
   };
 }
 
-/** A context part as protocol JSON (unset fields null), or null when absent. */
-function asJson(part: object | undefined): unknown {
-  return part ? (JSON.parse(JSON.stringify(part, (_k, v: unknown) => (v === undefined ? null : v))) as unknown) : null;
+/**
+ * A context part as protocol JSON (unset fields null), or null when absent: the value of
+ * `JSON.parse(JSON.stringify(part, undefined → null))`, copied without the text in between for
+ * the plain JSON a context holds (docs/benchmarks.md#host-cpu-per-run-outside-the-database); a
+ * part holding anything else (a `toJSON`, a function, a bigint, a symbol) takes the JSON route.
+ */
+export function asJson(part: object | undefined): unknown {
+  if (!part) {
+    return null;
+  }
+  const copied = plainJson(part);
+  return copied !== NOT_PLAIN
+    ? copied
+    : (JSON.parse(JSON.stringify(part, (_k, v: unknown) => (v === undefined ? null : v))) as unknown);
+}
+
+const NOT_PLAIN = Symbol('not plain JSON');
+
+/** The JSON copy of a value of plain JSON (undefined and non-finite numbers as null), or NOT_PLAIN. */
+function plainJson(value: unknown): unknown {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return value;
+    case 'number':
+      return Number.isFinite(value) ? (value === 0 ? 0 : value) : null; // -0 is 0 in JSON
+    case 'undefined':
+      return null;
+    case 'object':
+      break;
+    case 'bigint':
+    case 'function':
+    case 'symbol':
+      return NOT_PLAIN;
+  }
+  if (value === null) {
+    return null;
+  }
+  if (Array.isArray(value)) {
+    const out: unknown[] = new Array<unknown>(value.length);
+    for (let i = 0; i < value.length; i++) {
+      const v = plainJson(value[i]);
+      if (v === NOT_PLAIN) {
+        return NOT_PLAIN;
+      }
+      out[i] = v;
+    }
+    return out;
+  }
+  const proto: unknown = Object.getPrototypeOf(value);
+  if ((proto !== Object.prototype && proto !== null) || 'toJSON' in value) {
+    return NOT_PLAIN;
+  }
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    const v = plainJson((value as Record<string, unknown>)[key]);
+    if (v === NOT_PLAIN) {
+      return NOT_PLAIN;
+    }
+    if (key === '__proto__') {
+      Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
+    } else {
+      out[key] = v;
+    }
+  }
+  return out;
 }

@@ -1,11 +1,13 @@
 import 'reflect-metadata';
 import { ValidationPipe, type ArgumentMetadata } from '@nestjs/common';
+import { Expose, Transform } from 'class-transformer';
+import { IsInt, IsOptional } from 'class-validator';
 import { DomainError } from '@libs/protocol';
 import { CreateAgentDto, PageQueryDto } from '../http/dto/admin.dto';
 import { TranscriptQueryDto } from '../http/dto/inspection.dto';
 import { ListRunsQueryDto, RunEventsQueryDto } from '../http/dto/run.dto';
 import { submitEventBody } from '../http/dto/event.schema';
-import { validationPipe } from './validation';
+import { sameOwnPrimitives, validationPipe } from './validation';
 
 const pipe = validationPipe();
 /** POST /v1/events: the global pipe (JSON limits), then the route's compiled body. */
@@ -151,11 +153,30 @@ describe('validation pipe: an empty input', () => {
     const fresh = validationPipe();
     const first = await fresh.transform({}, meta);
     const second = await fresh.transform(Object.create(null), meta);
-    for (const got of [first, second]) {
+    const third = await fresh.transform({}, meta);
+    for (const got of [first, second, third]) {
       expect(got).toBeInstanceOf(meta.metatype as new () => unknown);
       expect(got).toEqual(expected);
+      expect(Reflect.ownKeys(got as object)).toEqual(Reflect.ownKeys(expected as object));
     }
     expect(second).not.toBe(first);
+    expect(third).not.toBe(second);
+  });
+
+  it("of a class whose transform fills an absent key keeps class-transformer's instance, every time", async () => {
+    class Defaulted {
+      @Expose()
+      @Transform(({ value }: { value: unknown }) => value ?? 20)
+      @IsOptional()
+      @IsInt()
+      limit?: number;
+    }
+    const fresh = validationPipe();
+    for (let i = 0; i < 3; i++) {
+      const got = await fresh.transform({}, query(Defaulted));
+      expect(got).toBeInstanceOf(Defaulted);
+      expect((got as Defaulted).limit).toBe(20);
+    }
   });
 
   it('of a class with a required field is refused as before, every time', async () => {
@@ -172,5 +193,20 @@ describe('validation pipe: an empty input', () => {
     await fresh.transform({}, query(RunEventsQueryDto));
     const r = await fresh.transform({ after: '-1' }, query(RunEventsQueryDto)).catch((e: unknown) => e);
     expect((r as DomainError).details.field).toBe('after');
+  });
+});
+
+describe('sameOwnPrimitives', () => {
+  class A {
+    x?: number = 1;
+  }
+  it('is true for the same prototype, keys and primitive values', () => {
+    expect(sameOwnPrimitives(new A(), new A())).toBe(true);
+  });
+  it('is false for another value, another key, an object value or another prototype', () => {
+    expect(sameOwnPrimitives(new A(), Object.assign(new A(), { x: 2 }))).toBe(false);
+    expect(sameOwnPrimitives(new A(), Object.assign(new A(), { y: 1 }))).toBe(false);
+    expect(sameOwnPrimitives(Object.assign(new A(), { x: {} }), Object.assign(new A(), { x: {} }))).toBe(false);
+    expect(sameOwnPrimitives(new A(), { x: 1 })).toBe(false);
   });
 });

@@ -37,6 +37,8 @@ export class HostValidationPipe extends ValidationPipe {
    * no custom or conditional validators), so the answer for an empty input never changes.
    */
   private readonly emptyKeepsRules = new Map<Type<unknown>, Promise<boolean>>();
+  /** Per DTO class: whether class-transformer's instance of `{}` is a bare `new` (see `emptyInstance`). */
+  private readonly emptyIsBare = new Map<Type<unknown>, boolean>();
 
   constructor() {
     super({
@@ -58,9 +60,27 @@ export class HostValidationPipe extends ValidationPipe {
     if (isEmptyObject(value) && metatype && this.toValidate(metadata) && (await this.emptyPasses(metatype, metadata))) {
       // The common case of a stream or page GET without a query string: the instance the full pass
       // would build, without running class-validator on nothing (docs/architecture.md#validation).
-      return plainToInstance(metatype, {}, this.transformOptions);
+      return this.emptyInstance(metatype);
     }
     return super.transform(value, metadata);
+  }
+
+  /**
+   * The instance class-transformer builds of `{}`: a plain `new metatype()` when, asked once per
+   * class, class-transformer's own answer for `{}` is just that (own keys and primitive values the
+   * same: no transform or default applies to an absent key); otherwise class-transformer's, every
+   * time. A stream GET without a query string per run: docs/benchmarks.md#host-cpu-per-run-outside-the-database.
+   */
+  private emptyInstance(metatype: Type<unknown>): unknown {
+    const bare = this.emptyIsBare.get(metatype);
+    if (bare === true) {
+      return new metatype();
+    }
+    const built = plainToInstance(metatype, {}, this.transformOptions);
+    if (bare === undefined) {
+      this.emptyIsBare.set(metatype, sameOwnPrimitives(built, new metatype()));
+    }
+    return built;
   }
 
   /** Whether the full pass admits `{}` for `metatype`, asked once per class. */
@@ -75,6 +95,30 @@ export class HostValidationPipe extends ValidationPipe {
     }
     return verdict;
   }
+}
+
+/** Same prototype, same own keys, each value the same primitive (undefined included). */
+export function sameOwnPrimitives(a: unknown, b: unknown): boolean {
+  if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null) {
+    return false;
+  }
+  if (Object.getPrototypeOf(a) !== Object.getPrototypeOf(b)) {
+    return false;
+  }
+  const keys = Reflect.ownKeys(a);
+  const other = Reflect.ownKeys(b);
+  if (keys.length !== other.length) {
+    return false;
+  }
+  return keys.every((k, i) => {
+    const v: unknown = Reflect.get(a, k);
+    return (
+      k === other[i] &&
+      (typeof v !== 'object' || v === null) &&
+      typeof v !== 'function' &&
+      Object.is(v, Reflect.get(b, k))
+    );
+  });
 }
 
 /** A plain object (or a query's null-prototype one) with no own keys. */

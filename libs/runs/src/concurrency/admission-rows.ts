@@ -64,6 +64,31 @@ export function steeringItem(
   ) as JsonObject;
 }
 
+/**
+ * What a steered or queued event stores besides its rows — its steering item and its submission —
+ * as lazy properties: the admission unit reads them only when it steers or queues the event, so
+ * an event that starts a run (most of them) never builds them (docs/benchmarks.md#host-cpu-per-run-outside-the-database).
+ * Each is built once, on first read. Do not spread the result: that reads (builds) both.
+ */
+export function steeringParts(
+  eventId: string,
+  sub: EventSubmission,
+  runnerId: string,
+  now: number,
+  traceparent: string | null,
+): { readonly item: JsonObject; readonly submission: JsonObject } {
+  let item: JsonObject | undefined;
+  let submission: JsonObject | undefined;
+  return {
+    get item() {
+      return (item ??= steeringItem(eventId, sub, runnerId, now, traceparent));
+    },
+    get submission() {
+      return (submission ??= { ...sub } as JsonObject);
+    },
+  };
+}
+
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
