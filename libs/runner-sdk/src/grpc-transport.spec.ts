@@ -20,6 +20,8 @@ describe('GrpcHostApiTransport and the run signal', () => {
   /** StateGet answers are held here until the test releases them. */
   let held: (() => void)[] = [];
   let hold = false;
+  /** The metadata each StateGet arrived with: authorization and traceparent. */
+  const received: { authorization: unknown[]; traceparent: unknown[] }[] = [];
 
   beforeAll(async () => {
     server = new grpc.Server();
@@ -28,6 +30,10 @@ describe('GrpcHostApiTransport and the run signal', () => {
         call: grpc.ServerUnaryCall<{ key: string }, unknown>,
         callback: grpc.sendUnaryData<{ value: unknown }>,
       ) => {
+        received.push({
+          authorization: call.metadata.get('authorization'),
+          traceparent: call.metadata.get('traceparent'),
+        });
         const answer = () => callback(null, { value: toValue(call.request.key) });
         if (hold) {
           held.push(answer);
@@ -84,6 +90,27 @@ describe('GrpcHostApiTransport and the run signal', () => {
     } finally {
       process.off('warning', onWarning);
     }
+  });
+
+  it('sends the token with every call and each call’s own traceparent, and leaves the shared metadata as built', async () => {
+    received.length = 0;
+    const { signal } = new AbortController();
+    const tp = (n: number) => `00-${String(n).repeat(32)}-${String(n).repeat(16)}-01`;
+    const traceparents = [undefined, tp(1), tp(1), tp(2), undefined, tp(1)];
+    for (const [i, traceparent] of traceparents.entries()) {
+      await expect(
+        transport.unary('StateGet', { run_id: 'r1', scope: 'conversation', key: `k${i}` }, { signal, traceparent }),
+      ).resolves.toEqual({ value: `k${i}` });
+    }
+    expect(received).toEqual(
+      traceparents.map((traceparent) => ({
+        authorization: ['Bearer token'],
+        traceparent: traceparent ? [traceparent] : [],
+      })),
+    );
+    // grpc-js adds its own headers (grpc-accept-encoding, ...) to its copy of a call's metadata, not to the shared one.
+    const shared = (transport as unknown as { plain: grpc.Metadata }).plain;
+    expect(Object.keys(shared.getMap())).toEqual(['authorization']);
   });
 
   it('rejects every call in flight with the signal’s reason when it aborts, and removes the listener', async () => {

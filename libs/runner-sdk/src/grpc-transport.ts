@@ -106,6 +106,10 @@ function methodOf(method: UnaryMethod | 'StreamModel'): WireMethod<object, WireM
 
 export class GrpcHostApiTransport implements HostApiTransport {
   private client: grpc.Client | undefined;
+  /** The call metadata without a traceparent, built once (see metadata()). */
+  private plain: grpc.Metadata | undefined;
+  /** The call metadata of the last traceparent seen (a run's calls all carry the run's). */
+  private traced: { traceparent: string; metadata: grpc.Metadata } | undefined;
 
   constructor(
     private readonly url: string,
@@ -183,11 +187,30 @@ export class GrpcHostApiTransport implements HostApiTransport {
     this.client = undefined;
   }
 
+  /**
+   * The metadata of a call: the plugin token, and the run's traceparent (the host's spans of the
+   * call join the run's trace). Built once and shared by the calls that send the same: grpc-js
+   * copies a call's metadata when the call starts (and adds its own headers to the copy), so one
+   * object serves them all instead of a new Metadata per call with grpc-js's check of each header
+   * (docs/runner-sdk.md#performance). grpc-transport.spec.ts
+   * checks that the host receives the token and each call's traceparent, and that the shared object
+   * is left as built.
+   */
   private metadata(traceparent?: string): grpc.Metadata {
+    if (!traceparent) {
+      return (this.plain ??= this.build());
+    }
+    if (this.traced?.traceparent !== traceparent) {
+      this.traced = { traceparent, metadata: this.build(traceparent) };
+    }
+    return this.traced.metadata;
+  }
+
+  private build(traceparent?: string): grpc.Metadata {
     const metadata = new grpc.Metadata();
     metadata.set('authorization', `Bearer ${this.token}`);
     if (traceparent) {
-      metadata.set('traceparent', traceparent); // the host's spans of this call join the run's trace
+      metadata.set('traceparent', traceparent);
     }
     return metadata;
   }

@@ -301,7 +301,10 @@ export class RunDispatcher {
   private makeIO(ctx: RunContext, run: ActiveRun, deadline: Date | null, traceparent?: string): RunIO {
     const { results } = run;
     const signal = run.controller.signal;
-    const host = new RunHostApi(this.transport, ctx.run_id, signal, deadline ?? undefined, traceparent);
+    // No gRPC deadline per call: the run's signal fires at its deadline (start() above) and ends
+    // every call in flight; a deadline per call cost a timer and a `grpc-timeout` header on each
+    // side of each call (docs/runner-sdk.md#performance). The host refuses calls past it itself.
+    const host = new RunHostApi(this.transport, ctx.run_id, signal, undefined, traceparent);
     const steeringGranted = ctx.context?.available_apis?.steering_pull === true;
     let toolCalls = 0;
     const io: RunIO = {

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { http2StreamOf } from './grpc-streams';
+import { http2StreamOf, resetHalfOpenStreams } from './grpc-streams';
 
 /*
  * http2StreamOf reads a private field of grpc-js: this runs a real grpc-js server so a grpc-js
@@ -7,6 +7,15 @@ import { http2StreamOf } from './grpc-streams';
  */
 const identity = (b: Buffer) => b;
 const service: grpc.ServiceDefinition = {
+  Echo: {
+    path: '/test.Probe/Echo',
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: identity,
+    requestDeserialize: identity,
+    responseSerialize: identity,
+    responseDeserialize: identity,
+  },
   Upload: {
     path: '/test.Probe/Upload',
     requestStream: true,
@@ -67,5 +76,77 @@ describe('http2StreamOf', () => {
   it('throws, naming the field, for a call without an HTTP/2 stream', () => {
     const call = {} as grpc.ServerInterceptingCallInterface;
     expect(() => http2StreamOf(call)).toThrow(/HTTP\/2 `stream` field/);
+  });
+});
+
+describe('resetHalfOpenStreams', () => {
+  it('hands a unary call on as grpc-js made it (no layer per host API call); answers and errors reach the client', async () => {
+    const given: unknown[] = [];
+    const returned: unknown[] = [];
+    const spy: grpc.ServerInterceptor = (method, call) => {
+      given.push(call);
+      const out = resetHalfOpenStreams(method, call);
+      returned.push(out);
+      return out;
+    };
+    const server = new grpc.Server({ interceptors: [spy] });
+    server.addService(service, {
+      Echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, done: grpc.sendUnaryData<Buffer>) => {
+        if (call.request.toString() === 'fail') {
+          const metadata = new grpc.Metadata();
+          metadata.set('x-error-code', 'not_found');
+          done({ code: grpc.status.NOT_FOUND, details: 'no such thing', metadata });
+        } else {
+          done(null, Buffer.from(`echo ${call.request.toString()}`));
+        }
+      },
+      Upload: (call: grpc.ServerReadableStream<Buffer, Buffer>, done: grpc.sendUnaryData<Buffer>) => {
+        call.on('data', () => undefined);
+        call.on('end', () => done(null, Buffer.from('ok')));
+      },
+    });
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p),
+      ),
+    );
+    const Client = grpc.makeGenericClientConstructor(service, 'Probe');
+    const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    const echo = (text: string) =>
+      new Promise<Buffer>((resolve, reject) =>
+        client.makeUnaryRequest<Buffer, Buffer>(
+          '/test.Probe/Echo',
+          identity,
+          identity,
+          Buffer.from(text),
+          (err, res) => (err || !res ? reject(err ?? new Error('no answer')) : resolve(res)),
+        ),
+      );
+    try {
+      expect((await echo('hi')).toString()).toBe('echo hi');
+      const failed = (await echo('fail').catch((e: unknown) => e)) as grpc.ServiceError;
+      expect(failed.code).toBe(grpc.status.NOT_FOUND);
+      expect(failed.details).toBe('no such thing');
+      expect(failed.metadata.get('x-error-code')).toEqual(['not_found']);
+      expect(returned).toHaveLength(2);
+      expect(returned[0]).toBe(given[0]);
+      expect(returned[1]).toBe(given[1]);
+      // A client-streaming call (Connect) gets the layer that resets a half-open stream after its status.
+      await new Promise<Buffer>((resolve, reject) => {
+        const call = client.makeClientStreamRequest<Buffer, Buffer>(
+          '/test.Probe/Upload',
+          identity,
+          identity,
+          (err, res) => (err || !res ? reject(err ?? new Error('no answer')) : resolve(res)),
+        );
+        call.end();
+      });
+      expect(returned).toHaveLength(3);
+      expect(returned[2]).toBeInstanceOf(grpc.ServerInterceptingCall);
+      expect(returned[2]).not.toBe(given[2]);
+    } finally {
+      client.close();
+      server.forceShutdown();
+    }
   });
 });

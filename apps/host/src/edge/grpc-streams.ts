@@ -18,9 +18,11 @@ export const HALF_OPEN_GRACE_MS = 1000;
  */
 export const resetHalfOpenStreams: grpc.ServerInterceptor = (method, call) => {
   // Only client-streaming calls (Connect) answer while the request may still be open: a unary
-  // call's status follows its whole request, so the host-API path carries no timer per call.
+  // call's status follows its whole request, so the host-API path carries no timer per call, and
+  // no layer either: its call is grpc-js's own, as it came (an intercepting layer that forwards
+  // everything cost every host API call its objects and closures: docs/benchmarks.md#host-api).
   if (!method.requestStream) {
-    return new grpc.ServerInterceptingCall(call);
+    return call as grpc.ServerInterceptingCall;
   }
   const stream = streamOrWarn(call);
   return new grpc.ServerInterceptingCall(call, {
