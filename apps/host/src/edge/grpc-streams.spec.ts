@@ -27,6 +27,48 @@ const service: grpc.ServiceDefinition = {
   },
 };
 
+/** A real grpc-js server of `service` with `interceptor` and `handlers`, and a client of it. */
+async function startProbe(
+  interceptor: grpc.ServerInterceptor,
+  handlers: grpc.UntypedServiceImplementation,
+): Promise<{ client: grpc.Client; close: () => void }> {
+  const server = new grpc.Server({ interceptors: [interceptor] });
+  server.addService(service, handlers);
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
+  const Client = grpc.makeGenericClientConstructor(service, 'Probe');
+  const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  return {
+    client,
+    close: () => {
+      client.close();
+      server.forceShutdown();
+    },
+  };
+}
+
+/** A client-streaming Upload of `chunks`: its answer. */
+function upload(client: grpc.Client, chunks: Buffer[]): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const call = client.makeClientStreamRequest<Buffer, Buffer>('/test.Probe/Upload', identity, identity, (err, res) =>
+      err || !res ? reject(err ?? new Error('no answer')) : resolve(res),
+    );
+    for (const chunk of chunks) {
+      call.write(chunk);
+    }
+    call.end();
+  });
+}
+
+/** The Upload handler of both suites: reads the stream to its end, then answers `ok`. */
+const uploadOk = (call: grpc.ServerReadableStream<Buffer, Buffer>, done: grpc.sendUnaryData<Buffer>) => {
+  call.on('data', () => undefined);
+  call.on('end', () => done(null, Buffer.from('ok')));
+};
+
 describe('http2StreamOf', () => {
   it('finds the HTTP/2 stream of a real grpc-js server call', async () => {
     const seen: unknown[] = [];
@@ -38,38 +80,15 @@ describe('http2StreamOf', () => {
       }
       return new grpc.ServerInterceptingCall(call);
     };
-    const server = new grpc.Server({ interceptors: [probe] });
-    server.addService(service, {
-      Upload: (call: grpc.ServerReadableStream<Buffer, Buffer>, done: grpc.sendUnaryData<Buffer>) => {
-        call.on('data', () => undefined);
-        call.on('end', () => done(null, Buffer.from('ok')));
-      },
-    });
-    const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
-        err ? reject(err) : resolve(p),
-      ),
-    );
-    const Client = grpc.makeGenericClientConstructor(service, 'Probe');
-    const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    const { client, close } = await startProbe(probe, { Upload: uploadOk });
     try {
-      const answer = await new Promise<Buffer>((resolve, reject) => {
-        const call = client.makeClientStreamRequest<Buffer, Buffer>(
-          '/test.Probe/Upload',
-          identity,
-          identity,
-          (err, res) => (err || !res ? reject(err ?? new Error('no answer')) : resolve(res)),
-        );
-        call.write(Buffer.from('x'));
-        call.end();
-      });
+      const answer = await upload(client, [Buffer.from('x')]);
       expect(answer.toString()).toBe('ok');
       expect(seen).toHaveLength(1);
       expect(seen[0]).not.toBeInstanceOf(Error);
       expect(typeof (seen[0] as { respond?: unknown }).respond).toBe('function');
     } finally {
-      client.close();
-      server.forceShutdown();
+      close();
     }
   });
 
@@ -89,8 +108,7 @@ describe('resetHalfOpenStreams', () => {
       returned.push(out);
       return out;
     };
-    const server = new grpc.Server({ interceptors: [spy] });
-    server.addService(service, {
+    const { client, close } = await startProbe(spy, {
       Echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, done: grpc.sendUnaryData<Buffer>) => {
         if (call.request.toString() === 'fail') {
           const metadata = new grpc.Metadata();
@@ -100,18 +118,8 @@ describe('resetHalfOpenStreams', () => {
           done(null, Buffer.from(`echo ${call.request.toString()}`));
         }
       },
-      Upload: (call: grpc.ServerReadableStream<Buffer, Buffer>, done: grpc.sendUnaryData<Buffer>) => {
-        call.on('data', () => undefined);
-        call.on('end', () => done(null, Buffer.from('ok')));
-      },
+      Upload: uploadOk,
     });
-    const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
-        err ? reject(err) : resolve(p),
-      ),
-    );
-    const Client = grpc.makeGenericClientConstructor(service, 'Probe');
-    const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
     const echo = (text: string) =>
       new Promise<Buffer>((resolve, reject) =>
         client.makeUnaryRequest<Buffer, Buffer>(
@@ -132,21 +140,12 @@ describe('resetHalfOpenStreams', () => {
       expect(returned[0]).toBe(given[0]);
       expect(returned[1]).toBe(given[1]);
       // A client-streaming call (Connect) gets the layer that resets a half-open stream after its status.
-      await new Promise<Buffer>((resolve, reject) => {
-        const call = client.makeClientStreamRequest<Buffer, Buffer>(
-          '/test.Probe/Upload',
-          identity,
-          identity,
-          (err, res) => (err || !res ? reject(err ?? new Error('no answer')) : resolve(res)),
-        );
-        call.end();
-      });
+      await upload(client, []);
       expect(returned).toHaveLength(3);
       expect(returned[2]).toBeInstanceOf(grpc.ServerInterceptingCall);
       expect(returned[2]).not.toBe(given[2]);
     } finally {
-      client.close();
-      server.forceShutdown();
+      close();
     }
   });
 });
