@@ -42,12 +42,18 @@ let version = db.pragma('data_version', { simple: true });
 let lastCommitSeen = Date.now();
 let idleTruncated = false;
 const size = () => { try { return fs.statSync(workerData.file + '-wal').size; } catch { return 0; } };
-// PASSIVE, then (if asked and every frame is copied) TRUNCATE; true once the WAL was truncated.
+// PASSIVE, then (if asked, every frame is copied and nothing was committed meanwhile) TRUNCATE;
+// true once the WAL was truncated. A commit during the PASSIVE one left frames it did not copy:
+// TRUNCATE would copy and fsync them holding the writer lock, so it waits for a quieter tick.
 const checkpoint = (truncate) => {
+  const before = db.pragma('data_version', { simple: true });
   const [p] = db.pragma('wal_checkpoint(PASSIVE)');
   checkpoints++;
   last = Date.now();
   if (!truncate || !p || p.busy !== 0 || p.log !== p.checkpointed) {
+    return false;
+  }
+  if (db.pragma('data_version', { simple: true }) !== before) {
     return false;
   }
   const [t] = db.pragma('wal_checkpoint(TRUNCATE)');
