@@ -5,6 +5,15 @@ import type { DatabaseConfig } from '@libs/config';
 import { ENTITIES } from './entities';
 import { MIGRATIONS } from './migrations';
 
+/**
+ * How long a statement on the host's SQLite connection waits for a lock another connection holds
+ * (the checkpoint worker's, docs/durability.md#sqlite) before SQLITE_BUSY. SQLite waits
+ * synchronously — on the host's only JS thread — so it is short: the hot writer then retries its
+ * group off the event loop (WriteQueue, BUSY_RETRY), and the checkpoint worker holds the writer
+ * lock only for a truncation whose frames are already checkpointed.
+ */
+export const SQLITE_BUSY_TIMEOUT_MS = 100;
+
 /** TypeORM options for either dialect. synchronize is always off; migrations run at boot. */
 export function dataSourceOptions(db: DatabaseConfig): DataSourceOptions {
   const common = {
@@ -34,7 +43,7 @@ export function dataSourceOptions(db: DatabaseConfig): DataSourceOptions {
     prepareDatabase: (sqlite: { pragma(sql: string): unknown; name: string; memory: boolean }) => {
       sqlite.pragma('journal_mode = WAL');
       sqlite.pragma('synchronous = NORMAL');
-      sqlite.pragma('busy_timeout = 5000');
+      sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
       sqlite.pragma('wal_autocheckpoint = 0');
       sqlite.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
       if (!sqlite.memory) {

@@ -5,7 +5,7 @@ export interface CheckpointOptions {
   walBytesTrigger: number;
   /** …or this long after the last one, whichever comes first. */
   intervalMs: number;
-  /** Above this the worker truncates the WAL (waiting for readers, off the event loop). */
+  /** Above this the worker truncates the WAL (once a PASSIVE checkpoint copied all of it). */
   walBytesCap: number;
   /**
    * No commit for this long: the worker truncates the WAL to zero bytes, once per idle spell —
@@ -22,12 +22,19 @@ export interface WalStatus {
 
 // Runs in a worker thread with its own connection: a checkpoint's fsync never blocks the host's
 // only JS thread (with auto-checkpoint on, the commit crossing the threshold did it inline).
+// The WAL is always copied into the database by a PASSIVE checkpoint, which takes no writer lock.
+// A TRUNCATE checkpoint holds the writer lock for all its work — with frames left to copy, for the
+// whole copy and fsync (~0.3 s for 100 MiB on a quiet disk, seconds under load), while the host's
+// BEGIN IMMEDIATE waits synchronously and then fails SQLITE_BUSY (the 500 "database is locked" of
+// docs/durability.md#sqlite). So TRUNCATE runs only after a PASSIVE one copied every frame, with a
+// short busy timeout: it holds the lock only to cut the file, and gives up (tried again next
+// tick) rather than wait for the host's readers.
 const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
 const fs = require('node:fs');
 const Database = require(workerData.sqlite);
 const db = new Database(workerData.file);
-db.pragma('busy_timeout = 2000');
+db.pragma('busy_timeout = ' + workerData.truncateWaitMs);
 let last = Date.now();
 let checkpoints = 0;
 // data_version changes when another connection (the host's) committed: how idleness is seen.
@@ -35,6 +42,23 @@ let version = db.pragma('data_version', { simple: true });
 let lastCommitSeen = Date.now();
 let idleTruncated = false;
 const size = () => { try { return fs.statSync(workerData.file + '-wal').size; } catch { return 0; } };
+// PASSIVE, then (if asked, every frame is copied and nothing was committed meanwhile) TRUNCATE;
+// true once the WAL was truncated. A commit during the PASSIVE one left frames it did not copy:
+// TRUNCATE would copy and fsync them holding the writer lock, so it waits for a quieter tick.
+const checkpoint = (truncate) => {
+  const before = db.pragma('data_version', { simple: true });
+  const [p] = db.pragma('wal_checkpoint(PASSIVE)');
+  checkpoints++;
+  last = Date.now();
+  if (!truncate || !p || p.busy !== 0 || p.log !== p.checkpointed) {
+    return false;
+  }
+  if (db.pragma('data_version', { simple: true }) !== before) {
+    return false;
+  }
+  const [t] = db.pragma('wal_checkpoint(TRUNCATE)');
+  return !t || t.busy === 0; // busy: the host held the writer lock or a read; tried again next tick
+};
 const tick = () => {
   const v = db.pragma('data_version', { simple: true });
   if (v !== version) {
@@ -45,29 +69,26 @@ const tick = () => {
   const wal = size();
   const idle = Date.now() - lastCommitSeen >= workerData.idle;
   const due = wal >= workerData.trigger || (wal > 0 && Date.now() - last >= workerData.interval);
-  if (idle && wal > 0 && !idleTruncated) {
-    try {
-      const [r] = db.pragma('wal_checkpoint(TRUNCATE)');
-      idleTruncated = !r || r.busy === 0; // busy: a reader held it; tried again next tick
-      checkpoints++;
-      last = Date.now();
-    } catch (e) {
-      parentPort.postMessage({ error: String(e && e.message || e) });
+  try {
+    if (idle && wal > 0 && !idleTruncated) {
+      idleTruncated = checkpoint(true);
+    } else if (due) {
+      checkpoint(wal >= workerData.cap);
     }
-  } else if (due) {
-    try {
-      db.pragma(wal >= workerData.cap ? 'wal_checkpoint(TRUNCATE)' : 'wal_checkpoint(PASSIVE)');
-      checkpoints++;
-      last = Date.now();
-    } catch (e) {
-      parentPort.postMessage({ error: String(e && e.message || e) });
-    }
+  } catch (e) {
+    parentPort.postMessage({ error: String(e && e.message || e) });
   }
   parentPort.postMessage({ wal_bytes: size(), last_checkpoint_at: checkpoints ? last : null, checkpoints });
 };
 const timer = setInterval(tick, workerData.poll);
 parentPort.on('message', (m) => { if (m === 'stop') { clearInterval(timer); db.close(); parentPort.close(); } });
 `;
+
+/**
+ * How long the worker's TRUNCATE waits for the writer lock and for the host's readers (holding the
+ * writer lock meanwhile): well under the host's SQLITE_BUSY_TIMEOUT_MS (data-source.ts).
+ */
+export const TRUNCATE_WAIT_MS = 20;
 
 /** WAL checkpoints of a SQLite file database, in a worker thread; the latest WAL size for readiness. */
 export class Checkpointer {
@@ -86,6 +107,7 @@ export class Checkpointer {
         cap: opts.walBytesCap,
         idle: opts.idleTruncateMs,
         poll: Math.min(250, opts.intervalMs),
+        truncateWaitMs: TRUNCATE_WAIT_MS,
       },
     });
     this.worker.unref();

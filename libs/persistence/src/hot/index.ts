@@ -2,7 +2,15 @@ export { HotStore } from './hot-store';
 export { orderedUuid } from './ordered-id';
 export { SQL, type HotStatement } from './hot-sql';
 export { exec, one, rows, type Unit, type SqlValue } from './unit';
-export { WriteQueue, DEFER_MS, MAX_DEFERRED, type Deferred, type WriterDriver, type WriterStats } from './write-queue';
+export {
+  WriteQueue,
+  DEFER_MS,
+  MAX_DEFERRED,
+  DatabaseBusyError,
+  type Deferred,
+  type WriterDriver,
+  type WriterStats,
+} from './write-queue';
 export * from './run-units';
 export * from './outbox-units';
 export * from './steering-rows';

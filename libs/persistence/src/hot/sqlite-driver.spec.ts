@@ -1,7 +1,12 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import Database from 'better-sqlite3';
+import { DomainError } from '@libs/protocol';
 import { stmt } from './hot-sql';
 import { SqliteHot, sqliteText } from './sqlite-driver';
-import { rows } from './unit';
+import { exec, rows, type Unit } from './unit';
+import { DatabaseBusyError, WriteQueue } from './write-queue';
 
 describe('sqliteText', () => {
   it('turns a lone bound LIMIT or OFFSET into an expression', () => {
@@ -50,5 +55,96 @@ describe('SqliteHot statements with a bound LIMIT', () => {
     const bad = () => hot.read(rows(page, [0, 'many', 0]));
     expect(bad).toThrow(/datatype mismatch/);
     expect(() => db.prepare('SELECT "k" FROM "t" LIMIT ?').all('many')).toThrow(/datatype mismatch/);
+  });
+});
+
+/**
+ * The writer lock held by another connection (as the checkpoint worker's TRUNCATE holds it,
+ * docs/durability.md#sqlite): the host's BEGIN IMMEDIATE fails SQLITE_BUSY after its busy timeout.
+ * Before, every unit of the group — replayed one by one — failed with "database is locked" (a 500
+ * for an accepted event); now the queue runs the whole group again off the event loop.
+ */
+describe('SqliteHot groups while another connection holds the writer lock', () => {
+  let dir: string;
+  let host: Database.Database;
+  let other: Database.Database;
+  const insert = stmt('test_busy_insert', 'INSERT INTO "t" ("v") VALUES (?)');
+  function* put(v: string): Unit<string> {
+    yield* exec(insert, [v]);
+    return v;
+  }
+  const values = () => host.prepare('SELECT "v" FROM "t" ORDER BY "v"').pluck().all();
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sqlite-busy-'));
+    const file = path.join(dir, 'db.sqlite');
+    host = new Database(file);
+    host.pragma('journal_mode = WAL');
+    host.pragma('busy_timeout = 5');
+    host.exec('CREATE TABLE t (v TEXT NOT NULL)');
+    other = new Database(file);
+    other.pragma('busy_timeout = 5');
+  });
+
+  afterEach(() => {
+    if (other.inTransaction) {
+      other.exec('ROLLBACK');
+    }
+    other.close();
+    host.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('runs the whole group once the lock is free: every unit commits, none fails', async () => {
+    const q = new WriteQueue(new SqliteHot(host), 256, 0, 256, { firstDelayMs: 1, maxDelayMs: 5, boundMs: 10_000 });
+    other.exec('BEGIN IMMEDIATE');
+    const done = Promise.all(['a', 'b', 'c'].map((v) => q.submit(() => put(v))));
+    // The lock is released only after the queue met it busy (from a timer: the queue waits off this thread).
+    await new Promise<void>((resolve) => {
+      const poll = setInterval(() => {
+        if (q.busy.retries > 0) {
+          clearInterval(poll);
+          other.exec('COMMIT');
+          resolve();
+        }
+      }, 1);
+    });
+    await expect(done).resolves.toEqual(['a', 'b', 'c']);
+    expect(values()).toEqual(['a', 'b', 'c']);
+    expect(q.stats).toMatchObject({ units: 3, commits: 1, replays: 0 });
+    expect(q.busy.failed).toBe(0);
+  });
+
+  it('fails every unit of the group with a retryable unavailable error after the bound, writing nothing', async () => {
+    const q = new WriteQueue(new SqliteHot(host), 256, 0, 256, { firstDelayMs: 1, maxDelayMs: 5, boundMs: 40 });
+    other.exec('BEGIN IMMEDIATE');
+    const settled = await Promise.allSettled(['a', 'b'].map((v) => q.submit(() => put(v))));
+    for (const s of settled) {
+      expect(s.status).toBe('rejected');
+      const e = (s as PromiseRejectedResult).reason as DomainError;
+      expect(e).toBeInstanceOf(DatabaseBusyError);
+      expect(e.toProtocol()).toMatchObject({
+        code: 'unavailable',
+        retryable: true,
+        details: { reason: 'database.busy' },
+      });
+      expect(e.message).toMatch(/stayed locked.*nothing was written, retry/);
+    }
+    expect(q.stats.replays).toBe(0); // not replayed unit by unit: each would wait for the same lock
+    expect(q.busy.failed).toBe(1);
+    other.exec('ROLLBACK');
+    expect(values()).toEqual([]);
+    // The lock is free again: the next write commits.
+    await expect(q.submit(() => put('d'))).resolves.toBe('d');
+    expect(values()).toEqual(['d']);
+  });
+
+  it('still fails only the failing unit of a group on a statement error (not a busy lock)', async () => {
+    const q = new WriteQueue(new SqliteHot(host));
+    const settled = await Promise.allSettled(['a', null, 'c'].map((v) => q.submit(() => put(v as string))));
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(String((settled[1] as PromiseRejectedResult).reason)).toMatch(/NOT NULL/);
+    expect(values()).toEqual(['a', 'c']);
+    expect(q.busy.retries).toBe(0);
   });
 });

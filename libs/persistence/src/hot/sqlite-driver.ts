@@ -4,7 +4,7 @@ import type { HotStatement } from './hot-sql';
 import { InsertBatch } from './insert-batch';
 import { FenceCache } from './run-fence';
 import type { Op, Unit } from './unit';
-import type { WriterDriver } from './write-queue';
+import { WriterBusy, type WriterDriver } from './write-queue';
 
 /**
  * The SQLite text of a hot statement as prepared: a bound `LIMIT ?` / `OFFSET ?` becomes `+?`.
@@ -82,7 +82,7 @@ export class SqliteHot implements WriterDriver {
 
   runGroup(units: readonly (() => Unit<unknown>)[]): unknown[] {
     const t0 = this.timing && process.hrtime.bigint();
-    this.db.exec('BEGIN IMMEDIATE');
+    this.begin();
     this.timing?.add('BEGIN', t0!);
     this.fences.reset();
     try {
@@ -97,6 +97,23 @@ export class SqliteHot implements WriterDriver {
       this.batch.clear();
       if (this.db.inTransaction) {
         this.db.exec('ROLLBACK');
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * BEGIN IMMEDIATE takes the writer lock. Another connection holding it (the checkpoint worker's
+   * TRUNCATE, docs/durability.md#sqlite) makes SQLite wait up to the connection's short busy
+   * timeout (SQLITE_BUSY_TIMEOUT_MS, blocking this thread) and then fail with SQLITE_BUSY: that is
+   * WriterBusy — no unit ran, so the write queue retries the whole group later, off this thread.
+   */
+  private begin(): void {
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+    } catch (e) {
+      if (isBusy(e)) {
+        throw new WriterBusy(e instanceof Error ? e.message : String(e));
       }
       throw e;
     }
@@ -135,6 +152,12 @@ export class SqliteHot implements WriterDriver {
   close(): void {
     // The connection belongs to the data source; it closes it.
   }
+}
+
+/** SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT, SQLITE_BUSY_RECOVERY, …). */
+function isBusy(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_'));
 }
 
 /** SQLITE_STMT_PROFILE: count and total time per statement name, written as JSON when the process exits. */

@@ -1,3 +1,4 @@
+import { DomainError } from '@libs/protocol';
 import { telemetry } from '@libs/telemetry';
 import type { Unit } from './unit';
 
@@ -9,6 +10,48 @@ export interface WriterDriver {
   runGroup(units: readonly (() => Unit<unknown>)[]): unknown[] | Promise<unknown[]>;
   close(): Promise<void> | void;
 }
+
+/**
+ * Thrown by a driver's runGroup when the database's writer lock is held by another connection
+ * before any unit ran (SQLite: BEGIN IMMEDIATE answered SQLITE_BUSY): nothing was written, so
+ * the queue runs the whole group again later (WriteQueue.group).
+ */
+export class WriterBusy extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WriterBusy';
+  }
+}
+
+/**
+ * What the units of a group get when the writer lock stayed busy for `BusyRetry.boundMs`: a
+ * retryable `unavailable` (HTTP 503, gRPC UNAVAILABLE); nothing of theirs was written.
+ */
+export class DatabaseBusyError extends DomainError {
+  constructor(waitedMs: number, cause: string) {
+    super(
+      'unavailable',
+      `the database stayed locked by another connection for ${waitedMs} ms (${cause}); nothing was written, retry`,
+      { reason: 'database.busy', waited_ms: waitedMs },
+    );
+    this.name = 'DatabaseBusyError';
+  }
+}
+
+/**
+ * How the queue waits for a busy writer lock: off the event loop, the first retry `firstDelayMs`
+ * after the failure, doubling to at most `maxDelayMs`, for at most `boundMs` in all
+ * (docs/durability.md#sqlite).
+ */
+export interface BusyRetry {
+  firstDelayMs: number;
+  maxDelayMs: number;
+  boundMs: number;
+}
+
+export const BUSY_RETRY: BusyRetry = { firstDelayMs: 2, maxDelayMs: 50, boundMs: 10_000 };
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Pending {
   unit: () => Unit<unknown>;
@@ -72,12 +115,15 @@ export class WriteQueue {
   private closed = false;
   private idleWaiters: (() => void)[] = [];
   readonly stats: WriterStats = { units: 0, commits: 0, replays: 0 };
+  /** Groups started again because the writer lock was busy, and groups failed after BusyRetry.boundMs. */
+  readonly busy = { retries: 0, failed: 0 };
 
   constructor(
     private readonly driver: WriterDriver,
     private readonly maxBatch = 256,
     private readonly deferMs = DEFER_MS,
     private readonly maxDeferred = MAX_DEFERRED,
+    private readonly busyRetry: BusyRetry = BUSY_RETRY,
   ) {}
 
   /** Units waiting for a transaction. */
@@ -214,10 +260,32 @@ export class WriteQueue {
    * other code can begin a transaction between them.
    */
   private async group(units: readonly (() => Unit<unknown>)[]): Promise<unknown[]> {
-    while (!this.driver.ready()) {
-      await new Promise((r) => setTimeout(r, 1));
+    const started = Date.now();
+    let delay = this.busyRetry.firstDelayMs;
+    for (;;) {
+      while (!this.driver.ready()) {
+        await sleep(1);
+      }
+      try {
+        // Not awaited here: SQLite's group is synchronous (a WriterBusy is thrown, not rejected),
+        // and an await would add a microtask to every commit.
+        return this.driver.runGroup(units);
+      } catch (e) {
+        if (!(e instanceof WriterBusy)) {
+          throw e;
+        }
+        // The writer lock is another connection's: no unit ran. Wait off the event loop and run
+        // the whole group again (all-or-nothing, so safe), within the bound.
+        const waited = Date.now() - started;
+        if (waited >= this.busyRetry.boundMs) {
+          this.busy.failed++;
+          throw new DatabaseBusyError(waited, e.message);
+        }
+        this.busy.retries++;
+        await sleep(Math.min(delay, this.busyRetry.boundMs - waited));
+        delay = Math.min(delay * 2, this.busyRetry.maxDelayMs);
+      }
     }
-    return this.driver.runGroup(units);
   }
 
   private async runBatch(batch: Pending[]): Promise<void> {
@@ -230,8 +298,10 @@ export class WriteQueue {
       batch.forEach((p, i) => p.resolve(results[i]));
       return;
     } catch (e) {
-      if (batch.length === 1) {
-        batch[0].reject(e);
+      // A lock that stayed busy failed the group before any unit ran: replaying its units one by
+      // one would only wait for the same lock again, once per unit.
+      if (batch.length === 1 || e instanceof DatabaseBusyError) {
+        batch.forEach((p) => p.reject(e));
         return;
       }
     }
