@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { RunnerManifest } from '@libs/protocol';
 import type { CatalogKnowledgeBase, CatalogModel, CatalogTool } from './resource-catalog';
 import { visibleIn, workspaceOwners } from './tenancy';
@@ -63,7 +63,7 @@ function scopeDims(scope: RunScope): Record<StateScope, Record<string, string | 
 /** State is isolated per scope identity × agent × runner. */
 export function stateScopeKey(scope: StateScope, run: RunScope, dims: Record<string, string | null>): string {
   const material = canonicalJson({ v: 1, scope, agent_id: run.agent_id, runner_id: run.runner_id, dims });
-  return `state:v1:${createHash('sha256').update(material).digest('hex')}`;
+  return `state:v1:${hash('sha256', material, 'hex')}`;
 }
 
 /**
@@ -205,5 +205,5 @@ export function canonicalJson(value: unknown): string {
 
 /** The hash of a snapshot, as built or as stored (its JSON): the same content gives the same hash. */
 export function snapshotHash(snapshot: AuthorizationSnapshot | Readonly<Record<string, unknown>>): string {
-  return createHash('sha256').update(canonicalJson(snapshot)).digest('hex');
+  return hash('sha256', canonicalJson(snapshot), 'hex');
 }
