@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { RunnerManifest } from '@libs/protocol';
 import type { CatalogKnowledgeBase, CatalogModel, CatalogTool } from './resource-catalog';
 import type { AuthorizationSnapshot, RunScope, StateScope } from './snapshot';
@@ -465,6 +466,18 @@ describe('snapshotHash', () => {
     expect(snapshotHash(reversedKeys(base) as AuthorizationSnapshot)).toBe(hash);
     expect(snapshotHash(JSON.parse(JSON.stringify(base)) as AuthorizationSnapshot)).toBe(hash);
     expect(JSON.stringify(reversedKeys(base))).not.toBe(JSON.stringify(base));
+  });
+
+  it('is the SHA-256 of the canonical JSON, as stored hashes were computed (one-shot hash, same digest)', () => {
+    expect(snapshotHash(base)).toBe(createHash('sha256').update(canonicalJson(base)).digest('hex'));
+    const material = canonicalJson({
+      v: 1,
+      scope: 'actor',
+      agent_id: 'agent-1',
+      runner_id: 'acme/echo/default',
+      dims: { actor_type: 'user', actor_id: 'u1' },
+    });
+    expect(base.state.scope_keys.actor).toBe(`state:v1:${createHash('sha256').update(material).digest('hex')}`);
   });
 
   it('changes when any single grant, limit or scope field changes', () => {
