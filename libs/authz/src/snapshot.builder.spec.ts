@@ -696,6 +696,15 @@ describe('canonicalJson', () => {
     expect(canonicalJson([])).toBe('[]');
   });
 
+  it('gives the same text when keys are quoted from memory, past its bounds and for long keys', () => {
+    const many = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i} "q"`, i]));
+    const long = { ['x'.repeat(65)]: { ['y'.repeat(64)]: 1, 'é\n': 2 } };
+    for (let round = 0; round < 2; round++) {
+      expect(canonicalJson(many)).toBe(reference(many));
+      expect(canonicalJson(long)).toBe(reference(long));
+    }
+  });
+
   it('gives the same text as the first implementation', () => {
     const values: unknown[] = [
       null,

@@ -195,12 +195,32 @@ export function canonicalJson(value: unknown): string {
     for (const key of Object.keys(object).sort()) {
       const v = object[key];
       if (v !== undefined) {
-        text += `${text.length === 1 ? '' : ','}${JSON.stringify(key)}:${canonicalJson(v)}`;
+        text += `${text.length === 1 ? '' : ','}${quotedKey(key)}:${canonicalJson(v)}`;
       }
     }
     return `${text}}`;
   }
   return JSON.stringify(value ?? null);
+}
+
+/**
+ * Object keys as JSON strings, remembered: a snapshot's keys are the same few dozen run after run
+ * (docs/benchmarks.md#snapshot-hashing-and-fastify-5128). Bounded in count and key length (tool
+ * results pass through canonicalJson too); a key not remembered is quoted each time.
+ */
+const quotedKeys = new Map<string, string>();
+const MAX_QUOTED_KEYS = 4096;
+const MAX_QUOTED_KEY_LENGTH = 64;
+
+function quotedKey(key: string): string {
+  let quoted = quotedKeys.get(key);
+  if (quoted === undefined) {
+    quoted = JSON.stringify(key);
+    if (key.length <= MAX_QUOTED_KEY_LENGTH && quotedKeys.size < MAX_QUOTED_KEYS) {
+      quotedKeys.set(key, quoted);
+    }
+  }
+  return quoted;
 }
 
 /** The hash of a snapshot, as built or as stored (its JSON): the same content gives the same hash. */
