@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { RunnerManifest } from '@libs/protocol';
 import type { CatalogKnowledgeBase, CatalogModel, CatalogTool } from './resource-catalog';
 import type { AuthorizationSnapshot, RunScope, StateScope } from './snapshot';
@@ -467,6 +468,18 @@ describe('snapshotHash', () => {
     expect(JSON.stringify(reversedKeys(base))).not.toBe(JSON.stringify(base));
   });
 
+  it('is the SHA-256 of the canonical JSON, as stored hashes were computed (one-shot hash, same digest)', () => {
+    expect(snapshotHash(base)).toBe(createHash('sha256').update(canonicalJson(base)).digest('hex'));
+    const material = canonicalJson({
+      v: 1,
+      scope: 'actor',
+      agent_id: 'agent-1',
+      runner_id: 'acme/echo/default',
+      dims: { actor_type: 'user', actor_id: 'u1' },
+    });
+    expect(base.state.scope_keys.actor).toBe(`state:v1:${createHash('sha256').update(material).digest('hex')}`);
+  });
+
   it('changes when any single grant, limit or scope field changes', () => {
     const hash = snapshotHash(base);
     const all = leaves(base);
@@ -681,6 +694,15 @@ describe('canonicalJson', () => {
     );
     expect(canonicalJson({ u: undefined })).toBe('{}');
     expect(canonicalJson([])).toBe('[]');
+  });
+
+  it('gives the same text when keys are quoted from memory, past its bounds and for long keys', () => {
+    const many = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i} "q"`, i]));
+    const long = { ['x'.repeat(65)]: { ['y'.repeat(64)]: 1, 'é\n': 2 } };
+    for (let round = 0; round < 2; round++) {
+      expect(canonicalJson(many)).toBe(reference(many));
+      expect(canonicalJson(long)).toBe(reference(long));
+    }
   });
 
   it('gives the same text as the first implementation', () => {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { RunnerManifest } from '@libs/protocol';
 import type { CatalogKnowledgeBase, CatalogModel, CatalogTool } from './resource-catalog';
 import { visibleIn, workspaceOwners } from './tenancy';
@@ -63,7 +63,7 @@ function scopeDims(scope: RunScope): Record<StateScope, Record<string, string | 
 /** State is isolated per scope identity × agent × runner. */
 export function stateScopeKey(scope: StateScope, run: RunScope, dims: Record<string, string | null>): string {
   const material = canonicalJson({ v: 1, scope, agent_id: run.agent_id, runner_id: run.runner_id, dims });
-  return `state:v1:${createHash('sha256').update(material).digest('hex')}`;
+  return `state:v1:${hash('sha256', material, 'hex')}`;
 }
 
 /**
@@ -195,7 +195,7 @@ export function canonicalJson(value: unknown): string {
     for (const key of Object.keys(object).sort()) {
       const v = object[key];
       if (v !== undefined) {
-        text += `${text.length === 1 ? '' : ','}${JSON.stringify(key)}:${canonicalJson(v)}`;
+        text += `${text.length === 1 ? '' : ','}${quotedKey(key)}:${canonicalJson(v)}`;
       }
     }
     return `${text}}`;
@@ -203,7 +203,27 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value ?? null);
 }
 
+/**
+ * Object keys as JSON strings, remembered: a snapshot's keys are the same few dozen run after run
+ * (docs/benchmarks.md#snapshot-hashing-and-fastify-5128). Bounded in count and key length (tool
+ * results pass through canonicalJson too); a key not remembered is quoted each time.
+ */
+const quotedKeys = new Map<string, string>();
+const MAX_QUOTED_KEYS = 4096;
+const MAX_QUOTED_KEY_LENGTH = 64;
+
+function quotedKey(key: string): string {
+  let quoted = quotedKeys.get(key);
+  if (quoted === undefined) {
+    quoted = JSON.stringify(key);
+    if (key.length <= MAX_QUOTED_KEY_LENGTH && quotedKeys.size < MAX_QUOTED_KEYS) {
+      quotedKeys.set(key, quoted);
+    }
+  }
+  return quoted;
+}
+
 /** The hash of a snapshot, as built or as stored (its JSON): the same content gives the same hash. */
 export function snapshotHash(snapshot: AuthorizationSnapshot | Readonly<Record<string, unknown>>): string {
-  return createHash('sha256').update(canonicalJson(snapshot)).digest('hex');
+  return hash('sha256', canonicalJson(snapshot), 'hex');
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 export const DELIVERY_OP_TYPES = [
   'message.send',
@@ -48,7 +48,7 @@ export interface DeliveryOp {
  * version nibble 8): the normaliser stays a pure function of its inputs.
  */
 export function deliveryId(runId: string, sequence: number): string {
-  const h = createHash('sha256').update(`${runId}:${sequence}`).digest('hex');
+  const h = hash('sha256', `${runId}:${sequence}`, 'hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16], 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 

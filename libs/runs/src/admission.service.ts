@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { ProcessRegistry } from '@libs/cluster';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
@@ -106,7 +106,7 @@ export class AdmissionService {
       });
     }
     const bodyText = JSON.stringify(sub);
-    const bodyHash = createHash('sha256').update(bodyText).digest('hex');
+    const bodyHash = hash('sha256', bodyText, 'hex');
     const previous = await this.previous(sub.event.event_id ?? null, idempotencyKey);
     const readmit = previous !== null && NOT_ACCEPTED.includes(previous.disposition) && previous.body_hash === bodyHash;
     if (previous && !readmit) {

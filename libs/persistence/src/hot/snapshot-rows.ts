@@ -7,7 +7,7 @@
  * bytes). Reading joins the two back into the snapshot the run was admitted with, so its
  * `authorization_hash` (of the canonical JSON of the whole snapshot) still verifies.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { JsonObject } from '../entities';
 import { batchableInsert, stmt } from './hot-sql';
 import { exec, type SqlValue, type Unit } from './unit';
@@ -45,7 +45,7 @@ export function splitSnapshot(snapshot: JsonObject): SplitSnapshot {
     (PER_RUN_SNAPSHOT_KEYS.includes(k) ? own : shared)[k] = v;
   }
   const content = JSON.stringify(shared);
-  return { hash: createHash('sha256').update(content).digest('hex'), content, run: JSON.stringify(own) };
+  return { hash: hash('sha256', content, 'hex'), content, run: JSON.stringify(own) };
 }
 
 /** The whole snapshot from its stored parts; null when the run has none. */
