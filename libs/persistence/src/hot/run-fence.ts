@@ -38,6 +38,19 @@ const NOW_SQLITE = `CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)
 const NOW_PG = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
 
 /**
+ * The lease test of a single-run fence on PostgreSQL: the row found by its run id (unique), then
+ * its attempt and owner (and `andAlso`) compared. The comparison is wrapped in `IS TRUE` (the same outcome: a
+ * NULL never matched) so that it is no index condition: the planner must find the row by
+ * `runs_run_id_key`. Without it, on a `runs` table not yet analysed (a fresh database, or a new
+ * process whose id is not in the statistics yet) both indexes look like one row and PostgreSQL
+ * took `idx_runs_owner_process`, reading every run the process ever owned on every fence
+ * (docs/benchmarks.md#postgresql-c1-the-anatomy-of-one-run).
+ */
+function leasePg(andAlso = ''): string {
+  return `"run_id" = ? AND ("attempt" = ? AND "owner_process_id" = ?${andAlso}) IS TRUE`;
+}
+
+/**
  * The fence (a statement the writer drivers recognise by `fence`: FenceCache): an UPDATE of the
  * run's row, so it takes the row lock and serialises with a takeover — whichever commits second
  * sees the first's row (docs/scale-out.md#fenced-writes).
@@ -49,7 +62,7 @@ export const FENCE_RUN: HotStatement = {
      WHERE "run_id" = ? AND "attempt" = ? AND "owner_process_id" = ?
        AND EXISTS (SELECT 1 FROM "host_processes" WHERE "id" = ?)`,
     `UPDATE "runs" SET "last_write_at" = ${NOW_PG}
-     WHERE "run_id" = ? AND "attempt" = ? AND "owner_process_id" = ?
+     WHERE ${leasePg()}
        AND EXISTS (SELECT 1 FROM "host_processes" WHERE "id" = ?)`,
   ),
   fence: true,
@@ -109,7 +122,7 @@ export const FENCE_CALL: HotStatement = {
      WHERE "run_id" = ? AND "attempt" = ? AND "owner_process_id" = ? AND "status" = 'running'
        AND EXISTS (SELECT 1 FROM "host_processes" WHERE "id" = ?)`,
     `UPDATE "runs" SET "last_write_at" = ${NOW_PG}
-     WHERE "run_id" = ? AND "attempt" = ? AND "owner_process_id" = ? AND "status" = 'running'
+     WHERE ${leasePg(` AND "status" = 'running'`)}
        AND EXISTS (SELECT 1 FROM "host_processes" WHERE "id" = ?)`,
   ),
   fence: true,

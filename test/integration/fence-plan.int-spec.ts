@@ -1,0 +1,112 @@
+import type { TestingModule } from '@nestjs/testing';
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import { ENTITIES, FENCE_CALL, FENCE_RUN, HostProcessesRepository, HotStore, RunEntity } from '@libs/persistence';
+import { postgresDatabase, storesModule, type TestDatabase } from './support/databases';
+import { newRun } from './support/run-rows';
+
+jest.setTimeout(120_000);
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  Plans?: PlanNode[];
+}
+
+/**
+ * How PostgreSQL finds the row of a single-run fence (run-fence.ts, docs/scale-out.md#fenced-writes):
+ * by the run id, whatever the statistics say. On a `runs` table never analysed (a fresh database,
+ * as every bench and a new deployment's first minutes) with many runs of one process, the planner
+ * took the owner index and read every run of the process on each fence
+ * (docs/benchmarks.md#postgresql-c1-the-anatomy-of-one-run). Both the custom plan of the first
+ * executions and the generic plan a prepared statement keeps later are checked.
+ */
+describe('the single-run fences on postgres: found by run id', () => {
+  const OWNED = 300;
+  let db: TestDatabase;
+  let moduleRef: TestingModule;
+  let ds: DataSource;
+  let client: Client;
+  let running: { run_id: string; attempt: number; owner_process_id: string };
+
+  beforeAll(async () => {
+    db = await postgresDatabase();
+    moduleRef = await storesModule(db, [HostProcessesRepository]);
+    ds = moduleRef.get(DataSource);
+    await moduleRef.get(HotStore).drain();
+    for (const entity of ENTITIES) {
+      await ds.getRepository(entity).clear();
+    }
+    await moduleRef
+      .get(HostProcessesRepository)
+      .register({ id: 'p1', instance: 'p1', http_address: 'h:1', grpc_address: 'h:2' });
+    const ended = Array.from({ length: OWNED }, (_, i) => ({
+      ...newRun({ conversation_id: `conv-${i}`, status: 'completed' }),
+      owner_process_id: 'p1',
+      attempt: 1,
+    }));
+    await ds.getRepository(RunEntity).insert(ended);
+    const run = { ...newRun({ conversation_id: 'conv-live' }), owner_process_id: 'p1', attempt: 2 };
+    await ds.getRepository(RunEntity).insert(run);
+    running = { run_id: run.run_id, attempt: 2, owner_process_id: 'p1' };
+    client = new Client({ connectionString: (db.config as { url: string }).url });
+    await client.connect();
+  });
+
+  afterAll(async () => {
+    await client?.end();
+    await moduleRef?.close();
+    await db?.dispose();
+  });
+
+  const params = (l: typeof running): unknown[] => [l.run_id, l.attempt, l.owner_process_id, l.owner_process_id];
+
+  /** The scans of the `runs` table in the plan of `sql` with `values` (EXPLAIN does not run the UPDATE). */
+  async function runsScans(sql: string, values: unknown[], mode: 'auto' | 'force_generic_plan'): Promise<string[]> {
+    await client.query(`SET plan_cache_mode = ${mode}`);
+    const r = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${sql}`, values);
+    const scans: string[] = [];
+    const walk = (n: PlanNode): void => {
+      if (n['Relation Name'] === 'runs' && n['Node Type'] !== 'ModifyTable') {
+        scans.push(`${n['Node Type']}${n['Index Name'] ? ` ${n['Index Name']}` : ''}`);
+      }
+      n.Plans?.forEach(walk);
+    };
+    walk(r.rows[0]['QUERY PLAN'][0].Plan);
+    return scans;
+  }
+
+  it.each([
+    ['FENCE_RUN', FENCE_RUN.pg],
+    ['FENCE_CALL', FENCE_CALL.pg],
+  ])(
+    '%s: the runs row by runs_run_id_key, never a scan of the owner index (custom and generic plan)',
+    async (_n, sql) => {
+      for (const mode of ['auto', 'force_generic_plan'] as const) {
+        expect(await runsScans(sql, params(running), mode)).toEqual(['Index Scan runs_run_id_key']);
+      }
+    },
+  );
+
+  it('the same lease test: the lease matches; another attempt, another owner, or an ended run (FENCE_CALL) does not', async () => {
+    const matched = async (sql: string, l: typeof running): Promise<number> => {
+      await client.query('BEGIN');
+      try {
+        return (await client.query(sql, params(l))).rowCount ?? 0;
+      } finally {
+        await client.query('ROLLBACK');
+      }
+    };
+    expect(await matched(FENCE_RUN.pg, running)).toBe(1);
+    expect(await matched(FENCE_CALL.pg, running)).toBe(1);
+    expect(await matched(FENCE_RUN.pg, { ...running, attempt: 1 })).toBe(0);
+    expect(await matched(FENCE_RUN.pg, { ...running, owner_process_id: 'p2' })).toBe(0);
+    const ended = await ds.getRepository(RunEntity).findOneByOrFail({ conversation_id: 'conv-0' });
+    const endedLease = { run_id: ended.run_id, attempt: 1, owner_process_id: 'p1' };
+    expect(await matched(FENCE_RUN.pg, endedLease)).toBe(1);
+    expect(await matched(FENCE_CALL.pg, endedLease)).toBe(0);
+    await ds.getRepository(RunEntity).update({ run_id: ended.run_id }, { owner_process_id: null });
+    expect(await matched(FENCE_RUN.pg, endedLease)).toBe(0);
+  });
+});
