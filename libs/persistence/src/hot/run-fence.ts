@@ -265,14 +265,15 @@ export class FenceCache {
    * GROUP_LOCKS' `fenced`) and, for GROUP_LOCKS, its advisory keys.
    */
   prefetched(rows: unknown): void {
-    const all = rows as ({ fenced?: unknown } & Record<string, unknown>)[];
-    let matched = all as unknown as { run_id: string; attempt: number | string; owner_process_id: string }[];
-    if (all.length === 1 && 'fenced' in all[0]) {
-      const f = all[0].fenced;
-      matched = (typeof f === 'string' ? JSON.parse(f) : f) as typeof matched;
+    const list = rows as Record<string, unknown>[];
+    const group = list.length === 1 && 'fenced' in list[0] ? list[0].fenced : undefined;
+    if (group !== undefined) {
       this.planned.forEach((k) => this.keys.add(k));
     }
     this.planned = [];
+    const matched = (
+      group === undefined ? list : typeof group === 'string' ? (JSON.parse(group) as unknown) : group
+    ) as { run_id: string; attempt: number | string; owner_process_id: string }[];
     for (const r of matched) {
       const attempt = Number(r.attempt);
       this.held.add(
