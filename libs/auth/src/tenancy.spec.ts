@@ -26,6 +26,9 @@ describe('tenancy rules (docs/tenancy.md#keys)', () => {
     expect(targetWorkspace({ workspaces: null }, undefined)).toBe('default');
     expect(targetWorkspace({ workspaces: null }, 'globex')).toBe('globex');
     expect(targetWorkspace({ workspaces: ['acme'] }, undefined)).toBe('acme');
+    // An admin body's `workspace_id: null` names no workspace, as an absent one.
+    expect(targetWorkspace({ workspaces: null }, null)).toBe('default');
+    expect(targetWorkspace({ workspaces: ['acme'] }, null)).toBe('acme');
     expect(targetWorkspace({ workspaces: ['acme', 'globex'] }, 'globex')).toBe('globex');
     expect(refusal(() => targetWorkspace({ workspaces: ['acme'] }, 'globex'))).toEqual({
       code: 'unauthorized',

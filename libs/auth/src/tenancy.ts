@@ -42,14 +42,15 @@ export function canSee(p: Pick<Principal, 'workspaces'>, workspace: string | nul
 /**
  * The workspace a write by the caller goes to (docs/tenancy.md#keys): the one named (it must be
  * the caller's: 403 naming `field` otherwise), else the caller's only workspace, else `default`
- * for a global key; a key of several workspaces must name one.
+ * for a global key; a key of several workspaces must name one. `null` names none, as absent does
+ * (an admin body's optional `workspace_id: null`: docs/api.md, null in admin bodies).
  */
 export function targetWorkspace(
   p: Pick<Principal, 'workspaces'>,
-  named: string | undefined,
+  named: string | null | undefined,
   field = 'workspace_id',
 ): string {
-  if (named !== undefined) {
+  if (named !== undefined && named !== null) {
     if (!canSee(p, named)) {
       throw new DomainError('unauthorized', `${field}: ${named} is not a workspace of this API key`, { field });
     }

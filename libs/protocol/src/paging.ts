@@ -1,3 +1,4 @@
+import { INT32_MAX } from './body-schema';
 import { DomainError } from './errors';
 
 /** One page of a list: `next_cursor` is null on the last page (docs/api.md). */
@@ -33,7 +34,7 @@ export function cutPage<R>(rows: R[], limit: number, cursorOf: (last: R) => stri
 }
 
 /** The largest row id a numeric cursor may carry (an int32 id column on both databases). */
-export const MAX_ROW_ID = 2_147_483_647;
+export const MAX_ROW_ID = INT32_MAX;
 
 /**
  * A numeric cursor (a row id) as a page request carries it: absent → null; anything but an

@@ -1,14 +1,15 @@
 import { TokenBucket, type AuthorizationSnapshot } from '@libs/authz';
 import type { RunDelivery } from '@libs/delivery';
 import type { RunLease } from '@libs/persistence';
-import { TERMINAL_RESULT_TYPES } from '@libs/protocol';
+import { INT32_MAX, TERMINAL_RESULT_TYPES } from '@libs/protocol';
 import type { RunnerSession } from '@libs/runner-gateway';
 import type { RunGrant } from './run-grant';
 import { terminalOutcome, verdictOutcome, verdictResult, type HostVerdict, type RunOutcome } from './run-outcome';
 import type { ResultView } from './run-stream.bus';
 import { decideSequence, MAX_SEQUENCE } from './sequence-rules';
 
-const MAX_TIMER_MS = 2_147_483_647;
+/** Node's timers hold at most a signed 32-bit delay (longer ones fire at once). */
+const MAX_TIMER_MS = INT32_MAX;
 
 /** What a dropped run (`drop`) resolves `finished` with: the outcome the process that took it over writes. */
 export const FENCED_OUTCOME: RunOutcome = {

@@ -1,5 +1,7 @@
+import { INT32_MAX } from '@libs/protocol';
+
 /** Largest sequence either database can store (PostgreSQL INTEGER). */
-export const MAX_SEQUENCE = 2_147_483_647;
+export const MAX_SEQUENCE = INT32_MAX;
 
 export type SequenceDecision =
   { accept: true; sequence: number; warning?: string } | { accept: false; warning: string };

@@ -21,7 +21,7 @@ export class WriteTenancy {
   }
 
   /** The workspace a new row goes to: named (the caller's, existing) or the caller's only one. */
-  target(req: AuthenticatedRequest, named: string | undefined): string {
+  target(req: AuthenticatedRequest, named: string | null | undefined): string {
     const ws = targetWorkspace(req.principal!, named);
     if (!this.workspaces.exists(ws)) {
       throw new DomainError('invalid_argument', `workspace_id: workspace ${ws} does not exist`, {

@@ -1,3 +1,4 @@
+import { INT32_MAX } from '@libs/protocol';
 import type { JsonObject, LocalAgentHostPort } from '../host-port';
 
 /*
@@ -16,7 +17,8 @@ export class RunStopped extends Error {
   }
 }
 
-const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Node's timers hold at most a signed 32-bit delay (longer ones fire at once). */
+const MAX_TIMER_MS = INT32_MAX;
 
 export class RunControls {
   private reason: StopReason | null = null;

@@ -28,7 +28,6 @@ import {
 } from './run-units';
 import { STEERING_COLUMNS, STEERING_SQL } from './steering-sql';
 import {
-  conversationLock,
   conversationLockKey,
   situationOf,
   type ConversationRef,
@@ -175,7 +174,7 @@ function activeQuotaLockKey(q: ActiveQuota): string {
 /**
  * The workspace's running runs when they reach its `max_active_runs`, else null. The caller holds
  * the workspace's lock (activeQuotaLockKey: a transaction advisory lock on PostgreSQL, held to
- * COMMIT; SQLite has one writer), taken after the conversation's, so a concurrent admission or
+ * COMMIT; SQLite has one writer), taken with the conversation's, so a concurrent admission or
  * start in the workspace counts this one's run once it committed. Read without the lock, it is
  * only a hint (SteeringRepository.activeQuotaReached): the units decide.
  */
@@ -289,11 +288,11 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
 }
 
 /**
- * The transaction locks an admission takes, in this order and as one statement (a round trip
- * each on PostgreSQL): the conversation's (its situation is read under it), the workspace's
- * active-run count's (activeQuotaReached), and the transcript's of the user row it may append
- * (appendTranscriptUnit) — taken before the unit reads anything, so every later read sees what
- * the lock's previous holder committed.
+ * The transaction locks an admission takes, as one statement (a round trip each on PostgreSQL,
+ * taken in the one lock order: lockKeys): the conversation's (its situation is read under it),
+ * the workspace's active-run count's (activeQuotaReached), and the transcript's of the user row it
+ * may append (appendTranscriptUnit) — taken before the unit reads anything, so every later read
+ * sees what the lock's previous holder committed.
  */
 function* admissionLocks(a: AdmissionRows): Unit<void> {
   const keys = [
@@ -384,7 +383,11 @@ export type WaitingStartOutcome =
  * ended meanwhile. The event's position is set in the stored context as at admission.
  */
 export function* startWaitingUnit(w: WaitingStart): Unit<WaitingStartOutcome> {
-  yield* conversationLock(w.conversation);
+  // The conversation's lock and, with a quota, the workspace's (activeQuotaReached) as one
+  // statement, before anything is read; the run row its claim updates is declared (Op.locks), so
+  // a PostgreSQL group locks it with its other locks, in the one order (docs/scale-out.md#one-lock-order).
+  const keys = [conversationLockKey(w.conversation), ...(w.active_quota ? [activeQuotaLockKey(w.active_quota)] : [])];
+  yield* one(keys.length === 1 ? SQL.lockConversation : lockKeys(keys.length), keys, { runs: [w.run_id] });
   const situation = yield* situationOf(w.conversation);
   if (situation.running_run_id) {
     return { started: false, why: 'busy' };
@@ -393,10 +396,10 @@ export function* startWaitingUnit(w: WaitingStart): Unit<WaitingStartOutcome> {
   if (!next || Number(next.id) !== w.item_id) {
     return { started: false, why: 'moved' };
   }
-  // The same count and lock order as admission (conversation, then workspace): the start of a
-  // waiting or routed run never takes the workspace past its limit, at any process.
+  // The same count under the same locks as admission (the conversation's and the workspace's,
+  // taken above): the start of a waiting or routed run never takes the workspace past its limit,
+  // at any process.
   if (w.active_quota) {
-    yield* one(SQL.lockConversation, [activeQuotaLockKey(w.active_quota)]);
     if ((yield* activeQuotaReached(w.active_quota)) !== null) {
       return { started: false, why: 'quota' };
     }

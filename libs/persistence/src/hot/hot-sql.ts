@@ -33,6 +33,24 @@ export interface HotStatement {
    * and triggers touch nothing else.
    */
   readonly reads?: readonly string[];
+  /**
+   * Its parameters are all transaction advisory lock keys (lockConversation, lockKeys): as the
+   * first op of a unit, the PostgreSQL writer takes them with its group's other locks, in the one
+   * lock order (run-fence.ts GROUP_LOCKS), and answers the op itself.
+   */
+  readonly advisory?: true;
+  /**
+   * The parameter that names the run whose row it locks (an UPDATE of `runs`), and the parameter
+   * of the advisory key it takes, if any: as the first op of a unit, the PostgreSQL writer locks
+   * them with its group's other locks first, in the one lock order (GROUP_LOCKS); the op still runs.
+   */
+  readonly lockRun?: number;
+  readonly lockKey?: number;
+}
+
+/** The statement, locking the run row named by its parameter `run` (and the advisory key of `key`) (HotStatement.lockRun). */
+export function lockingRun(s: HotStatement, run: number, key?: number): HotStatement {
+  return { ...s, lockRun: run, ...(key === undefined ? {} : { lockKey: key }) };
 }
 
 /** The statement, declared to read (or conflict with) only these tables' held rows (HotStatement.reads). */
@@ -41,21 +59,33 @@ export function reading(s: HotStatement, ...tables: string[]): HotStatement {
 }
 
 /**
- * The transaction locks of `n` keys (lockConversation's, n ≥ 2) in one statement: PostgreSQL
- * evaluates a SELECT list left to right, so they are taken in the keys' order.
+ * The advisory locks of a JSON array of keys, in the one lock order: by lock id (`hashtext` of
+ * the key), each once — the sorted subquery is kept apart (OFFSET 0), so the aggregate takes the
+ * locks in its order (docs/scale-out.md#one-lock-order).
+ */
+export function advisoryLocksSql(keys: string, as: string): string {
+  return `SELECT count(pg_advisory_xact_lock(s."h")) AS "${as}" FROM (SELECT DISTINCT hashtext(k) AS "h" FROM ${keys} AS k ORDER BY 1 OFFSET 0) AS s`;
+}
+
+/**
+ * The transaction locks of `n` keys (lockConversation's, n ≥ 2) in one statement, in the one lock
+ * order (by lock id, advisoryLocksSql), whatever the order of the keys.
  */
 const LOCKS = new Map<number, HotStatement>();
 export function lockKeys(n: number): HotStatement {
   let s = LOCKS.get(n);
   if (!s) {
     const marks = Array.from({ length: n }, (_, i) => i);
-    s = reading(
-      stmt(
-        `lock_keys_x${n}`,
-        `SELECT ${marks.map((i) => `? AS "k${i}"`).join(', ')}`,
-        `SELECT ${marks.map((i) => `pg_advisory_xact_lock(hashtext(?)) AS "k${i}"`).join(', ')}`,
+    s = {
+      ...reading(
+        stmt(
+          `lock_keys_x${n}`,
+          `SELECT ${marks.map((i) => `? AS "k${i}"`).join(', ')}`,
+          advisoryLocksSql(`unnest(ARRAY[${marks.map(() => '?').join(', ')}]::text[])`, 'k'),
+        ),
       ),
-    );
+      advisory: true,
+    };
     LOCKS.set(n, s);
   }
   return s;
@@ -236,23 +266,28 @@ export const SQL = {
    * Taken before a transcript append: on PostgreSQL the conversation's transaction lock, so
    * writers of several host processes cannot compute the same next seq; SQLite has one writer.
    */
-  lockConversation: reading(
-    stmt('lock_conversation', 'SELECT ? AS "k"', `SELECT pg_advisory_xact_lock(hashtext(?)) AS "k"`),
-  ),
+  lockConversation: {
+    ...reading(stmt('lock_conversation', 'SELECT ? AS "k"', `SELECT pg_advisory_xact_lock(hashtext(?)) AS "k"`)),
+    advisory: true,
+  },
   /**
    * finishRun, taking the conversation's transcript lock (lockConversation's) in the same
    * statement when it matched: the end's transcript row then needs no lock statement of its own —
    * its next seq is read by a later statement, whose snapshot is taken after the lock was granted.
    */
-  finishRunLocking: reading(
-    stmt(
-      'finish_run_locking',
-      `UPDATE "runs" SET "status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "usage" = ?, "finished_at" = ?
+  finishRunLocking: lockingRun(
+    reading(
+      stmt(
+        'finish_run_locking',
+        `UPDATE "runs" SET "status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "usage" = ?, "finished_at" = ?
      WHERE "run_id" = ? AND "status" IN ('queued', 'running') RETURNING ? AS "k"`,
-      `UPDATE "runs" SET "status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "usage" = ?, "finished_at" = ?
+        `UPDATE "runs" SET "status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "usage" = ?, "finished_at" = ?
      WHERE "run_id" = ? AND "status" IN ('queued', 'running') RETURNING pg_advisory_xact_lock(hashtext(?)) AS "k"`,
+      ),
+      'runs',
     ),
-    'runs',
+    6,
+    7,
   ),
   /**
    * Running runs of a workspace (`default` also counts runs stored without one), for its
@@ -284,15 +319,21 @@ export const SQL = {
 
   // Results and the end of a run.
   insertResult: batchableInsert('insert_result', 'run_results', RESULT_COLUMNS),
-  finishRun: reading(
-    stmt(
-      'finish_run',
-      `UPDATE "runs" SET "status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "usage" = ?, "finished_at" = ?
+  finishRun: lockingRun(
+    reading(
+      stmt(
+        'finish_run',
+        `UPDATE "runs" SET "status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "usage" = ?, "finished_at" = ?
      WHERE "run_id" = ? AND "status" IN ('queued', 'running')`,
+      ),
+      'runs',
     ),
-    'runs',
+    6,
   ),
-  markCancelRequested: stmt('mark_cancel', 'UPDATE "runs" SET "cancel_requested_at" = ? WHERE "run_id" = ?'),
+  markCancelRequested: lockingRun(
+    stmt('mark_cancel', 'UPDATE "runs" SET "cancel_requested_at" = ? WHERE "run_id" = ?'),
+    1,
+  ),
 
   // Reads of the run path.
   resultsAfter: stmt(

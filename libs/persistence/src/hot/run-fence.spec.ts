@@ -6,6 +6,7 @@ import {
   FENCE_RUN,
   FENCE_RUNS,
   FenceCache,
+  GROUP_LOCKS,
   FencedError,
   fenceCallUnit,
   fenceUnit,
@@ -80,15 +81,47 @@ describe('the fence of a run write (docs/scale-out.md#fenced-writes)', () => {
     expect(cache.answer(callOp)).toEqual({ changes: 1 });
   });
 
-  it('the fences opening a group are one statement (FENCE_RUNS) for two or more distinct leases; other first ops are not in it', () => {
+  it('the fences opening a group are one statement (FENCE_RUNS) for two or more distinct leases and no other lock', () => {
     const cache = new FenceCache();
     const b: RunLease = { run_id: 'r2', attempt: 1, owner_process_id: 'p1' };
-    const other: Op = { kind: 'run', stmt: SQL.finishRun, params: ['r3'] };
-    const call: Op = { ...fenceOp({ ...lease, run_id: 'r4' }), stmt: FENCE_CALL };
-    expect(cache.prefetch([fenceOp(lease), fenceOp(lease), other, call])).toBeNull();
-    const op = cache.prefetch([fenceOp(lease), other, fenceOp(b), fenceOp(lease), call])!;
+    const read: Op = { kind: 'get', stmt: SQL.runStatus, params: ['r3'] };
+    expect(cache.prefetch([fenceOp(lease), fenceOp(lease), read])).toBeNull();
+    const op = cache.prefetch([fenceOp(lease), read, fenceOp(b), fenceOp(lease)])!;
     expect(op).toMatchObject({ kind: 'all', stmt: FENCE_RUNS });
     expect(JSON.parse(op.params[0] as string)).toEqual([lease, b]);
+  });
+
+  it('with other locks, the group takes every lock its units open with or declare as one statement (GROUP_LOCKS)', () => {
+    const cache = new FenceCache();
+    const finish: Op = { kind: 'run', stmt: SQL.finishRun, params: [1, 2, 3, 4, 5, 6, 'r3'] };
+    const call: Op = { ...fenceOp({ ...lease, run_id: 'r4' }), stmt: FENCE_CALL };
+    const conv: Op = { kind: 'get', stmt: SQL.lockConversation, params: ['conversation:c'] };
+    const declared: Op = { ...fenceOp(lease), locks: { keys: ['transcript:c'], runs: ['r5'] } };
+    // One lock alone is its own statement.
+    expect(cache.prefetch([call])).toBeNull();
+    expect(cache.prefetch([conv])).toBeNull();
+    const op = cache.prefetch([declared, finish, call, conv])!;
+    expect(op).toMatchObject({ kind: 'all', stmt: GROUP_LOCKS });
+    const [runs, leases, keys] = op.params.map((p) => JSON.parse(p as string) as unknown);
+    expect(runs).toEqual(['r1', 'r5', 'r3', 'r4']);
+    expect(leases).toEqual([lease]);
+    expect(keys).toEqual(['transcript:c', 'conversation:c']);
+    // Its answer: the leases matched are held, the keys taken answer their lock ops; FENCE_CALL still runs.
+    expect(cache.answer(conv)).toBeUndefined();
+    cache.prefetched([{ keys: 2, rows: 4, fenced: [lease] }]);
+    expect(cache.answer(fenceOp(lease))).toEqual({ changes: 1 });
+    expect(cache.answer(conv)).toEqual({ changes: 1 });
+    expect(cache.answer({ ...conv, params: ['conversation:other'] })).toBeUndefined();
+    expect(cache.answer(call)).toBeUndefined();
+    cache.reset();
+    expect(cache.answer(conv)).toBeUndefined();
+  });
+
+  it('GROUP_LOCKS takes the advisory locks (by lock id) before the run rows (by run id), then fences the leases', () => {
+    const pg = GROUP_LOCKS.pg;
+    expect(pg.indexOf('"keys"')).toBeLessThan(pg.indexOf('AS "rows"'));
+    expect(pg).toContain('ORDER BY r."run_id"\n       FOR UPDATE OF r');
+    expect(pg).toContain('ORDER BY 1 OFFSET 0');
   });
 
   it('a lease the group fence matched is held (its unit runs no fence); one it missed runs its own FENCE_RUN', () => {

@@ -4,8 +4,8 @@
  * keeps it at one statement per run per group commit. SQL of both dialects (SQLite has one
  * process, but runs the same statement). The takeover of a dead owner's runs: run-takeover.ts.
  */
-import { stmt, type HotStatement } from './hot-sql';
-import { exec, type Changes, type Op, type SqlValue, type Unit } from './unit';
+import { advisoryLocksSql, stmt, type HotStatement } from './hot-sql';
+import { exec, type Changes, type LaterLocks, type Op, type SqlValue, type Unit } from './unit';
 
 /** What a process holds of a run it owns: the fence token its writes name. */
 export interface RunLease {
@@ -126,18 +126,66 @@ export const FENCE_CALL: HotStatement = {
        AND EXISTS (SELECT 1 FROM "host_processes" WHERE "id" = ?)`,
   ),
   fence: true,
+  // Not answered from a group's locks (it checks the status, which the group may change), but
+  // its row is locked with them, in the one lock order (GROUP_LOCKS).
+  lockRun: 0,
+};
+
+/**
+ * Every lock a PostgreSQL group commit takes, as one statement at its start, in the one lock order
+ * (docs/scale-out.md#one-lock-order): first the transaction advisory locks (conversations,
+ * workspaces' active-run counts, transcripts) by lock id, then the run rows by run id — the fences
+ * of the leases among them (FENCE_RUN for each, returned when matched) and the rows its units lock
+ * otherwise (FENCE_CALL, a cancel request, an end or a start of a run: HotStatement.lockRun,
+ * Op.locks). A lock taken later in unit order is then one the transaction holds already, so two
+ * processes' groups never wait for each other in a cycle over these locks.
+ *
+ * Parameters: the run ids to lock (JSON array), the leases to fence (JSON array of
+ * `{run_id, attempt, owner_process_id}`, their runs among the ids), the advisory keys (JSON array).
+ * One row: `keys` and `rows` (how many were locked) and `fenced` (the leases matched). The select
+ * list is evaluated left to right, so the advisory locks are taken before the first row lock; the
+ * `locked` CTE locks its rows above its sort (in run-id order, as FENCE_RUNS), and the fence's
+ * UPDATE re-checks each lease on the row it locked (a run taken over meanwhile matches nothing).
+ * PostgreSQL only: SQLite has one writer (no lock order to keep) and never runs it.
+ */
+export const GROUP_LOCKS: HotStatement = {
+  ...stmt(
+    'group_locks',
+    `SELECT ? AS "rows", ? AS "fenced", ? AS "keys"`,
+    `WITH "locked" AS MATERIALIZED (
+       SELECT r."run_id" FROM "runs" r WHERE r."run_id" IN (SELECT json_array_elements_text(?::json))
+       ORDER BY r."run_id"
+       FOR UPDATE OF r),
+     "fenced" AS (
+       UPDATE "runs" AS r SET "last_write_at" = ${NOW_PG}
+       FROM json_to_recordset(?::json) AS f("run_id" text, "attempt" integer, "owner_process_id" text)
+       WHERE r."run_id" = f."run_id" AND r."attempt" = f."attempt" AND r."owner_process_id" = f."owner_process_id"
+         AND r."run_id" IN (SELECT l."run_id" FROM "locked" l)
+         AND EXISTS (SELECT 1 FROM "host_processes" h WHERE h."id" = r."owner_process_id")
+       RETURNING r."run_id", r."attempt", r."owner_process_id")
+     SELECT (${advisoryLocksSql('json_array_elements_text(?::json)', 'n')}) AS "keys",
+       (SELECT count(*) FROM "locked") AS "rows",
+       (SELECT COALESCE(json_agg(json_build_object('run_id', x."run_id", 'attempt', x."attempt",
+          'owner_process_id', x."owner_process_id")), '[]'::json) FROM "fenced" x) AS "fenced"`,
+  ),
+  reads: ['runs'],
 };
 
 /**
  * The fence of a unit of a run owned by this process: nothing when the run is not leased (one
  * process without a claim; legacy callers); otherwise the unit (its whole transaction) fails with
- * FencedError unless the lease is still this run's.
+ * FencedError unless the lease is still this run's. `later`: the locks the unit takes after the
+ * fence (Op.locks: taken with its group's, in the one lock order).
  */
-export function* fenceUnit(lease: RunLease | null | undefined): Unit<void> {
+export function* fenceUnit(lease: RunLease | null | undefined, later?: LaterLocks): Unit<void> {
   if (!lease) {
     return;
   }
-  const matched = yield* exec(FENCE_RUN, [lease.run_id, lease.attempt, lease.owner_process_id, lease.owner_process_id]);
+  const matched = yield* exec(
+    FENCE_RUN,
+    [lease.run_id, lease.attempt, lease.owner_process_id, lease.owner_process_id],
+    later,
+  );
   if (matched === 0) {
     throw new FencedError(lease);
   }
@@ -179,26 +227,67 @@ export function* fenceCallUnit(lease: RunLease | null | undefined): Unit<void> {
  */
 export class FenceCache {
   private readonly held = new Set<string>();
+  /** Advisory keys the group's lock statement took (GROUP_LOCKS): their lock ops are answered. */
+  private readonly keys = new Set<string>();
+  private planned: readonly string[] = [];
 
   /**
-   * The one statement fencing the runs of these ops (the first op of each unit of a group) that
-   * are FENCE_RUNs, or null when fewer than two distinct leases would be in it (one is its own
-   * FENCE_RUN, a named statement already).
+   * The one statement taking the locks these ops (the first op of each unit of a group) open with
+   * or declare (Op.locks), or null when fewer than two locks would be in it (one lock is its own
+   * statement, nothing to order). Only fences of two or more distinct leases: FENCE_RUNS. With
+   * advisory keys or other run rows: GROUP_LOCKS, in the one lock order.
    */
   prefetch(first: readonly Op[]): Op | null {
     const leases = new Map<string, RunLease>();
+    const runs = new Set<string>();
+    const keys = new Set<string>();
     for (const op of first) {
-      if (op.stmt === FENCE_RUN && !this.held.has(key(op))) {
-        const [run_id, attempt, owner_process_id] = op.params as [string, number, string];
-        leases.set(key(op), { run_id, attempt, owner_process_id });
+      if (op.stmt === FENCE_RUN) {
+        if (!this.held.has(key(op))) {
+          const [run_id, attempt, owner_process_id] = op.params as [string, number, string];
+          leases.set(key(op), { run_id, attempt, owner_process_id });
+          runs.add(run_id);
+        }
+      } else if (op.stmt.advisory) {
+        op.params.forEach((k) => keys.add(String(k)));
+      } else if (op.stmt.lockRun !== undefined) {
+        runs.add(String(op.params[op.stmt.lockRun]));
+        if (op.stmt.lockKey !== undefined) {
+          keys.add(String(op.params[op.stmt.lockKey]));
+        }
       }
+      op.locks?.keys?.forEach((k) => keys.add(k));
+      op.locks?.runs?.forEach((r) => runs.add(r));
     }
-    return leases.size < 2 ? null : { kind: 'all', stmt: FENCE_RUNS, params: [JSON.stringify([...leases.values()])] };
+    if (keys.size === 0 && runs.size === leases.size) {
+      return leases.size < 2 ? null : { kind: 'all', stmt: FENCE_RUNS, params: [JSON.stringify([...leases.values()])] };
+    }
+    if (keys.size + runs.size < 2) {
+      return null;
+    }
+    this.planned = [...keys];
+    return {
+      kind: 'all',
+      stmt: GROUP_LOCKS,
+      params: [JSON.stringify([...runs]), JSON.stringify([...leases.values()]), JSON.stringify(this.planned)],
+    };
   }
 
-  /** Records the leases FENCE_RUNS matched (its RETURNING rows). */
+  /**
+   * Records what the group's lock statement took: the leases it matched (FENCE_RUNS' rows, or
+   * GROUP_LOCKS' `fenced`) and, for GROUP_LOCKS, its advisory keys.
+   */
   prefetched(rows: unknown): void {
-    for (const r of rows as { run_id: string; attempt: number | string; owner_process_id: string }[]) {
+    const list = rows as Record<string, unknown>[];
+    const group = list.length === 1 && 'fenced' in list[0] ? list[0].fenced : undefined;
+    if (group !== undefined) {
+      this.planned.forEach((k) => this.keys.add(k));
+    }
+    this.planned = [];
+    const matched = (
+      group === undefined ? list : typeof group === 'string' ? (JSON.parse(group) as unknown) : group
+    ) as { run_id: string; attempt: number | string; owner_process_id: string }[];
+    for (const r of matched) {
       const attempt = Number(r.attempt);
       this.held.add(
         key({ kind: 'run', stmt: FENCE_RUN, params: [r.run_id, attempt, r.owner_process_id, r.owner_process_id] }),
@@ -206,8 +295,14 @@ export class FenceCache {
     }
   }
 
-  /** The answer for an op that is a fence already matched in this transaction; undefined to run it. */
+  /**
+   * The answer for an op that is a fence already matched in this transaction, or an advisory lock
+   * op whose keys the group's lock statement took; undefined to run it.
+   */
   answer(op: Op): Changes | undefined {
+    if (op.stmt.advisory) {
+      return this.keys.size > 0 && op.params.every((k) => this.keys.has(String(k))) ? { changes: 1 } : undefined;
+    }
     return op.stmt.fence && this.held.has(key(op)) ? { changes: 1 } : undefined;
   }
 
@@ -226,6 +321,8 @@ export class FenceCache {
 
   reset(): void {
     this.held.clear();
+    this.keys.clear();
+    this.planned = [];
   }
 }
 

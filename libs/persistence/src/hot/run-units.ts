@@ -134,8 +134,9 @@ export function* finishUnit(
   outbox: readonly NewOutboxRow[] = [],
   lease: RunLease | null = null,
 ): Unit<boolean> {
-  yield* fenceUnit(lease);
-  // With a transcript row to append, the same statement takes its lock (SQL.finishRunLocking).
+  // With a transcript row to append, the finish statement takes its lock (SQL.finishRunLocking);
+  // declared on the fence, so a PostgreSQL group takes it with its other locks, in the one order.
+  yield* fenceUnit(lease, assistant ? { keys: [transcriptLockKey(assistant.conversation_id)] } : undefined);
   const changed = yield* exec(assistant ? SQL.finishRunLocking : SQL.finishRun, [
     end.status,
     end.status_reason,

@@ -3,7 +3,7 @@
  * dialects: the conversation's running run, its waiting items, the steering queue of a run, and the
  * runs that start later.
  */
-import { insert, reading, stmt } from './hot-sql';
+import { insert, lockingRun, reading, stmt } from './hot-sql';
 
 export const STEERING_COLUMNS = [
   'conversation_key',
@@ -118,10 +118,13 @@ export const STEERING_SQL = {
     relets: true,
   },
   /** A waiting run ends before it started (no runner in time, its agent gone, cancelled). */
-  finishQueuedRun: stmt(
-    'finish_queued_run',
-    `UPDATE "runs" SET "status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "finished_at" = ?
+  finishQueuedRun: lockingRun(
+    stmt(
+      'finish_queued_run',
+      `UPDATE "runs" SET "status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "finished_at" = ?
      WHERE "run_id" = ? AND "status" = 'queued'`,
+    ),
+    5,
   ),
   /** An event's position in the event log (its first row: the EventPage cursor of the run context). */
   eventSeq: stmt('event_seq', `SELECT MIN("id") AS "id" FROM "event_log" WHERE "event_id" = ?`),

@@ -14,21 +14,41 @@ export interface Changes {
   changes: number;
 }
 
-export type Op =
+/**
+ * Locks a unit takes later in its transaction, declared on its first op so that the PostgreSQL
+ * writer takes them with the rest of its group's locks, in the one lock order
+ * (run-fence.ts GROUP_LOCKS, docs/scale-out.md#one-lock-order): transaction advisory lock keys
+ * (lockConversation's kind) and run rows. Drivers that take no locks ignore it.
+ */
+export interface LaterLocks {
+  keys?: readonly string[];
+  runs?: readonly string[];
+}
+
+export type Op = (
   | { kind: 'run'; stmt: HotStatement; params: readonly SqlValue[] }
   | { kind: 'get'; stmt: HotStatement; params: readonly SqlValue[] }
-  | { kind: 'all'; stmt: HotStatement; params: readonly SqlValue[] };
+  | { kind: 'all'; stmt: HotStatement; params: readonly SqlValue[] }
+) & { locks?: LaterLocks };
 
 export type Unit<T> = Generator<Op, T, unknown>;
 
-/** Runs a statement; yields the number of rows it changed. */
-export function* exec(stmt: HotStatement, params: readonly SqlValue[]): Generator<Op, number, unknown> {
-  return ((yield { kind: 'run', stmt, params }) as Changes).changes;
+/** Runs a statement; yields the number of rows it changed. `locks`: see LaterLocks. */
+export function* exec(
+  stmt: HotStatement,
+  params: readonly SqlValue[],
+  locks?: LaterLocks,
+): Generator<Op, number, unknown> {
+  return ((yield locks ? { kind: 'run', stmt, params, locks } : { kind: 'run', stmt, params }) as Changes).changes;
 }
 
-/** The first row of a query (or of a RETURNING clause), if any. */
-export function* one<R>(stmt: HotStatement, params: readonly SqlValue[]): Generator<Op, R | undefined, unknown> {
-  return (yield { kind: 'get', stmt, params }) as R | undefined;
+/** The first row of a query (or of a RETURNING clause), if any. `locks`: see LaterLocks. */
+export function* one<R>(
+  stmt: HotStatement,
+  params: readonly SqlValue[],
+  locks?: LaterLocks,
+): Generator<Op, R | undefined, unknown> {
+  return (yield locks ? { kind: 'get', stmt, params, locks } : { kind: 'get', stmt, params }) as R | undefined;
 }
 
 export function* rows<R>(stmt: HotStatement, params: readonly SqlValue[]): Generator<Op, R[], unknown> {

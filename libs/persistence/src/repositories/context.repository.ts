@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, Repository, type ObjectLiteral, type SelectQueryBuilder } from 'typeorm';
+import { INT32_MAX } from '@libs/protocol';
 import { EventLogEntity, TranscriptEntity } from '../entities';
 import { HotStore } from '../hot/hot-store';
 import { SQL } from '../hot/hot-sql';
@@ -145,7 +146,7 @@ function whereConversation<T extends ObjectLiteral>(
 }
 
 /** Above every seq either database stores (INTEGER). */
-const MAX_SEQ = 2_147_483_647;
+const MAX_SEQ = INT32_MAX;
 
 function transcriptFromRow(r: Record<string, unknown>): TranscriptEntity {
   return {

@@ -1,10 +1,11 @@
-import { DomainError } from '@libs/protocol';
+import { DomainError, INT32_MAX } from '@libs/protocol';
 import { telemetry } from '@libs/telemetry';
 import type { ResourceCall } from '../resource-call';
 
 export type AbortCause = 'cancelled' | 'run_deadline' | 'timeout';
 
-const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Node's timers hold at most a signed 32-bit delay (longer ones fire at once). */
+const MAX_TIMER_MS = INT32_MAX;
 
 /**
  * One AbortSignal for one provider call, aborted by whichever comes first: the run's signal (the

@@ -3,7 +3,7 @@ import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagg
 import { AuditService } from '@libs/authz';
 import { DomainError } from '@libs/protocol';
 import { RunsQueryService } from '@libs/runs';
-import { runIdPipe } from '../dto/rules';
+import { INT32_MAX, runIdPipe } from '../dto/rules';
 import { AuditPageDto, AuthorizationDto } from '../dto/inspection.dto';
 import { ErrorResponseDto } from '../dto/error.dto';
 import { PageQueryDto } from '../dto/admin.dto';
@@ -32,7 +32,7 @@ export class RunInspectionController {
   async auditLog(@Param('run_id', runIdPipe) runId: string, @Query() q: PageQueryDto): Promise<AuditPageDto> {
     await this.runs.get(runId);
     const after = q.cursor === undefined ? 0 : Number(q.cursor);
-    if (!Number.isInteger(after) || after < 0 || after > 2_147_483_647) {
+    if (!Number.isInteger(after) || after < 0 || after > INT32_MAX) {
       throw new DomainError('invalid_argument', 'cursor: must be a cursor returned by a previous page', {
         field: 'cursor',
       });

@@ -1,0 +1,112 @@
+import type { TestingModule } from '@nestjs/testing';
+import { DatabaseError } from 'pg';
+import { DataSource } from 'typeorm';
+import {
+  appendTranscriptUnit,
+  ENTITIES,
+  HostProcessesRepository,
+  HotStore,
+  RunEntity,
+  stateSetUnit,
+  type RunLease,
+  type Unit,
+} from '@libs/persistence';
+import { PgHot } from '../../libs/persistence/src/hot/pg-driver';
+import { postgresDatabase, storesModule, type TestDatabase } from './support/databases';
+import { newRun, T0, transcriptRow } from './support/run-rows';
+
+jest.setTimeout(180_000);
+
+/**
+ * The one lock order of a PostgreSQL group commit (docs/scale-out.md#one-lock-order): every lock
+ * a group takes — the conversations' and transcripts' advisory locks, the run rows its host API
+ * writes fence (FENCE_CALL) — is taken at the group's start in one order (advisory keys by lock id,
+ * then run rows by run id), whatever the order of its units. Two writers (two processes' drivers)
+ * commit groups over the same conversations and runs, listed in opposite orders, concurrently,
+ * many rounds: before, each took its locks in unit order and PostgreSQL aborted one of them with
+ * a deadlock (40P01; its writer replays the group unit by unit); now none does.
+ */
+describe('a group commit on postgres: one lock order for every lock it takes', () => {
+  const CONVERSATIONS = 6;
+  const ROUNDS = 40;
+  let db: TestDatabase;
+  let moduleRef: TestingModule;
+  let ds: DataSource;
+  let leases: RunLease[];
+
+  beforeAll(async () => {
+    db = await postgresDatabase();
+    moduleRef = await storesModule(db, [HostProcessesRepository]);
+    ds = moduleRef.get(DataSource);
+    await moduleRef.get(HotStore).drain();
+    for (const entity of ENTITIES) {
+      await ds.getRepository(entity).clear();
+    }
+    const processes = moduleRef.get(HostProcessesRepository);
+    for (const id of ['p1', 'p2']) {
+      await processes.register({ id, instance: id, http_address: 'h:1', grpc_address: 'h:2' });
+    }
+    leases = [];
+    for (let i = 0; i < CONVERSATIONS; i++) {
+      const owner = i % 2 === 0 ? 'p1' : 'p2';
+      const run = { ...newRun({ conversation_id: `conv-${i}` }), owner_process_id: owner, attempt: 1 };
+      await ds.getRepository(RunEntity).insert(run);
+      leases.push({ run_id: run.run_id, attempt: 1, owner_process_id: owner });
+    }
+  });
+
+  afterAll(async () => {
+    await moduleRef?.close();
+    await db?.dispose();
+  });
+
+  /** Per conversation: a transcript append (its advisory lock) and a host API state write of its run (its row). */
+  function units(writer: string, round: number): (() => Unit<unknown>)[] {
+    return leases.flatMap((lease, i) => [
+      () =>
+        appendTranscriptUnit(
+          transcriptRow('user', `${writer} ${round}`, { conversation_id: `conv-${i}`, created_at: T0 + round }),
+        ),
+      () => stateSetUnit({ scope_key: `run:${lease.run_id}`, state_key: writer, value: String(round) }, T0, lease),
+    ]);
+  }
+
+  it('two writers committing groups over the same conversations and runs in opposite orders: no deadlock, every group committed', async () => {
+    const url = (db.config as { url: string }).url;
+    const a = new PgHot(url);
+    const b = new PgHot(url);
+    const deadlocks: string[] = [];
+    let committed = 0;
+    /** One group commit; a deadlock is recorded (the driver rolled it back), not thrown. */
+    const group = async (w: PgHot, list: (() => Unit<unknown>)[]): Promise<void> => {
+      try {
+        await w.runGroup(list);
+        committed++;
+      } catch (e) {
+        if (e instanceof DatabaseError && e.code === '40P01') {
+          deadlocks.push(e.message);
+          return;
+        }
+        throw e;
+      }
+    };
+    try {
+      for (let round = 0; round < ROUNDS; round++) {
+        // Overlapping parts too: a group rarely carries exactly the other's units.
+        const mine = units('a', round);
+        const theirs = units('b', round).reverse();
+        await Promise.all([
+          group(a, round % 2 === 0 ? mine : mine.slice(4)),
+          group(b, round % 2 === 0 ? theirs : theirs.slice(0, -4)),
+        ]);
+      }
+    } finally {
+      await Promise.allSettled([a.close(), b.close()]);
+    }
+    expect(deadlocks).toEqual([]);
+    expect(committed).toBe(ROUNDS * 2);
+    const [{ n }] = await ds.query<{ n: string }[]>(`SELECT COUNT(*) AS "n" FROM "transcript"`);
+    const perRound = (full: number) => (ROUNDS / 2) * full + (ROUNDS / 2) * (full - 2);
+    expect(Number(n)).toBe(2 * perRound(CONVERSATIONS));
+  });
+});
