@@ -1,9 +1,6 @@
-import type { TestingModule } from '@nestjs/testing';
-import { Client, DatabaseError } from 'pg';
-import { DataSource } from 'typeorm';
-import { ENTITIES, FENCE_RUNS, HostProcessesRepository, HotStore, RunEntity, type RunLease } from '@libs/persistence';
-import { postgresDatabase, storesModule, type TestDatabase } from './support/databases';
-import { newRun } from './support/run-rows';
+import { Client } from 'pg';
+import { FENCE_RUNS, type RunLease } from '@libs/persistence';
+import { leasedRuns, leaseStores, unlessDeadlock, type LeaseStores } from './support/leased-runs';
 
 jest.setTimeout(120_000);
 
@@ -18,60 +15,38 @@ jest.setTimeout(120_000);
 describe('the group fence on postgres: one lock order', () => {
   const RUNS = 64;
   const ROUNDS = 150;
-  let db: TestDatabase;
-  let moduleRef: TestingModule;
-  let ds: DataSource;
+  let stores: LeaseStores;
   let leases: RunLease[];
 
   beforeAll(async () => {
-    db = await postgresDatabase();
-    moduleRef = await storesModule(db, [HostProcessesRepository]);
-    ds = moduleRef.get(DataSource);
-    await moduleRef.get(HotStore).drain();
-    for (const entity of ENTITIES) {
-      await ds.getRepository(entity).clear();
-    }
-    const processes = moduleRef.get(HostProcessesRepository);
-    for (const id of ['p1', 'p2']) {
-      await processes.register({ id, instance: id, http_address: 'h:1', grpc_address: 'h:2' });
-    }
-    leases = [];
-    for (let i = 0; i < RUNS; i++) {
-      const owner = i % 2 === 0 ? 'p1' : 'p2';
-      const run = { ...newRun({ conversation_id: `conv-${i}` }), owner_process_id: owner, attempt: 1 };
-      await ds.getRepository(RunEntity).insert(run);
-      leases.push({ run_id: run.run_id, attempt: 1, owner_process_id: owner });
-    }
+    stores = await leaseStores(['p1', 'p2']);
+    leases = await leasedRuns(stores.ds, RUNS, ['p1', 'p2']);
   });
 
   afterAll(async () => {
-    await moduleRef?.close();
-    await db?.dispose();
+    await stores?.dispose();
   });
 
   it('two connections fencing the same runs in opposite orders, concurrently: no deadlock, every lease matched', async () => {
-    const url = (db.config as { url: string }).url;
+    const url = (stores.db.config as { url: string }).url;
     const a = new Client({ connectionString: url });
     const b = new Client({ connectionString: url });
     await Promise.all([a.connect(), b.connect()]);
     const deadlocks: string[] = [];
     const matched: number[] = [];
     /** One group's fence in its own transaction; a deadlock is recorded (and rolled back), not thrown. */
-    const fence = async (c: Client, order: RunLease[]): Promise<void> => {
-      await c.query('BEGIN');
-      try {
-        const r = await c.query(FENCE_RUNS.pg, [JSON.stringify(order)]);
-        matched.push(r.rowCount ?? 0);
-        await c.query('COMMIT');
-      } catch (e) {
-        await c.query('ROLLBACK');
-        if (e instanceof DatabaseError && e.code === '40P01') {
-          deadlocks.push(e.message);
-          return;
+    const fence = (c: Client, order: RunLease[]): Promise<boolean> =>
+      unlessDeadlock(deadlocks, async () => {
+        await c.query('BEGIN');
+        try {
+          const r = await c.query(FENCE_RUNS.pg, [JSON.stringify(order)]);
+          matched.push(r.rowCount ?? 0);
+          await c.query('COMMIT');
+        } catch (e) {
+          await c.query('ROLLBACK');
+          throw e;
         }
-        throw e;
-      }
-    };
+      });
     try {
       const reversed = [...leases].reverse();
       for (let round = 0; round < ROUNDS; round++) {

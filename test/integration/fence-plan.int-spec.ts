@@ -1,8 +1,7 @@
-import type { TestingModule } from '@nestjs/testing';
 import { Client } from 'pg';
-import { DataSource } from 'typeorm';
-import { ENTITIES, FENCE_CALL, FENCE_RUN, HostProcessesRepository, HotStore, RunEntity } from '@libs/persistence';
-import { postgresDatabase, storesModule, type TestDatabase } from './support/databases';
+import type { DataSource } from 'typeorm';
+import { FENCE_CALL, FENCE_RUN, RunEntity } from '@libs/persistence';
+import { leaseStores, type LeaseStores } from './support/leased-runs';
 import { newRun } from './support/run-rows';
 
 jest.setTimeout(120_000);
@@ -24,23 +23,14 @@ interface PlanNode {
  */
 describe('the single-run fences on postgres: found by run id', () => {
   const OWNED = 300;
-  let db: TestDatabase;
-  let moduleRef: TestingModule;
+  let stores: LeaseStores;
   let ds: DataSource;
   let client: Client;
   let running: { run_id: string; attempt: number; owner_process_id: string };
 
   beforeAll(async () => {
-    db = await postgresDatabase();
-    moduleRef = await storesModule(db, [HostProcessesRepository]);
-    ds = moduleRef.get(DataSource);
-    await moduleRef.get(HotStore).drain();
-    for (const entity of ENTITIES) {
-      await ds.getRepository(entity).clear();
-    }
-    await moduleRef
-      .get(HostProcessesRepository)
-      .register({ id: 'p1', instance: 'p1', http_address: 'h:1', grpc_address: 'h:2' });
+    stores = await leaseStores(['p1']);
+    ds = stores.ds;
     const ended = Array.from({ length: OWNED }, (_, i) => ({
       ...newRun({ conversation_id: `conv-${i}`, status: 'completed' }),
       owner_process_id: 'p1',
@@ -50,14 +40,13 @@ describe('the single-run fences on postgres: found by run id', () => {
     const run = { ...newRun({ conversation_id: 'conv-live' }), owner_process_id: 'p1', attempt: 2 };
     await ds.getRepository(RunEntity).insert(run);
     running = { run_id: run.run_id, attempt: 2, owner_process_id: 'p1' };
-    client = new Client({ connectionString: (db.config as { url: string }).url });
+    client = new Client({ connectionString: (stores.db.config as { url: string }).url });
     await client.connect();
   });
 
   afterAll(async () => {
     await client?.end();
-    await moduleRef?.close();
-    await db?.dispose();
+    await stores?.dispose();
   });
 
   const params = (l: typeof running): unknown[] => [l.run_id, l.attempt, l.owner_process_id, l.owner_process_id];

@@ -1,19 +1,7 @@
-import type { TestingModule } from '@nestjs/testing';
-import { DatabaseError } from 'pg';
-import { DataSource } from 'typeorm';
-import {
-  appendTranscriptUnit,
-  ENTITIES,
-  HostProcessesRepository,
-  HotStore,
-  RunEntity,
-  stateSetUnit,
-  type RunLease,
-  type Unit,
-} from '@libs/persistence';
+import { appendTranscriptUnit, stateSetUnit, type RunLease, type Unit } from '@libs/persistence';
 import { PgHot } from '../../libs/persistence/src/hot/pg-driver';
-import { postgresDatabase, storesModule, type TestDatabase } from './support/databases';
-import { newRun, T0, transcriptRow } from './support/run-rows';
+import { leasedRuns, leaseStores, unlessDeadlock, type LeaseStores } from './support/leased-runs';
+import { T0, transcriptRow } from './support/run-rows';
 
 jest.setTimeout(180_000);
 
@@ -29,35 +17,16 @@ jest.setTimeout(180_000);
 describe('a group commit on postgres: one lock order for every lock it takes', () => {
   const CONVERSATIONS = 6;
   const ROUNDS = 40;
-  let db: TestDatabase;
-  let moduleRef: TestingModule;
-  let ds: DataSource;
+  let stores: LeaseStores;
   let leases: RunLease[];
 
   beforeAll(async () => {
-    db = await postgresDatabase();
-    moduleRef = await storesModule(db, [HostProcessesRepository]);
-    ds = moduleRef.get(DataSource);
-    await moduleRef.get(HotStore).drain();
-    for (const entity of ENTITIES) {
-      await ds.getRepository(entity).clear();
-    }
-    const processes = moduleRef.get(HostProcessesRepository);
-    for (const id of ['p1', 'p2']) {
-      await processes.register({ id, instance: id, http_address: 'h:1', grpc_address: 'h:2' });
-    }
-    leases = [];
-    for (let i = 0; i < CONVERSATIONS; i++) {
-      const owner = i % 2 === 0 ? 'p1' : 'p2';
-      const run = { ...newRun({ conversation_id: `conv-${i}` }), owner_process_id: owner, attempt: 1 };
-      await ds.getRepository(RunEntity).insert(run);
-      leases.push({ run_id: run.run_id, attempt: 1, owner_process_id: owner });
-    }
+    stores = await leaseStores(['p1', 'p2']);
+    leases = await leasedRuns(stores.ds, CONVERSATIONS, ['p1', 'p2']);
   });
 
   afterAll(async () => {
-    await moduleRef?.close();
-    await db?.dispose();
+    await stores?.dispose();
   });
 
   /** Per conversation: a transcript append (its advisory lock) and a host API state write of its run (its row). */
@@ -72,22 +41,15 @@ describe('a group commit on postgres: one lock order for every lock it takes', (
   }
 
   it('two writers committing groups over the same conversations and runs in opposite orders: no deadlock, every group committed', async () => {
-    const url = (db.config as { url: string }).url;
+    const url = (stores.db.config as { url: string }).url;
     const a = new PgHot(url);
     const b = new PgHot(url);
     const deadlocks: string[] = [];
     let committed = 0;
     /** One group commit; a deadlock is recorded (the driver rolled it back), not thrown. */
     const group = async (w: PgHot, list: (() => Unit<unknown>)[]): Promise<void> => {
-      try {
-        await w.runGroup(list);
+      if (await unlessDeadlock(deadlocks, () => w.runGroup(list))) {
         committed++;
-      } catch (e) {
-        if (e instanceof DatabaseError && e.code === '40P01') {
-          deadlocks.push(e.message);
-          return;
-        }
-        throw e;
       }
     };
     try {
@@ -105,7 +67,7 @@ describe('a group commit on postgres: one lock order for every lock it takes', (
     }
     expect(deadlocks).toEqual([]);
     expect(committed).toBe(ROUNDS * 2);
-    const [{ n }] = await ds.query<{ n: string }[]>(`SELECT COUNT(*) AS "n" FROM "transcript"`);
+    const [{ n }] = await stores.ds.query<{ n: string }[]>(`SELECT COUNT(*) AS "n" FROM "transcript"`);
     const perRound = (full: number) => (ROUNDS / 2) * full + (ROUNDS / 2) * (full - 2);
     expect(Number(n)).toBe(2 * perRound(CONVERSATIONS));
   });
