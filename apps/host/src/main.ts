@@ -11,7 +11,7 @@ import { ConfigError, loadConfig, type AppConfig } from '@libs/config';
 import { LOADER_OPTIONS, protoPath } from '@libs/proto';
 import { HostApiGrpc, grpcMessageLimit, serveHostApi } from '@libs/host-api';
 import { WebhookWorker } from '@libs/delivery';
-import { RunnerConnections, tolerateMalformedRequests } from '@libs/runner-gateway';
+import { RunnerConnections, encodeHostMessagesDirectly, tolerateMalformedRequests } from '@libs/runner-gateway';
 import { RunsDrain } from '@libs/runs';
 import { DatabaseLock, DatabaseLockedError } from '@libs/persistence';
 import { telemetry, tracingRequested } from '@libs/telemetry';
@@ -163,6 +163,7 @@ async function bootstrap(): Promise<void> {
         onLoadPackageDefinition: (pkg: PackageDefinition, server: grpc.Server) => {
           grpcServer = server;
           tolerateMalformedRequests(pkg);
+          encodeHostMessagesDirectly(pkg);
           serveHostApi(pkg, server, app.get(HostApiGrpc));
           reflection.addToServer(server);
         },

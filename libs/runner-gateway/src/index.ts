@@ -20,3 +20,4 @@ export {
   wireBytes,
   type MalformedRequest,
 } from './malformed-request';
+export { directSerializer, encodeHostMessagesDirectly } from './direct-encoding';
