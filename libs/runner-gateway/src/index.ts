@@ -21,3 +21,4 @@ export {
   type MalformedRequest,
 } from './malformed-request';
 export { directSerializer, encodeHostMessagesDirectly } from './direct-encoding';
+export { decodeResultsDirectly, directResultDeserializer } from './direct-decoding';
