@@ -1,5 +1,5 @@
 import * as protoLoader from '@grpc/proto-loader';
-import { LOADER_OPTIONS, protoPath } from '@libs/proto';
+import { LOADER_OPTIONS, protoPath, protoType } from '@libs/proto';
 import { decodeResultsDirectly, directResultDeserializer } from './direct-decoding';
 
 const def = protoLoader.loadSync(protoPath(), LOADER_OPTIONS);
@@ -70,6 +70,27 @@ function same(a: unknown, b: unknown): void {
 }
 
 describe('the Connect stream results decoded directly', () => {
+  it('knows every field of the messages it reads (a new field must be taught to it first)', () => {
+    const fields = (name: string) =>
+      protoType('runnerhost/v1/gateway.proto', name).fieldsArray.map((f) => `${f.id}:${f.name}:${f.type}`);
+    expect(fields('runnerhost.v1.PluginMessage')).toEqual([
+      '1:hello:Hello',
+      '2:result:RunResult',
+      '3:heartbeat:Heartbeat',
+      '4:pong:Pong',
+      '5:results:ResultBatch',
+    ]);
+    expect(fields('runnerhost.v1.ResultBatch')).toEqual(['1:results:RunResult']);
+    expect(fields('runnerhost.v1.RunResult')).toEqual([
+      '1:run_id:string',
+      '2:type:string',
+      '3:data:google.protobuf.Struct',
+      '4:usage:google.protobuf.Struct',
+      '5:sequence:int64',
+      '6:timestamp:int64',
+    ]);
+  });
+
   it('gives what decode + toObject gives for random results and batches', () => {
     const r = random(5);
     for (let i = 0; i < 400; i++) {
