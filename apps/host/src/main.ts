@@ -11,7 +11,12 @@ import { ConfigError, loadConfig, type AppConfig } from '@libs/config';
 import { LOADER_OPTIONS, protoPath } from '@libs/proto';
 import { HostApiGrpc, grpcMessageLimit, serveHostApi } from '@libs/host-api';
 import { WebhookWorker } from '@libs/delivery';
-import { RunnerConnections, tolerateMalformedRequests } from '@libs/runner-gateway';
+import {
+  RunnerConnections,
+  decodeResultsDirectly,
+  encodeHostMessagesDirectly,
+  tolerateMalformedRequests,
+} from '@libs/runner-gateway';
 import { RunsDrain } from '@libs/runs';
 import { DatabaseLock, DatabaseLockedError } from '@libs/persistence';
 import { telemetry, tracingRequested } from '@libs/telemetry';
@@ -162,7 +167,9 @@ async function bootstrap(): Promise<void> {
         // The host API is served by grpc-js handlers directly, without the RPC layer per call.
         onLoadPackageDefinition: (pkg: PackageDefinition, server: grpc.Server) => {
           grpcServer = server;
+          decodeResultsDirectly(pkg);
           tolerateMalformedRequests(pkg);
+          encodeHostMessagesDirectly(pkg);
           serveHostApi(pkg, server, app.get(HostApiGrpc));
           reflection.addToServer(server);
         },

@@ -20,3 +20,5 @@ export {
   wireBytes,
   type MalformedRequest,
 } from './malformed-request';
+export { directSerializer, encodeHostMessagesDirectly } from './direct-encoding';
+export { decodeResultsDirectly, directResultDeserializer } from './direct-decoding';
