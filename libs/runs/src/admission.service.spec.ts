@@ -56,14 +56,7 @@ function setup(opts: {
       return Promise.resolve(opts.outcomes.shift()!(a));
     },
   } as unknown as RunsRepository;
-  /** The reads of the decision, in the order they were started. */
-  const reads: string[] = [];
-  const steering = {
-    situation: (c: { key: string }) => {
-      reads.push(`situation ${c.key}`);
-      return Promise.resolve(opts.situation ?? free);
-    },
-  } as unknown as SteeringRepository;
+  const steering = { situation: () => Promise.resolve(opts.situation ?? free) } as unknown as SteeringRepository;
   const live = { session: { plugin_id: 'acme' }, runner: { manifest: { capabilities: { steering: true } } } };
   const runners = { target: () => (opts.runnerElsewhere ? undefined : live) } as unknown as RunnerDispatch;
   const presence = {
@@ -99,7 +92,6 @@ function setup(opts: {
   const catalog = {
     agent: (id: string) => {
       catalogReads.push(id);
-      reads.push('agent');
       return Promise.resolve(agent);
     },
   } as unknown as AdmissionCatalog;
@@ -130,7 +122,7 @@ function setup(opts: {
       draining: false,
     },
   );
-  return { service, log, submitted, catalogReads, reads };
+  return { service, log, submitted, catalogReads };
 }
 
 const admitted =
@@ -242,13 +234,6 @@ describe('AdmissionService', () => {
     });
     expect(log).toEqual(['quota default']);
     expect(submitted).toEqual([]);
-  });
-
-  it("reads the conversation's situation beside the catalogue (not after it), once", async () => {
-    const { service, reads, submitted } = setup({ outcomes: [admitted({})] });
-    const a = await service.submit(message('c1'), null);
-    expect(a.disposition).toBe('started');
-    expect(reads).toEqual([`situation ${submitted[0].conversation!.ref.key}`, 'agent']);
   });
 
   it('decides first: a busy conversation is not prepared for, and a steered event only wakes its run', async () => {

@@ -35,12 +35,6 @@ export type { Admission } from './admission';
 /** A start the unit found unprepared is prepared and submitted again, this many times at most. */
 const MAX_PREPARE_ROUNDS = 4;
 
-/** A conversation's situation whose read started early (AdmissionService.earlySituation). */
-interface EarlySituation {
-  key: string;
-  read: ReturnType<SteeringRepository['situation']>;
-}
-
 /**
  * Event intake (`POST /v1/events`, docs/api.md#routes), one path for every event — one without
  * a conversation is a conversation of one: dedupe, resolve the agent, build the decision table
@@ -119,11 +113,6 @@ export class AdmissionService {
       return this.duplicate(previous, bodyHash);
     }
     const eventId = previous?.event_id ?? sub.event.event_id ?? orderedUuid();
-    // The conversation's situation is read beside the catalogue, not after it: it names the
-    // conversation by the submission alone (the agent is the submission's), and it is only the
-    // hint of `looksFree` below — the unit decides again under the conversation's lock
-    // (docs/benchmarks.md#postgresql-c1-the-pool-reads-and-the-ends-fence).
-    const early = sub.conversation ? this.earlySituation(sub) : null;
     const agent =
       known?.agent_id === sub.agent_id
         ? known
@@ -180,7 +169,7 @@ export class AdmissionService {
     // Decide first: a conversation that looks busy is not prepared for (the unit decides again);
     // a run routed to another process is prepared there, when it starts.
     let prepared =
-      route !== 'elsewhere' && (!c || (await this.looksFree(c, early)))
+      route !== 'elsewhere' && (!c || (await this.looksFree(c)))
         ? await this.starter.prepare(runId, eventId, sub, agent, live, now, since)
         : null;
     // A busy conversation's run may be active in another process: steered into from here too.
@@ -326,25 +315,10 @@ export class AdmissionService {
     return apis?.steering_pull === true ? running : null;
   }
 
-  /**
-   * Nothing running, nothing waiting (read before the commit; the unit decides under the lock):
-   * the situation read early for the same conversation, or read now.
-   */
-  private async looksFree(c: ConversationRef, early: EarlySituation | null): Promise<boolean> {
-    const s = await (early?.key === c.key ? early.read : this.steering.situation(c));
+  /** Nothing running, nothing waiting (read before the commit; the unit decides under the lock). */
+  private async looksFree(c: ConversationRef): Promise<boolean> {
+    const s = await this.steering.situation(c);
     return s.running_run_id === null && s.waiting === 0;
-  }
-
-  /**
-   * The situation of the submission's conversation, its read started now (the runner is no part
-   * of it). A read nobody awaits (the agent unknown, a quota refused, a run routed elsewhere) must
-   * not fail unhandled: its error is kept for `looksFree`, which throws it as before.
-   */
-  private earlySituation(sub: EventSubmission): EarlySituation {
-    const c = conversationOf({ agent_id: sub.agent_id, runner_id: '' }, sub);
-    const read = this.steering.situation(c);
-    read.catch(() => undefined);
-    return { key: c.key, read };
   }
 
   private duplicate(previous: EventEntity, bodyHash: string): Admission {

@@ -7,10 +7,7 @@ import { conversationKey, type AgentEntity, type ConversationRef, type JsonObjec
 import type { SteeringItem } from '@libs/protocol';
 import type { EventSubmission } from '../event-submission';
 
-export function conversationOf(
-  agent: Pick<AgentEntity, 'agent_id' | 'runner_id'>,
-  sub: EventSubmission,
-): ConversationRef {
+export function conversationOf(agent: AgentEntity, sub: EventSubmission): ConversationRef {
   const conv = sub.conversation!;
   const thread = conv.thread_id ?? null;
   const workspace = conv.workspace_id ?? null;
