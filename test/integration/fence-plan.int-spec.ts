@@ -1,6 +1,6 @@
 import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
-import { FENCE_CALL, FENCE_RUN, RunEntity } from '@libs/persistence';
+import { FENCE_CALL, FENCE_RUN, finishRunFenced, RunEntity } from '@libs/persistence';
 import { leaseStores, type LeaseStores } from './support/leased-runs';
 import { newRun } from './support/run-rows';
 
@@ -77,6 +77,73 @@ describe('the single-run fences on postgres: found by run id', () => {
       }
     },
   );
+
+  /** finishRunFenced's parameters: the end's six columns, the run id, [the transcript key,] the lease. */
+  const endParams = (l: typeof running, key?: string): unknown[] => [
+    'completed',
+    null,
+    null,
+    null,
+    null,
+    1,
+    l.run_id,
+    ...(key === undefined ? [] : [key]),
+    l.attempt,
+    l.owner_process_id,
+    l.owner_process_id,
+  ];
+
+  it.each([true, false])(
+    'the end that is its own fence (locking: %s): the runs row by runs_run_id_key (custom and generic plan)',
+    async (locking) => {
+      for (const mode of ['auto', 'force_generic_plan'] as const) {
+        const values = endParams(running, locking ? 'transcript:conv-live' : undefined);
+        expect(await runsScans(finishRunFenced(locking).pg, values, mode)).toEqual(['Index Scan runs_run_id_key']);
+      }
+    },
+  );
+
+  it("the end that is its own fence takes its transcript key before the run's row (the one lock order), and tests the lease", async () => {
+    const holder = new Client({ connectionString: (stores.db.config as { url: string }).url });
+    await holder.connect();
+    try {
+      await client.query('SET plan_cache_mode = auto');
+      // Another transaction holds the run's row: the end waits for it, holding the key already.
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM "runs" WHERE "run_id" = $1 FOR UPDATE', [running.run_id]);
+      await client.query('BEGIN');
+      const pid = Number((await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+      const ending = client.query(finishRunFenced(true).pg, endParams(running, 'transcript:conv-live'));
+      let locks: { locktype: string; granted: boolean }[] = [];
+      for (let i = 0; i < 200 && !locks.some((l) => l.locktype === 'tuple' || !l.granted); i++) {
+        locks = (await holder.query('SELECT "locktype", "granted" FROM pg_locks WHERE "pid" = $1', [pid])).rows as {
+          locktype: string;
+          granted: boolean;
+        }[];
+      }
+      expect(locks).toContainEqual({ locktype: 'advisory', granted: true });
+      expect(locks.some((l) => !l.granted)).toBe(true);
+      await holder.query('ROLLBACK');
+      expect((await ending).rowCount).toBe(1);
+      await client.query('ROLLBACK');
+      // The lease test: another attempt or owner changes nothing; an ended run neither.
+      for (const l of [
+        { ...running, attempt: 1 },
+        { ...running, owner_process_id: 'p2' },
+      ]) {
+        await client.query('BEGIN');
+        expect((await client.query(finishRunFenced(false).pg, endParams(l))).rowCount).toBe(0);
+        await client.query('ROLLBACK');
+      }
+      const ended = await ds.getRepository(RunEntity).findOneByOrFail({ conversation_id: 'conv-1' });
+      await client.query('BEGIN');
+      const endedLease = { run_id: ended.run_id, attempt: 1, owner_process_id: 'p1' };
+      expect((await client.query(finishRunFenced(false).pg, endParams(endedLease))).rowCount).toBe(0);
+      await client.query('ROLLBACK');
+    } finally {
+      await holder.end();
+    }
+  });
 
   it('the same lease test: the lease matches; another attempt, another owner, or an ended run (FENCE_CALL) does not', async () => {
     const matched = async (sql: string, l: typeof running): Promise<number> => {

@@ -46,6 +46,13 @@ export interface HotStatement {
    */
   readonly lockRun?: number;
   readonly lockKey?: number;
+  /**
+   * Also its run's fence, the lease test folded in (run-fence.ts finishRunFenced): the parameters
+   * of the lease it tests (run id, attempt, owner). It takes its advisory key (lockKey) before its
+   * run's row, so the PostgreSQL writer may run it first as its group's one lock statement when
+   * the group's other units only fence the same lease (FenceCache.prefetch).
+   */
+  readonly lease?: readonly [run: number, attempt: number, owner: number];
 }
 
 /** The statement, locking the run row named by its parameter `run` (and the advisory key of `key`) (HotStatement.lockRun). */

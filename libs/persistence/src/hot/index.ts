@@ -27,6 +27,7 @@ export {
   FENCE_RUN,
   FENCE_RUNS,
   FENCE_CALL,
+  finishRunFenced,
   type RunLease,
 } from './run-fence';
 export {

@@ -10,6 +10,7 @@ import {
   FencedError,
   fenceCallUnit,
   fenceUnit,
+  finishRunFenced,
   type RunLease,
 } from './run-fence';
 import type { Op } from './unit';
@@ -115,6 +116,45 @@ describe('the fence of a run write (docs/scale-out.md#fenced-writes)', () => {
     expect(cache.answer(call)).toBeUndefined();
     cache.reset();
     expect(cache.answer(conv)).toBeUndefined();
+  });
+
+  it("a run's end that is its own fence is the group's lock statement when the group's other units only fence its lease", () => {
+    const endOp = (l: RunLease, locks?: Op['locks']): Op => ({
+      kind: 'run',
+      stmt: finishRunFenced(true),
+      params: [1, 2, 3, 4, 5, 6, l.run_id, 'transcript:c', l.attempt, l.owner_process_id, l.owner_process_id],
+      ...(locks ? { locks } : {}),
+    });
+    const cache = new FenceCache();
+    const end = endOp(lease);
+    // Alone, or after its run's last results: run first, its answer kept for its unit.
+    expect(cache.prefetch([end])).toBe(end);
+    cache.reset();
+    expect(cache.prefetch([fenceOp(lease), fenceOp(lease), end])).toBe(end);
+    cache.prefetched({ changes: 1 });
+    expect(cache.answer(fenceOp(lease))).toEqual({ changes: 1 });
+    expect(cache.answer(end)).toEqual({ changes: 1 });
+    // Answered once: the same op again runs.
+    expect(cache.answer(end)).toBeUndefined();
+    // Nothing changed (fenced, or ended): its unit gets 0, the results' fences run themselves.
+    cache.reset();
+    expect(cache.prefetch([fenceOp(lease), end])).toBe(end);
+    cache.prefetched({ changes: 0 });
+    expect(cache.answer(fenceOp(lease))).toBeUndefined();
+    expect(cache.answer(end)).toEqual({ changes: 0 });
+    // Another lease, another lock, a declared lock, or two ends: the group's locks as before.
+    const other: RunLease = { ...lease, run_id: 'r2' };
+    const conv: Op = { kind: 'get', stmt: SQL.lockConversation, params: ['conversation:c'] };
+    for (const group of [
+      [fenceOp(other), end],
+      [end, conv],
+      [endOp(lease, { runs: ['r9'] })],
+      [end, endOp(other)],
+      [{ ...fenceOp(lease), locks: { keys: ['k'] } }, end],
+    ]) {
+      cache.reset();
+      expect(cache.prefetch(group)).toMatchObject({ stmt: GROUP_LOCKS });
+    }
   });
 
   it('GROUP_LOCKS takes the advisory locks (by lock id) before the run rows (by run id), then fences the leases', () => {

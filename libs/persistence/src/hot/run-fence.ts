@@ -171,6 +171,48 @@ export const GROUP_LOCKS: HotStatement = {
   reads: ['runs'],
 };
 
+const FINISH_SET = `"status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "usage" = ?, "finished_at" = ?`;
+
+/**
+ * The end of a leased run and its fence in one statement (docs/scale-out.md#fenced-writes): the
+ * run's final status written only while it is active (`queued`/`running`) and the lease still
+ * its own — FENCE_RUN's test, `last_write_at` included — so the end's group needs no fence
+ * statement of its own. Nothing changed says "fenced or already ended"; the unit tells them apart
+ * by running FENCE_RUN then (finishUnit). Parameters: the six columns of the end, the run id,
+ * with `locking` the transcript lock's key (SQL.lockConversation's), then the lease's attempt and
+ * owner (twice).
+ *
+ * With `locking`, on PostgreSQL it takes the key's transaction lock before the run's row: the
+ * run id is compared with a sub-select that takes the lock (an InitPlan, run before the scan
+ * locks any row), so the statement keeps the one lock order (docs/scale-out.md#one-lock-order)
+ * and can be its group's only lock statement (FenceCache.prefetch). SQLite has one writer: the
+ * key is only tested not null there.
+ */
+const FINISH_FENCED = new Map<boolean, HotStatement>();
+export function finishRunFenced(locking: boolean): HotStatement {
+  let s = FINISH_FENCED.get(locking);
+  if (!s) {
+    const key = locking ? ' AND ? IS NOT NULL' : '';
+    const run = locking ? `(SELECT CAST(? AS text) FROM (SELECT pg_advisory_xact_lock(hashtext(?))) AS "l")` : '?';
+    s = {
+      ...stmt(
+        locking ? 'finish_run_fenced_locking' : 'finish_run_fenced',
+        `UPDATE "runs" SET ${FINISH_SET}, "last_write_at" = ${NOW_SQLITE}
+     WHERE "run_id" = ?${key} AND "status" IN ('queued', 'running') AND "attempt" = ? AND "owner_process_id" = ?
+       AND EXISTS (SELECT 1 FROM "host_processes" WHERE "id" = ?)`,
+        `UPDATE "runs" SET ${FINISH_SET}, "last_write_at" = ${NOW_PG}
+     WHERE "run_id" = ${run} AND ("status" IN ('queued', 'running') AND "attempt" = ? AND "owner_process_id" = ?) IS TRUE
+       AND EXISTS (SELECT 1 FROM "host_processes" WHERE "id" = ?)`,
+      ),
+      reads: ['runs'],
+      lockRun: 6,
+      ...(locking ? { lockKey: 7, lease: [6, 8, 9] as const } : { lease: [6, 7, 8] as const }),
+    };
+    FINISH_FENCED.set(locking, s);
+  }
+  return s;
+}
+
 /**
  * The fence of a unit of a run owned by this process: nothing when the run is not leased (one
  * process without a claim; legacy callers); otherwise the unit (its whole transaction) fails with
@@ -230,6 +272,9 @@ export class FenceCache {
   /** Advisory keys the group's lock statement took (GROUP_LOCKS): their lock ops are answered. */
   private readonly keys = new Set<string>();
   private planned: readonly string[] = [];
+  /** The op run as the group's lock statement ahead of its unit (`hoistable`), and its answer. */
+  private hoisted: Op | null = null;
+  private hoistedResult: Changes | undefined;
 
   /**
    * The one statement taking the locks these ops (the first op of each unit of a group) open with
@@ -238,6 +283,11 @@ export class FenceCache {
    * advisory keys or other run rows: GROUP_LOCKS, in the one lock order.
    */
   prefetch(first: readonly Op[]): Op | null {
+    const hoisted = hoistable(first);
+    if (hoisted) {
+      this.hoisted = hoisted;
+      return hoisted;
+    }
     const leases = new Map<string, RunLease>();
     const runs = new Set<string>();
     const keys = new Set<string>();
@@ -278,6 +328,13 @@ export class FenceCache {
    * GROUP_LOCKS' `fenced`) and, for GROUP_LOCKS, its advisory keys.
    */
   prefetched(rows: unknown): void {
+    if (this.hoisted) {
+      // The end of a run and its fence (finishRunFenced), run ahead of its unit: its answer waits
+      // for the unit, and a lease it matched is held as by its own FENCE_RUN.
+      this.hoistedResult = rows as Changes;
+      this.ran(this.hoisted, rows);
+      return;
+    }
     const list = rows as Record<string, unknown>[];
     const group = list.length === 1 && 'fenced' in list[0] ? list[0].fenced : undefined;
     if (group !== undefined) {
@@ -300,6 +357,10 @@ export class FenceCache {
    * op whose keys the group's lock statement took; undefined to run it.
    */
   answer(op: Op): Changes | undefined {
+    if (op === this.hoisted) {
+      this.hoisted = null;
+      return this.hoistedResult;
+    }
     if (op.stmt.advisory) {
       return this.keys.size > 0 && op.params.every((k) => this.keys.has(String(k))) ? { changes: 1 } : undefined;
     }
@@ -316,6 +377,8 @@ export class FenceCache {
       this.held.clear();
     } else if (op.stmt.fence && (result as Changes).changes > 0) {
       this.held.add(key(op));
+    } else if (op.stmt.lease && (result as Changes).changes > 0) {
+      this.held.add(key(fenceOf(op)));
     }
   }
 
@@ -323,7 +386,36 @@ export class FenceCache {
     this.held.clear();
     this.keys.clear();
     this.planned = [];
+    this.hoisted = null;
+    this.hoistedResult = undefined;
   }
+}
+
+/** The FENCE_RUN of the lease an op tests itself (HotStatement.lease). */
+function fenceOf(op: Op): Op {
+  const [run, attempt, owner] = op.stmt.lease!;
+  const p = op.params;
+  return { kind: 'run', stmt: FENCE_RUN, params: [p[run], p[attempt], p[owner], p[owner]] };
+}
+
+/**
+ * The op that can be a group's one lock statement itself: a run's end with its fence
+ * (finishRunFenced: its transcript key, then its row) when every other unit of the group opens
+ * with the FENCE_RUN of the same lease (the run's last results) and declares no other lock — its
+ * locks are then all the group takes, in the one lock order, and the results' fences are answered
+ * by it (docs/benchmarks.md#postgresql-c1-the-pool-reads-and-the-ends-fence). Running the end first
+ * changes nothing the results' units write or read (their fence tests the lease, not the status);
+ * when it changes nothing, their own fences run as before.
+ */
+function hoistable(first: readonly Op[]): Op | null {
+  const own = first.filter((op) => op.stmt.lease);
+  if (own.length !== 1 || own[0].locks) {
+    return null;
+  }
+  const fence = key(fenceOf(own[0]));
+  return first.every((op) => op === own[0] || (op.stmt === FENCE_RUN && !op.locks && key(op) === fence))
+    ? own[0]
+    : null;
 }
 
 /** Per statement: a run's FENCE_RUN that matched says nothing of FENCE_CALL's status check. */

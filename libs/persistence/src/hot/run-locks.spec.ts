@@ -1,6 +1,6 @@
 import { lockKeys, SQL } from './hot-sql';
 import { startWaitingUnit } from './admission-unit';
-import { FENCE_RUN } from './run-fence';
+import { FENCE_RUN, FencedError, finishRunFenced } from './run-fence';
 import { finishUnit, type NewResult, type NewRun, type RunEnd } from './run-units';
 import type { NewTranscriptRow } from './transcript-row';
 import type { Op } from './unit';
@@ -41,13 +41,47 @@ describe('transaction locks in fewer round trips (PostgreSQL: one statement each
     expect(SQL.finishRunLocking.pg).toContain('RETURNING pg_advisory_xact_lock(hashtext($8))');
   });
 
-  it("a leased end with a transcript row declares its transcript lock on its fence (Op.locks: taken with the group's)", () => {
+  it("a leased end is its own fence: one statement naming its run row, its transcript key and its lease (taken with the group's)", () => {
     const lease = { run_id: 'r1', attempt: 1, owner_process_id: 'p1' };
     const ops = opsOf(finishUnit(terminal, end, null, assistant, [], lease));
-    expect(ops[0]).toMatchObject({ stmt: FENCE_RUN, locks: { keys: ['transcript:c1'] } });
-    expect(opsOf(finishUnit(terminal, end, null, null, [], lease))[0].locks).toBeUndefined();
+    const locking = finishRunFenced(true);
+    expect(ops[0]).toMatchObject({ stmt: locking });
+    expect(ops.map((o) => o.stmt)).not.toContain(FENCE_RUN);
+    expect([locking.lockRun, locking.lockKey, locking.lease]).toEqual([6, 7, [6, 8, 9]]);
+    expect([6, 7, 8, 9].map((i) => ops[0].params[i])).toEqual(['r1', 'transcript:c1', 1, 'p1']);
+    // The key's lock is taken before the scan locks the row (the one lock order).
+    expect(locking.pg).toContain(
+      '"run_id" = (SELECT CAST($7 AS text) FROM (SELECT pg_advisory_xact_lock(hashtext($8))) AS "l")',
+    );
+    const [plain] = opsOf(finishUnit(terminal, end, null, null, [], lease));
+    expect(plain).toMatchObject({
+      stmt: finishRunFenced(false),
+      params: [...ops[0].params.slice(0, 7), 1, 'p1', 'p1'],
+    });
+    expect(plain.locks).toBeUndefined();
     // Unleased, the finish statement itself names its run row and its transcript key.
     expect([SQL.finishRunLocking.lockRun, SQL.finishRunLocking.lockKey]).toEqual([6, 7]);
+  });
+
+  it('a leased end that changed nothing runs the fence to tell fenced (FencedError) from already ended (false)', () => {
+    const lease = { run_id: 'r1', attempt: 1, owner_process_id: 'p1' };
+    const answer = (fence: number) => (op: Op) => ({ changes: op.stmt === FENCE_RUN ? fence : 0 });
+    const ended = finishUnit(terminal, end, null, assistant, [], lease);
+    const ops: Op[] = [];
+    let r = ended.next();
+    while (!r.done) {
+      ops.push(r.value);
+      r = ended.next(answer(1)(r.value));
+    }
+    expect(r.value).toBe(false);
+    expect(ops.map((o) => o.stmt)).toEqual([finishRunFenced(true), FENCE_RUN]);
+    const fenced = finishUnit(terminal, end, null, assistant, [], lease);
+    expect(() => {
+      let f = fenced.next();
+      while (!f.done) {
+        f = fenced.next(answer(0)(f.value));
+      }
+    }).toThrow(FencedError);
   });
 
   it("a waiting run's start takes the conversation's and the workspace's locks as its first statement, declaring its run row", () => {

@@ -22,7 +22,7 @@ import {
   TRANSCRIPT_COLUMNS,
 } from './hot-sql';
 import { outboxUnit, type NewOutboxRow } from './outbox-units';
-import { fenceCallUnit, fenceUnit, type RunLease } from './run-fence';
+import { fenceCallUnit, fenceUnit, finishRunFenced, type RunLease } from './run-fence';
 import { storeSnapshotUnit } from './snapshot-rows';
 import { bool, exec, json, one, rowParams, type Unit } from './unit';
 
@@ -135,9 +135,10 @@ export function* finishUnit(
   lease: RunLease | null = null,
 ): Unit<boolean> {
   // With a transcript row to append, the finish statement takes its lock (SQL.finishRunLocking);
-  // declared on the fence, so a PostgreSQL group takes it with its other locks, in the one order.
-  yield* fenceUnit(lease, assistant ? { keys: [transcriptLockKey(assistant.conversation_id)] } : undefined);
-  const changed = yield* exec(assistant ? SQL.finishRunLocking : SQL.finishRun, [
+  // its run row and that key are declared (lockRun, lockKey), so a PostgreSQL group takes them
+  // with its other locks, in the one order. A leased run's end is its fence too
+  // (finishRunFenced): nothing changed is then told apart by the fence alone.
+  const columns = [
     end.status,
     end.status_reason,
     end.error_code,
@@ -146,8 +147,18 @@ export function* finishUnit(
     end.finished_at,
     terminal.run_id,
     ...(assistant ? [transcriptLockKey(assistant.conversation_id)] : []),
-  ]);
+  ];
+  const changed = lease
+    ? yield* exec(finishRunFenced(assistant !== null), [
+        ...columns,
+        lease.attempt,
+        lease.owner_process_id,
+        lease.owner_process_id,
+      ])
+    : yield* exec(assistant ? SQL.finishRunLocking : SQL.finishRun, columns);
   if (changed === 0) {
+    // Fenced (FencedError, the group rolled back) or already ended.
+    yield* fenceUnit(lease);
     return false;
   }
   yield* resultUnit(terminal, state, outbox);
