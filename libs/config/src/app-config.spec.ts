@@ -26,6 +26,19 @@ describe('loadConfig', () => {
     }
   });
 
+  it('SQLITE_BUSY_WAIT_MS: an integer from 0 to 600000, on the SQLite database (unset: the persistence default)', () => {
+    expect(loadConfig({ SQLITE_BUSY_WAIT_MS: '250' }).database).toMatchObject({ type: 'sqlite', busyWaitMs: 250 });
+    expect(loadConfig({ DATABASE_URL: 'sqlite:/tmp/x.sqlite', SQLITE_BUSY_WAIT_MS: '0' }).database).toEqual({
+      type: 'sqlite',
+      file: '/tmp/x.sqlite',
+      busyWaitMs: 0,
+    });
+    expect(loadConfig({}).database).not.toHaveProperty('busyWaitMs');
+    for (const bad of ['-1', '600001', '2.5', 'long']) {
+      expect(() => loadConfig({ SQLITE_BUSY_WAIT_MS: bad })).toThrow(/SQLITE_BUSY_WAIT_MS=/);
+    }
+  });
+
   it('reads PostgreSQL from DATABASE_URL', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://u@h/db' }).database).toEqual({
       type: 'postgres',

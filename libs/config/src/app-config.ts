@@ -7,7 +7,9 @@ import { browserConfigOf, type BrowserConfig } from './browser-config';
 import { EnvDto } from './env.dto';
 import { parseSecretEnvAllowlist, secretEnvPolicy, type SecretEnvPolicy } from './secret-env';
 
-export type DatabaseConfig = { type: 'sqlite'; file: string } | { type: 'postgres'; url: string };
+export type DatabaseConfig =
+  /** busyWaitMs: SQLITE_BUSY_WAIT_MS when set (else the persistence default, 10 s: docs/durability.md). */
+  { type: 'sqlite'; file: string; busyWaitMs?: number } | { type: 'postgres'; url: string };
 
 /** The typed configuration; the only thing in the host that reads the environment. */
 export interface AppConfig {
@@ -153,7 +155,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       maxConcurrentStreams: dto.GRPC_MAX_CONCURRENT_STREAMS ?? 256,
     },
     dataDir,
-    database: databaseOf(dto.DATABASE_URL, dataDir),
+    database: databaseOf(dto.DATABASE_URL, dataDir, dto.SQLITE_BUSY_WAIT_MS),
     adminApiKey: dto.ADMIN_API_KEY ?? null,
     logLevel: dto.LOG_LEVEL ?? 'info',
     openai: { keySet: !!dto.OPENAI_API_KEY, baseUrl: dto.OPENAI_BASE_URL ?? null, model: dto.OPENAI_MODEL ?? null },
@@ -298,13 +300,14 @@ function tlsOf(dto: EnvDto): TlsConfig | null {
   return cert && key ? { cert, key, clientCa } : null;
 }
 
-function databaseOf(url: string | undefined, dataDir: string): DatabaseConfig {
+function databaseOf(url: string | undefined, dataDir: string, busyWaitMs?: number): DatabaseConfig {
+  const busy = busyWaitMs === undefined ? {} : { busyWaitMs };
   if (!url) {
-    return { type: 'sqlite', file: path.join(dataDir, 'runner-host.sqlite') };
+    return { type: 'sqlite', file: path.join(dataDir, 'runner-host.sqlite'), ...busy };
   }
   if (url.startsWith('sqlite:')) {
     const file = url.slice('sqlite:'.length);
-    return { type: 'sqlite', file: file === ':memory:' ? file : path.resolve(file) };
+    return { type: 'sqlite', file: file === ':memory:' ? file : path.resolve(file), ...busy };
   }
   return { type: 'postgres', url };
 }

@@ -52,6 +52,17 @@ export class EnvDto {
   @Matches(/^postgres(ql)?:\/\/.+|^sqlite:.+/, { message: 'DATABASE_URL must be postgres://… or sqlite:<file>' })
   DATABASE_URL?: string;
 
+  /**
+   * SQLite: how long in all a write waits (off the event loop) for a writer lock another connection
+   * holds before it fails 503 `database.busy` (docs/durability.md#a-busy-writer-lock).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(600_000)
+  SQLITE_BUSY_WAIT_MS?: number;
+
   @IsOptional()
   @IsString()
   @MinLength(24, { message: 'ADMIN_API_KEY must be at least 24 characters' })

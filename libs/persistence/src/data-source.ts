@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { DataSourceOptions } from 'typeorm';
 import type { DatabaseConfig } from '@libs/config';
+import { busyRetryOf, type BusyRetry } from './busy-retry';
 import { ENTITIES } from './entities';
 import { MIGRATIONS } from './migrations';
 
@@ -9,13 +10,20 @@ import { MIGRATIONS } from './migrations';
  * How long a statement on the host's SQLite connection waits for a lock another connection holds
  * (the checkpoint worker's, docs/durability.md#sqlite) before SQLITE_BUSY. SQLite waits
  * synchronously — on the host's only JS thread — so it is short: the hot writer then retries its
- * group off the event loop (WriteQueue, BUSY_RETRY), and the checkpoint worker holds the writer
- * lock only for a truncation whose frames are already checkpointed.
+ * group, and TypeORM its statement or transaction, off the event loop (BUSY_RETRY, bound
+ * SQLITE_BUSY_WAIT_MS; sqlite-query-runner.ts), and the checkpoint worker holds the writer lock
+ * only for a truncation whose frames are already checkpointed.
  */
 export const SQLITE_BUSY_TIMEOUT_MS = 100;
 
+/**
+ * TypeORM's options, and on SQLite how its statements wait for a busy writer lock (read by
+ * openDataSource, which installs the waiting query runner; TypeORM ignores the field).
+ */
+export type HostDataSourceOptions = DataSourceOptions & { busyRetry?: BusyRetry };
+
 /** TypeORM options for either dialect. synchronize is always off; migrations run at boot. */
-export function dataSourceOptions(db: DatabaseConfig): DataSourceOptions {
+export function dataSourceOptions(db: DatabaseConfig): HostDataSourceOptions {
   const common = {
     entities: ENTITIES,
     migrations: MIGRATIONS,
@@ -36,6 +44,7 @@ export function dataSourceOptions(db: DatabaseConfig): DataSourceOptions {
     ...common,
     type: 'better-sqlite3',
     database: db.file,
+    busyRetry: busyRetryOf(db.busyWaitMs),
     // WAL + synchronous=NORMAL: durable across process crashes, an order of magnitude cheaper
     // per commit than FULL (see bench/dispatch). Auto-checkpoint is off: a worker thread
     // checkpoints (hot/checkpointer.ts), so no commit on the event loop pays for one;

@@ -35,6 +35,8 @@ export {
 } from './repositories/runner-presence.repository';
 export { DEFAULT_WORKSPACE } from './migrations/1767200000000-workspaces';
 export { Transactions } from './transactions';
+export { BusyRetryingQueryRunner, retryBusySqlite } from './sqlite-query-runner';
+export { busyRetryOf, isSqliteBusy, type BusyRetry } from './busy-retry';
 export { RetentionJob, type RetentionCounts } from './retention/retention-job';
 export { retentionBatchUnit, type RetentionTable } from './retention/retention-units';
 export * from './hot';

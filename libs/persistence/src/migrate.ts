@@ -1,4 +1,6 @@
-import { DataSource, type DataSourceOptions } from 'typeorm';
+import { DataSource } from 'typeorm';
+import type { HostDataSourceOptions } from './data-source';
+import { retryBusySqlite } from './sqlite-query-runner';
 
 /** The session advisory lock that serialises migrations of processes sharing one PostgreSQL. */
 export const MIGRATION_LOCK_KEY = 0x52484d47; // "RHMG"
@@ -9,9 +11,13 @@ export const MIGRATION_LOCK_KEY = 0x52484d47; // "RHMG"
  * advisory lock, so the second process waits, then finds nothing pending. SQLite has one process
  * per file (docs/durability.md#one-process-per-sqlite-database): migrations run as TypeORM does.
  */
-export async function openDataSource(options: DataSourceOptions): Promise<DataSource> {
+export async function openDataSource(options: HostDataSourceOptions): Promise<DataSource> {
   if (options.type !== 'postgres') {
-    return new DataSource(options).initialize();
+    // SQLite: TypeORM's statements wait for a busy writer lock like the hot writer
+    // (docs/durability.md#a-busy-writer-lock), migrations included.
+    const ds = new DataSource(options);
+    retryBusySqlite(ds, options.busyRetry);
+    return ds.initialize();
   }
   const ds = await new DataSource({ ...options, migrationsRun: false }).initialize();
   try {

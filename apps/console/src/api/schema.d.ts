@@ -1338,8 +1338,8 @@ export interface components {
                  */
                 mode?: "steer" | "queue" | "interrupt" | "reject";
             };
-            /** @description Optimistic concurrency: the version you read */
-            version?: number;
+            /** @description Optimistic concurrency: the version you read (409 when the agent is at another). Absent or null: no check */
+            version?: number | null;
         };
         RegisterPluginDto: {
             /** @example demo */
@@ -2261,7 +2261,8 @@ export interface components {
             updated_at: string;
         };
         UpdateWorkspaceDto: {
-            name?: string;
+            /** @description 1-200 characters. Absent or null: unchanged */
+            name?: string | null;
             /** @description Replaces every quota (absent: unlimited) */
             quotas?: components["schemas"]["WorkspaceQuotasDto"];
         };

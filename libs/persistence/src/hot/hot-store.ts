@@ -7,10 +7,11 @@ import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { telemetry } from '@libs/telemetry';
 import { Checkpointer, type WalStatus } from './checkpointer';
 import { PgHot } from './pg-driver';
+import { busyRetryOf } from '../busy-retry';
 import { SqliteHot } from './sqlite-driver';
 import { indexTranscriptUnit, pendingTranscriptUnit } from './transcript-index';
 import type { Unit } from './unit';
-import { WriteQueue, type Deferred, type WriterStats } from './write-queue';
+import { DEFER_MS, MAX_DEFERRED, WriteQueue, type Deferred, type WriterStats } from './write-queue';
 
 const MiB = 1024 * 1024;
 /** The background transcript indexing (transcript-index.ts): how often, and at most how many rows a pass. */
@@ -38,7 +39,8 @@ export class HotStore implements OnModuleDestroy {
     } else {
       const db = sqliteConnectionOf(ds);
       this.sqlite = new SqliteHot(db);
-      this.queue = new WriteQueue(this.sqlite);
+      // One bound for a busy writer lock, here and in TypeORM's runner (SQLITE_BUSY_WAIT_MS).
+      this.queue = new WriteQueue(this.sqlite, 256, DEFER_MS, MAX_DEFERRED, busyRetryOf(config.database.busyWaitMs));
       if (config.database.file !== ':memory:') {
         this.checkpointer = new Checkpointer(config.database.file, {
           walBytesTrigger: 4 * MiB,

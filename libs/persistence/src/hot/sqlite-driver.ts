@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import type { Database, Statement } from 'better-sqlite3';
+import { isSqliteBusy } from '../busy-retry';
 import type { HotStatement } from './hot-sql';
 import { InsertBatch } from './insert-batch';
 import { FenceCache } from './run-fence';
@@ -112,7 +113,7 @@ export class SqliteHot implements WriterDriver {
     try {
       this.db.exec('BEGIN IMMEDIATE');
     } catch (e) {
-      if (isBusy(e)) {
+      if (isSqliteBusy(e)) {
         throw new WriterBusy(e instanceof Error ? e.message : String(e));
       }
       throw e;
@@ -152,12 +153,6 @@ export class SqliteHot implements WriterDriver {
   close(): void {
     // The connection belongs to the data source; it closes it.
   }
-}
-
-/** SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT, SQLITE_BUSY_RECOVERY, …). */
-function isBusy(e: unknown): boolean {
-  const code = (e as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_'));
 }
 
 /** SQLITE_STMT_PROFILE: count and total time per statement name, written as JSON when the process exits. */

@@ -1,5 +1,5 @@
-import { DomainError } from '@libs/protocol';
 import { telemetry } from '@libs/telemetry';
+import { BUSY_RETRY, BusyBackoff, DatabaseBusyError, sleep, type BusyRetry } from '../busy-retry';
 import type { Unit } from './unit';
 
 /** A connection the writer can drive: SQLite synchronously, PostgreSQL asynchronously. */
@@ -23,35 +23,8 @@ export class WriterBusy extends Error {
   }
 }
 
-/**
- * What the units of a group get when the writer lock stayed busy for `BusyRetry.boundMs`: a
- * retryable `unavailable` (HTTP 503, gRPC UNAVAILABLE); nothing of theirs was written.
- */
-export class DatabaseBusyError extends DomainError {
-  constructor(waitedMs: number, cause: string) {
-    super(
-      'unavailable',
-      `the database stayed locked by another connection for ${waitedMs} ms (${cause}); nothing was written, retry`,
-      { reason: 'database.busy', waited_ms: waitedMs },
-    );
-    this.name = 'DatabaseBusyError';
-  }
-}
-
-/**
- * How the queue waits for a busy writer lock: off the event loop, the first retry `firstDelayMs`
- * after the failure, doubling to at most `maxDelayMs`, for at most `boundMs` in all
- * (docs/durability.md#sqlite).
- */
-export interface BusyRetry {
-  firstDelayMs: number;
-  maxDelayMs: number;
-  boundMs: number;
-}
-
-export const BUSY_RETRY: BusyRetry = { firstDelayMs: 2, maxDelayMs: 50, boundMs: 10_000 };
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+// The busy-lock policy and error are shared with TypeORM's statements (docs/durability.md#a-busy-writer-lock).
+export { BUSY_RETRY, DatabaseBusyError, type BusyRetry } from '../busy-retry';
 
 interface Pending {
   unit: () => Unit<unknown>;
@@ -261,7 +234,7 @@ export class WriteQueue {
    */
   private async group(units: readonly (() => Unit<unknown>)[]): Promise<unknown[]> {
     const started = Date.now();
-    let delay = this.busyRetry.firstDelayMs;
+    let backoff: BusyBackoff | undefined;
     for (;;) {
       while (!this.driver.ready()) {
         await sleep(1);
@@ -276,14 +249,14 @@ export class WriteQueue {
         }
         // The writer lock is another connection's: no unit ran. Wait off the event loop and run
         // the whole group again (all-or-nothing, so safe), within the bound.
-        const waited = Date.now() - started;
-        if (waited >= this.busyRetry.boundMs) {
+        backoff ??= new BusyBackoff(this.busyRetry, started);
+        const wait = backoff.next();
+        if (wait === null) {
           this.busy.failed++;
-          throw new DatabaseBusyError(waited, e.message);
+          throw backoff.failure(e.message);
         }
         this.busy.retries++;
-        await sleep(Math.min(delay, this.busyRetry.boundMs - waited));
-        delay = Math.min(delay * 2, this.busyRetry.maxDelayMs);
+        await sleep(wait);
       }
     }
   }

@@ -23,7 +23,7 @@ import {
 import { runnerManifestSchema } from '@libs/protocol';
 import { openApiSchemaOf } from './zod-schema';
 import { WorkspaceOfRow, WorkspaceOfWrite } from './owner.dto';
-import { INT32_MAX, IsJsonMap } from './rules';
+import { INT32_MAX, IsJsonMap, NullIsAbsent } from './rules';
 
 const obj = { type: 'object', additionalProperties: true } as const;
 
@@ -72,7 +72,13 @@ export class CreateAgentDto extends AgentBodyDto {
 }
 
 export class ReplaceAgentDto extends AgentBodyDto {
-  @ApiPropertyOptional({ description: 'Optimistic concurrency: the version you read' })
+  @ApiPropertyOptional({
+    type: Number,
+    nullable: true,
+    description:
+      'Optimistic concurrency: the version you read (409 when the agent is at another). Absent or null: no check',
+  })
+  @NullIsAbsent()
   @IsOptional()
   @IsInt()
   @Min(1)

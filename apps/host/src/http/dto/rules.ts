@@ -1,4 +1,5 @@
 import { ParseUUIDPipe } from '@nestjs/common';
+import { Transform } from 'class-transformer';
 import { ValidateBy, type ValidationOptions } from 'class-validator';
 import { DomainError, INT32_MAX, OPEN_MAP_MAX_BYTES, jsonBytes } from '@libs/protocol';
 
@@ -47,3 +48,12 @@ export function IsIntCursor(options?: ValidationOptions): PropertyDecorator {
     options,
   );
 }
+
+/**
+ * `null` reads as absent: for an optional admin field whose `null` has no meaning of its own (an
+ * agent `PUT`'s `version`, a workspace `PUT`'s `name`), so that `null` on an optional field clears it
+ * or equals absent, never a 400 or 409 of its own (docs/api.md, "null in admin bodies"). Put it
+ * before the field's other rules; with `@IsOptional()` they then see no value.
+ */
+export const NullIsAbsent = (): PropertyDecorator =>
+  Transform(({ value }: { value: unknown }) => (value === null ? undefined : value));

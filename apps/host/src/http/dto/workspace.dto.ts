@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsNotEmpty, IsObject, IsOptional, IsString, MaxLength } from 'class-validator';
+import { NullIsAbsent } from './rules';
 
 export class WorkspaceQuotasDto {
   @ApiPropertyOptional({ type: Number, nullable: true, description: 'Runs admitted per second, sustained' })
@@ -41,7 +42,12 @@ export class CreateWorkspaceDto {
 }
 
 export class UpdateWorkspaceDto {
-  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(200) name?: string;
+  @ApiPropertyOptional({ type: String, nullable: true, description: '1-200 characters. Absent or null: unchanged' })
+  @NullIsAbsent()
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  name?: string;
   @ApiPropertyOptional({ type: WorkspaceQuotasDto, description: 'Replaces every quota (absent: unlimited)' })
   @IsOptional()
   @IsObject()
