@@ -199,6 +199,9 @@ describe('runner SDK against the real host', () => {
 
     host = await startHost();
     await runnerConnected(host, RUNNER_ID);
+    // The host lists the runner once its Hello is accepted; the plugin counts the connection when
+    // the Welcome reaches it, a moment later.
+    await waitFor('the plugin to be welcomed again', () => Promise.resolve(plugin.welcome !== null));
     expect(plugin.connections).toBe(2);
     const old = await waitFor('the old run to end', async () => {
       const run = await runOf(inFlight.body.run_id);
