@@ -246,7 +246,19 @@ export function parseSse(text: string): SseEvent[] {
     });
 }
 
-/** Registers a plugin, starts the demo runner for it and waits until its runner is connected. */
+/**
+ * Waits until `logs()` holds `line`. A process logs before it answers, but its stdout pipe and the
+ * socket the answer comes on reach the test separately: a log line asserted right after an answer
+ * (or a database row) may not have been read yet.
+ */
+export async function logged(logs: () => string, line: string | RegExp, timeoutMs?: number): Promise<void> {
+  await waitFor(
+    `the log line ${String(line)}`,
+    () => Promise.resolve(typeof line === 'string' ? logs().includes(line) : line.test(logs())),
+    timeoutMs,
+  );
+}
+
 /** Waits until the runner is listed as connected. */
 export async function runnerConnected(host: Host, runnerId = 'plugin:demo/echo/default'): Promise<void> {
   await waitFor('runner connected', async () => {
@@ -270,6 +282,7 @@ export function launchDemoRunner(
   });
 }
 
+/** Registers a plugin, starts the demo runner for it and waits until its runner is connected. */
 export async function startDemoRunner(
   host: Host,
   opts: { author?: string; name?: string; env?: Record<string, string> } = {},
