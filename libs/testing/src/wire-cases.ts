@@ -21,7 +21,7 @@ export type JsonKind = 'null' | 'bool' | 'number' | 'string' | 'undefined' | 'ar
 export interface JsonShape {
   /** The kinds a value is picked from, each equally likely (a kind listed twice is twice as likely). */
   kinds: readonly JsonKind[];
-  /** How many of `kinds`, from the start, are picked from below `nestUntil` (the leaves). */
+  /** How many of `kinds`, from the start, are picked deeper than `nestUntil`: the leaves (no array or object). */
   leafKinds: number;
   /** Deeper than this, a value is one of the first `leafKinds` kinds only. */
   nestUntil: number;
