@@ -78,7 +78,7 @@ describe('wire test cases', () => {
 
   it('hands out a fresh run context each time', () => {
     const a = runContextFixture();
-    a.input.text = 'changed';
-    expect(runContextFixture().input.text).toBe('hi');
+    a.run_id = 'changed';
+    expect(runContextFixture().run_id).toBe('r1');
   });
 });
