@@ -2,7 +2,7 @@ import { machineJson, num } from '../common/json-out';
 import type { FloorResult } from './floors';
 import type { DatabaseRun } from './phase';
 import type { TargetCheck } from './targets';
-import { runsPerSecond } from './report';
+import { otherProcessesShare, runsPerSecond } from './report';
 import { summarize } from '../common/stats';
 
 /*
@@ -46,6 +46,7 @@ export function dispatchJson(
         runner_cpu_ms_per_run: num(l.cpu.runner / n),
         client_cpu_ms_per_run: num(l.cpu.client / n),
         other_processes_cpu_ms: num(l.cpu.other),
+        other_processes_cores_share: num(otherProcessesShare(l)),
         elapsed_ms: num(l.elapsedMs),
         host_rss_mib: num(l.hostRssMiB),
       };
@@ -115,6 +116,10 @@ export function dispatchJson(
       ratio_text: t.ratioText,
       goal: t.goal,
       met: t.met,
+      other_processes_cores_share:
+        t.otherProcesses.length === 0
+          ? null
+          : t.otherProcesses.map((o) => ({ concurrency: o.concurrency, share: num(o.share) })),
     })),
     after: runs.map((r) => ({
       database: r.database,

@@ -49,6 +49,15 @@ export function floorsTable(bidi: FloorResult, sqlite: FloorResult, pg: FloorRes
 
 export const runsPerSecond = (l: LevelResult): number => (l.timings.length * 1000) / l.elapsedMs;
 
+/**
+ * The share of all the machine's cores (0–1) that processes other than the host, the runner and
+ * the bench client used during a level: a neighbour's load, told apart from ours.
+ */
+export const otherProcessesShare = (l: MeasuredLevel): number => l.cpu.other / l.elapsedMs / os.cpus().length;
+
+/** A share of the cores as a whole percentage. */
+export const fmtShare = (share: number): string => (Number.isFinite(share) ? `${(100 * share).toFixed(0)} %` : '—');
+
 export function levelsTable(levels: MeasuredLevel[]): string {
   const cores = os.cpus().length;
   return markdownTable(
@@ -69,7 +78,7 @@ export function levelsTable(levels: MeasuredLevel[]): string {
       const first = summarize(l.timings.map((t) => t.firstMs));
       const terminal = summarize(l.timings.map((t) => t.terminalMs));
       const n = Math.max(1, l.timings.length);
-      const pct = (ms: number): string => `${((100 * ms) / l.elapsedMs / cores).toFixed(0)} %`;
+      const pct = (ms: number): string => fmtShare(ms / l.elapsedMs / cores);
       return [
         DB_LABEL[l.database],
         String(l.concurrency),
@@ -80,7 +89,7 @@ export function levelsTable(levels: MeasuredLevel[]): string {
         `${fmtDuration(first.p50)} / ${fmtDuration(first.p99)}`,
         `${fmtDuration(terminal.p50)} / ${fmtDuration(terminal.p99)}`,
         `${fmtDuration(l.cpu.host / n)} / ${fmtDuration(l.cpu.runner / n)} / ${fmtDuration(l.cpu.client / n)}`,
-        `${pct(l.cpu.host + l.cpu.runner + l.cpu.client)} / ${pct(l.cpu.other)}`,
+        `${pct(l.cpu.host + l.cpu.runner + l.cpu.client)} / ${fmtShare(otherProcessesShare(l))}`,
       ];
     }),
   );

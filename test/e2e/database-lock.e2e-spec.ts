@@ -25,6 +25,7 @@ describe('two hosts on one DATA_DIR', () => {
       const code = await new Promise<number | null>((resolve) => proc.child.once('exit', resolve));
       expect(code).not.toBe(0);
       expect(code).not.toBeNull();
+      await proc.closed; // the end of the log may still be in the pipe at 'exit'
       const logs = proc.logs();
       expect(logs).toContain(`the database ${file} is in use by process ${first.proc.child.pid}`);
       expect(logs).toContain(`lock file ${file}.lock`);
@@ -52,6 +53,8 @@ describe('two hosts on one DATA_DIR', () => {
       const third = new Host(db, env);
       const proc = await third.launch();
       expect(await new Promise<number | null>((resolve) => proc.child.once('exit', resolve))).toBe(1);
+      // At 'exit' the end of the log may still be in the pipe.
+      await proc.closed;
       expect(proc.logs()).toContain(`in use by process ${restarted.proc.child.pid}`);
     } finally {
       await restarted.stop();

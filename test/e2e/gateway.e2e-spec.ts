@@ -2,7 +2,7 @@ import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { toStruct } from './host-api-client';
-import { Host, TestDatabase, startDemoRunner, waitFor, type Proc } from './harness';
+import { Host, TestDatabase, logged, startDemoRunner, waitFor, type Proc } from './harness';
 
 jest.setTimeout(60_000);
 
@@ -108,7 +108,8 @@ describe('runner gateway over real gRPC', () => {
       ['default', 'connected'],
       ['second', 'connected'],
     ]);
-    expect(host.proc.logs()).toContain('manifest #1 (extra-key) skipped');
+    // Logged before the Welcome is sent, but on the host's stdout pipe, read apart from the gRPC stream.
+    await logged(() => host.proc.logs(), 'manifest #1 (extra-key) skipped');
     call.end();
     await waitFor('disconnected', async () =>
       (await host.api<any[]>('GET', '/v1/admin/runners')).body

@@ -96,6 +96,11 @@ export interface Proc {
   child: ChildProcess;
   logs: () => string;
   stop: (signal?: NodeJS.Signals) => Promise<number | null>;
+  /**
+   * Resolves once the process has exited and its stdout and stderr are closed: everything it
+   * logged is in `logs()` then (at 'exit' the pipes may still hold some of it).
+   */
+  closed: Promise<void>;
 }
 
 function launch(main: string, env: Record<string, string>): Proc {
@@ -104,8 +109,10 @@ function launch(main: string, env: Record<string, string>): Proc {
   child.stdout.on('data', (d: Buffer) => chunks.push(d.toString()));
   child.stderr.on('data', (d: Buffer) => chunks.push(d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
   return {
     child,
+    closed,
     logs: () => chunks.join(''),
     stop: async (signal: NodeJS.Signals = 'SIGTERM') => {
       if (child.exitCode === null && child.signalCode === null) {
@@ -152,6 +159,8 @@ export class Host {
       if (ready === 'ready') {
         return this;
       }
+      // The exit is seen before the end of the log may have been read.
+      await proc.closed;
       if (attempt < 3 && proc.logs().includes('EADDRINUSE')) {
         continue;
       }
@@ -246,7 +255,19 @@ export function parseSse(text: string): SseEvent[] {
     });
 }
 
-/** Registers a plugin, starts the demo runner for it and waits until its runner is connected. */
+/**
+ * Waits until `logs()` holds `line`. A process logs before it answers, but its stdout pipe and the
+ * socket the answer comes on reach the test separately: a log line asserted right after an answer
+ * (or a database row) may not have been read yet.
+ */
+export async function logged(logs: () => string, line: string | RegExp, timeoutMs?: number): Promise<void> {
+  await waitFor(
+    `the log line ${String(line)}`,
+    () => Promise.resolve(typeof line === 'string' ? logs().includes(line) : line.test(logs())),
+    timeoutMs,
+  );
+}
+
 /** Waits until the runner is listed as connected. */
 export async function runnerConnected(host: Host, runnerId = 'plugin:demo/echo/default'): Promise<void> {
   await waitFor('runner connected', async () => {
@@ -270,6 +291,7 @@ export function launchDemoRunner(
   });
 }
 
+/** Registers a plugin, starts the demo runner for it and waits until its runner is connected. */
 export async function startDemoRunner(
   host: Host,
   opts: { author?: string; name?: string; env?: Record<string, string> } = {},

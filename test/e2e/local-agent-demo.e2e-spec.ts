@@ -23,7 +23,8 @@ describe('npm run demo', () => {
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    // 'close', not 'exit': at 'exit' the end of the output may still be in the pipe.
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
     expect({ code, err: code === 0 ? '' : err + out }).toEqual({ code: 0, err: '' });
 
     const sections = [...out.matchAll(/^── (.+?) ─/gm)].map((m) => m[1]);

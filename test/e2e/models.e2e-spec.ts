@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { ScriptedOpenAIServer, scripts } from '@libs/testing';
-import { Host, TestDatabase, dbRows, event } from './harness';
+import { Host, TestDatabase, dbRows, event, waitFor } from './harness';
 import { HostApiClient } from './host-api-client';
 import { RawPlugin, fromStruct, manifestFor, rawPkg, toStruct } from './raw-plugin';
 
@@ -397,8 +397,10 @@ describe('models through the host (admin API, gRPC model RPCs, scripted provider
   it('a run cancelled during a model call stops the provider call', async () => {
     const runId = await startRun('model-user');
     server.chat(scripts.hang());
+    const asked = server.requests.length;
     const pending = stream({ run_id: runId, model_id: 'scripted', messages: msgs('slow') });
-    await new Promise((r) => setTimeout(r, 300));
+    // The cancel lands during the provider call: once the provider has the request, not after a delay.
+    await waitFor('the provider call', () => Promise.resolve(server.requests.length > asked));
     const cancelled = host.api('POST', `/v1/runs/${runId}/cancel`, { reason: 'test' });
     const { err } = await pending;
     expect(err).toMatchObject({

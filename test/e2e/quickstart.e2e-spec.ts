@@ -52,7 +52,8 @@ describe('README Quick start, pasted as one block', () => {
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err += d.toString())); // curl's progress meter
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    // 'close', not 'exit': at 'exit' the end of the output may still be in the pipe.
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
     expect({ code, out: code === 0 ? '' : out + err }).toEqual({ code: 0, out: '' });
 
     // The runner's last line before the event was its "connected" line.

@@ -243,7 +243,10 @@ describe('Python runner SDK against the real host', () => {
     // The SDK sent RunRequest.traceparent back as metadata: the host's span of each call is a child of the run's.
     const spans = await waitFor('the probe run spans exported', () => {
       const got = receiver.ofTrace(traceId);
-      const ready = ['run', 'host_api tool.call', 'host_api model.invoke'].every((n) => got.some((x) => x.name === n));
+      // Every span asserted below: export batches need not hold them all at once.
+      const ready = ['run', 'host_api tool.call', 'host_api model.invoke', 'host_api storage.set'].every((n) =>
+        got.some((x) => x.name === n),
+      );
       return Promise.resolve(ready ? got : null);
     });
     const run = spans.find((x) => x.name === 'run')!;

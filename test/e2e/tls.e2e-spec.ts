@@ -85,9 +85,12 @@ function launch(main: string, env: Record<string, string>) {
   child.stdout.on('data', (d: Buffer) => (logs += d.toString()));
   child.stderr.on('data', (d: Buffer) => (logs += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  // Exited, and stdout and stderr closed: the whole log read (at 'exit' the pipes may still hold some).
+  const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
   return {
     logs: () => logs,
     exited,
+    closed,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
@@ -229,6 +232,7 @@ describe('TLS: HTTPS and gRPC over TLS, client certificates for plugins', () => 
       TLS_KEY_FILE: certs.file('server.key'),
     });
     expect(await host.exited).toBe(1);
+    await host.closed;
     expect(host.logs()).toContain('TLS_CERT_FILE');
     expect(host.logs()).toContain('missing.crt');
   });

@@ -59,13 +59,13 @@ describe('PostgreSQL LISTEN/NOTIFY signal bus, two processes on one database', (
   it('a signal published at one wakes the other, both ways, each once (no echo)', async () => {
     const atA: string[] = [];
     a.subscribe('steering', (p) => atA.push(p));
-    // LISTEN is issued on the first subscription: let it reach the server.
+    // LISTEN is issued on the first subscription: wait until the server has answered it.
     const atB = nextPayload(b, 'steering');
-    await sleep(100);
+    await Promise.all([a.listening(), b.listening()]);
     a.publish('steering', '{"run_id":"r1"}');
     await expect(atB).resolves.toBe('{"run_id":"r1"}');
     const backAtA = nextPayload(a, 'conversation');
-    await sleep(100);
+    await a.listening();
     b.publish('conversation', '{"key":"k1"}');
     await expect(backAtA).resolves.toBe('{"key":"k1"}');
     await sleep(200);
@@ -78,7 +78,7 @@ describe('PostgreSQL LISTEN/NOTIFY signal bus, two processes on one database', (
     a.subscribe('steering', () => undefined);
     a.subscribe('conversation', () => undefined);
     a.subscribe('cancel', () => undefined);
-    await sleep(100);
+    await a.listening();
     const rows = await admin.query<{ n: string }>(
       `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'runner-host signal bus'`,
     );
@@ -87,7 +87,7 @@ describe('PostgreSQL LISTEN/NOTIFY signal bus, two processes on one database', (
 
   it('listener killed (pg_terminate_backend): the wait still ends by polling, and the bus reconnects and wakes again', async () => {
     a.subscribe('steering', () => undefined);
-    await sleep(100);
+    await a.listening();
     const pid = a.listenerPid();
     expect(pid).not.toBeNull();
 
@@ -109,7 +109,7 @@ describe('PostgreSQL LISTEN/NOTIFY signal bus, two processes on one database', (
     expect(a.listenerPid()).not.toBe(pid);
     // Listening again on the new connection: a signal wakes A with no poll behind it.
     const woke = nextPayload(a, 'steering');
-    await sleep(100);
+    await a.listening();
     b.publish('steering', '{"run_id":"r2"}');
     await expect(woke).resolves.toBe('{"run_id":"r2"}');
   });
@@ -150,11 +150,11 @@ describe('NATS signal bus, two processes', () => {
     const atA: string[] = [];
     a.subscribe('cancel', (p) => atA.push(p));
     const atB = nextPayload(b, 'cancel');
-    await sleep(100);
+    await Promise.all([a.listening(), b.listening()]);
     a.publish('cancel', '{"run_id":"r1","reason":"stop"}');
     await expect(atB).resolves.toBe('{"run_id":"r1","reason":"stop"}');
     const backAtA = nextPayload(a, 'steering');
-    await sleep(100);
+    await a.listening();
     b.publish('steering', '{"run_id":"r2"}');
     await expect(backAtA).resolves.toBe('{"run_id":"r2"}');
     await sleep(200);
@@ -167,7 +167,7 @@ describe('NATS signal bus, two processes', () => {
     try {
       const heard: string[] = [];
       b.subscribe('steering', (p) => heard.push(p));
-      await sleep(100);
+      await b.listening();
       other.publish('steering', '{"run_id":"elsewhere"}');
       await sleep(300);
       expect(heard).toEqual([]);

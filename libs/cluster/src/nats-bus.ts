@@ -64,6 +64,15 @@ export class NatsSignalBus extends SignalBusBase {
     return this.up;
   }
 
+  /**
+   * Resolves once the server has answered a ping sent after the subscriptions made so far: it has
+   * processed them, so a signal another process publishes after it reaches this one (tests wait on
+   * this, not on a delay).
+   */
+  async listening(): Promise<void> {
+    await this.nc?.flush();
+  }
+
   protected send(channel: string, envelope: string): void {
     const nc = this.nc;
     if (!nc || !this.up) {

@@ -79,6 +79,16 @@ export class PostgresSignalBus extends SignalBusBase {
     return this.client ? this.pid : null;
   }
 
+  /**
+   * Resolves once the LISTENs of the channels subscribed so far have been answered by the server
+   * (a connection being made LISTENs to every channel before it is used): a signal another process
+   * sends after it reaches this one. Tests wait on this, not on a delay.
+   */
+  async listening(): Promise<void> {
+    await this.connecting;
+    await this.tail;
+  }
+
   protected send(channel: string, envelope: string): void {
     const client = this.client;
     if (!client) {

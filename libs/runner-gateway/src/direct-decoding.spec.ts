@@ -1,5 +1,6 @@
 import * as protoLoader from '@grpc/proto-loader';
 import { LOADER_OPTIONS, protoPath, protoType } from '@libs/proto';
+import { randomObject, seededRandom, type JsonShape } from '@libs/testing';
 import { decodeResultsDirectly, directResultDeserializer } from './direct-decoding';
 
 const def = protoLoader.loadSync(protoPath(), LOADER_OPTIONS);
@@ -12,40 +13,15 @@ const directOnly = directResultDeserializer(() => {
   throw new Error('left to proto-loader');
 });
 
-function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s ^ (s >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0;
-    return s / 0x100000000;
-  };
-}
-
-const KEYS = ['a', 'b', '0', '17', 'é', 'with space', '', 'k\u0000', '😀', 'chunk', 'content'];
-
-function json(r: () => number, depth: number): unknown {
-  switch (Math.floor(r() * (depth > 3 ? 4 : 6))) {
-    case 0:
-      return null;
-    case 1:
-      return r() < 0.5;
-    case 2:
-      return [0, -0, 1.5, -3, 2 ** 53, 1e300, -1e-300][Math.floor(r() * 7)];
-    case 3:
-      return ['', 'x', 'héllo', '😀', 'a\nb', 'x'.repeat(300)][Math.floor(r() * 6)];
-    case 4:
-      return Array.from({ length: Math.floor(r() * 4) }, () => json(r, depth + 1));
-    default:
-      return object(r, depth + 1);
-  }
-}
-
-function object(r: () => number, depth: number): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (let i = Math.floor(r() * 4); i > 0; i--) {
-    out[KEYS[Math.floor(r() * KEYS.length)]] = json(r, depth);
-  }
-  return out;
-}
+/** Struct values: every JSON kind, -0 and a long string included, nested four deep. */
+const JSON_SHAPE: JsonShape = {
+  kinds: ['null', 'bool', 'number', 'string', 'array', 'object'],
+  leafKinds: 4,
+  nestUntil: 3,
+  keys: ['a', 'b', '0', '17', 'é', 'with space', '', 'k\u0000', '😀', 'chunk', 'content'],
+  strings: ['', 'x', 'héllo', '😀', 'a\nb', 'x'.repeat(300)],
+  parsedObjects: false,
+};
 
 function result(r: () => number): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -56,8 +32,8 @@ function result(r: () => number): Record<string, unknown> {
   };
   maybe('run_id', () => ['', 'r1', '0190f0e0-aaaa-7bbb-8ccc-1234567890ab'][Math.floor(r() * 3)]);
   maybe('type', () => ['message.delta', 'message.completed', 'run.completed', ''][Math.floor(r() * 4)]);
-  maybe('data', () => object(r, 0));
-  maybe('usage', () => object(r, 2));
+  maybe('data', () => randomObject(r, JSON_SHAPE, 0));
+  maybe('usage', () => randomObject(r, JSON_SHAPE, 2));
   maybe('sequence', () => [0, 1, 300, 2 ** 40, -1, Number.MAX_SAFE_INTEGER][Math.floor(r() * 6)]);
   maybe('timestamp', () => [0, 1_700_000_000, -5][Math.floor(r() * 3)]);
   return out;
@@ -92,7 +68,7 @@ describe('the Connect stream results decoded directly', () => {
   });
 
   it('gives what decode + toObject gives for random results and batches', () => {
-    const r = random(5);
+    const r = seededRandom(5);
     for (let i = 0; i < 400; i++) {
       const msg =
         r() < 0.6
@@ -116,7 +92,7 @@ describe('the Connect stream results decoded directly', () => {
   });
 
   it('gives the same answer or the same error for corrupted bytes', () => {
-    const r = random(11);
+    const r = seededRandom(11);
     let refused = 0;
     for (let i = 0; i < 3000; i++) {
       const msg =

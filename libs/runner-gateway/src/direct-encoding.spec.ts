@@ -2,6 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import type { Field, Type } from 'protobufjs';
 import { LOADER_OPTIONS, NOT_PLAIN, plainEncoder, protoPath, protoType } from '@libs/proto';
+import { randomObject, runContextFixture, seededRandom, type JsonShape } from '@libs/testing';
 import { directSerializer, encodeHostMessagesDirectly } from './direct-encoding';
 import { toHostMessage } from './wire';
 
@@ -15,43 +16,15 @@ const viaFromObject = (value: object) => connect.responseSerialize(value);
 const hostMessage = protoType('runnerhost/v1/gateway.proto', 'runnerhost.v1.HostMessage');
 const direct = plainEncoder(hostMessage);
 
-/** A small deterministic random source (the same messages every run). */
-function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s ^ (s >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0;
-    return s / 0x100000000;
-  };
-}
-
-const KEYS = ['a', 'b', '0', '17', 'é', '__proto__', 'with space', '', 'k\u0000', '😀'];
-
-function json(r: () => number, depth: number): unknown {
-  const pick = Math.floor(r() * (depth > 2 ? 5 : 8));
-  switch (pick) {
-    case 0:
-      return null;
-    case 1:
-      return r() < 0.5;
-    case 2:
-      return [0, -0, 1.5, -3, 2 ** 53, 1e300, -1e-300][Math.floor(r() * 7)];
-    case 3:
-      return ['', 'x', 'héllo', '😀', 'a\nb'][Math.floor(r() * 5)];
-    case 4:
-      return undefined;
-    case 5:
-      return Array.from({ length: Math.floor(r() * 4) }, () => json(r, depth + 1));
-    default: {
-      // JSON.parse makes `__proto__` an own key, as a request body would.
-      const entries = Array.from({ length: Math.floor(r() * 4) }, () => [
-        KEYS[Math.floor(r() * KEYS.length)],
-        json(r, depth + 1),
-      ]);
-      const text = `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v ?? null)}`).join(',')}}`;
-      return JSON.parse(text) as unknown;
-    }
-  }
-}
+/** Struct values: every JSON kind, undefined included, with keys a request body may carry. */
+const JSON_SHAPE: JsonShape = {
+  kinds: ['null', 'bool', 'number', 'string', 'undefined', 'array', 'object', 'object'],
+  leafKinds: 5,
+  nestUntil: 2,
+  keys: ['a', 'b', '0', '17', 'é', '__proto__', 'with space', '', 'k\u0000', '😀'],
+  strings: ['', 'x', 'héllo', '😀', 'a\nb'],
+  parsedObjects: true,
+};
 
 function scalar(r: () => number, type: string): unknown {
   switch (type) {
@@ -89,18 +62,14 @@ function fieldValue(r: () => number, f: Field, depth: number): unknown {
     return scalar(r, f.type);
   }
   if (t.fullName === '.google.protobuf.Struct') {
-    const object: Record<string, unknown> = {};
-    for (let i = Math.floor(r() * 4); i > 0; i--) {
-      object[KEYS[Math.floor(r() * KEYS.length)]] = json(r, 0);
-    }
-    return object;
+    return randomObject(r, JSON_SHAPE, 0);
   }
   return depth > 6 ? {} : message(r, t, depth + 1);
 }
 
 describe('the Connect stream encoded directly', () => {
   it('writes the same bytes as fromObject + encode for random messages of every HostMessage field', () => {
-    const r = random(16);
+    const r = seededRandom(16);
     hostMessage.resolveAll();
     let written = 0;
     for (let i = 0; i < 400; i++) {
@@ -126,31 +95,7 @@ describe('the Connect stream encoded directly', () => {
         runner_id: 'plugin:a/b/c',
         runner_name: 'c',
         traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
-        context: {
-          run_id: 'r1',
-          trigger: { type: 'message.received', source: 'slack', timestamp: 1_700_000_000 },
-          event: { event_id: 'e1', event_type: 'message.received', source: 'slack', data: { ts: '1.2', n: [1, 'a'] } },
-          conversation: { conversation_id: 'c1', thread_id: 't1' },
-          actor: { actor_type: 'user', actor_id: 'u1', metadata: {} },
-          input: { text: 'hi', contents: [], attachments: [{ type: 'file', name: 'a.txt', size: 3 }] },
-          delivery: { surface: 'api', supports_streaming: true, supports_edit: false, supports_reaction: false },
-          resources: {
-            models: [{ model_id: 'm', model_type: 'llm', provider: 'openai', operations: ['invoke'] }],
-            tools: [],
-            knowledge_bases: [],
-            storage: { plugin_storage: true, workspace_storage: false, binding_storage: false },
-          },
-          context: {
-            has_history_before: true,
-            latest_cursor: '7',
-            event_seq: 8,
-            inline_policy: { mode: 'current_event', delivered_count: 0, messages_complete: false, reason: 'x' },
-          },
-          state: { conversation: { k: { v: 1 } } },
-          runtime: { host: 'runner-host', protocol_version: '1', trace_id: 'r1', deadline_at: 1_700_000_300.5 },
-          config: { temperature: 0.2 },
-          metadata: { agent_id: 'a1' },
-        },
+        context: runContextFixture(),
       },
     });
     expect(direct(msg).equals(viaFromObject(msg))).toBe(true);

@@ -3,6 +3,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { z } from 'zod';
 import { LOADER_OPTIONS, protoPath, type HostMessage, type PluginMessage } from '@libs/proto';
 import { runContextSchema, runnerResultSchema, type RunContext } from '@libs/protocol';
+import { runContextFixture } from '@libs/testing';
 import { fromWireResult, toHostMessage } from './wire';
 
 const def = protoLoader.loadSync(protoPath(), LOADER_OPTIONS);
@@ -54,40 +55,7 @@ function mismatches(typeName: string, schema: z.ZodType, at: string): string[] {
   return out;
 }
 
-const context: RunContext = {
-  run_id: 'r1',
-  trigger: { type: 'message.received', source: 'slack', timestamp: 1_700_000_000 },
-  event: { event_id: 'e1', event_type: 'message.received', source: 'slack', data: { ts: '1.2', n: [1, 'a'] } },
-  conversation: { conversation_id: 'c1', thread_id: 't1' },
-  actor: { actor_type: 'user', actor_id: 'u1', metadata: {} },
-  input: {
-    text: 'hi',
-    contents: [{ type: 'image', image_url: { url: 'https://x/y.png' } }],
-    attachments: [{ type: 'file', name: 'a.txt', size: 3 }],
-  },
-  delivery: { surface: 'api', supports_streaming: true, supports_edit: false, supports_reaction: false },
-  resources: {
-    models: [{ model_id: 'm', model_type: 'llm', provider: 'openai', operations: ['invoke'] }],
-    tools: [],
-    knowledge_bases: [],
-    storage: { plugin_storage: true, workspace_storage: false, binding_storage: false },
-  },
-  context: {
-    has_history_before: true,
-    latest_cursor: '7',
-    event_seq: 8,
-    inline_policy: {
-      mode: 'current_event',
-      delivered_count: 0,
-      messages_complete: false,
-      reason: 'current_event_only',
-    },
-  },
-  state: { conversation: { k: { v: 1 } } },
-  runtime: { host: 'runner-host', protocol_version: '1', trace_id: 'r1', deadline_at: 1_700_000_300.5 },
-  config: { temperature: 0.2 },
-  metadata: { agent_id: 'a1' },
-};
+const context: RunContext = runContextFixture();
 
 /** The wire decoder sets unset message fields to null; a runner reads them as absent. */
 function withoutNulls(value: unknown): unknown {

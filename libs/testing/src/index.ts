@@ -18,3 +18,12 @@ export {
   runCall,
   type ModelsFixture,
 } from './models-fixture';
+export {
+  JSON_NUMBERS,
+  randomJson,
+  randomObject,
+  runContextFixture,
+  seededRandom,
+  type JsonKind,
+  type JsonShape,
+} from './wire-cases';
