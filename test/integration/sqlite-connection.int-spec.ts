@@ -69,11 +69,12 @@ describe('SQLite: one open transaction per connection, other callers wait for it
     });
     await inside.wait;
     const other = ds.getRepository(WorkspaceEntity).insert(ws('b', 'another request'));
-    expect(await stillWaiting(other)).toBe(true);
+    const waited = await stillWaiting(other);
     fail.go();
     await expect(t).rejects.toBe(boom);
     await other;
     expect(await names()).toEqual(['another request', 'Default workspace']);
+    expect(waited).toBe(true); // it ran after the transaction, not inside it
   });
 
   it('a save() of another caller (its own transaction) during an open transaction survives its rollback', async () => {
@@ -88,11 +89,12 @@ describe('SQLite: one open transaction per connection, other callers wait for it
     });
     await inside.wait;
     const other = ds.getRepository(WorkspaceEntity).save(ws('b', 'saved by another request'));
-    expect(await stillWaiting(other)).toBe(true);
+    const waited = await stillWaiting(other);
     fail.go();
     await expect(t).rejects.toBe(boom);
     await other;
     expect(await names()).toEqual(['saved by another request', 'Default workspace']);
+    expect(waited).toBe(true);
   });
 
   it('reverse order: a transaction opened behind another caller’s open one starts after its commit, and its rollback leaves that commit', async () => {
@@ -113,21 +115,23 @@ describe('SQLite: one open transaction per connection, other callers wait for it
       await secondFail.wait;
       throw boom;
     });
-    expect(await stillWaiting(second)).toBe(true);
-    expect(secondRan).toBe(false);
+    const waited = await stillWaiting(second);
+    const ranEarly = secondRan;
     firstCommit.go();
     await first;
     secondFail.go();
     await expect(second).rejects.toBe(boom);
-    expect(secondRan).toBe(true);
     expect(await names()).toEqual(['committed by the first caller', 'Default workspace']);
+    expect(waited).toBe(true);
+    expect(ranEarly).toBe(false); // its work started only once the first had committed
+    expect(secondRan).toBe(true);
   });
 
   it('each caller has its own runner and transaction state; a second BEGIN waits for the first to end', async () => {
     await open();
     const one = ds.createQueryRunner();
     const two = ds.createQueryRunner();
-    expect(one).not.toBe(two);
+    expect(one === two).toBe(false);
     await one.startTransaction();
     expect(one.isTransactionActive).toBe(true);
     expect(two.isTransactionActive).toBe(false);
