@@ -72,6 +72,7 @@ export class ConnectionGate {
         },
         Math.max(0, deadline - started),
       );
+      timer.unref(); // a waiter alone does not keep a stopping process alive
       this.waiting.push(waiter);
     });
   }
