@@ -51,12 +51,15 @@ export class BusyRetryingQueryRunner extends BetterSqlite3QueryRunner {
     super(driver);
     // One statement cache per connection, not per runner: a runner per call would prepare every
     // statement again. Sharing is safe: better-sqlite3 runs a statement whole, synchronously.
-    (this as unknown as { stmtCache: Map<string, unknown> }).stmtCache = share.statements;
+    // `stmtCache` is the private Map TypeORM's BetterSqlite3QueryRunner keeps its prepared
+    // statements in (typeorm 0.3); were it renamed, each runner would keep its own again (slower,
+    // not wrong).
+    Reflect.set(this, 'stmtCache', share.statements);
   }
 
   override query(query: string, parameters?: unknown[], useStructuredResult?: boolean): QueryAnswer {
     const sql = query === 'BEGIN TRANSACTION' ? 'BEGIN IMMEDIATE' : query;
-    const run = (): QueryAnswer => super.query(sql, parameters, useStructuredResult);
+    const run = (): Promise<unknown> => super.query(sql, parameters, useStructuredResult);
     if (!this.share.gate.holds(this)) {
       return this.alone(run);
     }
@@ -122,7 +125,7 @@ export class BusyRetryingQueryRunner extends BetterSqlite3QueryRunner {
   }
 
   /** A statement outside any transaction: waits for the gate, holds it while it runs. */
-  private alone(run: () => QueryAnswer): QueryAnswer {
+  private alone(run: () => Promise<unknown>): Promise<unknown> {
     const started = Date.now();
     return retryWhileBusy(
       async () => {
