@@ -26,10 +26,10 @@ export function busyRetryOf(boundMs: number | undefined): BusyRetry {
  * written.
  */
 export class DatabaseBusyError extends DomainError {
-  constructor(waitedMs: number, cause: string) {
+  constructor(waitedMs: number, cause: string, lockedBy = 'another connection') {
     super(
       'unavailable',
-      `the database stayed locked by another connection for ${waitedMs} ms (${cause}); nothing was written, retry`,
+      `the database stayed locked by ${lockedBy} for ${waitedMs} ms (${cause}); nothing was written, retry`,
       { reason: 'database.busy', waited_ms: waitedMs },
     );
     this.name = 'DatabaseBusyError';
@@ -80,10 +80,14 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
  * Runs `attempt` until it does not fail with SQLITE_BUSY, waiting between attempts as `policy`
  * says (off the event loop), then fails with DatabaseBusyError. `attempt` must write nothing when
  * it fails busy (one autocommit statement, or a BEGIN IMMEDIATE before any statement of its
- * transaction), so running it again writes once.
+ * transaction), so running it again writes once. `started` is when the write began waiting (its
+ * bound counts from there: a wait before the first attempt is part of it).
  */
-export async function retryWhileBusy<T>(attempt: () => Promise<T>, policy: BusyRetry): Promise<T> {
-  const started = Date.now();
+export async function retryWhileBusy<T>(
+  attempt: () => Promise<T>,
+  policy: BusyRetry,
+  started = Date.now(),
+): Promise<T> {
   let backoff: BusyBackoff | undefined;
   for (;;) {
     try {

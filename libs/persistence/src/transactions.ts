@@ -3,24 +3,21 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 
 /**
- * Runs admin work (TypeORM) in a database transaction. TypeORM drives better-sqlite3 through one
- * connection, so two transactions started concurrently would collide ("cannot start a transaction
- * within a transaction") or nest; on SQLite they therefore run one after another. PostgreSQL uses
- * the pool. The run path does not come here: its writes go through the one writer (hot/), which
- * waits while such a transaction is open on the shared SQLite connection.
+ * Runs admin work (TypeORM) in a database transaction. On PostgreSQL each transaction has a pooled
+ * connection of its own. On SQLite every caller shares one connection: each transaction has its
+ * own query runner, and the connection's gate (sqlite-query-runner.ts) lets one transaction be
+ * open at a time — others, and other callers' statements, wait for it (bounded by
+ * SQLITE_BUSY_WAIT_MS, then 503 `database.busy`; docs/durability.md#a-busy-writer-lock), so no
+ * other request's write can run inside it or be rolled back with it. `work` must use the manager
+ * it is given: a statement through another repository waits for this very transaction. The run
+ * path does not come here: its writes go through the one writer (hot/), which waits while such a
+ * transaction is open on the shared SQLite connection.
  */
 @Injectable()
 export class Transactions {
-  private tail: Promise<unknown> = Promise.resolve();
-
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
   run<T>(work: (m: EntityManager) => Promise<T>): Promise<T> {
-    if (this.db.options.type !== 'better-sqlite3') {
-      return this.db.transaction(work);
-    }
-    const next = this.tail.then(() => this.db.transaction(work));
-    this.tail = next.catch(() => undefined);
-    return next;
+    return this.db.transaction(work);
   }
 }

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { Client, DatabaseError } from 'pg';
 import type { DataSource } from 'typeorm';
 import { APP_CONFIG } from '@libs/config';
-import { dataSourceOptions, ENTITIES, HotStore } from '@libs/persistence';
+import { dataSourceOptions, ENTITIES, HotStore, openDataSource } from '@libs/persistence';
 
 export type DatabaseConfig = Parameters<typeof dataSourceOptions>[0];
 
@@ -137,7 +137,12 @@ export async function listIndexes(ds: DataSource, table: string): Promise<IndexI
 export function storesModule(db: TestDatabase, providers: Provider[]): Promise<TestingModule> {
   return Test.createTestingModule({
     imports: [
-      TypeOrmModule.forRoot({ ...dataSourceOptions(db.config), retryAttempts: 0 }),
+      // As the host opens it (PersistenceModule): on SQLite every caller gets its own query runner
+      // behind the connection's gate (sqlite-query-runner.ts), which Transactions counts on.
+      TypeOrmModule.forRootAsync({
+        useFactory: () => ({ ...dataSourceOptions(db.config), retryAttempts: 0 }),
+        dataSourceFactory: (options) => openDataSource(options!),
+      }),
       TypeOrmModule.forFeature(ENTITIES),
     ],
     providers: [
