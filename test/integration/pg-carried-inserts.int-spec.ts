@@ -22,7 +22,6 @@ jest.setTimeout(120_000);
 describe('held inserts carried by the next statement on postgres', () => {
   let stores: LeaseStores;
   let hot: PgHot;
-  let sent: string[];
   let spy: jest.SpyInstance;
 
   beforeAll(async () => {
@@ -31,13 +30,8 @@ describe('held inserts carried by the next statement on postgres', () => {
   });
 
   beforeEach(() => {
-    sent = [];
-    const query = Client.prototype.query as (...args: unknown[]) => unknown;
-    spy = jest.spyOn(Client.prototype, 'query').mockImplementation(function (this: Client, ...args: unknown[]) {
-      const q = args[0] as string | QueryConfig;
-      sent.push(typeof q === 'string' ? q : (q.name ?? q.text.slice(0, 40)));
-      return query.apply(this, args);
-    } as never);
+    // A spy calls the real query: it only records what was sent.
+    spy = jest.spyOn(Client.prototype, 'query');
   });
 
   afterEach(() => spy.mockRestore());
@@ -53,7 +47,12 @@ describe('held inserts carried by the next statement on postgres', () => {
     return yield* appendTranscriptUnit(transcriptRow('assistant', `r${seq}`, { conversation_id: conversation }));
   }
 
-  const shapes = (): string[] => sent.map((s) => (s.startsWith('hot_w_') ? 'carried' : s));
+  /** The statements sent since the test began, a carried one as `carried`. */
+  const shapes = (): string[] =>
+    spy.mock.calls.map(([q]: [string | QueryConfig]) => {
+      const s = typeof q === 'string' ? q : (q.name ?? q.text.slice(0, 40));
+      return s.startsWith('hot_w_') ? 'carried' : s;
+    });
 
   it('one unit: its held result rides on the transcript insert; the insert answers its own seq, both rows are written', async () => {
     expect(await hot.runGroup([() => resultAndAppend('run-a', 1, 'conv-a')])).toEqual([1]);
