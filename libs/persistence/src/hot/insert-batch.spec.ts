@@ -1,6 +1,6 @@
 import { lockKeys, SQL } from './hot-sql';
 import { STEERING_SQL } from './steering-sql';
-import { InsertBatch, MAX_ROWS_PER_INSERT, PgInsertCombiner, withInserts } from './insert-batch';
+import { InsertBatch, MAX_CARRIED_ROWS, MAX_ROWS_PER_INSERT, PgInsertCombiner, withInserts } from './insert-batch';
 import { FENCE_CALL, FENCE_RUN, FENCE_RUNS, finishRunFenced, GROUP_KEYS } from './run-fence';
 import { OUTBOX_SQL } from './outbox-units';
 import type { Op, SqlValue } from './unit';
@@ -185,6 +185,17 @@ describe('PgInsertCombiner.carrier: held inserts riding on the next statement', 
     ]) {
       expect([s.name, c.carrier(h, s)]).toEqual([s.name, null]);
     }
+  });
+
+  it('is null for more than MAX_CARRIED_ROWS held rows (a large group writes them as before)', () => {
+    const c = new PgInsertCombiner();
+    const rows = (n: number) => Array.from({ length: n }, (_, i) => run(SQL.insertResult, resultRow('r1', i)));
+    expect(c.carrier(held(...rows(MAX_CARRIED_ROWS)), SQL.insertTranscript)).not.toBeNull();
+    expect(
+      c.carrier(held(...rows(MAX_CARRIED_ROWS - 1), run(OUTBOX_SQL.insert, ['o1'])), SQL.insertTranscript),
+    ).not.toBeNull();
+    expect(c.carrier(held(...rows(MAX_CARRIED_ROWS + 1)), SQL.insertTranscript)).toBeNull();
+    expect(c.carrier(held(...rows(MAX_CARRIED_ROWS), run(OUTBOX_SQL.insert, ['o1'])), SQL.insertTranscript)).toBeNull();
   });
 
   it('is null when a table has two chunks (their order needs statements of their own)', () => {

@@ -123,6 +123,13 @@ export class InsertBatch {
 
 /** Bound parameters of one combined statement at most (PostgreSQL's limit is 65,535). */
 const MAX_PARAMS_PER_COMBINED = 32_000;
+/**
+ * Held rows a statement carries at most (PgInsertCombiner.carrier): the few rows of a small group
+ * (c1: a run row and its snapshot; an end's results and delivery op). A large group's rows are
+ * written as before: each count of rows is a shape of its own, and with the carrier's kinds on top
+ * they would fill the named shapes (MAX_NAMED_COMBINED) and be parsed each time.
+ */
+export const MAX_CARRIED_ROWS = 8;
 /** Combined shapes prepared by name at most; others run unnamed (parsed each time): bounded server memory. */
 const MAX_NAMED_COMBINED = 256;
 
@@ -172,7 +179,8 @@ export class PgInsertCombiner {
    * - `s` takes no lock of the one lock order (a fence, advisory keys, a run row, a lease: run-
    *   fence.ts): those stay statements of their own, and no insert is added to a lock's wait.
    * - `s` has no WITH of its own, the held rows fit one statement (one part per table, within
-   *   the parameter bound): otherwise they are written as before (combine).
+   *   the parameter bound) and are few (MAX_CARRIED_ROWS): otherwise they are written as before
+   *   (combine).
    * So the rows a group's last unit would write before COMMIT ride on a statement it runs anyway:
    * one round trip fewer (docs/benchmarks.md, issue 16 round 6).
    */
@@ -180,7 +188,10 @@ export class PgInsertCombiner {
     if (held.length === 0 || !carries(s)) {
       return null;
     }
-    if (new Set(held.map((h) => h.table)).size !== held.length) {
+    if (
+      new Set(held.map((h) => h.table)).size !== held.length ||
+      held.reduce((n, h) => n + h.rows, 0) > MAX_CARRIED_ROWS
+    ) {
       return null;
     }
     const params = held.reduce((n, h) => n + h.params.length, 0) + markCount(s.pg);
