@@ -71,4 +71,40 @@ describe('a group commit on postgres: one lock order for every lock it takes', (
     const perRound = (full: number) => (ROUNDS / 2) * full + (ROUNDS / 2) * (full - 2);
     expect(Number(n)).toBe(2 * perRound(CONVERSATIONS));
   });
+
+  it('groups that take advisory keys only (GROUP_KEYS, no run row), in opposite orders on two writers: no deadlock', async () => {
+    const url = (stores.db.config as { url: string }).url;
+    const a = new PgHot(url);
+    const b = new PgHot(url);
+    const deadlocks: string[] = [];
+    let committed = 0;
+    const appends = (writer: string, round: number): (() => Unit<unknown>)[] =>
+      leases.map(
+        (_l, i) => () =>
+          appendTranscriptUnit(
+            transcriptRow('user', `keys ${writer} ${round}`, { conversation_id: `keys-${i}`, created_at: T0 + round }),
+          ),
+      );
+    try {
+      for (let round = 0; round < ROUNDS; round++) {
+        await Promise.all([
+          unlessDeadlock(deadlocks, () => a.runGroup(appends('a', round))).then((ok) => ok && committed++),
+          unlessDeadlock(deadlocks, () => b.runGroup(appends('b', round).reverse())).then((ok) => ok && committed++),
+        ]);
+      }
+    } finally {
+      await Promise.allSettled([a.close(), b.close()]);
+    }
+    expect(deadlocks).toEqual([]);
+    expect(committed).toBe(ROUNDS * 2);
+    // Every conversation's seqs gapless and distinct: its transcript lock was held by each append.
+    const rows = await stores.ds.query<{ c: string; n: string; m: string }[]>(
+      `SELECT "conversation_id" AS "c", COUNT(DISTINCT "seq") AS "n", MAX("seq") AS "m" FROM "transcript"
+       WHERE "conversation_id" LIKE 'keys-%' GROUP BY 1`,
+    );
+    expect(rows).toHaveLength(CONVERSATIONS);
+    for (const r of rows) {
+      expect([Number(r.n), Number(r.m)]).toEqual([ROUNDS * 2, ROUNDS * 2]);
+    }
+  });
 });

@@ -1,6 +1,7 @@
-import { SQL } from './hot-sql';
-import { InsertBatch, MAX_ROWS_PER_INSERT, PgInsertCombiner, withInserts } from './insert-batch';
-import { FENCE_RUN } from './run-fence';
+import { lockKeys, SQL } from './hot-sql';
+import { STEERING_SQL } from './steering-sql';
+import { InsertBatch, MAX_CARRIED_ROWS, MAX_ROWS_PER_INSERT, PgInsertCombiner, withInserts } from './insert-batch';
+import { FENCE_CALL, FENCE_RUN, FENCE_RUNS, finishRunFenced, GROUP_KEYS } from './run-fence';
 import { OUTBOX_SQL } from './outbox-units';
 import type { Op, SqlValue } from './unit';
 
@@ -135,5 +136,73 @@ describe('PgInsertCombiner', () => {
     b.hold(run(SQL.insertResult, resultRow('r1', 4)));
     b.hold(run(OUTBOX_SQL.insert, ['o2']));
     expect(c.combine(b.take())[0].stmt).toBe(out[0].stmt);
+  });
+});
+
+describe('PgInsertCombiner.carrier: held inserts riding on the next statement', () => {
+  const held = (...ops: Op[]) => {
+    const b = new InsertBatch();
+    ops.forEach((op) => b.hold(op));
+    return b.pending();
+  };
+
+  it('puts the held inserts as CTEs before the statement, its parameters last; the same shape is the same statement', () => {
+    const c = new PgInsertCombiner();
+    const h = held(run(SQL.insertResult, resultRow('r1', 1)), run(OUTBOX_SQL.insert, ['o1']));
+    const s = c.carrier(h, SQL.insertTranscript)!;
+    expect(s.pg.startsWith('WITH w1 AS (INSERT INTO "run_results"')).toBe(true);
+    expect(s.pg).toContain('w2 AS (INSERT INTO "delivery_outbox"');
+    // The carrier is the main statement: its RETURNING is the statement's answer.
+    const main = s.pg.slice(s.pg.lastIndexOf(') INSERT INTO "transcript"') + 2);
+    expect(main.startsWith('INSERT INTO "transcript"')).toBe(true);
+    expect(main).toContain('RETURNING "seq"');
+    // Parameters: the held rows' first, then the carrier's, renumbered after them.
+    const marks = (pg: string) => [...pg.matchAll(/\$(\d+)/g)].map((m) => Number(m[1]));
+    const before = h.reduce((n, x) => n + Math.max(...marks(x.stmt.pg)), 0);
+    expect(Math.min(...marks(main))).toBe(before + 1);
+    expect(Math.max(...marks(s.pg))).toBe(before + Math.max(...marks(SQL.insertTranscript.pg)));
+    expect(c.carrier(h, SQL.insertTranscript)).toBe(s);
+    // A read (SELECT) carries them too.
+    expect(c.carrier(h, STEERING_SQL.queuedOfRunAndWaiting)!.pg).toMatch(/\) SELECT /);
+  });
+
+  it('is null without held rows, and for statements that must stay alone', () => {
+    const c = new PgInsertCombiner();
+    expect(c.carrier([], SQL.insertTranscript)).toBeNull();
+    const h = held(run(SQL.insertResult, resultRow('r1', 1)));
+    for (const s of [
+      FENCE_RUN, // a fence
+      FENCE_CALL, // a fence, its run row in the lock order
+      FENCE_RUNS, // locks run rows, has a WITH of its own
+      GROUP_KEYS, // advisory keys
+      lockKeys(2),
+      SQL.lockConversation,
+      finishRunFenced(true), // its key and run row, a lease
+      SQL.finishRunLocking, // a run row and a key (lockRun)
+      STEERING_SQL.startQueuedRun, // moves a lease
+      SQL.insertResult, // a batchable insert (held itself)
+      SQL.finishRun, // declares no tables it reads: may read any held row
+    ]) {
+      expect([s.name, c.carrier(h, s)]).toEqual([s.name, null]);
+    }
+  });
+
+  it('is null for more than MAX_CARRIED_ROWS held rows (a large group writes them as before)', () => {
+    const c = new PgInsertCombiner();
+    const rows = (n: number) => Array.from({ length: n }, (_, i) => run(SQL.insertResult, resultRow('r1', i)));
+    expect(c.carrier(held(...rows(MAX_CARRIED_ROWS)), SQL.insertTranscript)).not.toBeNull();
+    expect(
+      c.carrier(held(...rows(MAX_CARRIED_ROWS - 1), run(OUTBOX_SQL.insert, ['o1'])), SQL.insertTranscript),
+    ).not.toBeNull();
+    expect(c.carrier(held(...rows(MAX_CARRIED_ROWS + 1)), SQL.insertTranscript)).toBeNull();
+    expect(c.carrier(held(...rows(MAX_CARRIED_ROWS), run(OUTBOX_SQL.insert, ['o1'])), SQL.insertTranscript)).toBeNull();
+  });
+
+  it('is null when a table has two chunks (their order needs statements of their own)', () => {
+    const c = new PgInsertCombiner();
+    const ops = Array.from({ length: MAX_ROWS_PER_INSERT + 1 }, (_, i) => run(SQL.insertResult, resultRow('r1', i)));
+    const h = held(...ops);
+    expect(h).toHaveLength(2);
+    expect(c.carrier(h, SQL.insertTranscript)).toBeNull();
   });
 });

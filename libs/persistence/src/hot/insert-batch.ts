@@ -79,6 +79,13 @@ export class InsertBatch {
 
   /** The held rows as statements to run now, in the order their statements were first held; clears them. */
   take(): HeldStatement[] {
+    const out = this.pending();
+    this.held.clear();
+    return out;
+  }
+
+  /** What take() would answer, the rows still held. */
+  pending(): HeldStatement[] {
     const out: HeldStatement[] = [];
     for (const { stmt, rows } of this.held.values()) {
       const perInsert = Math.max(1, Math.min(MAX_ROWS_PER_INSERT, Math.floor(MAX_PARAMS_PER_INSERT / rows[0].length)));
@@ -92,7 +99,6 @@ export class InsertBatch {
         });
       }
     }
-    this.held.clear();
     return out;
   }
 
@@ -117,6 +123,13 @@ export class InsertBatch {
 
 /** Bound parameters of one combined statement at most (PostgreSQL's limit is 65,535). */
 const MAX_PARAMS_PER_COMBINED = 32_000;
+/**
+ * Held rows a statement carries at most (PgInsertCombiner.carrier): the few rows of a small group
+ * (c1: a run row and its snapshot; an end's results and delivery op). A large group's rows are
+ * written as before: each count of rows is a shape of its own, and with the carrier's kinds on top
+ * they would fill the named shapes (MAX_NAMED_COMBINED) and be parsed each time.
+ */
+export const MAX_CARRIED_ROWS = 8;
 /** Combined shapes prepared by name at most; others run unnamed (parsed each time): bounded server memory. */
 const MAX_NAMED_COMBINED = 256;
 
@@ -156,6 +169,48 @@ export class PgInsertCombiner {
     return out;
   }
 
+  /**
+   * The held inserts and the statement `s` that runs next as one statement (`s` last, the inserts
+   * as data-modifying CTEs before it, parameters in that order), or null when they cannot be:
+   * - `s` must not see the held rows (the caller asks only when it does not have to write them
+   *   first: InsertBatch.mustFlush), and in one statement it does not — every part runs on the
+   *   statement's one snapshot. Its result (rows, changed-row count) is its own: PostgreSQL
+   *   answers for the main statement only.
+   * - `s` takes no lock of the one lock order (a fence, advisory keys, a run row, a lease: run-
+   *   fence.ts): those stay statements of their own, and no insert is added to a lock's wait.
+   * - `s` has no WITH of its own, the held rows fit one statement (one part per table, within
+   *   the parameter bound) and are few (MAX_CARRIED_ROWS): otherwise they are written as before
+   *   (combine).
+   * So the rows a group's last unit would write before COMMIT ride on a statement it runs anyway:
+   * one round trip fewer (docs/benchmarks.md, issue 16 round 6).
+   */
+  carrier(held: readonly HeldStatement[], s: HotStatement): HotStatement | null {
+    if (held.length === 0 || !carries(s)) {
+      return null;
+    }
+    if (
+      new Set(held.map((h) => h.table)).size !== held.length ||
+      held.reduce((n, h) => n + h.rows, 0) > MAX_CARRIED_ROWS
+    ) {
+      return null;
+    }
+    const params = held.reduce((n, h) => n + h.params.length, 0) + markCount(s.pg);
+    if (params > MAX_PARAMS_PER_COMBINED) {
+      return null;
+    }
+    const key = [...held.map((h) => h.stmt.name), s.name].join(',');
+    let c = this.shapes.get(key);
+    if (!c) {
+      c = withInserts([...held.map((h) => h.stmt), s]);
+      if (this.shapes.size < MAX_NAMED_COMBINED) {
+        this.shapes.set(key, c);
+      } else {
+        c = { ...c, name: '' };
+      }
+    }
+    return c;
+  }
+
   private merged(parts: readonly HeldStatement[]): HeldStatement {
     const key = parts.map((p) => p.stmt.name).join(',');
     let s = this.shapes.get(key);
@@ -174,6 +229,33 @@ export class PgInsertCombiner {
       table: parts[0].table,
     };
   }
+}
+
+/** Whether held inserts may ride on `s` (PgInsertCombiner.carrier): a named statement that reads declared tables and takes no lock of the one lock order. */
+function carries(s: HotStatement): boolean {
+  return (
+    s.name !== '' &&
+    s.reads !== undefined &&
+    !s.rows &&
+    !s.fence &&
+    !s.advisory &&
+    !s.relets &&
+    s.lockRun === undefined &&
+    s.lockKey === undefined &&
+    s.lease === undefined &&
+    // A group's lock statement (GROUP_KEYS, GROUP_LOCKS) is none of the above, but takes locks.
+    !s.pg.includes('pg_advisory') &&
+    !/^\s*WITH\b/i.test(s.pg)
+  );
+}
+
+/** The highest `$n` mark of a PostgreSQL text: its parameter count. */
+function markCount(pg: string): number {
+  let most = 0;
+  for (const m of pg.matchAll(/\$(\d+)/g)) {
+    most = Math.max(most, Number(m[1]));
+  }
+  return most;
 }
 
 /** One PostgreSQL statement running the given inserts (their `pg` text with `$n` marks), parameters in order. */

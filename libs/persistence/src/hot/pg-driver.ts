@@ -85,7 +85,8 @@ export class PgHot implements WriterDriver {
    * One transaction for the group, the fences of its runs first as one statement
    * (FenceCache.prefetch); batchable inserts of all its units become one multi-row
    * INSERT per statement (insert-batch.ts), written before the next statement that may read them
-   * and before COMMIT, the inserts of several tables as one statement (PgInsertCombiner).
+   * and before COMMIT, the inserts of several tables as one statement (PgInsertCombiner) — or, in
+   * the group's last unit, with its next statement that need not see them (carried).
    */
   async runGroup(units: readonly (() => Unit<unknown>)[]): Promise<unknown[]> {
     await this.connect();
@@ -113,7 +114,10 @@ export class PgHot implements WriterDriver {
         fences.prefetched(await step(this.writer, prefetch));
       }
       const out: unknown[] = [];
-      for (const { unit, first } of started) {
+      for (const [i, { unit, first }] of started.entries()) {
+        // In the last unit no later unit adds rows to the held ones: they may ride on its next
+        // statement that need not see them, instead of a flush of their own before COMMIT.
+        const last = i === started.length - 1;
         let r = first;
         while (!r.done) {
           const op = r.value;
@@ -125,7 +129,7 @@ export class PgHot implements WriterDriver {
           if (batch.mustFlush(op.stmt)) {
             await flush();
           }
-          const result = await step(this.writer, op);
+          const result = await step(this.writer, (last && this.carried(op)) || op);
           fences.ran(op, result);
           r = unit.next(result);
         }
@@ -138,6 +142,23 @@ export class PgHot implements WriterDriver {
       await this.writer.query('ROLLBACK').catch(() => undefined);
       throw e;
     }
+  }
+
+  /**
+   * The op with the held inserts riding on it as one statement (PgInsertCombiner.carrier), the
+   * held rows then written; null when it cannot carry them (they stay held).
+   */
+  private carried(op: Op): Op | null {
+    if (this.batch.empty) {
+      return null;
+    }
+    const held = this.batch.pending();
+    const stmt = this.combiner.carrier(held, op.stmt);
+    if (!stmt) {
+      return null;
+    }
+    this.batch.clear();
+    return { ...op, stmt, params: [...held.flatMap((h) => h.params), ...op.params] };
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,4 @@
-import { SQL } from './hot-sql';
+import { lockKeys, SQL } from './hot-sql';
 import { LEASE_SQL } from './run-takeover';
 import { STEERING_SQL } from './steering-sql';
 import {
@@ -6,6 +6,7 @@ import {
   FENCE_RUN,
   FENCE_RUNS,
   FenceCache,
+  GROUP_KEYS,
   GROUP_LOCKS,
   FencedError,
   fenceCallUnit,
@@ -116,6 +117,38 @@ describe('the fence of a run write (docs/scale-out.md#fenced-writes)', () => {
     expect(cache.answer(call)).toBeUndefined();
     cache.reset();
     expect(cache.answer(conv)).toBeUndefined();
+  });
+
+  it('a group whose units take advisory keys and no run row takes them alone (GROUP_KEYS), by lock id', () => {
+    const cache = new FenceCache();
+    const conv: Op = { kind: 'get', stmt: SQL.lockConversation, params: ['conversation:c'] };
+    const admission: Op = { kind: 'get', stmt: lockKeys(2), params: ['conversation:d', 'transcript:d'] };
+    const declared: Op = { kind: 'get', stmt: SQL.eventById, params: ['e'], locks: { keys: ['transcript:e'] } };
+    // One key alone is its own statement.
+    expect(cache.prefetch([conv])).toBeNull();
+    const op = cache.prefetch([admission, conv, declared])!;
+    expect(op).toMatchObject({ kind: 'get', stmt: GROUP_KEYS });
+    expect(JSON.parse(op.params[0] as string)).toEqual([
+      'conversation:d',
+      'transcript:d',
+      'conversation:c',
+      'transcript:e',
+    ]);
+    expect(GROUP_KEYS.pg).toContain('ORDER BY 1 OFFSET 0');
+    expect(GROUP_KEYS.pg).not.toContain('"runs"');
+    // Its one row: every key taken answers its lock op; another key still runs.
+    expect(cache.answer(admission)).toBeUndefined();
+    cache.prefetched({ keys: 4 });
+    expect(cache.answer(admission)).toEqual({ changes: 1 });
+    expect(cache.answer(conv)).toEqual({ changes: 1 });
+    expect(cache.answer({ ...conv, params: ['conversation:other'] })).toBeUndefined();
+    expect(cache.answer(fenceOp(lease))).toBeUndefined();
+    cache.reset();
+    expect(cache.answer(conv)).toBeUndefined();
+    // A run row among the locks (a fence, a declared row): GROUP_LOCKS as before.
+    expect(cache.prefetch([admission, fenceOp(lease)])).toMatchObject({ stmt: GROUP_LOCKS });
+    cache.reset();
+    expect(cache.prefetch([{ ...admission, locks: { runs: ['r9'] } }])).toMatchObject({ stmt: GROUP_LOCKS });
   });
 
   it("a run's end that is its own fence is the group's lock statement when the group's other units only fence its lease", () => {

@@ -171,6 +171,19 @@ export const GROUP_LOCKS: HotStatement = {
   reads: ['runs'],
 };
 
+/**
+ * The transaction advisory locks of a PostgreSQL group whose units lock no run row (admissions:
+ * their conversation's, workspace's and transcript's keys), as one statement, in the one lock
+ * order (docs/scale-out.md#one-lock-order: by lock id, advisoryLocksSql). GROUP_LOCKS without its
+ * run-row steps: those, planned even for no run ids, made it a statement of three CTEs for what
+ * is one aggregate of lock calls (docs/benchmarks.md, issue 16 round 6). Parameter: the keys (JSON
+ * array). PostgreSQL only, as GROUP_LOCKS.
+ */
+export const GROUP_KEYS: HotStatement = {
+  ...stmt('group_keys', `SELECT ? AS "keys"`, advisoryLocksSql('json_array_elements_text(?::json)', 'keys')),
+  reads: [],
+};
+
 const FINISH_SET = `"status" = ?, "status_reason" = ?, "error_code" = ?, "retryable" = ?, "usage" = ?, "finished_at" = ?`;
 
 /**
@@ -279,8 +292,9 @@ export class FenceCache {
   /**
    * The one statement taking the locks these ops (the first op of each unit of a group) open with
    * or declare (Op.locks), or null when fewer than two locks would be in it (one lock is its own
-   * statement, nothing to order). Only fences of two or more distinct leases: FENCE_RUNS. With
-   * advisory keys or other run rows: GROUP_LOCKS, in the one lock order.
+   * statement, nothing to order). Only fences of two or more distinct leases: FENCE_RUNS. Only
+   * advisory keys: GROUP_KEYS. Advisory keys and run rows, or run rows beyond the fences:
+   * GROUP_LOCKS, in the one lock order.
    */
   prefetch(first: readonly Op[]): Op | null {
     const hoisted = hoistable(first);
@@ -316,6 +330,10 @@ export class FenceCache {
       return null;
     }
     this.planned = [...keys];
+    if (runs.size === 0) {
+      // Keys only (no run row, so no lease either): their locks alone.
+      return { kind: 'get', stmt: GROUP_KEYS, params: [JSON.stringify(this.planned)] };
+    }
     return {
       kind: 'all',
       stmt: GROUP_LOCKS,
@@ -325,9 +343,15 @@ export class FenceCache {
 
   /**
    * Records what the group's lock statement took: the leases it matched (FENCE_RUNS' rows, or
-   * GROUP_LOCKS' `fenced`) and, for GROUP_LOCKS, its advisory keys.
+   * GROUP_LOCKS' `fenced`) and, for GROUP_LOCKS and GROUP_KEYS, their advisory keys.
    */
   prefetched(rows: unknown): void {
+    if (rows !== undefined && !Array.isArray(rows) && !this.hoisted) {
+      // GROUP_KEYS' one row: its keys are taken, no run row is.
+      this.planned.forEach((k) => this.keys.add(k));
+      this.planned = [];
+      return;
+    }
     if (this.hoisted) {
       // The end of a run and its fence (finishRunFenced), run ahead of its unit: its answer waits
       // for the unit, and a lease it matched is held as by its own FENCE_RUN.

@@ -1,0 +1,115 @@
+import { Client, type QueryConfig } from 'pg';
+import {
+  admitUnit,
+  appendTranscriptUnit,
+  resultUnit,
+  RunEntity,
+  RunResultEntity,
+  TranscriptEntity,
+  type Unit,
+} from '@libs/persistence';
+import { PgHot } from '../../libs/persistence/src/hot/pg-driver';
+import { leaseStores, type LeaseStores } from './support/leased-runs';
+import { admission, eventWithRun, newResult, transcriptRow } from './support/run-rows';
+
+jest.setTimeout(120_000);
+
+/**
+ * The held inserts of a PostgreSQL group riding on its last unit's next statement that need not see
+ * them (insert-batch.ts PgInsertCombiner.carrier, pg-driver.ts): one statement, the carrier's answer
+ * its own, the rows written with it — or, when one of them fails, nothing of the group.
+ */
+describe('held inserts carried by the next statement on postgres', () => {
+  let stores: LeaseStores;
+  let hot: PgHot;
+  let spy: jest.SpyInstance;
+
+  beforeAll(async () => {
+    stores = await leaseStores([]);
+    hot = new PgHot((stores.db.config as { url: string }).url);
+  });
+
+  beforeEach(() => {
+    // A spy calls the real query: it only records what was sent.
+    spy = jest.spyOn(Client.prototype, 'query');
+  });
+
+  afterEach(() => spy.mockRestore());
+
+  afterAll(async () => {
+    await hot?.close();
+    await stores?.dispose();
+  });
+
+  /** A result (held: a batchable insert), then a transcript append (its lock, then its insert: the carrier). */
+  function* resultAndAppend(runId: string, seq: number, conversation: string): Unit<number> {
+    yield* resultUnit(newResult(runId, seq), null);
+    return yield* appendTranscriptUnit(transcriptRow('assistant', `r${seq}`, { conversation_id: conversation }));
+  }
+
+  /** The statements sent since the test began, a carried one as `carried`. */
+  const shapes = (): string[] =>
+    spy.mock.calls.map(([q]: [string | QueryConfig]) => {
+      const s = typeof q === 'string' ? q : (q.name ?? q.text.slice(0, 40));
+      return s.startsWith('hot_w_') ? 'carried' : s;
+    });
+
+  it('one unit: its held result rides on the transcript insert; the insert answers its own seq, both rows are written', async () => {
+    expect(await hot.runGroup([() => resultAndAppend('run-a', 1, 'conv-a')])).toEqual([1]);
+    expect(shapes()).toEqual(['BEGIN', 'hot_lock_conversation', 'carried', 'COMMIT']);
+    expect(await hot.runGroup([() => resultAndAppend('run-a', 2, 'conv-a')])).toEqual([2]);
+    const results = await stores.ds.getRepository(RunResultEntity).findBy({ run_id: 'run-a' });
+    expect(results.map((r) => Number(r.sequence)).sort()).toEqual([1, 2]);
+    const rows = await stores.ds.getRepository(TranscriptEntity).findBy({ conversation_id: 'conv-a' });
+    expect(rows.map((r) => [r.content, Number(r.seq)]).sort()).toEqual([
+      ['r1', 1],
+      ['r2', 2],
+    ]);
+  });
+
+  it('two units: only the last unit carries, the rows of both as one multi-row insert', async () => {
+    const out = await hot.runGroup([
+      () => resultAndAppend('run-b', 1, 'conv-b'),
+      () => resultAndAppend('run-b', 2, 'conv-c'),
+    ]);
+    expect(out).toEqual([1, 1]);
+    expect(shapes()).toEqual([
+      'BEGIN',
+      'hot_lock_conversation',
+      'hot_insert_transcript', // the first unit's: its row stays held for the group's multi-row insert
+      'hot_lock_conversation',
+      'carried',
+      'COMMIT',
+    ]);
+    const results = await stores.ds.getRepository(RunResultEntity).findBy({ run_id: 'run-b' });
+    expect(results.map((r) => Number(r.sequence)).sort()).toEqual([1, 2]);
+  });
+
+  it('an admission: its run row rides on the user transcript row; the outcome is unchanged', async () => {
+    const { event, run } = eventWithRun({ conversation_id: 'conv-d' }, { conversation_id: 'conv-d' });
+    const [outcome] = await hot.runGroup([
+      () => admitUnit(admission(event, run, transcriptRow('user', 'hi', { conversation_id: 'conv-d' }))),
+    ]);
+    expect(outcome).toMatchObject({ admitted: true, disposition: 'started', run_id: run.run_id, transcript_seq: 1 });
+    expect(shapes()).toEqual([
+      'BEGIN',
+      'hot_lock_conversation',
+      'hot_insert_event',
+      'hot_insert_event_log',
+      'carried',
+      'COMMIT',
+    ]);
+    expect(await stores.ds.getRepository(RunEntity).findOneBy({ run_id: run.run_id })).toMatchObject({
+      status: 'running',
+      attempt: 1,
+    });
+  });
+
+  it('a carried row that fails fails the group: nothing of it is written, the writer goes on', async () => {
+    // run-a #1 exists: the held result conflicts (run_id, sequence), in the carrier's statement.
+    await expect(hot.runGroup([() => resultAndAppend('run-a', 1, 'conv-e')])).rejects.toThrow(/duplicate key|unique/i);
+    expect(shapes()).toContain('carried');
+    expect(await stores.ds.getRepository(TranscriptEntity).countBy({ conversation_id: 'conv-e' })).toBe(0);
+    expect(await hot.runGroup([() => resultAndAppend('run-a', 3, 'conv-e')])).toEqual([1]);
+  });
+});
