@@ -312,3 +312,17 @@ describe('parts mode: a code fence opened in a sent part stays open for the rest
     expect(step('xxxyvtoI1Tq=a2|word \n\nlB=b 你好。!', 2)).toEqual(['ord \n\n']);
   });
 });
+
+describe('edit mode: a message that overflows inside a code fence', () => {
+  it('the next messages are cut as inside the fence (only at a line end), as splitting the whole answer', () => {
+    const plan = planOf({ surface: 'telegram', max_message_size: 16 });
+    expect(plan.mode).toBe('edit');
+    for (const f of ['~~~', '```']) {
+      const deltas = [`${f}yvtoI1Tq=a2|word \n\nlB=b`, ' 你好。 and more'];
+      const messages = shown(run(plan, deltas));
+      // Not 'lB=b 你好。 ', 'and more': a sentence end inside the fence is no boundary.
+      expect(messages).toEqual([`${f}yvtoI1Tq=a2|w`, 'ord \n\n', 'lB=b 你好。 and mor', 'e']);
+      expect(messages).toEqual(splitText(deltas.join(''), 16, 'chars'));
+    }
+  });
+});

@@ -84,7 +84,7 @@ export interface OpenMessage {
   /** parts: the paragraph scan of `pending`. */
   readonly scan: ParagraphScan;
   /**
-   * parts: the code-fence state where `pending` starts. A fence belongs to the answer: a part sent
+   * parts, edit: the code-fence state where `pending` starts. A fence belongs to the answer: a part sent
    * inside one leaves it open for the rest (docs/delivery.md#normalisation-rules).
    */
   readonly fence: FenceContext;
@@ -237,7 +237,7 @@ function sendNew(d: Draft, text: string, op: 'message.send' | 'message.final', e
 function showEdit(d: Draft, m: Mutable<OpenMessage>, force: boolean): void {
   if (m.current !== null && pendingOver(d, m)) {
     // The current message is full: it keeps its first part, the rest goes to new messages.
-    const parts = split(d, m.pending);
+    const parts = split(d, m.pending, m.fence);
     d.out.emit('message.edit', { text: parts[0], part: m.current_part }, m.current);
     m.base += parts[0].length;
     for (const p of parts.slice(1, -1)) {
@@ -246,13 +246,14 @@ function showEdit(d: Draft, m: Mutable<OpenMessage>, force: boolean): void {
     }
     m.current = null;
     m.shown = '';
+    m.fence = advanceFence(m.fence, m.pending.slice(0, m.pending.length - parts[parts.length - 1].length));
     resetPending(d, m, parts[parts.length - 1]);
   }
   if (m.current === null) {
     if (!m.pending_visible) {
       return;
     }
-    const parts = pendingOver(d, m) ? split(d, m.pending) : [m.pending];
+    const parts = pendingOver(d, m) ? split(d, m.pending, m.fence) : [m.pending];
     for (const p of parts.slice(0, -1)) {
       sendNew(d, p, 'message.send');
       m.base += p.length;
@@ -263,6 +264,7 @@ function showEdit(d: Draft, m: Mutable<OpenMessage>, force: boolean): void {
     m.shown = last;
     m.last_edit_at = d.now;
     if (parts.length > 1) {
+      m.fence = advanceFence(m.fence, m.pending.slice(0, m.pending.length - last.length));
       resetPending(d, m, last);
     }
     m.extends_shown = true;
@@ -316,8 +318,8 @@ function onText(d: Draft, text: string, appended: string | null): void {
   } else {
     m.text = text;
     const from = Math.min(d.plan.mode === 'parts' ? m.sent : m.base, text.length);
-    if (d.plan.mode === 'parts') {
-      // Rewritten: the fence state at `sent` of the new text (a rewrite carries the whole text).
+    if (d.plan.mode !== 'final') {
+      // Rewritten: the fence state at `sent` (`base`) of the new text (a rewrite carries the whole text).
       m.fence = advanceFence(NO_FENCE, text.slice(0, from));
     }
     resetPending(d, m, text.slice(from));
@@ -346,9 +348,9 @@ function finishAnswer(d: Draft, finalText: string, incomplete: boolean): void {
   // final mode: the streamed text was split as it grew; only its last parts are cut now.
   const limit = growLimit(d.plan);
   const grown = limit !== null && finalText === m.text ? finishSplit(m.growing, limit, d.plan.size_unit) : null;
-  // parts: the rest starts in the fence state the sent parts left (that of the final text's start, if it changed).
+  // parts, edit: the rest starts in the fence state the sent parts left (that of the final text's start, if it changed).
   const fence =
-    d.plan.mode !== 'parts'
+    d.plan.mode === 'final'
       ? NO_FENCE
       : finalText === m.text
         ? m.fence
