@@ -18,9 +18,11 @@
  * (docs/delivery.md, "Long answers"): the answer's text is only ever appended to (a rope, never
  * flattened per delta); what is not yet sent or shown (`pending`) is kept with its size, whether
  * it has visible text, and a paragraph scan (split.ts `scanParagraphs`) that examines each
- * character once. Whole texts are read only where an op carries them. A message showing more
- * than LARGE_EDIT (no platform's message can) is not edited again until the answer ends, so that
- * the ops of one answer carry O(its size) text in all.
+ * character once, starting in the code-fence state the sent text left (`fence`, advanced over each
+ * part sent: a fence is the answer's, a message boundary does not close it). Whole texts are
+ * read only where an op carries them. A message showing more than LARGE_EDIT (no platform's
+ * message can) is not edited again until the answer ends, so that the ops of one answer carry
+ * O(its size) text in all.
  */
 import type { RunStatus } from '@libs/protocol';
 import { deliveryId, idempotencyKey, type DeliveryOp, type DeliveryOpType } from './ops';
