@@ -113,7 +113,7 @@ const streamed = answer.chain((t) => fc.tuple(fc.constant(t), cutWhole(t)));
 const limit = fc.option(fc.integer({ min: 16, max: 300 }), { nil: null });
 
 describe('normaliser: incremental delivery equals the whole-text algorithm', () => {
-  it('parts mode (chars and bytes, with and without a limit): the same messages as rescanning the whole unsent text', () => {
+  it('parts mode (chars and bytes, with and without a limit): the same messages as rescanning the whole text', () => {
     fc.assert(
       fc.property(streamed, limit, fc.boolean(), ([t, deltas], max, bytes) => {
         const req: DeliveryRequest = bytes
@@ -228,5 +228,101 @@ describe('normaliser: a long answer', () => {
       Array.from({ length: 50 }, () => delta),
     );
     expect(ops.map((o) => o.payload.text)).toEqual(splitText(delta.repeat(50), plan.max_message_size, plan.size_unit));
+  });
+});
+
+describe('parts mode: a code fence opened in a sent part stays open for the rest of the answer', () => {
+  // Found by the property above (seed 1684856718): a part cut by the limit inside a fence-opening
+  // line. The fence belongs to the answer (docs/delivery.md#normalisation-rules): the blank line
+  // after it is inside the fence (no paragraph break), and the fence's closing line closes it (it
+  // is not read as an opener that would hold every later paragraph back until the end).
+  const chat = planOf({ surface: 'chat', max_message_size: 16 });
+  const wecom = planOf({ surface: 'wecom', supports_streaming: true, max_message_size: 16 });
+  const cases: { name: string; plan: DeliveryPlan; deltas: string[]; messages: string[] }[] = [];
+  for (const f of ['~~~', '```']) {
+    const opened = `${f}yvtoI1Tq=a2|word \n\nlB=b 你好。`;
+    const closed = `\n${f}\n\nafter\n\nend`;
+    cases.push(
+      {
+        name: `${f}, chars: the blank line inside the fence is no paragraph break`,
+        plan: chat,
+        deltas: [opened, ''],
+        messages: [`${f}yvtoI1Tq=a2|w`, 'ord \n\nlB=b 你好。'],
+      },
+      {
+        name: `${f}, bytes: inside the fence the rest is cut only at a line end`,
+        plan: wecom,
+        deltas: [opened, ''],
+        messages: [`${f}yvtoI1Tq=a2|w`, 'ord \n\n', 'lB=b 你好。'],
+      },
+      {
+        name: `${f}, chars: the closing line closes it, the paragraph after it is sent as it finishes`,
+        plan: chat,
+        deltas: [opened, closed],
+        messages: [`${f}yvtoI1Tq=a2|w`, 'ord \n\nlB=b 你好。\n', `${f}\n\nafter\n\n`, 'end'],
+      },
+      {
+        name: `${f}, bytes: the closing line closes it, the paragraph after it is sent as it finishes`,
+        plan: wecom,
+        deltas: [opened, closed],
+        messages: [`${f}yvtoI1Tq=a2|w`, 'ord \n\n', 'lB=b 你好。\n', `${f}\n\nafter\n\n`, 'end'],
+      },
+    );
+  }
+
+  it.each(cases)('$name', ({ plan, deltas, messages }) => {
+    expect(plan.mode).toBe('parts');
+    const ops = run(plan, deltas);
+    expect(texts(ops)).toEqual(messages);
+    expect(wholeTextParts(deltas, plan.max_message_size, plan.size_unit)).toEqual(messages);
+    expect(ops.map((o) => o.op).slice(-1)).toEqual(['message.final']);
+    for (const m of messages) {
+      expect(measure(m, plan.size_unit)).toBeLessThanOrEqual(16);
+    }
+  });
+
+  it('cumulative deltas give the same messages; one character at a time, what the whole-text rule gives', () => {
+    for (const { plan, deltas, messages } of cases) {
+      expect(texts(run(plan, deltas, { cumulative: true }))).toEqual(messages);
+      const chars = [...deltas.join('')];
+      const ops = run(plan, chars);
+      expect(texts(ops)).toEqual(wholeTextParts(chars, plan.max_message_size, plan.size_unit));
+      showsAnswer(shown(ops), deltas.join(''));
+    }
+  });
+
+  it('a rewrite (all_content not extending the text) takes the fence state of the new text', () => {
+    // Sent: the fence-opening line's first 16 characters; then the runner rewrites the answer so that
+    // its sent part opens no fence: the blank line is a paragraph break again.
+    let state: NormaliserState = initialState(RUN);
+    const step = (all: string, sequence: number) => {
+      const r = normalise(
+        chat,
+        state,
+        {
+          kind: 'result',
+          result: { run_id: RUN, sequence, type: 'message.delta', data: { chunk: { all_content: all } } },
+        },
+        0,
+      );
+      state = r.state;
+      return texts(r.ops);
+    };
+    expect(step('~~~yvtoI1Tq=a2|word \n\nlB=b 你好。', 1)).toEqual(['~~~yvtoI1Tq=a2|w']);
+    expect(step('xxxyvtoI1Tq=a2|word \n\nlB=b 你好。!', 2)).toEqual(['ord \n\n']);
+  });
+});
+
+describe('edit mode: a message that overflows inside a code fence', () => {
+  it('the next messages are cut as inside the fence (only at a line end), as splitting the whole answer', () => {
+    const plan = planOf({ surface: 'telegram', max_message_size: 16 });
+    expect(plan.mode).toBe('edit');
+    for (const f of ['~~~', '```']) {
+      const deltas = [`${f}yvtoI1Tq=a2|word \n\nlB=b`, ' 你好。 and more'];
+      const messages = shown(run(plan, deltas));
+      // Not 'lB=b 你好。 ', 'and more': a sentence end inside the fence is no boundary.
+      expect(messages).toEqual([`${f}yvtoI1Tq=a2|w`, 'ord \n\n', 'lB=b 你好。 and mor', 'e']);
+      expect(messages).toEqual(splitText(deltas.join(''), 16, 'chars'));
+    }
   });
 });

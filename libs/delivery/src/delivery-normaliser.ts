@@ -18,9 +18,11 @@
  * (docs/delivery.md, "Long answers"): the answer's text is only ever appended to (a rope, never
  * flattened per delta); what is not yet sent or shown (`pending`) is kept with its size, whether
  * it has visible text, and a paragraph scan (split.ts `scanParagraphs`) that examines each
- * character once. Whole texts are read only where an op carries them. A message showing more
- * than LARGE_EDIT (no platform's message can) is not edited again until the answer ends, so that
- * the ops of one answer carry O(its size) text in all.
+ * character once, starting in the code-fence state the sent text left (`fence`, advanced over each
+ * part sent: a fence is the answer's, a message boundary does not close it). Whole texts are
+ * read only where an op carries them. A message showing more than LARGE_EDIT (no platform's
+ * message can) is not edited again until the answer ends, so that the ops of one answer carry
+ * O(its size) text in all.
  */
 import type { RunStatus } from '@libs/protocol';
 import { deliveryId, idempotencyKey, type DeliveryOp, type DeliveryOpType } from './ops';
@@ -30,13 +32,17 @@ import { noticeText } from './notices';
 import {
   EMPTY_GROWING_SPLIT,
   EMPTY_SCAN,
+  NO_FENCE,
+  advanceFence,
   finishSplit,
   growSplit,
   measure,
+  scanFrom,
   scanParagraphs,
   scannedParagraphs,
   splitText,
   visible,
+  type FenceContext,
   type GrowingSplit,
   type ParagraphScan,
 } from './split';
@@ -79,6 +85,11 @@ export interface OpenMessage {
   readonly extends_shown: boolean;
   /** parts: the paragraph scan of `pending`. */
   readonly scan: ParagraphScan;
+  /**
+   * parts, edit: the code-fence state where `pending` starts. A fence belongs to the answer: a part sent
+   * inside one leaves it open for the rest (docs/delivery.md#normalisation-rules).
+   */
+  readonly fence: FenceContext;
   /** final with a size limit: `text` split as it grows, so that its end splits only the last parts. */
   readonly growing: GrowingSplit;
 }
@@ -112,6 +123,7 @@ const EMPTY_MESSAGE: OpenMessage = {
   pending_visible: false,
   extends_shown: true,
   scan: EMPTY_SCAN,
+  fence: NO_FENCE,
   growing: EMPTY_GROWING_SPLIT,
 };
 
@@ -163,8 +175,8 @@ interface Draft {
   state: Mutable<NormaliserState>;
 }
 
-function split(d: Draft, text: string): string[] {
-  return splitText(text, d.plan.max_message_size, d.plan.size_unit);
+function split(d: Draft, text: string, fence: FenceContext = NO_FENCE): string[] {
+  return splitText(text, d.plan.max_message_size, d.plan.size_unit, fence);
 }
 
 /** Whether the pending text is over the size limit; exact, measured only when the running bound says it may be. */
@@ -183,7 +195,7 @@ function resetPending(d: Draft, m: Mutable<OpenMessage>, pending: string): void 
   m.pending_size = measure(pending, d.plan.size_unit);
   m.pending_visible = visible(pending);
   m.extends_shown = pending.startsWith(m.shown);
-  m.scan = d.plan.mode === 'parts' ? scanParagraphs(EMPTY_SCAN, pending) : EMPTY_SCAN;
+  m.scan = d.plan.mode === 'parts' ? scanParagraphs(scanFrom(m.fence), pending) : EMPTY_SCAN;
   const limit = growLimit(d.plan);
   m.growing = limit === null ? EMPTY_GROWING_SPLIT : growSplit(EMPTY_GROWING_SPLIT, pending, limit, d.plan.size_unit);
 }
@@ -227,7 +239,7 @@ function sendNew(d: Draft, text: string, op: 'message.send' | 'message.final', e
 function showEdit(d: Draft, m: Mutable<OpenMessage>, force: boolean): void {
   if (m.current !== null && pendingOver(d, m)) {
     // The current message is full: it keeps its first part, the rest goes to new messages.
-    const parts = split(d, m.pending);
+    const parts = split(d, m.pending, m.fence);
     d.out.emit('message.edit', { text: parts[0], part: m.current_part }, m.current);
     m.base += parts[0].length;
     for (const p of parts.slice(1, -1)) {
@@ -236,13 +248,14 @@ function showEdit(d: Draft, m: Mutable<OpenMessage>, force: boolean): void {
     }
     m.current = null;
     m.shown = '';
+    m.fence = advanceFence(m.fence, m.pending.slice(0, m.pending.length - parts[parts.length - 1].length));
     resetPending(d, m, parts[parts.length - 1]);
   }
   if (m.current === null) {
     if (!m.pending_visible) {
       return;
     }
-    const parts = pendingOver(d, m) ? split(d, m.pending) : [m.pending];
+    const parts = pendingOver(d, m) ? split(d, m.pending, m.fence) : [m.pending];
     for (const p of parts.slice(0, -1)) {
       sendNew(d, p, 'message.send');
       m.base += p.length;
@@ -253,6 +266,7 @@ function showEdit(d: Draft, m: Mutable<OpenMessage>, force: boolean): void {
     m.shown = last;
     m.last_edit_at = d.now;
     if (parts.length > 1) {
+      m.fence = advanceFence(m.fence, m.pending.slice(0, m.pending.length - last.length));
       resetPending(d, m, last);
     }
     m.extends_shown = true;
@@ -278,16 +292,19 @@ function showEdit(d: Draft, m: Mutable<OpenMessage>, force: boolean): void {
 function showParts(d: Draft, m: Mutable<OpenMessage>): void {
   let ready = scannedParagraphs(m.scan);
   if (pendingOver(d, m)) {
-    const parts = split(d, m.pending);
+    const parts = split(d, m.pending, m.fence);
     ready = Math.max(ready, m.pending.length - parts[parts.length - 1].length);
   }
   if (ready === 0) {
     return;
   }
-  for (const p of split(d, m.pending.slice(0, ready))) {
+  const sending = m.pending.slice(0, ready);
+  for (const p of split(d, sending, m.fence)) {
     sendNew(d, p, 'message.send');
   }
   m.sent += ready;
+  // The rest starts where the sent text left the fence (O(sent text): each character once).
+  m.fence = advanceFence(m.fence, sending);
   resetPending(d, m, m.pending.slice(ready));
 }
 
@@ -302,8 +319,12 @@ function onText(d: Draft, text: string, appended: string | null): void {
     appendPending(d, m, appended);
   } else {
     m.text = text;
-    const from = d.plan.mode === 'parts' ? m.sent : m.base;
-    resetPending(d, m, text.slice(Math.min(from, text.length)));
+    const from = Math.min(d.plan.mode === 'parts' ? m.sent : m.base, text.length);
+    if (d.plan.mode !== 'final') {
+      // Rewritten: the fence state at `sent` (`base`) of the new text (a rewrite carries the whole text).
+      m.fence = advanceFence(NO_FENCE, text.slice(0, from));
+    }
+    resetPending(d, m, text.slice(from));
   }
   if (d.plan.mode === 'edit') {
     showEdit(d, m, false);
@@ -329,7 +350,14 @@ function finishAnswer(d: Draft, finalText: string, incomplete: boolean): void {
   // final mode: the streamed text was split as it grew; only its last parts are cut now.
   const limit = growLimit(d.plan);
   const grown = limit !== null && finalText === m.text ? finishSplit(m.growing, limit, d.plan.size_unit) : null;
-  const parts = visible(remaining) ? (grown ?? split(d, remaining)) : [];
+  // parts, edit: the rest starts in the fence state the sent parts left (that of the final text's start, if it changed).
+  const fence =
+    d.plan.mode === 'final'
+      ? NO_FENCE
+      : finalText === m.text
+        ? m.fence
+        : advanceFence(NO_FENCE, finalText.slice(0, from));
+  const parts = visible(remaining) ? (grown ?? split(d, remaining, fence)) : [];
   if (d.plan.mode === 'edit' && m.current !== null) {
     const [first, ...rest] = parts.length > 0 ? parts : [m.shown];
     if (rest.length === 0) {

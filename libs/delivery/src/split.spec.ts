@@ -3,11 +3,14 @@ import { wholeTextParagraphs, wholeTextSplit } from './whole-text.oracle';
 import {
   EMPTY_GROWING_SPLIT,
   EMPTY_SCAN,
+  NO_FENCE,
+  advanceFence,
   completedParagraphs,
   finishSplit,
   growSplit,
   graphemeEnds,
   measure,
+  scanFrom,
   scanParagraphs,
   scannedParagraphs,
   splitText,
@@ -288,5 +291,80 @@ describe('growSplit (split as the text grows) equals splitText of the whole text
 
   it('refuses a bad limit as splitText does', () => {
     expect(() => growSplit(EMPTY_GROWING_SPLIT, 'abc', 1, 'chars')).toThrow('limit: must be an integer ≥ 2 chars');
+  });
+});
+
+describe('the rest of an answer after a sent part: its fence state carried (FenceContext)', () => {
+  const answer = fc.oneof(paragraphText, text);
+  /** An answer, where a part of it ends (anywhere, even inside a line or a fence marker), a chunking of the rest. */
+  const cutAnswer = answer.chain((t) =>
+    fc
+      .tuple(fc.constant(t), fc.nat({ max: t.length }))
+      .chain(([t, k]) => fc.tuple(fc.constant(t), fc.constant(k), chunkings(t.slice(k)))),
+  );
+
+  it('advanceFence over any chunking equals advanceFence over the whole text', () => {
+    fc.assert(
+      fc.property(cutAnswer, ([t, k, chunks]) => {
+        const ctx = advanceFence(NO_FENCE, t.slice(0, k));
+        expect(chunks.reduce(advanceFence, ctx)).toEqual(advanceFence(NO_FENCE, t));
+        expect(ctx.head.length).toBeLessThanOrEqual(6);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('scanParagraphs from the context equals the whole-text scan of the rest, the fences being the whole answer’s', () => {
+    fc.assert(
+      fc.property(cutAnswer, ([t, k, chunks]) => {
+        let scan = scanFrom(advanceFence(NO_FENCE, t.slice(0, k)));
+        let fed = t.slice(0, k);
+        for (const c of chunks) {
+          scan = scanParagraphs(scan, c);
+          fed += c;
+          expect(scannedParagraphs(scan)).toBe(wholeTextParagraphs(fed, k));
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  for (const unit of ['chars', 'bytes'] as SizeUnit[]) {
+    it(`${unit}: splitText from the context equals the whole-text splitter given the text before`, () => {
+      fc.assert(
+        fc.property(
+          fc.oneof(paragraphText, text).chain((t) => fc.tuple(fc.constant(t), fc.nat({ max: t.length }))),
+          fc.integer({ min: unit === 'chars' ? 2 : 4, max: 60 }),
+          ([t, k], limit) => {
+            const rest = t.slice(k);
+            const ctx = advanceFence(NO_FENCE, t.slice(0, k));
+            expect(splitText(rest, limit, unit, ctx)).toEqual(wholeTextSplit(rest, limit, unit, t.slice(0, k)));
+          },
+        ),
+        { numRuns: 800 },
+      );
+    });
+  }
+
+  it('a fence opened before the rest: its blank lines are no paragraph, its closing line closes it', () => {
+    const ctx = advanceFence(NO_FENCE, '```ts\nconst a = 1;');
+    expect(ctx).toEqual({ open: true, head: 'const ' });
+    expect(scannedParagraphs(scanParagraphs(scanFrom(ctx), '\n\nconst b = 2;'))).toBe(0);
+    expect(scannedParagraphs(scanParagraphs(scanFrom(ctx), '\n```\n\nprose'))).toBe(6);
+    // The same text with no fence before it: the blank line is a paragraph break, the ``` line an opener.
+    expect(scannedParagraphs(scanParagraphs(EMPTY_SCAN, '\n\nconst b = 2;'))).toBe(2);
+    expect(scannedParagraphs(scanParagraphs(EMPTY_SCAN, '\n```\n\nprose'))).toBe(0);
+  });
+
+  it('a line begun before the rest keeps its fence status, even a marker cut in two', () => {
+    expect(advanceFence(NO_FENCE, '  `')).toEqual({ open: false, head: '  `' });
+    expect(advanceFence(advanceFence(NO_FENCE, '  `'), '``x\n')).toEqual({ open: true, head: '' });
+    // Four spaces before the marker: no fence, however the line is cut.
+    expect(advanceFence(advanceFence(NO_FENCE, '  '), '  ```\n')).toEqual(NO_FENCE);
+    expect(splitText('``x\n\nab cd ef\n', 6, 'chars', advanceFence(NO_FENCE, '  `'))).toEqual([
+      '``x\n\n',
+      'ab cd ',
+      'ef\n',
+    ]);
   });
 });

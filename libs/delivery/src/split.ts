@@ -37,18 +37,61 @@ const FENCE_HEAD = 6;
 const CJK_SENTENCE_END = /[。！？；]$/;
 
 /**
+ * The code-fence state where a text starts inside a longer one (docs/delivery.md#splitting): a
+ * fence is a property of the whole answer, so a message boundary does not close one. What the
+ * text before tells the rest: whether a fence is open before the line the text starts in, and the
+ * first characters (at most FENCE_HEAD) that line has before the text's start ('' at a line start).
+ */
+export interface FenceContext {
+  readonly open: boolean;
+  readonly head: string;
+}
+
+/** The start of an answer: no fence open, at a line start. */
+export const NO_FENCE: FenceContext = { open: false, head: '' };
+
+/**
+ * The fence state after `text`, which follows a text whose state was `ctx`: O(text) (only line
+ * starts are read), for the text of a part just sent.
+ */
+export function advanceFence(ctx: FenceContext, text: string): FenceContext {
+  let { open, head } = ctx;
+  let at = 0;
+  for (;;) {
+    const nl = text.indexOf('\n', at);
+    if (nl === -1) {
+      if (head.length < FENCE_HEAD) {
+        head += text.slice(at, at + FENCE_HEAD - head.length);
+      }
+      return { open, head };
+    }
+    if (FENCE_LINE.test(head + text.slice(at, Math.min(nl, at + FENCE_HEAD)))) {
+      open = !open;
+    }
+    head = '';
+    at = nl + 1;
+  }
+}
+
+/**
  * Which lines are inside a code fence (the fence lines included), found line by line as far as
- * asked: a line whose trimmed start is ``` (or ~~~) opens or closes a fence.
+ * asked: a line whose trimmed start is ``` (or ~~~) opens or closes a fence. `ctx`: the state
+ * where the text starts (a part of a longer answer).
  */
 class FenceIndex {
   private readonly starts: number[] = [];
   private readonly fenced: boolean[] = [];
   private readonly closes: boolean[] = [];
-  private open = false;
+  private open: boolean;
   /** Start of the next line to index; -1 once the last line is indexed. */
   private next = 0;
 
-  constructor(private readonly text: string) {}
+  constructor(
+    private readonly text: string,
+    private readonly ctx: FenceContext = NO_FENCE,
+  ) {
+    this.open = ctx.open;
+  }
 
   /** Whether a split before `text[pos]` falls inside a fence. */
   at(pos: number): boolean {
@@ -78,7 +121,9 @@ class FenceIndex {
     const at = this.next;
     const nl = this.text.indexOf('\n', at);
     const end = nl === -1 ? this.text.length : nl;
-    const isFence = FENCE_LINE.test(this.text.slice(at, Math.min(end, at + FENCE_HEAD)));
+    // The first line may have begun before the text (the context's head).
+    const head = at === 0 ? this.ctx.head : '';
+    const isFence = FENCE_LINE.test(head + this.text.slice(at, Math.min(end, at + FENCE_HEAD)));
     this.starts.push(at);
     this.fenced.push(this.open || isFence);
     this.closes.push(isFence && this.open);
@@ -229,8 +274,14 @@ function unitsFrom(text: string, start: number, limit: number, unit: SizeUnit, b
 /**
  * Splits `text` into parts of at most `limit` (in `unit`); `null` or a text within the limit is
  * one part. An empty text has no parts. Each part costs O(limit): only its window is examined.
+ * `ctx`: the fence state where `text` starts, when it is the rest of a longer answer.
  */
-export function splitText(text: string, limit: number | null, unit: SizeUnit = 'chars'): string[] {
+export function splitText(
+  text: string,
+  limit: number | null,
+  unit: SizeUnit = 'chars',
+  ctx: FenceContext = NO_FENCE,
+): string[] {
   if (text === '') {
     return [];
   }
@@ -238,7 +289,7 @@ export function splitText(text: string, limit: number | null, unit: SizeUnit = '
     return [text];
   }
   checkLimit(limit, unit);
-  const fences = new FenceIndex(text);
+  const fences = new FenceIndex(text, ctx);
   const parts: string[] = [];
   let at: SplitPosition = { start: 0, bigEnd: 0 };
   while (at.start < text.length) {
@@ -468,6 +519,27 @@ export const EMPTY_SCAN: ParagraphScan = {
 };
 
 type MutableScan = { -readonly [K in keyof ParagraphScan]: ParagraphScan[K] };
+
+/**
+ * An empty scan of a text that starts where `ctx` stands (the rest of an answer after a part was
+ * sent): a fence opened before stays open, and a line begun before keeps its fence status. A
+ * paragraph start needs its blank line in the scanned text.
+ */
+export function scanFrom(ctx: FenceContext): ParagraphScan {
+  if (ctx.head === '') {
+    return ctx.open ? { ...EMPTY_SCAN, open: true } : EMPTY_SCAN;
+  }
+  const isFence = FENCE_LINE.test(ctx.head);
+  const decided = isFence || ctx.head.length >= FENCE_HEAD;
+  return {
+    ...EMPTY_SCAN,
+    open: ctx.open,
+    head: decided ? '' : ctx.head,
+    lineIsFence: decided ? isFence : null,
+    // The line began before the scanned text: never a paragraph start here.
+    lineVisible: VISIBLE.test(ctx.head),
+  };
+}
 
 /** The current line's fence status is now known. */
 function decideLine(s: MutableScan, isFence: boolean): void {

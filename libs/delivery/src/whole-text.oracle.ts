@@ -1,4 +1,4 @@
-import { graphemeEnds, measure, splitText, type SizeUnit } from './split';
+import { graphemeEnds, measure, type SizeUnit } from './split';
 
 /*
  * The whole-text delivery algorithms that the incremental ones of libs/delivery replaced (they
@@ -28,17 +28,22 @@ function fencedLines(text: string): { starts: number[]; fenced: boolean[] } {
   return { starts, fenced };
 }
 
-/** The end of the last complete paragraph outside fences followed by visible text (0: none), by rescanning `text`. */
-export function wholeTextParagraphs(text: string): number {
-  if (!text.includes('\n\n')) {
+/**
+ * The end of the last complete paragraph outside fences followed by visible text (0: none), by
+ * rescanning `text`; with `from`, of `text.slice(from)` (its offset there, its blank line wholly in
+ * it), the fences being those of the whole `text`: a fence is the answer's, and a part sent inside
+ * one leaves it open (docs/delivery.md#normalisation-rules).
+ */
+export function wholeTextParagraphs(text: string, from = 0): number {
+  if (!text.includes('\n\n', from)) {
     return 0;
   }
   const { starts, fenced } = fencedLines(text);
   for (let li = starts.length - 1; li > 0; li--) {
     const at = starts[li];
-    if (at >= 2 && text[at - 1] === '\n' && text[at - 2] === '\n' && !fenced[li] && !fenced[li - 1]) {
+    if (at - from >= 2 && text[at - 1] === '\n' && text[at - 2] === '\n' && !fenced[li] && !fenced[li - 1]) {
       if (/\S/.test(text.slice(at))) {
-        return at;
+        return at - from;
       }
     }
   }
@@ -47,7 +52,8 @@ export function wholeTextParagraphs(text: string): number {
 
 /**
  * The messages parts mode sends for an answer streamed as `deltas` and then completed as it
- * streamed, by the whole-text rule: at each delta the whole unsent text is rescanned.
+ * streamed, by the whole-text rule: at each delta the whole text is rescanned (its fences from the
+ * start of the answer, sent parts included) and the unsent text split (the whole-text splitter).
  */
 export function wholeTextParts(deltas: string[], limit: number | null, unit: SizeUnit): string[] {
   const out: string[] = [];
@@ -56,19 +62,20 @@ export function wholeTextParts(deltas: string[], limit: number | null, unit: Siz
   for (const delta of deltas) {
     text += delta;
     const unsent = text.slice(sent);
-    let ready = wholeTextParagraphs(unsent);
-    const parts = splitText(unsent, limit, unit);
+    const before = text.slice(0, sent);
+    let ready = wholeTextParagraphs(text, sent);
+    const parts = wholeTextSplit(unsent, limit, unit, before);
     if (parts.length > 1) {
       ready = Math.max(ready, unsent.length - parts[parts.length - 1].length);
     }
     if (ready > 0) {
-      out.push(...splitText(unsent.slice(0, ready), limit, unit));
+      out.push(...wholeTextSplit(unsent.slice(0, ready), limit, unit, before));
       sent += ready;
     }
   }
   const rest = text.slice(sent);
   if (/\S/.test(rest)) {
-    out.push(...splitText(rest, limit, unit));
+    out.push(...wholeTextSplit(rest, limit, unit, text.slice(0, sent)));
   }
   return out;
 }
@@ -148,9 +155,10 @@ function codePointEnds(g: string, from: number): number[] {
 
 /**
  * Splits `text` into parts of at most `limit` (in `unit`); `null` or a text within the limit is
- * one part. An empty text has no parts.
+ * one part. An empty text has no parts. `before`: the answer's text before `text` (already sent),
+ * whose fences `text` continues; boundaries are ranked on `text` alone.
  */
-export function wholeTextSplit(text: string, limit: number | null, unit: SizeUnit = 'chars'): string[] {
+export function wholeTextSplit(text: string, limit: number | null, unit: SizeUnit = 'chars', before = ''): string[] {
   if (text === '') {
     return [];
   }
@@ -176,8 +184,9 @@ export function wholeTextSplit(text: string, limit: number | null, unit: SizeUni
     }
     prevEnd = end;
   }
-  const { starts, fenced, closes } = fencedLinesWithCloses(text);
-  const fenceAt = (pos: number): boolean => {
+  const { starts, fenced, closes } = fencedLinesWithCloses(before + text);
+  const fenceAt = (at: number): boolean => {
+    const pos = before.length + at;
     // The line containing pos (binary search over line starts).
     let lo = 0;
     let hi = starts.length - 1;
