@@ -193,9 +193,24 @@ describe('the fence of a run write (docs/scale-out.md#fenced-writes)', () => {
   it('GROUP_LOCKS takes the advisory locks (by lock id) before the run rows (by run id), then fences the leases', () => {
     const pg = GROUP_LOCKS.pg;
     expect(pg.indexOf('"keys"')).toBeLessThan(pg.indexOf('AS "rows"'));
-    expect(pg).toContain('ORDER BY r."run_id"\n       FOR UPDATE OF r');
     expect(pg).toContain('ORDER BY 1 OFFSET 0');
   });
+
+  it.each([
+    ['GROUP_LOCKS', GROUP_LOCKS],
+    ['FENCE_RUNS', FENCE_RUNS],
+  ])(
+    '%s locks each run by its run id, over the distinct run ids in order, before its fence (test/integration/fence-plan.int-spec.ts proves the plan)',
+    (_n, s) => {
+      const pg = s.pg.replace(/\s+/g, ' ');
+      expect(pg).toMatch(/\(SELECT DISTINCT .*? ORDER BY 1\) AS "ids" CROSS JOIN LATERAL \(SELECT /);
+      expect(pg).toContain('WHERE r."run_id" = "ids"."id" FOR UPDATE OF r) AS "l"');
+      expect(pg.indexOf('FOR UPDATE OF r')).toBeLessThan(pg.indexOf('UPDATE "runs" AS r SET'));
+      // Each lease tested on the row as locked (the "locked" CTE), not on the row its snapshot saw.
+      expect(pg).toContain('FROM "locked" l JOIN');
+      expect(pg).toContain('l."attempt" = f."attempt" AND l."owner_process_id" = f."owner_process_id"');
+    },
+  );
 
   it('a lease the group fence matched is held (its unit runs no fence); one it missed runs its own FENCE_RUN', () => {
     const cache = new FenceCache();

@@ -70,6 +70,39 @@ export const FENCE_RUN: HotStatement = {
   reads: ['runs'],
 };
 
+/** The leases of a JSON array parameter, as rows (FENCE_RUNS, GROUP_LOCKS). */
+const LEASES_PG = `("run_id" text, "attempt" integer, "owner_process_id" text)`;
+
+/**
+ * The run rows of `ids` (a sub-select of distinct run ids as "id", sorted) locked on PostgreSQL
+ * one by one, in that order, each looked up by its run id (runs_run_id_key): a LATERAL sub-select
+ * with FOR UPDATE is never flattened into a join, so each lock is a lookup by id, taken in the
+ * sorted order of the ids (the nested loop keeps its outer order), whatever the statistics say.
+ * A join of the ids with `runs` (IN, `= ANY(ARRAY(...))`), on a `runs` table not yet analysed,
+ * was planned as a Seq Scan of every run and a hash join (docs/benchmarks.md, issue 16 round 6,
+ * wt-lockplan). Answers each locked row's lease as it is under its lock (the newest version,
+ * re-read when another transaction changed it meanwhile).
+ */
+function lockRunsPg(ids: string): string {
+  return `SELECT l."run_id", l."attempt", l."owner_process_id" FROM (${ids}) AS "ids"
+       CROSS JOIN LATERAL (SELECT r."run_id", r."attempt", r."owner_process_id" FROM "runs" r
+         WHERE r."run_id" = "ids"."id" FOR UPDATE OF r) AS "l"`;
+}
+
+/**
+ * The fences of the leases `f` (rows of LEASES_PG) among the rows of the CTE "locked"
+ * (lockRunsPg): each lease is tested on the row as locked, its owner alive (FENCE_RUN's test),
+ * and the row matched is updated, found by its run id. The join of the locked rows with the
+ * leases comes first (it is estimated at one row), so the update's lookups are by run id too.
+ */
+function fenceLockedPg(f: string): string {
+  return `UPDATE "runs" AS r SET "last_write_at" = ${NOW_PG}
+     FROM "locked" l JOIN ${f}
+       ON l."run_id" = f."run_id" AND l."attempt" = f."attempt" AND l."owner_process_id" = f."owner_process_id"
+     WHERE r."run_id" = l."run_id" AND EXISTS (SELECT 1 FROM "host_processes" h WHERE h."id" = l."owner_process_id")
+     RETURNING r."run_id", r."attempt", r."owner_process_id"`;
+}
+
 /**
  * The fences of several runs as one statement (docs/scale-out.md#fenced-writes): FENCE_RUN for
  * each lease of a JSON array `[{run_id, attempt, owner_process_id}]`, returning the runs it
@@ -79,10 +112,11 @@ export const FENCE_RUN: HotStatement = {
  * On PostgreSQL it takes its row locks in one fixed order, by run id, whatever the order of the
  * array: two processes whose groups fence each other's runs (host API writes at a non-owner) would
  * otherwise lock them in opposite orders and deadlock. An UPDATE locks rows in its join's order,
- * which no input order fixes, so the statement first locks the matching rows in a `SELECT ...
- * ORDER BY run_id FOR UPDATE` (the lock step runs above the sort, so in sorted order; MATERIALIZED
- * keeps it one step the UPDATE reads) and updates the rows it locked — still one round trip. A
- * row taken over meanwhile is re-checked under its lock and no longer matches (not returned).
+ * which no input order fixes, so the statement first locks the rows of the leases' runs, one
+ * lookup by run id each in sorted run-id order (lockRunsPg, a MATERIALIZED CTE the UPDATE reads),
+ * then tests each lease on the row it locked and updates the rows matched (fenceLockedPg) — still
+ * one round trip. A row taken over meanwhile is read under its lock as it is now and matches
+ * nothing (not returned); its lock is held until the group ends (its unit's own FENCE_RUN fails).
  * SQLite has one writer: no lock order to keep.
  */
 export const FENCE_RUNS: HotStatement = {
@@ -94,16 +128,9 @@ export const FENCE_RUNS: HotStatement = {
          AND f."value" ->> 'owner_process_id' = "runs"."owner_process_id")
        AND EXISTS (SELECT 1 FROM "host_processes" h WHERE h."id" = "runs"."owner_process_id")
      RETURNING "run_id", "attempt", "owner_process_id"`,
-    `WITH "locked" AS MATERIALIZED (
-       SELECT r."run_id" FROM "runs" r
-       JOIN json_to_recordset(?::json) AS f("run_id" text, "attempt" integer, "owner_process_id" text)
-         ON r."run_id" = f."run_id" AND r."attempt" = f."attempt" AND r."owner_process_id" = f."owner_process_id"
-       WHERE EXISTS (SELECT 1 FROM "host_processes" h WHERE h."id" = r."owner_process_id")
-       ORDER BY r."run_id"
-       FOR UPDATE OF r)
-     UPDATE "runs" AS r SET "last_write_at" = ${NOW_PG}
-     FROM "locked" l WHERE r."run_id" = l."run_id"
-     RETURNING r."run_id", r."attempt", r."owner_process_id"`,
+    `WITH "f" AS (SELECT * FROM json_to_recordset(?::json) AS f${LEASES_PG}),
+     "locked" AS MATERIALIZED (${lockRunsPg(`SELECT DISTINCT f."run_id" AS "id" FROM "f" ORDER BY 1`)})
+     ${fenceLockedPg('"f"')}`,
   ),
   reads: ['runs'],
 };
@@ -144,25 +171,17 @@ export const FENCE_CALL: HotStatement = {
  * `{run_id, attempt, owner_process_id}`, their runs among the ids), the advisory keys (JSON array).
  * One row: `keys` and `rows` (how many were locked) and `fenced` (the leases matched). The select
  * list is evaluated left to right, so the advisory locks are taken before the first row lock; the
- * `locked` CTE locks its rows above its sort (in run-id order, as FENCE_RUNS), and the fence's
- * UPDATE re-checks each lease on the row it locked (a run taken over meanwhile matches nothing).
+ * `locked` CTE locks its rows one lookup by run id each, in run-id order (lockRunsPg, as
+ * FENCE_RUNS), and the fence tests each lease on the row it locked (fenceLockedPg: a run taken
+ * over meanwhile matches nothing).
  * PostgreSQL only: SQLite has one writer (no lock order to keep) and never runs it.
  */
 export const GROUP_LOCKS: HotStatement = {
   ...stmt(
     'group_locks',
     `SELECT ? AS "rows", ? AS "fenced", ? AS "keys"`,
-    `WITH "locked" AS MATERIALIZED (
-       SELECT r."run_id" FROM "runs" r WHERE r."run_id" IN (SELECT json_array_elements_text(?::json))
-       ORDER BY r."run_id"
-       FOR UPDATE OF r),
-     "fenced" AS (
-       UPDATE "runs" AS r SET "last_write_at" = ${NOW_PG}
-       FROM json_to_recordset(?::json) AS f("run_id" text, "attempt" integer, "owner_process_id" text)
-       WHERE r."run_id" = f."run_id" AND r."attempt" = f."attempt" AND r."owner_process_id" = f."owner_process_id"
-         AND r."run_id" IN (SELECT l."run_id" FROM "locked" l)
-         AND EXISTS (SELECT 1 FROM "host_processes" h WHERE h."id" = r."owner_process_id")
-       RETURNING r."run_id", r."attempt", r."owner_process_id")
+    `WITH "locked" AS MATERIALIZED (${lockRunsPg(`SELECT DISTINCT j."id" FROM json_array_elements_text(?::json) AS j("id") ORDER BY 1`)}),
+     "fenced" AS (${fenceLockedPg(`json_to_recordset(?::json) AS f${LEASES_PG}`)})
      SELECT (${advisoryLocksSql('json_array_elements_text(?::json)', 'n')}) AS "keys",
        (SELECT count(*) FROM "locked") AS "rows",
        (SELECT COALESCE(json_agg(json_build_object('run_id', x."run_id", 'attempt', x."attempt",
