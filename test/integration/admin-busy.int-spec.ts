@@ -10,24 +10,12 @@ import {
   WorkspaceEntity,
 } from '@libs/persistence';
 import { postgresDatabase, sqliteFileDatabase, type TestDatabase } from './support/databases';
+import { stillWaiting } from './support/waiting';
 
 jest.setTimeout(60_000);
 
 const ws = (id: string, name: string): WorkspaceEntity =>
   Object.assign(new WorkspaceEntity(), { workspace_id: id, name, quotas: {}, created_at: 1, updated_at: 1 });
-
-/** Resolves once `q` has not settled for `turns` timer turns (the write met the lock and waits). */
-async function stillWaiting(q: Promise<unknown>, turns = 3): Promise<boolean> {
-  let settled = false;
-  void q.then(
-    () => (settled = true),
-    () => (settled = true),
-  );
-  for (let i = 0; i < turns; i++) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return !settled;
-}
 
 /**
  * TypeORM's writes on SQLite wait for a writer lock another connection holds (an operator's

@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import { DomainError } from '@libs/protocol';
 import { dataSourceOptions, DatabaseBusyError, openDataSource, Transactions, WorkspaceEntity } from '@libs/persistence';
 import { sqliteFileDatabase, type TestDatabase } from './support/databases';
+import { stillWaiting } from './support/waiting';
 
 jest.setTimeout(60_000);
 
@@ -13,19 +14,6 @@ function signal(): { wait: Promise<void>; go: () => void } {
   let go!: () => void;
   const wait = new Promise<void>((r) => (go = r));
   return { wait, go };
-}
-
-/** Resolves once `q` has not settled for a few timer turns (it waits for something). */
-async function stillWaiting(q: Promise<unknown>, turns = 3): Promise<boolean> {
-  let settled = false;
-  void q.then(
-    () => (settled = true),
-    () => (settled = true),
-  );
-  for (let i = 0; i < turns; i++) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return !settled;
 }
 
 const boom = new Error('boom: the admin transaction fails and rolls back');
