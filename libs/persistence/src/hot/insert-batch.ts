@@ -144,6 +144,13 @@ const MAX_NAMED_COMBINED = 256;
  */
 export class PgInsertCombiner {
   private readonly shapes = new Map<string, HotStatement>();
+  /** Per statement: its parameter count when held inserts may ride on it (carries), else null. */
+  private readonly carrierMarks = new WeakMap<HotStatement, number | null>();
+
+  /** Whether held inserts may ride on `s` at all (checked before the held rows are gathered). */
+  canCarry(s: HotStatement): boolean {
+    return this.marksOf(s) !== null;
+  }
 
   combine(held: readonly HeldStatement[]): HeldStatement[] {
     const out: HeldStatement[] = [];
@@ -185,7 +192,8 @@ export class PgInsertCombiner {
    * one round trip fewer (docs/benchmarks.md, issue 16 round 6).
    */
   carrier(held: readonly HeldStatement[], s: HotStatement): HotStatement | null {
-    if (held.length === 0 || !carries(s)) {
+    const marks = this.marksOf(s);
+    if (held.length === 0 || marks === null) {
       return null;
     }
     if (
@@ -194,7 +202,7 @@ export class PgInsertCombiner {
     ) {
       return null;
     }
-    const params = held.reduce((n, h) => n + h.params.length, 0) + markCount(s.pg);
+    const params = held.reduce((n, h) => n + h.params.length, 0) + marks;
     if (params > MAX_PARAMS_PER_COMBINED) {
       return null;
     }
@@ -209,6 +217,16 @@ export class PgInsertCombiner {
       }
     }
     return c;
+  }
+
+  /** carries(s) and markCount(s.pg), worked out once per statement. */
+  private marksOf(s: HotStatement): number | null {
+    let m = this.carrierMarks.get(s);
+    if (m === undefined) {
+      m = carries(s) ? markCount(s.pg) : null;
+      this.carrierMarks.set(s, m);
+    }
+    return m;
   }
 
   private merged(parts: readonly HeldStatement[]): HeldStatement {

@@ -149,7 +149,7 @@ export class PgHot implements WriterDriver {
    * held rows then written; null when it cannot carry them (they stay held).
    */
   private carried(op: Op): Op | null {
-    if (this.batch.empty) {
+    if (this.batch.empty || !this.combiner.canCarry(op.stmt)) {
       return null;
     }
     const held = this.batch.pending();
