@@ -110,6 +110,10 @@ describe('browser streams: run-scoped stream tokens and 204 after the end', () =
     await (await get(`/v1/runs/${runId}/events?stream_token=${token}`)).text();
     await (await get(`/v1/runs/${runId}/events?stream_token=${token}x`)).text();
     const signature = token.split('.')[1];
+    // The whole log read (the last test: the host is stopped and its pipes closed), so that the
+    // absence means something — a line still in the pipe would pass unseen.
+    await host.stop();
+    await host.proc.closed;
     expect(host.proc.logs()).not.toContain(signature);
   });
 });

@@ -8,6 +8,7 @@ import {
   ADMIN_KEY,
   Host,
   TestDatabase,
+  completeLines,
   freePort,
   launchDemoRunner,
   parseSse,
@@ -404,11 +405,16 @@ export class Cluster {
     return runner;
   }
 
-  /** How many times each run was handed to a runner, over every runner process this cluster started. */
+  /**
+   * How many times each run was handed to a runner, over every runner process this cluster started.
+   * Complete for every run that has ended: a runner writes its `run executing` line (synchronously,
+   * to its log file: `launchDemoRunner`) before it sends anything for the run, so the line is in
+   * `logs()` once the run's end is seen — the count cannot miss a line not yet read from a pipe.
+   */
   executions(): Map<string, number> {
     const counts = new Map<string, number>();
     for (const r of this.runners) {
-      for (const line of r.logs().split('\n')) {
+      for (const line of completeLines(r.logs())) {
         if (!line.includes('"msg":"run executing"')) {
           continue;
         }

@@ -178,8 +178,8 @@ describe('delivery normalisation over real HTTP and gRPC', () => {
     ]);
     expect(ops.every((o) => o.run_id === answer.run_id)).toBe(true);
     expect(await deliveries(answer.run_id)).toEqual(ops);
-    // The streamed answer is the whole response: the framework does not try to answer it again.
-    expect(host.proc.logs()).not.toMatch(/already sent|FST_ERR_REP/i);
+    // The streamed answer is the whole response: the framework does not try to answer it again
+    // (checked on the host's whole log once it has exited: the last test).
     // Without the Accept header: the JSON answer, as before.
     const plain = await host.api('POST', '/v1/events', event('echo', 'json please'));
     expect(plain.status).toBe(202);
@@ -230,6 +230,10 @@ describe('delivery normalisation over real HTTP and gRPC', () => {
       async () => (await host.api('GET', `/v1/admin/runs/${runId}/deliveries`)).body.length === 1,
     );
     await host.stop('SIGKILL');
+    // The first host's whole log read (its pipes closed), so that an absence means something: no
+    // streamed answer (POST /v1/events with Accept: text/event-stream) was answered a second time.
+    await host.proc.closed;
+    expect(host.proc.logs()).not.toMatch(/already sent|FST_ERR_REP/i);
     await runner.stop();
     host = new Host(db);
     await host.start();

@@ -1,4 +1,4 @@
-import { ADMIN_KEY, Host, TestDatabase } from './harness';
+import { ADMIN_KEY, Host, TestDatabase, completeLines } from './harness';
 
 jest.setTimeout(60_000);
 
@@ -68,10 +68,8 @@ describe('HTTP edge', () => {
   });
 
   it('logs JSON lines only', () => {
-    const lines = host.proc
-      .logs()
-      .split('\n')
-      .filter((l) => l.trim() !== '');
+    // Complete lines only: the last one may still be in the pipe, cut where a read ended.
+    const lines = completeLines(host.proc.logs());
     expect(lines.length).toBeGreaterThan(0);
     for (const line of lines) {
       expect(line).not.toContain('\u001b['); // no ANSI colour

@@ -103,17 +103,43 @@ export interface Proc {
   closed: Promise<void>;
 }
 
-function launch(main: string, env: Record<string, string>): Proc {
-  const child = spawn(process.execPath, [main], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const chunks: string[] = [];
-  child.stdout.on('data', (d: Buffer) => chunks.push(d.toString()));
-  child.stderr.on('data', (d: Buffer) => chunks.push(d.toString()));
+/**
+ * Starts `main`. Its stdout and stderr go to a pipe read by this process, or (`toFile`) to a file
+ * of its own: a process whose log writes to a file are synchronous (the demo runner's
+ * `process.stdout.write`) has every line it wrote before an action in `logs()` as soon as the
+ * action's effect is seen — no pipe that may not have been read yet (see `logged`).
+ */
+function launch(main: string, env: Record<string, string>, toFile = false): Proc {
+  let logs: () => string;
+  let child: ChildProcess;
+  if (toFile) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rh-e2e-log-'));
+    const file = path.join(dir, 'log');
+    const fd = fs.openSync(file, 'a');
+    try {
+      child = spawn(process.execPath, [main], { env: { ...process.env, ...env }, stdio: ['ignore', fd, fd] });
+    } finally {
+      fs.closeSync(fd);
+    }
+    let kept: string | null = null;
+    logs = () => kept ?? fs.readFileSync(file, 'utf8');
+    child.on('close', () => {
+      kept = fs.readFileSync(file, 'utf8');
+      fs.rmSync(dir, { recursive: true, force: true });
+    });
+  } else {
+    child = spawn(process.execPath, [main], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const chunks: string[] = [];
+    child.stdout!.on('data', (d: Buffer) => chunks.push(d.toString()));
+    child.stderr!.on('data', (d: Buffer) => chunks.push(d.toString()));
+    logs = () => chunks.join('');
+  }
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
   return {
     child,
     closed,
-    logs: () => chunks.join(''),
+    logs,
     stop: async (signal: NodeJS.Signals = 'SIGTERM') => {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill(signal);
@@ -256,6 +282,17 @@ export function parseSse(text: string): SseEvent[] {
 }
 
 /**
+ * The complete lines of a log (each ended by its line feed): the last one may still be being read
+ * from the pipe (or written), and a part of a JSON line does not parse.
+ */
+export function completeLines(logs: string): string[] {
+  return logs
+    .slice(0, logs.lastIndexOf('\n') + 1)
+    .split('\n')
+    .filter((l) => l.trim() !== '');
+}
+
+/**
  * Waits until `logs()` holds `line`. A process logs before it answers, but its stdout pipe and the
  * socket the answer comes on reach the test separately: a log line asserted right after an answer
  * (or a database row) may not have been read yet.
@@ -282,13 +319,19 @@ export function launchDemoRunner(
   token: string,
   opts: { author?: string; name?: string; env?: Record<string, string> } = {},
 ): Proc {
-  return launch(RUNNER_MAIN, {
-    RUNNERHOST_GRPC_URL: host.grpc,
-    RUNNERHOST_PLUGIN_TOKEN: token,
-    RUNNERHOST_PLUGIN_AUTHOR: opts.author ?? 'demo',
-    RUNNERHOST_PLUGIN_NAME: opts.name ?? 'echo',
-    ...opts.env,
-  });
+  // To a file: the runner logs with synchronous writes (apps/demo-runner/src/log.ts), so a line it
+  // logged before it answered for a run is in logs() once the run's answer is seen.
+  return launch(
+    RUNNER_MAIN,
+    {
+      RUNNERHOST_GRPC_URL: host.grpc,
+      RUNNERHOST_PLUGIN_TOKEN: token,
+      RUNNERHOST_PLUGIN_AUTHOR: opts.author ?? 'demo',
+      RUNNERHOST_PLUGIN_NAME: opts.name ?? 'echo',
+      ...opts.env,
+    },
+    true,
+  );
 }
 
 /** Registers a plugin, starts the demo runner for it and waits until its runner is connected. */

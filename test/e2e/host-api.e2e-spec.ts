@@ -1236,7 +1236,11 @@ describe('host API conformance over real gRPC', () => {
       expect(await leaks(['runs'])).toEqual([]);
     });
 
-    it('no plugin token, admin key or base64 blob in the host log', () => {
+    it('no plugin token, admin key or base64 blob in the host log', async () => {
+      // The whole log read (the last test of the host: it is stopped and its pipes closed), so that
+      // the absence means something — a line still in the pipe would pass unseen.
+      await host.stop();
+      await host.proc.closed;
       const logs = host.proc.logs();
       expect(Object.entries(secrets()).filter(([, s]) => logs.includes(s))).toEqual([]);
     });

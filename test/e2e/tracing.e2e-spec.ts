@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { ScriptedOpenAIServer, scripts } from '@libs/testing';
-import { Host, TestDatabase, event, startDemoRunner, waitFor, type Proc } from './harness';
+import { Host, TestDatabase, completeLines, event, logged, startDemoRunner, waitFor, type Proc } from './harness';
 import { OtlpReceiver, type ReceivedSpan } from './otlp-receiver';
 import { conversationRuns, message } from './steering-support';
 
@@ -170,10 +170,10 @@ describe('OpenTelemetry traces', () => {
     });
     expect(receiver.contentTypes).toEqual(new Set(['application/json']));
 
-    // The run's log lines carry its trace id.
-    const lines = host.proc
-      .logs()
-      .split('\n')
+    // The run's log lines carry its trace id (its lines read: a log line and the answers the test saw
+    // reach it separately; complete lines only, the last one may still be cut).
+    await logged(() => host.proc.logs(), `"run_id":"${runId}"`);
+    const lines = completeLines(host.proc.logs())
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as Record<string, unknown>)
       .filter((l) => l.run_id === runId);

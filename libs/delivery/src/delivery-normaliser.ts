@@ -12,7 +12,9 @@
  * paragraphs are sent as the answer grows; in `final` mode only the completed message. Any text
  * over `max_message_size` is split (split.ts). Non-text content of a completed message becomes
  * attachments. A failed, cancelled or timed-out run ends what was shown (`incomplete`) and gets
- * its notice, never the runner's error text.
+ * its notice, never the runner's error text. No op carries a whitespace-only text: whitespace that
+ * would be a message of its own leads the next one or stays with the previous one
+ * (docs/delivery.md#normalisation-rules); a whitespace-only answer sends nothing.
  *
  * Cost: a delta costs the normaliser O(its own size), however long the answer already is
  * (docs/delivery.md, "Long answers"): the answer's text is only ever appended to (a rope, never
@@ -40,11 +42,12 @@ import {
   scanFrom,
   scanParagraphs,
   scannedParagraphs,
-  splitText,
+  splitSpans,
   visible,
   type FenceContext,
   type GrowingSplit,
   type ParagraphScan,
+  type Span,
 } from './split';
 
 /** The part of a stored result the normaliser reads. */
@@ -81,6 +84,8 @@ export interface OpenMessage {
   /** measure(pending) in the plan's unit (an upper bound: exact after each reset). */
   readonly pending_size: number;
   readonly pending_visible: boolean;
+  /** Where `pending`'s first visible character is (-1: none): text before it is never sent alone. */
+  readonly pending_lead: number;
   /** edit: `pending` starts with `shown` (the text only grew since it was shown). */
   readonly extends_shown: boolean;
   /** parts: the paragraph scan of `pending`. */
@@ -92,6 +97,11 @@ export interface OpenMessage {
   readonly fence: FenceContext;
   /** final with a size limit: `text` split as it grows, so that its end splits only the last parts. */
   readonly growing: GrowingSplit;
+  /**
+   * edit: the last message an overflow ended (full, only whitespace after it so far), which gets the
+   * answer's `message.final` when no visible text follows (no op carries whitespace only).
+   */
+  readonly ended: { readonly id: string; readonly part: number; readonly text: string } | null;
 }
 
 export interface NormaliserState {
@@ -121,10 +131,12 @@ const EMPTY_MESSAGE: OpenMessage = {
   pending: '',
   pending_size: 0,
   pending_visible: false,
+  pending_lead: -1,
   extends_shown: true,
   scan: EMPTY_SCAN,
   fence: NO_FENCE,
   growing: EMPTY_GROWING_SPLIT,
+  ended: null,
 };
 
 /**
@@ -175,8 +187,13 @@ interface Draft {
   state: Mutable<NormaliserState>;
 }
 
+/** The parts of `text` (never whitespace only: split.ts `splitSpans`), as spans of it. */
+function spans(d: Draft, text: string, fence: FenceContext = NO_FENCE): Span[] {
+  return splitSpans(text, d.plan.max_message_size, d.plan.size_unit, fence);
+}
+
 function split(d: Draft, text: string, fence: FenceContext = NO_FENCE): string[] {
-  return splitText(text, d.plan.max_message_size, d.plan.size_unit, fence);
+  return spans(d, text, fence).map((s) => text.slice(s.start, s.end));
 }
 
 /** Whether the pending text is over the size limit; exact, measured only when the running bound says it may be. */
@@ -193,7 +210,8 @@ function pendingOver(d: Draft, m: Mutable<OpenMessage>): boolean {
 function resetPending(d: Draft, m: Mutable<OpenMessage>, pending: string): void {
   m.pending = pending;
   m.pending_size = measure(pending, d.plan.size_unit);
-  m.pending_visible = visible(pending);
+  m.pending_lead = pending.search(/\S/);
+  m.pending_visible = m.pending_lead !== -1;
   m.extends_shown = pending.startsWith(m.shown);
   m.scan = d.plan.mode === 'parts' ? scanParagraphs(scanFrom(m.fence), pending) : EMPTY_SCAN;
   const limit = growLimit(d.plan);
@@ -212,7 +230,13 @@ function appendPending(d: Draft, m: Mutable<OpenMessage>, chunk: string): void {
   m.pending += chunk;
   // A sum of the chunks' sizes: exact for whole code points, an upper bound for a pair cut in two.
   m.pending_size += measure(chunk, d.plan.size_unit);
-  m.pending_visible ||= visible(chunk);
+  if (!m.pending_visible) {
+    const lead = chunk.search(/\S/);
+    if (lead !== -1) {
+      m.pending_visible = true;
+      m.pending_lead = before + lead;
+    }
+  }
   if (!m.extends_shown && before < m.shown.length) {
     m.extends_shown = m.pending.startsWith(m.shown); // only after a rewrite shortened the text
   }
@@ -237,43 +261,22 @@ function sendNew(d: Draft, text: string, op: 'message.send' | 'message.final', e
 
 /** edit mode: shows the answer's new text — first send, overflow into new messages, coalesced edits. */
 function showEdit(d: Draft, m: Mutable<OpenMessage>, force: boolean): void {
-  if (m.current !== null && pendingOver(d, m)) {
-    // The current message is full: it keeps its first part, the rest goes to new messages.
-    const parts = split(d, m.pending, m.fence);
-    d.out.emit('message.edit', { text: parts[0], part: m.current_part }, m.current);
-    m.base += parts[0].length;
-    for (const p of parts.slice(1, -1)) {
-      sendNew(d, p, 'message.send');
-      m.base += p.length;
-    }
-    m.current = null;
-    m.shown = '';
-    m.fence = advanceFence(m.fence, m.pending.slice(0, m.pending.length - parts[parts.length - 1].length));
-    resetPending(d, m, parts[parts.length - 1]);
+  if (pendingOver(d, m)) {
+    overflow(d, m);
   }
   if (m.current === null) {
     if (!m.pending_visible) {
-      return;
+      return; // whitespace only: it leads the next message's text
     }
-    const parts = pendingOver(d, m) ? split(d, m.pending, m.fence) : [m.pending];
-    for (const p of parts.slice(0, -1)) {
-      sendNew(d, p, 'message.send');
-      m.base += p.length;
-    }
-    const last = parts[parts.length - 1];
     m.current_part = d.state.parts;
-    m.current = sendNew(d, last, 'message.send');
-    m.shown = last;
+    m.current = sendNew(d, m.pending, 'message.send');
+    m.shown = m.pending;
     m.last_edit_at = d.now;
-    if (parts.length > 1) {
-      m.fence = advanceFence(m.fence, m.pending.slice(0, m.pending.length - last.length));
-      resetPending(d, m, last);
-    }
     m.extends_shown = true;
     return;
   }
-  if (m.extends_shown && m.pending.length === m.shown.length) {
-    return; // nothing new
+  if ((m.extends_shown && m.pending.length === m.shown.length) || !m.pending_visible) {
+    return; // nothing new, or a rewrite to whitespace only (never shown)
   }
   const due = d.now - m.last_edit_at >= d.plan.edit_interval_ms;
   const growth = m.pending.length - m.shown.length;
@@ -288,24 +291,67 @@ function showEdit(d: Draft, m: Mutable<OpenMessage>, force: boolean): void {
   }
 }
 
+/**
+ * edit mode, the text of the current message (or of the next one) is over the limit: its parts are
+ * shown — the first as an edit of the current message, the others as new messages — but the last,
+ * which stays pending as the next message; when only whitespace follows the last part, the last part
+ * is ended too and the whitespace waits for visible text to lead (or is dropped at the end).
+ */
+function overflow(d: Draft, m: Mutable<OpenMessage>): void {
+  const cut = spans(d, m.pending, m.fence);
+  if (cut.length === 0) {
+    return; // whitespace only: nothing to show
+  }
+  const last = cut[cut.length - 1];
+  const blankTail = last.end < m.pending.length;
+  let ending = blankTail ? cut : cut.slice(0, -1);
+  if (m.current !== null && ending.length === 0) {
+    ending = cut; // the current message (rewritten) ends with its one part
+  }
+  const kept = ending.length === cut.length ? last.end : last.start;
+  for (const s of ending) {
+    const text = m.pending.slice(s.start, s.end);
+    if (m.current !== null) {
+      d.out.emit('message.edit', { text, part: m.current_part }, m.current);
+      m.ended = { id: m.current, part: m.current_part, text };
+      m.current = null;
+    } else {
+      const part = d.state.parts;
+      m.ended = { id: sendNew(d, text, 'message.send'), part, text };
+    }
+  }
+  m.base += kept;
+  m.shown = '';
+  m.fence = advanceFence(m.fence, m.pending.slice(0, kept));
+  resetPending(d, m, m.pending.slice(kept));
+}
+
 /** parts mode: sends the complete paragraphs of the answer not yet sent (and whatever overflows). */
 function showParts(d: Draft, m: Mutable<OpenMessage>): void {
   let ready = scannedParagraphs(m.scan);
+  if (ready <= m.pending_lead || !m.pending_visible) {
+    ready = 0; // whitespace only before the paragraph: it leads the next part
+  }
   if (pendingOver(d, m)) {
-    const parts = split(d, m.pending, m.fence);
-    ready = Math.max(ready, m.pending.length - parts[parts.length - 1].length);
+    const cut = spans(d, m.pending, m.fence);
+    if (cut.length > 1) {
+      ready = Math.max(ready, cut[cut.length - 1].start);
+    }
   }
   if (ready === 0) {
     return;
   }
   const sending = m.pending.slice(0, ready);
-  for (const p of split(d, sending, m.fence)) {
-    sendNew(d, p, 'message.send');
+  const cut = spans(d, sending, m.fence);
+  for (const s of cut) {
+    sendNew(d, sending.slice(s.start, s.end), 'message.send');
   }
-  m.sent += ready;
+  // Whitespace after the last part sent that it had no room for leads the next part.
+  const sent = cut[cut.length - 1].end;
+  m.sent += sent;
   // The rest starts where the sent text left the fence (O(sent text): each character once).
-  m.fence = advanceFence(m.fence, sending);
-  resetPending(d, m, m.pending.slice(ready));
+  m.fence = advanceFence(m.fence, sending.slice(0, sent));
+  resetPending(d, m, m.pending.slice(sent));
 }
 
 /**
@@ -372,6 +418,9 @@ function finishAnswer(d: Draft, finalText: string, incomplete: boolean): void {
   parts.slice(0, -1).forEach((p) => sendNew(d, p, 'message.send'));
   if (parts.length > 0) {
     sendNew(d, parts[parts.length - 1], 'message.final', extra);
+  } else if (d.plan.mode === 'edit' && m.ended !== null) {
+    // Only whitespace after the message an overflow ended: that message is the answer's last.
+    d.out.emit('message.final', { text: m.ended.text, part: m.ended.part, ...extra }, m.ended.id);
   }
 }
 

@@ -13,6 +13,7 @@ import {
   scanFrom,
   scanParagraphs,
   scannedParagraphs,
+  splitSpans,
   splitText,
   type SizeUnit,
 } from './split';
@@ -47,27 +48,62 @@ describe('splitText (properties)', () => {
     it(`${unit}: parts join to the input, each within the limit, no lone surrogate, grapheme ends`, () => {
       fc.assert(
         fc.property(text, fc.integer({ min: unit === 'chars' ? 2 : 4, max: 120 }), (t, limit) => {
+          const spans = splitSpans(t, limit, unit);
           const parts = splitText(t, limit, unit);
-          expect(parts.join('')).toBe(t);
+          expect(parts).toEqual(spans.map((s) => t.slice(s.start, s.end)));
           const starts = new Set(graphemes(t));
           let at = 0;
-          for (const p of parts) {
-            expect(p.length).toBeGreaterThan(0);
+          for (const [i, { start, end }] of spans.entries()) {
+            const p = t.slice(start, end);
+            // No part is whitespace only (docs/delivery.md#splitting).
+            expect(p).toMatch(/\S/);
+            // What lies between parts is dropped whitespace, only where no part could carry it:
+            // whitespace that does not fit in one part with the next grapheme.
+            const gap = t.slice(at, start);
+            expect(gap).toMatch(/^\s*$/);
+            if (gap !== '') {
+              const next = [...starts].find((s) => s > start) ?? t.length;
+              expect(measure(t.slice(at, next), unit)).toBeGreaterThan(limit);
+            }
             expect(measure(p, unit)).toBeLessThanOrEqual(limit);
             expect(loneSurrogate.test(p)).toBe(false);
-            at += p.length;
+            at = end;
             // A part ends at a grapheme boundary unless one grapheme alone is larger than the limit.
             if (at < t.length && !starts.has(at)) {
               const g = [...starts].filter((s) => s < at).pop()!;
               const next = [...starts].find((s) => s > at) ?? t.length;
               expect(measure(t.slice(g, next), unit)).toBeGreaterThan(limit);
             }
+            if (i === spans.length - 1 && at < t.length) {
+              // Trailing whitespace is dropped only when the last part has no room for it.
+              expect(t.slice(at)).toMatch(/^\s+$/);
+              expect(measure(t.slice(start), unit)).toBeGreaterThan(limit);
+            }
+          }
+          if (!/\S/.test(t)) {
+            expect(parts).toEqual([]);
+          } else if (!/\s/.test(t)) {
+            expect(parts.join('')).toBe(t);
           }
         }),
         { numRuns: 400 },
       );
     });
   }
+
+  it('no part is whitespace only; the whitespace is carried by a neighbouring part where it fits', () => {
+    // Leading whitespace joins the next part, trailing whitespace the previous one.
+    expect(splitText('\n\nHello world', 8)).toEqual(['\n\nHello ', 'world']);
+    expect(splitText('Hello world\n\n', 8)).toEqual(['Hello ', 'world\n\n']);
+    expect(splitText('x'.repeat(8) + '\n\n' + 'y', 8)).toEqual(['x'.repeat(8), '\n\ny']);
+    // Before: ['x'.repeat(8), '\n\n'] — a whitespace-only message.
+    expect(splitText('x'.repeat(8) + '\n\n', 8)).toEqual(['x'.repeat(8)]);
+    // Before: ['abc' + 5 spaces, 8 spaces, 8 spaces, '  d'].
+    expect(splitText('abc' + ' '.repeat(23) + 'd', 8)).toEqual(['abc' + ' '.repeat(5), 'd']);
+    expect(splitText(' \n\t ', 2)).toEqual([]);
+    expect(splitText('   ', null)).toEqual([]);
+    expect(splitText('', 8)).toEqual([]);
+  });
 });
 
 describe('splitText (boundaries)', () => {

@@ -271,9 +271,19 @@ function unitsFrom(text: string, start: number, limit: number, unit: SizeUnit, b
   }
 }
 
+/** One part of a split text: `text.slice(start, end)`. */
+export interface Span {
+  readonly start: number;
+  readonly end: number;
+}
+
 /**
  * Splits `text` into parts of at most `limit` (in `unit`); `null` or a text within the limit is
- * one part. An empty text has no parts. Each part costs O(limit): only its window is examined.
+ * one part. A text without visible characters has no parts, and no part is whitespace only
+ * (docs/delivery.md#splitting): a part ends only after its first visible character (leading
+ * whitespace joins the next part), a whitespace run that fills a whole part's window at a cut is
+ * dropped, and so is whitespace after the last part when that part has no room for it. Else the
+ * parts join to the text exactly. Each part costs O(limit): only its window is examined.
  * `ctx`: the fence state where `text` starts, when it is the rest of a longer answer.
  */
 export function splitText(
@@ -282,26 +292,66 @@ export function splitText(
   unit: SizeUnit = 'chars',
   ctx: FenceContext = NO_FENCE,
 ): string[] {
-  if (text === '') {
+  return splitSpans(text, limit, unit, ctx).map((s) => text.slice(s.start, s.end));
+}
+
+/** splitText as spans of `text`: what lies between them (and after the last) is dropped whitespace. */
+export function splitSpans(
+  text: string,
+  limit: number | null,
+  unit: SizeUnit = 'chars',
+  ctx: FenceContext = NO_FENCE,
+): Span[] {
+  if (!visible(text)) {
     return [];
   }
   if (limit === null || measure(text, unit) <= limit) {
-    return [text];
+    return [{ start: 0, end: text.length }];
   }
   checkLimit(limit, unit);
-  const fences = new FenceIndex(text, ctx);
-  const parts: string[] = [];
-  let at: SplitPosition = { start: 0, bigEnd: 0 };
+  const spans: Span[] = [];
+  const blank = splitFrom(text, { start: 0, bigEnd: 0 }, limit, unit, new FenceIndex(text, ctx), (start, end) =>
+    spans.push({ start, end }),
+  );
+  const last = spans[spans.length - 1];
+  if (blank < text.length && measure(text.slice(last.start), unit) <= limit) {
+    spans[spans.length - 1] = { start: last.start, end: text.length }; // trailing whitespace joins the last part
+  }
+  return spans;
+}
+
+/**
+ * The parts of `text` from `at` to its end (each to `push`), the text being complete. Returns where
+ * the whitespace after the last part starts when it is left over (no part of its own), else the
+ * text's length: the caller joins it to the last part when that one has room.
+ */
+function splitFrom(
+  text: string,
+  from: SplitPosition,
+  limit: number,
+  unit: SizeUnit,
+  fences: FenceIndex,
+  push: (start: number, end: number) => void,
+): number {
+  let at = from;
   while (at.start < text.length) {
     const next = splitStep(text, at, limit, unit, fences, true);
-    if (!next) {
-      parts.push(text.slice(at.start));
-      break;
+    if (next === null) {
+      if (VISIBLE.test(text.slice(at.start))) {
+        push(at.start, text.length);
+        return text.length;
+      }
+      return at.start; // whitespace after the last part
     }
-    parts.push(text.slice(at.start, next.start));
+    if (next === undefined || next === BLANK_WINDOW) {
+      throw new Error('unreachable: a complete text has no undecided step');
+    }
+    if (!next.skip) {
+      push(at.start, next.start);
+    }
     at = next;
   }
-  return parts;
+  return text.length;
 }
 
 function checkLimit(limit: number, unit: SizeUnit): void {
@@ -314,7 +364,12 @@ function checkLimit(limit: number, unit: SizeUnit): void {
 interface SplitPosition {
   start: number;
   bigEnd: number;
+  /** The text from the previous position to this one is dropped whitespace, not a part. */
+  skip?: boolean;
 }
+
+/** splitStep of a growing text: the window holds only whitespace (where it ends is not known yet). */
+const BLANK_WINDOW = 'blank window';
 
 /**
  * One part of splitText from `at`: where the next one starts, or null when the rest is the last
@@ -328,7 +383,7 @@ function splitStep(
   unit: SizeUnit,
   fences: FenceIndex,
   atEnd: boolean,
-): SplitPosition | null | undefined {
+): SplitPosition | null | undefined | typeof BLANK_WINDOW {
   const { start } = at;
   const { ends, sizes, big, complete } = unitsFrom(text, start, limit, unit, at.bigEnd);
   if (complete && !atEnd) {
@@ -345,11 +400,25 @@ function splitStep(
   }
   // Candidate ends are ends[0..j-1]; choose the best-ranked one past MIN_FILL of the window.
   const windowEnd = ends[j - 1];
+  // A part is never whitespace only: it ends after its first visible character.
+  const lead = text.slice(start, windowEnd).search(VISIBLE);
+  if (lead === -1) {
+    // Whitespace fills the whole window: dropped up to the next visible character (else to the end).
+    if (!atEnd) {
+      return BLANK_WINDOW;
+    }
+    const v = text.slice(windowEnd).search(VISIBLE);
+    return v === -1 ? null : { start: windowEnd + v, bigEnd: 0, skip: true };
+  }
+  const firstVisible = start + lead;
   const minPos = start + Math.floor((windowEnd - start) * MIN_FILL);
   let best = j - 1;
   let bestRank: Rank | -1 = -1;
   for (let c = j - 1; c >= 0; c--) {
     const pos = ends[c];
+    if (pos <= firstVisible) {
+      break; // the part would be whitespace only
+    }
     const rank = rankAt(text, pos, fences.at(pos));
     if (pos < minPos) {
       // Early in the window: only the nearest real boundary, and only when none lies later.
@@ -428,6 +497,10 @@ export function growSplit(s: GrowingSplit, chunk: string, limit: number, unit: S
   const fences = new FenceIndex(buf); // no fence marker in the text: never inside one
   for (;;) {
     const next = splitStep(buf, at, limit, unit, fences, false);
+    if (next === BLANK_WINDOW) {
+      // A whitespace run as long as a part: the whole text is split at the end (rare).
+      return { buf, at, parts, cut, off: true };
+    }
     if (!next) {
       break;
     }
@@ -457,16 +530,10 @@ export function finishSplit(s: GrowingSplit, limit: number, unit: SizeUnit): str
   }
   cut.reverse();
   const { buf } = s;
-  const fences = new FenceIndex(buf);
-  let at = s.at;
-  while (at.start < buf.length) {
-    const next = splitStep(buf, at, limit, unit, fences, true);
-    if (!next) {
-      cut.push(buf.slice(at.start));
-      break;
-    }
-    cut.push(buf.slice(at.start, next.start));
-    at = next;
+  const blank = splitFrom(buf, s.at, limit, unit, new FenceIndex(buf), (start, end) => cut.push(buf.slice(start, end)));
+  const joined = cut[cut.length - 1] + buf.slice(blank);
+  if (blank < buf.length && measure(joined, unit) <= limit) {
+    cut[cut.length - 1] = joined; // trailing whitespace joins the last part
   }
   return cut;
 }

@@ -54,6 +54,9 @@ export function wholeTextParagraphs(text: string, from = 0): number {
  * The messages parts mode sends for an answer streamed as `deltas` and then completed as it
  * streamed, by the whole-text rule: at each delta the whole text is rescanned (its fences from the
  * start of the answer, sent parts included) and the unsent text split (the whole-text splitter).
+ * No message is whitespace only (docs/delivery.md#splitting): whitespace before the first visible
+ * character of the unsent text waits for it, and whitespace after the last part sent that the part
+ * had no room for stays unsent, to lead the next part.
  */
 export function wholeTextParts(deltas: string[], limit: number | null, unit: SizeUnit): string[] {
   const out: string[] = [];
@@ -64,13 +67,17 @@ export function wholeTextParts(deltas: string[], limit: number | null, unit: Siz
     const unsent = text.slice(sent);
     const before = text.slice(0, sent);
     let ready = wholeTextParagraphs(text, sent);
-    const parts = wholeTextSplit(unsent, limit, unit, before);
+    if (!/\S/.test(unsent.slice(0, ready))) {
+      ready = 0;
+    }
+    const parts = wholeTextSpans(unsent, limit, unit, before);
     if (parts.length > 1) {
-      ready = Math.max(ready, unsent.length - parts[parts.length - 1].length);
+      ready = Math.max(ready, parts[parts.length - 1].start);
     }
     if (ready > 0) {
-      out.push(...wholeTextSplit(unsent.slice(0, ready), limit, unit, before));
-      sent += ready;
+      const sending = wholeTextSpans(unsent.slice(0, ready), limit, unit, before);
+      out.push(...sending.map((p) => unsent.slice(p.start, p.end)));
+      sent += sending[sending.length - 1].end;
     }
   }
   const rest = text.slice(sent);
@@ -155,15 +162,27 @@ function codePointEnds(g: string, from: number): number[] {
 
 /**
  * Splits `text` into parts of at most `limit` (in `unit`); `null` or a text within the limit is
- * one part. An empty text has no parts. `before`: the answer's text before `text` (already sent),
- * whose fences `text` continues; boundaries are ranked on `text` alone.
+ * one part. `before`: the answer's text before `text` (already sent), whose fences `text`
+ * continues; boundaries are ranked on `text` alone. No part is whitespace only: a text without
+ * visible characters has none, a part ends after its first visible character, a whitespace run
+ * filling a whole window is dropped up to the next visible character, a whitespace-only rest too.
  */
 export function wholeTextSplit(text: string, limit: number | null, unit: SizeUnit = 'chars', before = ''): string[] {
-  if (text === '') {
+  return wholeTextSpans(text, limit, unit, before).map((p) => text.slice(p.start, p.end));
+}
+
+/** wholeTextSplit as [start, end) spans of `text`. */
+export function wholeTextSpans(
+  text: string,
+  limit: number | null,
+  unit: SizeUnit = 'chars',
+  before = '',
+): { start: number; end: number }[] {
+  if (!/\S/.test(text)) {
     return [];
   }
   if (limit === null || measure(text, unit) <= limit) {
-    return [text];
+    return [{ start: 0, end: text.length }];
   }
   // Grapheme ends, with code-point ends inside any grapheme larger than the limit.
   const ends: number[] = [];
@@ -205,7 +224,7 @@ export function wholeTextSplit(text: string, limit: number | null, unit: SizeUni
     return fenced[lo];
   };
 
-  const parts: string[] = [];
+  const parts: { start: number; end: number }[] = [];
   let start = 0;
   let k = 0; // index into ends of the first unit after start
   while (start < text.length) {
@@ -216,16 +235,37 @@ export function wholeTextSplit(text: string, limit: number | null, unit: SizeUni
       j++;
     }
     if (j === ends.length) {
-      parts.push(text.slice(start));
+      if (/\S/.test(text.slice(start))) {
+        parts.push({ start, end: text.length });
+      } else if (measure(text.slice(parts[parts.length - 1].start), unit) <= limit) {
+        parts[parts.length - 1] = { start: parts[parts.length - 1].start, end: text.length };
+      }
       break;
     }
     // Candidate ends are ends[k..j-1]; choose the best-ranked one past MIN_FILL of the window.
     const windowEnd = ends[j - 1];
+    const firstVisible = text.slice(start, windowEnd).search(/\S/);
+    if (firstVisible === -1) {
+      const next = text.slice(windowEnd).search(/\S/);
+      if (next === -1) {
+        const last = parts[parts.length - 1];
+        if (measure(text.slice(last.start), unit) <= limit) {
+          parts[parts.length - 1] = { start: last.start, end: text.length };
+        }
+        break;
+      }
+      start = windowEnd + next;
+      k = ends.findIndex((e) => e > start);
+      continue;
+    }
     const minPos = start + Math.floor((windowEnd - start) * MIN_FILL);
     let best = j - 1;
     let bestRank: Rank | -1 = -1;
     for (let c = j - 1; c >= k; c--) {
       const pos = ends[c];
+      if (pos <= start + firstVisible) {
+        break;
+      }
       const rank = rankAt(text, pos, fenceAt(pos));
       if (pos < minPos) {
         // Early in the window: only the nearest real boundary, and only when none lies later.
@@ -245,7 +285,7 @@ export function wholeTextSplit(text: string, limit: number | null, unit: SizeUni
         }
       }
     }
-    parts.push(text.slice(start, ends[best]));
+    parts.push({ start, end: ends[best] });
     start = ends[best];
     k = best + 1;
   }
