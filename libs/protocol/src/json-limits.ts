@@ -105,11 +105,13 @@ export function jsonBytes(value: unknown): number {
  * How many values a JSON text may hold, counted as its objects and arrays plus its commas (each
  * comma adds one member or element to its container). Parsing is synchronous and its cost grows with the values, not the bytes: 4.8 MB of
  * nested or empty arrays — under the 5 MiB body limit — took JSON.parse over a second of event
- * loop, before any key was checked. 100,000 is far above what an event, an agent or a
- * knowledge document carries (an open map is at most 256 KiB of JSON) and parses in tens of
- * milliseconds whatever its shape (docs/api.md#limits).
+ * loop, before any key was checked, and every later step (the JSON check, the DTO rules, a run
+ * context's protobuf Struct) costs per value too. 50,000 is far above what an event, an agent or a
+ * knowledge document carries — an open map is at most 256 KiB of JSON, and JSON of ids, text and
+ * settings averages well over 5 bytes a value — and leaves room for a 20,000-level document to be
+ * refused by the depth rule, naming its field (docs/api.md#limits).
  */
-export const MAX_JSON_VALUES = 100_000;
+export const MAX_JSON_VALUES = 50_000;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
