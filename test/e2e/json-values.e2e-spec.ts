@@ -59,6 +59,23 @@ describe('JSON bodies: values are counted before parsing', () => {
     expect((await fetch(`${host.http}/health/live`)).status).toBe(200);
   });
 
+  it('refuses a JSON body that is not valid UTF-8 (its bytes were replaced by U+FFFD and the event admitted)', async () => {
+    const body = Buffer.concat([Buffer.from(eventWithData('{"a":"')), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+    const res = await fetch(`${host.http}/v1/events`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
+      body,
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: unknown }).error).toEqual({
+      code: 'invalid_argument',
+      message: 'request body: not valid UTF-8',
+      retryable: false,
+      details: { field: 'body' },
+    });
+    expect(await dbRows(db, 'events')).toEqual([]);
+  });
+
   it('admits values up to the limit, and long strings of any punctuation up to the body limit', async () => {
     // 50,000 values: 2 objects and 2 commas around the array, the array and its 49,995 commas.
     const config = `{"agent_id":"a2","runner_id":"plugin:demo/echo/default","runner_config":{"a":[${'0,'.repeat(LIMIT - 5)}0]}}`;

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import * as http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -104,10 +105,14 @@ function wrongType(req: FastifyRequest): DomainError {
 
 function registerBodyParsers(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body: string, done) => {
+  // Bytes, not a string: decoding to a string would replace invalid UTF-8 with U+FFFD silently.
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body: Buffer, done) => {
     try {
       requireUtf8(req);
-      done(null, parseJsonBody(body));
+      if (!isUtf8(body)) {
+        throw new DomainError('invalid_argument', 'request body: not valid UTF-8', { field: 'body' });
+      }
+      done(null, parseJsonBody(body.toString('utf8')));
     } catch (e) {
       done(e as Error, undefined);
     }
