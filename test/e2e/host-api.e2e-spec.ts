@@ -604,6 +604,16 @@ describe('host API conformance over real gRPC', () => {
       });
     });
 
+    it('refuses more than 100 event types as INVALID_ARGUMENT naming event_types (40,000 answered INTERNAL)', async () => {
+      // 40,000 types: past SQLite's 32,766 bound parameters of a statement, under the 1 MiB request limit.
+      const types = (n: number) => Array.from({ length: n }, (_, i) => `t${i}`);
+      const r = await page({ event_types: types(40_000) });
+      expectError(r, S.INVALID_ARGUMENT, 'invalid_argument');
+      expect(r.err?.details).toBe('event_types: at most 100 event types');
+      expect(await lastAudit(run.full)).toMatchObject({ action: 'event.page', outcome: 'failed' });
+      expect(ok(await page({ event_types: [...types(99), 'message.received'] })).items.length).toBeGreaterThan(0);
+    });
+
     it('is not granted to the restricted agent', async () => {
       await expectRefused(run.restricted, await page({}, run.restricted), S.PERMISSION_DENIED, 'unauthorized', {
         action: 'event.page',

@@ -1,6 +1,7 @@
 import { DomainError } from './errors';
 import {
   HOST_API_REQUESTS,
+  MAX_EVENT_PAGE_TYPES,
   MAX_STEERING_PULL_WAIT_MS,
   historyPageSchema,
   hostApiRequest,
@@ -61,6 +62,8 @@ describe('host-API request schemas', () => {
       tools: [],
     });
     expect(hostApiRequest('event.page', {})).toEqual({ event_types: [] });
+    const types = Array.from({ length: MAX_EVENT_PAGE_TYPES }, (_, i) => `t${i}`);
+    expect(hostApiRequest('event.page', { event_types: types })).toEqual({ event_types: types });
   });
 
   it.each([
@@ -85,6 +88,12 @@ describe('host-API request schemas', () => {
     ['model.rerank', { model_id: 'm', query: 'q', documents: [1] }, 'documents.0:', 'documents.0'],
     ['state.list', { scope: 'conversation', limit: '5' }, 'limit:', 'limit'],
     ['history.page', { include_attachments: 'yes' }, 'include_attachments:', 'include_attachments'],
+    [
+      'event.page',
+      { event_types: Array.from({ length: MAX_EVENT_PAGE_TYPES + 1 }, (_, i) => `t${i}`) },
+      'event_types: at most 100 event types',
+      'event_types',
+    ],
   ] as const)('%s refuses %j naming the field', (action, req, message, field) => {
     const e = refusal(action, req);
     expect(e.code).toBe('invalid_argument');

@@ -32,6 +32,12 @@ const storageArea = z.string().pipe(z.enum(STORAGE_AREAS, { error: STORAGE_AREA_
 
 /** A pull waits at most this long for a follow-up (docs/protocol.md#steering-pull). */
 export const MAX_STEERING_PULL_WAIT_MS = 30_000;
+/**
+ * `EventPage` filters by at most this many event types: each is one bound parameter of the page's
+ * query, and SQLite refuses a statement of more than 32,766 (100,000 types answered `INTERNAL`).
+ * Event types are a small vocabulary (docs/protocol.md#limits).
+ */
+export const MAX_EVENT_PAGE_TYPES = 100;
 const STEERING_MODES: Record<string, 'all' | 'one'> = {
   all: 'all',
   one: 'one',
@@ -103,7 +109,10 @@ export const HOST_API_REQUESTS = {
   'event.get': z.object({ event_id: z.string().min(1, 'is required') }),
   'event.page': z.object({
     conversation_id: optionalText,
-    event_types: z.array(z.string()).default([]),
+    event_types: z
+      .array(z.string())
+      .max(MAX_EVENT_PAGE_TYPES, `at most ${MAX_EVENT_PAGE_TYPES} event types`)
+      .default([]),
     before_cursor: optionalText,
     limit: count,
   }),

@@ -1,4 +1,12 @@
-import { checkJson, joinPath, jsonBytes, MAX_JSON_DEPTH, stringProblem } from './json-limits';
+import {
+  checkJson,
+  joinPath,
+  jsonBytes,
+  jsonTextProblem,
+  MAX_JSON_DEPTH,
+  MAX_JSON_VALUES,
+  stringProblem,
+} from './json-limits';
 
 function nested(levels: number, leaf: unknown = 1): unknown {
   let v: unknown = leaf;
@@ -93,5 +101,41 @@ describe('joinPath / jsonBytes', () => {
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
     expect(jsonBytes(cyclic)).toBe(Infinity);
+  });
+});
+
+describe('jsonTextProblem', () => {
+  const refused = `JSON holds more than ${MAX_JSON_VALUES} values (objects, arrays and comma-separated members; the limit)`;
+
+  it('counts objects, arrays and commas outside strings, up to the limit inclusive', () => {
+    expect(jsonTextProblem('{"a":[1,2],"b":{}}', 5)).toBeNull(); // { [ , , {
+    expect(jsonTextProblem('{"a":[1,2],"b":{}}', 4)).toBe(
+      'JSON holds more than 4 values (objects, arrays and comma-separated members; the limit)',
+    );
+  });
+
+  it('ignores brackets and commas inside strings, escaped quotes and backslashes included', () => {
+    expect(jsonTextProblem(JSON.stringify({ a: '[{,'.repeat(1000) }), 1)).toBeNull();
+    expect(jsonTextProblem(JSON.stringify({ a: 'say "[,]" \\', b: '\\"{' }), 2)).toBeNull();
+    expect(jsonTextProblem(JSON.stringify({ a: 'x\\', b: [1, 2] }), 3)).toBe(
+      'JSON holds more than 3 values (objects, arrays and comma-separated members; the limit)',
+    );
+  });
+
+  it.each([
+    ['nested arrays', '['.repeat(MAX_JSON_VALUES + 1) + ']'.repeat(MAX_JSON_VALUES + 1)],
+    ['empty objects side by side', `[${'{},'.repeat(MAX_JSON_VALUES)}{}]`],
+    [
+      'members of one object',
+      JSON.stringify(Object.fromEntries(Array.from({ length: MAX_JSON_VALUES + 1 }, (_, i) => [`k${i}`, 0]))),
+    ],
+    ['an unterminated prefix JSON.parse would build', '['.repeat(MAX_JSON_VALUES + 1)],
+  ])('refuses %s past the limit', (_name, text) => {
+    expect(jsonTextProblem(text)).toBe(refused);
+  });
+
+  it('admits one long string whatever its length, and a text that ends inside a string', () => {
+    expect(jsonTextProblem(JSON.stringify({ content: 'a, [b] {c} "d" \\ '.repeat(50_000) }))).toBeNull();
+    expect(jsonTextProblem('{"a":"[[[[')).toBeNull();
   });
 });

@@ -100,3 +100,57 @@ export function jsonBytes(value: unknown): number {
     return Infinity;
   }
 }
+
+/**
+ * How many values a JSON text may hold, counted as its objects and arrays plus its commas (each
+ * comma adds one member or element to its container). Parsing is synchronous and its cost grows with the values, not the bytes: 4.8 MB of
+ * nested or empty arrays — under the 5 MiB body limit — took JSON.parse over a second of event
+ * loop, before any key was checked, and every later step (the JSON check, the DTO rules, a run
+ * context's protobuf Struct) costs per value too. 50,000 is far above what an event, an agent or a
+ * knowledge document carries — an open map is at most 256 KiB of JSON, and JSON of ids, text and
+ * settings averages well over 5 bytes a value — and leaves room for a 20,000-level document to be
+ * refused by the depth rule, naming its field (docs/api.md#limits).
+ */
+export const MAX_JSON_VALUES = 50_000;
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const OPEN_BRACE = 0x7b;
+const OPEN_BRACKET = 0x5b;
+
+/**
+ * Why a JSON text must not be parsed, or null: its `{`, `[` and `,` outside strings counted on
+ * the raw text in one pass, before JSON.parse allocates anything (each is a container or one more
+ * member or element, so the count is below the values JSON.parse builds). An invalid text is
+ * lexed the same way up to its first error, which is as far as JSON.parse gets. The walk stops at
+ * the first value over the limit.
+ */
+export function jsonTextProblem(text: string, maxValues = MAX_JSON_VALUES): string | null {
+  let values = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      i = stringEnd(text, i);
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET || c === COMMA) {
+      if (++values > maxValues) {
+        return `JSON holds more than ${maxValues} values (objects, arrays and comma-separated members; the limit)`;
+      }
+    }
+  }
+  return null;
+}
+
+/** The index of the quote closing the string opened at `open` (the text's length if none). */
+function stringEnd(text: string, open: number): number {
+  for (let at = text.indexOf('"', open + 1); at !== -1; at = text.indexOf('"', at + 1)) {
+    let backslashes = 0;
+    while (text.charCodeAt(at - 1 - backslashes) === BACKSLASH) {
+      backslashes++;
+    }
+    if (backslashes % 2 === 0) {
+      return at;
+    }
+  }
+  return text.length;
+}

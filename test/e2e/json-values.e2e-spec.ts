@@ -1,0 +1,96 @@
+import { ADMIN_KEY, Host, TestDatabase, dbRows } from './harness';
+
+jest.setTimeout(120_000);
+
+/*
+ * An outside probe found that a JSON body under the 5 MiB limit could hold millions of values
+ * (4.8 MB of nested or empty arrays, hundreds of thousands of keys) and that parsing it held the
+ * event loop for about a second, before the API key was even checked. A body holding more than
+ * 50,000 values (objects, arrays and comma-separated members) is now refused from its text,
+ * before it is parsed: 400 naming `body` and the limit, with or without a key, nothing recorded
+ * (docs/api.md#limits). Long strings are not values: a large document still uploads.
+ */
+
+const LIMIT = 50_000;
+const RULE = `body: JSON holds more than ${LIMIT} values (objects, arrays and comma-separated members; the limit)`;
+
+function eventWithData(data: string): string {
+  return `{"agent_id":"a1","event":{"event_type":"message.received","source":"api","data":${data}},"input":{"text":"x"}}`;
+}
+
+describe('JSON bodies: values are counted before parsing', () => {
+  const db = new TestDatabase();
+  const host = new Host(db);
+
+  beforeAll(async () => {
+    await host.start();
+    const agent = { agent_id: 'a1', runner_id: 'plugin:demo/echo/default' };
+    expect((await host.api('POST', '/v1/admin/agents', agent)).status).toBe(201);
+  });
+
+  afterAll(async () => {
+    await host.stop();
+    await db.drop();
+  });
+
+  const levels = 2_400_000; // 4.8 MB: under the 5 MiB body limit
+  it.each<[string, string]>([
+    ['2.4 million nested arrays (4.8 MB)', eventWithData(`{"a":${'['.repeat(levels)}${']'.repeat(levels)}}`)],
+    ['1.6 million empty objects side by side', eventWithData(`{"a":[${'{},'.repeat(1_600_000)}{}]}`)],
+    [
+      'an object of 300,000 members',
+      eventWithData(JSON.stringify(Object.fromEntries(Array.from({ length: 300_000 }, (_, i) => [`k${i}`, 1])))),
+    ],
+    // 7 values around `data` (2 objects, 5 commas), then the array and its commas: 50,001 in all.
+    ['50,001 values: one past the limit', eventWithData(`[${'0,'.repeat(LIMIT - 7)}0]`)],
+  ])('refuses %s with 400 naming body, with a key or without, and records nothing', async (_name, body) => {
+    for (const key of [ADMIN_KEY, null]) {
+      const res = await host.api('POST', '/v1/events', body, key);
+      expect(res.status).toBe(400);
+      expect(res.body.error).toEqual({
+        code: 'invalid_argument',
+        message: RULE,
+        retryable: false,
+        details: { field: 'body' },
+      });
+    }
+    expect(await dbRows(db, 'events')).toEqual([]);
+    expect(await dbRows(db, 'runs')).toEqual([]);
+    expect((await fetch(`${host.http}/health/live`)).status).toBe(200);
+  });
+
+  it('refuses a JSON body that is not valid UTF-8 (its bytes were replaced by U+FFFD and the event admitted)', async () => {
+    const body = Buffer.concat([Buffer.from(eventWithData('{"a":"')), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+    const res = await fetch(`${host.http}/v1/events`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
+      body,
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: unknown }).error).toEqual({
+      code: 'invalid_argument',
+      message: 'request body: not valid UTF-8',
+      retryable: false,
+      details: { field: 'body' },
+    });
+    expect(await dbRows(db, 'events')).toEqual([]);
+  });
+
+  it('admits values up to the limit, and long strings of any punctuation up to the body limit', async () => {
+    // 50,000 values: 2 objects and 2 commas around the array, the array and its 49,995 commas.
+    const config = `{"agent_id":"a2","runner_id":"plugin:demo/echo/default","runner_config":{"a":[${'0,'.repeat(LIMIT - 5)}0]}}`;
+    const agent = await host.api('POST', '/v1/admin/agents', config);
+    expect(agent.status).toBe(201);
+    expect(agent.body.runner_config.a).toHaveLength(LIMIT - 4);
+
+    expect((await host.api('POST', '/v1/admin/knowledge-bases', { kb_id: 'kb1', name: 'kb1' })).status).toBe(201);
+    const content = 'a, [b] {c}, "d" \\ '.repeat(200_000); // 3.8 MB of brackets, commas and quotes in one string
+    const doc = await host.api('POST', '/v1/admin/knowledge-bases/kb1/documents', {
+      name: 'punctuation',
+      content_type: 'text/plain',
+      content,
+    });
+    expect(doc.status).toBe(201);
+    expect(doc.body.size).toBe(Buffer.byteLength(content));
+  });
+});
