@@ -108,6 +108,22 @@ describe('tenancy: two workspaces on one host', () => {
         message: `run ${g.run_id} not found`,
       });
     }
+    // An Idempotency-Key is host-wide (docs/tenancy.md): reused by another workspace it answers 409
+    // without naming the other workspace's event; reused with its own agent it names its own.
+    const reused = await host.api('POST', '/v1/events', event('agent-globex', 'first'), key.globex, {
+      'idempotency-key': 'tenancy-shared-key',
+    });
+    expect(reused.status).toBe(202);
+    const across = await host.api('POST', '/v1/events', event('agent-acme', 'other'), key.acme, {
+      'idempotency-key': 'tenancy-shared-key',
+    });
+    expect(across.status).toBe(409);
+    expect(JSON.stringify(across.body)).not.toContain(reused.body.event_id as string);
+    const sameAgent = await host.api('POST', '/v1/events', event('agent-globex', 'changed'), key.globex, {
+      'idempotency-key': 'tenancy-shared-key',
+    });
+    expect(sameAgent.status).toBe(409);
+    expect(sameAgent.body.error.details.event_id).toBe(reused.body.event_id);
     // The owner still reads it.
     expect((await host.api('GET', `/v1/runs/${g.run_id}`, undefined, key.globex)).status).toBe(200);
 

@@ -110,7 +110,7 @@ export class AdmissionService {
     const previous = await this.previous(sub.event.event_id ?? null, idempotencyKey);
     const readmit = previous !== null && NOT_ACCEPTED.includes(previous.disposition) && previous.body_hash === bodyHash;
     if (previous && !readmit) {
-      return this.duplicate(previous, bodyHash);
+      return this.duplicate(previous, bodyHash, sub.agent_id);
     }
     const eventId = previous?.event_id ?? sub.event.event_id ?? orderedUuid();
     const agent =
@@ -234,7 +234,7 @@ export class AdmissionService {
         );
       }
       // A concurrent duplicate won the insert: answer like it.
-      return this.duplicate(outcome.existing, bodyHash);
+      return this.duplicate(outcome.existing, bodyHash, sub.agent_id);
     }
     return this.afterCommit(outcome, event, agent, prepared, live, c, mode);
   }
@@ -321,11 +321,19 @@ export class AdmissionService {
     return s.running_run_id === null && s.waiting === 0;
   }
 
-  private duplicate(previous: EventEntity, bodyHash: string): Admission {
+  /**
+   * The answer to an event whose event_id or Idempotency-Key was used before. The 409 of another
+   * body names the original event only when it is of the same agent: keys and event ids are
+   * host-wide, and an agent belongs to one workspace, so another agent's event may be another
+   * workspace's (docs/tenancy.md).
+   */
+  private duplicate(previous: EventEntity, bodyHash: string, agentId: string): Admission {
     if (previous.body_hash !== bodyHash) {
-      throw new DomainError('conflict', 'this event_id / Idempotency-Key was already used with a different body', {
-        event_id: previous.event_id,
-      });
+      throw new DomainError(
+        'conflict',
+        'this event_id / Idempotency-Key was already used with a different body',
+        previous.agent_id === agentId ? { event_id: previous.event_id } : {},
+      );
     }
     if (previous.disposition === 'failed') {
       // A concurrent retry of an event that failed at admission, still failing: the same answer.
