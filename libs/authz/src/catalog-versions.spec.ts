@@ -64,48 +64,6 @@ describe('CatalogVersions', () => {
     expect(await own).toBe(1);
   });
 
-  it("an adopted read (the caller's own statement) serves the calls of instants before it started, not later ones", async () => {
-    const s = store();
-    const versions = new CatalogVersions(s as unknown as CatalogVersionRepository, new MemorySignalBus());
-    const since = performance.now();
-    await new Promise((r) => setTimeout(r, 2));
-    versions.adopt(performance.now(), Promise.resolve(4));
-    expect(await versions.current(since)).toBe(4);
-    expect(s.started).toBe(0);
-    // A call of its own, now: the adopted read started before it, so it reads again.
-    const own = versions.current();
-    expect(s.started).toBe(1);
-    s.row = 5;
-    await s.answer();
-    expect(await own).toBe(5);
-  });
-
-  it('an adopted read older than the latest read started is not kept; a failed one serves nobody', async () => {
-    const s = store();
-    const versions = new CatalogVersions(s as unknown as CatalogVersionRepository, new MemorySignalBus());
-    const before = performance.now();
-    await new Promise((r) => setTimeout(r, 2));
-    const since = performance.now();
-    const read = versions.current(since);
-    await s.answer();
-    expect(await read).toBe(0);
-    versions.adopt(before, Promise.resolve(9));
-    expect(await versions.current(since)).toBe(0);
-    expect(s.started).toBe(1);
-
-    const failedAt = performance.now();
-    const failed = Promise.reject(new Error('connection lost'));
-    versions.adopt(failedAt, failed);
-    await expect(versions.current(failedAt)).rejects.toThrow('connection lost');
-    await new Promise((r) => setImmediate(r));
-    // Dropped: the next caller of the same instant gets a read of its own.
-    const again = versions.current(failedAt);
-    expect(s.started).toBe(2);
-    s.row = 3;
-    await s.answer();
-    expect(await again).toBe(3);
-  });
-
   it('a failed read fails its callers only; the queued callers get their own read', async () => {
     let fail = true;
     const pending: ((v: number) => void)[] = [];

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { SIGNAL_BUS, type SignalBus } from '@libs/cluster';
-import { CatalogVersionRepository, type ConversationRef, type ConversationSituation } from '@libs/persistence';
+import { CatalogVersionRepository } from '@libs/persistence';
 
 /** The bus channel of the wake-up sent after an admin write (docs/scale-out.md#admin-writes). */
 export const CATALOG_CHANNEL = 'catalog';
@@ -70,41 +70,6 @@ export class CatalogVersions {
         return this.current();
       });
     return this.queued;
-  }
-
-  /**
-   * The committed version and a conversation's situation, read by one statement that starts now
-   * (CatalogVersionRepository.readWithSituation); its version serves `current(notBefore)` for
-   * every `notBefore` up to now, as a read of this class's own would (`adopt`).
-   */
-  withSituation(c: ConversationRef): Promise<{ version: number; situation: ConversationSituation }> {
-    const startedAt = performance.now();
-    const both = this.store.readWithSituation(c);
-    this.adopt(
-      startedAt,
-      both.then((b) => b.version),
-    );
-    return both;
-  }
-
-  /**
-   * Shares a read of the version that the caller made itself (one statement with another read:
-   * CatalogVersionRepository.readWithSituation), started at `startedAt` (a `performance.now()`
-   * instant taken before its query was sent): `current(notBefore)` answers with it for any
-   * `notBefore` ≤ `startedAt`, as with a read of its own. Kept only if no later-started read is
-   * known; a failed read serves nobody else.
-   */
-  adopt(startedAt: number, read: Promise<number>): void {
-    if (this.last && this.last.startedAt >= startedAt) {
-      return;
-    }
-    const entry = { startedAt, read };
-    this.last = entry;
-    read.catch(() => {
-      if (this.last === entry) {
-        this.last = null;
-      }
-    });
   }
 
   /**

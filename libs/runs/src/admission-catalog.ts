@@ -8,17 +8,7 @@ import {
   type CatalogTool,
   type ResourceCatalog,
 } from '@libs/authz';
-import type { AgentEntity, ConversationRef, ConversationSituation } from '@libs/persistence';
-
-/**
- * A conversation's situation read with the catalogue version (AdmissionCatalog.agentWithSituation),
- * for the conversation of this key: admission's look at the conversation before its unit (a hint:
- * the unit decides again under the lock), read after the admission began, never kept beyond it.
- */
-export interface PrefetchedSituation {
-  key: string;
-  situation: Promise<ConversationSituation>;
-}
+import type { AgentEntity } from '@libs/persistence';
 
 export interface Catalog {
   models: CatalogModel[];
@@ -75,28 +65,6 @@ export class AdmissionCatalog {
       this.agentCache.set(agentId, found);
     }
     return found;
-  }
-
-  /**
-   * `agent(agentId, since)`, and when the agent is cached and `refOf` names its conversation, that
-   * conversation's situation read by the same statement as the catalogue version
-   * (CatalogVersions.withSituation): one round trip instead of the version read, then the
-   * situation read. The situation is for the cached agent's conversation: the caller uses it only
-   * if the agent read now gives the same key (a catalogue change of the agent's workspace does not).
-   */
-  async agentWithSituation(
-    agentId: string,
-    since: number,
-    refOf: (agent: AgentEntity) => ConversationRef | null,
-  ): Promise<{ agent: AgentEntity; situation: PrefetchedSituation | null }> {
-    const cached = this.agentCache.get(agentId);
-    const ref = cached ? refOf(cached) : null;
-    const both = ref ? this.versions.withSituation(ref) : null;
-    const situation = both && ref ? { key: ref.key, situation: both.then((b) => b.situation) } : null;
-    // A failure reaches the caller through the version read (agent below) or where the situation is awaited.
-    situation?.situation.catch(() => undefined);
-    const agent = await this.agent(agentId, since);
-    return { agent, situation };
   }
 
   async resourceCatalog(since?: number): Promise<Catalog> {

@@ -10,7 +10,6 @@ import type {
 import type { RunnerDispatch, RunnerPresence } from '@libs/runner-gateway';
 import type { AdmissionCatalog } from './admission-catalog';
 import { AdmissionService } from './admission.service';
-import { conversationOf } from './concurrency/admission-rows';
 import { InProcessSignals, type Signal } from './concurrency/signal-port';
 import { quotaExceeded, type WorkspaceQuotaGate } from './workspace-quotas';
 import type { EventSubmission } from './event-submission';
@@ -57,13 +56,7 @@ function setup(opts: {
       return Promise.resolve(opts.outcomes.shift()!(a));
     },
   } as unknown as RunsRepository;
-  const situationReads: string[] = [];
-  const steering = {
-    situation: (c: { key: string }) => {
-      situationReads.push(c.key);
-      return Promise.resolve(opts.situation ?? free);
-    },
-  } as unknown as SteeringRepository;
+  const steering = { situation: () => Promise.resolve(opts.situation ?? free) } as unknown as SteeringRepository;
   const live = { session: { plugin_id: 'acme' }, runner: { manifest: { capabilities: { steering: true } } } };
   const runners = { target: () => (opts.runnerElsewhere ? undefined : live) } as unknown as RunnerDispatch;
   const presence = {
@@ -129,7 +122,7 @@ function setup(opts: {
       draining: false,
     },
   );
-  return { service, log, submitted, catalogReads, situationReads };
+  return { service, log, submitted, catalogReads };
 }
 
 const admitted =
@@ -257,45 +250,6 @@ describe('AdmissionService', () => {
     // The decision table is data: the steerable run named, the policy's fallback.
     expect(submitted[0].conversation?.table).toEqual({ busy: 'queued', steer_into: 'run-busy', max_queue: 100 });
     expect(log).toEqual(['quota default', 'follow-up quota default', 'signal steering']);
-  });
-
-  it("uses the situation read with the catalogue version when it is of the event's conversation, and reads none then", async () => {
-    const { service, log, submitted, situationReads } = setup({
-      situation: free,
-      outcomes: [admitted({ disposition: 'queued' })],
-    });
-    const key = conversationOf(agent, message('c1')).key;
-    // The prefetched look says busy: nothing is prepared, the unit decides (queued).
-    const a = await service.submit(message('c1'), null, performance.now(), agent, {
-      key,
-      situation: Promise.resolve(busy),
-    });
-    expect(a.disposition).toBe('queued');
-    expect(situationReads).toEqual([]);
-    expect(submitted[0].run).toBeNull();
-    expect(log).not.toContain('prepare');
-  });
-
-  it("reads the situation again when the prefetched one is of another conversation's key", async () => {
-    const { service, log, situationReads } = setup({ situation: free, outcomes: [admitted({})] });
-    const a = await service.submit(message('c1'), null, performance.now(), agent, {
-      key: conversationOf(agent, message('c2')).key,
-      situation: Promise.resolve(busy),
-    });
-    expect(a.disposition).toBe('started');
-    expect(situationReads).toEqual([conversationOf(agent, message('c1')).key]);
-    expect(log).toContain('prepare');
-  });
-
-  it('a prefetched situation that failed fails the admission, nothing submitted', async () => {
-    const { service, submitted } = setup({ outcomes: [admitted({})] });
-    await expect(
-      service.submit(message('c1'), null, performance.now(), agent, {
-        key: conversationOf(agent, message('c1')).key,
-        situation: Promise.reject(new Error('connection lost')),
-      }),
-    ).rejects.toThrow('connection lost');
-    expect(submitted).toEqual([]);
   });
 
   it('a queued event opens its run channel and kicks the conversation', async () => {

@@ -16,7 +16,7 @@ import {
 } from '@libs/persistence';
 import { DomainError, parseRunnerId } from '@libs/protocol';
 import { RunnerDispatch, RunnerPresence } from '@libs/runner-gateway';
-import { AdmissionCatalog, type PrefetchedSituation } from './admission-catalog';
+import { AdmissionCatalog } from './admission-catalog';
 import { eventLogRow, userTranscriptRow } from './admission-records';
 import { rejectedError, unavailableError, unavailableRun } from './admission-failures';
 import { conversationOf, steeringParts } from './concurrency/admission-rows';
@@ -67,19 +67,16 @@ export class AdmissionService {
    * `since`: the `performance.now()` instant the admission began (before the edge's own catalogue
    * reads): every catalogue read of this admission may share one version read started after it
    * (docs/scale-out.md#admin-writes). `agent`: the event's agent as the same request already read
-   * it from the catalogue (after `since`); read here when not given. `situation`: the conversation's
-   * situation the same request read with the catalogue version (WorkspaceAdmission.derive), used
-   * for the look before the unit when it is of this admission's conversation.
+   * it from the catalogue (after `since`); read here when not given.
    */
   submit(
     sub: EventSubmission,
     idempotencyKey: string | null,
     since: number = performance.now(),
     agent?: AgentEntity,
-    situation: PrefetchedSituation | null = null,
   ): Promise<Admission> {
     return telemetry.tracing.inSpan('admission', { 'runnerhost.agent_id': sub.agent_id }, () =>
-      this.admit(sub, idempotencyKey, since, agent, situation),
+      this.admit(sub, idempotencyKey, since, agent),
     );
   }
 
@@ -87,8 +84,7 @@ export class AdmissionService {
     sub: EventSubmission,
     idempotencyKey: string | null,
     since: number,
-    known: AgentEntity | undefined,
-    prefetched: PrefetchedSituation | null,
+    known?: AgentEntity,
   ): Promise<Admission> {
     if (this.process.draining) {
       // docs/deployment.md#graceful-shutdown: nothing is recorded; the client (or the load
@@ -173,7 +169,7 @@ export class AdmissionService {
     // Decide first: a conversation that looks busy is not prepared for (the unit decides again);
     // a run routed to another process is prepared there, when it starts.
     let prepared =
-      route !== 'elsewhere' && (!c || (await this.looksFree(c, prefetched)))
+      route !== 'elsewhere' && (!c || (await this.looksFree(c)))
         ? await this.starter.prepare(runId, eventId, sub, agent, live, now, since)
         : null;
     // A busy conversation's run may be active in another process: steered into from here too.
@@ -319,12 +315,9 @@ export class AdmissionService {
     return apis?.steering_pull === true ? running : null;
   }
 
-  /**
-   * Nothing running, nothing waiting (read before the commit; the unit decides under the lock): the
-   * situation read with the catalogue version when it is of this conversation, else read now.
-   */
-  private async looksFree(c: ConversationRef, prefetched: PrefetchedSituation | null): Promise<boolean> {
-    const s = prefetched?.key === c.key ? await prefetched.situation : await this.steering.situation(c);
+  /** Nothing running, nothing waiting (read before the commit; the unit decides under the lock). */
+  private async looksFree(c: ConversationRef): Promise<boolean> {
+    const s = await this.steering.situation(c);
     return s.running_run_id === null && s.waiting === 0;
   }
 

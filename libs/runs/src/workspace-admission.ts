@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DEFAULT_WORKSPACE, type AgentEntity } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
-import { AdmissionCatalog, type PrefetchedSituation } from './admission-catalog';
-import { conversationOf } from './concurrency/admission-rows';
+import { AdmissionCatalog } from './admission-catalog';
 import type { EventSubmission } from './event-submission';
 
 /**
@@ -25,16 +24,11 @@ export class WorkspaceAdmission {
   async derive(
     sub: EventSubmission,
     workspaces: readonly string[] | null,
-    since: number = performance.now(),
-  ): Promise<{ submission: EventSubmission; agent: AgentEntity; situation: PrefetchedSituation | null }> {
-    // An event of a conversation: its situation read with the catalogue version, for admission's
-    // look at the conversation (AdmissionService.looksFree), keyed as the admission will key it.
-    const refOf = (a: AgentEntity) => (sub.conversation ? conversationOf(a, withWorkspace(sub, a)) : null);
-    const { agent, situation } = await this.catalog
-      .agentWithSituation(sub.agent_id, since, refOf)
-      .catch((e: unknown) => {
-        throw e instanceof DomainError ? new DomainError(e.code, e.message, { ...e.details, field: 'agent_id' }) : e;
-      });
+    since?: number,
+  ): Promise<{ submission: EventSubmission; agent: AgentEntity }> {
+    const agent = await this.catalog.agent(sub.agent_id, since).catch((e: unknown) => {
+      throw e instanceof DomainError ? new DomainError(e.code, e.message, { ...e.details, field: 'agent_id' }) : e;
+    });
     const workspace = agent.workspace_id ?? DEFAULT_WORKSPACE;
     if (workspaces !== null && !workspaces.includes(workspace)) {
       // Another workspace's agent reads like a missing one.
@@ -51,13 +45,9 @@ export class WorkspaceAdmission {
         { field: 'conversation.workspace_id' },
       );
     }
-    return { submission: withWorkspace(sub, agent), agent, situation };
+    const submission = sub.conversation
+      ? { ...sub, conversation: { ...sub.conversation, workspace_id: workspace } }
+      : sub;
+    return { submission, agent };
   }
-}
-
-/** The submission with its conversation's workspace set to the agent's (derive checked any it named). */
-function withWorkspace(sub: EventSubmission, agent: AgentEntity): EventSubmission {
-  return sub.conversation
-    ? { ...sub, conversation: { ...sub.conversation, workspace_id: agent.workspace_id ?? DEFAULT_WORKSPACE } }
-    : sub;
 }

@@ -96,7 +96,7 @@ export class EventsController {
     }
     // A caller's W3C trace context (traceparent) is continued: the event's spans join its trace.
     const a = await telemetry.tracing.within(telemetry.tracing.extract(req.headers), () =>
-      this.admission.submit(body, key ?? null, since, derived.agent, derived.situation),
+      this.admission.submit(body, key ?? null, since, derived.agent),
     );
     const answer: AdmissionDto = {
       event_id: a.event_id,

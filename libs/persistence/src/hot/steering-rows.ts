@@ -2,7 +2,7 @@
 import type { JsonObject } from '../entities';
 import { SQL } from './hot-sql';
 import { STEERING_SQL } from './steering-sql';
-import { one, type SqlValue, type Unit } from './unit';
+import { one, type Unit } from './unit';
 
 /**
  * One conversation: agent + workspace + conversation_id + thread_id, and the runner its agent
@@ -98,36 +98,16 @@ export function* conversationLock(c: ConversationRef): Unit<void> {
   yield* one(SQL.lockConversation, [conversationLockKey(c)]);
 }
 
-type SituationRow = { run_id: string | null; queued: number | string; n: number | string };
-
-const situationParams = (c: ConversationRef): SqlValue[] => {
-  const ref = [c.agent_id, c.workspace_id, c.conversation_id, c.thread_id ?? ''];
-  return [...ref, ...ref, c.key];
-};
-
-const situationFrom = (s: SituationRow | undefined): ConversationSituation => ({
-  running_run_id: s?.run_id ?? null,
-  queued_on_run: Number(s?.queued ?? 0),
-  waiting: Number(s?.n ?? 0),
-});
-
 export function* situationOf(c: ConversationRef): Unit<ConversationSituation> {
-  return situationFrom(yield* one<SituationRow>(STEERING_SQL.situation, situationParams(c)));
-}
-
-/**
- * The catalogue version and the conversation's situation, read together (STEERING_SQL.
- * situationWithVersion); the version is null when the catalogue version row is missing.
- */
-export function* situationWithVersionOf(
-  c: ConversationRef,
-): Unit<{ version: number | null; situation: ConversationSituation }> {
-  const s = yield* one<SituationRow & { version: number | string | null }>(
-    STEERING_SQL.situationWithVersion,
-    situationParams(c),
-  );
+  const ref = [c.agent_id, c.workspace_id, c.conversation_id, c.thread_id ?? ''];
+  const s = yield* one<{ run_id: string | null; queued: number | string; n: number | string }>(STEERING_SQL.situation, [
+    ...ref,
+    ...ref,
+    c.key,
+  ]);
   return {
-    version: s?.version === null || s?.version === undefined ? null : Number(s.version),
-    situation: situationFrom(s),
+    running_run_id: s?.run_id ?? null,
+    queued_on_run: Number(s?.queued ?? 0),
+    waiting: Number(s?.n ?? 0),
   };
 }

@@ -34,11 +34,8 @@ function runningOf(is: string): string {
      AND r."status" = 'running'`;
 }
 
-/** The catalogue version row's version (catalog-version.repository.ts), as the first column of a read. */
-const VERSION_COLUMN = `(SELECT "version" FROM "catalog_version" WHERE "id" = 1) AS "version", `;
-
-function situationSql(is: string, first = ''): string {
-  return `SELECT ${first}(SELECT r."run_id" FROM "runs" r WHERE ${runningOf(is)} LIMIT 1) AS "run_id",
+function situationSql(is: string): string {
+  return `SELECT (SELECT r."run_id" FROM "runs" r WHERE ${runningOf(is)} LIMIT 1) AS "run_id",
      (SELECT COUNT(*) FROM "steering_items" s JOIN "runs" r ON r."run_id" = s."run_id"
        WHERE ${runningOf(is)} AND s."state" = 'queued') AS "queued",
      (SELECT COUNT(*) FROM "steering_items" WHERE "conversation_key" = ? AND "dispatch" = 'waiting') AS "n"`;
@@ -54,16 +51,6 @@ export const STEERING_SQL = {
     stmt('situation', situationSql('IS'), situationSql('IS NOT DISTINCT FROM')),
     'runs',
     'steering_items',
-  ),
-  /**
-   * The catalogue version (CatalogVersionRepository) and a conversation's situation, in one
-   * statement on one snapshot: admission's first two pool reads as one round trip
-   * (CatalogVersionRepository.readWithSituation). Parameters: those of `situation`.
-   */
-  situationWithVersion: stmt(
-    'situation_with_version',
-    situationSql('IS', VERSION_COLUMN),
-    situationSql('IS NOT DISTINCT FROM', VERSION_COLUMN),
   ),
   /** The run's steering queue: items not pulled yet, and the last position given. */
   runQueue: stmt(

@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { HotStore } from '../hot/hot-store';
 import { stmt } from '../hot/hot-sql';
 import { one } from '../hot/unit';
-import { situationWithVersionOf, type ConversationRef, type ConversationSituation } from '../hot/steering-rows';
 
 const VERSION = stmt('catalog_version', 'SELECT "version" FROM "catalog_version" WHERE "id" = 1');
 
@@ -22,18 +21,5 @@ export class CatalogVersionRepository {
       throw new Error('catalog_version: the row is missing (migration 1767640000000 not applied?)');
     }
     return Number(r.version);
-  }
-
-  /**
-   * The committed version and a conversation's situation (SteeringRepository.situation), in one
-   * statement: admission's version read and its pre-lock look at the conversation as one round
-   * trip instead of two in series (AdmissionCatalog.agentWithSituation).
-   */
-  async readWithSituation(c: ConversationRef): Promise<{ version: number; situation: ConversationSituation }> {
-    const r = await this.hot.read(situationWithVersionOf(c));
-    if (r.version === null) {
-      throw new Error('catalog_version: the row is missing (migration 1767640000000 not applied?)');
-    }
-    return { version: r.version, situation: r.situation };
   }
 }
