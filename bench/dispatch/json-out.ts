@@ -49,6 +49,17 @@ export function dispatchJson(
         other_processes_cores_share: num(otherProcessesShare(l)),
         elapsed_ms: num(l.elapsedMs),
         host_rss_mib: num(l.hostRssMiB),
+        // PostgreSQL only (pg-server.ts): null on SQLite or when the server could not be read.
+        pg_server: l.pgServer
+          ? {
+              window_runs: l.pgServer.runs,
+              window_ms: num(l.pgServer.windowMs),
+              commits_per_run: num(l.pgServer.commitsPerRun),
+              wal_syncs_per_run: num(l.pgServer.walSyncsPerRun),
+              wal_sync_ms: l.pgServer.walSyncMs === null ? null : num(l.pgServer.walSyncMs),
+              other_databases_commits: l.pgServer.otherCommits,
+            }
+          : null,
       };
     }),
   );

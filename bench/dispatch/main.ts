@@ -13,6 +13,7 @@ import {
   DB_LABEL,
   floorsTable,
   levelsTable,
+  pgServerTable,
   ratiosTable,
   RUNNER_LABEL,
   runnerComparisonTable,
@@ -88,6 +89,15 @@ function report(opts: DispatchOptions, floors: Floors, runs: DatabaseRun[], star
   }
   if (levels.length > 0 && opts.runners.length > 1) {
     out.push('', '### Ratios to the floors', '', ratiosTable(levels, floors.bidi, floors.sqlite));
+  }
+  const server = pgServerTable(levels);
+  if (server) {
+    out.push(
+      '',
+      '### PostgreSQL server per run: commits and WAL flushes (SQLite, WAL + synchronous=NORMAL, flushes none per commit)',
+      '',
+      server,
+    );
   }
   if (runs.some((r) => r.streaming.length > 0)) {
     out.push(

@@ -3,6 +3,7 @@ import { HostFixture } from './host-fixture';
 import { closedLoop, RunDriver } from './load';
 import type { DatabaseKind, DispatchOptions, RunnerKind } from './options';
 import { BenchDatabase } from './postgres';
+import { pgServerWindow } from './pg-server';
 import { cpuMs, machineBusyMs, rssMiB, selfCpuMs } from '../common/proc';
 import type { AfterLoad, MeasuredLevel } from './report';
 import { soak, type SoakResult } from './soak';
@@ -73,7 +74,16 @@ async function measure(kind: DatabaseKind, opts: DispatchOptions, pg: BenchDatab
     rssBefore = rssMiB(pids.host);
     for (const concurrency of opts.levels) {
       progress(`${kind}: concurrency ${concurrency}, ${opts.levelMs / 1000} s`);
-      levels.push(await measuredLevel(kind, driver, pids, concurrency, opts.levelMs));
+      levels.push(
+        await measuredLevel(
+          kind,
+          driver,
+          pids,
+          concurrency,
+          opts.levelMs,
+          pg && { adminUrl: opts.pgAdminUrl, database: pg.name },
+        ),
+      );
     }
     failures.push(...levels.flatMap((l) => l.failures));
     if (opts.soakSeconds > 0) {
@@ -148,9 +158,17 @@ async function measuredLevel(
   pids: { host: number; runner: number },
   concurrency: number,
   durationMs: number,
+  pg: { adminUrl: string; database: string } | null,
 ): Promise<MeasuredLevel> {
   const cpu0 = { host: cpuMs(pids.host), runner: cpuMs(pids.runner), client: selfCpuMs(), machine: machineBusyMs() };
-  const level = await closedLoop(driver, concurrency, durationMs);
+  let completed = 0;
+  const loop = closedLoop(driver, concurrency, durationMs, undefined, () => completed++);
+  // The server's commits and WAL flushes per run, read beside the loop (pg-server.ts).
+  const server = pg
+    ? pgServerWindow(pg.adminUrl, pg.database, durationMs, () => completed, loop, progress)
+    : Promise.resolve(null);
+  const level = await loop;
+  const pgServer = await server;
   const cpu = {
     host: cpuMs(pids.host) - cpu0.host,
     runner: cpuMs(pids.runner) - cpu0.runner,
@@ -158,7 +176,7 @@ async function measuredLevel(
     other: 0,
   };
   cpu.other = Math.max(0, machineBusyMs() - cpu0.machine - cpu.host - cpu.runner - cpu.client);
-  return { ...level, database, cpu, hostRssMiB: rssMiB(pids.host) };
+  return { ...level, database, cpu, hostRssMiB: rssMiB(pids.host), pgServer };
 }
 
 async function openRuns(fixture: HostFixture, agentId: string): Promise<string[]> {

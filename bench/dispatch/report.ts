@@ -2,6 +2,7 @@ import * as os from 'node:os';
 import type { FloorResult } from './floors';
 import type { LevelResult } from './load';
 import type { RunnerKind } from './options';
+import type { PgServerLevel } from './pg-server';
 import { fmtDuration, fmtInt, fmtNum, markdownTable, summarize } from '../common/stats';
 
 /** One closed-loop level with the CPU time the three processes spent on it (ms). */
@@ -10,6 +11,8 @@ export interface MeasuredLevel extends LevelResult {
   cpu: { host: number; runner: number; client: number; other: number };
   /** Host RSS at the end of the level. */
   hostRssMiB: number;
+  /** PostgreSQL: the server's commits and WAL flushes per run (pg-server.ts); null on SQLite or if unread. */
+  pgServer: PgServerLevel | null;
 }
 
 export interface AfterLoad {
@@ -92,6 +95,43 @@ export function levelsTable(levels: MeasuredLevel[]): string {
         `${pct(l.cpu.host + l.cpu.runner + l.cpu.client)} / ${fmtShare(otherProcessesShare(l))}`,
       ];
     }),
+  );
+}
+
+/**
+ * PostgreSQL levels: the server's commits (bench database) and WAL flushes (whole server) per run
+ * (pg-server.ts). SQLite (WAL, synchronous=NORMAL) flushes nothing per commit.
+ */
+export function pgServerTable(levels: MeasuredLevel[]): string | null {
+  const rows = levels.flatMap((l) => {
+    const s = l.pgServer;
+    if (!s) {
+      return [];
+    }
+    return [
+      [
+        String(l.concurrency),
+        `${fmtInt(s.runs)} in ${fmtNum(s.windowMs / 1000)} s`,
+        fmtNum(s.commitsPerRun),
+        fmtNum(s.walSyncsPerRun),
+        s.walSyncMs === null ? 'track_wal_io_timing off' : fmtDuration(s.walSyncMs),
+        fmtInt(s.otherCommits),
+      ],
+    ];
+  });
+  if (rows.length === 0) {
+    return null;
+  }
+  return markdownTable(
+    [
+      'concurrency',
+      'runs in the window',
+      'commits/run (bench database)',
+      'WAL flushes/run (server)',
+      'time per flush',
+      'other databases’ commits',
+    ],
+    rows,
   );
 }
 
