@@ -73,7 +73,11 @@ export class SqliteHot implements WriterDriver {
   read<T>(unit: Unit<T>): T {
     let r = unit.next();
     while (!r.done) {
-      r = unit.next(stepOn(preparedOn(this.reader, this.readPrepared, r.value.stmt), r.value));
+      const op = r.value;
+      const t0 = this.timing && process.hrtime.bigint();
+      const result = stepOn(preparedOn(this.reader, this.readPrepared, op.stmt), op);
+      this.timing?.add(op.stmt.name, t0!);
+      r = unit.next(result);
     }
     return r.value;
   }
