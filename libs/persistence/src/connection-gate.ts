@@ -6,8 +6,9 @@ interface Waiter {
 }
 
 /**
- * Who may run statements on the host's one SQLite connection right now
- * (docs/durability.md#a-busy-writer-lock). A holder is either a query runner whose transaction is
+ * Who may run statements on the host's SQLite writer connection right now
+ * (docs/durability.md#a-busy-writer-lock; reads outside a transaction run on the read-only
+ * connection and never take the gate: sqlite-query-runner.ts SqliteConnections). A holder is either a query runner whose transaction is
  * open (held from before its `BEGIN` until its `COMMIT`/`ROLLBACK`) or one statement outside any
  * transaction (held while it runs). Everybody else waits in arrival order, off the event loop, and
  * gets the gate handed over when the holder lets it go; a waiter that is not served by its deadline

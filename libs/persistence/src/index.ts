@@ -35,7 +35,7 @@ export {
 } from './repositories/runner-presence.repository';
 export { DEFAULT_WORKSPACE } from './migrations/1767200000000-workspaces';
 export { Transactions } from './transactions';
-export { BusyRetryingQueryRunner, retryBusySqlite } from './sqlite-query-runner';
+export { BusyRetryingQueryRunner, retryBusySqlite, sqliteReadConnectionOf } from './sqlite-query-runner';
 export { busyRetryOf, isSqliteBusy, type BusyRetry } from './busy-retry';
 export { RetentionJob, type RetentionCounts } from './retention/retention-job';
 export { retentionBatchUnit, type RetentionTable } from './retention/retention-units';

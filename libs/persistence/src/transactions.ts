@@ -9,7 +9,8 @@ import type { DataSource, EntityManager } from 'typeorm';
  * open at a time — others, and other callers' statements, wait for it (bounded by
  * SQLITE_BUSY_WAIT_MS, then 503 `database.busy`; docs/durability.md#a-busy-writer-lock), so no
  * other request's write can run inside it or be rolled back with it. `work` must use the manager
- * it is given: a statement through another repository waits for this very transaction. The run
+ * it is given: a write through another repository waits for this very transaction, and a read there
+ * (on the read-only connection) sees the committed rows, not this transaction's. The run
  * path does not come here: its writes go through the one writer (hot/), which waits while such a
  * transaction is open on the shared SQLite connection.
  */

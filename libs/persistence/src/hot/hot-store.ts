@@ -8,6 +8,7 @@ import { telemetry } from '@libs/telemetry';
 import { Checkpointer, type WalStatus } from './checkpointer';
 import { PgHot } from './pg-driver';
 import { busyRetryOf } from '../busy-retry';
+import { sqliteReadConnectionOf } from '../sqlite-query-runner';
 import { SqliteHot } from './sqlite-driver';
 import { indexTranscriptUnit, pendingTranscriptUnit } from './transcript-index';
 import type { Unit } from './unit';
@@ -20,9 +21,11 @@ const INDEX_ROWS_PER_PASS = 20_000;
 
 /**
  * The hot-path store: one writer per database with group commit, and prepared reads. On SQLite
- * it shares TypeORM's connection (an in-memory database has no other) and never starts while an
- * admin transaction is open on it; its own transactions run synchronously, so they can neither
- * join nor be joined. On PostgreSQL the writer has a connection of its own.
+ * the writer shares TypeORM's connection (an in-memory database has no other) and never starts
+ * while an admin transaction is open on it; its own transactions run synchronously, so they can
+ * neither join nor be joined. Its reads run on the host's read-only connection (TypeORM's reads
+ * do too: sqlite-query-runner.ts), which sees only committed rows (docs/durability.md). On
+ * PostgreSQL the writer has a connection of its own.
  */
 @Injectable()
 export class HotStore implements OnModuleDestroy {
@@ -38,7 +41,8 @@ export class HotStore implements OnModuleDestroy {
       this.queue = new WriteQueue(this.pg);
     } else {
       const db = sqliteConnectionOf(ds);
-      this.sqlite = new SqliteHot(db);
+      // Reads outside a group on the read-only connection: never an open admin transaction's rows.
+      this.sqlite = new SqliteHot(db, sqliteReadConnectionOf(ds));
       // One bound for a busy writer lock, here and in TypeORM's runner (SQLITE_BUSY_WAIT_MS).
       this.queue = new WriteQueue(this.sqlite, 256, DEFER_MS, MAX_DEFERRED, busyRetryOf(config.database.busyWaitMs));
       if (config.database.file !== ':memory:') {

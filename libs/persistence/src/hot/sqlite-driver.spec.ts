@@ -148,3 +148,48 @@ describe('SqliteHot groups while another connection holds the writer lock', () =
     expect(q.busy.retries).toBe(0);
   });
 });
+
+/**
+ * Reads outside a group run on the read connection (the host's read-only one,
+ * docs/durability.md "Reads on their own connection"): committed rows only, never those of a
+ * transaction open on the writer connection; a write there is refused.
+ */
+describe('SqliteHot reads on a read connection', () => {
+  let dir: string;
+  let writer: Database.Database;
+  let reader: Database.Database;
+  const values = stmt('test_read_values', 'SELECT "v" FROM "t" ORDER BY "v"');
+  const insert = stmt('test_read_insert', 'INSERT INTO "t" ("v") VALUES (?)');
+  const read = (hot: SqliteHot) => hot.read(rows<{ v: string }>(values, [])).map((r) => r.v);
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sqlite-read-'));
+    const file = path.join(dir, 'db.sqlite');
+    writer = new Database(file);
+    writer.pragma('journal_mode = WAL');
+    writer.exec(`CREATE TABLE t (v TEXT NOT NULL); INSERT INTO t (v) VALUES ('committed')`);
+    reader = new Database(file, { readonly: true, fileMustExist: true });
+  });
+
+  afterEach(() => {
+    reader.close();
+    writer.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('sees committed rows only, not a transaction open on the writer connection', () => {
+    const hot = new SqliteHot(writer, reader);
+    writer.exec(`BEGIN IMMEDIATE; INSERT INTO t (v) VALUES ('open')`);
+    expect(read(hot)).toEqual(['committed']);
+    expect(read(new SqliteHot(writer))).toEqual(['committed', 'open']); // on the writer connection: the dirty read
+    writer.exec('COMMIT');
+    expect(read(hot)).toEqual(['committed', 'open']);
+    expect(reader.inTransaction).toBe(false);
+  });
+
+  it('refuses a write in a read, and writes nothing', () => {
+    const hot = new SqliteHot(writer, reader);
+    expect(() => hot.read(exec(insert, ['x']))).toThrow(/readonly database/);
+    expect(read(hot)).toEqual(['committed']);
+  });
+});

@@ -22,11 +22,14 @@ export function sqliteText(sql: string): string {
 /**
  * Hot statements on a better-sqlite3 connection: each prepared once. Groups run synchronously
  * inside one transaction, so nothing else on the event loop — not even a microtask — can issue
- * a statement between BEGIN and COMMIT, and a reader on this connection never sees an
- * uncommitted row.
+ * a statement between BEGIN and COMMIT. Reads outside a group (`read`) run on `reader`, the
+ * host's read-only connection when it has one (sqlite-query-runner.ts SqliteConnections): they
+ * see only committed rows, never those of an admin transaction open on the writer connection
+ * `db` (docs/durability.md). Without one (`:memory:`) they run on `db`.
  */
 export class SqliteHot implements WriterDriver {
   private readonly prepared = new Map<string, Statement>();
+  private readonly readPrepared = new Map<string, Statement>();
   private readonly batch = new InsertBatch();
   private readonly fences = new FenceCache();
 
@@ -35,15 +38,13 @@ export class SqliteHot implements WriterDriver {
     ? new StatementTiming(process.env.SQLITE_STMT_PROFILE)
     : undefined;
 
-  constructor(readonly db: Database) {}
+  constructor(
+    readonly db: Database,
+    private readonly reader: Database = db,
+  ) {}
 
   statement(s: HotStatement): Statement {
-    let p = this.prepared.get(s.name);
-    if (!p) {
-      p = this.db.prepare(sqliteText(s.sqlite));
-      this.prepared.set(s.name, p);
-    }
-    return p;
+    return preparedOn(this.db, this.prepared, s);
   }
 
   ready(): boolean {
@@ -61,22 +62,22 @@ export class SqliteHot implements WriterDriver {
   }
 
   private stepOnce(op: Op): unknown {
-    const st = this.statement(op.stmt);
-    switch (op.kind) {
-      case 'run':
-        return { changes: st.run(...op.params).changes };
-      case 'get':
-        return st.get(...op.params);
-      case 'all':
-        return st.all(...op.params);
-    }
+    return stepOn(this.statement(op.stmt), op);
   }
 
-  /** Runs a unit outside the writer: for reads only (a read-only unit needs no transaction). */
+  /**
+   * Runs a unit outside the writer, on the read connection: for reads only (a read-only unit needs
+   * no transaction; a write there fails, "attempt to write a readonly database"). Each statement
+   * reads the last committed snapshot and ends its read when it returns (get/all run it whole).
+   */
   read<T>(unit: Unit<T>): T {
     let r = unit.next();
     while (!r.done) {
-      r = unit.next(this.step(r.value));
+      const op = r.value;
+      const t0 = this.timing && process.hrtime.bigint();
+      const result = stepOn(preparedOn(this.reader, this.readPrepared, op.stmt), op);
+      this.timing?.add(op.stmt.name, t0!);
+      r = unit.next(result);
     }
     return r.value;
   }
@@ -152,6 +153,28 @@ export class SqliteHot implements WriterDriver {
 
   close(): void {
     // The connection belongs to the data source; it closes it.
+  }
+}
+
+/** A hot statement prepared on `db`, once (`cache` is that connection's). */
+function preparedOn(db: Database, cache: Map<string, Statement>, s: HotStatement): Statement {
+  let p = cache.get(s.name);
+  if (!p) {
+    p = db.prepare(sqliteText(s.sqlite));
+    cache.set(s.name, p);
+  }
+  return p;
+}
+
+/** Runs one op's statement whole (no statement is left open: its read ends with it). */
+function stepOn(st: Statement, op: Op): unknown {
+  switch (op.kind) {
+    case 'run':
+      return { changes: st.run(...op.params).changes };
+    case 'get':
+      return st.get(...op.params);
+    case 'all':
+      return st.all(...op.params);
   }
 }
 
