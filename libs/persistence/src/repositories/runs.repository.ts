@@ -23,6 +23,7 @@ import { one, rows } from '../hot/unit';
 import type { NewTranscriptRow } from './context.repository';
 import { ParsedRows } from './parsed-rows';
 import { CommittedResults, type SizedRow } from './committed-results';
+import { answerPage } from './cumulative-deltas';
 
 /** Characters of stored result JSON kept parsed for readers replaying the same results (parsed-rows.ts). */
 const REPLAY_MEMO_CHARS = 16 * 1024 * 1024;
@@ -266,6 +267,28 @@ export class RunsRepository {
   }
 
   private async readResults(runId: string, after: number, limit: number): Promise<SizedRow<StoredResult>[]> {
+    const found = await this.readStored(runId, after, limit);
+    // Cumulative deltas stored without their all_content are answered with it, rebuilt from the
+    // rows before them back to their full row (docs/durability.md#cumulative-deltas).
+    const rebuilt = await answerPage(
+      found.map((f) => f.row),
+      async (from, count) => (await this.readStored(runId, from - 1, count)).map((b) => b.row),
+    );
+    return found.map((f, i) => {
+      const data = rebuilt[i];
+      if (data === null) {
+        return f;
+      }
+      const all = (data.chunk as { all_content?: unknown }).all_content;
+      return {
+        row: Object.freeze({ ...f.row, data }),
+        size: f.size + (typeof all === 'string' ? all.length : 0),
+      };
+    });
+  }
+
+  /** Stored rows with sequence > `after`, as stored (a cumulative delta with its marker). */
+  private async readStored(runId: string, after: number, limit: number): Promise<SizedRow<StoredResult>[]> {
     const found = await this.hot.read(rows<Record<string, unknown>>(SQL.resultsAfter, [runId, after, limit]));
     // The same committed row (run, sequence, stored texts) read by several readers is one shared,
     // frozen object: parsed once, and its SSE frame built once (parsed-rows.ts).
