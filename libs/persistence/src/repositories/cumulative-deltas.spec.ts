@@ -1,5 +1,12 @@
 import fc from 'fast-check';
-import { CHECKPOINT_CHARS, CUMULATIVE_MARKER, CumulativeDeltas, answerPage, type StoredRow } from './cumulative-deltas';
+import {
+  CHECKPOINT_CHARS,
+  CUMULATIVE_MARKER,
+  ChainTips,
+  CumulativeDeltas,
+  answerPage,
+  type StoredRow,
+} from './cumulative-deltas';
 
 type Data = Record<string, unknown>;
 const delta = (chunk: Data): Data => ({ chunk });
@@ -11,8 +18,16 @@ function ingest(sent: readonly StoredRow[]): StoredRow[] {
   return stored.sort((a, b) => a.sequence - b.sequence);
 }
 
-/** What a reader gets from `after` on, `limit` rows a page, as the repository reads (answerPage). */
-async function read(stored: readonly StoredRow[], after: number, limit: number): Promise<StoredRow[]> {
+/**
+ * What a reader gets from `after` on, `limit` rows a page, as the repository reads (answerPage);
+ * with `tips`, each page seeded by the previous one's chain tip (ChainTips), as a following reader.
+ */
+async function read(
+  stored: readonly StoredRow[],
+  after: number,
+  limit: number,
+  tips: ChainTips | null = null,
+): Promise<StoredRow[]> {
   const out: StoredRow[] = [];
   let cursor = after;
   for (;;) {
@@ -20,10 +35,13 @@ async function read(stored: readonly StoredRow[], after: number, limit: number):
     if (page.length === 0) {
       return out;
     }
-    const answered = await answerPage(page, (from, count) =>
-      Promise.resolve(stored.filter((r) => r.sequence >= from).slice(0, count)),
+    const answered = await answerPage(
+      page,
+      (from, count) => Promise.resolve(stored.filter((r) => r.sequence >= from).slice(0, count)),
+      tips?.get('r') ?? null,
     );
-    page.forEach((r, i) => out.push({ ...r, data: answered[i] ?? r.data }));
+    tips?.set('r', answered.tip);
+    page.forEach((r, i) => out.push({ ...r, data: answered.data[i] ?? r.data }));
     cursor = page[page.length - 1].sequence;
   }
 }
@@ -116,6 +134,43 @@ describe('cumulative deltas (docs/durability.md#cumulative-deltas)', () => {
         ),
       ).toBe(true);
     }
+  });
+
+  it("a following reader seeded with the previous page's chain tip reads no row before its page", async () => {
+    const sent = cumulative(50, 2);
+    const stored = ingest(sent);
+    const tips = new ChainTips(1 << 20);
+    let readsBefore = 0;
+    const out: StoredRow[] = [];
+    for (let after = 0; after < 50; after += 3) {
+      const page = stored.filter((r) => r.sequence > after).slice(0, 3);
+      const answered = await answerPage(
+        page,
+        (from, count) => {
+          readsBefore++;
+          return Promise.resolve(stored.filter((r) => r.sequence >= from).slice(0, count));
+        },
+        tips.get('r'),
+      );
+      tips.set('r', answered.tip);
+      page.forEach((r, i) => out.push({ ...r, data: answered.data[i] ?? r.data }));
+    }
+    expect(readsBefore).toBe(0);
+    expect(JSON.stringify(out)).toBe(JSON.stringify(sent));
+    // A tip is kept within its bound, and a page not right after it reads before itself.
+    const small = new ChainTips(8 * 10);
+    small.set('r', { base: 1, tip: 2, text: 'x'.repeat(11) });
+    expect(small.size).toBe(0);
+    const page = stored.filter((r) => r.sequence > 20).slice(0, 2);
+    await answerPage(
+      page,
+      (from, count) => {
+        readsBefore++;
+        return Promise.resolve(stored.filter((r) => r.sequence >= from).slice(0, count));
+      },
+      { base: 1, tip: 10, text: 'wrong' },
+    );
+    expect(readsBefore).toBe(1);
   });
 
   it('never answers a wrong all_content: a marked row whose chain is not all there reads without it', async () => {

@@ -128,6 +128,19 @@ export function markerOf(type: string, data: Data): [number, number] | null {
     : null;
 }
 
+/** A chain as read through its last row `tip` (the message's text through it): where the next page starts. */
+export interface ChainTip {
+  base: number;
+  tip: number;
+  text: string;
+}
+
+/** Per row, its data as sent (null: stored as sent); and the chain after the last row (null: none). */
+export interface Rebuilt {
+  data: (Data | null)[];
+  tip: ChainTip | null;
+}
+
 /** What the rebuild needs of a stored row. */
 export interface StoredRow {
   sequence: number;
@@ -139,10 +152,15 @@ export interface StoredRow {
  * The data as sent for stored rows in sequence order: `rows` (to answer) after `before` (the
  * rows just before them, from the earliest full row a marked row of `rows` rests on; only read
  * for the text). Returns, per row of `rows`, null when it is stored as sent, else its data as
- * sent (all_content rebuilt; or left out, when its chain is not all there). Throws nothing.
+ * sent (all_content rebuilt; or left out, when its chain is not all there). `seed`: the chain
+ * through the row just before the first of `before` and `rows` (from an earlier page). Throws nothing.
  */
-export function rebuildCumulative(before: readonly StoredRow[], rows: readonly StoredRow[]): (Data | null)[] {
-  let chain: { base: number; tip: number; text: string } | null = null;
+export function rebuildCumulative(
+  before: readonly StoredRow[],
+  rows: readonly StoredRow[],
+  seed: ChainTip | null = null,
+): Rebuilt {
+  let chain: ChainTip | null = seed === null ? null : { ...seed };
   const out: (Data | null)[] = [];
   const all = [...before, ...rows];
   for (let i = 0; i < all.length; i++) {
@@ -183,7 +201,7 @@ export function rebuildCumulative(before: readonly StoredRow[], rows: readonly S
       out.push(rebuilt);
     }
   }
-  return out;
+  return { data: out, tip: chain };
 }
 
 /** The earliest full row's sequence a marked row of `rows` rests on, when before the first of them. */
@@ -202,18 +220,65 @@ export function rebuildFrom(rows: readonly StoredRow[]): number | null {
 }
 
 /**
- * The data as sent for one page of stored rows in sequence order (null: stored as sent), reading
- * the rows just before the page when a marked row of it rests on them: `readBefore(from, count)`
- * answers the stored rows with sequences from `from` on, at most `count` of them.
+ * The data as sent for one page of stored rows in sequence order (null: stored as sent), and the
+ * chain after it. A marked row of the page resting on rows before it is rebuilt from `seed` when
+ * that is the chain through the row just before the page (an earlier page's tip: a reader
+ * following a run reads no row twice), else from the rows read by `readBefore(from, count)`
+ * (the stored rows with sequences from `from` on, at most `count`).
  */
 export async function answerPage(
   rows: readonly StoredRow[],
   readBefore: (from: number, count: number) => Promise<readonly StoredRow[]>,
-): Promise<(Data | null)[]> {
-  if (!rows.some((r) => markerOf(r.type, r.data) !== null)) {
-    return rows.map(() => null);
+  seed: ChainTip | null = null,
+): Promise<Rebuilt> {
+  if (rows.length === 0) {
+    return { data: [], tip: seed };
+  }
+  if (seed !== null && seed.tip === rows[0].sequence - 1) {
+    return rebuildCumulative([], rows, seed);
   }
   const from = rebuildFrom(rows);
   const before = from === null ? [] : await readBefore(from, rows[0].sequence - from);
   return rebuildCumulative(before, rows);
+}
+
+/**
+ * The chain tips of runs' last pages read, for the next page (answerPage's seed): at most
+ * `maxChars` characters of text, least recently set first out. A tip is exact — the rows it
+ * rests on are committed and never change — so it is only an optimisation.
+ */
+export class ChainTips {
+  private readonly tips = new Map<string, ChainTip>();
+  private chars = 0;
+
+  constructor(private readonly maxChars: number) {}
+
+  get(runId: string): ChainTip | null {
+    return this.tips.get(runId) ?? null;
+  }
+
+  set(runId: string, tip: ChainTip | null): void {
+    const old = this.tips.get(runId);
+    if (old !== undefined) {
+      this.tips.delete(runId);
+      this.chars -= old.text.length;
+    }
+    if (tip === null || tip.text.length > this.maxChars / 8) {
+      return;
+    }
+    this.tips.set(runId, tip);
+    this.chars += tip.text.length;
+    for (const [k, t] of this.tips) {
+      if (this.chars <= this.maxChars) {
+        break;
+      }
+      this.tips.delete(k);
+      this.chars -= t.text.length;
+    }
+  }
+
+  /** Tips kept (for tests). */
+  get size(): number {
+    return this.tips.size;
+  }
 }
