@@ -178,6 +178,12 @@ describe('cumulative deltas (docs/durability.md#cumulative-deltas)', () => {
     const stored = ingest(sent).filter((r) => r.sequence !== 3); // a row that failed to persist
     const got = await read(stored, 0, 100);
     expect(got.map((r) => (r.data.chunk as Data).all_content)).toEqual(['a', 'ab', undefined, undefined, undefined]);
+    for (let after = 0; after < 6; after++) {
+      const from = await read(stored, after, 2); // the rows before a page are read past the missing one
+      expect(from.map((r) => (r.data.chunk as Data).all_content)).toEqual(
+        ['a', 'ab', undefined, undefined, undefined].slice(after >= 3 ? after - 1 : after),
+      );
+    }
     const noBase = ingest(sent).filter((r) => r.sequence !== 1); // retention took the full row
     expect((await read(noBase, 0, 100)).every((r) => !('all_content' in (r.data.chunk as Data)))).toBe(true);
     expect((await read(noBase, 0, 100)).every((r) => !(CUMULATIVE_MARKER in r.data))).toBe(true);

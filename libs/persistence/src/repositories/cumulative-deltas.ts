@@ -238,7 +238,9 @@ export async function answerPage(
     return rebuildCumulative([], rows, seed);
   }
   const from = rebuildFrom(rows);
-  const before = from === null ? [] : await readBefore(from, rows[0].sequence - from);
+  const first = rows[0].sequence;
+  // With rows missing before the page, the read may reach into it: only the rows before it count.
+  const before = from === null ? [] : (await readBefore(from, first - from)).filter((r) => r.sequence < first);
   return rebuildCumulative(before, rows);
 }
 
