@@ -19,6 +19,7 @@ export {
   type NewTranscriptRow,
   type TranscriptQuery,
 } from './repositories/context.repository';
+export { CumulativeDeltas } from './repositories/cumulative-deltas';
 export { StoresRepository } from './repositories/stores.repository';
 export { ToolsRepository, type NewToolRow } from './repositories/tools.repository';
 export { ModelsRepository, type NewModelUsage } from './repositories/models.repository';

@@ -392,4 +392,22 @@ describe('ActiveRun: the run state machine (docs/architecture.md#the-life-of-a-r
     r.accept(result('message.completed', 3, { message: { role: 'assistant', content: 'done' } }));
     expect(r.messageBytesWith(3, null)).toBe(3);
   });
+
+  it('hands out each result as sent, and what to store: a cumulative delta without its all_content (docs/durability.md#cumulative-deltas)', () => {
+    const { r } = run();
+    const cumulative = (sequence: number, content: string, all: string) =>
+      result('message.delta', sequence, { chunk: { role: 'assistant', content, all_content: all } });
+    const stored = (i: ReturnType<ActiveRun['accept']>) => (i.kind === 'dropped' ? null : i.stored);
+    const first = r.accept(cumulative(1, 'ab', 'ab'));
+    expect(stored(first)).toEqual({ chunk: { role: 'assistant', content: 'ab', all_content: 'ab' } });
+    const second = r.accept(cumulative(2, 'c', 'abc'));
+    expect(second.kind === 'accepted' && second.row.data).toEqual({
+      chunk: { role: 'assistant', content: 'c', all_content: 'abc' },
+    });
+    expect(stored(second)).toEqual({ chunk: { role: 'assistant', content: 'c' }, '~a': [1, 2] });
+    r.notStored(); // a write failed: the next delta is stored whole
+    expect(stored(r.accept(cumulative(3, 'd', 'abcd')))).toEqual({
+      chunk: { role: 'assistant', content: 'd', all_content: 'abcd' },
+    });
+  });
 });

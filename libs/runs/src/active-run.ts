@@ -1,6 +1,6 @@
 import { TokenBucket, type AuthorizationSnapshot } from '@libs/authz';
 import type { RunDelivery } from '@libs/delivery';
-import type { RunLease } from '@libs/persistence';
+import { CumulativeDeltas, type RunLease } from '@libs/persistence';
 import { INT32_MAX, TERMINAL_RESULT_TYPES } from '@libs/protocol';
 import type { RunnerSession } from '@libs/runner-gateway';
 import type { RunGrant } from './run-grant';
@@ -51,7 +51,14 @@ export interface IncomingResult {
 
 /** What became of a result: accepted (to be written), the terminal one (the run ends with it), or dropped. */
 export type Intake =
-  | { kind: 'accepted' | 'terminal'; row: ResultView; first: boolean; warning: string | null }
+  | {
+      kind: 'accepted' | 'terminal';
+      row: ResultView;
+      /** The data to store: `row.data`, or a cumulative delta without its all_content (cumulative-deltas.ts). */
+      stored: Record<string, unknown>;
+      first: boolean;
+      warning: string | null;
+    }
   | { kind: 'dropped'; reason: string };
 
 export interface RunInit {
@@ -119,6 +126,8 @@ export class ActiveRun {
   /** UTF-8 bytes the run streamed since its last message.completed (the message being streamed). */
   private streamingBytes = 0;
   private firstCompleted: Record<string, unknown> | null = null;
+  /** What of its cumulative deltas is stored (docs/durability.md#cumulative-deltas). */
+  private readonly cumulative = new CumulativeDeltas();
   private resolveFinished!: (outcome: RunOutcome) => void;
   private deliveryState: RunDelivery | null = null;
 
@@ -236,12 +245,13 @@ export class ActiveRun {
       timestamp: result.timestamp,
     };
     const warning = d.warning ?? null;
+    const stored = this.cumulative.store(row.sequence, row.type, row.data);
     if (TERMINAL_RESULT_TYPES.includes(result.type)) {
       this.decide({ cause: 'result', terminal: row, outcome: terminalOutcome(row, this.cancel_requested) });
-      return { kind: 'terminal', row, first, warning };
+      return { kind: 'terminal', row, stored, first, warning };
     }
     this.keep(row, result.messageBytes ?? null);
-    return { kind: 'accepted', row, first, warning };
+    return { kind: 'accepted', row, stored, first, warning };
   }
 
   /**
@@ -318,6 +328,11 @@ export class ActiveRun {
     this.abortCalls();
     this.resolveFinished({ ...FENCED_OUTCOME, status_reason: reason });
     return true;
+  }
+
+  /** An accepted result failed to persist: no later delta is stored resting on the rows before it. */
+  notStored(): void {
+    this.cumulative.broken();
   }
 
   /** Serialises this run's persistence steps in arrival order; a failing step does not stop the next. */

@@ -148,7 +148,7 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
     if (row.type === 'action.requested') {
       // docs/interactions.md: interaction.requested executes (or fails the run, the rule named); other actions are recorded.
       const action = this.interactions.onAction(run, row);
-      this.lifecycle.accept(run, row, action);
+      this.lifecycle.accept(run, row, { ...action, stored: intake.stored });
       if (action.refused !== null) {
         this.logger.warn({ ...log, msg: action.refused });
         this.lifecycle.conclude(run, {
@@ -159,7 +159,7 @@ export class ResultIngestService implements OnModuleInit, OnModuleDestroy {
         });
       }
     } else {
-      this.lifecycle.accept(run, row);
+      this.lifecycle.accept(run, row, { stored: intake.stored });
     }
   }
 

@@ -25,8 +25,9 @@ import { isTerminal } from '@libs/protocol';
 import { telemetry } from '@libs/telemetry';
 import type { RunSteps } from './run-steps';
 
-function resultRow(r: ResultView): NewResult {
-  return { ...r, data: r.data as JsonObject, usage: r.usage as JsonObject | null, created_at: Date.now() };
+/** The row to write for a result; `stored`: its data as stored, when not as sent (cumulative-deltas.ts). */
+function resultRow(r: ResultView, stored: Record<string, unknown> = r.data): NewResult {
+  return { ...r, data: stored as JsonObject, usage: r.usage as JsonObject | null, created_at: Date.now() };
 }
 
 /** A run started without a plan: the protocol's default surface and the default policy. */
@@ -363,13 +364,21 @@ export class RunLifecycleService implements RunSteps, OnModuleInit, OnModuleDest
     });
   }
 
-  /** An accepted non-terminal result: written with what it implies (state), then shown to live readers. */
-  accept(run: ActiveRun, row: ResultView, extra: { ops?: DeliveryOp[]; written?: Promise<unknown> | null } = {}): void {
+  /**
+   * An accepted non-terminal result: written with what it implies (state), then shown to live
+   * readers as sent. `extra.stored`: its data as stored, when not as sent (a cumulative delta:
+   * docs/durability.md#cumulative-deltas).
+   */
+  accept(
+    run: ActiveRun,
+    row: ResultView,
+    extra: { ops?: DeliveryOp[]; written?: Promise<unknown> | null; stored?: Record<string, unknown> } = {},
+  ): void {
     const effects = effectsOf(run, row, this.state);
     // `extra`: what the result implies beyond delivery's normaliser (an interaction, docs/interactions.md).
     const ops = [...(extra.ops ?? []), ...(run.delivery?.onResult(row) ?? [])];
     const written = Promise.all([
-      this.runs.insertResult(resultRow(row), effects.state, this.outboxRows(run, ops), run.lease),
+      this.runs.insertResult(resultRow(row, extra.stored), effects.state, this.outboxRows(run, ops), run.lease),
       extra.written,
     ]);
     this.enqueue(run, async () => {
@@ -380,6 +389,7 @@ export class RunLifecycleService implements RunSteps, OnModuleInit, OnModuleDest
           this.fenced(run);
           return;
         }
+        run.notStored();
         this.logger.error({
           run_id: run.run_id,
           msg: `result ${row.sequence} (${row.type}) not persisted, dropped: ${e instanceof Error ? e.message : String(e)}`,

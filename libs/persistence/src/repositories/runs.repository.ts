@@ -23,11 +23,14 @@ import { one, rows } from '../hot/unit';
 import type { NewTranscriptRow } from './context.repository';
 import { ParsedRows } from './parsed-rows';
 import { CommittedResults, type SizedRow } from './committed-results';
+import { answerPage, ChainTips } from './cumulative-deltas';
 
 /** Characters of stored result JSON kept parsed for readers replaying the same results (parsed-rows.ts). */
 const REPLAY_MEMO_CHARS = 16 * 1024 * 1024;
 /** Characters of stored result JSON kept as runs' committed prefixes (committed-results.ts). */
 const REPLAY_PREFIX_CHARS = 8 * 1024 * 1024;
+/** Characters of message text kept as runs' chain tips, for the next page read (cumulative-deltas.ts). */
+const CHAIN_TIP_CHARS = 16 * 1024 * 1024;
 /** A run's prefix not read for this long is dropped (committed-results.ts). */
 const REPLAY_PREFIX_IDLE_MS = 60_000;
 
@@ -76,6 +79,8 @@ export class RunsRepository {
 
   /** Results parsed for one replay, shared with the next reader that reads the same rows. */
   private readonly parsedResults = new ParsedRows<StoredResult>(REPLAY_MEMO_CHARS);
+  /** Where each run's last page read left its cumulative message (cumulative-deltas.ts). */
+  private readonly chainTips = new ChainTips(CHAIN_TIP_CHARS);
   /** Runs' committed results from the first on, shared by the readers replaying them. */
   private readonly committedResults = new CommittedResults<StoredResult>({
     maxChars: REPLAY_PREFIX_CHARS,
@@ -266,6 +271,30 @@ export class RunsRepository {
   }
 
   private async readResults(runId: string, after: number, limit: number): Promise<SizedRow<StoredResult>[]> {
+    const found = await this.readStored(runId, after, limit);
+    // Cumulative deltas stored without their all_content are answered with it, rebuilt from the
+    // rows before them back to their full row (docs/durability.md#cumulative-deltas).
+    const rebuilt = await answerPage(
+      found.map((f) => f.row),
+      async (from, count) => (await this.readStored(runId, from - 1, count)).map((b) => b.row),
+      this.chainTips.get(runId),
+    );
+    this.chainTips.set(runId, rebuilt.tip);
+    return found.map((f, i) => {
+      const data = rebuilt.data[i];
+      if (data === null) {
+        return f;
+      }
+      const all = (data.chunk as { all_content?: unknown }).all_content;
+      return {
+        row: Object.freeze({ ...f.row, data }),
+        size: f.size + (typeof all === 'string' ? all.length : 0),
+      };
+    });
+  }
+
+  /** Stored rows with sequence > `after`, as stored (a cumulative delta with its marker). */
+  private async readStored(runId: string, after: number, limit: number): Promise<SizedRow<StoredResult>[]> {
     const found = await this.hot.read(rows<Record<string, unknown>>(SQL.resultsAfter, [runId, after, limit]));
     // The same committed row (run, sequence, stored texts) read by several readers is one shared,
     // frozen object: parsed once, and its SSE frame built once (parsed-rows.ts).
