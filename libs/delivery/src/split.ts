@@ -540,7 +540,7 @@ export function finishSplit(s: GrowingSplit, limit: number, unit: SizeUnit): str
 
 /** True when the text has something to show (not only whitespace). */
 export function visible(text: string): boolean {
-  return /\S/.test(text);
+  return VISIBLE.test(text);
 }
 
 const VISIBLE = /\S/;

@@ -29,7 +29,6 @@ export function sqliteText(sql: string): string {
  */
 export class SqliteHot implements WriterDriver {
   private readonly prepared = new Map<string, Statement>();
-  private readonly readPrepared = new Map<string, Statement>();
   private readonly batch = new InsertBatch();
   private readonly fences = new FenceCache();
 
@@ -38,10 +37,15 @@ export class SqliteHot implements WriterDriver {
     ? new StatementTiming(process.env.SQLITE_STMT_PROFILE)
     : undefined;
 
+  /** The read connection's prepared statements: the writer's own when reads run on `db` (`:memory:`). */
+  private readonly readPrepared: Map<string, Statement>;
+
   constructor(
     readonly db: Database,
     private readonly reader: Database = db,
-  ) {}
+  ) {
+    this.readPrepared = reader === db ? this.prepared : new Map<string, Statement>();
+  }
 
   statement(s: HotStatement): Statement {
     return preparedOn(this.db, this.prepared, s);
@@ -52,17 +56,18 @@ export class SqliteHot implements WriterDriver {
   }
 
   step(op: Op): unknown {
+    return this.stepWith(this.db, this.prepared, op);
+  }
+
+  /** One op's statement on `db` (its prepared statements in `cache`), timed when profiling. */
+  private stepWith(db: Database, cache: Map<string, Statement>, op: Op): unknown {
     if (this.timing) {
       const t0 = process.hrtime.bigint();
-      const r = this.stepOnce(op);
+      const r = stepOn(preparedOn(db, cache, op.stmt), op);
       this.timing.add(op.stmt.name, t0);
       return r;
     }
-    return this.stepOnce(op);
-  }
-
-  private stepOnce(op: Op): unknown {
-    return stepOn(this.statement(op.stmt), op);
+    return stepOn(preparedOn(db, cache, op.stmt), op);
   }
 
   /**
@@ -73,11 +78,7 @@ export class SqliteHot implements WriterDriver {
   read<T>(unit: Unit<T>): T {
     let r = unit.next();
     while (!r.done) {
-      const op = r.value;
-      const t0 = this.timing && process.hrtime.bigint();
-      const result = stepOn(preparedOn(this.reader, this.readPrepared, op.stmt), op);
-      this.timing?.add(op.stmt.name, t0!);
-      r = unit.next(result);
+      r = unit.next(this.stepWith(this.reader, this.readPrepared, r.value));
     }
     return r.value;
   }
