@@ -7,8 +7,8 @@ import { summarize, type Summary } from '../common/stats';
 
 /*
  * Streaming level: `runs` runs started at once, each streaming `deltasPerRun` message.delta
- * results (demo runner, mode echo, chunk_delay_ms 0: one delta per word, cumulative
- * all_content), each run followed by `readers` SSE readers attached right after its 202. Every
+ * results (demo runner, mode echo, chunk_delay_ms 0: one content-only delta per word), each
+ * run followed by `readers` SSE readers attached right after its 202. Every
  * reader must see every delta in sequence order and then run.completed. Wall time runs from the
  * first POST sent to the last terminal result seen by any reader.
  */

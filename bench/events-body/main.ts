@@ -1,10 +1,12 @@
 import 'reflect-metadata';
 import * as os from 'node:os';
+import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
 import type { ArgumentMetadata } from '@nestjs/common';
 import { validationPipe } from '../../apps/host/src/filters/validation';
 import { submitEventBody } from '../../apps/host/src/http/dto/event.schema';
-import { runJsonOnlyBench } from '../common/cli';
+import { runMain, UsageError } from '../common/cli';
 import { machineJson, num, writeJson } from '../common/json-out';
 import { benchTimeLine, machineLine } from '../common/report';
 import { fmtNum, markdownTable } from '../common/stats';
@@ -17,13 +19,22 @@ import { SubmitEventDto } from './class-validator-baseline';
  * compiled JSON schema (apps/host/src/http/dto/event.schema.ts); the same-run baseline
  * "class-validator" is the same pipe with the former DTO (class-transformer + class-validator).
  * Process CPU time per body over rounds of N bodies, best of 5 rounds (load only adds time);
- * the machine is shared: read the ratio, not the microseconds.
+ * the machine is shared: read the ratio, not the microseconds. A refused body's time includes
+ * its 400 answer's JSON (the host writes it). The two bodies of ~50,000 values (a valid one, its
+ * values in open maps, and one of 49,990 unknown keys) are checked 10 times a round, by the
+ * compiled schema only; `--base DIR` measures every body through DIR's build too (another
+ * checkout's dist/, e.g. /work/base), alternated with this one's.
  *
- *   npm run bench:events-body -- [--json FILE]   (builds, then runs dist/bench/events-body/main.js)
+ *   npm run bench:events-body -- [--base DIR] [--json FILE]   (builds, then runs dist/bench/events-body/main.js)
  */
 
 const ROUNDS = 5;
 const PER_ROUND = 2_000;
+const PER_ROUND_LARGE = 10;
+const USAGE = `usage: node dist/bench/events-body/main.js [--base DIR] [--json FILE]
+  --base DIR    also measure the compiled schema of DIR's build (DIR/dist), alternated with this one
+  --json FILE   also write the figures as JSON to FILE
+  -h, --help    this text`;
 
 const minimal = {
   agent_id: 'echo',
@@ -69,45 +80,127 @@ const typical = {
 
 const invalid = { ...typical, colour: 'red', event: { ...typical.event, source: 'mars' } };
 
+/** `n` keys `k0`, `k1`, … with the value 0. */
+const keys = (n: number, from = 0): Record<string, number> =>
+  Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${from + i}`, 0]));
+/** 49,990 values in three open maps (each under its 256 KiB), within the 50,000 values of a body. */
+const largeValid = {
+  ...minimal,
+  event: { ...minimal.event, data: keys(16_664) },
+  actor: { actor_type: 'user', metadata: keys(16_663, 16_664) },
+  metadata: keys(16_663, 33_327),
+};
+/** The finding F4 body: 49,990 unknown keys, each a problem. */
+const largeInvalid = { ...minimal, ...keys(49_990) };
+
 type Check = (body: unknown) => Promise<unknown>;
 
-const pipe = validationPipe();
-const meta = (metatype: ArgumentMetadata['metatype']): ArgumentMetadata => ({ type: 'body', metatype });
-const checks: Record<string, Check> = {
-  'class-validator': (body) => pipe.transform(body, meta(SubmitEventDto)),
-  compiled: async (body) => submitEventBody.parse(await pipe.transform(body, meta(Object))),
-};
+interface Build {
+  validationPipe: typeof validationPipe;
+  submitEventBody: Pick<typeof submitEventBody, 'parse'>;
+}
 
-/** CPU microseconds per body: best of ROUNDS rounds of PER_ROUND checks (each on a fresh copy, as a parsed request is). */
-async function cpuPerBody(check: Check, body: unknown): Promise<number> {
+const meta = (metatype: ArgumentMetadata['metatype']): ArgumentMetadata => ({ type: 'body', metatype });
+
+/** A refused body costs its 400 answer too: the error body's JSON, as the host writes it. */
+function answered(check: Check): Check {
+  return (body) =>
+    check(body).catch((e: { code?: string; message?: string; details?: unknown }) =>
+      JSON.stringify({ error: { code: e.code, message: e.message, retryable: false, details: e.details } }),
+    );
+}
+
+function compiledCheck(build: Build): Check {
+  const pipe = build.validationPipe();
+  return answered(async (body) => build.submitEventBody.parse(await pipe.transform(body, meta(Object))));
+}
+
+/** CPU microseconds per body: best of ROUNDS rounds of `perRound` checks (each on a fresh copy, as a parsed request is). */
+async function cpuPerBody(check: Check, body: unknown, perRound: number): Promise<number> {
   const text = JSON.stringify(body);
-  const copies = Array.from({ length: PER_ROUND }, () => JSON.parse(text) as unknown);
   let best = Infinity;
   for (let r = 0; r < ROUNDS; r++) {
-    const fresh = r === 0 ? copies : copies.map(() => JSON.parse(text) as unknown);
+    const fresh = Array.from({ length: perRound }, () => JSON.parse(text) as unknown);
     const start = process.cpuUsage();
     for (const c of fresh) {
-      await check(c).catch(() => undefined);
+      await check(c);
     }
     const used = process.cpuUsage(start);
-    best = Math.min(best, (used.user + used.system) / PER_ROUND);
+    best = Math.min(best, (used.user + used.system) / perRound);
   }
   return best;
 }
 
-runJsonOnlyBench('events-body', async ({ json }) => {
+function loadBuild(dir: string): Build {
+  const dist = path.resolve(dir, 'dist', 'apps', 'host', 'src');
+  /* eslint-disable @typescript-eslint/no-require-imports -- another build's modules, by path */
+  const validation = require(path.join(dist, 'filters', 'validation.js')) as Pick<Build, 'validationPipe'>;
+  const schema = require(path.join(dist, 'http', 'dto', 'event.schema.js')) as Pick<Build, 'submitEventBody'>;
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  return { validationPipe: validation.validationPipe, submitEventBody: schema.submitEventBody };
+}
+
+function parseOptions(argv: string[]): { base: string | null; json: string | null } | 'help' {
+  try {
+    const { values } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: { base: { type: 'string' }, json: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    });
+    return values.help ? 'help' : { base: values.base ?? null, json: values.json ?? null };
+  } catch (e) {
+    throw new UsageError(e instanceof Error ? e.message : String(e));
+  }
+}
+
+interface Row {
+  body: string;
+  class_validator_us: number | null;
+  compiled_us: number | null;
+  ratio: number | null;
+  base_compiled_us: number | null;
+}
+
+async function main(): Promise<number> {
+  const opts = parseOptions(process.argv.slice(2));
+  if (opts === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   const started = performance.now();
   const load = os.loadavg()[0];
-  const bodies: Record<string, unknown> = { minimal, typical, 'invalid (2 problems)': invalid };
-  const rows: { body: string; class_validator_us: number | null; compiled_us: number | null; ratio: number | null }[] =
-    [];
-  for (const [name, body] of Object.entries(bodies)) {
-    // Warm both paths first (JIT), then measure them back to back.
-    await cpuPerBody(checks['class-validator'], body);
-    await cpuPerBody(checks.compiled, body);
-    const before = await cpuPerBody(checks['class-validator'], body);
-    const after = await cpuPerBody(checks.compiled, body);
-    rows.push({ body: name, class_validator_us: num(before), compiled_us: num(after), ratio: num(after / before) });
+  const classValidatorPipe = validationPipe();
+  const classValidator = answered((body) => classValidatorPipe.transform(body, meta(SubmitEventDto)));
+  const compiled = compiledCheck({ validationPipe, submitEventBody });
+  const base = opts.base ? compiledCheck(loadBuild(opts.base)) : null;
+  const bodies: [string, unknown, number][] = [
+    ['minimal', minimal, PER_ROUND],
+    ['typical', typical, PER_ROUND],
+    ['invalid (2 problems)', invalid, PER_ROUND],
+    ['valid, 49,990 values in open maps', largeValid, PER_ROUND_LARGE],
+    ['49,990 unknown keys (49,990 problems)', largeInvalid, PER_ROUND_LARGE],
+  ];
+  const rows: Row[] = [];
+  for (const [name, body, perRound] of bodies) {
+    const large = perRound === PER_ROUND_LARGE;
+    // Warm every path first (JIT), then measure them back to back (base and this build alternated).
+    for (const check of [large ? null : classValidator, compiled, base]) {
+      if (check) {
+        await cpuPerBody(check, body, perRound);
+      }
+    }
+    const before = large ? NaN : await cpuPerBody(classValidator, body, perRound);
+    const baseFirst = base ? await cpuPerBody(base, body, perRound) : NaN;
+    const after = await cpuPerBody(compiled, body, perRound);
+    const baseSecond = base ? await cpuPerBody(base, body, perRound) : NaN;
+    rows.push({
+      body: name,
+      class_validator_us: num(before),
+      compiled_us: num(after),
+      ratio: num(after / before),
+      base_compiled_us: num(Math.min(baseFirst, baseSecond)),
+    });
     process.stderr.write(`bench: ${name} done\n`);
   }
   process.stdout.write(
@@ -115,12 +208,19 @@ runJsonOnlyBench('events-body', async ({ json }) => {
       '# POST /v1/events body check: host CPU per body',
       '',
       markdownTable(
-        ['body', 'class-validator (µs)', 'compiled schema (µs)', 'compiled / class-validator'],
+        [
+          'body',
+          'class-validator (µs)',
+          'compiled schema (µs)',
+          'compiled / class-validator',
+          ...(base ? [`compiled, ${opts.base} (µs)`] : []),
+        ],
         rows.map((r) => [
           r.body,
           fmtNum(r.class_validator_us ?? NaN),
           fmtNum(r.compiled_us ?? NaN),
           fmtNum(r.ratio ?? NaN),
+          ...(base ? [fmtNum(r.base_compiled_us ?? NaN)] : []),
         ]),
       ),
       '',
@@ -129,8 +229,18 @@ runJsonOnlyBench('events-body', async ({ json }) => {
       '',
     ].join('\n'),
   );
-  if (json) {
-    writeJson(json, { bench: 'events-body', rounds: ROUNDS, per_round: PER_ROUND, rows, machine: machineJson() });
+  if (opts.json) {
+    writeJson(opts.json, {
+      bench: 'events-body',
+      rounds: ROUNDS,
+      per_round: PER_ROUND,
+      per_round_large: PER_ROUND_LARGE,
+      base: opts.base,
+      rows,
+      machine: machineJson(),
+    });
   }
   return 0;
-});
+}
+
+runMain(main, USAGE);

@@ -59,6 +59,32 @@ describe('JSON bodies: values are counted before parsing', () => {
     expect((await fetch(`${host.http}/health/live`)).status).toBe(200);
   });
 
+  it('refuses a body of 49,990 unknown keys naming the first 100, counting the others, and records nothing', async () => {
+    // Within the value limit (the event's 7 values, then one per key), every key a problem: the 400
+    // lists 100 of them (docs/api.md#validation), not 49,990 (a 5 MB answer, ~0.2 s of the event loop).
+    const keys = 49_990;
+    const extra = Array.from({ length: keys }, (_, i) => `"k${i}":0`).join(',');
+    const body = `{"agent_id":"a1","event":{"event_type":"message.received","source":"api"},"input":{"text":"x"},${extra}}`;
+    const res = await host.api('POST', '/v1/events', body);
+    expect(res.status).toBe(400);
+    const error = res.body.error;
+    expect(error.code).toBe('invalid_argument');
+    expect(error.details.field).toBe('k0');
+    expect(error.details.problems).toHaveLength(100);
+    expect(error.details.problems.slice(0, 2)).toEqual([
+      { field: 'k0', rule: 'property k0 should not exist' },
+      { field: 'k1', rule: 'property k1 should not exist' },
+    ]);
+    expect(error.details.problems.at(-1)).toEqual({ field: 'k99', rule: 'property k99 should not exist' });
+    expect(error.details.problems_omitted).toBe(keys - 100);
+    expect(error.message).toMatch(/^k0: property k0 should not exist; k1: property k1 should not exist; /);
+    expect(error.message).toMatch(
+      /; k99: property k99 should not exist; and 49890 more problems \(details\.problems_omitted\)$/,
+    );
+    expect(await dbRows(db, 'events')).toEqual([]);
+    expect((await fetch(`${host.http}/health/live`)).status).toBe(200);
+  });
+
   it('refuses a JSON body that is not valid UTF-8 (its bytes were replaced by U+FFFD and the event admitted)', async () => {
     const body = Buffer.concat([Buffer.from(eventWithData('{"a":"')), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
     const res = await fetch(`${host.http}/v1/events`, {

@@ -43,6 +43,11 @@ describe('runs over real HTTP and gRPC with the demo runner', () => {
       .map((e) => e.data.data.chunk.content)
       .join('');
     expect(text).toBe('hello brave new world');
+    // Content-only deltas (docs/protocol.md#the-text-of-a-message); the completed message has the whole text.
+    expect(events.filter((e) => e.event === 'message.delta').some((e) => 'all_content' in e.data.data.chunk)).toBe(
+      false,
+    );
+    expect(events.at(-2)!.data.data.message.content).toBe('hello brave new world');
     expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
 
     const run = await host.api('GET', `/v1/runs/${runId}`);

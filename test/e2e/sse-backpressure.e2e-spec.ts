@@ -3,8 +3,8 @@ import { RawSseReader, rssOf } from './sse-client';
 
 jest.setTimeout(240_000);
 
-// Echo runs stream cumulative deltas (`all_content`): 250 words of 400 characters make ~12.5 MB of
-// SSE per reader and run. 4 runs x 6 readers that never read would queue ~300 MB in a host
+// Echo runs with `cumulative: true` stream cumulative deltas (`all_content` on every delta, as a
+// cumulative runner does): 250 words of 400 characters make ~12.5 MB of SSE per reader and run. 4 runs x 6 readers that never read would queue ~300 MB in a host
 // without backpressure.
 const WORDS = 250;
 const WORD = 400;
@@ -55,9 +55,9 @@ describe('SSE backpressure: stalled readers cannot exhaust the host', () => {
     await host.start();
     ({ runner, runnerId } = await startDemoRunner(host));
     const agents: [string, Record<string, unknown>][] = [
-      ['echo', { mode: 'echo' }],
+      ['echo', { mode: 'echo', cumulative: true }],
       // 20 ms between deltas: readers attach while the run is live, not after it.
-      ['slow', { mode: 'echo', chunk_delay_ms: 20 }],
+      ['slow', { mode: 'echo', cumulative: true, chunk_delay_ms: 20 }],
       ['stall', { mode: 'stall' }],
     ];
     for (const [agent_id, runner_config] of agents) {

@@ -89,12 +89,26 @@ describe('demo runner', () => {
     ]);
     expect(results.map((r) => r.sequence)).toEqual([1, 2, 3, 4, 5]);
     expect(deltaText(results)).toBe('hello big world');
-    expect(results[1].data).toEqual({
-      chunk: { role: 'assistant', content: 'big ', all_content: 'hello big ', msg_sequence: 2 },
-    });
+    // Content only: the text so far is not repeated in every delta (docs/protocol.md#the-text-of-a-message).
+    expect(results.slice(0, 3).map((r) => r.data)).toEqual([
+      { chunk: { role: 'assistant', content: 'hello ', msg_sequence: 1 } },
+      { chunk: { role: 'assistant', content: 'big ', msg_sequence: 2 } },
+      { chunk: { role: 'assistant', content: 'world', msg_sequence: 3 } },
+    ]);
     expect(results[3].data).toEqual({ message: { role: 'assistant', content: 'hello big world' } });
     expect(results[4].data).toEqual({ finish_reason: 'stop' });
     expect(results[4].usage).toEqual({ prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 });
+  });
+
+  it('echo with cumulative: every delta also carries the text so far (all_content)', async () => {
+    const { run } = setup();
+    const results = await run('hello big world', { mode: 'echo', cumulative: true });
+    expect(results.slice(0, 3).map((r) => r.data)).toEqual([
+      { chunk: { role: 'assistant', content: 'hello ', all_content: 'hello ', msg_sequence: 1 } },
+      { chunk: { role: 'assistant', content: 'big ', all_content: 'hello big ', msg_sequence: 2 } },
+      { chunk: { role: 'assistant', content: 'world', all_content: 'hello big world', msg_sequence: 3 } },
+    ]);
+    expect(results[3].data).toEqual({ message: { role: 'assistant', content: 'hello big world' } });
   });
 
   it('echo with chunk_delay_ms: paces the deltas', async () => {

@@ -84,23 +84,24 @@ async function play(mode: string, ctx: RunContext, io: RunIO, options: DemoRunne
   const text = ctx.input?.text ?? '';
   const chunks = splitIntoChunks(text);
   const delayMs = num(ctx.config.chunk_delay_ms, 0);
+  const cumulative = ctx.config.cumulative === true;
   if (!isMode(mode)) {
     await io.failed(`unknown mode "${mode}"`, { code: 'runner.invalid_config' });
     return;
   }
   switch (mode) {
     case 'echo':
-      await streamDeltas(io, chunks, delayMs);
+      await streamDeltas(io, chunks, delayMs, cumulative);
       await finishEcho(io, text, chunks.length);
       return;
     case 'unknown_type':
-      await streamDeltas(io, chunks, delayMs);
+      await streamDeltas(io, chunks, delayMs, cumulative);
       await io.emit('demo.custom', { note: 'x' }); // unknown types are passed through by the host
       await finishEcho(io, text, chunks.length);
       return;
     case 'bad_payload':
       await io.emit('message.delta', { wrong: 1 }); // invalid for a known type: the host drops it
-      await streamDeltas(io, chunks, delayMs);
+      await streamDeltas(io, chunks, delayMs, cumulative);
       await finishEcho(io, text, chunks.length);
       return;
     case 'bad_sequence':
@@ -144,19 +145,26 @@ async function play(mode: string, ctx: RunContext, io: RunIO, options: DemoRunne
 }
 
 /**
- * One `message.delta` per chunk with the text so far (`all_content`) and `msg_sequence`. Each one
- * is awaited (backpressure): `all_content` grows with the text, and the SDK's frames are bounded
- * in results, not bytes — a long text's deltas emitted in one tick could make a frame larger than
- * the host's gRPC message limit. Deltas of different runs still share frames.
+ * One `message.delta` per chunk: its text (`content`) and `msg_sequence`, without `all_content`.
+ * The host and every reader append `content` (docs/protocol.md#the-text-of-a-message), and the
+ * `message.completed` that follows carries the whole text once; `all_content` on every delta would
+ * make an answer of L characters O(L²) bytes to send and to parse. Config `cumulative: true` sends
+ * it on every delta all the same, as a cumulative runner does, for tests of the host's handling of
+ * one (docs/durability.md#cumulative-deltas). Each delta is awaited (backpressure): the SDK's frames
+ * are bounded in results, not bytes, and a cumulative delta grows with the text.
  */
-async function streamDeltas(io: RunIO, chunks: string[], delayMs: number): Promise<void> {
+async function streamDeltas(io: RunIO, chunks: string[], delayMs: number, cumulative = false): Promise<void> {
   let soFar = '';
   for (const [i, piece] of chunks.entries()) {
     if (i > 0 && delayMs > 0) {
       await sleep(delayMs, undefined, { signal: io.signal });
     }
-    soFar += piece;
-    await io.delta({ role: 'assistant', content: piece, all_content: soFar, msg_sequence: i + 1 });
+    if (cumulative) {
+      soFar += piece;
+      await io.delta({ role: 'assistant', content: piece, all_content: soFar, msg_sequence: i + 1 });
+    } else {
+      await io.delta({ role: 'assistant', content: piece, msg_sequence: i + 1 });
+    }
   }
 }
 
@@ -202,7 +210,7 @@ async function steer(ctx: RunContext, io: RunIO, delayMs: number, log: Logger): 
       log('info', 'steering item', { run_id: io.runId, item_id: turn.item.item_id, position: turn.item.position });
     }
     const chunks = splitIntoChunks(turn.text);
-    await streamDeltas(io, chunks, delayMs);
+    await streamDeltas(io, chunks, delayMs, ctx.config.cumulative === true);
     // A follow-up's message says which one it answers (messages are open objects).
     await io.message({
       role: 'assistant',

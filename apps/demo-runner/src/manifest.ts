@@ -60,6 +60,7 @@ export function demoManifest(opts: { steering?: boolean } = {}): {
         options: MODES.map((mode) => ({ name: mode, label: { en_US: mode } })),
       },
       { type: 'integer', name: 'chunk_delay_ms', required: false, default: 0 },
+      { type: 'boolean', name: 'cumulative', required: false, default: false },
       { type: 'integer', name: 'timeout', required: false, default: 300 },
       { type: 'integer', name: 'steer_wait_ms', required: false, default: 1000 },
       { type: 'string', name: 'steer_mode', required: false, default: 'all' },

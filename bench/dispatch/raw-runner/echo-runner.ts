@@ -4,8 +4,8 @@ import type { JsonObject } from './struct';
 
 /*
  * The floor runner's behaviour (bench/dispatch --runner raw), independent of gRPC: mode `echo`
- * only, as the demo runner (apps/demo-runner) answers it — one `message.delta` per word (with
- * `all_content` and `msg_sequence`), `message.completed`, `run.completed` with usage — with
+ * only, as the demo runner (apps/demo-runner) answers it — one `message.delta` per word (its
+ * `content` and `msg_sequence`), `message.completed`, `run.completed` with usage — with
  * `chunk_delay_ms` between deltas, and `run.failed {code: cancelled}` on the host's cancel.
  * Each result is awaited (one frame per tick, results of runs of the same tick batched).
  */
@@ -83,20 +83,16 @@ export class EchoRunner {
         return;
       }
       const chunks = splitIntoChunks(input.text);
-      let soFar = '';
       for (const [i, piece] of chunks.entries()) {
         if (i > 0 && delayMs > 0) {
           await sleep(delayMs, undefined, { signal: controller.signal });
         }
         controller.signal.throwIfAborted();
-        soFar += piece;
-        await send('message.delta', {
-          chunk: { role: 'assistant', content: piece, all_content: soFar, msg_sequence: i + 1 },
-        });
+        await send('message.delta', { chunk: { role: 'assistant', content: piece, msg_sequence: i + 1 } });
       }
       controller.signal.throwIfAborted();
       const n = chunks.length;
-      await send('message.completed', { message: { role: 'assistant', content: soFar } });
+      await send('message.completed', { message: { role: 'assistant', content: chunks.join('') } });
       this.runs.delete(input.runId);
       await send(
         'run.completed',

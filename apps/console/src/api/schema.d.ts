@@ -2574,7 +2574,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunPageDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2631,7 +2631,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2700,7 +2700,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2783,7 +2783,7 @@ export interface operations {
                     "application/json": components["schemas"]["StreamTokenDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2865,7 +2865,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2941,7 +2941,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentPageDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3073,7 +3073,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3142,7 +3142,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3215,7 +3215,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3278,7 +3278,7 @@ export interface operations {
                     "application/json": components["schemas"]["PluginDto"][];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3337,7 +3337,7 @@ export interface operations {
                     "application/json": components["schemas"]["PluginWithTokenDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3412,7 +3412,7 @@ export interface operations {
                     "application/json": components["schemas"]["PluginWithTokenDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3476,7 +3476,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3539,7 +3539,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunnerDto"][];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3594,7 +3594,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyDto"][];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3717,7 +3717,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3849,7 +3849,7 @@ export interface operations {
                     "application/json": components["schemas"]["AuthorizationDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3917,7 +3917,7 @@ export interface operations {
                     "application/json": components["schemas"]["AuditPageDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3995,7 +3995,7 @@ export interface operations {
                     "application/json": components["schemas"]["TranscriptPageDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4050,7 +4050,7 @@ export interface operations {
                     "application/json": components["schemas"]["ToolDto"][];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4111,7 +4111,7 @@ export interface operations {
                     "application/json": components["schemas"]["ToolDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4183,7 +4183,7 @@ export interface operations {
                     "application/json": components["schemas"]["ToolSourceDto"][];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4315,7 +4315,7 @@ export interface operations {
                     "application/json": components["schemas"]["ToolSourceDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4384,7 +4384,7 @@ export interface operations {
                     "application/json": components["schemas"]["ToolSourceDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4456,7 +4456,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4521,7 +4521,7 @@ export interface operations {
                     "application/json": components["schemas"]["ToolSourceDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4596,7 +4596,7 @@ export interface operations {
                     "application/json": components["schemas"]["KnowledgeBasePageDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4728,7 +4728,7 @@ export interface operations {
                     "application/json": components["schemas"]["KnowledgeBaseDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4791,7 +4791,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4867,7 +4867,7 @@ export interface operations {
                     "application/json": components["schemas"]["DocumentPageDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5014,7 +5014,7 @@ export interface operations {
                     "application/json": components["schemas"]["DocumentDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5078,7 +5078,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5221,7 +5221,7 @@ export interface operations {
                     "application/json": components["schemas"]["ModelPageDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5353,7 +5353,7 @@ export interface operations {
                     "application/json": components["schemas"]["ModelDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5493,7 +5493,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5569,7 +5569,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5645,7 +5645,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryRecordPageDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5702,7 +5702,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryRecordDto"][];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5767,7 +5767,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryRetryDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5907,7 +5907,7 @@ export interface operations {
                     "application/json": components["schemas"]["TimelineDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6108,7 +6108,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkspaceDto"][];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6240,7 +6240,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkspaceDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6381,7 +6381,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6455,7 +6455,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkspaceUsageDto"];
                 };
             };
-            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem) */
+            /** @description invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others) */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -136,6 +136,26 @@ describe('validation pipe: every refusal is invalid_argument naming the field', 
     await expect(through(value, meta)).resolves.toBeDefined();
   });
 
+  it('a DTO refusal lists at most 100 problems and counts the others (docs/api.md#validation)', async () => {
+    const unknown = Object.fromEntries(Array.from({ length: 130 }, (_, i) => [`q${i}`, '1']));
+    try {
+      await through(unknown, query(PageQueryDto));
+      throw new Error('admitted');
+    } catch (e) {
+      const d = e as DomainError;
+      expect(d.code).toBe('invalid_argument');
+      expect(d.details.problems).toHaveLength(100);
+      expect((d.details.problems as { field: string }[])[0]).toEqual({
+        field: 'q0',
+        rule: 'property q0 should not exist',
+      });
+      expect(d.details.problems_omitted).toBe(30);
+      expect(d.message).toMatch(
+        /^q0: property q0 should not exist; .*; and 30 more problems \(details\.problems_omitted\)$/,
+      );
+    }
+  });
+
   it('checks path parameters too', async () => {
     const r = await refusal('ab\u0000', { type: 'param', data: 'agent_id', metatype: String });
     expect(r.field).toBe('agent_id');

@@ -17,12 +17,28 @@ export interface Problem {
   rule: string;
 }
 
-/** The one 400 of a refused input: `field: rule` joined, the first field in `details.field`, all in `details.problems`. */
-export function invalid(problems: Problem[]): DomainError {
-  return new DomainError('invalid_argument', problems.map((p) => `${p.field}: ${p.rule}`).join('; '), {
-    field: problems[0]?.field,
-    problems,
-  });
+/**
+ * The most problems one 400 lists (docs/api.md#validation): a body can break a rule per value (up
+ * to the 50,000 values of a body), and listing each costs host CPU and answer bytes per problem.
+ */
+export const MAX_LISTED_PROBLEMS = 100;
+
+/**
+ * The one 400 of a refused input: `field: rule` joined, the first field in `details.field`, the
+ * first `MAX_LISTED_PROBLEMS` in `details.problems`, and when more were found (`total`, or more
+ * `problems` than that) their number in `details.problems_omitted` (docs/api.md#validation).
+ */
+export function invalid(problems: Problem[], total = problems.length): DomainError {
+  const listed = problems.length > MAX_LISTED_PROBLEMS ? problems.slice(0, MAX_LISTED_PROBLEMS) : problems;
+  const omitted = Math.max(total, problems.length) - listed.length;
+  const message = listed.map((p) => `${p.field}: ${p.rule}`).join('; ');
+  return new DomainError(
+    'invalid_argument',
+    omitted > 0 ? `${message}; and ${omitted} more problems (details.problems_omitted)` : message,
+    omitted > 0
+      ? { field: listed[0]?.field, problems: listed, problems_omitted: omitted }
+      : { field: listed[0]?.field, problems: listed },
+  );
 }
 
 /**

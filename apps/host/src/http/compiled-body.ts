@@ -1,7 +1,7 @@
 import { type PipeTransform } from '@nestjs/common';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { joinPath, jsonBytes, type BodySchema, type Schema } from '@libs/protocol';
-import { invalid, type Problem } from '../filters/validation';
+import { invalid, MAX_LISTED_PROBLEMS, type Problem } from '../filters/validation';
 
 const ajv = new Ajv({
   allErrors: true,
@@ -31,14 +31,16 @@ export class CompiledBody<T> {
 
   /**
    * The body, typed, when it keeps the schema (its null optional fields removed: null reads as
-   * absent); else the `invalid_argument` naming every field at fault.
+   * absent); else the `invalid_argument` naming the fields at fault (the first
+   * `MAX_LISTED_PROBLEMS` in schema order, and how many more: docs/api.md#validation).
    */
   parse(value: unknown): T {
     if (this.check(value)) {
       dropNulls(this.schema, value);
       return value as T;
     }
-    throw invalid(explain(this.schema, value, this.check.errors ?? []));
+    const { problems, total } = explain(this.schema, value, this.check.errors ?? []);
+    throw invalid(problems, total);
   }
 }
 
@@ -213,16 +215,44 @@ function wrongValue(at: Located): string[] {
   return rules;
 }
 
-/** ajv's errors as field-named problems, in the order of the schema (unknown properties first at each level). */
-function explain(root: BodySchema, body: unknown, errors: ErrorObject[]): Problem[] {
+/** A problem found, with its place in the answer; `problem` is built only for the problems listed. */
+interface Found {
+  order: number[];
+  rank: number;
+  seq: number;
+  problem: () => Problem;
+}
+
+/**
+ * ajv's errors as field-named problems, in the order of the schema (unknown properties first at
+ * each level): the first `MAX_LISTED_PROBLEMS` of them, and how many there were. A body may hold
+ * one error per value (50,000 unknown keys): per error this costs one lookup of its place, cached
+ * per instance path, and one comparison with the last listed; the sentences and the sort are paid
+ * only for the problems listed (docs/api.md#validation).
+ */
+function explain(root: BodySchema, body: unknown, errors: ErrorObject[]): { problems: Problem[]; total: number } {
+  const located = new Map<string, Located>();
+  const at = (pointer: string): Located => {
+    let l = located.get(pointer);
+    if (l === undefined) {
+      l = locate(root, body, pointer);
+      located.set(pointer, l);
+    }
+    return l;
+  };
+  const first = new FirstN<Found>(
+    MAX_LISTED_PROBLEMS,
+    (a, b) => compareOrder(a.order, b.order) || a.rank - b.rank || a.seq - b.seq,
+  );
+  let seq = 0;
   // Several breaks of one field are listed in the order of its schema's keywords (rank).
-  const found: { order: number[]; rank: number; seq: number; problem: Problem }[] = [];
-  const wrong = new Set<string>();
-  const add = (at: Located, rules: string[], field = at.field, rank = 0) => {
+  const add = (order: number[], problem: () => Problem, rank = 0) => first.offer({ order, rank, seq: seq++, problem });
+  const addRules = (l: Located, rules: string[], field = l.field, rank = 0) => {
     for (const rule of rules) {
-      found.push({ order: at.order, rank, seq: found.length, problem: { field, rule } });
+      add(l.order, () => ({ field, rule }), rank);
     }
   };
+  const wrong = new Set<string>();
   // Missing and wrongly typed values first: they stand for every rule of their field.
   for (const e of errors) {
     if (e.keyword === 'required' || e.keyword === 'type') {
@@ -234,8 +264,8 @@ function explain(root: BodySchema, body: unknown, errors: ErrorObject[]): Proble
         continue;
       }
       wrong.add(pointer);
-      const at = locate(root, body, pointer);
-      add(at, at.field === '' ? ['body must be a JSON object'] : wrongValue(at), at.field || 'body');
+      const l = locate(root, body, pointer);
+      addRules(l, l.field === '' ? ['body must be a JSON object'] : wrongValue(l), l.field || 'body');
     }
   }
   const eachValue = new Set<string>();
@@ -245,31 +275,67 @@ function explain(root: BodySchema, body: unknown, errors: ErrorObject[]): Proble
     }
     if (e.keyword === 'additionalProperties') {
       const key = String((e.params as { additionalProperty: string }).additionalProperty);
-      const parent = locate(root, body, e.instancePath);
-      add(
-        { ...parent, order: [...parent.order, -1] },
-        [`property ${key} should not exist`],
-        joinPath(parent.field, /^\d+$/.test(key) ? Number(key) : key),
-      );
+      const parent = at(e.instancePath);
+      add([...parent.order, -1], () => ({
+        field: joinPath(parent.field, /^\d+$/.test(key) ? Number(key) : key),
+        rule: `property ${key} should not exist`,
+      }));
       continue;
     }
-    const at = locate(root, body, e.instancePath);
-    if (at.inArray && at.schema.type !== 'object') {
+    const l = at(e.instancePath);
+    if (l.inArray && l.schema.type !== 'object') {
       // A list of values: one problem for the list, as "each value in <list> …".
-      const list = locate(root, body, e.instancePath.slice(0, e.instancePath.lastIndexOf('/')));
-      const rule = ruleOf(e.keyword, at.schema, list.name);
+      const list = at(e.instancePath.slice(0, e.instancePath.lastIndexOf('/')));
+      const rule = ruleOf(e.keyword, l.schema, list.name);
       const key = `${list.field}\u0000${e.keyword}`;
       if (rule && !eachValue.has(key)) {
         eachValue.add(key);
-        add(list, [`each value in ${rule}`]);
+        addRules(list, [`each value in ${rule}`]);
       }
       continue;
     }
-    const rule = ruleOf(e.keyword, at.schema, at.name) ?? `${at.name} ${e.message ?? 'is invalid'}`;
-    add(at, [rule], at.field, Object.keys(at.schema).indexOf(e.keyword));
+    const rule = ruleOf(e.keyword, l.schema, l.name) ?? `${l.name} ${e.message ?? 'is invalid'}`;
+    addRules(l, [rule], l.field, Object.keys(l.schema).indexOf(e.keyword));
   }
-  found.sort((a, b) => compareOrder(a.order, b.order) || a.rank - b.rank || a.seq - b.seq);
-  return found.map((f) => f.problem);
+  return { problems: first.items().map((f) => f.problem()), total: seq };
+}
+
+/**
+ * The `n` smallest of the items offered, in order, without sorting them all: each offer costs one
+ * comparison with the largest kept, plus a bounded insertion when it is smaller.
+ */
+export class FirstN<T> {
+  private readonly kept: T[] = [];
+
+  constructor(
+    private readonly n: number,
+    private readonly compare: (a: T, b: T) => number,
+  ) {}
+
+  offer(item: T): void {
+    const kept = this.kept;
+    if (kept.length === this.n) {
+      if (this.n === 0 || this.compare(item, kept[kept.length - 1]) >= 0) {
+        return;
+      }
+      kept.pop();
+    }
+    let lo = 0;
+    let hi = kept.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.compare(kept[mid], item) <= 0) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    kept.splice(lo, 0, item);
+  }
+
+  items(): T[] {
+    return this.kept;
+  }
 }
 
 function compareOrder(a: number[], b: number[]): number {

@@ -17,7 +17,7 @@ const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head'] as 
 /** Errors any authenticated operation can answer, whatever its controller declares. */
 const AUTHENTICATED_ERRORS: Record<string, string> = {
   '400':
-    'invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists every problem)',
+    'invalid_argument: a path, query, header or body value breaks a rule (`details.field` names it, `details.problems` lists the first 100 problems, `details.problems_omitted` counts any others)',
   '401': 'unauthenticated: no API key, or one that is unknown or revoked',
   '403': "unauthorized: the key's role may not use this operation",
 };

@@ -221,6 +221,45 @@ describe('POST /v1/events body: compiled schema, field-named refusals', () => {
     expect((r.problems as { field: string }[])[0].field).toBe(field);
   });
 
+  it('lists the first 100 problems in schema order and counts the others (docs/api.md#validation)', () => {
+    const unknown = (n: number, prefix = 'k') =>
+      Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}`, 0]));
+    // 150 unknown keys inside `event`, one at the top, a bad agent_id: the top-level key and
+    // agent_id come first in schema order, whatever order ajv reports them in.
+    const value = ev({ agent_id: 5, ...unknown(1, 'zz') }, unknown(150));
+    let error: DomainError | undefined;
+    try {
+      submitEventBody.parse(value);
+    } catch (e) {
+      error = e as DomainError;
+    }
+    const problems = error!.details.problems as { field: string; rule: string }[];
+    expect(problems).toHaveLength(100);
+    expect(problems.slice(0, 4)).toEqual([
+      { field: 'zz0', rule: 'property zz0 should not exist' },
+      { field: 'agent_id', rule: 'agent_id must be shorter than or equal to 128 characters' },
+      { field: 'agent_id', rule: 'agent_id must be a string' },
+      { field: 'event.k0', rule: 'property k0 should not exist' },
+    ]);
+    expect(problems.at(-1)).toEqual({ field: 'event.k96', rule: 'property k96 should not exist' });
+    expect(error!.details.field).toBe('zz0');
+    expect(error!.details.problems_omitted).toBe(53); // 153 found
+    expect(error!.message).toMatch(/^zz0: property zz0 should not exist; agent_id: /);
+    expect(error!.message).toMatch(
+      /; event\.k96: property k96 should not exist; and 53 more problems \(details\.problems_omitted\)$/,
+    );
+
+    // Exactly 100: all listed, no count.
+    const hundred = refusal((v) => submitEventBody.parse(v), ev(unknown(100)));
+    expect(hundred.problems).toHaveLength(100);
+    expect(hundred.message).not.toContain('more problems');
+    try {
+      submitEventBody.parse(ev(unknown(100)));
+    } catch (e) {
+      expect((e as DomainError).details).not.toHaveProperty('problems_omitted');
+    }
+  });
+
   it('admits a minimal event and a full one, null optional fields read as absent', () => {
     expect(submitEventBody.parse(ev())).toEqual(ev());
     const full = ev(
