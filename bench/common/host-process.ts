@@ -15,7 +15,11 @@ import { Child } from './proc';
 
 /** The root of the build (dist/): this file is dist/bench/common/host-process.js. */
 export const DIST = path.resolve(__dirname, '..', '..');
-export const HOST_MAIN = path.join(DIST, 'apps', 'host', 'src', 'main.js');
+/**
+ * The host under test: this build's, or BENCH_HOST_DIST's (another build's dist/, e.g. a base build
+ * for an A/B with this build's bench client and runner).
+ */
+export const HOST_MAIN = path.join(process.env.BENCH_HOST_DIST ?? DIST, 'apps', 'host', 'src', 'main.js');
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

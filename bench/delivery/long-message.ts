@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { HostHttp } from '../common/http';
@@ -42,6 +43,19 @@ export interface LongResult {
   probe_failures: number;
   /** Times the host cut the bench's delivery SSE reader (it then resumed after its last op). */
   delivery_reader_cuts: number;
+  /**
+   * The host's longest event-loop task during the run, ms: its event-loop delay max
+   * (`nodejs_eventloop_lag_max_seconds`, reset by each scrape: one scrape before the run, one after).
+   */
+  loop_max_ms: number;
+}
+
+/** The host's event-loop delay max since the last scrape, ms (prom-client resets it on each scrape). */
+async function loopMaxMs(metricsUrl: string): Promise<number> {
+  const text = await (await fetch(metricsUrl, { signal: AbortSignal.timeout(60_000) })).text();
+  // `nodejs_eventloop_lag_max_seconds{host_instance="…"} 0.123`
+  const line = text.split('\n').find((l) => /^nodejs_eventloop_lag_max_seconds[{ ]/.test(l));
+  return line === undefined ? NaN : Number(line.slice(line.lastIndexOf(' ') + 1)) * 1000;
 }
 
 /** Event-loop thread CPU of a process in ns (Linux); null where /proc is not available. */
@@ -55,13 +69,20 @@ function mainThreadCpuNs(pid: number): number | null {
 
 const TIMEOUT_MS = 600_000;
 
-async function post(http: HostHttp, agentId: string, text: string, delivery: Record<string, unknown>) {
+async function post(
+  http: HostHttp,
+  agentId: string,
+  text: string,
+  delivery: Record<string, unknown>,
+  conversationId?: string,
+) {
   const r = (await http.expect(202, 'POST', '/v1/events', {
     agent_id: agentId,
     event: { event_type: 'message.received', source: 'api' },
     actor: { actor_type: 'user', actor_id: 'bench' },
     input: { text },
     delivery,
+    ...(conversationId ? { conversation: { conversation_id: conversationId } } : {}),
   })) as { run_id: string };
   return r.run_id;
 }
@@ -113,10 +134,13 @@ export async function longMessageRun(
   probeAgent: string,
   c: LongCase,
   expected: string,
+  metricsUrl: string,
 ): Promise<LongResult> {
+  await loopMaxMs(metricsUrl); // resets the max: what the next scrape reads is this run's
   const load = concurrentLoad(http, probeAgent);
   const t0 = performance.now();
-  const runId = await post(http, agentId, 'long', c.delivery.context);
+  // In a conversation of its own: its end writes the answer's transcript row too, as a chat's run does.
+  const runId = await post(http, agentId, 'long', c.delivery.context, `bench-long-${randomUUID()}`);
   const cpu: number[] = [];
   const messages = new Map<string, string>();
   let ops = 0;
@@ -170,6 +194,7 @@ export async function longMessageRun(
   ]);
   const wall = performance.now() - t0;
   const { runs, health, failures } = await load.stop();
+  const loopMax = await loopMaxMs(metricsUrl);
   // Windows of 20 % of the deltas, leaving out the first and the last 5 % (start-up; the end of the run).
   const at = (share: number) => Math.min(cpu.length - 1, Math.floor(cpu.length * share));
   const perDelta = (from: number, to: number) => (to > from ? (cpu[to] - cpu[from]) / (to - from) / 1000 : NaN);
@@ -189,5 +214,6 @@ export async function longMessageRun(
     health_max_ms: healthStats.max,
     probe_failures: failures,
     delivery_reader_cuts: cuts,
+    loop_max_ms: loopMax,
   };
 }

@@ -1,5 +1,6 @@
 import * as os from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { freePort } from '../common/host-process';
 import { HostFixture } from '../dispatch/host-fixture';
 import { num, writeJson } from '../common/json-out';
 import { BenchDatabase } from '../dispatch/postgres';
@@ -57,15 +58,22 @@ interface Options {
   /** Long-message level: answer sizes in MiB, delta sizes in characters. */
   longSizes: number[];
   longDeltas: number[];
+  /** Long-message level: which deliveries (LONG_DELIVERIES keys) and which of without / with breaks. */
+  longModes: string[];
+  longBreaks: boolean[];
 }
 
 /** Long-message level: every delivery mode, with and without a size limit where the mode has one. */
 const LONG_DELIVERIES = [
-  { name: 'edit, no limit', context: { surface: 'bench', supports_streaming: true, supports_edit: true } },
-  { name: 'edit, telegram 4096', context: { surface: 'telegram' } },
-  { name: 'parts, no limit', context: { surface: 'api' } },
-  { name: 'parts, 4096', context: { surface: 'bench', supports_streaming: true, max_message_size: 4096 } },
-  { name: 'final, qq 2000', context: { surface: 'qq' } },
+  { key: 'edit', name: 'edit, no limit', context: { surface: 'bench', supports_streaming: true, supports_edit: true } },
+  { key: 'telegram', name: 'edit, telegram 4096', context: { surface: 'telegram' } },
+  { key: 'parts', name: 'parts, no limit', context: { surface: 'api' } },
+  {
+    key: 'parts4096',
+    name: 'parts, 4096',
+    context: { surface: 'bench', supports_streaming: true, max_message_size: 4096 },
+  },
+  { key: 'qq', name: 'final, qq 2000', context: { surface: 'qq' } },
 ];
 const PROBE_AGENT = 'bench-probe';
 
@@ -86,6 +94,8 @@ function parseOptions(argv: string[]): Options {
     pgUrl: process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
     longSizes: [1, 16],
     longDeltas: [256, 8192],
+    longModes: LONG_DELIVERIES.map((d) => d.key),
+    longBreaks: [false, true],
   };
   for (let i = 0; i < argv.length; i++) {
     const [flag, value] = [argv[i], argv[i + 1]];
@@ -117,9 +127,25 @@ function parseOptions(argv: string[]): Options {
     } else if (flag === '--long-deltas' && value) {
       opts.longDeltas = positiveList(flag, value).map(Math.round);
       i++;
+    } else if (flag === '--long-modes' && value) {
+      opts.longModes = value.split(',').map((k) => {
+        if (!LONG_DELIVERIES.some((d) => d.key === k)) {
+          throw new Error(`--long-modes: unknown delivery ${k} (${LONG_DELIVERIES.map((d) => d.key).join(', ')})`);
+        }
+        return k;
+      });
+      i++;
+    } else if (flag === '--long-breaks' && value) {
+      opts.longBreaks = value.split(',').map((b) => {
+        if (b !== 'no' && b !== 'yes') {
+          throw new Error(`--long-breaks: ${b} is neither no nor yes`);
+        }
+        return b === 'yes';
+      });
+      i++;
     } else {
       throw new Error(
-        `unknown option ${flag}; usage: [--db sqlite,postgres] [--levels throughput,dead-endpoint,long] [--json FILE] [--pg-url URL] [--long-sizes MiB,..] [--long-deltas chars,..]`,
+        `unknown option ${flag}; usage: [--db sqlite,postgres] [--levels throughput,dead-endpoint,long] [--json FILE] [--pg-url URL] [--long-sizes MiB,..] [--long-deltas chars,..] [--long-modes edit,telegram,parts,parts4096,qq] [--long-breaks no,yes]`,
       );
     }
   }
@@ -146,7 +172,12 @@ function figures(r: ScenarioResult) {
 type LongRow = LongResult & { database: string; mib: number; delta_chars: number; breaks: boolean; delivery: string };
 
 /** The long-message level on one host: every size × delta size × breaks × delivery. */
-async function longLevel(fixture: HostFixture, database: string, opts: Options): Promise<LongRow[]> {
+async function longLevel(
+  fixture: HostFixture,
+  database: string,
+  opts: Options,
+  metricsUrl: string,
+): Promise<LongRow[]> {
   const out: LongRow[] = [];
   await fixture.http.expect(201, 'POST', '/v1/admin/agents', {
     agent_id: PROBE_AGENT,
@@ -155,7 +186,7 @@ async function longLevel(fixture: HostFixture, database: string, opts: Options):
   });
   for (const mib of opts.longSizes) {
     for (const deltaChars of opts.longDeltas) {
-      for (const breaks of [false, true]) {
+      for (const breaks of opts.longBreaks) {
         const config: LongAnswerConfig = {
           deltas: Math.max(1, Math.round((mib * 1024 * 1024) / deltaChars)),
           delta_chars: deltaChars,
@@ -168,7 +199,7 @@ async function longLevel(fixture: HostFixture, database: string, opts: Options):
           runner_config: { mode: 'long_answer', ...config },
         });
         const expected = longAnswerText(config);
-        for (const delivery of LONG_DELIVERIES) {
+        for (const delivery of LONG_DELIVERIES.filter((d) => opts.longModes.includes(d.key))) {
           progress(
             `${database}: long message ${mib} MiB, ${config.deltas} × ${deltaChars}, breaks ${breaks}, ${delivery.name}`,
           );
@@ -178,10 +209,10 @@ async function longLevel(fixture: HostFixture, database: string, opts: Options):
             paragraphEvery: config.paragraph_every,
             delivery,
           };
-          const r = await longMessageRun(fixture.http, fixture.host.pid, agentId, PROBE_AGENT, c, expected);
+          const r = await longMessageRun(fixture.http, fixture.host.pid, agentId, PROBE_AGENT, c, expected, metricsUrl);
           out.push({ database, mib, delta_chars: deltaChars, breaks, delivery: delivery.name, ...r });
           progress(
-            `  ${(r.wall_ms / 1000).toFixed(1)} s, CPU/delta ${r.cpu_us_per_delta_start.toFixed(0)} → ${r.cpu_us_per_delta_end.toFixed(0)} µs, concurrent run max ${r.probe_run_max_ms.toFixed(0)} ms, health max ${r.health_max_ms.toFixed(0)} ms, failed probes ${r.probe_failures}, delivery reader cut ${r.delivery_reader_cuts}×`,
+            `  ${(r.wall_ms / 1000).toFixed(1)} s, longest task ${r.loop_max_ms.toFixed(0)} ms, CPU/delta ${r.cpu_us_per_delta_start.toFixed(0)} → ${r.cpu_us_per_delta_end.toFixed(0)} µs, concurrent run max ${r.probe_run_max_ms.toFixed(0)} ms, health max ${r.health_max_ms.toFixed(0)} ms, failed probes ${r.probe_failures}, delivery reader cut ${r.delivery_reader_cuts}×`,
           );
         }
       }
@@ -207,7 +238,13 @@ async function main(): Promise<number> {
     }
     const pg = database === 'postgres' ? await BenchDatabase.create(opts.pgUrl) : null;
     progress(`${database}: starting host and demo runner`);
-    const fixture = await HostFixture.start('bench-raw', { mode: 'echo' }, pg);
+    // A known metrics port: the long level reads the host's longest event-loop task from it.
+    const metricsPort = await freePort();
+    // The long level needs the demo runner's `long_answer` mode (the raw runner only echoes).
+    const runnerKind = opts.levels.includes('long') ? 'sdk' : 'raw';
+    const fixture = await HostFixture.start('bench-raw', { mode: 'echo' }, pg, runnerKind, {
+      METRICS_PORT: String(metricsPort),
+    });
     try {
       await fixture.http.expect(201, 'POST', '/v1/admin/agents', {
         agent_id: AGENT,
@@ -227,7 +264,7 @@ async function main(): Promise<number> {
         }
       }
       if (opts.levels.includes('long')) {
-        longRows.push(...(await longLevel(fixture, database, opts)));
+        longRows.push(...(await longLevel(fixture, database, opts, `http://127.0.0.1:${metricsPort}/metrics`)));
       }
     } finally {
       await fixture.stop();
@@ -252,11 +289,11 @@ async function main(): Promise<number> {
     ),
   ];
   const longTable = [
-    '| database | answer | deltas × chars | breaks | delivery | ops | wall | host CPU/delta start → end | concurrent run p50 / max | /health/live p50 / max | probes unanswered | delivery reader cut |',
-    '| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| database | answer | deltas × chars | breaks | delivery | ops | wall | longest task | host CPU/delta start → end | concurrent run p50 / max | /health/live p50 / max | probes unanswered | delivery reader cut |',
+    '| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...longRows.map(
       (r) =>
-        `| ${r.database} | ${r.mib} MiB | ${fmtInt(r.deltas)} × ${fmtInt(r.delta_chars)} | ${r.breaks ? 'yes' : 'no'} | ${r.delivery} | ${fmtInt(r.ops)} | ${fmtDuration(r.wall_ms)} | ${fmtInt(r.cpu_us_per_delta_start)} → ${fmtInt(r.cpu_us_per_delta_end)} µs | ${fmtDuration(r.probe_run_p50_ms)} / ${fmtDuration(r.probe_run_max_ms)} | ${fmtDuration(r.health_p50_ms)} / ${fmtDuration(r.health_max_ms)} | ${r.probe_failures} | ${r.delivery_reader_cuts} |`,
+        `| ${r.database} | ${r.mib} MiB | ${fmtInt(r.deltas)} × ${fmtInt(r.delta_chars)} | ${r.breaks ? 'yes' : 'no'} | ${r.delivery} | ${fmtInt(r.ops)} | ${fmtDuration(r.wall_ms)} | ${fmtDuration(r.loop_max_ms)} | ${fmtInt(r.cpu_us_per_delta_start)} → ${fmtInt(r.cpu_us_per_delta_end)} µs | ${fmtDuration(r.probe_run_p50_ms)} / ${fmtDuration(r.probe_run_max_ms)} | ${fmtDuration(r.health_p50_ms)} / ${fmtDuration(r.health_max_ms)} | ${r.probe_failures} | ${r.delivery_reader_cuts} |`,
     ),
   ];
   const seconds = (performance.now() - started) / 1000;
@@ -279,7 +316,8 @@ async function main(): Promise<number> {
             '',
             'demo runner `long_answer`: content-only deltas, "breaks": a blank line about every 4 KiB; host CPU: the',
             "host's main thread (/proc/<pid>/schedstat) per delta over deltas 5–25 % (start) and 75–95 % (end);",
-            'concurrent run: short echo runs one after another during the long one, POST → run.completed',
+            'concurrent run: short echo runs one after another during the long one, POST → run.completed;',
+            "longest task: the host's event-loop delay max during the run (its metrics' nodejs_eventloop_lag_max_seconds)",
             '',
             ...longTable,
             '',

@@ -92,6 +92,9 @@ describe('one long message (4,000 deltas of 8 KiB, no paragraph break)', () => {
   it('completes with every delta and the whole answer delivered while /health/live keeps answering', async () => {
     const probes = healthProbes(host);
     const runId = await start(host, 'long');
+    // A reader of the ops from the run's start gets the huge message.final live: its frame is built
+    // from the payload JSON the writer made (docs/delivery.md#long-answers), the same op as replayed.
+    const liveOps = deliveries(host, runId);
     const events = await host.sse(runId);
     const answeredDuringRun = probes.answered();
     const statuses = await probes.stop();
@@ -109,6 +112,7 @@ describe('one long message (4,000 deltas of 8 KiB, no paragraph break)', () => {
     const ops = await deliveries(host, runId);
     expect(ops.map((o) => o.op)).toEqual(['message.final']);
     expect(ops[0].payload.text).toBe(expected);
+    expect(await liveOps).toEqual(ops);
 
     expect(answeredDuringRun).toBeGreaterThan(0);
     expect(statuses.every((s) => s === 200)).toBe(true);

@@ -92,6 +92,25 @@ function noBlankText(ops: DeliveryOp[]): void {
   }
 }
 
+/**
+ * No `message.edit` repeats the text its message already shows (Telegram refuses it: "message is
+ * not modified"). `message.final` is the answer's end marker and may repeat it (docs/delivery.md#delivery-ops).
+ */
+function noIdenticalEdit(ops: DeliveryOp[]): void {
+  const showing = new Map<string, string>();
+  for (const o of ops) {
+    const text = o.payload.text as string;
+    if (o.op === 'message.send' || (o.op === 'message.final' && o.target_delivery_id === null)) {
+      showing.set(o.delivery_id, text);
+    } else if (o.op === 'message.edit' || o.op === 'message.final') {
+      if (o.op === 'message.edit') {
+        expect({ edit: o.sequence, text }).not.toEqual({ edit: o.sequence, text: showing.get(o.target_delivery_id!) });
+      }
+      showing.set(o.target_delivery_id!, text);
+    }
+  }
+}
+
 const texts = (ops: DeliveryOp[]) =>
   ops.filter((o) => o.op.startsWith('message.')).map((o) => o.payload.text as string);
 
@@ -202,6 +221,7 @@ describe('normaliser: incremental delivery equals the whole-text algorithm', () 
         expect(plan.mode).toBe('edit');
         const ops = run(plan, deltas, { stepMs });
         noBlankText(ops);
+        noIdenticalEdit(ops);
         // The answer ends with one message.final.
         expect(ops.filter((o) => o.op === 'message.final').length).toBe(/\S/.test(t) ? 1 : 0);
         if (/\S/.test(t)) {
@@ -248,6 +268,7 @@ describe('normaliser: no op carries a whitespace-only text', () => {
         ([t, deltas], plan, cumulative, status, stepMs) => {
           const ops = run(plan, deltas, { cumulative, status, stepMs });
           noBlankText(ops);
+          noIdenticalEdit(ops);
           if (status === 'completed' && /\S/.test(t)) {
             showsAnswer(shown(ops), t, plan.max_message_size);
           }
@@ -471,6 +492,33 @@ describe('edit mode: a message that overflows inside a code fence', () => {
       // Not 'lB=b 你好。 ', 'and more': a sentence end inside the fence is no boundary.
       expect(messages).toEqual([`${f}yvtoI1Tq=a2|w`, 'ord \n\n', 'lB=b 你好。 and mor', 'e']);
       expect(messages).toEqual(splitText(deltas.join(''), 16, 'chars'));
+    }
+  });
+});
+
+describe('edit mode: an overflow never edits a message to the text it shows', () => {
+  const plan = planOf({ surface: 'telegram', max_message_size: 16 }, { min_edit_chars: 1, edit_interval_ms: 0 });
+  const cases: { name: string; deltas: string[]; completed?: string; messages: string[] }[] = [
+    {
+      // The message showed its first part already (a paragraph end): the overflow's edit repeated it.
+      name: 'a delta overflows a message that shows a whole paragraph',
+      deltas: ['aaaaaaaaaa\n\n', 'bbbbbbbbbbbbbbb', 'c'],
+      messages: ['aaaaaaaaaa\n\n', 'bbbbbbbbbbbbbbbc'],
+    },
+    {
+      name: 'the completed message overflows a message that shows its first part',
+      deltas: ['aaaaaaaaaa\n\n'],
+      completed: 'aaaaaaaaaa\n\nbbbbbbbbbbbbbbbb',
+      messages: ['aaaaaaaaaa\n\n', 'bbbbbbbbbbbbbbbb'],
+    },
+  ];
+  it.each(cases)('$name', ({ deltas, completed, messages }) => {
+    expect(plan.mode).toBe('edit');
+    for (const cumulative of [false, true]) {
+      const ops = run(plan, deltas, { cumulative, completed });
+      noIdenticalEdit(ops);
+      expect(shown(ops)).toEqual(messages);
+      expect(ops.filter((o) => o.op === 'message.final').length).toBe(1);
     }
   });
 });

@@ -312,7 +312,11 @@ function overflow(d: Draft, m: Mutable<OpenMessage>): void {
   for (const s of ending) {
     const text = m.pending.slice(s.start, s.end);
     if (m.current !== null) {
-      d.out.emit('message.edit', { text, part: m.current_part }, m.current);
+      // The message ends as its first part; no edit when it shows that already (an identical edit
+      // is refused by the platform: Telegram's "message is not modified").
+      if (text !== m.shown) {
+        d.out.emit('message.edit', { text, part: m.current_part }, m.current);
+      }
       m.ended = { id: m.current, part: m.current_part, text };
       m.current = null;
     } else {
@@ -410,7 +414,9 @@ function finishAnswer(d: Draft, finalText: string, incomplete: boolean): void {
       d.out.emit('message.final', { text: first, part: m.current_part, ...extra }, m.current);
       return;
     }
-    d.out.emit('message.edit', { text: first, part: m.current_part }, m.current);
+    if (first !== m.shown) {
+      d.out.emit('message.edit', { text: first, part: m.current_part }, m.current); // never an identical edit
+    }
     rest.slice(0, -1).forEach((p) => sendNew(d, p, 'message.send'));
     sendNew(d, rest[rest.length - 1], 'message.final', extra);
     return;

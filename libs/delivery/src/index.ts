@@ -6,7 +6,16 @@ export { OutboxStore, opOf } from './outbox-store';
 export { RunDelivery, planOf, type RunDeliveryView } from './run-delivery';
 export { deliveryPlan, type DeliveryPlan, type DeliveryMode } from './plan';
 export { normalise, initialState, type NormaliserState, type NormaliserInput } from './delivery-normaliser';
-export { DELIVERY_OP_TYPES, deliveryId, idempotencyKey, type DeliveryOp, type DeliveryOpType } from './ops';
+export {
+  DELIVERY_OP_TYPES,
+  HUGE_OPS_TEXT,
+  deliveryId,
+  hugeOps,
+  idempotencyKey,
+  opJson,
+  type DeliveryOp,
+  type DeliveryOpType,
+} from './ops';
 export { splitText, measure, graphemeEnds, type SizeUnit } from './split';
 export { textOf } from './message-content';
 export {

@@ -52,6 +52,42 @@ export function deliveryId(runId: string, sequence: number): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16], 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
+/**
+ * The JSON text of an op whose payload was serialised already (`payloadJson`): exactly
+ * `JSON.stringify(op)`, without serialising the payload again (a huge `message.final`'s text,
+ * docs/delivery.md#long-answers).
+ */
+export function opJson(op: DeliveryOp, payloadJson: string): string {
+  const fields: string[] = [];
+  for (const [k, v] of Object.entries(op)) {
+    if (k === 'payload') {
+      fields.push(`"payload":${payloadJson}`);
+    } else {
+      const text = JSON.stringify(v) as string | undefined; // undefined (a field set to undefined): left out, as JSON.stringify does
+      if (text !== undefined) {
+        fields.push(`${JSON.stringify(k)}:${text}`);
+      }
+    }
+  }
+  return `{${fields.join(',')}}`;
+}
+
+/**
+ * Ops carrying at least this much text (UTF-16 code units in all) are huge: the run path lets the
+ * event loop turn between their commit and their publication (docs/delivery.md#long-answers).
+ */
+export const HUGE_OPS_TEXT = 1 << 20;
+
+/** Whether ops carry at least HUGE_OPS_TEXT of text. */
+export function hugeOps(ops: readonly DeliveryOp[]): boolean {
+  let chars = 0;
+  for (const o of ops) {
+    const text = o.payload.text;
+    chars += typeof text === 'string' ? text.length : 0;
+  }
+  return chars >= HUGE_OPS_TEXT;
+}
+
 export function idempotencyKey(runId: string, sequence: number): string {
   return `${runId}:${sequence}`;
 }

@@ -1,7 +1,14 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { AuthorizationSnapshot } from '@libs/authz';
 import { deliveryPolicySchema } from '@libs/agents';
-import { DeliveryService, deliveryPlan, deliveryContextOf, type DeliveryOp, type DeliveryPlan } from '@libs/delivery';
+import {
+  DeliveryService,
+  deliveryPlan,
+  deliveryContextOf,
+  hugeOps,
+  type DeliveryOp,
+  type DeliveryPlan,
+} from '@libs/delivery';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { StateService, TranscriptService, conversationOf } from '@libs/conversations';
 import {
@@ -50,6 +57,16 @@ const PERSISTENCE_FAILED: HostVerdict = {
  * run, recovery: every write goes through the one writer, in the run's arrival order; a reader
  * is shown a result only after it committed.
  */
+/**
+ * After the commit of huge ops (a 16 MiB `message.final`), one turn of the event loop before they
+ * are shown: their SSE frames are built and written in a task of their own, not in the commit's
+ * (docs/delivery.md#long-answers). Publishing stays in the run's order: its next step waits. Only
+ * for huge ops (`hugeOps`): an await in every step would cost every result a microtask.
+ */
+function turnAfterHugeCommit(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 @Injectable()
 export class RunLifecycleService implements RunSteps, OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('RunLifecycle');
@@ -397,6 +414,9 @@ export class RunLifecycleService implements RunSteps, OnModuleInit, OnModuleDest
         return;
       }
       telemetry.tracing.resultsCommitted(run.run_id, row.sequence);
+      if (hugeOps(ops)) {
+        await turnAfterHugeCommit();
+      }
       run.shown(row.sequence);
       this.bus.publish(row);
       this.deliveries.published(ops, run.delivery?.plan ?? null);
@@ -576,6 +596,9 @@ export class RunLifecycleService implements RunSteps, OnModuleInit, OnModuleDest
           outcome = FENCED_OUTCOME;
           this.fencedOut(run);
         } else {
+          if (hugeOps(ops)) {
+            await turnAfterHugeCommit();
+          }
           this.bus.publish(terminal);
           this.deliveries.published(ops, run.delivery?.plan ?? null);
           this.committed(run.run_id);

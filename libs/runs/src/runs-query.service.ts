@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { snapshotHash } from '@libs/authz';
-import { ModelsRepository, RunsRepository, type RunListFilter } from '@libs/persistence';
+import { ModelsRepository, RunsRepository, writtenJson, type RunListFilter } from '@libs/persistence';
 import { DomainError, isTerminal, parseRowCursor, readPage } from '@libs/protocol';
 import { ActiveRuns } from './active-runs';
 import { ConversationDispatcher } from './concurrency/conversation-dispatcher';
 import { RunLifecycleService } from './run-lifecycle.service';
-import { DeliveryBus, OutboxStore, type DeliveryOp } from '@libs/delivery';
+import { DeliveryBus, OutboxStore, opJson, type DeliveryOp } from '@libs/delivery';
 import type { StreamSource } from '@libs/streams';
 import { RESULT_EVENTS, RunStreamBus, type ResultView } from './run-stream.bus';
 import { RunFollowsService } from './run-follows.service';
@@ -162,7 +162,16 @@ export class RunsQueryService {
     return {
       follow: () => (fromDatabase ? this.follows.deliveries(runId, after) : this.deliveryBus.follow(runId)),
       page: (cursor: number, limit: number) => this.outbox.after(runId, cursor, limit),
-      event: (op: DeliveryOp) => ({ id: op.sequence, event: op.op, data: op }),
+      event: (op: DeliveryOp) => {
+        // A huge op's payload was serialised by the writer: its frame reuses that text (docs/delivery.md#long-answers).
+        const payload = writtenJson(op.payload);
+        return {
+          id: op.sequence,
+          event: op.op,
+          data: op,
+          json: payload === undefined ? undefined : opJson(op, payload),
+        };
+      },
       isLast: () => false,
     };
   }

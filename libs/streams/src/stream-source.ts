@@ -13,6 +13,8 @@ export interface StreamEvent {
   id: number | null;
   event: string;
   data: unknown;
+  /** `data` as JSON text when it was serialised already (a huge op's, docs/delivery.md#long-answers); else absent. */
+  json?: string;
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Writable } from 'node:stream';
 import { Subject } from 'rxjs';
 import { RESULT_EVENTS, type ResultView } from '@libs/runs';
 import type { StreamEnd } from '@libs/streams';
-import { SseWriter } from './sse-writer';
+import { SseWriter, sseFrame } from './sse-writer';
 
 /** A socket stand-in: records writes; `full` makes write() return false until drain(). */
 class FakeSocket extends EventEmitter {
@@ -388,5 +388,19 @@ describe('SseWriter keep-alive', () => {
     expect(jest.getTimerCount()).toBe(timersBefore);
     await jest.advanceTimersByTimeAsync(5_000);
     expect(comments(b)).toBe(3);
+  });
+});
+
+describe('sseFrame', () => {
+  it("uses the event's JSON text when the source serialised its data already, else serialises it", () => {
+    const item = { sequence: 4 };
+    const data = { text: 'a "b"', part: 0 };
+    const fromJson = sseFrame(item, {
+      event: () => ({ id: 4, event: 'message.final', data, json: '{"as":"written"}' }),
+    });
+    expect(fromJson.toString('utf8')).toBe('id: 4\nevent: message.final\ndata: {"as":"written"}\n\n');
+    const other = { sequence: 5 };
+    const plain = sseFrame(other, { event: () => ({ id: 5, event: 'message.final', data }) });
+    expect(plain.toString('utf8')).toBe(`id: 5\nevent: message.final\ndata: ${JSON.stringify(data)}\n\n`);
   });
 });

@@ -35,7 +35,7 @@ export function sseFrame<T extends StreamItem>(item: T, source: Pick<StreamSourc
   if (frame === undefined) {
     const e = source.event(item);
     frame = Buffer.from(
-      `${e.id === null ? '' : `id: ${e.id}\n`}event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`,
+      `${e.id === null ? '' : `id: ${e.id}\n`}event: ${e.event}\ndata: ${e.json ?? JSON.stringify(e.data)}\n\n`,
     );
     frames.set(item, frame);
   }

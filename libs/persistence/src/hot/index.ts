@@ -1,7 +1,7 @@
 export { HotStore } from './hot-store';
 export { orderedUuid } from './ordered-id';
 export { SQL, type HotStatement } from './hot-sql';
-export { exec, one, rows, type Unit, type SqlValue } from './unit';
+export { exec, one, rows, writtenJson, type Unit, type SqlValue } from './unit';
 export {
   WriteQueue,
   DEFER_MS,

@@ -60,8 +60,30 @@ export function bool(v: boolean | null | undefined): number | null {
   return v === null || v === undefined ? null : v ? 1 : 0;
 }
 
+/**
+ * JSON texts of large objects, by object: made once by the writer and read again by whoever sends
+ * the same object (a huge `message.final` op's payload and its live SSE frame,
+ * docs/delivery.md#long-answers), so that a 16 MiB text is not serialised twice. Only for objects
+ * never changed after they are written (op payloads); smaller texts are not kept.
+ */
+const largeJson = new WeakMap<object, string>();
+/** JSON texts at least this long are kept for `writtenJson`. */
+export const LARGE_JSON_CHARS = 1 << 20;
+
 export function json(v: unknown): string | null {
-  return v === null || v === undefined ? null : JSON.stringify(v);
+  if (v === null || v === undefined) {
+    return null;
+  }
+  const text = JSON.stringify(v);
+  if (text.length >= LARGE_JSON_CHARS && typeof v === 'object') {
+    largeJson.set(v, text);
+  }
+  return text;
+}
+
+/** The JSON text `json` made of this object when it was large, else undefined (serialise it yourself). */
+export function writtenJson(v: object): string | undefined {
+  return largeJson.get(v);
 }
 
 /** Bound parameters of a row in column order: null for missing, 0/1 for booleans, JSON text for objects. */
