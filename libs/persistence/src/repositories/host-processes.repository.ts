@@ -1,7 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, QueryResult } from 'typeorm';
+import { SESSION_PREFIX } from '../db-sessions';
 import type { HostProcessEntity, HostProcessState } from '../entities';
+
+/** How long the terminate waits for each session to be gone (its locks released) before it goes on. */
+const TERMINATE_WAIT_MS = 5000;
 
 /** What a process advertises about itself when it registers. */
 export interface NewHostProcess {
@@ -155,6 +159,32 @@ export class HostProcessesRepository {
       [id, leaseMs],
     );
     return (r.affected ?? 0) > 0;
+  }
+
+  /**
+   * PostgreSQL: ends every session of this database whose `application_name` names process `id`
+   * (`runner-host <id> <role>`: db-sessions.ts), waiting for each to be gone, so the locks of a
+   * transaction it was paused in are released (docs/scale-out.md#a-paused-process-s-sessions).
+   * Only for a process this caller just declared dead (`claimDead` true): its id is fresh per
+   * registration, so no live process's session carries it. Resolves with the sessions ended and
+   * those still there after the wait; throws when the role may not signal them (the server's
+   * idle-in-transaction timeout is then the net). SQLite has no other sessions: nothing.
+   */
+  async terminateSessions(id: string): Promise<{ ended: number; left: number }> {
+    if (!this.pg) {
+      return { ended: 0, left: 0 };
+    }
+    // The sessions are picked first (MATERIALIZED): the terminate runs on exactly those rows.
+    const rows = await this.db.query<{ ended: boolean }[]>(
+      `WITH "s" AS MATERIALIZED (
+         SELECT "pid" FROM pg_stat_activity
+          WHERE "datname" = current_database() AND "pid" <> pg_backend_pid()
+            AND split_part("application_name", ' ', 1) = $1 AND split_part("application_name", ' ', 2) = $2)
+       SELECT pg_terminate_backend("pid", $3) AS "ended" FROM "s"`,
+      [SESSION_PREFIX, id, TERMINATE_WAIT_MS],
+    );
+    const ended = rows.filter((r) => r.ended).length;
+    return { ended, left: rows.length - ended };
   }
 }
 
