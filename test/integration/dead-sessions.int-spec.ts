@@ -22,7 +22,7 @@ import { logOf, newEvent, newResult, newRun, T0 } from './support/run-rows';
 jest.setTimeout(60_000);
 
 /**
- * A process declared dead while paused in a transaction (docs/scale-out.md#a-paused-process-s-sessions),
+ * A process declared dead while paused in a transaction (docs/scale-out.md#sessions-of-a-paused-process),
  * on PostgreSQL: its sweeper ends its sessions (by the process id their application_name names)
  * before the takeover, so the run row its open transaction locked is taken at once instead of
  * being skipped until it resumes; no live process's session is touched; the dead process's

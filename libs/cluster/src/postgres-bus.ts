@@ -10,7 +10,7 @@ export interface PostgresBusOptions {
   /**
    * The connection's `application_name`, read at each connect: in the host it names this process
    * (DbSessions: its sweeper ends it with the process's other sessions,
-   * docs/scale-out.md#a-paused-process-s-sessions); `runner-host signal bus` when not given.
+   * docs/scale-out.md#sessions-of-a-paused-process); `runner-host signal bus` when not given.
    */
   applicationName?: () => string;
 }

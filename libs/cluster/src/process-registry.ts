@@ -30,7 +30,7 @@ export type DeadProcessListener = (dead: HostProcessEntity) => Promise<void> | v
  * The id is the one this process's database sessions name (`DbSessions`): the sweeper that
  * declares a process dead ends that process's sessions before it tells its listeners, so a
  * transaction it was paused in holds no lock the takeover needs
- * (docs/scale-out.md#a-paused-process-s-sessions).
+ * (docs/scale-out.md#sessions-of-a-paused-process).
  */
 @Injectable()
 export class ProcessRegistry implements OnApplicationBootstrap, BeforeApplicationShutdown {

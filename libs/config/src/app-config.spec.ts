@@ -43,7 +43,7 @@ describe('loadConfig', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://u@h/db' }).database).toEqual({
       type: 'postgres',
       url: 'postgres://u@h/db',
-      // PROCESS_LEASE_MS − PROCESS_HEARTBEAT_MS (docs/scale-out.md#a-paused-process-s-sessions)
+      // PROCESS_LEASE_MS − PROCESS_HEARTBEAT_MS (docs/scale-out.md#sessions-of-a-paused-process)
       idleInTransactionMs: 25_000,
     });
     expect(

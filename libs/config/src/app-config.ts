@@ -12,7 +12,7 @@ export type DatabaseConfig =
   | { type: 'sqlite'; file: string; busyWaitMs?: number }
   /**
    * idleInTransactionMs: every host connection's `idle_in_transaction_session_timeout`,
-   * PROCESS_LEASE_MS − PROCESS_HEARTBEAT_MS (docs/scale-out.md#a-paused-process-s-sessions).
+   * PROCESS_LEASE_MS − PROCESS_HEARTBEAT_MS (docs/scale-out.md#sessions-of-a-paused-process).
    */
   | { type: 'postgres'; url: string; idleInTransactionMs?: number };
 
@@ -227,7 +227,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
  * A PostgreSQL session left idle in a transaction is ended by the server after
  * PROCESS_LEASE_MS − PROCESS_HEARTBEAT_MS (at least 2 heartbeats): the locks of a process paused
  * mid-transaction are gone by the time it can be declared dead, also when the sweeper may not
- * terminate its sessions (docs/scale-out.md#a-paused-process-s-sessions).
+ * terminate its sessions (docs/scale-out.md#sessions-of-a-paused-process).
  */
 function withSessionTimeout(database: DatabaseConfig, cluster: ClusterConfig): DatabaseConfig {
   return database.type === 'postgres'

@@ -27,7 +27,7 @@ export type HostDataSourceOptions = DataSourceOptions & { busyRetry?: BusyRetry;
 /**
  * TypeORM options for either dialect. synchronize is always off; migrations run at boot. On
  * PostgreSQL the pool's connections carry this process's session name and idle-in-transaction
- * timeout (`sessions`: docs/scale-out.md#a-paused-process-s-sessions).
+ * timeout (`sessions`: docs/scale-out.md#sessions-of-a-paused-process).
  */
 export function dataSourceOptions(db: DatabaseConfig, sessions?: DbSessions): HostDataSourceOptions {
   const common = {

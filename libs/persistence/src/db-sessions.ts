@@ -4,7 +4,7 @@ import type { Client, Pool, PoolClient } from 'pg';
 /** What a host connection to PostgreSQL is for (the last word of its `application_name`). */
 export type DbSessionRole = 'writer' | 'reader' | 'pool' | 'bus';
 
-/** First word of every host connection's `application_name` (docs/scale-out.md#a-paused-process-s-sessions). */
+/** First word of every host connection's `application_name` (docs/scale-out.md#sessions-of-a-paused-process). */
 export const SESSION_PREFIX = 'runner-host';
 
 /**
@@ -19,7 +19,7 @@ export function sessionName(processId: string, role: DbSessionRole): string {
 type WithParameters = { connectionParameters?: { application_name?: unknown } };
 
 /**
- * The identity this process's database sessions carry (docs/scale-out.md#a-paused-process-s-sessions):
+ * The identity this process's database sessions carry (docs/scale-out.md#sessions-of-a-paused-process):
  * every connection the host opens to PostgreSQL — the one writer, the hot readers' pool, TypeORM's
  * pool, the signal bus — names this process's registry id in its `application_name`, so that the
  * process that declares it dead can terminate exactly its sessions (and with them the row locks of

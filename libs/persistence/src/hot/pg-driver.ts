@@ -39,7 +39,7 @@ async function drive<T>(c: Client | Pool, unit: Unit<T>): Promise<T> {
  * statement, parsed once per connection. With `sessions`, every connection names this process
  * (`application_name`) and carries the idle-in-transaction timeout, so a process declared dead has
  * its sessions, and the locks of a transaction it was paused in, ended by its sweeper
- * (docs/scale-out.md#a-paused-process-s-sessions); the writer's connection, then broken, is made
+ * (docs/scale-out.md#sessions-of-a-paused-process); the writer's connection, then broken, is made
  * again at the next group.
  */
 export class PgHot implements WriterDriver {
@@ -63,7 +63,7 @@ export class PgHot implements WriterDriver {
 
   /**
    * The writer's connection, made again after it broke (the failed group was already rejected:
-   * a terminated session, docs/scale-out.md#a-paused-process-s-sessions), and renamed when this
+   * a terminated session, docs/scale-out.md#sessions-of-a-paused-process), and renamed when this
    * process registered again under a new id since it was made.
    */
   private connect(): Promise<void> {
@@ -164,7 +164,7 @@ export class PgHot implements WriterDriver {
 
   /**
    * BEGIN on the writer's connection; when it fails, nothing of the group ran: the connection is
-   * dropped (e.g. terminated while idle: docs/scale-out.md#a-paused-process-s-sessions), made again
+   * dropped (e.g. terminated while idle: docs/scale-out.md#sessions-of-a-paused-process), made again
    * and BEGIN tried once more, so a broken idle connection costs no write.
    */
   private async begin(): Promise<void> {

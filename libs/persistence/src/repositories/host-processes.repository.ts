@@ -164,7 +164,7 @@ export class HostProcessesRepository {
   /**
    * PostgreSQL: ends every session of this database whose `application_name` names process `id`
    * (`runner-host <id> <role>`: db-sessions.ts), waiting for each to be gone, so the locks of a
-   * transaction it was paused in are released (docs/scale-out.md#a-paused-process-s-sessions).
+   * transaction it was paused in are released (docs/scale-out.md#sessions-of-a-paused-process).
    * Only for a process this caller just declared dead (`claimDead` true): its id is fresh per
    * registration, so no live process's session carries it. Resolves with the sessions ended and
    * those still there after the wait; throws when the role may not signal them (the server's
