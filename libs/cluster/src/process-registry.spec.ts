@@ -1,5 +1,10 @@
 import type { AppConfig } from '@libs/config';
-import { DbSessions, type HostProcessEntity, type HostProcessesRepository, type NewHostProcess } from '@libs/persistence';
+import {
+  DbSessions,
+  type HostProcessEntity,
+  type HostProcessesRepository,
+  type NewHostProcess,
+} from '@libs/persistence';
 import { ProcessRegistry } from './process-registry';
 
 /** host_processes in memory, on a clock the test moves. */

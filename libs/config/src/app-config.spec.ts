@@ -47,7 +47,8 @@ describe('loadConfig', () => {
       idleInTransactionMs: 25_000,
     });
     expect(
-      loadConfig({ DATABASE_URL: 'postgres://u@h/db', PROCESS_HEARTBEAT_MS: '1000', PROCESS_LEASE_MS: '3000' }).database,
+      loadConfig({ DATABASE_URL: 'postgres://u@h/db', PROCESS_HEARTBEAT_MS: '1000', PROCESS_LEASE_MS: '3000' })
+        .database,
     ).toMatchObject({ idleInTransactionMs: 2000 });
   });
 
