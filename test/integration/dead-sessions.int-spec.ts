@@ -137,11 +137,11 @@ describe('sessions of a dead process on postgres', () => {
       at: T0 + 100,
     });
 
-  const sessionsNamed = async (id: string): Promise<string[]> =>
+  const sessionsNamed = async (id: string, where = ''): Promise<string[]> =>
     (
       await ds.query<{ name: string }[]>(
         `SELECT "application_name" AS "name" FROM pg_stat_activity
-          WHERE "datname" = current_database() AND split_part("application_name", ' ', 2) = $1 ORDER BY 1`,
+          WHERE "datname" = current_database() AND split_part("application_name", ' ', 2) = $1 ${where} ORDER BY 1`,
         [id],
       )
     ).map((r) => r.name);
@@ -181,30 +181,49 @@ describe('sessions of a dead process on postgres', () => {
     expect(c.errors).toEqual([]);
   });
 
-  it("the dead process's own writer, pools and repositories: ended by the sweep, connected again, its late writes refused", async () => {
+  it("the dead process's own writer and pool, in transactions when it is declared dead: ended, connected again, its late writes refused; its idle sessions left alone", async () => {
     const dead = randomUUID();
     const bSessions = new DbSessions(dead, 10_000);
     const b = await storesModule(db, [HostProcessesRepository, RunsRepository], bSessions);
+    const holder = new Client({ connectionString: url });
+    await holder.connect();
+    opened.push(holder);
     try {
       const bRuns = b.get(RunsRepository);
       const bProcesses = b.get(HostProcessesRepository);
+      const bDs = b.get(DataSource);
       await bProcesses.register({ id: dead, instance: 'b', http_address: 'h:1', grpc_address: 'h:2' });
-      // B's writer (a run admitted and a result written) and its TypeORM pool are connected.
       const { runId, lease } = await admit(bRuns, dead);
       await bRuns.insertResult(newResult(runId, 1), null, [], lease);
-      expect(await bProcesses.heartbeat(dead)).toBe(true);
-      await bRuns.get(runId);
-      const named = await sessionsNamed(dead);
-      expect(named).toEqual(expect.arrayContaining([sessionName(dead, 'writer'), sessionName(dead, 'pool')]));
+      // B's pool: an admin transaction open (as a paused TypeORM transaction would be).
+      const tx = bDs.createQueryRunner();
+      await tx.connect();
+      await tx.startTransaction();
+      await tx.query('SELECT pg_advisory_xact_lock(4242)');
+      // B's writer mid-group: its fence waits for the run row another session holds.
+      await lockRun(holder, runId);
+      const late = bRuns.insertResult(newResult(runId, 2), null, [], lease).then(
+        () => 'written',
+        (e: unknown) => e,
+      );
+      while (!(await sessionsNamed(dead, `AND "state" = 'active'`)).includes(sessionName(dead, 'writer'))) {
+        await sleep(20);
+      }
       while (!(await processes.expired(LEASE_MS)).some((p) => p.id === dead)) {
         await sleep(50);
       }
 
       expect((await registry.sweep()).map((p) => p.id)).toEqual([dead]);
-      expect(await sessionsNamed(dead)).toEqual([]);
+      // Its sessions in a transaction are gone; the idle ones (the reader pool's, say) hold nothing and stay.
+      expect(await sessionsNamed(dead, `AND "state" <> 'idle'`)).toEqual([]);
+      // The group in flight failed with its connection (nothing of it written).
+      expect(await late).toBeInstanceOf(Error);
+      await expect(tx.query('SELECT 1')).rejects.toThrow();
+      await tx.release().catch(() => undefined);
+      await holder.query('ROLLBACK');
       expect(await takeOver(runId, dead)).toMatchObject({ taken: true, sequence: 2 });
 
-      // B resumes: its writer makes its connection again, and its late write is fenced (not a
+      // B goes on: its writer makes its connection again and its late write is fenced (not a
       // connection error); its repositories read through the pool again; nothing was thrown
       // unhandled (an 'error' event of pg without a listener would fail this file).
       await expect(bRuns.insertResult(newResult(runId, 2), null, [], lease)).rejects.toBeInstanceOf(FencedError);
@@ -220,7 +239,6 @@ describe('sessions of a dead process on postgres', () => {
       expect(await sessionsNamed(again)).toEqual(
         expect.arrayContaining([sessionName(again, 'writer'), sessionName(again, 'pool')]),
       );
-      expect(await sessionsNamed(dead)).toEqual([]);
     } finally {
       await b.close();
     }

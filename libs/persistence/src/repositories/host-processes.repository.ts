@@ -162,7 +162,8 @@ export class HostProcessesRepository {
   }
 
   /**
-   * PostgreSQL: ends every session of this database whose `application_name` names process `id`
+   * PostgreSQL: ends every session of this database in a transaction (or running a statement)
+   * whose `application_name` names process `id`
    * (`runner-host <id> <role>`: db-sessions.ts), waiting for them to be gone, so the locks of a
    * transaction it was paused in are released (docs/scale-out.md#sessions-of-a-paused-process).
    * Only for a process this caller just declared dead (`claimDead` true): its id is fresh per
@@ -174,13 +175,17 @@ export class HostProcessesRepository {
     if (!this.pg) {
       return { ended: 0, left: 0 };
     }
-    // The sessions are picked first (MATERIALIZED): the terminate runs on exactly those. All are
+    // The sessions are picked first (MATERIALIZED): the terminate runs on exactly those. An idle
+    // session (no transaction) holds no lock and is left alone: a process declared dead while it
+    // was only slow (a long boot, a stalled event loop) would otherwise meet a terminated pooled
+    // connection at its next queries, one failed query each. All are
     // signalled at once; only then is each waited for (a wait polls every 100 ms in the server:
     // one after the other, they would delay the takeover by 100 ms a session).
     const sessions = `WITH "s" AS MATERIALIZED (
          SELECT "pid" FROM pg_stat_activity
           WHERE "datname" = current_database() AND "pid" <> pg_backend_pid()
-            AND split_part("application_name", ' ', 1) = $1 AND split_part("application_name", ' ', 2) = $2)`;
+            AND split_part("application_name", ' ', 1) = $1 AND split_part("application_name", ' ', 2) = $2
+            AND "state" <> 'idle')`;
     const signalled = await this.db.query<{ signalled: boolean }[]>(
       `${sessions} SELECT pg_terminate_backend("pid") AS "signalled" FROM "s"`,
       [SESSION_PREFIX, id],
