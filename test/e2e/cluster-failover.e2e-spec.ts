@@ -84,11 +84,28 @@ describe('a process dies or stalls under load', () => {
     const admitted = await load(10);
     await waitFor('a run mid-stream', async () => (await follow(A, admitted[0].runId, {}, 500)).events.length > 2);
     const before = (await cluster.registry()).find((r) => r.instance === B.instance)!;
+    // B's database sessions name it (`runner-host <process id> <role>`: writer, readers, pool, bus).
+    const sessionsOfB = async (where = '') =>
+      (
+        await cluster.db.query<{ name: string }>(
+          `SELECT application_name AS "name" FROM pg_stat_activity
+            WHERE datname = current_database() AND split_part(application_name, ' ', 2) = $1 ${where}`,
+          [before.id],
+        )
+      ).map((r) => r.name);
+    expect(await sessionsOfB()).toEqual(expect.arrayContaining([`runner-host ${before.id} writer`]));
     B.pause();
     await waitFor(
       'B declared dead',
       async () => !(await cluster.registry()).some((r) => r.id === before.id),
       CLUSTER_TIMING.leaseMs * 30,
+    );
+    // Its sweeper ended every session of B in a transaction while B is still stopped, so no
+    // transaction B was paused in keeps a run row locked from the takeover
+    // (docs/scale-out.md#sessions-of-a-paused-process).
+    await waitFor(
+      "B's sessions in a transaction ended",
+      async () => (await sessionsOfB(`AND state <> 'idle'`)).length === 0,
     );
     const readings = await Promise.all(admitted.map((a) => follow(C, a.runId)));
     B.resume();

@@ -193,7 +193,8 @@ describe('three host processes on one PostgreSQL database', () => {
       await waitFor('A lost the bus', async () => (await connected(A)) === 0);
     } else {
       await cluster.db.query(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'runner-host signal bus' AND datname = current_database()",
+        // `runner-host <process id> bus` (docs/scale-out.md#sessions-of-a-paused-process)
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'runner-host % bus' AND datname = current_database()",
       );
     }
     const { admitted, readings } = await load;

@@ -1,4 +1,5 @@
 import type { AppConfig } from '@libs/config';
+import type { DbSessions } from '@libs/persistence';
 import { MemorySignalBus } from './memory-bus';
 import { NatsSignalBus } from './nats-bus';
 import { PostgresSignalBus } from './postgres-bus';
@@ -6,8 +7,11 @@ import type { SignalBus } from './signal-bus';
 
 export const SIGNAL_BUS = Symbol('SIGNAL_BUS');
 
-/** The bus SIGNAL_BUS chose (validated at boot by loadConfig: a shared bus implies PostgreSQL). */
-export function createSignalBus(config: Pick<AppConfig, 'cluster' | 'database'>): SignalBus {
+/**
+ * The bus SIGNAL_BUS chose (validated at boot by loadConfig: a shared bus implies PostgreSQL); on
+ * PostgreSQL its connection carries this process's session name (`sessions`).
+ */
+export function createSignalBus(config: Pick<AppConfig, 'cluster' | 'database'>, sessions?: DbSessions): SignalBus {
   const { cluster, database } = config;
   switch (cluster.signalBus) {
     case 'memory':
@@ -16,7 +20,10 @@ export function createSignalBus(config: Pick<AppConfig, 'cluster' | 'database'>)
       if (database.type !== 'postgres') {
         throw new Error('SIGNAL_BUS=postgres needs DATABASE_URL=postgres://…');
       }
-      return new PostgresSignalBus({ url: database.url });
+      return new PostgresSignalBus({
+        url: database.url,
+        ...(sessions ? { applicationName: () => sessions.name('bus') } : {}),
+      });
     case 'nats':
       if (!cluster.nats) {
         throw new Error('SIGNAL_BUS=nats needs NATS_URL');

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
+import { DbSessions } from '@libs/persistence';
 import { telemetry } from '@libs/telemetry';
 import { createSignalBus, SIGNAL_BUS } from './bus-factory';
 import { ProcessRegistry } from './process-registry';
@@ -14,9 +15,9 @@ import type { SignalBus } from './signal-bus';
   providers: [
     {
       provide: SIGNAL_BUS,
-      inject: [APP_CONFIG],
-      useFactory: async (config: AppConfig): Promise<SignalBus> => {
-        const bus = createSignalBus(config);
+      inject: [APP_CONFIG, DbSessions],
+      useFactory: async (config: AppConfig, sessions: DbSessions): Promise<SignalBus> => {
+        const bus = createSignalBus(config, sessions);
         telemetry.signalBus(bus.kind, () => bus.stats());
         await bus.start();
         return bus;

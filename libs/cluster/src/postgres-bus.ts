@@ -7,6 +7,12 @@ export interface PostgresBusOptions {
   healthCheckMs?: number;
   /** How long start() waits for the first connection before going on (the poll covers the rest). */
   startTimeoutMs?: number;
+  /**
+   * The connection's `application_name`, read at each connect: in the host it names this process
+   * (DbSessions: its sweeper ends it with the process's other sessions,
+   * docs/scale-out.md#sessions-of-a-paused-process); `runner-host signal bus` when not given.
+   */
+  applicationName?: () => string;
 }
 
 /** The PostgreSQL channel of a bus channel (one namespace per database: no prefix needed beyond ours). */
@@ -127,7 +133,7 @@ export class PostgresSignalBus extends SignalBusBase {
     const client = new Client({
       connectionString: this.options.url,
       keepAlive: true,
-      application_name: 'runner-host signal bus',
+      application_name: this.options.applicationName?.() ?? 'runner-host signal bus',
     });
     client.on('notification', (n: Notification) => {
       const channel = n.channel.startsWith('rh_signal_') ? n.channel.slice('rh_signal_'.length) : null;

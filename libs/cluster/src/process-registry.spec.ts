@@ -1,5 +1,10 @@
 import type { AppConfig } from '@libs/config';
-import type { HostProcessEntity, HostProcessesRepository, NewHostProcess } from '@libs/persistence';
+import {
+  DbSessions,
+  type HostProcessEntity,
+  type HostProcessesRepository,
+  type NewHostProcess,
+} from '@libs/persistence';
 import { ProcessRegistry } from './process-registry';
 
 /** host_processes in memory, on a clock the test moves. */
@@ -7,6 +12,9 @@ class FakeRepo {
   now = 1_000_000;
   readonly rows = new Map<string, HostProcessEntity>();
   failNext = false;
+  /** What happened, in order: `dead:<id>` (row deleted), `end:<id>` (its sessions ended). */
+  readonly log: string[] = [];
+  failTerminate = false;
 
   register(p: NewHostProcess): Promise<HostProcessEntity> {
     const row = { ...p, state: 'running' as const, started_at: this.now, heartbeat_at: this.now };
@@ -51,7 +59,15 @@ class FakeRepo {
       return Promise.resolve(false);
     }
     this.rows.delete(id);
+    this.log.push(`dead:${id}`);
     return Promise.resolve(true);
+  }
+  terminateSessions(id: string): Promise<{ ended: number; left: number }> {
+    if (this.failTerminate) {
+      return Promise.reject(new Error('permission denied to terminate process'));
+    }
+    this.log.push(`end:${id}`);
+    return Promise.resolve({ ended: 1, left: 0 });
   }
 }
 
@@ -62,8 +78,8 @@ const config = {
   cluster: { heartbeatMs: 1000, leaseMs: 3000, advertiseHost: 'host-a', signalBus: 'memory', nats: null, pollMs: 1000 },
 } as unknown as AppConfig;
 
-function registryOn(repo: FakeRepo): ProcessRegistry {
-  return new ProcessRegistry(repo as unknown as HostProcessesRepository, config);
+function registryOn(repo: FakeRepo, sessions = new DbSessions()): ProcessRegistry {
+  return new ProcessRegistry(repo as unknown as HostProcessesRepository, config, sessions);
 }
 
 describe('ProcessRegistry', () => {
@@ -126,6 +142,46 @@ describe('ProcessRegistry', () => {
     await a.beforeApplicationShutdown();
   });
 
+  it("ends a dead process's database sessions after its row is deleted and before the listeners run; a failure is not fatal", async () => {
+    const repo = new FakeRepo();
+    const a = registryOn(repo);
+    await a.onApplicationBootstrap();
+    for (const id of ['b', 'c']) {
+      await repo.register({ id, instance: id, http_address: `${id}:1`, grpc_address: `${id}:2` });
+    }
+    a.onDead((p) => {
+      repo.log.push(`listener:${p.id}`);
+    });
+    repo.now += 3001;
+    repo.rows.get(a.id)!.heartbeat_at = repo.now;
+    repo.rows.get('c')!.heartbeat_at = repo.now;
+    expect((await a.sweep()).map((p) => p.id)).toEqual(['b']);
+    // Never a live process's (c heartbeated, a is itself): only the one whose row this sweep deleted.
+    expect(repo.log).toEqual(['dead:b', 'end:b', 'listener:b']);
+    repo.log.length = 0;
+    repo.failTerminate = true;
+    repo.now += 3001;
+    repo.rows.get(a.id)!.heartbeat_at = repo.now;
+    expect((await a.sweep()).map((p) => p.id)).toEqual(['c']);
+    expect(repo.log).toEqual(['dead:c', 'listener:c']);
+    await a.beforeApplicationShutdown();
+  });
+
+  it("registers under its sessions' id, and renames them when it registers again", async () => {
+    const repo = new FakeRepo();
+    const sessions = new DbSessions('first');
+    const registry = registryOn(repo, sessions);
+    await registry.onApplicationBootstrap();
+    expect(registry.id).toBe('first');
+    expect(repo.rows.has('first')).toBe(true);
+    repo.rows.delete('first');
+    await registry.heartbeat();
+    expect(registry.id).not.toBe('first');
+    expect(sessions.processId).toBe(registry.id);
+    expect(sessions.name('writer')).toBe(`runner-host ${registry.id} writer`);
+    await registry.beforeApplicationShutdown();
+  });
+
   it('a process that finds its row gone registers again under a new id and says so', async () => {
     const repo = new FakeRepo();
     const registry = registryOn(repo);
@@ -153,7 +209,7 @@ describe('ProcessRegistry', () => {
   it('records the bound ports once the listeners are up (PORT=0 / GRPC_PORT=0), and keeps them when it registers again', async () => {
     const repo = new FakeRepo();
     const onZero = { ...config, http: { host: '0.0.0.0', port: 0 }, grpc: { host: '0.0.0.0', port: 0 } } as AppConfig;
-    const registry = new ProcessRegistry(repo as unknown as HostProcessesRepository, onZero);
+    const registry = new ProcessRegistry(repo as unknown as HostProcessesRepository, onZero, new DbSessions());
     await registry.onApplicationBootstrap();
     await registry.advertise({ http: 41234, grpc: 41235 });
     expect(repo.rows.get(registry.id)).toMatchObject({

@@ -7,7 +7,7 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
-import { HostProcessesRepository, type HostProcessEntity } from '@libs/persistence';
+import { DbSessions, HostProcessesRepository, type HostProcessEntity } from '@libs/persistence';
 
 /** Told about a process another one declared dead (the hook run leases attach to: docs/scale-out.md#leases-and-fencing). */
 export type DeadProcessListener = (dead: HostProcessEntity) => Promise<void> | void;
@@ -26,11 +26,15 @@ export type DeadProcessListener = (dead: HostProcessEntity) => Promise<void> | v
  * A process that finds its own row gone was declared dead while it was paused or cut off; it
  * registers again under a new id (its old identity stays dead: whatever it owned was or will be
  * handed over by the sweeper's listeners) and tells its `onReplaced` listeners.
+ *
+ * The id is the one this process's database sessions name (`DbSessions`): the sweeper that
+ * declares a process dead ends that process's sessions before it tells its listeners, so a
+ * transaction it was paused in holds no lock the takeover needs
+ * (docs/scale-out.md#sessions-of-a-paused-process).
  */
 @Injectable()
 export class ProcessRegistry implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('ProcessRegistry');
-  private currentId = randomUUID();
   private registered = false;
   private heartbeatTimer?: NodeJS.Timeout;
   private sweepTimer?: NodeJS.Timeout;
@@ -45,11 +49,16 @@ export class ProcessRegistry implements OnApplicationBootstrap, BeforeApplicatio
   constructor(
     private readonly repo: HostProcessesRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly sessions: DbSessions,
   ) {}
 
   /** This process's id in host_processes (changes only when it was declared dead and registered again). */
   get id(): string {
-    return this.currentId;
+    return this.sessions.processId;
+  }
+
+  private get currentId(): string {
+    return this.sessions.processId;
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -159,11 +168,14 @@ export class ProcessRegistry implements OnApplicationBootstrap, BeforeApplicatio
         this.logger.error({ msg: `replaced listener failed: ${message(e)}` });
       }
     }
-    this.currentId = newId;
+    this.sessions.rename(newId);
     await this.register();
   }
 
-  /** One sweep: declares every expired process dead (one sweeper wins each) and tells the listeners. */
+  /**
+   * One sweep: declares every expired process dead (one sweeper wins each), ends its database
+   * sessions (only after its row is deleted, by the sweeper that deleted it), and tells the listeners.
+   */
   async sweep(): Promise<HostProcessEntity[]> {
     const claimed: HostProcessEntity[] = [];
     for (const p of await this.repo.expired(this.config.cluster.leaseMs)) {
@@ -174,6 +186,7 @@ export class ProcessRegistry implements OnApplicationBootstrap, BeforeApplicatio
       this.logger.warn({
         msg: `process ${p.instance} (${p.id}) declared dead: last heartbeat ${new Date(p.heartbeat_at).toISOString()}`,
       });
+      await this.endSessions(p);
       for (const listener of this.deadListeners) {
         try {
           await listener(p);
@@ -183,6 +196,26 @@ export class ProcessRegistry implements OnApplicationBootstrap, BeforeApplicatio
       }
     }
     return claimed;
+  }
+
+  /**
+   * The dead process's sessions are ended, so that a transaction it was paused in (its run rows
+   * locked) does not hold off the takeover until it resumes. A failure (a role that may not
+   * signal them) is logged: the server's idle-in-transaction timeout ends such a session anyway.
+   */
+  private async endSessions(p: HostProcessEntity): Promise<void> {
+    try {
+      const { ended, left } = await this.repo.terminateSessions(p.id);
+      if (ended > 0 || left > 0) {
+        this.logger.warn({
+          msg: `process ${p.instance} (${p.id}): ${ended} database session(s) ended${left > 0 ? `, ${left} not gone within the wait` : ''}`,
+        });
+      }
+    } catch (e) {
+      this.logger.error({
+        msg: `process ${p.instance} (${p.id}): its database sessions could not be ended (their idle-in-transaction timeout will): ${message(e)}`,
+      });
+    }
   }
 
   private async register(): Promise<void> {

@@ -43,7 +43,13 @@ describe('loadConfig', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://u@h/db' }).database).toEqual({
       type: 'postgres',
       url: 'postgres://u@h/db',
+      // PROCESS_LEASE_MS − PROCESS_HEARTBEAT_MS (docs/scale-out.md#sessions-of-a-paused-process)
+      idleInTransactionMs: 25_000,
     });
+    expect(
+      loadConfig({ DATABASE_URL: 'postgres://u@h/db', PROCESS_HEARTBEAT_MS: '1000', PROCESS_LEASE_MS: '3000' })
+        .database,
+    ).toMatchObject({ idleInTransactionMs: 2000 });
   });
 
   it('names every bad variable at once', () => {

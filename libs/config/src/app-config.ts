@@ -9,7 +9,12 @@ import { parseSecretEnvAllowlist, secretEnvPolicy, type SecretEnvPolicy } from '
 
 export type DatabaseConfig =
   /** busyWaitMs: SQLITE_BUSY_WAIT_MS when set (else the persistence default, 10 s: docs/durability.md). */
-  { type: 'sqlite'; file: string; busyWaitMs?: number } | { type: 'postgres'; url: string };
+  | { type: 'sqlite'; file: string; busyWaitMs?: number }
+  /**
+   * idleInTransactionMs: every host connection's `idle_in_transaction_session_timeout`,
+   * PROCESS_LEASE_MS − PROCESS_HEARTBEAT_MS (docs/scale-out.md#sessions-of-a-paused-process).
+   */
+  | { type: 'postgres'; url: string; idleInTransactionMs?: number };
 
 /** The typed configuration; the only thing in the host that reads the environment. */
 export interface AppConfig {
@@ -146,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   }
   const tls = tlsOf(dto);
   const dataDir = path.resolve(dto.DATA_DIR ?? './data');
+  const cluster = clusterOf(dto, databaseOf(dto.DATABASE_URL, dataDir));
   const secretEnv = secretEnvPolicy(parseSecretEnvAllowlist(dto.SECRET_ENV_ALLOWLIST));
   return {
     http: { host: dto.HOST ?? '0.0.0.0', port: dto.PORT ?? 3000 },
@@ -155,7 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       maxConcurrentStreams: dto.GRPC_MAX_CONCURRENT_STREAMS ?? 256,
     },
     dataDir,
-    database: databaseOf(dto.DATABASE_URL, dataDir, dto.SQLITE_BUSY_WAIT_MS),
+    database: withSessionTimeout(databaseOf(dto.DATABASE_URL, dataDir, dto.SQLITE_BUSY_WAIT_MS), cluster),
     adminApiKey: dto.ADMIN_API_KEY ?? null,
     logLevel: dto.LOG_LEVEL ?? 'info',
     openai: { keySet: !!dto.OPENAI_API_KEY, baseUrl: dto.OPENAI_BASE_URL ?? null, model: dto.OPENAI_MODEL ?? null },
@@ -213,8 +219,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         ? null
         : { host: dto.METRICS_HOST ?? dto.HOST ?? '0.0.0.0', port: dto.METRICS_PORT ?? 9464 },
     instanceId: dto.HOST_INSTANCE_ID ?? `${os.hostname()}:${process.pid}`,
-    cluster: clusterOf(dto, databaseOf(dto.DATABASE_URL, dataDir)),
+    cluster,
   };
+}
+
+/**
+ * A PostgreSQL session left idle in a transaction is ended by the server after
+ * PROCESS_LEASE_MS − PROCESS_HEARTBEAT_MS (at least 2 heartbeats): the locks of a process paused
+ * mid-transaction are gone by the time it can be declared dead, also when the sweeper may not
+ * terminate its sessions (docs/scale-out.md#sessions-of-a-paused-process).
+ */
+function withSessionTimeout(database: DatabaseConfig, cluster: ClusterConfig): DatabaseConfig {
+  return database.type === 'postgres'
+    ? { ...database, idleInTransactionMs: cluster.leaseMs - cluster.heartbeatMs }
+    : database;
 }
 
 /**

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import type { DataSourceOptions } from 'typeorm';
 import type { DatabaseConfig } from '@libs/config';
 import { busyRetryOf, type BusyRetry } from './busy-retry';
+import type { DbSessions } from './db-sessions';
 import { ENTITIES } from './entities';
 import { MIGRATIONS } from './migrations';
 
@@ -17,13 +18,18 @@ import { MIGRATIONS } from './migrations';
 export const SQLITE_BUSY_TIMEOUT_MS = 100;
 
 /**
- * TypeORM's options, and on SQLite how its statements wait for a busy writer lock (read by
- * openDataSource, which installs the waiting query runner; TypeORM ignores the field).
+ * TypeORM's options, and on SQLite how its statements wait for a busy writer lock, on PostgreSQL
+ * the sessions' identity (both read by openDataSource, which installs the waiting query runner or
+ * renames the pool's connections; TypeORM ignores the fields).
  */
-export type HostDataSourceOptions = DataSourceOptions & { busyRetry?: BusyRetry };
+export type HostDataSourceOptions = DataSourceOptions & { busyRetry?: BusyRetry; sessions?: DbSessions };
 
-/** TypeORM options for either dialect. synchronize is always off; migrations run at boot. */
-export function dataSourceOptions(db: DatabaseConfig): HostDataSourceOptions {
+/**
+ * TypeORM options for either dialect. synchronize is always off; migrations run at boot. On
+ * PostgreSQL the pool's connections carry this process's session name and idle-in-transaction
+ * timeout (`sessions`: docs/scale-out.md#sessions-of-a-paused-process).
+ */
+export function dataSourceOptions(db: DatabaseConfig, sessions?: DbSessions): HostDataSourceOptions {
   const common = {
     entities: ENTITIES,
     migrations: MIGRATIONS,
@@ -32,7 +38,13 @@ export function dataSourceOptions(db: DatabaseConfig): HostDataSourceOptions {
     logging: false,
   };
   if (db.type === 'postgres') {
-    return { ...common, type: 'postgres', url: db.url, extra: { max: 10 } };
+    return {
+      ...common,
+      type: 'postgres',
+      url: db.url,
+      extra: { max: 10, ...sessions?.options('pool') },
+      ...(sessions ? { sessions } : {}),
+    };
   }
   if (db.file !== ':memory:') {
     // The database holds hashed keys, transcripts and state: owner-only (0700 directory, 0600 file).

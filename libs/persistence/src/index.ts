@@ -1,5 +1,6 @@
 export * from './entities';
 export { dataSourceOptions } from './data-source';
+export { DbSessions, SESSION_PREFIX, sessionName, type DbSessionRole } from './db-sessions';
 export { DatabaseLock, DatabaseLockedError, type LockHolder } from './database-lock';
 export { MIGRATIONS } from './migrations';
 export { MIGRATION_LOCK_KEY, openDataSource, runMigrationsLocked } from './migrate';

@@ -1,4 +1,6 @@
+import type { Pool } from 'pg';
 import { DataSource } from 'typeorm';
+import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import type { HostDataSourceOptions } from './data-source';
 import { retryBusySqlite } from './sqlite-query-runner';
 
@@ -20,6 +22,8 @@ export async function openDataSource(options: HostDataSourceOptions): Promise<Da
     return ds.initialize();
   }
   const ds = await new DataSource({ ...options, migrationsRun: false }).initialize();
+  // A connection made before the registry renamed this process is renamed at its next use.
+  options.sessions?.watch((ds.driver as PostgresDriver).master as Pool, 'pool');
   try {
     await runMigrationsLocked(ds);
   } catch (e) {

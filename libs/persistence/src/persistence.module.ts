@@ -2,6 +2,7 @@ import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { dataSourceOptions } from './data-source';
+import { DbSessions } from './db-sessions';
 import { openDataSource } from './migrate';
 import { Transactions } from './transactions';
 import { HotStore } from './hot/hot-store';
@@ -45,19 +46,27 @@ const REPOSITORIES = [
 @Module({})
 export class PersistenceModule {
   static forRoot(): DynamicModule {
+    // One identity for every connection of this process (the data source's pool is made before
+    // any provider here: both take the one instance).
+    let sessions: DbSessions | undefined;
+    const sessionsOf = (config: AppConfig): DbSessions =>
+      (sessions ??= new DbSessions(
+        undefined,
+        config.database.type === 'postgres' ? (config.database.idleInTransactionMs ?? null) : null,
+      ));
     return {
       module: PersistenceModule,
       imports: [
         TypeOrmModule.forRootAsync({
           inject: [APP_CONFIG],
-          useFactory: (config: AppConfig) => dataSourceOptions(config.database),
+          useFactory: (config: AppConfig) => dataSourceOptions(config.database, sessionsOf(config)),
           // Several processes on one PostgreSQL migrate once, under a lock (migrate.ts).
           dataSourceFactory: (options) => openDataSource(options!),
         }),
         TypeOrmModule.forFeature(ENTITIES),
       ],
-      providers: [...REPOSITORIES, RetentionJob],
-      exports: [...REPOSITORIES, RetentionJob],
+      providers: [...REPOSITORIES, RetentionJob, { provide: DbSessions, inject: [APP_CONFIG], useFactory: sessionsOf }],
+      exports: [...REPOSITORIES, RetentionJob, DbSessions],
     };
   }
 }

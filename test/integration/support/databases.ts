@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { Client, DatabaseError } from 'pg';
 import type { DataSource } from 'typeorm';
 import { APP_CONFIG } from '@libs/config';
-import { dataSourceOptions, ENTITIES, HotStore, openDataSource } from '@libs/persistence';
+import { dataSourceOptions, DbSessions, ENTITIES, HotStore, openDataSource } from '@libs/persistence';
 
 export type DatabaseConfig = Parameters<typeof dataSourceOptions>[0];
 
@@ -132,21 +132,27 @@ export async function listIndexes(ds: DataSource, table: string): Promise<IndexI
 
 /**
  * A Nest testing module on `db` with every entity registered, the hot store (the run path's one
- * writer, which reads only `database` from the app config) and the given providers.
+ * writer, which reads only `database` from the app config), the identity its sessions carry
+ * (`sessions`: one process's connections, as PersistenceModule gives them) and the given providers.
  */
-export function storesModule(db: TestDatabase, providers: Provider[]): Promise<TestingModule> {
+export function storesModule(
+  db: TestDatabase,
+  providers: Provider[],
+  sessions = new DbSessions(),
+): Promise<TestingModule> {
   return Test.createTestingModule({
     imports: [
       // As the host opens it (PersistenceModule): on SQLite every caller gets its own query runner
       // behind the connection's gate (sqlite-query-runner.ts), which Transactions counts on.
       TypeOrmModule.forRootAsync({
-        useFactory: () => ({ ...dataSourceOptions(db.config), retryAttempts: 0 }),
+        useFactory: () => ({ ...dataSourceOptions(db.config, sessions), retryAttempts: 0 }),
         dataSourceFactory: (options) => openDataSource(options!),
       }),
       TypeOrmModule.forFeature(ENTITIES),
     ],
     providers: [
       { provide: APP_CONFIG, useValue: { ...configOf(providers), database: db.config } },
+      { provide: DbSessions, useValue: sessions },
       HotStore,
       ...providers.filter((p) => p !== HotStore && !isConfig(p)),
     ],

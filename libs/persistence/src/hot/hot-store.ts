@@ -6,6 +6,7 @@ import { BetterSqlite3Driver } from 'typeorm/driver/better-sqlite3/BetterSqlite3
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { telemetry } from '@libs/telemetry';
 import { Checkpointer, type WalStatus } from './checkpointer';
+import { DbSessions } from '../db-sessions';
 import { PgHot } from './pg-driver';
 import { busyRetryOf } from '../busy-retry';
 import { sqliteReadConnectionOf } from '../sqlite-query-runner';
@@ -35,9 +36,9 @@ export class HotStore implements OnModuleDestroy {
   private readonly checkpointer?: Checkpointer;
   private readonly indexer?: NodeJS.Timeout;
 
-  constructor(@InjectDataSource() ds: DataSource, @Inject(APP_CONFIG) config: AppConfig) {
+  constructor(@InjectDataSource() ds: DataSource, @Inject(APP_CONFIG) config: AppConfig, sessions: DbSessions) {
     if (config.database.type === 'postgres') {
-      this.pg = new PgHot(config.database.url);
+      this.pg = new PgHot(config.database.url, sessions);
       this.queue = new WriteQueue(this.pg);
     } else {
       const db = sqliteConnectionOf(ds);

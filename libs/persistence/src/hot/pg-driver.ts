@@ -1,4 +1,5 @@
 import { Client, Pool, type QueryConfig } from 'pg';
+import type { DbSessions } from '../db-sessions';
 import type { HotStatement } from './hot-sql';
 import { InsertBatch, PgInsertCombiner } from './insert-batch';
 import { FenceCache } from './run-fence';
@@ -35,7 +36,11 @@ async function drive<T>(c: Client | Pool, unit: Unit<T>): Promise<T> {
 /**
  * Hot statements on PostgreSQL: the writer owns one connection of its own (its transactions
  * cannot meet TypeORM's pool), reads use a small pool; every statement is a named prepared
- * statement, parsed once per connection.
+ * statement, parsed once per connection. With `sessions`, every connection names this process
+ * (`application_name`) and carries the idle-in-transaction timeout, so a process declared dead has
+ * its sessions, and the locks of a transaction it was paused in, ended by its sweeper
+ * (docs/scale-out.md#sessions-of-a-paused-process); the writer's connection, then broken, is made
+ * again at the next group.
  */
 export class PgHot implements WriterDriver {
   private connected?: Promise<void>;
@@ -46,19 +51,33 @@ export class PgHot implements WriterDriver {
   private readonly fences = new FenceCache();
   private readonly combiner = new PgInsertCombiner();
 
-  constructor(private readonly url: string) {
-    this.readers = new Pool({ connectionString: url, max: 4 });
+  constructor(
+    private readonly url: string,
+    private readonly sessions?: DbSessions,
+  ) {
+    this.readers = new Pool({ connectionString: url, max: 4, ...sessions?.options('reader') });
     // A broken pooled connection is dropped by the pool; do not crash the host on the event.
     this.readers.on('error', () => undefined);
+    sessions?.watch(this.readers, 'reader');
   }
 
-  /** The writer's connection, made again after it broke (the failed group was already rejected). */
+  /**
+   * The writer's connection, made again after it broke (the failed group was already rejected:
+   * a terminated session, docs/scale-out.md#sessions-of-a-paused-process), and renamed when this
+   * process registered again under a new id since it was made.
+   */
   private connect(): Promise<void> {
-    if (!this.connected) {
-      const client = new Client({ connectionString: this.url });
-      client.on('error', () => {
-        this.connected = undefined;
-      });
+    if (this.connected) {
+      this.sessions?.ensureNamed(this.writer, 'writer');
+    } else {
+      const client = new Client({ connectionString: this.url, ...this.sessions?.options('writer') });
+      const broken = (): void => {
+        if (this.writer === client) {
+          this.connected = undefined;
+        }
+      };
+      client.on('error', broken);
+      client.on('end', broken);
       this.writer = client;
       const connecting = client.connect().then(
         () => undefined,
@@ -68,7 +87,6 @@ export class PgHot implements WriterDriver {
         },
       );
       this.connected = connecting;
-      return connecting;
     }
     return this.connected;
   }
@@ -101,7 +119,7 @@ export class PgHot implements WriterDriver {
         }
       }
     };
-    await this.writer.query('BEGIN');
+    await this.begin();
     try {
       // Every unit stepped to its first statement (a unit computes nothing but statements:
       // unit.ts), so the runs whose units open with a fence are fenced as one statement.
@@ -142,6 +160,26 @@ export class PgHot implements WriterDriver {
       await this.writer.query('ROLLBACK').catch(() => undefined);
       throw e;
     }
+  }
+
+  /**
+   * BEGIN on the writer's connection; when it fails, nothing of the group ran: the connection is
+   * dropped (e.g. terminated while idle: docs/scale-out.md#sessions-of-a-paused-process), made again
+   * and BEGIN tried once more, so a broken idle connection costs no write.
+   */
+  private async begin(): Promise<void> {
+    const client = this.writer;
+    try {
+      await client.query('BEGIN');
+      return;
+    } catch {
+      if (this.writer === client) {
+        this.connected = undefined;
+        client.end().catch(() => undefined);
+      }
+    }
+    await this.connect();
+    await this.writer.query('BEGIN');
   }
 
   /**

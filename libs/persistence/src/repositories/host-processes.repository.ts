@@ -1,7 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, QueryResult } from 'typeorm';
+import { SESSION_PREFIX } from '../db-sessions';
 import type { HostProcessEntity, HostProcessState } from '../entities';
+
+/** How long the terminate waits for each session to be gone (its locks released) before it goes on. */
+const TERMINATE_WAIT_MS = 5000;
 
 /** What a process advertises about itself when it registers. */
 export interface NewHostProcess {
@@ -155,6 +159,45 @@ export class HostProcessesRepository {
       [id, leaseMs],
     );
     return (r.affected ?? 0) > 0;
+  }
+
+  /**
+   * PostgreSQL: ends every session of this database in a transaction (or running a statement)
+   * whose `application_name` names process `id`
+   * (`runner-host <id> <role>`: db-sessions.ts), waiting for them to be gone, so the locks of a
+   * transaction it was paused in are released (docs/scale-out.md#sessions-of-a-paused-process).
+   * Only for a process this caller just declared dead (`claimDead` true): its id is fresh per
+   * registration, so no live process's session carries it. Resolves with the sessions signalled and
+   * those still there after the wait; throws when the role may not signal them (the server's
+   * idle-in-transaction timeout is then the net). SQLite has no other sessions: nothing.
+   */
+  async terminateSessions(id: string): Promise<{ ended: number; left: number }> {
+    if (!this.pg) {
+      return { ended: 0, left: 0 };
+    }
+    // The sessions are picked first (MATERIALIZED): the terminate runs on exactly those. An idle
+    // session (no transaction) holds no lock and is left alone: a process declared dead while it
+    // was only slow (a long boot, a stalled event loop) would otherwise meet a terminated pooled
+    // connection at its next queries, one failed query each. All are
+    // signalled at once; only then is each waited for (a wait polls every 100 ms in the server:
+    // one after the other, they would delay the takeover by 100 ms a session).
+    const sessions = `WITH "s" AS MATERIALIZED (
+         SELECT "pid" FROM pg_stat_activity
+          WHERE "datname" = current_database() AND "pid" <> pg_backend_pid()
+            AND split_part("application_name", ' ', 1) = $1 AND split_part("application_name", ' ', 2) = $2
+            AND "state" <> 'idle')`;
+    const signalled = await this.db.query<{ signalled: boolean }[]>(
+      `${sessions} SELECT pg_terminate_backend("pid") AS "signalled" FROM "s"`,
+      [SESSION_PREFIX, id],
+    );
+    const left = await this.db.query<{ gone: boolean }[]>(
+      `${sessions} SELECT pg_terminate_backend("pid", $3) AS "gone" FROM "s"`,
+      [SESSION_PREFIX, id, TERMINATE_WAIT_MS],
+    );
+    return {
+      ended: signalled.filter((r) => r.signalled).length,
+      left: left.filter((r) => !r.gone).length,
+    };
   }
 }
 
