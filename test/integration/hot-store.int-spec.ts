@@ -232,7 +232,10 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
       });
       // The same key under another event id: the recorded event answers, no row is added.
       const copy = eventWithRun({ idempotency_key: 'idem-log' });
-      const again = await runs.admit({ ...admission(copy.event, copy.run), log: { ...log, event_id: copy.event.event_id } });
+      const again = await runs.admit({
+        ...admission(copy.event, copy.run),
+        log: { ...log, event_id: copy.event.event_id },
+      });
       expect(again).toMatchObject({ admitted: false, existing: { event_id: event.event_id } });
       expect(await ds.getRepository(EventLogEntity).count()).toBe(1);
     });

@@ -45,7 +45,7 @@ describe('SqliteHot statements run as their chain (HotStatement.sqliteChain)', (
 
   afterAll(() => db.close());
 
-  it('runs each step with its own parameters; the answer is the last step\'s', () => {
+  it("runs each step with its own parameters; the answer is the last step's", () => {
     expect(claim('x', 'first')).toEqual({ id: 1 });
     expect(claim('y', 'second')).toEqual({ id: 2 });
     expect(db.prepare('SELECT "k", "v" FROM "b" ORDER BY "id"').all()).toEqual([

@@ -77,7 +77,12 @@ export class SqliteHot implements WriterDriver {
    * A statement SQLite runs as its chain (HotStatement.sqliteChain): each step with its slice of
    * the parameters; one that inserted nothing ends it with the empty answer of `op.kind`.
    */
-  private stepChain(db: Database, cache: Map<string, Statement>, op: Op, chain: NonNullable<HotStatement['sqliteChain']>): unknown {
+  private stepChain(
+    db: Database,
+    cache: Map<string, Statement>,
+    op: Op,
+    chain: NonNullable<HotStatement['sqliteChain']>,
+  ): unknown {
     let at = 0;
     for (const [i, step] of chain.entries()) {
       const params = op.params.slice(at, at + step.params);
