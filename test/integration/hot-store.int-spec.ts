@@ -29,7 +29,7 @@ import {
   storesModule,
   UNIQUE_VIOLATION,
 } from './support/databases';
-import { admission, completed, eventWithRun, newResult, T0, transcriptRow } from './support/run-rows';
+import { admission, completed, eventWithRun, logOf, newResult, T0, transcriptRow } from './support/run-rows';
 
 jest.setTimeout(60_000);
 
@@ -203,6 +203,41 @@ describe.each(DIALECTS)('hot store on %s', (_name, factory) => {
       await runs.insertResult(newResult('run-x', 1));
       expect(await runs.lastSequence('run-x')).toBe(1);
       expect(await runs.lastSequence('run-y')).toBe(1);
+    });
+  });
+
+  describe('the event claim and its log row (one statement on PostgreSQL, two on SQLite)', () => {
+    it('writes the log row with every column as given, its id the event_seq; a duplicate writes none', async () => {
+      const { event, run } = eventWithRun({ idempotency_key: 'idem-log' });
+      const log = {
+        ...logOf(event),
+        event_time: T0 - 5,
+        bot_id: 'bot-1',
+        actor_type: 'user',
+        actor_id: 'u-1',
+        subject_id: 's-1',
+        metadata: { from: 'spec' },
+      };
+      const outcome = await runs.admit({ ...admission(event, run), log });
+      expect(outcome).toMatchObject({ admitted: true, disposition: 'started', run_id: run.run_id });
+      const rows = await ds.getRepository(EventLogEntity).find();
+      expect(rows).toHaveLength(1);
+      expect(Number(rows[0].id)).toBe((outcome as { event_seq: number }).event_seq);
+      expect({ ...rows[0], id: 0 }).toEqual({
+        ...log,
+        id: 0,
+        event_time: T0 - 5,
+        run_id: run.run_id,
+        metadata: { from: 'spec' },
+      });
+      // The same key under another event id: the recorded event answers, no row is added.
+      const copy = eventWithRun({ idempotency_key: 'idem-log' });
+      const again = await runs.admit({
+        ...admission(copy.event, copy.run),
+        log: { ...log, event_id: copy.event.event_id },
+      });
+      expect(again).toMatchObject({ admitted: false, existing: { event_id: event.event_id } });
+      expect(await ds.getRepository(EventLogEntity).count()).toBe(1);
     });
   });
 

@@ -2,6 +2,7 @@ import { Client, type QueryConfig } from 'pg';
 import {
   admitUnit,
   appendTranscriptUnit,
+  EventLogEntity,
   resultUnit,
   RunEntity,
   RunResultEntity,
@@ -94,8 +95,7 @@ describe('held inserts carried by the next statement on postgres', () => {
     expect(shapes()).toEqual([
       'BEGIN',
       'hot_lock_conversation',
-      'hot_insert_event',
-      'hot_insert_event_log',
+      'hot_claim_event_logged', // the event and its log row: one statement (hot-sql.ts claimEventLogged)
       'carried',
       'COMMIT',
     ]);
@@ -103,6 +103,19 @@ describe('held inserts carried by the next statement on postgres', () => {
       status: 'running',
       attempt: 1,
     });
+  });
+
+  it('a duplicate admission: the claim that inserted nothing wrote no log row; the recorded event is the answer', async () => {
+    const { event, run } = eventWithRun({ conversation_id: 'conv-f' }, { conversation_id: 'conv-f' });
+    await hot.runGroup([() => admitUnit(admission(event, run))]);
+    spy.mockClear();
+    const again = eventWithRun({ event_id: event.event_id, conversation_id: 'conv-f' }, { conversation_id: 'conv-f' });
+    const [outcome] = await hot.runGroup([() => admitUnit(admission(again.event, again.run))]);
+    expect(outcome).toMatchObject({ admitted: false, existing: { event_id: event.event_id, run_id: run.run_id } });
+    // No conversation, no user row: no lock.
+    expect(shapes()).toEqual(['BEGIN', 'hot_claim_event_logged', 'hot_event_by_id', 'COMMIT']);
+    expect(await stores.ds.getRepository(EventLogEntity).countBy({ event_id: event.event_id })).toBe(1);
+    expect(await stores.ds.getRepository(RunEntity).countBy({ run_id: again.run.run_id })).toBe(0);
   });
 
   it('a carried row that fails fails the group: nothing of it is written, the writer goes on', async () => {

@@ -40,6 +40,12 @@ export class ActiveRuns {
     return run && !run.ended && run.snapshot.available_apis.steering_pull ? run.run_id : null;
   }
 
+  /** Whether the conversation has a run active here that has not ended. */
+  inConversation(conversationKey: string): boolean {
+    const run = this.byConversation.get(conversationKey);
+    return run !== undefined && !run.ended;
+  }
+
   /** Every run active here (a copy). */
   all(): ActiveRun[] {
     return [...this.runs.values()];

@@ -45,8 +45,16 @@ function setup(opts: {
   maxActive?: number;
   /** The runner is not connected here but held by another live process. */
   runnerElsewhere?: boolean;
+  /** The conversation has a run active (or starting) in this process (RunStarter.busyHere). */
+  busyHere?: boolean;
+  /** The situation read's answer, when the spec holds it back (default: answered at once). */
+  situationRead?: Promise<ConversationSituation>;
+  /** The prepare fails with this. */
+  prepareFails?: Error;
 }) {
   const log: string[] = [];
+  /** The situation read and the prepare, in the order they were started. */
+  const reads: string[] = [];
   const submitted: AdmissionRows[] = [];
   const runs = {
     getEvent: () => Promise.resolve(opts.previous ?? null),
@@ -56,7 +64,12 @@ function setup(opts: {
       return Promise.resolve(opts.outcomes.shift()!(a));
     },
   } as unknown as RunsRepository;
-  const steering = { situation: () => Promise.resolve(opts.situation ?? free) } as unknown as SteeringRepository;
+  const steering = {
+    situation: () => {
+      reads.push('situation');
+      return opts.situationRead ?? Promise.resolve(opts.situation ?? free);
+    },
+  } as unknown as SteeringRepository;
   const live = { session: { plugin_id: 'acme' }, runner: { manifest: { capabilities: { steering: true } } } };
   const runners = { target: () => (opts.runnerElsewhere ? undefined : live) } as unknown as RunnerDispatch;
   const presence = {
@@ -72,6 +85,10 @@ function setup(opts: {
   const starter = {
     prepare: (runId: string) => {
       log.push('prepare');
+      reads.push('prepare');
+      if (opts.prepareFails) {
+        return Promise.reject(opts.prepareFails);
+      }
       return Promise.resolve({
         run: { run_id: runId, runner_id: agent.runner_id, created_at: 1, context: {} },
         access: { snapshot: { available_apis: { steering_pull: true } } },
@@ -80,6 +97,7 @@ function setup(opts: {
     },
     whileStarting: <T>(_p: PreparedRun, _key: string, done: () => Promise<T>) => done(),
     steerableRun: () => 'run-busy',
+    busyHere: () => opts.busyHere === true,
     dispatch: (p: PreparedRun, _a: unknown, _l: unknown, eventSeq: number) =>
       log.push(`dispatch ${p.run.run_id} event_seq=${eventSeq}`),
   } as unknown as RunStarter;
@@ -122,7 +140,7 @@ function setup(opts: {
       draining: false,
     },
   );
-  return { service, log, submitted, catalogReads };
+  return { service, log, reads, submitted, catalogReads };
 }
 
 const admitted =
@@ -239,6 +257,7 @@ describe('AdmissionService', () => {
   it('decides first: a busy conversation is not prepared for, and a steered event only wakes its run', async () => {
     const { service, log, submitted } = setup({
       situation: busy,
+      busyHere: true,
       outcomes: [admitted({ disposition: 'steered', run_id: 'run-busy', position: 3, running_run_id: 'run-busy' })],
     });
     expect(await service.submit(message('c1'), null)).toMatchObject({
@@ -253,7 +272,11 @@ describe('AdmissionService', () => {
   });
 
   it('a queued event opens its run channel and kicks the conversation', async () => {
-    const { service, log } = setup({ situation: busy, outcomes: [admitted({ disposition: 'queued' })] });
+    const { service, log } = setup({
+      situation: busy,
+      busyHere: true,
+      outcomes: [admitted({ disposition: 'queued' })],
+    });
     const a = await service.submit(message('c1'), null);
     expect(a.disposition).toBe('queued');
     expect(log).toEqual(['quota default', 'follow-up quota default', `open ${a.run_id}`, 'signal conversation']);
@@ -262,12 +285,58 @@ describe('AdmissionService', () => {
   it('a start the unit found unprepared (the conversation freed meanwhile) is prepared and submitted again', async () => {
     const { service, log, submitted } = setup({
       situation: busy,
+      busyHere: true,
       outcomes: [() => ({ admitted: false, existing: null }), admitted({})],
     });
     const a = await service.submit(message('c1'), null);
     expect(a.disposition).toBe('started');
     expect(submitted.map((s) => s.run !== null)).toEqual([false, true]);
     expect(log).toEqual(['quota default', 'follow-up quota default', 'prepare', `dispatch ${a.run_id} event_seq=42`]);
+  });
+
+  it('a conversation with no run here is prepared while its situation is read, and started once it looks free', async () => {
+    let answer!: (s: ConversationSituation) => void;
+    const situationRead = new Promise<ConversationSituation>((resolve) => (answer = resolve));
+    const { service, log, reads, submitted } = setup({ situationRead, outcomes: [admitted({})] });
+    const pending = service.submit(message('c1'), null);
+    await new Promise((resolve) => setImmediate(resolve));
+    // Both started before the situation answered: one round trip in series, not two.
+    expect(reads).toEqual(['prepare', 'situation']);
+    expect(submitted).toEqual([]);
+    answer(free);
+    const a = await pending;
+    expect(a.disposition).toBe('started');
+    expect(submitted[0].run?.run_id).toBe(a.run_id);
+    expect(log).toEqual(['quota default', 'follow-up quota default', 'prepare', `dispatch ${a.run_id} event_seq=42`]);
+  });
+
+  it('a conversation busy elsewhere: the run prepared beside the read is dropped, its failure too; the unit gets no run', async () => {
+    const { service, reads, submitted } = setup({
+      situation: busy,
+      prepareFails: new Error('a read failed'),
+      outcomes: [admitted({ disposition: 'queued' })],
+    });
+    expect((await service.submit(message('c1'), null)).disposition).toBe('queued');
+    expect(reads).toEqual(['prepare', 'situation']);
+    expect(submitted[0].run).toBeNull();
+  });
+
+  it('a conversation that looks free: a failing prepare fails the admission, nothing submitted', async () => {
+    const { service, submitted } = setup({ prepareFails: new Error('a read failed'), outcomes: [] });
+    await expect(service.submit(message('c1'), null)).rejects.toThrow('a read failed');
+    expect(submitted).toEqual([]);
+  });
+
+  it('a conversation with a run here is read first and prepared only if it looks free', async () => {
+    let answer!: (s: ConversationSituation) => void;
+    const situationRead = new Promise<ConversationSituation>((resolve) => (answer = resolve));
+    const { service, reads } = setup({ busyHere: true, situationRead, outcomes: [admitted({})] });
+    const pending = service.submit(message('c1'), null);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(reads).toEqual(['situation']);
+    answer(free);
+    expect((await pending).disposition).toBe('started');
+    expect(reads).toEqual(['situation', 'prepare']);
   });
 
   it('a concurrent duplicate gets the original answer, nothing set going', async () => {

@@ -168,10 +168,8 @@ export class AdmissionService {
     const mode = c ? this.modeOf(sub, agent, steers) : null;
     // Decide first: a conversation that looks busy is not prepared for (the unit decides again);
     // a run routed to another process is prepared there, when it starts.
-    let prepared =
-      route !== 'elsewhere' && (!c || (await this.looksFree(c)))
-        ? await this.starter.prepare(runId, eventId, sub, agent, live, now, since)
-        : null;
+    const prepare = () => this.starter.prepare(runId, eventId, sub, agent, live, now, since);
+    let prepared = route === 'elsewhere' ? null : c ? await this.preparedIfFree(c, prepare) : await prepare();
     // A busy conversation's run may be active in another process: steered into from here too.
     const steerElsewhere = c && !prepared && mode === 'steer' ? await this.steerableElsewhere(c) : null;
     // A steered follow-up's item carries its admission's trace context (docs/observability.md#traces).
@@ -218,7 +216,7 @@ export class AdmissionService {
         break;
       }
       // The conversation was free after all: prepare the run and submit again.
-      prepared = await this.starter.prepare(runId, eventId, sub, agent, live, now, since);
+      prepared = await prepare();
     }
     if (outcome && !outcome.admitted && outcome.active !== undefined && activeQuota) {
       throw quotaExceeded(workspace, 'max_active_runs', activeQuota.max, 1000);
@@ -313,6 +311,23 @@ export class AdmissionService {
     const stored = await this.runs.authorization(running);
     const apis = (stored?.authorization as { available_apis?: { steering_pull?: unknown } } | null)?.available_apis;
     return apis?.steering_pull === true ? running : null;
+  }
+
+  /**
+   * The run prepared when the conversation looks free (looksFree), else null. With no run of the
+   * conversation here it is prepared while the look is read — its reads (state, thread seq) beside
+   * the situation's, one pool round trip in series instead of two on the admission's path — and
+   * dropped when the conversation looks busy (its reads spent: a busy conversation is the rarer
+   * case, and one whose run is here is never prepared for).
+   */
+  private async preparedIfFree(c: ConversationRef, prepare: () => Promise<PreparedRun>): Promise<PreparedRun | null> {
+    if (this.starter.busyHere(c.key)) {
+      return (await this.looksFree(c)) ? prepare() : null;
+    }
+    const early = prepare();
+    // Awaited below only when the conversation looks free: a failure of a run not wanted is not one.
+    early.catch(() => undefined);
+    return (await this.looksFree(c)) ? early : null;
   }
 
   /** Nothing running, nothing waiting (read before the commit; the unit decides under the lock). */

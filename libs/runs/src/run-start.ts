@@ -139,6 +139,11 @@ export class RunStarter {
     return this.active.steerableIn(conversationKey) ?? (starting?.steerable ? starting.run_id : null);
   }
 
+  /** Whether the conversation has a run active here or being started here (it is busy). */
+  busyHere(conversationKey: string): boolean {
+    return this.active.inConversation(conversationKey) || this.starting.has(conversationKey);
+  }
+
   /** Whether the run is active in this process, or being started here for the conversation. */
   isHere(runId: string, conversationKey: string): boolean {
     return this.active.get(runId) !== undefined || this.starting.get(conversationKey)?.run_id === runId;

@@ -14,7 +14,7 @@
 import type { EventEntity, JsonObject } from '../entities';
 import type { NewTranscriptRow } from '../repositories/context.repository';
 import { decide, FREE, type DecisionTable } from './admission-decision';
-import { EVENT_COLUMNS, lockKeys, RESULT_COLUMNS, SQL } from './hot-sql';
+import { EVENT_COLUMNS, EVENT_LOG_COLUMNS, lockKeys, RESULT_COLUMNS, SQL } from './hot-sql';
 import { storeSnapshotUnit } from './snapshot-rows';
 import {
   appendTranscriptUnit,
@@ -119,28 +119,44 @@ export function withEventSeq(context: NewRun['context'], eventSeq: number): NewR
   return { ...context, context: { ...inner, event_seq: eventSeq } };
 }
 
-/** Inserts the event row (or re-admits a retry); the event recorded first when it lost to a duplicate. */
-function* claimEvent(e: EventEntity, readmit: boolean): Unit<EventEntity | undefined> {
-  if (readmit && e.idempotency_key) {
+/**
+ * Claims the event row — inserts it, or re-admits a retry — and writes its log row once it is
+ * claimed; answers the log row's id (the event's position), or the event recorded first when it
+ * lost to a duplicate (nothing written). A new event's claim and log row are one statement
+ * (SQL.claimEventLogged: one round trip on PostgreSQL).
+ */
+function* claimEvent(
+  e: EventEntity,
+  readmit: boolean,
+  log: NewEventLog,
+): Unit<{ existing: EventEntity; seq?: undefined } | { existing?: undefined; seq: number }> {
+  if (!readmit) {
+    const r = yield* one<{ id: number | string }>(SQL.claimEventLogged, [
+      ...rowParams(EVENT_COLUMNS, e),
+      ...rowParams(EVENT_LOG_COLUMNS, log),
+    ]);
+    return r ? { seq: Number(r.id) } : { existing: yield* conflicted(e) };
+  }
+  if (e.idempotency_key) {
     // The retry brings a key another event took meanwhile: that event is the answer.
     const holder = yield* one<Row>(SQL.eventByKey, [e.idempotency_key]);
     if (holder && holder.event_id !== e.event_id) {
-      return eventFromRow(holder);
+      return { existing: eventFromRow(holder) };
     }
   }
-  const claimed = readmit
-    ? yield* exec(SQL.readmitEvent, [
-        e.disposition,
-        e.run_id,
-        e.received_at,
-        e.idempotency_key,
-        e.event_id,
-        e.body_hash,
-      ])
-    : yield* exec(SQL.insertEvent, rowParams(EVENT_COLUMNS, e));
-  if (claimed > 0) {
-    return undefined;
-  }
+  const claimed = yield* exec(SQL.readmitEvent, [
+    e.disposition,
+    e.run_id,
+    e.received_at,
+    e.idempotency_key,
+    e.event_id,
+    e.body_hash,
+  ]);
+  return claimed > 0 ? { seq: yield* eventLogUnit(log) } : { existing: yield* conflicted(e) };
+}
+
+/** The event recorded first, after `e`'s claim changed nothing. */
+function* conflicted(e: EventEntity): Unit<EventEntity> {
   const byKey = e.idempotency_key ? yield* one<Row>(SQL.eventByKey, [e.idempotency_key]) : undefined;
   const row = byKey ?? (yield* one<Row>(SQL.eventById, [e.event_id]));
   if (!row) {
@@ -204,10 +220,8 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
   }
   const disposition = decided === 'started' && a.terminal ? 'failed' : decided;
   const runId = runOf(disposition, a, s);
-  const existing = yield* claimEvent({ ...a.event, disposition, run_id: runId }, a.readmit);
-  if (existing) {
-    return { admitted: false, existing };
-  }
+  // Read before the claim, so that the claim and the log row (which records the position) are one
+  // statement: under the conversation's lock either way, and the claim writes only `events`.
   const queue =
     disposition === 'steered' && runId ? yield* one<{ last: number | string }>(STEERING_SQL.runQueue, [runId]) : null;
   const position = queue ? Number(queue.last) + 1 : null;
@@ -218,7 +232,7 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
         ? { status: 'waiting', next_run_id: runId }
         : undefined;
   // The log row records the disposition of an event of a conversation, and a failure at admission.
-  const eventSeq = yield* eventLogUnit({
+  const claim = yield* claimEvent({ ...a.event, disposition, run_id: runId }, a.readmit, {
     ...a.log,
     run_id: runId,
     metadata: {
@@ -228,6 +242,10 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
       ...(disposition === 'failed' ? { error_code: 'runner.unavailable' } : {}),
     },
   });
+  if (claim.existing) {
+    return { admitted: false, existing: claim.existing };
+  }
+  const eventSeq = claim.seq;
   const admitted = (transcriptSeq: number | null): AdmitOutcome => ({
     admitted: true,
     disposition,

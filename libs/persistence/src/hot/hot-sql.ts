@@ -53,6 +53,15 @@ export interface HotStatement {
    * the group's other units only fence the same lease (FenceCache.prefetch).
    */
   readonly lease?: readonly [run: number, attempt: number, owner: number];
+  /**
+   * SQLite has no data-modifying CTEs: a statement PostgreSQL runs as one INSERT chained on the
+   * rows another inserted (`WITH e AS (INSERT … RETURNING 1) INSERT … SELECT … FROM e`) runs on
+   * SQLite as these statements in order, each binding the next `params` parameters; a step that
+   * inserted nothing ends it with an empty answer (no row, no change: the later steps would have
+   * inserted nothing either), else the answer is the last step's. Its own `sqlite` text is never
+   * prepared (sqlite-driver.ts).
+   */
+  readonly sqliteChain?: readonly { readonly stmt: HotStatement; readonly params: number }[];
 }
 
 /** The statement, locking the run row named by its parameter `run` (and the advisory key of `key`) (HotStatement.lockRun). */
@@ -240,6 +249,40 @@ export const MODEL_USAGE_COLUMNS = [
   'created_at',
 ] as const;
 
+const INSERT_EVENT = reading(insert('insert_event', 'events', EVENT_COLUMNS, ' ON CONFLICT DO NOTHING'), 'events');
+const INSERT_EVENT_LOG = reading(
+  insert('insert_event_log', 'event_log', EVENT_LOG_COLUMNS, ' RETURNING "id"'),
+  'event_log',
+);
+
+/** The bigint columns of `event_log`: PostgreSQL types the parameters of a SELECT list as text. */
+const EVENT_LOG_BIGINT: ReadonlySet<string> = new Set(['event_time', 'created_at']);
+
+/**
+ * The event row (INSERT_EVENT: the idempotency guard) and, only when it was inserted, its log row
+ * (INSERT_EVENT_LOG), answering the log row's id: one statement on PostgreSQL (one round trip
+ * instead of two), the two statements on SQLite (HotStatement.sqliteChain). No row: the event
+ * conflicted, nothing was written. Parameters: the event's (EVENT_COLUMNS), then the log row's
+ * (EVENT_LOG_COLUMNS).
+ */
+const CLAIM_EVENT_LOGGED: HotStatement = {
+  ...reading(
+    stmt(
+      'claim_event_logged',
+      '-- sqliteChain',
+      `WITH "e" AS (${INSERT_EVENT.sqlite} RETURNING 1 AS "one")
+     INSERT INTO "event_log" (${EVENT_LOG_COLUMNS.map((c) => `"${c}"`).join(', ')})
+     SELECT ${EVENT_LOG_COLUMNS.map((c) => (EVENT_LOG_BIGINT.has(c) ? '?::bigint' : '?')).join(', ')} FROM "e" RETURNING "id"`,
+    ),
+    'events',
+    'event_log',
+  ),
+  sqliteChain: [
+    { stmt: INSERT_EVENT, params: EVENT_COLUMNS.length },
+    { stmt: INSERT_EVENT_LOG, params: EVENT_LOG_COLUMNS.length },
+  ],
+};
+
 const transcriptCols = TRANSCRIPT_COLUMNS.map((c) => `"${c}"`).join(', ');
 
 /** Parameters: conversation_id, any-agent flag, agent_id, any-workspace flag, workspace_id, any-thread flag, thread_id, before, after, limit. */
@@ -255,7 +298,8 @@ export const SQL = {
   rollback: stmt('rollback', 'ROLLBACK'),
 
   // Admission: the event row is the idempotency guard (primary key event_id, unique idempotency_key).
-  insertEvent: reading(insert('insert_event', 'events', EVENT_COLUMNS, ' ON CONFLICT DO NOTHING'), 'events'),
+  insertEvent: INSERT_EVENT,
+  claimEventLogged: CLAIM_EVENT_LOGGED,
   eventById: stmt('event_by_id', 'SELECT * FROM "events" WHERE "event_id" = ?'),
   eventByKey: stmt('event_by_key', 'SELECT * FROM "events" WHERE "idempotency_key" = ?'),
   /**
@@ -268,7 +312,7 @@ export const SQL = {
      WHERE "event_id" = ? AND "disposition" IN ('failed', 'rejected') AND "body_hash" = ?`,
   ),
   insertRun: batchableInsert('insert_run', 'runs', RUN_COLUMNS),
-  insertEventLog: reading(insert('insert_event_log', 'event_log', EVENT_LOG_COLUMNS, ' RETURNING "id"'), 'event_log'),
+  insertEventLog: INSERT_EVENT_LOG,
   /**
    * Taken before a transcript append: on PostgreSQL the conversation's transaction lock, so
    * writers of several host processes cannot compute the same next seq; SQLite has one writer.

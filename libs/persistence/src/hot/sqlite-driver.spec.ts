@@ -3,9 +3,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { DomainError } from '@libs/protocol';
-import { stmt } from './hot-sql';
+import { stmt, type HotStatement } from './hot-sql';
 import { SqliteHot, sqliteText } from './sqlite-driver';
-import { exec, rows, type Unit } from './unit';
+import { exec, one, rows, type Unit } from './unit';
 import { DatabaseBusyError, WriteQueue } from './write-queue';
 
 describe('sqliteText', () => {
@@ -27,6 +27,38 @@ describe('sqliteText', () => {
     ]) {
       expect(sqliteText(sql)).toBe(sql);
     }
+  });
+});
+
+describe('SqliteHot statements run as their chain (HotStatement.sqliteChain)', () => {
+  const db = new Database(':memory:');
+  db.exec('CREATE TABLE a (k TEXT PRIMARY KEY); CREATE TABLE b (id INTEGER PRIMARY KEY, k TEXT, v TEXT)');
+  const hot = new SqliteHot(db);
+  const chained: HotStatement = {
+    ...stmt('test_chain', '-- sqliteChain', 'not run here'),
+    sqliteChain: [
+      { stmt: stmt('test_chain_a', 'INSERT INTO "a" ("k") VALUES (?) ON CONFLICT DO NOTHING'), params: 1 },
+      { stmt: stmt('test_chain_b', 'INSERT INTO "b" ("k", "v") VALUES (?, ?) RETURNING "id"'), params: 2 },
+    ],
+  };
+  const claim = (k: string, v: string) => hot.runGroup([() => one<{ id: number }>(chained, [k, k, v])])[0];
+
+  afterAll(() => db.close());
+
+  it("runs each step with its own parameters; the answer is the last step's", () => {
+    expect(claim('x', 'first')).toEqual({ id: 1 });
+    expect(claim('y', 'second')).toEqual({ id: 2 });
+    expect(db.prepare('SELECT "k", "v" FROM "b" ORDER BY "id"').all()).toEqual([
+      { k: 'x', v: 'first' },
+      { k: 'y', v: 'second' },
+    ]);
+  });
+
+  it('stops at a step that inserted nothing: no row answered, the later steps not run', () => {
+    expect(claim('x', 'again')).toBeUndefined();
+    expect(hot.runGroup([() => exec(chained, ['x', 'x', 'again'])])).toEqual([0]);
+    expect(hot.runGroup([() => rows(chained, ['x', 'x', 'again'])])).toEqual([[]]);
+    expect(db.prepare('SELECT COUNT(*) AS "n" FROM "b"').get()).toEqual({ n: 2 });
   });
 });
 

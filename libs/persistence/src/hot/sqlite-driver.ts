@@ -61,6 +61,9 @@ export class SqliteHot implements WriterDriver {
 
   /** One op's statement on `db` (its prepared statements in `cache`), timed when profiling. */
   private stepWith(db: Database, cache: Map<string, Statement>, op: Op): unknown {
+    if (op.stmt.sqliteChain) {
+      return this.stepChain(db, cache, op, op.stmt.sqliteChain);
+    }
     if (this.timing) {
       const t0 = process.hrtime.bigint();
       const r = stepOn(preparedOn(db, cache, op.stmt), op);
@@ -68,6 +71,31 @@ export class SqliteHot implements WriterDriver {
       return r;
     }
     return stepOn(preparedOn(db, cache, op.stmt), op);
+  }
+
+  /**
+   * A statement SQLite runs as its chain (HotStatement.sqliteChain): each step with its slice of
+   * the parameters; one that inserted nothing ends it with the empty answer of `op.kind`.
+   */
+  private stepChain(
+    db: Database,
+    cache: Map<string, Statement>,
+    op: Op,
+    chain: NonNullable<HotStatement['sqliteChain']>,
+  ): unknown {
+    let at = 0;
+    for (const [i, step] of chain.entries()) {
+      const params = op.params.slice(at, at + step.params);
+      at += step.params;
+      if (i === chain.length - 1) {
+        return this.stepWith(db, cache, { kind: op.kind, stmt: step.stmt, params });
+      }
+      const { changes } = this.stepWith(db, cache, { kind: 'run', stmt: step.stmt, params }) as { changes: number };
+      if (changes === 0) {
+        return op.kind === 'run' ? { changes: 0 } : op.kind === 'get' ? undefined : [];
+      }
+    }
+    throw new Error(`${op.stmt.name}: an empty sqliteChain`);
   }
 
   /**
