@@ -17,6 +17,25 @@ jest.setTimeout(120_000);
 const sentence = (i: number) => `Sentence ${i} is about topic ${i % 5} and nothing else.`;
 const CALL: ResourceCall = { run_id: 'run-1', signal: new AbortController().signal, deadline_at_ms: null };
 
+/** Counts turns of the event loop (one setImmediate after another) until stopped. */
+function eventLoopTurns(): { stop: () => number } {
+  let turns = 0;
+  let running = true;
+  const tick = () => {
+    if (running) {
+      turns++;
+      setImmediate(tick);
+    }
+  };
+  setImmediate(tick);
+  return {
+    stop: () => {
+      running = false;
+      return turns;
+    },
+  };
+}
+
 async function domainError(p: Promise<unknown>): Promise<{ code: string; field?: unknown }> {
   const e: unknown = await p.then(
     () => null,
@@ -362,7 +381,11 @@ describe.each(DIALECTS)('knowledge bases on %s', (_name, factory) => {
     it('uploads a large document in many batches, chunked as before', async () => {
       await kb.create('kb', { name: 'KB', chunk_size: 100 });
       const content = [...Array(1200).keys()].map(sentence).join(' ');
+      // Event-loop turns while the upload runs: one at least per batch (on SQLite the one
+      // transaction of before held the loop from its BEGIN to its COMMIT: no turn at all).
+      const turns = eventLoopTurns();
       const doc = await kb.addDocument('kb', { name: 'big', content_type: 'text/plain', content });
+      expect(turns.stop()).toBeGreaterThanOrEqual(Math.floor(doc.chunk_count / KB_BATCH.rows));
       expect(doc.chunk_count).toBeGreaterThan(KB_BATCH.rows * 2);
       const rows = await chunkRows(doc.document_id);
       expect(rows).toHaveLength(doc.chunk_count);
@@ -554,6 +577,20 @@ describe.each(DIALECTS)('knowledge bases on %s', (_name, factory) => {
       expect(await domainError(kb.retrieve(CALL, { kb_id: 'gone', query_text: 'penguin' }))).toEqual({
         code: 'not_found',
       });
+    });
+
+    it('lets the event loop turn while a search runs (SQLite: in a worker thread)', async () => {
+      const turns = eventLoopTurns();
+      const hits = await kb.search('zoo', { query_text: 'penguin' });
+      const seen = turns.stop();
+      expect(names(hits)).toEqual(['penguins', 'both', 'penguin-once']);
+      // A search on the host's own SQLite connection (as before, and still for :memory:) runs whole
+      // on the calling thread: it answers before the loop turns once.
+      if (db.persistent) {
+        expect(seen).toBeGreaterThan(0);
+      } else {
+        expect(seen).toBe(0);
+      }
     });
 
     it('finds non-ASCII words case-insensitively', async () => {
