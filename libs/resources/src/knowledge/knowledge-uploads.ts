@@ -64,7 +64,7 @@ export class KnowledgeUploads implements OnApplicationBootstrap, OnModuleDestroy
       }
       let count = 0;
       try {
-        for (let batch = take(chunks); batch.length > 0; batch = take(chunks)) {
+        for (let batch = nextBatch(chunks); batch.length > 0; batch = nextBatch(chunks)) {
           await nextTurn();
           if (!(await this.repo.appendChunks(doc, batch))) {
             throw await this.stopped(doc.kb_id);
@@ -156,7 +156,7 @@ export class KnowledgeUploads implements OnApplicationBootstrap, OnModuleDestroy
 }
 
 /** The next batch: up to KB_BATCH.rows chunks, closed at the chunk that reaches KB_BATCH.chars. */
-function take(chunks: Iterator<NewKbChunk>): NewKbChunk[] {
+export function nextBatch(chunks: Iterator<NewKbChunk>): NewKbChunk[] {
   const batch: NewKbChunk[] = [];
   let chars = 0;
   while (batch.length < KB_BATCH.rows && chars < KB_BATCH.chars) {
