@@ -37,6 +37,8 @@ export class KnowledgeUploads implements OnApplicationBootstrap, OnModuleDestroy
   private sweeping: Promise<void> | null = null;
   private sweepAgain = false;
   private timer: NodeJS.Timeout | undefined;
+  /** Shutting down: removals stop between batches (what is left is `deleting`: the next boot's sweep). */
+  private stopping = false;
 
   constructor(private readonly repo: KnowledgeRepository) {}
 
@@ -47,6 +49,7 @@ export class KnowledgeUploads implements OnApplicationBootstrap, OnModuleDestroy
   }
 
   async onModuleDestroy(): Promise<void> {
+    this.stopping = true;
     clearInterval(this.timer);
     await this.sweeping;
   }
@@ -91,7 +94,7 @@ export class KnowledgeUploads implements OnApplicationBootstrap, OnModuleDestroy
 
   /** Removes a `deleting` document's chunks, batch by batch, then its row. */
   async purge(documentId: string): Promise<void> {
-    while (!(await this.repo.purgeDocument(documentId, KB_BATCH.rows, KB_BATCH.chars))) {
+    while (!this.stopping && !(await this.repo.purgeDocument(documentId, KB_BATCH.rows, KB_BATCH.chars))) {
       await nextTurn();
     }
   }
