@@ -580,6 +580,7 @@ describe.each(DIALECTS)('knowledge bases on %s', (_name, factory) => {
     });
 
     it('lets the event loop turn while a search runs (SQLite: in a worker thread)', async () => {
+      await uploads.sweep(); // none left running from an earlier test (on :memory: it would share the gate)
       const turns = eventLoopTurns();
       const hits = await kb.search('zoo', { query_text: 'penguin' });
       const seen = turns.stop();
