@@ -579,21 +579,6 @@ describe.each(DIALECTS)('knowledge bases on %s', (_name, factory) => {
       });
     });
 
-    it('lets the event loop turn while a search runs (SQLite: in a worker thread)', async () => {
-      await uploads.sweep(); // none left running from an earlier test (on :memory: it would share the gate)
-      const turns = eventLoopTurns();
-      const hits = await kb.search('zoo', { query_text: 'penguin' });
-      const seen = turns.stop();
-      expect(names(hits)).toEqual(['penguins', 'both', 'penguin-once']);
-      // A search on the host's own SQLite connection (as before, and still for :memory:) runs whole
-      // on the calling thread: it answers before the loop turns once.
-      if (db.persistent) {
-        expect(seen).toBeGreaterThan(0);
-      } else {
-        expect(seen).toBe(0);
-      }
-    });
-
     it('finds non-ASCII words case-insensitively', async () => {
       await kb.addDocument('zoo', { name: 'de', content_type: 'text/plain', content: 'Grüße aus KÖLN und Zürich.' });
       expect(names(await kb.search('zoo', { query_text: 'köln' }))).toEqual(['de']);
