@@ -137,6 +137,8 @@ export interface BuiltHostOptions {
   nodeArgs?: string[];
   /** Poll interval of the readiness wait. */
   pollMs?: number;
+  /** The host's main script (another build's, for an A/B run); default this build's. */
+  hostMain?: string;
 }
 
 /** A started, ready host. stop() closes the client and stops the process; the data dir stays. */
@@ -160,7 +162,8 @@ export class BuiltHost {
 
   /** Spawns the host and waits (30 s at most) for /health/ready; on failure the host is stopped. */
   static async start(o: BuiltHostOptions): Promise<BuiltHost> {
-    requireBuilt(HOST_MAIN);
+    const hostMain = o.hostMain ?? HOST_MAIN;
+    requireBuilt(hostMain);
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), o.tmpPrefix));
     const [port, grpcPort] = [await freePort(), await freePort()];
     const adminKey = o.adminKey ?? `${o.keyPrefix ?? 'bench-admin-'}${randomBytes(18).toString('hex')}`;
@@ -174,7 +177,7 @@ export class BuiltHost {
       databaseUrl: o.databaseUrl,
     });
     const log = fs.openSync(path.join(dataDir, 'host.log'), 'a');
-    const child = new Child('host', HOST_MAIN, env, ['ignore', log, log], o.nodeArgs ?? []);
+    const child = new Child('host', hostMain, env, ['ignore', log, log], o.nodeArgs ?? []);
     fs.closeSync(log);
     const host = new BuiltHost(
       dataDir,

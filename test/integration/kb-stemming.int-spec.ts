@@ -1,7 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import { DataSource } from 'typeorm';
 import { KnowledgeRepository, MIGRATIONS, Transactions } from '@libs/persistence';
-import { KnowledgeService, type ResourceCall } from '@libs/resources';
+import { KnowledgeService, KnowledgeUploads, type ResourceCall } from '@libs/resources';
 import { DIALECTS, isPostgres, type TestDatabase, storesModule } from './support/databases';
 
 jest.setTimeout(120_000);
@@ -20,7 +20,7 @@ describe.each(DIALECTS)('knowledge search with stemming on %s', (_name, factory)
 
   beforeAll(async () => {
     db = await factory();
-    moduleRef = await storesModule(db, [Transactions, KnowledgeRepository, KnowledgeService]);
+    moduleRef = await storesModule(db, [Transactions, KnowledgeRepository, KnowledgeService, KnowledgeUploads]);
     ds = moduleRef.get(DataSource);
     kb = moduleRef.get(KnowledgeService);
   });
@@ -50,6 +50,11 @@ describe.each(DIALECTS)('knowledge search with stemming on %s', (_name, factory)
     for (const column of tenancyColumns) {
       await ds.query(`ALTER TABLE "knowledge_bases" ADD COLUMN ${column}`);
     }
+    // And the document status (KbDocumentStatus, after this one too).
+    const statusColumns = [`"status" VARCHAR(16) NOT NULL DEFAULT 'ready'`, `"updated_at" BIGINT NOT NULL DEFAULT 0`];
+    for (const column of statusColumns) {
+      await ds.query(`ALTER TABLE "kb_documents" ADD COLUMN ${column}`);
+    }
     await kb.create('old', { name: 'Stored before stemming' });
     await kb.addDocument('old', { name: 'etna', content_type: 'text/plain', content: 'Mount Etna erupts often.' });
     const indexDef = async () =>
@@ -66,6 +71,9 @@ describe.each(DIALECTS)('knowledge search with stemming on %s', (_name, factory)
 
     for (const column of ['workspace_id', 'shared']) {
       await ds.query(`ALTER TABLE "knowledge_bases" DROP COLUMN "${column}"`);
+    }
+    for (const column of ['status', 'updated_at']) {
+      await ds.query(`ALTER TABLE "kb_documents" DROP COLUMN "${column}"`);
     }
     expect((await ds.runMigrations()).map((m) => m.name)).toEqual(fromStemming);
     expect(names(await kb.retrieve(CALL, { kb_id: 'old', query_text: 'erupt' }))).toEqual(['etna']);

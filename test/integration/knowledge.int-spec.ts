@@ -9,13 +9,32 @@ import {
   Transactions,
 } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
-import { KnowledgeService, type ResourceCall } from '@libs/resources';
+import { KB_BATCH, KnowledgeService, KnowledgeUploads, type ResourceCall } from '@libs/resources';
 import { DIALECTS, isPostgres, type TestDatabase, storesModule } from './support/databases';
 
 jest.setTimeout(120_000);
 
 const sentence = (i: number) => `Sentence ${i} is about topic ${i % 5} and nothing else.`;
 const CALL: ResourceCall = { run_id: 'run-1', signal: new AbortController().signal, deadline_at_ms: null };
+
+/** Counts turns of the event loop (one setImmediate after another) until stopped. */
+function eventLoopTurns(): { stop: () => number } {
+  let turns = 0;
+  let running = true;
+  const tick = () => {
+    if (running) {
+      turns++;
+      setImmediate(tick);
+    }
+  };
+  setImmediate(tick);
+  return {
+    stop: () => {
+      running = false;
+      return turns;
+    },
+  };
+}
 
 async function domainError(p: Promise<unknown>): Promise<{ code: string; field?: unknown }> {
   const e: unknown = await p.then(
@@ -34,13 +53,15 @@ describe.each(DIALECTS)('knowledge bases on %s', (_name, factory) => {
   let ds: DataSource;
   let kb: KnowledgeService;
   let repo: KnowledgeRepository;
+  let uploads: KnowledgeUploads;
 
   beforeAll(async () => {
     db = await factory();
-    moduleRef = await storesModule(db, [Transactions, KnowledgeRepository, KnowledgeService]);
+    moduleRef = await storesModule(db, [Transactions, KnowledgeRepository, KnowledgeService, KnowledgeUploads]);
     ds = moduleRef.get(DataSource);
     kb = moduleRef.get(KnowledgeService);
     repo = moduleRef.get(KnowledgeRepository);
+    uploads = moduleRef.get(KnowledgeUploads);
   });
 
   afterAll(async () => {
@@ -265,32 +286,115 @@ describe.each(DIALECTS)('knowledge bases on %s', (_name, factory) => {
       expect(await ds.getRepository(KbChunkEntity).count()).toBe(0);
     });
 
-    it('writes a document and its chunks atomically: a failing chunk leaves nothing behind', async () => {
+    const newDoc = (document_id: string): KbDocumentEntity => ({
+      document_id,
+      kb_id: 'kb',
+      name: document_id,
+      content_type: 'text/plain',
+      metadata: {},
+      size: 1,
+      chunk_count: 0,
+      created_at: 1,
+      status: 'writing',
+      updated_at: 1,
+    });
+    const newChunks = (n: number, word: string) =>
+      Array.from({ length: n }, (_, position) => ({ position, content: `${word} chunk ${position}`, metadata: {} }));
+    /** What searches, listings and counts show of knowledge base `kb`. */
+    const visible = async (word: string) => ({
+      search: (await kb.search('kb', { query_text: word, top_k: 50 })).length,
+      documents: (await kb.documents('kb', null, 10)).items.length,
+      counts: await kb.get('kb').then((k) => [k.document_count, k.chunk_count]),
+    });
+
+    it('shows a document written in batches only once its last batch is written', async () => {
       await kb.create('kb', { name: 'KB' });
-      const doc = {
-        document_id: 'doc_atomic',
-        kb_id: 'kb',
-        name: 'atomic',
-        content_type: 'text/plain',
-        metadata: {},
-        size: 1,
-        chunk_count: 700,
-        created_at: 1,
-      };
-      // 700 chunks are two insert batches; the second one fails (NOT NULL) after the first went in.
-      const chunks = Array.from({ length: 700 }, (_, position) => ({
-        position,
-        content: position === 650 ? (null as unknown as string) : `atomicword chunk ${position}`,
-        metadata: {},
-      }));
-      await expect(repo.insertDocument(doc, chunks)).rejects.toThrow();
+      await uploads.sweep(); // none running: an upload begun here by hand is not given up meanwhile
+      const doc = newDoc('doc_batches');
+      expect(await repo.beginDocument(doc)).toBe(true);
+      expect(await repo.appendChunks(doc, newChunks(300, 'batchword'))).toBe(true);
+      expect(
+        await repo.appendChunks(
+          doc,
+          newChunks(300, 'batchword').map((c) => ({ ...c, position: c.position + 300 })),
+        ),
+      ).toBe(true);
+      // Written and indexed, not visible: not searched, listed, counted or found.
+      expect(await indexed('batchword')).toHaveLength(600);
+      expect(await visible('batchword')).toEqual({ search: 0, documents: 0, counts: [0, 0] });
+      expect(await domainError(kb.document('kb', 'doc_batches'))).toEqual({ code: 'not_found' });
+
+      expect(await repo.completeDocument('doc_batches', 600)).toBe(true);
+      expect(await visible('batchword')).toEqual({ search: 50, documents: 1, counts: [1, 600] });
+      expect(await kb.document('kb', 'doc_batches')).toMatchObject({ chunk_count: 600 });
+      // A ready document takes no more batches.
+      expect(await repo.appendChunks(doc, newChunks(1, 'late'))).toBe(false);
+      expect(await indexed('late')).toEqual([]);
+    });
+
+    it('a failing upload leaves nothing behind: the batches it wrote are removed', async () => {
+      await kb.create('kb', { name: 'KB' });
+      // Two batches go in; the third fails (NOT NULL) in the database.
+      const chunks = newChunks(KB_BATCH.rows * 2 + 50, 'atomicword');
+      chunks[KB_BATCH.rows * 2 + 10].content = null as unknown as string;
+      await expect(uploads.write(newDoc('doc_atomic'), chunks[Symbol.iterator]())).rejects.toThrow();
+      await uploads.sweep();
       expect(await ds.getRepository(KbDocumentEntity).count()).toBe(0);
       expect(await ds.getRepository(KbChunkEntity).count()).toBe(0);
       expect(await indexed('atomicword')).toEqual([]);
       await ftsIntact();
 
-      expect(await repo.insertDocument(doc, chunks.slice(0, 600))).toBe(true);
-      expect(await indexed('atomicword')).toHaveLength(600);
+      const ok = await uploads.write(
+        newDoc('doc_ok'),
+        newChunks(KB_BATCH.rows * 2 + 50, 'atomicword')[Symbol.iterator](),
+      );
+      expect(ok).toBe(KB_BATCH.rows * 2 + 50);
+      expect(await indexed('atomicword')).toHaveLength(KB_BATCH.rows * 2 + 50);
+      expect(await visible('atomicword')).toEqual({ search: 50, documents: 1, counts: [1, KB_BATCH.rows * 2 + 50] });
+    });
+
+    it('gives up and removes an upload a stopped process left unfinished', async () => {
+      await kb.create('kb', { name: 'KB' });
+      await uploads.sweep();
+      // A process began this upload and stopped after one batch (it is not one of this process's).
+      const left = newDoc('doc_left');
+      expect(await repo.beginDocument(left)).toBe(true);
+      expect(await repo.appendChunks(left, newChunks(40, 'leftword'))).toBe(true);
+      if (isPostgres(ds)) {
+        // Another process of a cluster may still be writing it: left alone until no batch came for
+        // the abandon age.
+        await uploads.sweep();
+        expect(await ds.getRepository(KbDocumentEntity).count()).toBe(1);
+        await ds.query(`UPDATE kb_documents SET updated_at = $1`, [Date.now() - KB_BATCH.abandonAfterMs - 1]);
+      }
+      await uploads.sweep();
+      expect(await ds.getRepository(KbDocumentEntity).count()).toBe(0);
+      expect(await ds.getRepository(KbChunkEntity).count()).toBe(0);
+      expect(await indexed('leftword')).toEqual([]);
+      await ftsIntact();
+      // Its batches are refused from then on.
+      expect(await repo.appendChunks(left, newChunks(1, 'leftword'))).toBe(false);
+      expect(await repo.completeDocument('doc_left', 41)).toBe(false);
+      expect(await ds.getRepository(KbChunkEntity).count()).toBe(0);
+    });
+
+    it('uploads a large document in many batches, chunked as before', async () => {
+      await kb.create('kb', { name: 'KB', chunk_size: 100 });
+      const content = [...Array(1200).keys()].map(sentence).join(' ');
+      // Event-loop turns while the upload runs: one at least per batch (on SQLite the one
+      // transaction of before held the loop from its BEGIN to its COMMIT: no turn at all).
+      const turns = eventLoopTurns();
+      const doc = await kb.addDocument('kb', { name: 'big', content_type: 'text/plain', content });
+      expect(turns.stop()).toBeGreaterThanOrEqual(Math.floor(doc.chunk_count / KB_BATCH.rows));
+      expect(doc.chunk_count).toBeGreaterThan(KB_BATCH.rows * 2);
+      const rows = await chunkRows(doc.document_id);
+      expect(rows).toHaveLength(doc.chunk_count);
+      expect(rows.map((c) => c.metadata.position)).toEqual(rows.map((_, i) => i));
+      // In order, every sentence whole in some chunk.
+      const text = rows.map((c) => c.content).join(' ');
+      expect([...Array(1200).keys()].every((i) => text.includes(sentence(i)))).toBe(true);
+      expect(text.indexOf(sentence(1199))).toBeGreaterThan(text.indexOf(sentence(0)));
+      expect(await kb.get('kb')).toMatchObject({ document_count: 1, chunk_count: doc.chunk_count });
     });
 
     it('deletes a document with its chunks and their index entries', async () => {

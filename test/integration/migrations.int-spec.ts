@@ -252,6 +252,8 @@ async function knowledgeRows(ds: DataSource, text: string): Promise<number> {
     size: text.length,
     chunk_count: 1,
     created_at: 1_764_700_000_000,
+    status: 'ready',
+    updated_at: 1_764_700_000_000,
   });
   const { identifiers } = await ds
     .getRepository(KbChunkEntity)

@@ -45,6 +45,8 @@ const doc = (kbId: string, documentId: string, chunks: number): KbDocumentEntity
   size: chunks * 10,
   chunk_count: chunks,
   created_at: 1,
+  status: 'ready',
+  updated_at: 1,
 });
 
 const chunks = (n: number) =>

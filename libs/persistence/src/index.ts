@@ -24,7 +24,12 @@ export { CumulativeDeltas } from './repositories/cumulative-deltas';
 export { StoresRepository } from './repositories/stores.repository';
 export { ToolsRepository, type NewToolRow } from './repositories/tools.repository';
 export { ModelsRepository, type NewModelUsage } from './repositories/models.repository';
-export { KnowledgeRepository, type KbChunkHit, type KbStats } from './repositories/knowledge.repository';
+export {
+  KnowledgeRepository,
+  type KbChunkHit,
+  type KbStats,
+  type NewKbChunk,
+} from './repositories/knowledge.repository';
 export { SteeringRepository, type ConversationTimeline, type SteeringFilter } from './repositories/steering.repository';
 export { WorkspacesRepository, type WorkspaceUsageCounts } from './repositories/workspaces.repository';
 export { HostProcessesRepository, type NewHostProcess } from './repositories/host-processes.repository';

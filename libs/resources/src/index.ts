@@ -12,6 +12,7 @@ export {
 export type { ToolProgressEvent } from './tools/tool-progress';
 export { ToolSourcesService, type ToolSourceView, type ToolView } from './tools/tool-sources.service';
 export { KnowledgeService, type RetrieveRequest } from './knowledge/knowledge.service';
+export { KnowledgeUploads, KB_BATCH } from './knowledge/knowledge-uploads';
 // The tool-source config schemas, for the OpenAPI document (one per kind).
 export { SOURCE_KINDS, mcpStdioConfig, mcpHttpConfig, httpSourceConfig } from './tools/tool-config';
 export type {

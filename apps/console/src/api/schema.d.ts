@@ -485,7 +485,7 @@ export interface paths {
         get: operations["KnowledgeController_documents"];
         put?: never;
         /**
-         * Add a document: chunked and indexed in one transaction
+         * Add a document: chunked and indexed in batches, listed and searched once complete
          * @description JSON {name, content_type, content, metadata}, or the raw text as a text/plain or text/markdown body with ?name=. At most 5 MiB of UTF-8 (JSON bodies are capped at 5 MB in total).
          */
         post: operations["KnowledgeController_upload"];

@@ -37,6 +37,9 @@ export class KnowledgeBaseEntity {
 
 @Entity('kb_documents')
 @Index('idx_kb_documents_kb', ['kb_id'])
+// The documents of a knowledge base that are not ready (searches leave their chunks out): a partial
+// index the migrations create.
+@Index('idx_kb_documents_unready', { synchronize: false })
 export class KbDocumentEntity {
   @PrimaryColumn({ type: 'varchar', length: 64 })
   document_id!: string;
@@ -61,7 +64,21 @@ export class KbDocumentEntity {
 
   @Column({ type: 'bigint', transformer: epochMs })
   created_at!: number;
+
+  /**
+   * `writing` while its chunks are written in batches, `ready` once all are (only ready documents
+   * and their chunks are listed, counted or searched), `deleting` while its chunks are removed
+   * (docs/models-tools-knowledge.md#uploads-in-batches).
+   */
+  @Column({ type: 'varchar', length: 16, default: 'ready' })
+  status!: KbDocumentStatus;
+
+  /** When its last batch was written (an upload older than the abandon age is abandoned). */
+  @Column({ type: 'bigint', transformer: epochMs, default: 0 })
+  updated_at!: number;
 }
+
+export type KbDocumentStatus = 'writing' | 'ready' | 'deleting';
 
 /** Searchable chunks (SQLite FTS5 `kb_chunks_fts`, PostgreSQL tsvector index). */
 @Entity('kb_chunks')

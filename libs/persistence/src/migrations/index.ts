@@ -18,6 +18,7 @@ import { RunnerPresence1767610000000 } from './1767610000000-runner-presence';
 import { DeliverySenders1767630000000 } from './1767630000000-delivery-senders';
 import { CatalogVersion1767640000000 } from './1767640000000-catalog-version';
 import { RunningRunsByWorkspace1767650000000 } from './1767650000000-running-runs-by-workspace';
+import { KbDocumentStatus1767660000000 } from './1767660000000-kb-document-status';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
 export const MIGRATIONS = [
@@ -41,4 +42,5 @@ export const MIGRATIONS = [
   DeliverySenders1767630000000,
   CatalogVersion1767640000000,
   RunningRunsByWorkspace1767650000000,
+  KbDocumentStatus1767660000000,
 ];

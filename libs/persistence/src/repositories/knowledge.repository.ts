@@ -1,8 +1,10 @@
 import { ownedWhere } from './owned-where';
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, MoreThan, QueryFailedError, Repository, type EntityManager } from 'typeorm';
+import type { Database } from 'better-sqlite3';
+import { DataSource, In, LessThan, MoreThan, QueryFailedError, Repository } from 'typeorm';
 import { AgentEntity, KbChunkEntity, KbDocumentEntity, KnowledgeBaseEntity, type JsonObject } from '../entities';
+import { SqliteReadWorker } from '../sqlite-read-worker';
 import { Transactions } from '../transactions';
 
 export type NewKbChunk = Omit<KbChunkEntity, 'id' | 'kb_id' | 'document_id'>;
@@ -24,18 +26,38 @@ export interface KbStats {
 
 const INSERT_BATCH = 500;
 
-/** Knowledge bases, their documents and searchable chunks (FTS5 on SQLite, tsvector on PostgreSQL). */
+/**
+ * Knowledge bases, their documents and searchable chunks (FTS5 on SQLite, tsvector on PostgreSQL).
+ * A document is written in batches, each its own short transaction, and is listed, counted and
+ * searched only once `ready`; a deleted one is `deleting` (invisible) while its chunks are removed
+ * in batches (docs/models-tools-knowledge.md#uploads-in-batches). On a SQLite file database,
+ * searches run in a worker thread (docs/models-tools-knowledge.md#searches-off-the-event-loop).
+ */
 @Injectable()
-export class KnowledgeRepository {
+export class KnowledgeRepository implements OnModuleDestroy {
+  private readonly searches: SqliteReadWorker | undefined;
+
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     @InjectRepository(KnowledgeBaseEntity) private readonly kbs: Repository<KnowledgeBaseEntity>,
     @InjectRepository(KbDocumentEntity) private readonly docs: Repository<KbDocumentEntity>,
     private readonly tx: Transactions,
-  ) {}
+  ) {
+    const sqlite = this.pg ? undefined : (db.driver as { databaseConnection?: Database }).databaseConnection;
+    // `:memory:` has no file another connection could open: its searches stay on the host's connection.
+    this.searches = sqlite && !sqlite.memory ? new SqliteReadWorker(sqlite.name) : undefined;
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.searches?.close();
+  }
 
   private get pg(): boolean {
     return this.db.options.type === 'postgres';
+  }
+
+  private param(n: number): string {
+    return this.pg ? `$${n}` : '?';
   }
 
   /** false when a knowledge base with this id exists. */
@@ -81,6 +103,7 @@ export class KnowledgeRepository {
       .addSelect('COUNT(*)', 'documents')
       .addSelect('COALESCE(SUM(d.chunk_count), 0)', 'chunks')
       .where('d.kb_id IN (:...kbIds)', { kbIds })
+      .andWhere(`d.status = 'ready'`)
       .groupBy('d.kb_id')
       .getRawMany<{ kb_id: string; documents: number | string; chunks: number | string }>();
     for (const r of rows) {
@@ -106,77 +129,178 @@ export class KnowledgeRepository {
       .map((a) => a.agent_id);
   }
 
-  /** Deletes a knowledge base with its documents and chunks, in one transaction; false when absent. */
+  /**
+   * Deletes a knowledge base; its documents (uploads in progress included) become `deleting` in the
+   * same transaction, invisible at once; `purgeDocument` removes their chunks. False when absent.
+   */
   async deleteKnowledgeBase(kbId: string): Promise<boolean> {
     return this.tx.run(async (m) => {
       const r = await m.delete(KnowledgeBaseEntity, { kb_id: kbId });
       if ((r.affected ?? 0) === 0) {
         return false;
       }
-      // By document: kb_chunks is indexed on (document_id, position). The FTS rows go with them.
-      await m.query(
-        `DELETE FROM "kb_chunks" WHERE "document_id" IN (SELECT "document_id" FROM "kb_documents" WHERE "kb_id" = ${this.pg ? '$1' : '?'})`,
-        [kbId],
-      );
-      await m.delete(KbDocumentEntity, { kb_id: kbId });
+      await m.update(KbDocumentEntity, { kb_id: kbId }, { status: 'deleting', updated_at: Date.now() });
       return true;
     });
   }
 
   /**
-   * Stores a document and all its chunks atomically; false (nothing written) when the knowledge
-   * base does not exist. On PostgreSQL the knowledge base row is share-locked, so a concurrent
-   * delete either waits for the upload (and deletes it too) or wins before it starts.
+   * Starts an upload: the document row, `writing` (invisible), with no chunks yet; false (nothing
+   * written) when the knowledge base does not exist. On PostgreSQL the knowledge base row is
+   * share-locked, so a concurrent delete either waits for this row (and marks it `deleting`) or
+   * wins before it.
    */
-  async insertDocument(doc: KbDocumentEntity, chunks: NewKbChunk[]): Promise<boolean> {
+  async beginDocument(doc: KbDocumentEntity): Promise<boolean> {
     return this.tx.run(async (m) => {
       const lock = this.pg ? ' FOR SHARE' : '';
       const found: unknown[] = await m.query(
-        `SELECT "kb_id" FROM "knowledge_bases" WHERE "kb_id" = ${this.pg ? '$1' : '?'}${lock}`,
+        `SELECT "kb_id" FROM "knowledge_bases" WHERE "kb_id" = ${this.param(1)}${lock}`,
         [doc.kb_id],
       );
       if (found.length === 0) {
         return false;
       }
-      await m.insert(KbDocumentEntity, doc);
-      for (let i = 0; i < chunks.length; i += INSERT_BATCH) {
-        const rows = chunks
-          .slice(i, i + INSERT_BATCH)
-          .map((c) => ({ ...c, kb_id: doc.kb_id, document_id: doc.document_id }));
-        await m.createQueryBuilder().insert().into(KbChunkEntity).values(rows).updateEntity(false).execute();
-      }
-      return true;
-    });
-  }
-
-  async getDocument(kbId: string, documentId: string): Promise<KbDocumentEntity | null> {
-    return this.docs.findOne({ where: { kb_id: kbId, document_id: documentId } });
-  }
-
-  /** Documents of a knowledge base ordered by id (ids sort by creation time), after `afterId`. */
-  async documents(kbId: string, afterId: string | null, limit: number): Promise<KbDocumentEntity[]> {
-    return this.docs.find({
-      where: afterId ? { kb_id: kbId, document_id: MoreThan(afterId) } : { kb_id: kbId },
-      order: { document_id: 'ASC' },
-      take: limit,
-    });
-  }
-
-  /** Deletes a document and its chunks in one transaction; false when absent. */
-  async deleteDocument(kbId: string, documentId: string): Promise<boolean> {
-    return this.tx.run(async (m: EntityManager) => {
-      const r = await m.delete(KbDocumentEntity, { kb_id: kbId, document_id: documentId });
-      if ((r.affected ?? 0) === 0) {
-        return false;
-      }
-      await m.delete(KbChunkEntity, { document_id: documentId });
+      await m.insert(KbDocumentEntity, { ...doc, status: 'writing', updated_at: Date.now() });
       return true;
     });
   }
 
   /**
-   * Chunks of one knowledge base matching any of `words` and every filter, best first, at most
-   * `limit`. Words are plain words (letters, digits, marks): each goes in quoted, so nothing the
+   * Appends chunks to a document being written, in one short transaction; false (nothing written)
+   * when it is no longer `writing` — its knowledge base was deleted, or the upload was given up as
+   * abandoned. On PostgreSQL the document row is locked, so neither happens during the batch.
+   */
+  async appendChunks(doc: Pick<KbDocumentEntity, 'kb_id' | 'document_id'>, chunks: NewKbChunk[]): Promise<boolean> {
+    return this.tx.run(async (m) => {
+      const lock = this.pg ? ' FOR UPDATE' : '';
+      const rows: Array<{ status: string }> = await m.query(
+        `SELECT "status" FROM "kb_documents" WHERE "document_id" = ${this.param(1)}${lock}`,
+        [doc.document_id],
+      );
+      if (rows[0]?.status !== 'writing') {
+        return false;
+      }
+      await m.update(KbDocumentEntity, { document_id: doc.document_id }, { updated_at: Date.now() });
+      for (let i = 0; i < chunks.length; i += INSERT_BATCH) {
+        const values = chunks
+          .slice(i, i + INSERT_BATCH)
+          .map((c) => ({ ...c, kb_id: doc.kb_id, document_id: doc.document_id }));
+        await m.createQueryBuilder().insert().into(KbChunkEntity).values(values).updateEntity(false).execute();
+      }
+      return true;
+    });
+  }
+
+  /** Makes a written document visible: `ready`, with its chunk count; false when it is no longer `writing`. */
+  async completeDocument(documentId: string, chunkCount: number): Promise<boolean> {
+    const r = await this.docs.update(
+      { document_id: documentId, status: 'writing' },
+      { status: 'ready', chunk_count: chunkCount, updated_at: Date.now() },
+    );
+    return (r.affected ?? 0) > 0;
+  }
+
+  /** Gives an upload up: `writing` → `deleting` (`purgeDocument` then removes what it wrote). */
+  async abandonDocument(documentId: string): Promise<void> {
+    await this.docs.update(
+      { document_id: documentId, status: 'writing' },
+      { status: 'deleting', updated_at: Date.now() },
+    );
+  }
+
+  /**
+   * Uploads no batch has touched for `abandonAfterMs`, except `live` ones, become `deleting`: a
+   * process died mid-upload. On SQLite, which one process owns (docs/durability.md#one-process-per-sqlite-database),
+   * every upload but `live` ones is such a one, whatever its age. On PostgreSQL an upload's batch
+   * holds its row's lock: this update waits for it, then sees its new `updated_at` and leaves it.
+   */
+  async abandonStaleUploads(live: ReadonlySet<string>, abandonAfterMs: number): Promise<number> {
+    const before = this.pg ? Date.now() - abandonAfterMs : Number.MAX_SAFE_INTEGER;
+    const stale = await this.docs.find({
+      select: { document_id: true },
+      where: { status: 'writing', updated_at: LessThan(before) },
+    });
+    let abandoned = 0;
+    for (const { document_id } of stale) {
+      if (!live.has(document_id)) {
+        const r = await this.docs.update(
+          { document_id, status: 'writing', updated_at: LessThan(before) },
+          { status: 'deleting', updated_at: Date.now() },
+        );
+        abandoned += r.affected ?? 0;
+      }
+    }
+    return abandoned;
+  }
+
+  /** Ids of documents being deleted, at most `limit`. */
+  async deletingDocuments(limit: number): Promise<string[]> {
+    const rows = await this.docs.find({
+      select: { document_id: true },
+      where: { status: 'deleting' },
+      order: { document_id: 'ASC' },
+      take: limit,
+    });
+    return rows.map((r) => r.document_id);
+  }
+
+  /**
+   * Removes chunks of a `deleting` document in one short transaction — up to `rows` of them, and
+   * no more than about `chars` characters of content (their index entries go with them) — and,
+   * once none is left, the document row. True when the document is gone.
+   */
+  async purgeDocument(documentId: string, rows: number, chars: number): Promise<boolean> {
+    return this.tx.run(async (m) => {
+      const found: Array<{ id: number | string; size: number | string }> = await m.query(
+        `SELECT "id", length("content") AS "size" FROM "kb_chunks" WHERE "document_id" = ${this.param(1)} LIMIT ${this.param(2)}`,
+        [documentId, rows],
+      );
+      if (found.length > 0) {
+        const ids: number[] = [];
+        let total = 0;
+        for (const r of found) {
+          ids.push(Number(r.id));
+          total += Number(r.size);
+          if (total >= chars) {
+            break;
+          }
+        }
+        await m.delete(KbChunkEntity, { id: In(ids) });
+        return false;
+      }
+      await m.delete(KbDocumentEntity, { document_id: documentId, status: 'deleting' });
+      return true;
+    });
+  }
+
+  /** A ready document (uploads in progress and deleted documents are not found). */
+  async getDocument(kbId: string, documentId: string): Promise<KbDocumentEntity | null> {
+    return this.docs.findOne({ where: { kb_id: kbId, document_id: documentId, status: 'ready' } });
+  }
+
+  /** Ready documents of a knowledge base ordered by id (ids sort by creation time), after `afterId`. */
+  async documents(kbId: string, afterId: string | null, limit: number): Promise<KbDocumentEntity[]> {
+    return this.docs.find({
+      where: afterId
+        ? { kb_id: kbId, status: 'ready', document_id: MoreThan(afterId) }
+        : { kb_id: kbId, status: 'ready' },
+      order: { document_id: 'ASC' },
+      take: limit,
+    });
+  }
+
+  /** Deletes a ready document: `deleting` at once (invisible); `purgeDocument` removes its chunks. False when absent. */
+  async deleteDocument(kbId: string, documentId: string): Promise<boolean> {
+    const r = await this.docs.update(
+      { kb_id: kbId, document_id: documentId, status: 'ready' },
+      { status: 'deleting', updated_at: Date.now() },
+    );
+    return (r.affected ?? 0) > 0;
+  }
+
+  /**
+   * Chunks of one knowledge base's ready documents matching any of `words` and every filter, best
+   * first, at most `limit`. Words are plain words (letters, digits, marks): each goes in quoted, so nothing the
    * caller typed is read as full-text syntax. Both sides stem (FTS5 `porter`, PostgreSQL `english`:
    * migration KbStemming), so "erupt" finds "erupts". SQLite ranks by bm25 (negative, lower is
    * better), PostgreSQL by ts_rank; either raw figure means little to a reader (bm25 of a few
@@ -191,19 +315,25 @@ export class KnowledgeRepository {
       params.push(v);
       return this.pg ? `$${params.length}` : '?';
     };
-    const rows: Array<{ id: number | string; content: string; metadata: string; rank: number | string }> = this.pg
+    type Row = { id: number | string; content: string; metadata: string; rank: number | string };
+    // Chunks of documents not (or no longer) ready are left out: the few such documents of this
+    // knowledge base are read once per search (a partial index), not joined per matching chunk.
+    const unready = () =>
+      `c."document_id" NOT IN (SELECT "document_id" FROM "kb_documents" WHERE "kb_id" = ${p(kbId)} AND "status" <> 'ready')`;
+    const rows: Row[] = this.pg
       ? await this.db.query(
           `SELECT c."id", c."content", c."metadata", ts_rank(to_tsvector('english', c."content"), q) AS "rank"
              FROM "kb_chunks" c CROSS JOIN to_tsquery('english', ${p(words.map((w) => `'${w}'`).join(' | '))}) q
-            WHERE to_tsvector('english', c."content") @@ q AND c."kb_id" = ${p(kbId)}
+            WHERE to_tsvector('english', c."content") @@ q AND c."kb_id" = ${p(kbId)} AND ${unready()}
               ${filters.map(([k, v]) => `AND (c."metadata"::jsonb -> ${p(k)}::text) = ${p(JSON.stringify(v))}::jsonb`).join(' ')}
             ORDER BY "rank" DESC, c."id" ASC LIMIT ${p(limit)}`,
           params,
         )
-      : await this.db.query(
+      : await this.sqliteRead<Row>(
           `SELECT c."id", c."content", c."metadata", bm25("kb_chunks_fts") AS "rank"
              FROM "kb_chunks_fts" JOIN "kb_chunks" c ON c."id" = "kb_chunks_fts"."rowid"
             WHERE "kb_chunks_fts" MATCH ${p(words.map((w) => `"${w}"`).join(' OR '))} AND c."kb_id" = ${p(kbId)}
+              AND ${unready()}
               ${filters.map((f) => `AND ${sqliteFilter(f, p)}`).join(' ')}
             ORDER BY "rank" ASC, c."id" ASC LIMIT ${p(limit)}`,
           params,
@@ -218,6 +348,11 @@ export class KnowledgeRepository {
       // Rows come best first; a degenerate best (0) makes every hit equally good.
       score: best > 0 ? Math.min(1, Math.max(relevance[i], 0) / best) : 1,
     }));
+  }
+
+  /** A SQLite read: in the worker thread on a file database, on the host's connection for `:memory:`. */
+  private sqliteRead<T>(sql: string, params: unknown[]): Promise<T[]> {
+    return this.searches ? this.searches.all<T>(sql, params) : this.db.query(sql, params);
   }
 }
 

@@ -33,11 +33,22 @@ const HEADING = /^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$/;
 const FENCE = /^ {0,3}(`{3,}|~{3,})/;
 
 export function chunkDocument(text: string, opts: ChunkOptions): Chunk[] {
+  return [...documentChunks(text, opts)];
+}
+
+/**
+ * The chunks of chunkDocument, one at a time: a caller takes as many as it wants to handle in one
+ * turn of the event loop (an upload writes them in batches: docs/models-tools-knowledge.md#uploads-in-batches).
+ * Each chunk costs at most O(chunk_size) to produce, after O(text) to split Markdown into sections.
+ */
+export function* documentChunks(text: string, opts: ChunkOptions): Generator<Chunk, void, undefined> {
   const normalized = text.replace(/\r\n?/g, '\n');
   const sections = opts.markdown ? markdownSections(normalized) : [{ heading: null, text: normalized, bare: false }];
-  return sections.flatMap((s) =>
-    chunkText(s.text, opts.chunk_size, opts.chunk_overlap).map((content) => ({ content, heading: s.heading })),
-  );
+  for (const s of sections) {
+    for (const content of textChunks(s.text, opts.chunk_size, opts.chunk_overlap)) {
+      yield { content, heading: s.heading };
+    }
+  }
 }
 
 /** Sections at ATX headings; a heading with no text of its own joins the section after it. */
@@ -88,14 +99,17 @@ const SPACE = /\s/;
 
 /** Chunks of one section, trimmed, none empty. */
 export function chunkText(text: string, size: number, overlap: number): string[] {
-  const chunks: string[] = [];
+  return [...textChunks(text, size, overlap)];
+}
+
+function* textChunks(text: string, size: number, overlap: number): Generator<string, void, undefined> {
   let start = skipSpace(text, 0);
   let prevEnd = start;
   while (start < text.length) {
     const end = text.length - start <= size ? text.length : breakPoint(text, start, size, prevEnd);
     const piece = text.slice(start, end).trim();
     if (piece !== '') {
-      chunks.push(piece);
+      yield piece;
     }
     if (end >= text.length || text.slice(end).trim() === '') {
       break;
@@ -104,7 +118,6 @@ export function chunkText(text: string, size: number, overlap: number): string[]
     start = overlapStart(text, start, end, back);
     prevEnd = end;
   }
-  return chunks;
 }
 
 /** Where a chunk starting at `start` ends (exclusive); always after `prevEnd`. */

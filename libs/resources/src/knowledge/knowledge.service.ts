@@ -5,7 +5,8 @@ import type { CatalogKnowledgeBase } from '@libs/authz';
 import { KnowledgeRepository, type KbDocumentEntity, type KnowledgeBaseEntity } from '@libs/persistence';
 import { DomainError, readPage } from '@libs/protocol';
 import type { ResourceCall } from '../resource-call';
-import { chunkDocument } from './chunker';
+import { documentChunks } from './chunker';
+import { KnowledgeUploads } from './knowledge-uploads';
 import {
   chunkSettings,
   CONTENT_TYPES,
@@ -57,7 +58,10 @@ function newDocumentId(): string {
 /** Knowledge bases: documents chunked on ingestion, retrieval by full-text search. */
 @Injectable()
 export class KnowledgeService {
-  constructor(private readonly repo: KnowledgeRepository) {}
+  constructor(
+    private readonly repo: KnowledgeRepository,
+    private readonly uploads: KnowledgeUploads,
+  ) {}
 
   async catalog(): Promise<CatalogKnowledgeBase[]> {
     return (await this.repo.knowledgeBases()).map((kb) => ({
@@ -119,7 +123,8 @@ export class KnowledgeService {
   /**
    * Deletes a knowledge base with its documents and chunks. Refused (conflict) while an agent's
    * resource_policy.allowed_kb_ids names it: remove it from those agents first. Runs already
-   * started with it get not_found from retrieve afterwards.
+   * started with it get not_found from retrieve afterwards. Its documents are invisible at once;
+   * their chunks are removed in batches before this resolves (docs/models-tools-knowledge.md#uploads-in-batches).
    */
   async remove(kbId: string): Promise<void> {
     await this.entity(kbId);
@@ -134,9 +139,13 @@ export class KnowledgeService {
     if (!(await this.repo.deleteKnowledgeBase(kbId))) {
       throw notFound(kbId);
     }
+    await this.uploads.sweep();
   }
 
-  /** Validates, chunks and stores a document with its chunks in one transaction. */
+  /**
+   * Validates, chunks and stores a document with its chunks, in batches; searches and listings
+   * see it only once all of it is stored (docs/models-tools-knowledge.md#uploads-in-batches).
+   */
   async addDocument(kbId: string, input: DocumentInput): Promise<DocumentView> {
     const kb = await this.entity(kbId);
     if (typeof input.name !== 'string' || input.name.trim() === '' || input.name.length > 255) {
@@ -165,21 +174,26 @@ export class KnowledgeService {
     }
     const metadata = documentMetadata(input.metadata);
     const document_id = newDocumentId();
-    const chunks = chunkDocument(input.content, {
+    const chunks = documentChunks(input.content, {
       chunk_size: kb.chunk_size,
       chunk_overlap: kb.chunk_overlap,
       markdown: input.content_type === 'text/markdown',
-    }).map((c, position) => ({
-      position,
-      content: c.content,
-      metadata: {
-        ...metadata,
-        document_id,
-        document_name: input.name,
-        position,
-        ...(c.heading !== null ? { heading: c.heading } : {}),
-      },
-    }));
+    });
+    const name = input.name;
+    const rows = (function* () {
+      let position = 0;
+      for (const c of chunks) {
+        const chunkMetadata = {
+          ...metadata,
+          document_id,
+          document_name: name,
+          position,
+          ...(c.heading !== null ? { heading: c.heading } : {}),
+        };
+        yield { position: position++, content: c.content, metadata: chunkMetadata };
+      }
+    })();
+    const now = Date.now();
     const doc: KbDocumentEntity = {
       document_id,
       kb_id: kbId,
@@ -187,12 +201,13 @@ export class KnowledgeService {
       content_type: input.content_type,
       metadata,
       size,
-      chunk_count: chunks.length,
-      created_at: Date.now(),
+      chunk_count: 0,
+      created_at: now,
+      status: 'writing',
+      updated_at: now,
     };
-    if (!(await this.repo.insertDocument(doc, chunks))) {
-      throw notFound(kbId);
-    }
+    doc.chunk_count = await this.uploads.write(doc, rows);
+    doc.status = 'ready';
     return documentView(doc);
   }
 
@@ -222,9 +237,12 @@ export class KnowledgeService {
     return documentView(doc);
   }
 
+  /** The document is invisible at once; its chunks are removed in batches before this resolves. */
   async removeDocument(kbId: string, documentId: string): Promise<void> {
     await this.document(kbId, documentId);
-    await this.repo.deleteDocument(kbId, documentId);
+    if (await this.repo.deleteDocument(kbId, documentId)) {
+      await this.uploads.purge(documentId);
+    }
   }
 
   /** Best chunks first; the same search serves runners (retrieve) and the admin API. */

@@ -60,6 +60,14 @@ export function kbView(kb: KnowledgeBaseEntity, stats: KbStats | undefined): Kno
 }
 
 export function documentView(d: KbDocumentEntity): DocumentView {
-  const { created_at, ...rest } = d;
-  return { ...rest, created_at: iso(created_at) };
+  return {
+    document_id: d.document_id,
+    kb_id: d.kb_id,
+    name: d.name,
+    content_type: d.content_type,
+    metadata: d.metadata,
+    size: d.size,
+    chunk_count: d.chunk_count,
+    created_at: iso(d.created_at),
+  };
 }

@@ -129,7 +129,7 @@ export class KnowledgeController {
   @RouteConfig({ [TEXT_BODY]: true })
   @UseInterceptors(TextDocumentInterceptor)
   @ApiOperation({
-    summary: 'Add a document: chunked and indexed in one transaction',
+    summary: 'Add a document: chunked and indexed in batches, listed and searched once complete',
     description:
       'JSON {name, content_type, content, metadata}, or the raw text as a text/plain or text/markdown body with ?name=. At most 5 MiB of UTF-8 (JSON bodies are capped at 5 MB in total).',
   })
