@@ -32,7 +32,7 @@ parentPort.on('message', (m) => {
 /** How long a statement in the worker waits for a busy database (off the event loop). */
 const WORKER_BUSY_MS = 10_000;
 
-type Pending = { resolve: (rows: unknown[]) => void; reject: (e: Error) => void };
+type Pending = { worker: Worker; resolve: (rows: unknown[]) => void; reject: (e: Error) => void };
 
 /**
  * Read-only statements of a SQLite file database, run in a worker thread. Started at the first
@@ -54,7 +54,7 @@ export class SqliteReadWorker {
     const worker = this.started();
     const id = ++this.nextId;
     return new Promise<T[]>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (rows: unknown[]) => void, reject });
+      this.pending.set(id, { worker, resolve: resolve as (rows: unknown[]) => void, reject });
       worker.postMessage({ id, sql, params });
     });
   }
@@ -97,7 +97,7 @@ export class SqliteReadWorker {
       if (this.worker === worker) {
         this.worker = undefined;
       }
-      this.failAll(e);
+      this.failAll(e, worker);
     };
     worker.on('error', gone);
     worker.on('exit', (code) => gone(new Error(`the SQLite read worker exited (${code})`)));
@@ -105,10 +105,13 @@ export class SqliteReadWorker {
     return worker;
   }
 
-  private failAll(e: Error): void {
-    for (const p of this.pending.values()) {
-      p.reject(e);
+  /** Fails the statements `worker` held (all, without one): a worker started after it keeps its own. */
+  private failAll(e: Error, worker?: Worker): void {
+    for (const [id, p] of this.pending) {
+      if (worker === undefined || p.worker === worker) {
+        this.pending.delete(id);
+        p.reject(e);
+      }
     }
-    this.pending.clear();
   }
 }

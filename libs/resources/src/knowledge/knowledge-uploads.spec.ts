@@ -1,4 +1,5 @@
-import { KB_BATCH, nextBatch } from './knowledge-uploads';
+import type { KnowledgeRepository } from '@libs/persistence';
+import { KB_BATCH, KnowledgeUploads, nextBatch } from './knowledge-uploads';
 
 const chunk = (position: number, chars: number) => ({ position, content: 'x'.repeat(chars), metadata: {} });
 
@@ -29,5 +30,33 @@ describe('nextBatch', () => {
     };
     nextBatch(it);
     expect(pulled).toBe(KB_BATCH.rows);
+  });
+});
+
+describe('KnowledgeUploads at shutdown', () => {
+  it('stops a sweep between batches and leaves what is left for the next boot', async () => {
+    let purges = 0;
+    const repo = {
+      abandonStaleUploads: () => Promise.resolve(0),
+      // A document with more chunks than the sweep can remove before shutdown: it stays `deleting`.
+      // (a turn of its own, as a database read takes: a sweep that never stopped would hold the loop)
+      deletingDocuments: async () => {
+        await new Promise((r) => setImmediate(r));
+        return ['doc-1'];
+      },
+      purgeDocument: () => {
+        purges += 1;
+        return Promise.resolve(false);
+      },
+    };
+    const uploads = new KnowledgeUploads(repo as unknown as KnowledgeRepository);
+    uploads.onApplicationBootstrap();
+    while (purges < 3) {
+      await new Promise((r) => setImmediate(r));
+    }
+    await uploads.onModuleDestroy();
+    const after = purges;
+    await new Promise((r) => setTimeout(r, 20));
+    expect(purges).toBe(after);
   });
 });

@@ -132,9 +132,11 @@ export class KnowledgeUploads implements OnApplicationBootstrap, OnModuleDestroy
     if (abandoned > 0) {
       this.log.warn(`gave up ${abandoned} knowledge upload(s) a stopped process left unfinished`);
     }
+    // At shutdown `purge` stops between batches and leaves its document `deleting`: the loop
+    // stops with it (the same ids would come back forever), and the next boot's sweep goes on.
     for (
       let ids = await this.repo.deletingDocuments(100);
-      ids.length > 0;
+      ids.length > 0 && !this.stopping;
       ids = await this.repo.deletingDocuments(100)
     ) {
       for (const id of ids) {
