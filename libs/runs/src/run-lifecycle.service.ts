@@ -51,13 +51,6 @@ const PERSISTENCE_FAILED: HostVerdict = {
 };
 
 /**
- * The owner of every active run (docs/architecture.md#the-life-of-a-run): it starts the run's
- * state machine (ActiveRun) and is the only code that hands it verdicts, writes its end and opens
- * and ends its results channel. Results persisted, deadline, cancel, disconnect, the end of a
- * run, recovery: every write goes through the one writer, in the run's arrival order; a reader
- * is shown a result only after it committed.
- */
-/**
  * After the commit of huge ops (a 16 MiB `message.final`), one turn of the event loop before they
  * are shown: their SSE frames are built and written in a task of their own, not in the commit's
  * (docs/delivery.md#long-answers). Publishing stays in the run's order: its next step waits. Only
@@ -67,6 +60,13 @@ function turnAfterHugeCommit(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
+/**
+ * The owner of every active run (docs/architecture.md#the-life-of-a-run): it starts the run's
+ * state machine (ActiveRun) and is the only code that hands it verdicts, writes its end and opens
+ * and ends its results channel. Results persisted, deadline, cancel, disconnect, the end of a
+ * run, recovery: every write goes through the one writer, in the run's arrival order; a reader
+ * is shown a result only after it committed.
+ */
 @Injectable()
 export class RunLifecycleService implements RunSteps, OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('RunLifecycle');
