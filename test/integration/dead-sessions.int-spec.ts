@@ -13,11 +13,10 @@ import {
   RunsRepository,
   sessionName,
   type AdmissionRows,
-  type RunEnd,
   type RunLease,
 } from '@libs/persistence';
 import { postgresDatabase, storesModule, type TestDatabase } from './support/databases';
-import { logOf, newEvent, newResult, newRun, T0 } from './support/run-rows';
+import { interruptedEnd as interrupted, logOf, newEvent, newResult, newRun, T0 } from './support/run-rows';
 
 jest.setTimeout(60_000);
 
@@ -38,15 +37,6 @@ const config = {
   grpc: { host: '0.0.0.0', port: 50051, maxConcurrentStreams: 1 },
   cluster: { heartbeatMs: 100, leaseMs: LEASE_MS, advertiseHost: 'it', signalBus: 'memory', nats: null, pollMs: 1000 },
 } as unknown as AppConfig;
-
-const interrupted: RunEnd = {
-  status: 'interrupted',
-  status_reason: 'the host process running it stopped',
-  error_code: 'host.interrupted',
-  retryable: true,
-  usage: null,
-  finished_at: T0 + 100,
-};
 
 /** A run started at admission, claimed by `owner` (attempt 1), in a conversation of its own. */
 function admitRows(owner: string): AdmissionRows {

@@ -19,7 +19,7 @@ import {
   type RunLease,
 } from '@libs/persistence';
 import { DIALECTS, isPostgres, storesModule, type TestDatabase } from './support/databases';
-import { logOf, newEvent, newResult, newRun, T0 } from './support/run-rows';
+import { interruptedEnd as interrupted, logOf, newEvent, newResult, newRun, T0 } from './support/run-rows';
 
 jest.setTimeout(60_000);
 
@@ -38,15 +38,6 @@ const completed: RunEnd = {
   retryable: null,
   usage: null,
   finished_at: T0 + 50,
-};
-
-const interrupted: RunEnd = {
-  status: 'interrupted',
-  status_reason: 'the host process running it stopped',
-  error_code: 'host.interrupted',
-  retryable: true,
-  usage: null,
-  finished_at: T0 + 100,
 };
 
 function startRows(owner: string): AdmissionRows {

@@ -17,11 +17,10 @@ import {
   type ConversationRef,
   type DecisionTable,
   type NewResult,
-  type RunEnd,
   type RunLease,
 } from '@libs/persistence';
 import { DIALECTS, isPostgres, storesModule, type TestDatabase } from './support/databases';
-import { logOf, newEvent, newResult, newRun, T0 } from './support/run-rows';
+import { interruptedEnd as interrupted, logOf, newEvent, newResult, newRun, T0 } from './support/run-rows';
 
 jest.setTimeout(60_000);
 
@@ -74,15 +73,6 @@ function admitRows(
     },
   };
 }
-
-const interrupted: RunEnd = {
-  status: 'interrupted',
-  status_reason: 'the host process running it stopped',
-  error_code: 'host.interrupted',
-  retryable: true,
-  usage: null,
-  finished_at: T0 + 100,
-};
 
 function terminalOf(runId: string): NewResult {
   return newResult(runId, 0, { type: 'run.failed', source: 'host', data: { code: 'host.interrupted' } });

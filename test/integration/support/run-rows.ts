@@ -144,3 +144,13 @@ export function completed(at = T0 + 1000): RunEnd {
     finished_at: at,
   };
 }
+
+/** The end the dead-owner sweep writes for a run whose process stopped (the fence and lease suites). */
+export const interruptedEnd: RunEnd = {
+  status: 'interrupted',
+  status_reason: 'the host process running it stopped',
+  error_code: 'host.interrupted',
+  retryable: true,
+  usage: null,
+  finished_at: T0 + 100,
+};
