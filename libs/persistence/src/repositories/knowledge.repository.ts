@@ -4,7 +4,8 @@ import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import type { Database } from 'better-sqlite3';
 import { DataSource, In, LessThan, MoreThan, QueryFailedError, Repository } from 'typeorm';
 import { AgentEntity, KbChunkEntity, KbDocumentEntity, KnowledgeBaseEntity, type JsonObject } from '../entities';
-import { SqliteReadWorker } from '../sqlite-read-worker';
+import type { HostDataSourceOptions } from '../data-source';
+import { defaultReadWorkers, SqliteReadWorker } from '../sqlite-read-worker';
 import { Transactions } from '../transactions';
 
 export type NewKbChunk = Omit<KbChunkEntity, 'id' | 'kb_id' | 'document_id'>;
@@ -45,7 +46,9 @@ export class KnowledgeRepository implements OnModuleDestroy {
   ) {
     const sqlite = this.pg ? undefined : (db.driver as { databaseConnection?: Database }).databaseConnection;
     // `:memory:` has no file another connection could open: its searches stay on the host's connection.
-    this.searches = sqlite && !sqlite.memory ? new SqliteReadWorker(sqlite.name) : undefined;
+    // A small pool: concurrent searches run side by side (docs/models-tools-knowledge.md#searches-off-the-event-loop).
+    const size = (db.options as HostDataSourceOptions).searchWorkers ?? defaultReadWorkers();
+    this.searches = sqlite && !sqlite.memory ? new SqliteReadWorker(sqlite.name, size) : undefined;
   }
 
   async onModuleDestroy(): Promise<void> {
