@@ -54,9 +54,20 @@ describe('knowledge chunks with a stored tsvector on postgres', () => {
       ['idx_kb_chunks_tsv', 'gin (content_tsv)'],
     ]);
 
+    // TypeORM can load the table's shape (it reads a generated column's expression from typeorm_metadata).
+    const runner = ds.createQueryRunner();
+    try {
+      const column = (await runner.getTable('kb_chunks'))?.findColumnByName('content_tsv');
+      expect(column).toMatchObject({ generatedType: 'STORED', asExpression: `to_tsvector('english', "content")` });
+    } finally {
+      await runner.release();
+    }
+
     await ds.undoLastMigration();
 
     expect(await hasColumn()).toBe(false);
+    const metadata = await ds.query<unknown[]>(`SELECT 1 FROM pg_tables WHERE tablename = 'typeorm_metadata'`);
+    expect(metadata).toEqual([]);
     expect(await indexes()).toEqual([
       ['idx_kb_chunks_doc', 'btree (document_id, "position")'],
       ['idx_kb_chunks_fts', `gin (to_tsvector('english'::regconfig, content))`],

@@ -78,6 +78,8 @@ function allTables(ds: DataSource, applied = MIGRATIONS.length): string[] {
     ...(applied >= 17 ? ['runner_presence'] : []),
     ...(applied >= 18 ? ['delivery_senders'] : []),
     ...(applied >= 19 ? ['catalog_version'] : []),
+    // TypeORM's record of generated columns (KbStoredTsvector's `content_tsv`).
+    ...(applied >= 22 && !sqlite ? ['typeorm_metadata'] : []),
     'migrations',
   ].sort();
 }
@@ -883,10 +885,16 @@ describe('postgres schema vs entities', () => {
     expect(isPostgres(ds)).toBe(true);
 
     const pending = await ds.driver.createSchemaBuilder().log();
-    // Only the PostgreSQL-only columns no entity declares, which TypeORM would drop.
-    const pgOnly = Object.entries(PG_ONLY_COLUMNS).flatMap(([table, columns]) =>
-      columns.map((c) => `ALTER TABLE "${table}" DROP COLUMN "${c}"`),
-    );
-    expect(pending.upQueries.map((q) => q.query)).toEqual(pgOnly);
+    // Only the PostgreSQL-only column no entity declares (PG_ONLY_COLUMNS), which TypeORM would
+    // drop with its index and its typeorm_metadata row.
+    expect(PG_ONLY_COLUMNS).toEqual({ kb_chunks: ['content_tsv'] });
+    expect(pending.upQueries.map((q) => [q.query, q.parameters ?? []])).toEqual([
+      [`DROP INDEX "public"."idx_kb_chunks_tsv"`, []],
+      [`ALTER TABLE "kb_chunks" DROP COLUMN "content_tsv"`, []],
+      [
+        `DELETE FROM "typeorm_metadata" WHERE "type" = $1 AND "name" = $2 AND "database" = $3 AND "schema" = $4 AND "table" = $5`,
+        ['GENERATED_COLUMN', 'content_tsv', expect.any(String), 'public', 'kb_chunks'],
+      ],
+    ]);
   });
 });
