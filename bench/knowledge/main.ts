@@ -25,6 +25,7 @@ const USAGE = `usage: node dist/bench/knowledge/main.js [options]
   --host-dist DIR   the build whose host to run (default this one's dist), e.g. /work/base/dist for A/B
   --chunks N        chunks in the base before the searches (default 170000; 0 skips the search phase)
   --searches N      searches timed (default 40)
+  --concurrency N   searches in flight at once (default 1), each loop on its own connection
   --pg-url URL      PostgreSQL admin URL (default $BENCH_PG_URL or postgres://postgres@127.0.0.1:5432/postgres)
   --json FILE       also write the figures as JSON to FILE
   -h, --help        this text`;
@@ -34,6 +35,7 @@ interface Options {
   hostMain: string | undefined;
   chunks: number;
   searches: number;
+  concurrency: number;
   pgUrl: string;
   json: string | null;
 }
@@ -50,6 +52,7 @@ function options(argv: string[]): Options | 'help' {
         'host-dist': { type: 'string' },
         chunks: { type: 'string' },
         searches: { type: 'string' },
+        concurrency: { type: 'string' },
         'pg-url': { type: 'string' },
         json: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -79,6 +82,7 @@ function options(argv: string[]): Options | 'help' {
     hostMain: v['host-dist'] ? path.resolve(v['host-dist'], 'apps', 'host', 'src', 'main.js') : undefined,
     chunks: int('chunks', v.chunks, 170_000),
     searches: int('searches', v.searches, 40),
+    concurrency: Math.max(1, int('concurrency', v.concurrency, 1)),
     pgUrl: v['pg-url'] ?? process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
     json: v.json ?? null,
   };
@@ -165,6 +169,9 @@ interface DbFigures {
   fill_ms: number;
   search: Summary | null;
   search_hits: number;
+  /** Wall time of the whole search phase (all `--searches`, `concurrency` at a time). */
+  search_wall_ms: number | null;
+  concurrency: number;
   search_probe: Summary | null;
 }
 
@@ -206,6 +213,7 @@ async function measure(db: 'sqlite' | 'postgres', o: Options): Promise<DbFigures
     let search: Summary | null = null;
     let searchProbe: Summary | null = null;
     let hits = 0;
+    let searchWallMs: number | null = null;
     if (o.chunks > 0 && o.searches > 0) {
       const query = { query_text: 'river alpha basin cedar', top_k: 10 };
       for (let i = 0; i < 3; i++) {
@@ -213,15 +221,26 @@ async function measure(db: 'sqlite' | 'postgres', o: Options): Promise<DbFigures
       }
       const sp = new Prober(host);
       const lat: number[] = [];
-      for (let i = 0; i < o.searches; i++) {
-        const s0 = performance.now();
-        const r = (await http.expect(200, 'POST', '/v1/admin/knowledge-bases/kb/search', query)) as {
-          results: unknown[];
-        };
-        lat.push(performance.now() - s0);
-        hits = r.results.length;
-        await sleep(5);
-      }
+      // `--concurrency` loops take the searches one at a time from a shared count, each on its own
+      // connection; the wall time of the phase shows whether concurrent searches queue.
+      let left = o.searches;
+      const w0 = performance.now();
+      await Promise.all(
+        Array.from({ length: o.concurrency }, async (_, k) => {
+          const client = k === 0 ? http : new HostHttp(host.url, host.adminKey);
+          while (left > 0) {
+            left--;
+            const s0 = performance.now();
+            const r = (await client.expect(200, 'POST', '/v1/admin/knowledge-bases/kb/search', query)) as {
+              results: unknown[];
+            };
+            lat.push(performance.now() - s0);
+            hits = r.results.length;
+            await sleep(5);
+          }
+        }),
+      );
+      searchWallMs = performance.now() - w0;
       searchProbe = await sp.stop();
       search = summarize(lat);
       process.stderr.write(
@@ -238,6 +257,8 @@ async function measure(db: 'sqlite' | 'postgres', o: Options): Promise<DbFigures
       fill_ms: fillMs,
       search,
       search_hits: hits,
+      search_wall_ms: searchWallMs,
+      concurrency: o.concurrency,
       search_probe: searchProbe,
     };
   } finally {
@@ -275,6 +296,7 @@ async function main(): Promise<number> {
         'base chunks',
         'search p50',
         'search max',
+        'search phase (wall)',
         'probe max during searches',
       ],
       rows.map((r) => [
@@ -287,6 +309,7 @@ async function main(): Promise<number> {
         fmtInt(r.base_chunks),
         r.search ? fmtDuration(r.search.p50) : '—',
         r.search ? fmtDuration(r.search.max) : '—',
+        r.search_wall_ms === null ? '—' : `${fmtDuration(r.search_wall_ms)} (${r.concurrency} at a time)`,
         r.search_probe ? fmtDuration(r.search_probe.max) : '—',
       ]),
     ),
@@ -311,6 +334,8 @@ async function main(): Promise<number> {
         fill_ms: num(r.fill_ms),
         search: s(r.search),
         search_hits: r.search_hits,
+        search_wall_ms: r.search_wall_ms === null ? null : num(r.search_wall_ms),
+        concurrency: r.concurrency,
         search_probe: s(r.search_probe),
       })),
     });

@@ -52,6 +52,12 @@ const RESOURCE_TABLES = [
 /** SQLite only: the FTS5 virtual table over kb_chunks.content and its shadow tables. */
 const SQLITE_KB_FTS_TABLES = SQLITE_FTS_TABLES.map((t) => t.replace(/^transcript/, 'kb_chunks'));
 const MIGRATION_NAMES = MIGRATIONS.map((m) => new m().name);
+/**
+ * PostgreSQL only: columns a migration adds that no entity declares (an entity serves both dialects
+ * and SQLite has no tsvector type): the knowledge chunks' stored vector (KbStoredTsvector), which
+ * only the search's SQL reads. TypeORM's synchronize (always off) would drop it.
+ */
+const PG_ONLY_COLUMNS: Record<string, string[]> = { kb_chunks: ['content_tsv'] };
 /** The fifth migration (conversations and steering; its own tests: steering.int-spec.ts). */
 const STEERING_TABLES = ['steering_items'];
 
@@ -72,6 +78,8 @@ function allTables(ds: DataSource, applied = MIGRATIONS.length): string[] {
     ...(applied >= 17 ? ['runner_presence'] : []),
     ...(applied >= 18 ? ['delivery_senders'] : []),
     ...(applied >= 19 ? ['catalog_version'] : []),
+    // TypeORM's record of generated columns (KbStoredTsvector's `content_tsv`).
+    ...(applied >= 22 && !sqlite ? ['typeorm_metadata'] : []),
     'migrations',
   ].sort();
 }
@@ -181,7 +189,7 @@ async function fullTextObjects(ds: DataSource): Promise<Array<{ name: string; de
     ? await ds.query(
         `SELECT indexname AS name, indexdef AS def FROM pg_indexes
           WHERE schemaname = current_schema() AND tablename IN ('transcript', 'kb_chunks')
-            AND indexdef ILIKE '%to_tsvector%'`,
+            AND (indexdef ILIKE '%to_tsvector%' OR indexdef ILIKE '%content_tsv%')`,
       )
     : await ds.query(
         `SELECT name, sql AS def FROM sqlite_master WHERE type = 'trigger' AND tbl_name IN ('transcript', 'kb_chunks')`,
@@ -194,23 +202,27 @@ function expectedFullTextObjects(ds: DataSource, applied = MIGRATIONS.length) {
   const tables = FULL_TEXT_TABLES.filter((_, i) => applied >= i + 2);
   // The fourth migration (kb stemming) indexes the chunks with the `english` configuration.
   const configOf = (table: string) => (table === 'kb_chunks' && applied >= 4 ? 'english' : 'simple');
+  // KbStoredTsvector (22nd) indexes the chunks' stored vector instead of the expression.
+  const storedVector = (table: string) => table === 'kb_chunks' && applied >= 22;
   const objects = tables.flatMap((table) =>
-    isPostgres(ds)
-      ? [
-          {
-            name: `idx_${table}_fts`,
-            def: expect.stringMatching(
-              new RegExp(`USING gin \\(to_tsvector\\('${configOf(table)}'::regconfig, content\\)\\)`),
-            ),
-          },
-        ]
-      : [
-          { name: `${table}_fts_ad`, def: expect.stringMatching(new RegExp(`AFTER DELETE ON "${table}"`)) },
-          // The transcript-index-deferred migration (14th) indexes the transcript off the commit.
-          ...(table === 'transcript' && applied >= 14
-            ? []
-            : [{ name: `${table}_fts_ai`, def: expect.stringMatching(new RegExp(`AFTER INSERT ON "${table}"`)) }]),
-        ],
+    isPostgres(ds) && storedVector(table)
+      ? [{ name: `idx_${table}_tsv`, def: expect.stringMatching(/USING gin \(content_tsv\)/) }]
+      : isPostgres(ds)
+        ? [
+            {
+              name: `idx_${table}_fts`,
+              def: expect.stringMatching(
+                new RegExp(`USING gin \\(to_tsvector\\('${configOf(table)}'::regconfig, content\\)\\)`),
+              ),
+            },
+          ]
+        : [
+            { name: `${table}_fts_ad`, def: expect.stringMatching(new RegExp(`AFTER DELETE ON "${table}"`)) },
+            // The transcript-index-deferred migration (14th) indexes the transcript off the commit.
+            ...(table === 'transcript' && applied >= 14
+              ? []
+              : [{ name: `${table}_fts_ai`, def: expect.stringMatching(new RegExp(`AFTER INSERT ON "${table}"`)) }]),
+          ],
   );
   return objects.sort((a, b) => a.name.localeCompare(b.name));
 }
@@ -433,7 +445,9 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
       for (const meta of ENTITIES.map((e) => ds.getMetadata(e))) {
         const table = await runner.getTable(meta.tableName);
         expect(table).toBeDefined();
+        const pgOnly = isPostgres(ds) ? (PG_ONLY_COLUMNS[meta.tableName] ?? []) : [];
         const actual = table!.columns
+          .filter((c) => !pgOnly.includes(c.name))
           .map((c) => shape(c.name, c.isNullable, c.isPrimary))
           .sort((a, b) => a.name.localeCompare(b.name));
         const expected = meta.columns
@@ -871,6 +885,16 @@ describe('postgres schema vs entities', () => {
     expect(isPostgres(ds)).toBe(true);
 
     const pending = await ds.driver.createSchemaBuilder().log();
-    expect(pending.upQueries.map((q) => q.query)).toEqual([]);
+    // Only the PostgreSQL-only column no entity declares (PG_ONLY_COLUMNS), which TypeORM would
+    // drop with its index and its typeorm_metadata row.
+    expect(PG_ONLY_COLUMNS).toEqual({ kb_chunks: ['content_tsv'] });
+    expect(pending.upQueries.map((q) => [q.query, q.parameters ?? []])).toEqual([
+      [`DROP INDEX "public"."idx_kb_chunks_tsv"`, []],
+      [`ALTER TABLE "kb_chunks" DROP COLUMN "content_tsv"`, []],
+      [
+        `DELETE FROM "typeorm_metadata" WHERE "type" = $1 AND "name" = $2 AND "database" = $3 AND "schema" = $4 AND "table" = $5`,
+        ['GENERATED_COLUMN', 'content_tsv', expect.any(String), 'public', 'kb_chunks'],
+      ],
+    ]);
   });
 });

@@ -39,6 +39,19 @@ describe('loadConfig', () => {
     }
   });
 
+  it('SQLITE_SEARCH_WORKERS: an integer from 1 to 16, on the SQLite database (unset: the persistence default)', () => {
+    expect(loadConfig({ SQLITE_SEARCH_WORKERS: '3' }).database).toMatchObject({ type: 'sqlite', searchWorkers: 3 });
+    expect(loadConfig({ DATABASE_URL: 'sqlite:/tmp/x.sqlite', SQLITE_SEARCH_WORKERS: '1' }).database).toEqual({
+      type: 'sqlite',
+      file: '/tmp/x.sqlite',
+      searchWorkers: 1,
+    });
+    expect(loadConfig({}).database).not.toHaveProperty('searchWorkers');
+    for (const bad of ['0', '17', '1.5', 'many']) {
+      expect(() => loadConfig({ SQLITE_SEARCH_WORKERS: bad })).toThrow(/SQLITE_SEARCH_WORKERS=/);
+    }
+  });
+
   it('reads PostgreSQL from DATABASE_URL', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://u@h/db' }).database).toEqual({
       type: 'postgres',

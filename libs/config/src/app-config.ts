@@ -8,8 +8,12 @@ import { EnvDto } from './env.dto';
 import { parseSecretEnvAllowlist, secretEnvPolicy, type SecretEnvPolicy } from './secret-env';
 
 export type DatabaseConfig =
-  /** busyWaitMs: SQLITE_BUSY_WAIT_MS when set (else the persistence default, 10 s: docs/durability.md). */
-  | { type: 'sqlite'; file: string; busyWaitMs?: number }
+  /**
+   * busyWaitMs: SQLITE_BUSY_WAIT_MS when set (else the persistence default, 10 s: docs/durability.md).
+   * searchWorkers: SQLITE_SEARCH_WORKERS when set (else the persistence default, min(2, cores):
+   * docs/models-tools-knowledge.md#searches-off-the-event-loop).
+   */
+  | { type: 'sqlite'; file: string; busyWaitMs?: number; searchWorkers?: number }
   /**
    * idleInTransactionMs: every host connection's `idle_in_transaction_session_timeout`,
    * PROCESS_LEASE_MS − PROCESS_HEARTBEAT_MS (docs/scale-out.md#sessions-of-a-paused-process).
@@ -161,7 +165,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       maxConcurrentStreams: dto.GRPC_MAX_CONCURRENT_STREAMS ?? 256,
     },
     dataDir,
-    database: withSessionTimeout(databaseOf(dto.DATABASE_URL, dataDir, dto.SQLITE_BUSY_WAIT_MS), cluster),
+    database: withSessionTimeout(
+      databaseOf(dto.DATABASE_URL, dataDir, dto.SQLITE_BUSY_WAIT_MS, dto.SQLITE_SEARCH_WORKERS),
+      cluster,
+    ),
     adminApiKey: dto.ADMIN_API_KEY ?? null,
     logLevel: dto.LOG_LEVEL ?? 'info',
     openai: { keySet: !!dto.OPENAI_API_KEY, baseUrl: dto.OPENAI_BASE_URL ?? null, model: dto.OPENAI_MODEL ?? null },
@@ -318,8 +325,16 @@ function tlsOf(dto: EnvDto): TlsConfig | null {
   return cert && key ? { cert, key, clientCa } : null;
 }
 
-function databaseOf(url: string | undefined, dataDir: string, busyWaitMs?: number): DatabaseConfig {
-  const busy = busyWaitMs === undefined ? {} : { busyWaitMs };
+function databaseOf(
+  url: string | undefined,
+  dataDir: string,
+  busyWaitMs?: number,
+  searchWorkers?: number,
+): DatabaseConfig {
+  const busy = {
+    ...(busyWaitMs === undefined ? {} : { busyWaitMs }),
+    ...(searchWorkers === undefined ? {} : { searchWorkers }),
+  };
   if (!url) {
     return { type: 'sqlite', file: path.join(dataDir, 'runner-host.sqlite'), ...busy };
   }

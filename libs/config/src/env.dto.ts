@@ -63,6 +63,17 @@ export class EnvDto {
   @Max(600_000)
   SQLITE_BUSY_WAIT_MS?: number;
 
+  /**
+   * SQLite file database: worker threads (each with its own read-only connection) that run the
+   * knowledge searches (docs/models-tools-knowledge.md#searches-off-the-event-loop).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(16)
+  SQLITE_SEARCH_WORKERS?: number;
+
   @IsOptional()
   @IsString()
   @MinLength(24, { message: 'ADMIN_API_KEY must be at least 24 characters' })

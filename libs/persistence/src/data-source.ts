@@ -22,7 +22,12 @@ export const SQLITE_BUSY_TIMEOUT_MS = 100;
  * the sessions' identity (both read by openDataSource, which installs the waiting query runner or
  * renames the pool's connections; TypeORM ignores the fields).
  */
-export type HostDataSourceOptions = DataSourceOptions & { busyRetry?: BusyRetry; sessions?: DbSessions };
+export type HostDataSourceOptions = DataSourceOptions & {
+  busyRetry?: BusyRetry;
+  sessions?: DbSessions;
+  /** SQLite: worker threads of the knowledge searches (KnowledgeRepository; unset: defaultReadWorkers()). */
+  searchWorkers?: number;
+};
 
 /**
  * TypeORM options for either dialect. synchronize is always off; migrations run at boot. On
@@ -57,6 +62,7 @@ export function dataSourceOptions(db: DatabaseConfig, sessions?: DbSessions): Ho
     type: 'better-sqlite3',
     database: db.file,
     busyRetry: busyRetryOf(db.busyWaitMs),
+    ...(db.searchWorkers === undefined ? {} : { searchWorkers: db.searchWorkers }),
     // WAL + synchronous=NORMAL: durable across process crashes, an order of magnitude cheaper
     // per commit than FULL (see bench/dispatch). Auto-checkpoint is off: a worker thread
     // checkpoints (hot/checkpointer.ts), so no commit on the event loop pays for one;

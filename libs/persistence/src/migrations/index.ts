@@ -19,6 +19,7 @@ import { DeliverySenders1767630000000 } from './1767630000000-delivery-senders';
 import { CatalogVersion1767640000000 } from './1767640000000-catalog-version';
 import { RunningRunsByWorkspace1767650000000 } from './1767650000000-running-runs-by-workspace';
 import { KbDocumentStatus1767660000000 } from './1767660000000-kb-document-status';
+import { KbStoredTsvector1767670000000 } from './1767670000000-kb-stored-tsvector';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
 export const MIGRATIONS = [
@@ -43,4 +44,5 @@ export const MIGRATIONS = [
   CatalogVersion1767640000000,
   RunningRunsByWorkspace1767650000000,
   KbDocumentStatus1767660000000,
+  KbStoredTsvector1767670000000,
 ];

@@ -4,7 +4,8 @@ import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import type { Database } from 'better-sqlite3';
 import { DataSource, In, LessThan, MoreThan, QueryFailedError, Repository } from 'typeorm';
 import { AgentEntity, KbChunkEntity, KbDocumentEntity, KnowledgeBaseEntity, type JsonObject } from '../entities';
-import { SqliteReadWorker } from '../sqlite-read-worker';
+import type { HostDataSourceOptions } from '../data-source';
+import { defaultReadWorkers, SqliteReadWorker } from '../sqlite-read-worker';
 import { Transactions } from '../transactions';
 
 export type NewKbChunk = Omit<KbChunkEntity, 'id' | 'kb_id' | 'document_id'>;
@@ -45,7 +46,9 @@ export class KnowledgeRepository implements OnModuleDestroy {
   ) {
     const sqlite = this.pg ? undefined : (db.driver as { databaseConnection?: Database }).databaseConnection;
     // `:memory:` has no file another connection could open: its searches stay on the host's connection.
-    this.searches = sqlite && !sqlite.memory ? new SqliteReadWorker(sqlite.name) : undefined;
+    // A small pool: concurrent searches run side by side (docs/models-tools-knowledge.md#searches-off-the-event-loop).
+    const size = (db.options as HostDataSourceOptions).searchWorkers ?? defaultReadWorkers();
+    this.searches = sqlite && !sqlite.memory ? new SqliteReadWorker(sqlite.name, size) : undefined;
   }
 
   async onModuleDestroy(): Promise<void> {
@@ -302,7 +305,8 @@ export class KnowledgeRepository implements OnModuleDestroy {
    * Chunks of one knowledge base's ready documents matching any of `words` and every filter, best
    * first, at most `limit`. Words are plain words (letters, digits, marks): each goes in quoted, so nothing the
    * caller typed is read as full-text syntax. Both sides stem (FTS5 `porter`, PostgreSQL `english`:
-   * migration KbStemming), so "erupt" finds "erupts". SQLite ranks by bm25 (negative, lower is
+   * migration KbStemming), so "erupt" finds "erupts". PostgreSQL matches and ranks on the stored
+   * vector `content_tsv` (migration KbStoredTsvector), not on the text parsed again. SQLite ranks by bm25 (negative, lower is
    * better), PostgreSQL by ts_rank; either raw figure means little to a reader (bm25 of a few
    * chunks is ~1e-6), so the score is each hit's relevance as a share of the best hit's.
    */
@@ -322,9 +326,9 @@ export class KnowledgeRepository implements OnModuleDestroy {
       `c."document_id" NOT IN (SELECT "document_id" FROM "kb_documents" WHERE "kb_id" = ${p(kbId)} AND "status" <> 'ready')`;
     const rows: Row[] = this.pg
       ? await this.db.query(
-          `SELECT c."id", c."content", c."metadata", ts_rank(to_tsvector('english', c."content"), q) AS "rank"
+          `SELECT c."id", c."content", c."metadata", ts_rank(c."content_tsv", q) AS "rank"
              FROM "kb_chunks" c CROSS JOIN to_tsquery('english', ${p(words.map((w) => `'${w}'`).join(' | '))}) q
-            WHERE to_tsvector('english', c."content") @@ q AND c."kb_id" = ${p(kbId)} AND ${unready()}
+            WHERE c."content_tsv" @@ q AND c."kb_id" = ${p(kbId)} AND ${unready()}
               ${filters.map(([k, v]) => `AND (c."metadata"::jsonb -> ${p(k)}::text) = ${p(JSON.stringify(v))}::jsonb`).join(' ')}
             ORDER BY "rank" DESC, c."id" ASC LIMIT ${p(limit)}`,
           params,
