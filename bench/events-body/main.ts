@@ -6,6 +6,9 @@ import { parseArgs } from 'node:util';
 import type { ArgumentMetadata } from '@nestjs/common';
 import { validationPipe } from '../../apps/host/src/filters/validation';
 import { submitEventBody } from '../../apps/host/src/http/dto/event.schema';
+import { CreateAgentDto, CreateApiKeyDto } from '../../apps/host/src/http/dto/admin.dto';
+import { resourcePolicySchema } from '../../libs/agents/src/policies';
+import { describeIssues } from '../../libs/protocol/src/zod-issues';
 import { runMain, UsageError } from '../common/cli';
 import { machineJson, num, writeJson } from '../common/json-out';
 import { benchTimeLine, machineLine } from '../common/report';
@@ -25,14 +28,22 @@ import { SubmitEventDto } from './class-validator-baseline';
  * compiled schema only; `--base DIR` measures every body through DIR's build too (another
  * checkout's dist/, e.g. /work/base), alternated with this one's.
  *
- *   npm run bench:events-body -- [--base DIR] [--json FILE]   (builds, then runs dist/bench/events-body/main.js)
+ * `--admin` measures the DTO routes instead (round 9): the same pipe on an admin body (class-transformer
+ * and class-validator) and an agent policy's zod check with its refusal's sentence, on the bodies a
+ * caller can size — 49,990 unknown keys, an open map of 20,000 keys, a policy of 20,000 unknown keys
+ * — 2 bodies a round; the time of one is the event loop's longest block for it (the check is
+ * synchronous but for one await).
+ *
+ *   npm run bench:events-body -- [--base DIR] [--admin] [--json FILE]   (builds, then runs dist/bench/events-body/main.js)
  */
 
 const ROUNDS = 5;
 const PER_ROUND = 2_000;
 const PER_ROUND_LARGE = 10;
-const USAGE = `usage: node dist/bench/events-body/main.js [--base DIR] [--json FILE]
+const PER_ROUND_ADMIN = 2;
+const USAGE = `usage: node dist/bench/events-body/main.js [--base DIR] [--admin] [--json FILE]
   --base DIR    also measure the compiled schema of DIR's build (DIR/dist), alternated with this one
+  --admin       the DTO routes' bodies instead (admin DTOs through the pipe, an agent policy's zod check)
   --json FILE   also write the figures as JSON to FILE
   -h, --help    this text`;
 
@@ -98,6 +109,50 @@ type Check = (body: unknown) => Promise<unknown>;
 interface Build {
   validationPipe: typeof validationPipe;
   submitEventBody: Pick<typeof submitEventBody, 'parse'>;
+  CreateAgentDto: typeof CreateAgentDto;
+  CreateApiKeyDto: typeof CreateApiKeyDto;
+  resourcePolicySchema: Pick<typeof resourcePolicySchema, 'safeParse'>;
+  describeIssues: typeof describeIssues;
+}
+
+const thisBuild: Build = {
+  validationPipe,
+  submitEventBody,
+  CreateAgentDto,
+  CreateApiKeyDto,
+  resourcePolicySchema,
+  describeIssues,
+};
+
+/** The admin bodies a caller can size, each with the check its route runs. */
+function adminChecks(build: Build): [string, unknown, Check][] {
+  const pipe = build.validationPipe();
+  const dto =
+    (metatype: ArgumentMetadata['metatype']): Check =>
+    (body) =>
+      pipe.transform(body, meta(metatype));
+  const policy: Check = (body) => {
+    const r = build.resourcePolicySchema.safeParse(body);
+    return Promise.resolve(r.success ? r.data : build.describeIssues(r.error, 'resource_policy'));
+  };
+  return [
+    [
+      'api key, 49,990 unknown keys',
+      { name: 'k', role: 'admin', ...keys(49_990) },
+      answered(dto(build.CreateApiKeyDto)),
+    ],
+    [
+      'agent, runner_config of 20,000 keys (valid)',
+      { agent_id: 'a', runner_id: 'r', runner_config: keys(20_000) },
+      answered(dto(build.CreateAgentDto)),
+    ],
+    [
+      'agent, runner_config of 40,000 keys (over 256 KiB)',
+      { agent_id: 'a', runner_id: 'r', runner_config: keys(40_000) },
+      answered(dto(build.CreateAgentDto)),
+    ],
+    ['resource_policy, 20,000 unknown keys (zod)', keys(20_000), policy],
+  ];
 }
 
 const meta = (metatype: ArgumentMetadata['metatype']): ArgumentMetadata => ({ type: 'body', metatype });
@@ -136,19 +191,40 @@ function loadBuild(dir: string): Build {
   /* eslint-disable @typescript-eslint/no-require-imports -- another build's modules, by path */
   const validation = require(path.join(dist, 'filters', 'validation.js')) as Pick<Build, 'validationPipe'>;
   const schema = require(path.join(dist, 'http', 'dto', 'event.schema.js')) as Pick<Build, 'submitEventBody'>;
+  const admin = require(path.join(dist, 'http', 'dto', 'admin.dto.js')) as Pick<
+    Build,
+    'CreateAgentDto' | 'CreateApiKeyDto'
+  >;
+  const libs = path.resolve(dir, 'dist', 'libs');
+  const policies = require(path.join(libs, 'agents', 'src', 'policies.js')) as Pick<Build, 'resourcePolicySchema'>;
+  const issues = require(path.join(libs, 'protocol', 'src', 'zod-issues.js')) as Pick<Build, 'describeIssues'>;
   /* eslint-enable @typescript-eslint/no-require-imports */
-  return { validationPipe: validation.validationPipe, submitEventBody: schema.submitEventBody };
+  return {
+    validationPipe: validation.validationPipe,
+    submitEventBody: schema.submitEventBody,
+    CreateAgentDto: admin.CreateAgentDto,
+    CreateApiKeyDto: admin.CreateApiKeyDto,
+    resourcePolicySchema: policies.resourcePolicySchema,
+    describeIssues: issues.describeIssues,
+  };
 }
 
-function parseOptions(argv: string[]): { base: string | null; json: string | null } | 'help' {
+function parseOptions(argv: string[]): { base: string | null; admin: boolean; json: string | null } | 'help' {
   try {
     const { values } = parseArgs({
       args: argv,
       strict: true,
       allowPositionals: false,
-      options: { base: { type: 'string' }, json: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        base: { type: 'string' },
+        admin: { type: 'boolean' },
+        json: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
     });
-    return values.help ? 'help' : { base: values.base ?? null, json: values.json ?? null };
+    return values.help
+      ? 'help'
+      : { base: values.base ?? null, admin: values.admin ?? false, json: values.json ?? null };
   } catch (e) {
     throw new UsageError(e instanceof Error ? e.message : String(e));
   }
@@ -170,9 +246,12 @@ async function main(): Promise<number> {
   }
   const started = performance.now();
   const load = os.loadavg()[0];
+  if (opts.admin) {
+    return adminMain(opts, started, load);
+  }
   const classValidatorPipe = validationPipe();
   const classValidator = answered((body) => classValidatorPipe.transform(body, meta(SubmitEventDto)));
-  const compiled = compiledCheck({ validationPipe, submitEventBody });
+  const compiled = compiledCheck(thisBuild);
   const base = opts.base ? compiledCheck(loadBuild(opts.base)) : null;
   const bodies: [string, unknown, number][] = [
     ['minimal', minimal, PER_ROUND],
@@ -235,6 +314,68 @@ async function main(): Promise<number> {
       rounds: ROUNDS,
       per_round: PER_ROUND,
       per_round_large: PER_ROUND_LARGE,
+      base: opts.base,
+      rows,
+      machine: machineJson(),
+    });
+  }
+  return 0;
+}
+
+interface AdminRow {
+  body: string;
+  ms: number | null;
+  base_ms: number | null;
+  load: number;
+}
+
+/** `--admin`: CPU milliseconds per admin body, this build between two rounds of the base build. */
+async function adminMain(
+  opts: { base: string | null; json: string | null },
+  started: number,
+  load: number,
+): Promise<number> {
+  const mine = adminChecks(thisBuild);
+  const base = opts.base ? adminChecks(loadBuild(opts.base)) : null;
+  const rows: AdminRow[] = [];
+  for (const [i, [name, body, check]] of mine.entries()) {
+    const baseCheck = base?.[i]?.[2] ?? null;
+    for (const c of [check, baseCheck]) {
+      if (c) {
+        await cpuPerBody(c, body, 1);
+      }
+    }
+    const baseFirst = baseCheck ? await cpuPerBody(baseCheck, body, PER_ROUND_ADMIN) : NaN;
+    const after = await cpuPerBody(check, body, PER_ROUND_ADMIN);
+    const baseSecond = baseCheck ? await cpuPerBody(baseCheck, body, PER_ROUND_ADMIN) : NaN;
+    rows.push({
+      body: name,
+      ms: num(after / 1000),
+      base_ms: num(Math.min(baseFirst, baseSecond) / 1000),
+      load: os.loadavg()[0],
+    });
+    process.stderr.write(`bench: ${name} done\n`);
+  }
+  process.stdout.write(
+    [
+      '# DTO routes: host CPU per admin body (ms), one body is one event-loop block',
+      '',
+      markdownTable(
+        ['body', 'this build (ms)', ...(base ? [`${opts.base} (ms)`] : []), '1-min load'],
+        rows.map((r) => [r.body, fmtNum(r.ms ?? NaN), ...(base ? [fmtNum(r.base_ms ?? NaN)] : []), fmtNum(r.load)]),
+      ),
+      '',
+      machineLine(),
+      benchTimeLine(started, load),
+      '',
+    ].join('\n'),
+  );
+  if (opts.json) {
+    writeJson(opts.json, {
+      bench: 'events-body',
+      mode: 'admin',
+      rounds: ROUNDS,
+      per_round: PER_ROUND_ADMIN,
       base: opts.base,
       rows,
       machine: machineJson(),

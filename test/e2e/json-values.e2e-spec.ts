@@ -85,6 +85,39 @@ describe('JSON bodies: values are counted before parsing', () => {
     expect((await fetch(`${host.http}/health/live`)).status).toBe(200);
   });
 
+  it('refuses an admin body of 49,990 unknown keys the same way: 100 listed, the known fields counted too', async () => {
+    // A DTO route (class-validator): the unknown keys never reach class-transformer, whose copy of
+    // an object is quadratic in its keys (~1.5–2.2 s of the event loop for this body before).
+    const keys = 49_990;
+    const extra = Array.from({ length: keys }, (_, i) => `"k${i}":0`).join(',');
+    const res = await host.api('POST', '/v1/admin/api-keys', `{"name":"","role":"root",${extra}}`);
+    expect(res.status).toBe(400);
+    const error = res.body.error;
+    expect(error.details.field).toBe('k0');
+    expect(error.details.problems).toHaveLength(100);
+    expect(error.details.problems.at(-1)).toEqual({ field: 'k99', rule: 'property k99 should not exist' });
+    // 49,890 unknown keys not listed, and `name` (empty) and `role` (not a role).
+    expect(error.details.problems_omitted).toBe(keys - 100 + 2);
+    expect(error.message).toMatch(
+      /; k99: property k99 should not exist; and 49892 more problems \(details\.problems_omitted\)$/,
+    );
+    expect((await fetch(`${host.http}/health/live`)).status).toBe(200);
+  });
+
+  it('refuses an agent policy of 20,000 unknown keys naming the first 100 (a bounded message)', async () => {
+    const keys = 20_000; // within the policy's 256 KiB
+    const extra = Array.from({ length: keys }, (_, i) => `"k${i}":0`).join(',');
+    const body = `{"agent_id":"a-policy","runner_id":"plugin:demo/echo/default","resource_policy":{${extra}}}`;
+    const res = await host.api('POST', '/v1/admin/agents', body);
+    expect(res.status).toBe(400);
+    expect(res.body.error.details.field).toBe('resource_policy');
+    expect(res.body.error.message).toMatch(
+      /^resource_policy: Unrecognized keys: "k0", "k1", .*"k99"; and 19900 more problems$/,
+    );
+    expect(res.body.error.message.length).toBeLessThan(2_000);
+    expect((await host.api('GET', '/v1/admin/agents/a-policy')).status).toBe(404);
+  });
+
   it('refuses a JSON body that is not valid UTF-8 (its bytes were replaced by U+FFFD and the event admitted)', async () => {
     const body = Buffer.concat([Buffer.from(eventWithData('{"a":"')), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
     const res = await fetch(`${host.http}/v1/events`, {

@@ -4,6 +4,12 @@ export { DbSessions, SESSION_PREFIX, sessionName, type DbSessionRole } from './d
 export { DatabaseLock, DatabaseLockedError, type LockHolder } from './database-lock';
 export { MIGRATIONS } from './migrations';
 export { MIGRATION_LOCK_KEY, openDataSource, runMigrationsLocked } from './migrate';
+export {
+  checkPostgresVersion,
+  MIN_POSTGRES_VERSION_NUM,
+  PostgresVersionError,
+  postgresVersionProblem,
+} from './pg-version';
 export { PersistenceModule } from './persistence.module';
 export { AgentsRepository } from './repositories/agents.repository';
 export { ApiKeysRepository } from './repositories/api-keys.repository';

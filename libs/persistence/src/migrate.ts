@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import type { HostDataSourceOptions } from './data-source';
+import { checkPostgresVersion } from './pg-version';
 import { retryBusySqlite } from './sqlite-query-runner';
 
 /** The session advisory lock that serialises migrations of processes sharing one PostgreSQL. */
@@ -12,6 +13,7 @@ export const MIGRATION_LOCK_KEY = 0x52484d47; // "RHMG"
  * on one PostgreSQL at the same moment (docs/deployment.md): the migrations run under a session
  * advisory lock, so the second process waits, then finds nothing pending. SQLite has one process
  * per file (docs/durability.md#one-process-per-sqlite-database): migrations run as TypeORM does.
+ * PostgreSQL older than the host needs is refused first (docs/deployment.md#postgresql-version).
  */
 export async function openDataSource(options: HostDataSourceOptions): Promise<DataSource> {
   if (options.type !== 'postgres') {
@@ -25,6 +27,8 @@ export async function openDataSource(options: HostDataSourceOptions): Promise<Da
   // A connection made before the registry renamed this process is renamed at its next use.
   options.sessions?.watch((ds.driver as PostgresDriver).master as Pool, 'pool');
   try {
+    // A server too old for the host's statements is refused before any migration runs.
+    await checkPostgresVersion(ds);
     await runMigrationsLocked(ds);
   } catch (e) {
     await ds.destroy();

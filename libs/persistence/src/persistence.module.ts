@@ -4,6 +4,7 @@ import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { dataSourceOptions } from './data-source';
 import { DbSessions } from './db-sessions';
 import { openDataSource } from './migrate';
+import { PostgresVersionError } from './pg-version';
 import { Transactions } from './transactions';
 import { HotStore } from './hot/hot-store';
 import { ENTITIES } from './entities';
@@ -59,7 +60,11 @@ export class PersistenceModule {
       imports: [
         TypeOrmModule.forRootAsync({
           inject: [APP_CONFIG],
-          useFactory: (config: AppConfig) => dataSourceOptions(config.database, sessionsOf(config)),
+          useFactory: (config: AppConfig) => ({
+            ...dataSourceOptions(config.database, sessionsOf(config)),
+            // A server too old for the host is refused at once, not retried (docs/deployment.md#postgresql-version).
+            toRetry: (e: unknown) => !(e instanceof PostgresVersionError),
+          }),
           // Several processes on one PostgreSQL migrate once, under a lock (migrate.ts).
           dataSourceFactory: (options) => openDataSource(options!),
         }),

@@ -4,7 +4,7 @@ export * from './run-status';
 export * from './manifest';
 export * from './results';
 export * from './config-schema';
-export { describeIssues } from './zod-issues';
+export { describeIssues, MAX_LISTED_PROBLEMS } from './zod-issues';
 export * from './json-limits';
 export * from './paging';
 export * from './run-context';

@@ -3,7 +3,7 @@ import { ValidationPipe, type ArgumentMetadata } from '@nestjs/common';
 import { Expose, Transform } from 'class-transformer';
 import { IsInt, IsOptional } from 'class-validator';
 import { DomainError } from '@libs/protocol';
-import { CreateAgentDto, PageQueryDto } from '../http/dto/admin.dto';
+import { CreateAgentDto, CreateApiKeyDto, PageQueryDto } from '../http/dto/admin.dto';
 import { TranscriptQueryDto } from '../http/dto/inspection.dto';
 import { ListRunsQueryDto, RunEventsQueryDto } from '../http/dto/run.dto';
 import { submitEventBody } from '../http/dto/event.schema';
@@ -30,6 +30,16 @@ function nested(levels: number): unknown {
     v = { k: v };
   }
   return v;
+}
+
+async function refusalOf(value: unknown, meta: ArgumentMetadata): Promise<DomainError> {
+  try {
+    await through(value, meta);
+  } catch (e) {
+    expect(e).toBeInstanceOf(DomainError);
+    return e as DomainError;
+  }
+  throw new Error('admitted');
 }
 
 async function refusal(value: unknown, meta: ArgumentMetadata): Promise<{ field: unknown; message: string }> {
@@ -154,6 +164,71 @@ describe('validation pipe: every refusal is invalid_argument naming the field', 
         /^q0: property q0 should not exist; .*; and 30 more problems \(details\.problems_omitted\)$/,
       );
     }
+  });
+
+  it('more unknown keys than a 400 lists: the known keys alone reach class-validator, the answer is the same (docs/api.md#validation)', async () => {
+    const validate = jest.spyOn(ValidationPipe.prototype as unknown as { validate: () => unknown }, 'validate');
+    try {
+      const unknown = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`k${i}`, 0]));
+      const d = await refusalOf({ name: '', role: 'root', ...unknown }, body(CreateApiKeyDto));
+      const problems = d.details.problems as { field: string; rule: string }[];
+      expect(problems).toHaveLength(100);
+      expect(problems[0]).toEqual({ field: 'k0', rule: 'property k0 should not exist' });
+      expect(problems[99]).toEqual({ field: 'k99', rule: 'property k99 should not exist' });
+      // 49,900 unknown keys not listed, and the two known fields' problems (name empty, role not a role).
+      expect(d.details.problems_omitted).toBe(49_902);
+      expect(d.details.field).toBe('k0');
+      expect(d.message).toMatch(
+        /^k0: property k0 should not exist; .*k99: property k99 should not exist; and 49902 more problems \(details\.problems_omitted\)$/,
+      );
+      for (const [object] of validate.mock.calls as unknown as [object][]) {
+        expect(Object.keys(object).length).toBeLessThanOrEqual(3);
+      }
+    } finally {
+      validate.mockRestore();
+    }
+  });
+
+  it('up to 100 unknown keys: class-validator lists them beside the other problems, as before', async () => {
+    const unknown = Object.fromEntries(Array.from({ length: 99 }, (_, i) => [`k${i}`, 0]));
+    const d = await refusalOf({ name: '', role: 'root', ...unknown }, body(CreateApiKeyDto));
+    expect(d.details.problems).toHaveLength(100);
+    expect(d.details.problems_omitted).toBe(1); // role
+    expect((d.details.problems as { field: string }[])[99]?.field).toBe('name');
+  });
+
+  it('an open map reaches its rule as the caller sent it, not a copy of every key (docs/api.md#validation)', async () => {
+    const validate = jest.spyOn(ValidationPipe.prototype as unknown as { validate: () => unknown }, 'validate');
+    try {
+      const runnerConfig: Record<string, unknown> = { a: { b: [1, 'x', null] }, timeout: 30 };
+      Object.defineProperty(runnerConfig, 'constructor', { value: 1, enumerable: true, configurable: true });
+      const dto = (await through(
+        { agent_id: 'a', runner_id: 'r', runner_config: runnerConfig },
+        body(CreateAgentDto),
+      )) as CreateAgentDto;
+      expect(dto).toBeInstanceOf(CreateAgentDto);
+      expect(dto.runner_config).toBe(runnerConfig);
+      // Nest's pipe strips `constructor` from every nested object; an open map still loses it.
+      expect(dto.runner_config).toEqual({ a: { b: [1, 'x', null] }, timeout: 30 });
+      const [[validated]] = validate.mock.calls as unknown as [[object]];
+      expect(Reflect.get(validated, 'runner_config')).toBe(runnerConfig);
+    } finally {
+      validate.mockRestore();
+    }
+  });
+
+  it.each<[string, unknown, string]>([
+    [
+      'over 256 KiB',
+      Object.fromEntries(Array.from({ length: 30_000 }, (_, i) => [`k${i}`, 0])),
+      'runner_config: must be at most 262144 bytes of JSON',
+    ],
+    ['an array', [1], 'runner_config: must be a JSON object'],
+    ['a string', '\u0000open map'.slice(1), 'runner_config: must be a JSON object'],
+  ])('an open map %s is refused as before', async (_name, runnerConfig, message) => {
+    const d = await refusalOf({ agent_id: 'a', runner_id: 'r', runner_config: runnerConfig }, body(CreateAgentDto));
+    expect(d.message).toBe(message);
+    expect(d.details.field).toBe('runner_config');
   });
 
   it('checks path parameters too', async () => {

@@ -1,6 +1,7 @@
 import { ValidationPipe, type ArgumentMetadata, type Type, type ValidationError } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
-import { checkJson, DomainError, joinPath } from '@libs/protocol';
+import { getMetadataStorage, type ValidatorOptions } from 'class-validator';
+import { checkJson, DomainError, joinPath, MAX_LISTED_PROBLEMS } from '@libs/protocol';
 
 function flatten(errors: ValidationError[], parent = ''): Problem[] {
   return errors.flatMap((e) => {
@@ -17,11 +18,8 @@ export interface Problem {
   rule: string;
 }
 
-/**
- * The most problems one 400 lists (docs/api.md#validation): a body can break a rule per value (up
- * to the 50,000 values of a body), and listing each costs host CPU and answer bytes per problem.
- */
-export const MAX_LISTED_PROBLEMS = 100;
+/** The most problems one 400 lists (docs/api.md#validation), shared with the zod refusals' sentences. */
+export { MAX_LISTED_PROBLEMS };
 
 /**
  * The one 400 of a refused input: `field: rule` joined, the first field in `details.field`, the
@@ -55,6 +53,14 @@ export class HostValidationPipe extends ValidationPipe {
   private readonly emptyKeepsRules = new Map<Type<unknown>, Promise<boolean>>();
   /** Per DTO class: whether class-transformer's instance of `{}` is a bare `new` (see `emptyInstance`). */
   private readonly emptyIsBare = new Map<Type<unknown>, boolean>();
+  /** Per DTO class: its properties (those with a rule; the others are unknown) and its open maps. */
+  private readonly shapes = new Map<Type<unknown>, DtoShape>();
+  /**
+   * The open maps of the value `super.transform` is about to turn into an instance, set just
+   * before the call and taken back by `validate`, which Nest's pipe calls synchronously after
+   * class-transformer (no await between them): see `detachOpenMaps`.
+   */
+  private detached: Map<string, unknown> | null = null;
 
   constructor() {
     super({
@@ -78,7 +84,122 @@ export class HostValidationPipe extends ValidationPipe {
       // would build, without running class-validator on nothing (docs/architecture.md#validation).
       return this.emptyInstance(metatype);
     }
-    return super.transform(value, metadata);
+    if (!metatype || !this.toValidate(metadata) || !isPlainObject(value)) {
+      return super.transform(value, metadata);
+    }
+    const shape = this.shapeOf(metatype);
+    const unknown = Object.keys(value).filter((k) => !shape.known.has(k));
+    if (unknown.length > MAX_LISTED_PROBLEMS) {
+      return this.refuseUnknown(value, unknown, metadata);
+    }
+    return this.transformDetached(value, shape, metadata);
+  }
+
+  /**
+   * More unknown keys than a 400 lists: the first `MAX_LISTED_PROBLEMS` of them are the listed
+   * problems (class-validator reports unknown keys first, in the value's order), the others are
+   * counted, and the known keys are checked alone for the count of their own problems — without
+   * class-transformer and class-validator walking every unknown key (docs/api.md#validation).
+   */
+  private async refuseUnknown(
+    value: Record<string, unknown>,
+    unknown: string[],
+    metadata: ArgumentMetadata,
+  ): Promise<never> {
+    const rest: Record<string, unknown> = {};
+    for (const k of this.shapeOf(metadata.metatype as Type<unknown>).known) {
+      if (Object.hasOwn(value, k)) {
+        rest[k] = value[k];
+      }
+    }
+    let restProblems = 0;
+    try {
+      await this.transform(rest, metadata);
+    } catch (e) {
+      const details =
+        e instanceof DomainError ? (e.details as { problems?: unknown[]; problems_omitted?: number }) : null;
+      if (!details?.problems) {
+        throw e;
+      }
+      restProblems = details.problems.length + (details.problems_omitted ?? 0);
+    }
+    const listed = unknown
+      .slice(0, MAX_LISTED_PROBLEMS)
+      .map((k) => ({ field: joinPath('', k), rule: `property ${k} should not exist` }));
+    throw invalid(listed, unknown.length + restProblems);
+  }
+
+  /**
+   * `super.transform` with the value's open maps (a property whose rule is a JSON object) taken
+   * out while class-transformer copies the value: class-transformer walks every key of every
+   * nested object and deduplicates each object's keys in quadratic time (an open map of 40,000
+   * keys took ~0.8 s before its size rule refused it, docs/benchmarks.md). The rules see the
+   * maps themselves (`validate` puts them back on the instance first); no rule looks inside one
+   * but its own (`IsJsonMap` sizes it), so the answer is the same.
+   */
+  private async transformDetached(
+    value: Record<string, unknown>,
+    shape: DtoShape,
+    metadata: ArgumentMetadata,
+  ): Promise<unknown> {
+    let detached: Map<string, unknown> | null = null;
+    let copy = value;
+    for (const k of shape.openMaps) {
+      if (Object.hasOwn(value, k) && isPlainObject(value[k])) {
+        if (!detached) {
+          detached = new Map();
+          copy = { ...value };
+        }
+        // Nest's pipe strips these keys from every nested object it walks; the map keeps that.
+        this.stripProtoKeys(value[k]);
+        detached.set(k, value[k]);
+        copy[k] = OPEN_MAP_STAND_IN;
+      }
+    }
+    if (!detached) {
+      return super.transform(value, metadata);
+    }
+    this.detached = detached;
+    try {
+      return await super.transform(copy, metadata);
+    } finally {
+      if (this.detached === detached) {
+        this.detached = null;
+      }
+    }
+  }
+
+  protected override validate(
+    object: object,
+    validatorOptions?: ValidatorOptions,
+  ): Promise<ValidationError[]> | ValidationError[] {
+    const detached = this.detached;
+    this.detached = null;
+    if (detached) {
+      for (const [k, v] of detached) {
+        if (Reflect.get(object, k) === OPEN_MAP_STAND_IN) {
+          Reflect.set(object, k, v);
+        }
+      }
+    }
+    return super.validate(object, validatorOptions);
+  }
+
+  /** The DTO class's properties with a rule (class-validator's whitelist) and those whose rule is a JSON object. */
+  private shapeOf(metatype: Type<unknown>): DtoShape {
+    let shape = this.shapes.get(metatype);
+    if (!shape) {
+      const rules = getMetadataStorage().getTargetValidationMetadatas(metatype, '', false, false);
+      const known = new Set(rules.map((m) => m.propertyName));
+      const openMaps = [...known].filter(
+        (p) =>
+          rules.some((m) => m.propertyName === p && (m.name === 'isJsonMap' || m.name === 'isObject')) &&
+          !rules.some((m) => m.propertyName === p && m.type === 'nestedValidation'),
+      );
+      shape = { known, openMaps };
+      this.shapes.set(metatype, shape);
+    }
+    return shape;
   }
 
   /**
@@ -113,6 +234,26 @@ export class HostValidationPipe extends ValidationPipe {
   }
 }
 
+interface DtoShape {
+  known: Set<string>;
+  openMaps: string[];
+}
+
+/**
+ * What class-transformer copies in an open map's place (a string: copied as it is, and no
+ * input holds a NUL, docs/api.md#validation); `validate` swaps the map back in.
+ */
+const OPEN_MAP_STAND_IN = '\u0000open map';
+
+/** A plain object (or a query's null-prototype one). */
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return false;
+  }
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
 /** Same prototype, same own keys, each value the same primitive (undefined included). */
 export function sameOwnPrimitives(a: unknown, b: unknown): boolean {
   if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null) {
@@ -143,7 +284,16 @@ function isEmptyObject(value: unknown): value is Record<string, never> {
     return false;
   }
   const proto: unknown = Object.getPrototypeOf(value);
-  return (proto === Object.prototype || proto === null) && Reflect.ownKeys(value).length === 0;
+  if (proto !== Object.prototype && proto !== null) {
+    return false;
+  }
+  // The first own key answers without listing them all (a body can hold 50,000).
+  for (const k in value) {
+    if (Object.hasOwn(value, k)) {
+      return false;
+    }
+  }
+  return Reflect.ownKeys(value).length === 0;
 }
 
 export function validationPipe(): ValidationPipe {

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { chunkDocument, chunkText, markdownSections } from './chunker';
 
 const words = (n: number, prefix = 'w') => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
@@ -109,12 +110,7 @@ describe('chunkDocument (Markdown)', () => {
   ].join('\r\n');
 
   it('splits at ATX headings outside code fences; a bare heading joins the section after it', () => {
-    expect(markdownSections(md.replace(/\r\n/g, '\n')).map((s) => s.heading)).toEqual([
-      null,
-      'Install',
-      'Usage',
-      'Options',
-    ]);
+    expect([...markdownSections(md)].map((s) => s.heading)).toEqual([null, 'Install', 'Usage', 'Options']);
   });
 
   it('keeps each heading with its section and labels the chunks with it', () => {
@@ -154,5 +150,105 @@ describe('chunkDocument (Markdown)', () => {
     expect(Date.now() - started).toBeLessThan(5000);
     expect(chunks.length).toBeGreaterThan(5000);
     expect(chunks.length).toBeLessThan(8000);
+  });
+});
+
+/**
+ * The round-8 split (docs/benchmarks.md, round 8 wt-know): the whole document into sections before
+ * the first chunk. Kept here as the oracle of the lazy one.
+ */
+function eagerSections(raw: string): { heading: string | null; text: string; bare: boolean }[] {
+  const HEADING = /^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$/;
+  const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+  const text = raw.replace(/\r\n?/g, '\n');
+  const sections: { heading: string | null; text: string; bare: boolean }[] = [];
+  let current: { heading: string | null; lines: string[] } = { heading: null, lines: [] };
+  let fence: string | null = null;
+  const close = () => {
+    const body = current.lines.join('\n');
+    if (body.trim() !== '') {
+      sections.push({ heading: current.heading, text: body, bare: current.lines.slice(1).join('').trim() === '' });
+    }
+  };
+  for (const line of text.split('\n')) {
+    const f = FENCE.exec(line);
+    if (f) {
+      fence = fence === null ? f[1][0] : line.trimStart().startsWith(fence) ? null : fence;
+    }
+    const h = fence === null && !f ? HEADING.exec(line) : null;
+    if (h && h[2].trim() !== '') {
+      close();
+      current = { heading: h[2].trim(), lines: [line] };
+    } else {
+      current.lines.push(line);
+    }
+  }
+  close();
+  const merged: typeof sections = [];
+  for (const s of sections) {
+    const prev = merged.at(-1);
+    if (prev?.bare && prev.heading !== null) {
+      merged[merged.length - 1] = { heading: s.heading, text: `${prev.text.trimEnd()}\n${s.text}`, bare: s.bare };
+    } else {
+      merged.push(s);
+    }
+  }
+  return merged;
+}
+
+describe('markdownSections: lazy, the same sections as the whole-document split', () => {
+  const line = fc.oneof(
+    fc.constantFrom(
+      '',
+      ' ',
+      '\t',
+      '# A',
+      '## B ##',
+      '   ### C',
+      '#### ',
+      '#nospace',
+      '####### seven',
+      '```',
+      '```sh',
+      '~~~',
+      '    ```',
+      '> quote',
+      '- item',
+      'Some text. More text!',
+      '   ',
+      '# ',
+      '##\tTabbed',
+      'x',
+    ),
+    fc.string({ maxLength: 12 }),
+  );
+  const eol = fc.constantFrom('\n', '\r\n', '\r', '\n\n');
+  const doc = fc.array(fc.tuple(line, eol), { maxLength: 40 }).map((ls) => ls.map(([l, e]) => l + e).join(''));
+
+  it('yields the sections of the eager split, byte for byte, on random Markdown', () => {
+    fc.assert(
+      fc.property(doc, (md) => {
+        expect([...markdownSections(md)]).toEqual(eagerSections(md));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('gives the same chunks as chunking the eager sections, on random Markdown', () => {
+    fc.assert(
+      fc.property(doc, fc.integer({ min: 8, max: 60 }), fc.integer({ min: 0, max: 20 }), (md, size, overlap) => {
+        const eager = eagerSections(md).flatMap((s) =>
+          chunkText(s.text, size, overlap).map((content) => ({ content, heading: s.heading })),
+        );
+        expect(chunkDocument(md, { chunk_size: size, chunk_overlap: overlap, markdown: true })).toEqual(eager);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('is a generator: the first section comes before the rest of the document is split', () => {
+    const sections = markdownSections(`# One\nshort text\n${'## Two\nmore text\n'.repeat(100_000)}`);
+    expect(sections.next()).toEqual({ done: false, value: { heading: 'One', text: '# One\nshort text', bare: false } });
+    expect(sections.next().value).toEqual({ heading: 'Two', text: '## Two\nmore text', bare: false });
   });
 });

@@ -39,11 +39,13 @@ export function chunkDocument(text: string, opts: ChunkOptions): Chunk[] {
 /**
  * The chunks of chunkDocument, one at a time: a caller takes as many as it wants to handle in one
  * turn of the event loop (an upload writes them in batches: docs/models-tools-knowledge.md#uploads-in-batches).
- * Each chunk costs at most O(chunk_size) to produce, after O(text) to split Markdown into sections.
+ * Each chunk costs at most O(chunk_size) to produce; Markdown's sections are found as the chunks
+ * reach them (one section's lines per step, never the whole document's ahead of the first chunk).
  */
 export function* documentChunks(text: string, opts: ChunkOptions): Generator<Chunk, void, undefined> {
-  const normalized = text.replace(/\r\n?/g, '\n');
-  const sections = opts.markdown ? markdownSections(normalized) : [{ heading: null, text: normalized, bare: false }];
+  const sections = opts.markdown
+    ? markdownSections(text)
+    : [{ heading: null, text: text.replace(/\r\n?/g, '\n'), bare: false }];
   for (const s of sections) {
     for (const content of textChunks(s.text, opts.chunk_size, opts.chunk_overlap)) {
       yield { content, heading: s.heading };
@@ -51,42 +53,64 @@ export function* documentChunks(text: string, opts: ChunkOptions): Generator<Chu
   }
 }
 
-/** Sections at ATX headings; a heading with no text of its own joins the section after it. */
-export function markdownSections(text: string): Section[] {
-  const sections: Section[] = [];
+/**
+ * Sections at ATX headings; a heading with no text of its own joins the section after it. Lazy:
+ * each section is scanned when it is asked for (and the one after it, to know whether a bare heading
+ * joins it), line by line from where the previous one ended; `\r\n` and `\r` end lines as `\n` does
+ * and the sections' text has `\n` only.
+ */
+export function* markdownSections(text: string): Generator<Section, void, undefined> {
   let current: { heading: string | null; lines: string[] } = { heading: null, lines: [] };
   let fence: string | null = null;
-  const close = () => {
+  /** The last section closed, held until the next one says whether it joins it (a bare heading). */
+  let held: Section | null = null;
+  /** The closed `current` (if it has any text) in `held`'s place; what can be yielded now. */
+  const close = (): Section | null => {
     const body = current.lines.join('\n');
-    if (body.trim() !== '') {
-      sections.push({ heading: current.heading, text: body, bare: current.lines.slice(1).join('').trim() === '' });
+    if (body.trim() === '') {
+      return null;
     }
+    const s = { heading: current.heading, text: body, bare: current.lines.slice(1).join('').trim() === '' };
+    // "# Guide\n## Install\ntext": the bare "# Guide" goes with the Install section.
+    if (held?.bare && held.heading !== null) {
+      held = { heading: s.heading, text: `${held.text.trimEnd()}\n${s.text}`, bare: s.bare };
+      return null;
+    }
+    const ready = held;
+    held = s;
+    return ready;
   };
-  for (const line of text.split('\n')) {
+  const eol = /\r\n?|\n/g;
+  let pos = 0;
+  for (;;) {
+    const m = eol.exec(text);
+    const line = text.slice(pos, m ? m.index : text.length);
     const f = FENCE.exec(line);
     if (f) {
       fence = fence === null ? f[1][0] : line.trimStart().startsWith(fence) ? null : fence;
     }
     const h = fence === null && !f ? HEADING.exec(line) : null;
     if (h && h[2].trim() !== '') {
-      close();
+      const ready = close();
       current = { heading: h[2].trim(), lines: [line] };
+      if (ready) {
+        yield ready;
+      }
     } else {
       current.lines.push(line);
     }
-  }
-  close();
-  // "# Guide\n## Install\ntext": the bare "# Guide" goes with the Install section.
-  const merged: Section[] = [];
-  for (const s of sections) {
-    const prev = merged.at(-1);
-    if (prev?.bare && prev.heading !== null) {
-      merged[merged.length - 1] = { heading: s.heading, text: `${prev.text.trimEnd()}\n${s.text}`, bare: s.bare };
-    } else {
-      merged.push(s);
+    if (!m) {
+      break;
     }
+    pos = eol.lastIndex;
   }
-  return merged;
+  const ready = close();
+  if (ready) {
+    yield ready;
+  }
+  if (held) {
+    yield held;
+  }
 }
 
 /** Break kinds, best first: [pattern, break at the end of the match (else at its start)]. */
