@@ -141,8 +141,8 @@ describe('held inserts carried by the next statement on postgres', () => {
     // its own lock statement, finish_run_fenced_locking). No hot_queued_of_run_and_waiting.
     expect(shapes()).toEqual(['BEGIN', 'hot_group_locks', 'hot_finish_run_locking', 'carried', 'COMMIT']);
     const carried = spy.mock.calls
-      .map(([q]: [string | QueryConfig]) => (typeof q === 'string' ? q : q.text))
-      .find((t) => t.startsWith('WITH'));
+      .map(([q]: [string | QueryConfig]) => q)
+      .find((q): q is QueryConfig => typeof q !== 'string' && (q.name ?? '').startsWith('hot_w_'))?.text;
     expect(carried).toMatch(/INSERT INTO "run_results"/);
     expect(carried).toMatch(/AS "conv_waiting"/);
     expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: run.run_id })).toBe(1);
