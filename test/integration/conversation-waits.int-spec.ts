@@ -16,7 +16,7 @@ import {
   type RunEnd,
 } from '@libs/persistence';
 import { DIALECTS, isPostgres, storesModule, type TestDatabase } from './support/databases';
-import { logOf, newEvent, newResult, newRun, T0 } from './support/run-rows';
+import { logOf, newEvent, newResult, newRun, T0, transcriptRow } from './support/run-rows';
 
 jest.setTimeout(60_000);
 
@@ -143,17 +143,37 @@ describe.each(DIALECTS)('what waits in a conversation on %s', (_name, factory) =
   const endOf = (m: TestingModule, runId: string, key: string | null) =>
     m.get(RunsRepository).end(newResult(runId, 2, { type: 'run.completed' }), done(), null, null, [], null, key);
 
-  describe('the end of a run: a conversation signal only when a run waits', () => {
+  // With an assistant row, the end's transcript append also answers the conversation's wait and
+  // the run's queued count (STEERING_SQL.appendTranscriptAndQueue); without one, its own read.
+  describe.each([
+    ['without', false],
+    ['with', true],
+  ])('the end of a run (%s an assistant row): a conversation signal only when a run waits', (_w, withAssistant) => {
+    const endIn = (m: TestingModule, runId: string, c: ConversationRef | null) =>
+      m
+        .get(RunsRepository)
+        .end(
+          newResult(runId, 2, { type: 'run.completed' }),
+          done(),
+          null,
+          withAssistant && c
+            ? transcriptRow('assistant', 'done', { conversation_id: c.conversation_id, run_id: runId })
+            : null,
+          [],
+          null,
+          c?.key ?? null,
+        );
+
     it('nothing waits: `waiting` false (no signal); an event queued behind it: true', async () => {
       const runs = a.get(RunsRepository);
       const c = conv('c-alone');
       const first = runIdOf(await runs.admit(convRows(c)));
-      expect(await endOf(a, first, c.key)).toEqual({ ended: true, released: 0, waiting: false });
+      expect(await endIn(a, first, c)).toEqual({ ended: true, released: 0, waiting: false });
 
       const second = runIdOf(await runs.admit(convRows(c)));
       // Queued at the other process while `second` runs.
       expect(await b.get(RunsRepository).admit(convRows(c))).toMatchObject({ disposition: 'queued' });
-      expect(await endOf(a, second, c.key)).toEqual({ ended: true, released: 0, waiting: true });
+      expect(await endIn(a, second, c)).toEqual({ ended: true, released: 0, waiting: true });
     });
 
     it("a steering item left on the run is released as a waiting run: `waiting` true; another conversation's wait does not count", async () => {
@@ -163,14 +183,14 @@ describe.each(DIALECTS)('what waits in a conversation on %s', (_name, factory) =
       expect(await runs.admit(convRows(c, { ...queueAll, steer_into: running }))).toMatchObject({
         disposition: 'steered',
       });
-      expect(await endOf(a, running, c.key)).toEqual({ ended: true, released: 1, waiting: true });
+      expect(await endIn(a, running, c)).toEqual({ ended: true, released: 1, waiting: true });
 
       const other = conv('c-other');
       const x = runIdOf(await runs.admit(convRows(other)));
       await runs.admit(convRows(other)); // waits in c-other
       const y = runIdOf(await runs.admit(convRows(conv('c-free'))));
-      expect(await endOf(a, y, conv('c-free').key)).toMatchObject({ waiting: false });
-      expect(await endOf(a, x, other.key)).toMatchObject({ waiting: true });
+      expect(await endIn(a, y, conv('c-free'))).toMatchObject({ waiting: false });
+      expect(await endIn(a, x, other)).toMatchObject({ waiting: true });
     });
 
     it('an end without a conversation key, or of a run that already ended, reads nothing', async () => {
@@ -178,8 +198,8 @@ describe.each(DIALECTS)('what waits in a conversation on %s', (_name, factory) =
       const c = conv('c-nokey');
       const r = runIdOf(await runs.admit(convRows(c)));
       await runs.admit(convRows(c));
-      expect(await endOf(a, r, null)).toEqual({ ended: true, released: 0, waiting: false });
-      expect(await endOf(a, r, c.key)).toEqual({ ended: false, released: 0, waiting: false });
+      expect(await endIn(a, r, null)).toEqual({ ended: true, released: 0, waiting: false });
+      expect(await endIn(a, r, c)).toEqual({ ended: false, released: 0, waiting: false });
     });
   });
 

@@ -2,11 +2,13 @@ import { Client, type QueryConfig } from 'pg';
 import {
   admitUnit,
   appendTranscriptUnit,
+  endRunUnit,
   EventLogEntity,
   resultUnit,
   RunEntity,
   RunResultEntity,
   TranscriptEntity,
+  type RunEnd,
   type Unit,
 } from '@libs/persistence';
 import { PgHot } from '../../libs/persistence/src/hot/pg-driver';
@@ -116,6 +118,35 @@ describe('held inserts carried by the next statement on postgres', () => {
     expect(shapes()).toEqual(['BEGIN', 'hot_claim_event_logged', 'hot_event_by_id', 'COMMIT']);
     expect(await stores.ds.getRepository(EventLogEntity).countBy({ event_id: event.event_id })).toBe(1);
     expect(await stores.ds.getRepository(RunEntity).countBy({ run_id: again.run.run_id })).toBe(0);
+  });
+
+  it("a run's end in a conversation: its results ride on the transcript append, which also answers the conversation's wait (no read of its own)", async () => {
+    const { event, run } = eventWithRun({ conversation_id: 'conv-g' }, { conversation_id: 'conv-g' });
+    await hot.runGroup([() => admitUnit(admission(event, run))]);
+    spy.mockClear();
+    const end: RunEnd = {
+      status: 'completed',
+      status_reason: null,
+      error_code: null,
+      retryable: null,
+      finished_at: Date.now(),
+    };
+    const assistant = transcriptRow('assistant', 'done', { conversation_id: 'conv-g', run_id: run.run_id });
+    const [out] = await hot.runGroup([
+      () =>
+        endRunUnit(newResult(run.run_id, 1, { type: 'run.completed' }), end, null, assistant, [], null, 'key-conv-g'),
+    ]);
+    expect(out).toEqual({ ended: true, released: 0, waiting: false });
+    // No lease here: the run row and the transcript key are locked by GROUP_LOCKS (a leased end is
+    // its own lock statement, finish_run_fenced_locking). No hot_queued_of_run_and_waiting.
+    expect(shapes()).toEqual(['BEGIN', 'hot_group_locks', 'hot_finish_run_locking', 'carried', 'COMMIT']);
+    const carried = spy.mock.calls
+      .map(([q]: [string | QueryConfig]) => q)
+      .find((q): q is QueryConfig => typeof q !== 'string' && (q.name ?? '').startsWith('hot_w_'))?.text;
+    expect(carried).toMatch(/INSERT INTO "run_results"/);
+    expect(carried).toMatch(/AS "conv_waiting"/);
+    expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: run.run_id })).toBe(1);
+    expect(await stores.ds.getRepository(TranscriptEntity).countBy({ conversation_id: 'conv-g' })).toBe(1);
   });
 
   it('a carried row that fails fails the group: nothing of it is written, the writer goes on', async () => {

@@ -292,6 +292,25 @@ function transcriptPage(order: 'ASC' | 'DESC', is: string): string {
      AND "seq" < ? AND "seq" > ? ORDER BY "seq" ${order} LIMIT ?`;
 }
 
+/**
+ * The transcript append (SQL.insertTranscript): the row at the conversation's next seq, computed in
+ * the same statement, answering `"seq"` and then `returning` (more RETURNING expressions, their
+ * parameters after the row's and the conversation id). Parameters: TRANSCRIPT_COLUMNS, the
+ * conversation id, then `returning`'s.
+ */
+export function transcriptAppend(name: string, returning = ''): HotStatement {
+  return stmt(
+    name,
+    `INSERT INTO "transcript" (${transcriptCols}, "seq")
+     SELECT ${TRANSCRIPT_COLUMNS.map(() => '?').join(', ')}, COALESCE(MAX("seq"), 0) + 1 FROM "transcript" WHERE "conversation_id" = ?
+     RETURNING "seq"${returning}`,
+    // PostgreSQL types the parameters of a SELECT list as text: created_at needs its cast.
+    `INSERT INTO "transcript" (${transcriptCols}, "seq")
+     SELECT ${TRANSCRIPT_COLUMNS.map((c) => (c === 'created_at' ? '?::bigint' : '?')).join(', ')}, COALESCE(MAX("seq"), 0) + 1 FROM "transcript" WHERE "conversation_id" = ?
+     RETURNING "seq"${returning}`,
+  );
+}
+
 export const SQL = {
   begin: stmt('begin', 'BEGIN'),
   commit: stmt('commit', 'COMMIT'),
@@ -354,19 +373,7 @@ export const SQL = {
     'runs',
   ),
   /** Next seq of the conversation in the same statement. */
-  insertTranscript: reading(
-    stmt(
-      'insert_transcript',
-      `INSERT INTO "transcript" (${transcriptCols}, "seq")
-     SELECT ${TRANSCRIPT_COLUMNS.map(() => '?').join(', ')}, COALESCE(MAX("seq"), 0) + 1 FROM "transcript" WHERE "conversation_id" = ?
-     RETURNING "seq"`,
-      // PostgreSQL types the parameters of a SELECT list as text: created_at needs its cast.
-      `INSERT INTO "transcript" (${transcriptCols}, "seq")
-     SELECT ${TRANSCRIPT_COLUMNS.map((c) => (c === 'created_at' ? '?::bigint' : '?')).join(', ')}, COALESCE(MAX("seq"), 0) + 1 FROM "transcript" WHERE "conversation_id" = ?
-     RETURNING "seq"`,
-    ),
-    'transcript',
-  ),
+  insertTranscript: reading(transcriptAppend('insert_transcript'), 'transcript'),
 
   // Results and the end of a run.
   insertResult: batchableInsert('insert_result', 'run_results', RESULT_COLUMNS),

@@ -24,6 +24,7 @@ import {
 import { outboxUnit, type NewOutboxRow } from './outbox-units';
 import { fenceCallUnit, fenceUnit, finishRunFenced, type RunLease } from './run-fence';
 import { storeSnapshotUnit } from './snapshot-rows';
+import { STEERING_SQL } from './steering-sql';
 import { bool, exec, json, one, rowParams, type Unit } from './unit';
 
 /** A run row to write: its authorization snapshot whole (stored once by its hash: snapshot-rows.ts). */
@@ -134,6 +135,31 @@ export function* finishUnit(
   outbox: readonly NewOutboxRow[] = [],
   lease: RunLease | null = null,
 ): Unit<boolean> {
+  return (yield* finishLookingUnit(terminal, end, state, assistant, outbox, lease, null)).ended;
+}
+
+/** What a run's end read of its conversation's steering with its transcript append (finishLookingUnit). */
+export interface EndLook {
+  /** Something waits to run in the conversation (a queued event, a routed run, a re-dispatched item). */
+  waiting: boolean;
+  /** Items still queued on the run (not pulled). */
+  queued: number;
+}
+
+/**
+ * finishUnit; with the run's conversation key and an assistant row, its transcript append also
+ * answers the conversation's steering look at the end (STEERING_SQL.appendTranscriptAndQueue: one
+ * statement, endRunUnit), else `look` is null.
+ */
+export function* finishLookingUnit(
+  terminal: NewResult,
+  end: RunEnd,
+  state: StateWrite | null,
+  assistant: NewTranscriptRow | null,
+  outbox: readonly NewOutboxRow[],
+  lease: RunLease | null,
+  conversationKey: string | null,
+): Unit<{ ended: boolean; look: EndLook | null }> {
   // With a transcript row to append, the finish statement takes its lock (SQL.finishRunLocking);
   // its run row and that key are declared (lockRun, lockKey), so a PostgreSQL group takes them
   // with its other locks, in the one order. A leased run's end is its fence too
@@ -159,13 +185,22 @@ export function* finishUnit(
   if (changed === 0) {
     // Fenced (FencedError, the group rolled back) or already ended.
     yield* fenceUnit(lease);
-    return false;
+    return { ended: false, look: null };
   }
   yield* resultUnit(terminal, state, outbox);
-  if (assistant) {
-    yield* appendTranscriptUnit(assistant, true);
+  if (!assistant) {
+    return { ended: true, look: null };
   }
-  return true;
+  if (conversationKey === null) {
+    yield* appendTranscriptUnit(assistant, true);
+    return { ended: true, look: null };
+  }
+  // The lock was taken by the finish statement: the append's snapshot sees every item queued before.
+  const r = yield* one<{ conv_waiting: number | string; queued: number | string }>(
+    STEERING_SQL.appendTranscriptAndQueue,
+    [...rowParams(TRANSCRIPT_COLUMNS, assistant), assistant.conversation_id, conversationKey, terminal.run_id],
+  );
+  return { ended: true, look: { waiting: Number(r?.conv_waiting ?? 0) > 0, queued: Number(r?.queued ?? 0) } };
 }
 
 /** Appends an event-log row; its id is the event's position (the EventPage cursor). */

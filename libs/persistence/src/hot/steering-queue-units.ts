@@ -13,6 +13,7 @@ import { fenceUnit, type RunLease } from './run-fence';
 import { RESULT_COLUMNS, SQL } from './hot-sql';
 import {
   eventLogUnit,
+  finishLookingUnit,
   finishUnit,
   insertRunUnit,
   type NewEventLog,
@@ -137,6 +138,20 @@ export function* endRunUnit(
   lease: RunLease | null = null,
   conversationKey: string | null = null,
 ): Unit<{ ended: boolean; released: number; waiting: boolean }> {
+  if (conversationKey !== null && assistant !== null) {
+    // The end's transcript append answers the conversation's wait and the run's queued count (one
+    // statement, finishLookingUnit); the items themselves are read only when some are queued.
+    const { ended, look } = yield* finishLookingUnit(terminal, end, state, assistant, outbox, lease, conversationKey);
+    if (!ended || look === null) {
+      return { ended, released: 0, waiting: false };
+    }
+    const left =
+      look.queued > 0
+        ? (yield* rows<Row>(STEERING_SQL.queuedOfRun, [terminal.run_id, 1_000_000])).map(steeringFromRow)
+        : [];
+    const released = yield* releaseItemsUnit(terminal.run_id, left, end.finished_at);
+    return { ended, released, waiting: released > 0 || look.waiting };
+  }
   const ended = yield* finishUnit(terminal, end, state, assistant, outbox, lease);
   if (!ended) {
     return { ended, released: 0, waiting: false };

@@ -3,7 +3,7 @@
  * dialects: the conversation's running run, its waiting items, the steering queue of a run, and the
  * runs that start later.
  */
-import { insert, lockingRun, reading, stmt } from './hot-sql';
+import { insert, lockingRun, reading, stmt, transcriptAppend } from './hot-sql';
 
 export const STEERING_COLUMNS = [
   'conversation_key',
@@ -93,6 +93,24 @@ export const STEERING_SQL = {
        FROM (SELECT 1 AS "one") AS o LEFT JOIN "steering_items" s ON s."run_id" = ? AND s."state" = 'queued'
        ORDER BY s."position" ASC LIMIT ?`,
     ),
+    'steering_items',
+  ),
+  /**
+   * The end's transcript append (SQL.insertTranscript) answering, besides its seq, what the end
+   * reads of the conversation's steering (queuedOfRunAndWaiting's two questions): whether anything
+   * waits to run in the conversation (`conv_waiting` 0/1) and how many items are still queued on
+   * the run (`queued`; only when some are does the end read them, queuedOfRun). The append runs
+   * after the end took the conversation's transcript lock (finish_run_locking), so its snapshot is
+   * the one that read used: one round trip fewer per run end (docs/benchmarks.md, round 9
+   * wt-pgc1r9). Parameters: insertTranscript's, then the conversation key, the run id.
+   */
+  appendTranscriptAndQueue: reading(
+    transcriptAppend(
+      'insert_transcript_and_queue',
+      `, (SELECT COUNT(*) FROM (SELECT 1 FROM "steering_items" WHERE "conversation_key" = ? AND "dispatch" = 'waiting' LIMIT 1) AS x) AS "conv_waiting",
+       (SELECT COUNT(*) FROM "steering_items" WHERE "run_id" = ? AND "state" = 'queued') AS "queued"`,
+    ),
+    'transcript',
     'steering_items',
   ),
   /** The conversation's next item to run (arrival order). */
