@@ -219,6 +219,19 @@ describe('SqliteHot reads on a read connection', () => {
     expect(reader.inTransaction).toBe(false);
   });
 
+  it('runs a read on the writer connection while no transaction is open on it, on the read connection otherwise', () => {
+    const hot = new SqliteHot(writer, reader);
+    const onReader = jest.spyOn(reader, 'prepare');
+    expect(read(hot)).toEqual(['committed']);
+    expect(onReader).not.toHaveBeenCalled();
+    writer.exec(`BEGIN IMMEDIATE; INSERT INTO t (v) VALUES ('open')`);
+    expect(read(hot)).toEqual(['committed']);
+    expect(onReader).toHaveBeenCalledTimes(1);
+    writer.exec('ROLLBACK');
+    expect(read(hot)).toEqual(['committed']);
+    expect(onReader).toHaveBeenCalledTimes(1);
+  });
+
   it('refuses a write in a read, and writes nothing', () => {
     const hot = new SqliteHot(writer, reader);
     expect(() => hot.read(exec(insert, ['x']))).toThrow(/readonly database/);

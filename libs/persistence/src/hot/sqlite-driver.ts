@@ -22,10 +22,11 @@ export function sqliteText(sql: string): string {
 /**
  * Hot statements on a better-sqlite3 connection: each prepared once. Groups run synchronously
  * inside one transaction, so nothing else on the event loop — not even a microtask — can issue
- * a statement between BEGIN and COMMIT. Reads outside a group (`read`) run on `reader`, the
- * host's read-only connection when it has one (sqlite-query-runner.ts SqliteConnections): they
- * see only committed rows, never those of an admin transaction open on the writer connection
- * `db` (docs/durability.md). Without one (`:memory:`) they run on `db`.
+ * a statement between BEGIN and COMMIT. Reads outside a group (`read`) see only committed rows,
+ * never those of an admin transaction open on the writer connection `db` (docs/durability.md):
+ * they run on `db` while no transaction is open on it, else on `reader`, the host's read-only
+ * connection when it has one (sqlite-query-runner.ts SqliteConnections). Without one
+ * (`:memory:`) they run on `db`.
  */
 export class SqliteHot implements WriterDriver {
   private readonly prepared = new Map<string, Statement>();
@@ -106,9 +107,35 @@ export class SqliteHot implements WriterDriver {
   read<T>(unit: Unit<T>): T {
     let r = unit.next();
     while (!r.done) {
-      r = unit.next(this.stepWith(this.reader, this.readPrepared, r.value));
+      r = unit.next(this.readStep(r.value));
     }
     return r.value;
+  }
+
+  /**
+   * One statement of a read. While no transaction is open on the writer connection `db` (the usual
+   * case: its groups run synchronously, and admin transactions are rare), that connection holds no
+   * uncommitted row, so a statement SQLite reports as read-only (`Statement.readonly`) runs there:
+   * it sees exactly what the read connection would — the last commit — but in the writer's page
+   * cache, which its own commits keep warm, where the read connection's cache is dropped at every
+   * commit of the writer (docs/benchmarks.md, "Hot reads on the writer connection when it is
+   * free"). An open transaction on `db`, a statement that would write, or a chain: the read
+   * connection, as before (a write there fails, "attempt to write a readonly database").
+   */
+  private readStep(op: Op): unknown {
+    if (this.reader !== this.db && !op.stmt.sqliteChain && !this.db.inTransaction) {
+      const st = preparedOn(this.db, this.prepared, op.stmt);
+      if (st.readonly) {
+        if (this.timing) {
+          const t0 = process.hrtime.bigint();
+          const r = stepOn(st, op);
+          this.timing.add(op.stmt.name, t0);
+          return r;
+        }
+        return stepOn(st, op);
+      }
+    }
+    return this.stepWith(this.reader, this.readPrepared, op);
   }
 
   runGroup(units: readonly (() => Unit<unknown>)[]): unknown[] {
