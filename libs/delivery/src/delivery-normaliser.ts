@@ -256,7 +256,7 @@ function editGrowth(plan: DeliveryPlan, shownLength: number): number {
 
 /** Sends one new platform message; returns its delivery id. */
 function sendNew(d: Draft, text: string, op: 'message.send' | 'message.final', extra = {}): string {
-  return d.out.emit(op, Object.assign({ text, part: d.state.parts++ }, extra));
+  return d.out.emit(op, { text, part: d.state.parts++, ...extra });
 }
 
 /** edit mode: shows the answer's new text — first send, overflow into new messages, coalesced edits. */
@@ -531,9 +531,7 @@ export function normalise(
   const resultSequence =
     input.kind === 'tick' ? null : input.kind === 'op' ? input.result_sequence : input.result.sequence;
   const out = new Emitter(plan, state.run_id, state.seq, resultSequence, now);
-  // Object.assign, not `{ ...state }`: the same copy of the host's own keys, without V8's slow
-  // object-spread path (docs/benchmarks.md#host-cpu-per-run-round-9-wt-cpu9).
-  const d: Draft = { plan, now, out, state: Object.assign({}, state) };
+  const d: Draft = { plan, now, out, state: { ...state } };
   switch (input.kind) {
     case 'result':
       onResult(d, input.result);

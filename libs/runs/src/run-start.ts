@@ -102,9 +102,7 @@ export class RunStarter {
       retryable: null,
       context: storedContext(context) as JsonObject,
       usage: null,
-      // A shallow copy of the host-built snapshot; Object.assign avoids V8's slow object-spread path
-      // (docs/benchmarks.md#host-cpu-per-run-round-9-wt-cpu9).
-      authorization: Object.assign<JsonObject, typeof access.snapshot>({}, access.snapshot),
+      authorization: { ...access.snapshot },
       authorization_hash: snapshotHash(access.snapshot),
       created_at: now,
       started_at: now,
