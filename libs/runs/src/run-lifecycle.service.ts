@@ -32,9 +32,9 @@ import { isTerminal } from '@libs/protocol';
 import { telemetry } from '@libs/telemetry';
 import type { RunSteps } from './run-steps';
 
-/** The row to write for a result; `stored`: its data as stored, when not as sent (cumulative-deltas.ts). */
 /**
- * The stored row of a result. Written field by field, not as `{ ...r, data, … }`: an object spread
+ * The row to write for a result; `stored`: its data as stored, when not as sent (cumulative-deltas.ts).
+ * Written field by field, not as `{ ...r, data, … }`: an object spread
  * followed by more keys is a slow path of V8 in Node 20 (µs per object, where a plain `{ ...r }` or
  * `{ a, ...r }` takes tens of ns; docs/benchmarks.md#host-cpu-per-run-round-9-wt-cpu9).
  * The writer reads the row by RESULT_COLUMNS; nothing else sees it.
