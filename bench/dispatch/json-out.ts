@@ -2,7 +2,7 @@ import { machineJson, num } from '../common/json-out';
 import type { FloorResult } from './floors';
 import type { DatabaseRun } from './phase';
 import type { TargetCheck } from './targets';
-import { otherProcessesShare, runsPerSecond } from './report';
+import { hostCpuInBidiRoundTrips, otherProcessesShare, runsPerSecond } from './report';
 import { summarize } from '../common/stats';
 
 /*
@@ -43,6 +43,8 @@ export function dispatchJson(
         first_result_p99_ms: num(first.p99),
         admitted_p50_ms: num(admitted.p50),
         host_cpu_ms_per_run: num(l.cpu.host / n),
+        // host_cpu_ms_per_run ÷ the same run's bidi floor's server CPU per round trip (report.ts).
+        host_cpu_per_run_in_bidi_round_trips: num(hostCpuInBidiRoundTrips(l, floors.bidi)),
         runner_cpu_ms_per_run: num(l.cpu.runner / n),
         client_cpu_ms_per_run: num(l.cpu.client / n),
         other_processes_cpu_ms: num(l.cpu.other),

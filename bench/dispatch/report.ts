@@ -61,7 +61,15 @@ export const otherProcessesShare = (l: MeasuredLevel): number => l.cpu.other / l
 /** A share of the cores as a whole percentage. */
 export const fmtShare = (share: number): string => (Number.isFinite(share) ? `${(100 * share).toFixed(0)} %` : '—');
 
-export function levelsTable(levels: MeasuredLevel[]): string {
+/**
+ * Host CPU per run in units of the same run's bidi floor's server CPU per round trip (what one
+ * grpc-js round trip costs the serving process on this machine today): comparable between days
+ * whose machines run faster or slower, as the absolute figure is not. NaN without a measured floor CPU.
+ */
+export const hostCpuInBidiRoundTrips = (l: MeasuredLevel, bidi: FloorResult): number =>
+  l.cpu.host / Math.max(1, l.timings.length) / bidi.cpuServerMs;
+
+export function levelsTable(levels: MeasuredLevel[], bidi?: FloorResult): string {
   const cores = os.cpus().length;
   return markdownTable(
     [
@@ -74,6 +82,7 @@ export function levelsTable(levels: MeasuredLevel[]): string {
       'first result p50 / p99',
       'terminal p50 / p99',
       'CPU/run host / runner / client',
+      'host CPU/run ÷ bidi server CPU/round trip',
       `CPU use of ${cores} cores: ours / other processes`,
     ],
     levels.map((l) => {
@@ -92,6 +101,9 @@ export function levelsTable(levels: MeasuredLevel[]): string {
         `${fmtDuration(first.p50)} / ${fmtDuration(first.p99)}`,
         `${fmtDuration(terminal.p50)} / ${fmtDuration(terminal.p99)}`,
         `${fmtDuration(l.cpu.host / n)} / ${fmtDuration(l.cpu.runner / n)} / ${fmtDuration(l.cpu.client / n)}`,
+        bidi && Number.isFinite(hostCpuInBidiRoundTrips(l, bidi))
+          ? `${fmtNum(hostCpuInBidiRoundTrips(l, bidi))} ×`
+          : '—',
         `${pct(l.cpu.host + l.cpu.runner + l.cpu.client)} / ${fmtShare(otherProcessesShare(l))}`,
       ];
     }),
