@@ -77,21 +77,11 @@ function report(opts: DispatchOptions, floors: Floors, runs: DatabaseRun[], star
   if (levels.length > 0 && opts.runners.length > 1) {
     for (const runner of opts.runners) {
       const own = runs.filter((r) => r.runner === runner).flatMap((r) => r.levels);
-      out.push(
-        '',
-        `### Runner Host with the ${RUNNER_LABEL[runner]}: POST /v1/events → SSE`,
-        '',
-        levelsTable(own, floors.bidi),
-      );
+      out.push('', `### Runner Host with the ${RUNNER_LABEL[runner]}: POST /v1/events → SSE`, '', levelsTable(own));
     }
     out.push('', '### Runner beside runner (this run)', '', runnerComparisonTable(runs, opts.runners));
   } else if (levels.length > 0) {
-    out.push(
-      '',
-      '### Runner Host: POST /v1/events → results on the run’s SSE stream',
-      '',
-      levelsTable(levels, floors.bidi),
-    );
+    out.push('', '### Runner Host: POST /v1/events → results on the run’s SSE stream', '', levelsTable(levels));
     if (runs.length > 1) {
       out.push('', '### PostgreSQL mode beside SQLite mode', '', sideBySideTable(runs));
     }

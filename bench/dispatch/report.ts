@@ -69,7 +69,7 @@ export const fmtShare = (share: number): string => (Number.isFinite(share) ? `${
 export const hostCpuInBidiRoundTrips = (l: MeasuredLevel, bidi: FloorResult): number =>
   l.cpu.host / Math.max(1, l.timings.length) / bidi.cpuServerMs;
 
-export function levelsTable(levels: MeasuredLevel[], bidi?: FloorResult): string {
+export function levelsTable(levels: MeasuredLevel[]): string {
   const cores = os.cpus().length;
   return markdownTable(
     [
@@ -82,7 +82,6 @@ export function levelsTable(levels: MeasuredLevel[], bidi?: FloorResult): string
       'first result p50 / p99',
       'terminal p50 / p99',
       'CPU/run host / runner / client',
-      'host CPU/run ÷ bidi server CPU/round trip',
       `CPU use of ${cores} cores: ours / other processes`,
     ],
     levels.map((l) => {
@@ -101,9 +100,6 @@ export function levelsTable(levels: MeasuredLevel[], bidi?: FloorResult): string
         `${fmtDuration(first.p50)} / ${fmtDuration(first.p99)}`,
         `${fmtDuration(terminal.p50)} / ${fmtDuration(terminal.p99)}`,
         `${fmtDuration(l.cpu.host / n)} / ${fmtDuration(l.cpu.runner / n)} / ${fmtDuration(l.cpu.client / n)}`,
-        bidi && Number.isFinite(hostCpuInBidiRoundTrips(l, bidi))
-          ? `${fmtNum(hostCpuInBidiRoundTrips(l, bidi))} ×`
-          : '—',
         `${pct(l.cpu.host + l.cpu.runner + l.cpu.client)} / ${fmtShare(otherProcessesShare(l))}`,
       ];
     }),
@@ -182,7 +178,7 @@ export function ratiosTable(levels: MeasuredLevel[], bidi: FloorResult, sqlite: 
     rows.push([
       `${DB_LABEL[l.database]}: host CPU per run c${l.concurrency} ÷ floor CPU per op`,
       fmtDuration(host),
-      `${fmtNum(host / bidi.cpuServerMs)} ×`,
+      `${fmtNum(hostCpuInBidiRoundTrips(l, bidi))} ×`,
       `${fmtNum(host / sqlite.cpuClientMs)} ×`,
     ]);
   }
