@@ -331,16 +331,16 @@ function databaseOf(
   busyWaitMs?: number,
   searchWorkers?: number,
 ): DatabaseConfig {
-  const busy = {
+  const sqliteTuning = {
     ...(busyWaitMs === undefined ? {} : { busyWaitMs }),
     ...(searchWorkers === undefined ? {} : { searchWorkers }),
   };
   if (!url) {
-    return { type: 'sqlite', file: path.join(dataDir, 'runner-host.sqlite'), ...busy };
+    return { type: 'sqlite', file: path.join(dataDir, 'runner-host.sqlite'), ...sqliteTuning };
   }
   if (url.startsWith('sqlite:')) {
     const file = url.slice('sqlite:'.length);
-    return { type: 'sqlite', file: file === ':memory:' ? file : path.resolve(file), ...busy };
+    return { type: 'sqlite', file: file === ':memory:' ? file : path.resolve(file), ...sqliteTuning };
   }
   return { type: 'postgres', url };
 }
