@@ -123,19 +123,12 @@ export class SqliteHot implements WriterDriver {
    * connection, as before (a write there fails, "attempt to write a readonly database").
    */
   private readStep(op: Op): unknown {
-    if (this.reader !== this.db && !op.stmt.sqliteChain && !this.db.inTransaction) {
-      const st = preparedOn(this.db, this.prepared, op.stmt);
-      if (st.readonly) {
-        if (this.timing) {
-          const t0 = process.hrtime.bigint();
-          const r = stepOn(st, op);
-          this.timing.add(op.stmt.name, t0);
-          return r;
-        }
-        return stepOn(st, op);
-      }
-    }
-    return this.stepWith(this.reader, this.readPrepared, op);
+    const onWriter =
+      this.reader !== this.db &&
+      !op.stmt.sqliteChain &&
+      !this.db.inTransaction &&
+      preparedOn(this.db, this.prepared, op.stmt).readonly;
+    return onWriter ? this.stepWith(this.db, this.prepared, op) : this.stepWith(this.reader, this.readPrepared, op);
   }
 
   runGroup(units: readonly (() => Unit<unknown>)[]): unknown[] {
