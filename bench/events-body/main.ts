@@ -7,6 +7,7 @@ import type { ArgumentMetadata } from '@nestjs/common';
 import { validationPipe } from '../../apps/host/src/filters/validation';
 import { submitEventBody } from '../../apps/host/src/http/dto/event.schema';
 import { CreateAgentDto, CreateApiKeyDto } from '../../apps/host/src/http/dto/admin.dto';
+import { CreateModelDto } from '../../apps/host/src/http/dto/models.dto';
 import { resourcePolicySchema } from '../../libs/agents/src/policies';
 import { describeIssues } from '../../libs/protocol/src/zod-issues';
 import { runMain, UsageError } from '../common/cli';
@@ -111,6 +112,7 @@ interface Build {
   submitEventBody: Pick<typeof submitEventBody, 'parse'>;
   CreateAgentDto: typeof CreateAgentDto;
   CreateApiKeyDto: typeof CreateApiKeyDto;
+  CreateModelDto: typeof CreateModelDto;
   resourcePolicySchema: Pick<typeof resourcePolicySchema, 'safeParse'>;
   describeIssues: typeof describeIssues;
 }
@@ -120,6 +122,7 @@ const thisBuild: Build = {
   submitEventBody,
   CreateAgentDto,
   CreateApiKeyDto,
+  CreateModelDto,
   resourcePolicySchema,
   describeIssues,
 };
@@ -150,6 +153,16 @@ function adminChecks(build: Build): [string, unknown, Check][] {
       'agent, runner_config of 40,000 keys (over 256 KiB)',
       { agent_id: 'a', runner_id: 'r', runner_config: keys(40_000) },
       answered(dto(build.CreateAgentDto)),
+    ],
+    [
+      'agent, agent_id an object of 49,990 keys',
+      { agent_id: keys(49_990), runner_id: 'r' },
+      answered(dto(build.CreateAgentDto)),
+    ],
+    [
+      'model, abilities of 49,990 unknown keys',
+      { model_id: 'm', kind: 'chat', base_url: 'http://127.0.0.1:1/v1', model_name: 'x', abilities: keys(49_990) },
+      answered(dto(build.CreateModelDto)),
     ],
     ['resource_policy, 20,000 unknown keys (zod)', keys(20_000), policy],
   ];
@@ -195,6 +208,7 @@ function loadBuild(dir: string): Build {
     Build,
     'CreateAgentDto' | 'CreateApiKeyDto'
   >;
+  const models = require(path.join(dist, 'http', 'dto', 'models.dto.js')) as Pick<Build, 'CreateModelDto'>;
   const libs = path.resolve(dir, 'dist', 'libs');
   const policies = require(path.join(libs, 'agents', 'src', 'policies.js')) as Pick<Build, 'resourcePolicySchema'>;
   const issues = require(path.join(libs, 'protocol', 'src', 'zod-issues.js')) as Pick<Build, 'describeIssues'>;
@@ -204,6 +218,7 @@ function loadBuild(dir: string): Build {
     submitEventBody: schema.submitEventBody,
     CreateAgentDto: admin.CreateAgentDto,
     CreateApiKeyDto: admin.CreateApiKeyDto,
+    CreateModelDto: models.CreateModelDto,
     resourcePolicySchema: policies.resourcePolicySchema,
     describeIssues: issues.describeIssues,
   };
