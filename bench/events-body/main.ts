@@ -31,8 +31,9 @@ import { SubmitEventDto } from './class-validator-baseline';
  *
  * `--admin` measures the DTO routes instead (round 9): the same pipe on an admin body (class-transformer
  * and class-validator) and an agent policy's zod check with its refusal's sentence, on the bodies a
- * caller can size — 49,990 unknown keys, an open map of 20,000 keys, a policy of 20,000 unknown keys
- * — 2 bodies a round; the time of one is the event loop's longest block for it (the check is
+ * caller can size — 49,990 unknown keys, an open map of 20,000 keys, a policy of 20,000 unknown keys,
+ * and (round 10) an object of 49,990 keys where a string belongs and a nested DTO (a model's
+ * `abilities`) of 49,990 unknown keys — 2 bodies a round; the time of one is the event loop's longest block for it (the check is
  * synchronous but for one await).
  *
  *   npm run bench:events-body -- [--base DIR] [--admin] [--json FILE]   (builds, then runs dist/bench/events-body/main.js)

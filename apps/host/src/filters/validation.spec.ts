@@ -262,8 +262,8 @@ describe('validation pipe: every refusal is invalid_argument naming the field', 
       'agent_id: agent_id must be shorter than or equal to 128 characters; agent_id: agent_id must be a string',
     );
     // class-validator saw the caller's object, not a copy class-transformer made key by key.
-    expect(Reflect.get(validated[0] as object, 'agent_id')).toBe(big);
-    expect(Reflect.get(validated[0] as object, 'runner_config')).toEqual({ a: 1 });
+    expect(Reflect.get(validated[0], 'agent_id')).toBe(big);
+    expect(Reflect.get(validated[0], 'runner_config')).toEqual({ a: 1 });
   });
 
   it('a nested DTO with more unknown keys than a 400 lists is refused before class-transformer, the count exact (docs/api.md#validation)', async () => {
@@ -298,9 +298,11 @@ describe('validation pipe: every refusal is invalid_argument naming the field', 
 
   it('an object inside a nested DTO reaches its rule as sent; a property with a transform keeps class-transformer', async () => {
     const big = keys(2_000);
-    const [d, validated] = await validatedBy(() => through(model({ abilities: { vision: big } }), body(CreateModelDto)));
+    const [d, validated] = await validatedBy(() =>
+      through(model({ abilities: { vision: big } }), body(CreateModelDto)),
+    );
     expect((d as DomainError).message).toBe('abilities.vision: vision must be a boolean value');
-    expect(Reflect.get(Reflect.get(validated[0] as object, 'abilities') as object, 'vision')).toBe(big);
+    expect(Reflect.get(Reflect.get(validated[0], 'abilities') as object, 'vision')).toBe(big);
     // `status` has a @Transform: it still runs (a comma-separated string becomes a list).
     const runs = (await through({ status: 'running,queued' }, query(ListRunsQueryDto))) as ListRunsQueryDto;
     expect(runs.status).toEqual(['running', 'queued']);

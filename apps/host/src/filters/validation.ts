@@ -169,12 +169,7 @@ export class HostValidationPipe extends ValidationPipe {
   }
 
   /** A nested DTO property's value through `standIn`: an object, or each object item of an array. */
-  private standInNested(
-    v: object,
-    nested: Type<unknown>,
-    path: (string | number)[],
-    detached: Detached[],
-  ): unknown {
+  private standInNested(v: object, nested: Type<unknown>, path: (string | number)[], detached: Detached[]): unknown {
     if (isPlainObject(v)) {
       return this.standIn(v, nested, path, detached);
     }
@@ -267,7 +262,10 @@ export class HostValidationPipe extends ValidationPipe {
         const type = transformerMetadata.findTypeMetadata(metatype, p);
         if (rules.some((m) => m.propertyName === p && m.type === 'nestedValidation')) {
           const cls: unknown = type?.typeFunction();
-          if (typeof cls === 'function' && getMetadataStorage().getTargetValidationMetadatas(cls, '', false, false).length) {
+          if (
+            typeof cls === 'function' &&
+            getMetadataStorage().getTargetValidationMetadatas(cls, '', false, false).length
+          ) {
             nested.set(p, cls as Type<unknown>);
           }
         } else if (
