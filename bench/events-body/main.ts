@@ -7,6 +7,7 @@ import type { ArgumentMetadata } from '@nestjs/common';
 import { validationPipe } from '../../apps/host/src/filters/validation';
 import { submitEventBody } from '../../apps/host/src/http/dto/event.schema';
 import { CreateAgentDto, CreateApiKeyDto } from '../../apps/host/src/http/dto/admin.dto';
+import { CreateModelDto } from '../../apps/host/src/http/dto/models.dto';
 import { resourcePolicySchema } from '../../libs/agents/src/policies';
 import { describeIssues } from '../../libs/protocol/src/zod-issues';
 import { runMain, UsageError } from '../common/cli';
@@ -30,8 +31,9 @@ import { SubmitEventDto } from './class-validator-baseline';
  *
  * `--admin` measures the DTO routes instead (round 9): the same pipe on an admin body (class-transformer
  * and class-validator) and an agent policy's zod check with its refusal's sentence, on the bodies a
- * caller can size — 49,990 unknown keys, an open map of 20,000 keys, a policy of 20,000 unknown keys
- * — 2 bodies a round; the time of one is the event loop's longest block for it (the check is
+ * caller can size — 49,990 unknown keys, an open map of 20,000 keys, a policy of 20,000 unknown keys,
+ * and (round 10) an object of 49,990 keys where a string belongs and a nested DTO (a model's
+ * `abilities`) of 49,990 unknown keys — 2 bodies a round; the time of one is the event loop's longest block for it (the check is
  * synchronous but for one await).
  *
  *   npm run bench:events-body -- [--base DIR] [--admin] [--json FILE]   (builds, then runs dist/bench/events-body/main.js)
@@ -111,6 +113,7 @@ interface Build {
   submitEventBody: Pick<typeof submitEventBody, 'parse'>;
   CreateAgentDto: typeof CreateAgentDto;
   CreateApiKeyDto: typeof CreateApiKeyDto;
+  CreateModelDto: typeof CreateModelDto;
   resourcePolicySchema: Pick<typeof resourcePolicySchema, 'safeParse'>;
   describeIssues: typeof describeIssues;
 }
@@ -120,6 +123,7 @@ const thisBuild: Build = {
   submitEventBody,
   CreateAgentDto,
   CreateApiKeyDto,
+  CreateModelDto,
   resourcePolicySchema,
   describeIssues,
 };
@@ -150,6 +154,16 @@ function adminChecks(build: Build): [string, unknown, Check][] {
       'agent, runner_config of 40,000 keys (over 256 KiB)',
       { agent_id: 'a', runner_id: 'r', runner_config: keys(40_000) },
       answered(dto(build.CreateAgentDto)),
+    ],
+    [
+      'agent, agent_id an object of 49,990 keys',
+      { agent_id: keys(49_990), runner_id: 'r' },
+      answered(dto(build.CreateAgentDto)),
+    ],
+    [
+      'model, abilities of 49,990 unknown keys',
+      { model_id: 'm', kind: 'chat', base_url: 'http://127.0.0.1:1/v1', model_name: 'x', abilities: keys(49_990) },
+      answered(dto(build.CreateModelDto)),
     ],
     ['resource_policy, 20,000 unknown keys (zod)', keys(20_000), policy],
   ];
@@ -195,6 +209,7 @@ function loadBuild(dir: string): Build {
     Build,
     'CreateAgentDto' | 'CreateApiKeyDto'
   >;
+  const models = require(path.join(dist, 'http', 'dto', 'models.dto.js')) as Pick<Build, 'CreateModelDto'>;
   const libs = path.resolve(dir, 'dist', 'libs');
   const policies = require(path.join(libs, 'agents', 'src', 'policies.js')) as Pick<Build, 'resourcePolicySchema'>;
   const issues = require(path.join(libs, 'protocol', 'src', 'zod-issues.js')) as Pick<Build, 'describeIssues'>;
@@ -204,6 +219,7 @@ function loadBuild(dir: string): Build {
     submitEventBody: schema.submitEventBody,
     CreateAgentDto: admin.CreateAgentDto,
     CreateApiKeyDto: admin.CreateApiKeyDto,
+    CreateModelDto: models.CreateModelDto,
     resourcePolicySchema: policies.resourcePolicySchema,
     describeIssues: issues.describeIssues,
   };

@@ -104,6 +104,33 @@ describe('JSON bodies: values are counted before parsing', () => {
     expect((await fetch(`${host.http}/health/live`)).status).toBe(200);
   });
 
+  it('refuses a model whose nested abilities hold 49,990 unknown keys, and one whose name is an object of as many, storing nothing', async () => {
+    // Objects class-transformer would copy key by key (quadratic: ~1.2–1.4 s of the event loop
+    // each before, docs/benchmarks.md): a nested DTO with > 100 unknown keys is refused before it,
+    // an object where a string belongs reaches its rule as sent.
+    const keys = 49_990;
+    const extra = Array.from({ length: keys }, (_, i) => `"k${i}":0`).join(',');
+    const head = '"model_id":"m-big","kind":"chat","base_url":"http://127.0.0.1:1/v1"';
+    const nested = await host.api('POST', '/v1/admin/models', `{${head},"model_name":"x","abilities":{${extra}}}`);
+    expect(nested.status).toBe(400);
+    expect(nested.body.error.details.field).toBe('abilities.k0');
+    expect(nested.body.error.details.problems).toHaveLength(100);
+    expect(nested.body.error.details.problems.at(-1)).toEqual({
+      field: 'abilities.k99',
+      rule: 'property k99 should not exist',
+    });
+    expect(nested.body.error.details.problems_omitted).toBe(keys - 100);
+    const named = await host.api('POST', '/v1/admin/models', `{${head},"model_name":{${extra}}}`);
+    expect(named.status).toBe(400);
+    expect(named.body.error.details.problems.map((p: { field: string }) => p.field)).toEqual([
+      'model_name',
+      'model_name',
+    ]);
+    expect(named.body.error.message).toMatch(/model_name: model_name must be a string/);
+    expect((await host.api('GET', '/v1/admin/models/m-big')).status).toBe(404);
+    expect((await fetch(`${host.http}/health/live`)).status).toBe(200);
+  });
+
   it('refuses an agent policy of 20,000 unknown keys naming the first 100 (a bounded message)', async () => {
     const keys = 20_000; // within the policy's 256 KiB
     const extra = Array.from({ length: keys }, (_, i) => `"k${i}":0`).join(',');

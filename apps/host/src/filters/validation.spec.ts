@@ -5,6 +5,7 @@ import { IsInt, IsOptional } from 'class-validator';
 import { DomainError } from '@libs/protocol';
 import { CreateAgentDto, CreateApiKeyDto, PageQueryDto } from '../http/dto/admin.dto';
 import { TranscriptQueryDto } from '../http/dto/inspection.dto';
+import { CreateModelDto } from '../http/dto/models.dto';
 import { ListRunsQueryDto, RunEventsQueryDto } from '../http/dto/run.dto';
 import { submitEventBody } from '../http/dto/event.schema';
 import { sameOwnPrimitives, validationPipe } from './validation';
@@ -229,6 +230,84 @@ describe('validation pipe: every refusal is invalid_argument naming the field', 
     const d = await refusalOf({ agent_id: 'a', runner_id: 'r', runner_config: runnerConfig }, body(CreateAgentDto));
     expect(d.message).toBe(message);
     expect(d.details.field).toBe('runner_config');
+  });
+
+  const model = (over: Record<string, unknown> = {}) => ({
+    model_id: 'm',
+    kind: 'chat',
+    base_url: 'http://127.0.0.1:1/v1',
+    model_name: 'x',
+    ...over,
+  });
+  const keys = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 0]));
+  const validatedBy = async <T>(run: () => Promise<T>): Promise<[T | DomainError, object[]]> => {
+    const validate = jest.spyOn(ValidationPipe.prototype as unknown as { validate: () => unknown }, 'validate');
+    try {
+      const out = await run().catch((e: unknown) => {
+        expect(e).toBeInstanceOf(DomainError);
+        return e as DomainError;
+      });
+      return [out, (validate.mock.calls as unknown as [object][]).map(([o]) => o)];
+    } finally {
+      validate.mockRestore();
+    }
+  };
+
+  it('an object where a string belongs reaches its rule as the caller sent it, refused as before (docs/api.md#validation)', async () => {
+    const big = keys(5_000);
+    const [d, validated] = await validatedBy(() =>
+      through({ agent_id: big, runner_id: 'r', runner_config: { a: 1 } }, body(CreateAgentDto)),
+    );
+    expect((d as DomainError).message).toBe(
+      'agent_id: agent_id must be shorter than or equal to 128 characters; agent_id: agent_id must be a string',
+    );
+    // class-validator saw the caller's object, not a copy class-transformer made key by key.
+    expect(Reflect.get(validated[0], 'agent_id')).toBe(big);
+    expect(Reflect.get(validated[0], 'runner_config')).toEqual({ a: 1 });
+  });
+
+  it('a nested DTO with more unknown keys than a 400 lists is refused before class-transformer, the count exact (docs/api.md#validation)', async () => {
+    const [d, validated] = await validatedBy(() =>
+      through(model({ kind: 'nope', abilities: { vision: true, ...keys(50_000) } }), body(CreateModelDto)),
+    );
+    const e = d as DomainError;
+    const problems = e.details.problems as { field: string; rule: string }[];
+    expect(problems).toHaveLength(100);
+    expect(problems[0]).toEqual({ field: 'abilities.k0', rule: 'property k0 should not exist' });
+    expect(problems[99]).toEqual({ field: 'abilities.k99', rule: 'property k99 should not exist' });
+    // 49,900 unknown keys not listed, and `kind`'s problem, found with `abilities` cut to its known keys.
+    expect(e.details.problems_omitted).toBe(49_901);
+    for (const object of validated) {
+      // The instance's own fields only (class fields are defined as undefined): no unknown key.
+      expect(Object.keys(Reflect.get(object, 'abilities') as object).every((k) => !k.startsWith('k'))).toBe(true);
+    }
+  });
+
+  it('a nested DTO with up to 100 unknown keys gets class-validator as before', async () => {
+    const d = await refusalOf(model({ abilities: { vision: 'yes', ...keys(3) } }), body(CreateModelDto));
+    expect(d.details.problems).toEqual([
+      { field: 'abilities.k0', rule: 'property k0 should not exist' },
+      { field: 'abilities.k1', rule: 'property k1 should not exist' },
+      { field: 'abilities.k2', rule: 'property k2 should not exist' },
+      { field: 'abilities.vision', rule: 'vision must be a boolean value' },
+    ]);
+    const ok = (await through(model({ abilities: { vision: true } }), body(CreateModelDto))) as CreateModelDto;
+    expect(ok.abilities).toEqual({ vision: true });
+    expect(ok.abilities?.constructor.name).toBe('ModelAbilitiesDto');
+  });
+
+  it('an object inside a nested DTO reaches its rule as sent; a property with a transform keeps class-transformer', async () => {
+    const big = keys(2_000);
+    const [d, validated] = await validatedBy(() =>
+      through(model({ abilities: { vision: big } }), body(CreateModelDto)),
+    );
+    expect((d as DomainError).message).toBe('abilities.vision: vision must be a boolean value');
+    expect(Reflect.get(Reflect.get(validated[0], 'abilities') as object, 'vision')).toBe(big);
+    // `status` has a @Transform: it still runs (a comma-separated string becomes a list).
+    const runs = (await through({ status: 'running,queued' }, query(ListRunsQueryDto))) as ListRunsQueryDto;
+    expect(runs.status).toEqual(['running', 'queued']);
+    const r = await refusal({ status: { a: 1 } }, query(ListRunsQueryDto));
+    expect(r.field).toBe('status');
   });
 
   it('checks path parameters too', async () => {

@@ -1,7 +1,13 @@
 import { ValidationPipe, type ArgumentMetadata, type Type, type ValidationError } from '@nestjs/common';
-import { plainToInstance } from 'class-transformer';
+import { plainToInstance, TransformationType } from 'class-transformer';
+import type { MetadataStorage } from 'class-transformer/types/MetadataStorage';
 import { getMetadataStorage, type ValidatorOptions } from 'class-validator';
 import { checkJson, DomainError, joinPath, MAX_LISTED_PROBLEMS } from '@libs/protocol';
+
+/** class-transformer's decorator metadata (`@Type`, `@Transform`, `@Expose`): its public index does not export it. */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- the package's own storage module, typed by its .d.ts
+const transformerMetadata = (require('class-transformer/cjs/storage') as { defaultMetadataStorage: MetadataStorage })
+  .defaultMetadataStorage;
 
 function flatten(errors: ValidationError[], parent = ''): Problem[] {
   return errors.flatMap((e) => {
@@ -58,9 +64,9 @@ export class HostValidationPipe extends ValidationPipe {
   /**
    * The open maps of the value `super.transform` is about to turn into an instance, set just
    * before the call and taken back by `validate`, which Nest's pipe calls synchronously after
-   * class-transformer (no await between them): see `detachOpenMaps`.
+   * class-transformer (no await between them): see `standIn`.
    */
-  private detached: Map<string, unknown> | null = null;
+  private detached: Detached[] | null = null;
 
   constructor() {
     super({
@@ -87,34 +93,127 @@ export class HostValidationPipe extends ValidationPipe {
     if (!metatype || !this.toValidate(metadata) || !isPlainObject(value)) {
       return super.transform(value, metadata);
     }
-    const shape = this.shapeOf(metatype);
-    const unknown = Object.keys(value).filter((k) => !shape.known.has(k));
-    if (unknown.length > MAX_LISTED_PROBLEMS) {
-      return this.refuseUnknown(value, unknown, metadata);
+    const detached: Detached[] = [];
+    const prepared = this.standIn(value, metatype, [], detached);
+    if (prepared instanceof Crowded) {
+      return this.refuseUnknown(value, prepared, metadata);
     }
-    return this.transformDetached(value, shape, metadata);
+    if (detached.length === 0) {
+      return super.transform(value, metadata);
+    }
+    this.detached = detached;
+    try {
+      return await super.transform(prepared, metadata);
+    } finally {
+      if (this.detached === detached) {
+        this.detached = null;
+      }
+    }
   }
 
   /**
-   * More unknown keys than a 400 lists: the first `MAX_LISTED_PROBLEMS` of them are the listed
-   * problems (class-validator reports unknown keys first, in the value's order), the others are
-   * counted, and the known keys are checked alone for the count of their own problems — without
-   * class-transformer and class-validator walking every unknown key (docs/api.md#validation).
+   * `value` — an object at a DTO position: the input itself, or the value of a nested DTO property
+   * (an array's items included) — as class-transformer is to get it. class-transformer walks every
+   * key of every object it copies and deduplicates each object's keys in quadratic time (an object
+   * of 50,000 keys took ~1.3 s before any rule ran, docs/benchmarks.md), so:
+   * - a position with more than `MAX_LISTED_PROBLEMS` unknown keys is returned as `Crowded` (the
+   *   caller refuses the input without class-transformer: `refuseUnknown`);
+   * - the object value (array or object) of a property whose class-transformer step is a plain copy
+   *   (no `@Type`, `@Transform` or `@Expose` on it) is replaced by a stand-in and kept in `detached`
+   *   with its path; `validate` puts it back on the instance, so its rules see the caller's value —
+   *   what the copy would have held —, not a copy of every key;
+   * - a nested DTO value gets the same, one level down.
+   * Returns `value` itself when nothing was replaced, else a shallow copy.
+   */
+  private standIn(
+    value: Record<string, unknown>,
+    metatype: Type<unknown>,
+    path: readonly (string | number)[],
+    detached: Detached[],
+  ): Record<string, unknown> | Crowded {
+    const shape = this.shapeOf(metatype);
+    const unknown = Object.keys(value).filter((k) => !shape.known.has(k));
+    if (unknown.length > MAX_LISTED_PROBLEMS) {
+      return new Crowded(path, unknown, shape.known);
+    }
+    let copy = value;
+    for (const k of shape.known) {
+      const v = Object.hasOwn(value, k) ? value[k] : undefined;
+      if (typeof v !== 'object' || v === null) {
+        continue;
+      }
+      let replacement: unknown;
+      const nested = shape.nested.get(k);
+      if (nested) {
+        const r = this.standInNested(v, nested, [...path, k], detached);
+        if (r instanceof Crowded) {
+          return r;
+        }
+        replacement = r;
+      } else if (shape.copied.has(k)) {
+        // Nest's pipe strips these keys from everything it walks; a detached value keeps that. It also
+        // closes the gaps of sparse arrays (multipart fields): the inputs here are parsed JSON or a
+        // query string (apps/host/src/edge/http-adapter.ts), which hold none, and the walk costs ~30 ms
+        // per 40,000 keys.
+        this.stripProtoKeys(v);
+        detached.push({ path: [...path, k], value: v });
+        replacement = COPIED_STAND_IN;
+      }
+      if (replacement === undefined || replacement === v) {
+        continue;
+      }
+      if (copy === value) {
+        copy = { ...value };
+      }
+      copy[k] = replacement;
+    }
+    return copy;
+  }
+
+  /** A nested DTO property's value through `standIn`: an object, or each object item of an array. */
+  private standInNested(v: object, nested: Type<unknown>, path: (string | number)[], detached: Detached[]): unknown {
+    if (isPlainObject(v)) {
+      return this.standIn(v, nested, path, detached);
+    }
+    if (!Array.isArray(v)) {
+      return v;
+    }
+    const original: unknown[] = v;
+    let items = original;
+    for (let i = 0; i < original.length; i++) {
+      const item = original[i];
+      if (!isPlainObject(item)) {
+        continue;
+      }
+      const r = this.standIn(item, nested, [...path, i], detached);
+      if (r instanceof Crowded) {
+        return r;
+      }
+      if (r !== item) {
+        if (items === original) {
+          items = [...original];
+        }
+        items[i] = r;
+      }
+    }
+    return items;
+  }
+
+  /**
+   * More unknown keys at one DTO position (`crowded`) than a 400 lists: the first
+   * `MAX_LISTED_PROBLEMS` of them are the listed problems (class-validator reports unknown keys
+   * first, in the value's order), the others are counted, and the input with that position cut to
+   * its known keys is checked for the count of its other problems — without class-transformer and
+   * class-validator walking every unknown key (docs/api.md#validation).
    */
   private async refuseUnknown(
     value: Record<string, unknown>,
-    unknown: string[],
+    crowded: Crowded,
     metadata: ArgumentMetadata,
   ): Promise<never> {
-    const rest: Record<string, unknown> = {};
-    for (const k of this.shapeOf(metadata.metatype as Type<unknown>).known) {
-      if (Object.hasOwn(value, k)) {
-        rest[k] = value[k];
-      }
-    }
     let restProblems = 0;
     try {
-      await this.transform(rest, metadata);
+      await this.transform(crowded.knownOnly(value), metadata);
     } catch (e) {
       const details =
         e instanceof DomainError ? (e.details as { problems?: unknown[]; problems_omitted?: number }) : null;
@@ -123,50 +222,11 @@ export class HostValidationPipe extends ValidationPipe {
       }
       restProblems = details.problems.length + (details.problems_omitted ?? 0);
     }
-    const listed = unknown
+    const at = crowded.path.reduce<string>((parent, key) => joinPath(parent, key), '');
+    const listed = crowded.unknown
       .slice(0, MAX_LISTED_PROBLEMS)
-      .map((k) => ({ field: joinPath('', k), rule: `property ${k} should not exist` }));
-    throw invalid(listed, unknown.length + restProblems);
-  }
-
-  /**
-   * `super.transform` with the value's open maps (a property whose rule is a JSON object) taken
-   * out while class-transformer copies the value: class-transformer walks every key of every
-   * nested object and deduplicates each object's keys in quadratic time (an open map of 40,000
-   * keys took ~0.8 s before its size rule refused it, docs/benchmarks.md). The rules see the
-   * maps themselves (`validate` puts them back on the instance first); no rule looks inside one
-   * but its own (`IsJsonMap` sizes it), so the answer is the same.
-   */
-  private async transformDetached(
-    value: Record<string, unknown>,
-    shape: DtoShape,
-    metadata: ArgumentMetadata,
-  ): Promise<unknown> {
-    let detached: Map<string, unknown> | null = null;
-    let copy = value;
-    for (const k of shape.openMaps) {
-      if (Object.hasOwn(value, k) && isPlainObject(value[k])) {
-        if (!detached) {
-          detached = new Map();
-          copy = { ...value };
-        }
-        // Nest's pipe strips these keys from every nested object it walks; the map keeps that.
-        this.stripProtoKeys(value[k]);
-        detached.set(k, value[k]);
-        copy[k] = OPEN_MAP_STAND_IN;
-      }
-    }
-    if (!detached) {
-      return super.transform(value, metadata);
-    }
-    this.detached = detached;
-    try {
-      return await super.transform(copy, metadata);
-    } finally {
-      if (this.detached === detached) {
-        this.detached = null;
-      }
-    }
+      .map((k) => ({ field: joinPath(at, k), rule: `property ${k} should not exist` }));
+    throw invalid(listed, crowded.unknown.length + restProblems);
   }
 
   protected override validate(
@@ -175,28 +235,50 @@ export class HostValidationPipe extends ValidationPipe {
   ): Promise<ValidationError[]> | ValidationError[] {
     const detached = this.detached;
     this.detached = null;
-    if (detached) {
-      for (const [k, v] of detached) {
-        if (Reflect.get(object, k) === OPEN_MAP_STAND_IN) {
-          Reflect.set(object, k, v);
-        }
+    for (const { path, value } of detached ?? []) {
+      let parent: unknown = object;
+      for (let i = 0; i < path.length - 1 && typeof parent === 'object' && parent !== null; i++) {
+        parent = Reflect.get(parent, path[i]);
+      }
+      const last = path[path.length - 1];
+      if (typeof parent === 'object' && parent !== null && Reflect.get(parent, last) === COPIED_STAND_IN) {
+        Reflect.set(parent, last, value);
       }
     }
     return super.validate(object, validatorOptions);
   }
 
-  /** The DTO class's properties with a rule (class-validator's whitelist) and those whose rule is a JSON object. */
+  /**
+   * The DTO class's properties with a rule (class-validator's whitelist), its nested DTO properties
+   * with their class, and the properties class-transformer only copies (no `@Type`, `@Transform` or
+   * `@Expose` on them, no nested validation): fixed at boot, asked once per class.
+   */
   private shapeOf(metatype: Type<unknown>): DtoShape {
     let shape = this.shapes.get(metatype);
     if (!shape) {
       const rules = getMetadataStorage().getTargetValidationMetadatas(metatype, '', false, false);
       const known = new Set(rules.map((m) => m.propertyName));
-      const openMaps = [...known].filter(
-        (p) =>
-          rules.some((m) => m.propertyName === p && (m.name === 'isJsonMap' || m.name === 'isObject')) &&
-          !rules.some((m) => m.propertyName === p && m.type === 'nestedValidation'),
-      );
-      shape = { known, openMaps };
+      const nested = new Map<string, Type<unknown>>();
+      const copied = new Set<string>();
+      for (const p of known) {
+        const type = transformerMetadata.findTypeMetadata(metatype, p);
+        if (rules.some((m) => m.propertyName === p && m.type === 'nestedValidation')) {
+          const cls: unknown = type?.typeFunction();
+          if (
+            typeof cls === 'function' &&
+            getMetadataStorage().getTargetValidationMetadatas(cls, '', false, false).length
+          ) {
+            nested.set(p, cls as Type<unknown>);
+          }
+        } else if (
+          !type &&
+          transformerMetadata.findTransformMetadatas(metatype, p, TransformationType.PLAIN_TO_CLASS).length === 0 &&
+          !transformerMetadata.findExposeMetadata(metatype, p)
+        ) {
+          copied.add(p);
+        }
+      }
+      shape = { known, nested, copied };
       this.shapes.set(metatype, shape);
     }
     return shape;
@@ -236,14 +318,57 @@ export class HostValidationPipe extends ValidationPipe {
 
 interface DtoShape {
   known: Set<string>;
-  openMaps: string[];
+  /** Nested DTO properties (`@ValidateNested` with a `@Type` class that has rules), by name. */
+  nested: Map<string, Type<unknown>>;
+  /** Properties whose value class-transformer copies as it is (no decorator of its own on them). */
+  copied: Set<string>;
+}
+
+/** A value taken out of the input while class-transformer copies it, and where it goes back. */
+interface Detached {
+  path: (string | number)[];
+  value: unknown;
+}
+
+/** A DTO position with more unknown keys than a 400 lists (`HostValidationPipe.standIn`). */
+class Crowded {
+  constructor(
+    readonly path: readonly (string | number)[],
+    readonly unknown: string[],
+    private readonly known: ReadonlySet<string>,
+  ) {}
+
+  /** The input with this position cut to its known keys (copies along the path, the input untouched). */
+  knownOnly(root: Record<string, unknown>): Record<string, unknown> {
+    const cut = (v: unknown, depth: number): unknown => {
+      if (depth === this.path.length) {
+        const kept: Record<string, unknown> = {};
+        for (const k of this.known) {
+          if (Object.hasOwn(v as object, k)) {
+            kept[k] = (v as Record<string, unknown>)[k];
+          }
+        }
+        return kept;
+      }
+      const key = this.path[depth];
+      if (Array.isArray(v) && typeof key === 'number') {
+        const items: unknown[] = [...(v as unknown[])];
+        items[key] = cut(items[key], depth + 1);
+        return items;
+      }
+      const copy: Record<string, unknown> = { ...(v as Record<string, unknown>) };
+      copy[key] = cut(copy[key], depth + 1);
+      return copy;
+    };
+    return cut(root, 0) as Record<string, unknown>;
+  }
 }
 
 /**
- * What class-transformer copies in an open map's place (a string: copied as it is, and no
- * input holds a NUL, docs/api.md#validation); `validate` swaps the map back in.
+ * What class-transformer copies in a detached value's place (a string: copied as it is, and no
+ * input holds a NUL, docs/api.md#validation); `validate` swaps the value back in.
  */
-const OPEN_MAP_STAND_IN = '\u0000open map';
+const COPIED_STAND_IN = '\u0000copied value';
 
 /** A plain object (or a query's null-prototype one). */
 function isPlainObject(value: unknown): value is Record<string, unknown> {
