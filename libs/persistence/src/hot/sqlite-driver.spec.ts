@@ -270,9 +270,11 @@ describe('SqliteHot groups: statements a group need not step (docs/benchmarks.md
       .prepare('INSERT INTO "runs" ("run_id", "status", "attempt", "owner_process_id") VALUES (?, ?, 1, ?)')
       .run(run, status, 'p1');
   const results = (run: string) =>
-    (db.prepare('SELECT "sequence" FROM "run_results" WHERE "run_id" = ? ORDER BY "sequence"').all(run) as {
-      sequence: number;
-    }[]).map((r) => r.sequence);
+    (
+      db.prepare('SELECT "sequence" FROM "run_results" WHERE "run_id" = ? ORDER BY "sequence"').all(run) as {
+        sequence: number;
+      }[]
+    ).map((r) => r.sequence);
 
   beforeEach(() => step.mockClear());
   afterAll(() => db.close());
