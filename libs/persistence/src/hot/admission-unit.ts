@@ -260,11 +260,11 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
     case 'started':
       // The claim (docs/scale-out.md#taking-a-run): a run inserted running is its first attempt,
       // owned by the process that prepared it (`run.owner_process_id`; missing: not owned).
-      yield* insertRunUnit({ ...a.run!, context: withEventSeq(a.run!.context, eventSeq), attempt: 1 });
+      yield* insertRunUnit(a.run!, { context: withEventSeq(a.run!.context, eventSeq), attempt: 1 });
       break;
     case 'failed':
       // Its terminal result, so its stream ends like any other; no transcript row; never owned.
-      yield* insertRunUnit({ ...a.run!, owner_process_id: null });
+      yield* insertRunUnit(a.run!, { owner_process_id: null });
       yield* exec(SQL.insertResult, rowParams(RESULT_COLUMNS, a.terminal!));
       return admitted(null);
     case 'rejected':
@@ -275,7 +275,7 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
       const ref = c!.ref;
       if (disposition === 'queued') {
         const row = waitingRunRow(runId!, a.event.event_id, ref, a.event.received_at);
-        yield* insertRunUnit(c!.of_one ? { ...row, conversation_id: null, thread_id: null } : row);
+        yield* insertRunUnit(row, c!.of_one ? { conversation_id: null, thread_id: null } : {});
       }
       yield* exec(
         STEERING_SQL.insertItem,

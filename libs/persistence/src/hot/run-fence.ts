@@ -316,9 +316,8 @@ export class FenceCache {
    * GROUP_LOCKS, in the one lock order.
    */
   prefetch(first: readonly Op[]): Op | null {
-    const hoisted = hoistable(first);
+    const hoisted = this.hoist(first);
     if (hoisted) {
-      this.hoisted = hoisted;
       return hoisted;
     }
     const leases = new Map<string, RunLease>();
@@ -358,6 +357,22 @@ export class FenceCache {
       stmt: GROUP_LOCKS,
       params: [JSON.stringify([...runs]), JSON.stringify([...leases.values()]), JSON.stringify(this.planned)],
     };
+  }
+
+  /**
+   * The run's end with its fence (finishRunFenced) to run ahead of the group's other units when
+   * they only fence the same lease (`hoistable`: the run's last results), or null. The driver
+   * runs it first and hands its answer to `prefetched`: the results' fences are then answered by
+   * it, one fence statement fewer in the group. The SQLite writer asks only this (its statements
+   * are steps, not round trips: no other lock statement pays there), the PostgreSQL writer as
+   * part of `prefetch`.
+   */
+  hoist(first: readonly Op[]): Op | null {
+    const hoisted = hoistable(first);
+    if (hoisted) {
+      this.hoisted = hoisted;
+    }
+    return hoisted;
   }
 
   /**

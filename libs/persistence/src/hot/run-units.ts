@@ -66,12 +66,26 @@ export function eventFromRow(r: Row): EventEntity {
   };
 }
 
-/** Inserts a run row, its snapshot's shared part first when absent (snapshot-rows.ts). */
-export function* insertRunUnit(run: NewRun): Unit<void> {
+/** Columns of a run row that replace the prepared run's when it is inserted (insertRunUnit). */
+export type RunOverrides = Partial<
+  Pick<NewRun, 'context' | 'attempt' | 'owner_process_id' | 'conversation_id' | 'thread_id'>
+>;
+
+/**
+ * Inserts a run row — `run` with the columns of `over` replacing its own (no copy of the wide row:
+ * rowParams) — its snapshot's shared part first when absent (snapshot-rows.ts).
+ */
+export function* insertRunUnit(run: NewRun, over: RunOverrides = {}): Unit<void> {
   const [snapshotHash, own] = yield* storeSnapshotUnit(run.authorization, run.created_at);
+  const attempt = 'attempt' in over ? over.attempt : run.attempt;
   yield* exec(
     SQL.insertRun,
-    rowParams(RUN_COLUMNS, { ...run, attempt: run.attempt ?? 0, snapshot_hash: snapshotHash, authorization_run: own }),
+    rowParams(RUN_COLUMNS, run, {
+      ...over,
+      attempt: attempt ?? 0,
+      snapshot_hash: snapshotHash,
+      authorization_run: own,
+    }),
   );
 }
 

@@ -3,7 +3,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { DomainError } from '@libs/protocol';
-import { stmt, type HotStatement } from './hot-sql';
+import { lockKeys, RESULT_COLUMNS, SQL, stmt, type HotStatement } from './hot-sql';
+import { FencedError, type RunLease } from './run-fence';
+import { finishUnit, resultUnit, type NewResult } from './run-units';
 import { SqliteHot, sqliteText } from './sqlite-driver';
 import { exec, one, rows, type Unit } from './unit';
 import { DatabaseBusyError, WriteQueue } from './write-queue';
@@ -236,5 +238,106 @@ describe('SqliteHot reads on a read connection', () => {
     const hot = new SqliteHot(writer, reader);
     expect(() => hot.read(exec(insert, ['x']))).toThrow(/readonly database/);
     expect(read(hot)).toEqual(['committed']);
+  });
+});
+
+describe('SqliteHot groups: statements a group need not step (docs/benchmarks.md, "Fewer SQLite statements per run")', () => {
+  const db = new Database(':memory:');
+  db.exec(`CREATE TABLE "host_processes" ("id" TEXT PRIMARY KEY);
+    CREATE TABLE "runs" ("run_id" TEXT PRIMARY KEY, "status" TEXT, "status_reason" TEXT, "error_code" TEXT,
+      "retryable" INTEGER, "usage" TEXT, "finished_at" INTEGER, "attempt" INTEGER, "owner_process_id" TEXT,
+      "last_write_at" INTEGER);
+    CREATE TABLE "run_results" ("id" INTEGER PRIMARY KEY, ${RESULT_COLUMNS.map((c) => `"${c}"`).join(', ')});
+    CREATE TABLE "t" ("v" TEXT)`);
+  db.prepare('INSERT INTO "host_processes" ("id") VALUES (?)').run('p1');
+  const hot = new SqliteHot(db);
+  const stepped = (): string[] => step.mock.calls.map(([op]) => op.stmt.name);
+  const step = jest.spyOn(hot, 'step');
+  const lease: RunLease = { run_id: 'r1', attempt: 1, owner_process_id: 'p1' };
+  const result = (run: string, sequence: number, type = 'delta'): NewResult => ({
+    run_id: run,
+    sequence,
+    type,
+    data: {},
+    usage: null,
+    source: 'runner',
+    timestamp: 1,
+    created_at: 1,
+  });
+  const end = { status: 'completed', status_reason: null, error_code: null, retryable: null, finished_at: 2 };
+  const startRun = (run: string, status = 'running') =>
+    db
+      .prepare('INSERT INTO "runs" ("run_id", "status", "attempt", "owner_process_id") VALUES (?, ?, 1, ?)')
+      .run(run, status, 'p1');
+  const results = (run: string) =>
+    (
+      db.prepare('SELECT "sequence" FROM "run_results" WHERE "run_id" = ? ORDER BY "sequence"').all(run) as {
+        sequence: number;
+      }[]
+    ).map((r) => r.sequence);
+
+  beforeEach(() => step.mockClear());
+  afterAll(() => db.close());
+
+  it('answers a transaction advisory lock without stepping it: SQLite has one writer', () => {
+    function* locked(): Unit<unknown> {
+      yield* one(SQL.lockConversation, ['conversation:x']);
+      yield* one(lockKeys(2), ['conversation:x', 'transcript:x']);
+      return yield* exec(stmt('test_put', 'INSERT INTO "t" ("v") VALUES (?)'), ['locked']);
+    }
+    expect(hot.runGroup([locked])).toEqual([1]);
+    expect(stepped()).toEqual(['hot_test_put']);
+  });
+
+  it("runs a run's end with its fence first when the group's other units only fence its lease: no FENCE_RUN", () => {
+    startRun('r1');
+    const out = hot.runGroup([
+      () => resultUnit(result('r1', 1), null, [], lease),
+      () => resultUnit(result('r1', 2), null, [], lease),
+      () => finishUnit(result('r1', 3, 'run.completed'), end, null, null, [], lease),
+    ]);
+    expect(out).toEqual([undefined, undefined, true]);
+    expect(stepped()).toEqual(['hot_finish_run_fenced']);
+    expect(results('r1')).toEqual([1, 2, 3]);
+    expect(db.prepare('SELECT "status" FROM "runs" WHERE "run_id" = ?').get('r1')).toEqual({ status: 'completed' });
+  });
+
+  it('an end that changed nothing (the run ended already) leaves the results their own fence, as before', () => {
+    startRun('r2', 'failed');
+    const l2 = { ...lease, run_id: 'r2' };
+    const out = hot.runGroup([
+      () => resultUnit(result('r2', 1), null, [], l2),
+      () => finishUnit(result('r2', 2, 'run.completed'), end, null, null, [], l2),
+    ]);
+    expect(out).toEqual([undefined, false]);
+    expect(stepped()).toEqual(['hot_finish_run_fenced', 'hot_fence_run']);
+    expect(results('r2')).toEqual([1]);
+  });
+
+  it('a lease taken over fails the group (FencedError), writing nothing', () => {
+    startRun('r3');
+    const stale = { ...lease, run_id: 'r3', attempt: 0 };
+    expect(() =>
+      hot.runGroup([
+        () => resultUnit(result('r3', 1), null, [], stale),
+        () => finishUnit(result('r3', 2, 'run.completed'), end, null, null, [], stale),
+      ]),
+    ).toThrow(FencedError);
+    expect(results('r3')).toEqual([]);
+    expect(db.prepare('SELECT "status" FROM "runs" WHERE "run_id" = ?').get('r3')).toEqual({ status: 'running' });
+  });
+
+  it("does not hoist an end past another run's units: each runs its own fence, in order", () => {
+    startRun('r4');
+    startRun('r5');
+    const l4 = { ...lease, run_id: 'r4' };
+    const l5 = { ...lease, run_id: 'r5' };
+    hot.runGroup([
+      () => resultUnit(result('r4', 1), null, [], l4),
+      () => resultUnit(result('r5', 1), null, [], l5),
+      () => finishUnit(result('r4', 2, 'run.completed'), end, null, null, [], l4),
+    ]);
+    expect(stepped()).toEqual(['hot_fence_run', 'hot_fence_run', 'hot_finish_run_fenced']);
+    expect(results('r4')).toEqual([1, 2]);
   });
 });

@@ -1,4 +1,6 @@
-import { LARGE_JSON_CHARS, json, writtenJson } from './unit';
+import { RUN_COLUMNS, SQL } from './hot-sql';
+import { insertRunUnit, type NewRun } from './run-units';
+import { LARGE_JSON_CHARS, json, rowParams, writtenJson, type Op } from './unit';
 
 describe('json: the JSON text of a large object is made once', () => {
   it('keeps the text of a large object for writtenJson, not of a small one', () => {
@@ -15,5 +17,59 @@ describe('json: the JSON text of a large object is made once', () => {
   it('null and undefined are SQL NULL', () => {
     expect(json(null)).toBeNull();
     expect(json(undefined)).toBeNull();
+  });
+});
+
+describe('rowParams with columns replaced (no spread copy of the row)', () => {
+  it("binds `over`'s value for its keys, even null or undefined, and the row's otherwise", () => {
+    const row = { a: 1, b: 'x', c: true, d: { k: 1 } };
+    expect(rowParams(['a', 'b', 'c', 'd', 'e'], row)).toEqual([1, 'x', 1, '{"k":1}', null]);
+    expect(rowParams(['a', 'b', 'c', 'd', 'e'], row, { b: null, d: undefined, e: 'y' })).toEqual([
+      1,
+      null,
+      1,
+      null,
+      'y',
+    ]);
+  });
+
+  it('insertRunUnit binds what the spread copy of the run with its replaced columns bound', () => {
+    const run = {
+      run_id: 'r1',
+      event_id: 'e1',
+      agent_id: 'a',
+      runner_id: 'rn',
+      conversation_id: 'c',
+      thread_id: 't',
+      workspace_id: null,
+      status: 'running',
+      status_reason: null,
+      error_code: null,
+      retryable: null,
+      context: { context: { x: 1 } },
+      usage: null,
+      authorization: null,
+      authorization_hash: null,
+      created_at: 1,
+      started_at: 1,
+      finished_at: null,
+      deadline_at: null,
+      cancel_requested_at: null,
+      owner_process_id: 'p1',
+    } as NewRun;
+    const params = (u: Generator<Op, void, unknown>): unknown => {
+      const r = u.next();
+      return r.done ? undefined : r.value.stmt === SQL.insertRun ? r.value.params : params(u);
+    };
+    const spread = (r: NewRun) =>
+      rowParams(RUN_COLUMNS, { ...r, attempt: r.attempt ?? 0, snapshot_hash: null, authorization_run: null });
+    expect(params(insertRunUnit(run))).toEqual(spread(run));
+    expect(params(insertRunUnit(run, { context: { event_seq: 7 }, attempt: 1 }))).toEqual(
+      spread({ ...run, context: { event_seq: 7 }, attempt: 1 }),
+    );
+    expect(params(insertRunUnit(run, { owner_process_id: null }))).toEqual(spread({ ...run, owner_process_id: null }));
+    expect(params(insertRunUnit(run, { conversation_id: null, thread_id: null }))).toEqual(
+      spread({ ...run, conversation_id: null, thread_id: null }),
+    );
   });
 });
