@@ -120,7 +120,8 @@ const STEERING_INDEXES: Array<[string, string, boolean, string[]]> = [
 /** The delivery outbox (issue 10, sixth migration) and its indexes (two partial ones for the worker and the admin). */
 const DELIVERY_TABLES = ['delivery_outbox'];
 const DELIVERY_INDEXES: Array<[string, string, boolean, string[]]> = [
-  ['delivery_outbox', 'uq_delivery_outbox_id', true, ['delivery_id']],
+  // PendingDeliveryIdIndex1767690000000: the delivery id's unique index over pending webhook ops only.
+  ['delivery_outbox', 'uq_delivery_outbox_pending_id', true, ['delivery_id']],
   ['delivery_outbox', 'uq_delivery_outbox_run_seq', true, ['run_id', 'sequence']],
   ['delivery_outbox', 'idx_delivery_outbox_pending', false, ['run_id', 'sequence']],
   ['delivery_outbox', 'idx_delivery_outbox_failed', false, ['id']],
@@ -634,6 +635,49 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
     for (const [table, name, unique, columns] of SCOPE_INDEXES) {
       expect(await listIndexes(ds, table)).toContainEqual({ name, unique, columns });
     }
+  });
+
+  it('the pending-delivery-id migration indexes the delivery id of pending ops only, keeps the rows, and down builds the full index again', async () => {
+    const ds = await ctx.open();
+    await undoNewerThan(ds, 'KbStoredTsvector1767670000000');
+    const full = { name: 'uq_delivery_outbox_id', unique: true, columns: ['delivery_id'] };
+    const pending = { name: 'uq_delivery_outbox_pending_id', unique: true, columns: ['delivery_id'] };
+    expect(await listIndexes(ds, 'delivery_outbox')).toContainEqual(full);
+    const op = (id: string, sequence: number, state: string) =>
+      `INSERT INTO "delivery_outbox" ("delivery_id", "run_id", "agent_id", "sequence", "op", "idempotency_key",
+        "payload", "created_at", "webhook_state")
+       VALUES ('${id}', 'run-1', 'agent-1', ${sequence}, 'message.send', 'k-${sequence}', '{}', 1, '${state}')`;
+    await ds.query(op('d-sse', 1, 'none'));
+    await ds.query(op('d-hook', 2, 'pending'));
+
+    expect((await ds.runMigrations()).map((m) => m.name)).toEqual(['PendingDeliveryIdIndex1767690000000']);
+    const names = (await listIndexes(ds, 'delivery_outbox')).map((i) => i.name);
+    expect(names).not.toContain('uq_delivery_outbox_id');
+    expect(await listIndexes(ds, 'delivery_outbox')).toContainEqual(pending);
+    const ids = await ds.query<Array<{ delivery_id: string }>>(
+      `SELECT "delivery_id" FROM "delivery_outbox" ORDER BY "sequence"`,
+    );
+    expect(ids.map((r) => r.delivery_id)).toEqual(['d-sse', 'd-hook']);
+    // A pending op's id stays unique.
+    await expect(ds.query(op('d-hook', 3, 'pending'))).rejects.toThrow(/unique|UNIQUE/);
+    if (!isPostgres(ds)) {
+      // The webhook worker's update by delivery id seeks it in the partial index.
+      const plan = await ds.query<Array<{ detail: string }>>(
+        `EXPLAIN QUERY PLAN UPDATE "delivery_outbox" SET "webhook_state" = 'delivered'
+         WHERE "delivery_id" = 'd-hook' AND "webhook_state" = 'pending'`,
+      );
+      expect(plan.map((r) => r.detail).join('; ')).toMatch(
+        /USING INDEX uq_delivery_outbox_pending_id \(delivery_id=\?\)/,
+      );
+    }
+
+    await ds.undoLastMigration();
+    expect(await listIndexes(ds, 'delivery_outbox')).toContainEqual(full);
+    expect((await listIndexes(ds, 'delivery_outbox')).map((i) => i.name)).not.toContain(
+      'uq_delivery_outbox_pending_id',
+    );
+    expect(await ds.query(`SELECT COUNT(*) AS "n" FROM "delivery_outbox"`)).toEqual([{ n: isPostgres(ds) ? '2' : 2 }]);
+    await ds.runMigrations();
   });
 
   it('the conversation-workspace migration keys running runs and steering items by workspace, from their events', async () => {

@@ -20,6 +20,7 @@ import { CatalogVersion1767640000000 } from './1767640000000-catalog-version';
 import { RunningRunsByWorkspace1767650000000 } from './1767650000000-running-runs-by-workspace';
 import { KbDocumentStatus1767660000000 } from './1767660000000-kb-document-status';
 import { KbStoredTsvector1767670000000 } from './1767670000000-kb-stored-tsvector';
+import { PendingDeliveryIdIndex1767690000000 } from './1767690000000-pending-delivery-id-index';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
 export const MIGRATIONS = [
@@ -45,4 +46,5 @@ export const MIGRATIONS = [
   RunningRunsByWorkspace1767650000000,
   KbDocumentStatus1767660000000,
   KbStoredTsvector1767670000000,
+  PendingDeliveryIdIndex1767690000000,
 ];
