@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } f
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { OutboxStore, type DeliveryOp } from '@libs/delivery';
 import { RunsRepository } from '@libs/persistence';
-import { isTerminal } from '@libs/protocol';
+import { isTerminal, type RunStatus } from '@libs/protocol';
 import type { Observable } from 'rxjs';
 import { SIGNAL_PORT, type SignalPort } from './concurrency/signal-port';
 import { DatabaseFollows } from './database-follows';
@@ -77,13 +77,14 @@ export class RunFollowsService implements OnModuleInit, OnModuleDestroy {
 
   /**
    * Whether a reader of a run not active here follows it from the database: the run may still
-   * produce rows (queued or running) and another process may own it.
+   * produce rows (queued or running) and another process may own it. `known`: its status as just
+   * read; a terminal one is final and is not read again.
    */
-  async followsFromDatabase(runId: string): Promise<boolean> {
+  async followsFromDatabase(runId: string, known?: RunStatus): Promise<boolean> {
     if (!this.shared) {
       return false;
     }
-    const status = await this.runs.status(runId);
+    const status = known !== undefined && isTerminal(known) ? known : await this.runs.status(runId);
     return status !== null && !isTerminal(status);
   }
 

@@ -28,7 +28,7 @@ import { verdictOutcome, verdictResult, type HostVerdict } from './run-outcome';
 import { RunStreamBus, type ResultView } from './run-stream.bus';
 import { SIGNAL_PORT, nextSignal, type SignalPort } from './concurrency/signal-port';
 import { CommitSignals, FollowInterest } from './database-follows';
-import { isTerminal } from '@libs/protocol';
+import { isTerminal, type RunStatus } from '@libs/protocol';
 import { telemetry } from '@libs/telemetry';
 import type { RunSteps } from './run-steps';
 
@@ -338,8 +338,12 @@ export class RunLifecycleService implements RunSteps, OnModuleInit, OnModuleDest
    * A run waiting in its conversation (`queued`) has no live channel yet when this process did
    * not queue it (e.g. after a restart): one is opened, so its readers follow it until it ends.
    */
-  async followWaiting(runId: string): Promise<void> {
-    if (this.bus.follow(runId) || (await this.runs.status(runId)) !== 'queued') {
+  async followWaiting(runId: string, known?: RunStatus): Promise<void> {
+    // A terminal status (as the caller just read it) is final: the run waits no more.
+    if (this.bus.follow(runId) || (known !== undefined && isTerminal(known))) {
+      return;
+    }
+    if ((await this.runs.status(runId)) !== 'queued') {
       return;
     }
     this.bus.open(runId);

@@ -14,8 +14,11 @@ export type ResultView = StoredResult & { ephemeral?: true };
 @Injectable()
 export class RunStreamBus extends RunChannels<ResultView> {}
 
+/** The terminal result types, for a lookup per result and reader that costs no array walk. */
+const TERMINAL_TYPES: ReadonlySet<string> = new Set(TERMINAL_RESULT_TYPES);
+
 /** How a result goes out on a stream: `id` its sequence (none when live-only), `event` its type; the terminal one is last. */
 export const RESULT_EVENTS: Pick<StreamSource<ResultView>, 'event' | 'isLast'> = {
   event: (r) => ({ id: r.ephemeral ? null : r.sequence, event: r.type, data: r }),
-  isLast: (r) => TERMINAL_RESULT_TYPES.includes(r.type),
+  isLast: (r) => TERMINAL_TYPES.has(r.type),
 };

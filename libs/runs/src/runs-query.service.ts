@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { snapshotHash } from '@libs/authz';
 import { ModelsRepository, RunsRepository, writtenJson, type RunListFilter } from '@libs/persistence';
-import { DomainError, isTerminal, parseRowCursor, readPage } from '@libs/protocol';
+import { DomainError, isTerminal, parseRowCursor, readPage, type RunStatus } from '@libs/protocol';
 import { ActiveRuns } from './active-runs';
 import { ConversationDispatcher } from './concurrency/conversation-dispatcher';
 import { RunLifecycleService } from './run-lifecycle.service';
@@ -96,13 +96,14 @@ export class RunsQueryService {
   /**
    * The run has ended and its stream (results or delivery ops) has nothing after `after`: a reader
    * resuming there has everything, and the SSE route answers 204 so that EventSource stops reconnecting.
+   * `known`: the run's status as the route read it (existingStatus); a terminal one is final.
    */
-  async streamIsOver(kind: RunStreamKind, runId: string, after: number): Promise<boolean> {
+  async streamIsOver(kind: RunStreamKind, runId: string, after: number, known?: RunStatus): Promise<boolean> {
     if (this.active.get(runId)) {
       return false;
     }
-    const run = await this.runs.get(runId);
-    if (run === null || !isTerminal(run.status)) {
+    const status = await this.statusOf(runId, known);
+    if (status === null || !isTerminal(status)) {
       return false;
     }
     const next =
@@ -110,29 +111,43 @@ export class RunsQueryService {
     return next.length === 0;
   }
 
-  /**
-   * not_found unless the run exists. A run active in this process is answered from memory: an SSE
-   * reader attaching to a live run costs no database read.
-   */
+  /** not_found unless the run exists. */
   async assertExists(runId: string): Promise<void> {
+    await this.existingStatus(runId);
+  }
+
+  /**
+   * not_found unless the run exists; else its status as read, or undefined for a run active in
+   * this process, answered from memory (an SSE reader attaching to a live run costs no database
+   * read). The stream routes hand it on to `results` / `deliveryOps` / `streamIsOver`, which
+   * then do not read it again when it is terminal (a terminal status never changes).
+   */
+  async existingStatus(runId: string): Promise<RunStatus | undefined> {
     if (this.active.get(runId)) {
-      return;
+      return undefined;
     }
     // Its status, not the whole record (context and snapshot): readers of an ended run ask this once each.
-    if ((await this.runs.status(runId)) === null) {
+    const status = await this.runs.status(runId);
+    if (status === null) {
       throw new DomainError('not_found', `run ${runId} not found`, { run_id: runId });
     }
+    return status;
+  }
+
+  /** The run's status: `known` when it is terminal (final), else read now. */
+  private async statusOf(runId: string, known: RunStatus | undefined): Promise<RunStatus | null> {
+    return known !== undefined && isTerminal(known) ? known : this.runs.status(runId);
   }
 
   /**
    * The run's results as a stream (docs/api.md#streams): committed ones with sequence > a cursor,
    * then live ones as they are accepted; its last item is the terminal result. Works during and
-   * after the run.
+   * after the run. `known`: as for `streamIsOver`.
    */
-  async results(runId: string, after = 0): Promise<StreamSource<ResultView>> {
-    const fromDatabase = await this.followsFromDatabase(runId);
+  async results(runId: string, after = 0, known?: RunStatus): Promise<StreamSource<ResultView>> {
+    const fromDatabase = await this.followsFromDatabase(runId, known);
     if (!fromDatabase) {
-      await this.lifecycle.followWaiting(runId);
+      await this.lifecycle.followWaiting(runId, known);
     }
     return {
       ...RESULT_EVENTS,
@@ -149,16 +164,16 @@ export class RunsQueryService {
    * queued or running — wherever it runs or will start (a run queued here may be dispatched by the
    * process holding its runner): docs/scale-out.md#everything-from-anywhere-reads-cancel-steering.
    */
-  private async followsFromDatabase(runId: string): Promise<boolean> {
-    return this.active.get(runId) === undefined && (await this.follows.followsFromDatabase(runId));
+  private async followsFromDatabase(runId: string, known: RunStatus | undefined): Promise<boolean> {
+    return this.active.get(runId) === undefined && (await this.follows.followsFromDatabase(runId, known));
   }
 
   /**
    * The run's delivery ops as a stream (`id` the op's sequence, `event` its type, `data` the op):
    * committed ones first, then live ones; it ends once the run ended and its last op was sent.
    */
-  async deliveryOps(runId: string, after = 0): Promise<StreamSource<DeliveryOp>> {
-    const fromDatabase = await this.followsFromDatabase(runId);
+  async deliveryOps(runId: string, after = 0, known?: RunStatus): Promise<StreamSource<DeliveryOp>> {
+    const fromDatabase = await this.followsFromDatabase(runId, known);
     return {
       follow: () => (fromDatabase ? this.follows.deliveries(runId, after) : this.deliveryBus.follow(runId)),
       page: (cursor: number, limit: number) => this.outbox.after(runId, cursor, limit),

@@ -42,8 +42,8 @@ export class DeliveriesController {
     @Req() req: AuthenticatedRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    await this.runs.assertExists(runId);
+    const status = await this.runs.existingStatus(runId);
     const after = resumeAfter('deliveries', q.after, lastEventId);
-    await this.streams.serve('deliveries', runId, after, req, reply);
+    await this.streams.serve('deliveries', runId, after, req, reply, '', status);
   }
 }

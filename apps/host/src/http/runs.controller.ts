@@ -111,8 +111,8 @@ export class RunsController {
     @Req() req: AuthenticatedRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    await this.runs.assertExists(runId);
+    const status = await this.runs.existingStatus(runId);
     const after = resumeAfter('results', q.after, lastEventId);
-    await this.streams.serve('results', runId, after, req, reply);
+    await this.streams.serve('results', runId, after, req, reply, '', status);
   }
 }

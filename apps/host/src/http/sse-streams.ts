@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { ApiKeysService, type AuthenticatedRequest } from '@libs/auth';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
-import { DomainError } from '@libs/protocol';
+import { DomainError, type RunStatus } from '@libs/protocol';
 import { RunsQueryService, type RunStreamKind } from '@libs/runs';
 import { telemetry } from '@libs/telemetry';
 import { INT32_MAX } from './dto/rules';
@@ -87,7 +87,8 @@ export class SseStreams implements BeforeApplicationShutdown {
    * Streams the run's results or delivery ops after `after` to the reply; `preamble` (complete
    * SSE frames) is written first. Resolves when the stream is over. A resume at the end of a
    * finished run's stream answers 204: EventSource reconnects after every end of stream, and 204
-   * is the one answer that stops it.
+   * is the one answer that stops it. `known`: the run's status as the route read it
+   * (RunsQueryService.existingStatus), so that a terminal one is not read again.
    */
   async serve(
     kind: RunStreamKind,
@@ -96,8 +97,9 @@ export class SseStreams implements BeforeApplicationShutdown {
     req: AuthenticatedRequest,
     reply: FastifyReply,
     preamble = '',
+    known?: RunStatus,
   ): Promise<void> {
-    if (after > 0 && (await this.runs.streamIsOver(kind, runId, after))) {
+    if (after > 0 && (await this.runs.streamIsOver(kind, runId, after, known))) {
       void reply.code(204).send();
       return;
     }
@@ -130,9 +132,11 @@ export class SseStreams implements BeforeApplicationShutdown {
     };
     const streamed =
       kind === 'results'
-        ? this.runs.results(runId, after).then((source) => new SseWriter(res, after, source, limits, sendHeaders).run())
+        ? this.runs
+            .results(runId, after, known)
+            .then((source) => new SseWriter(res, after, source, limits, sendHeaders).run())
         : this.runs
-            .deliveryOps(runId, after)
+            .deliveryOps(runId, after, known)
             .then((source) => new SseWriter(res, after, source, limits, sendHeaders).run());
     const end = await streamed.finally(() => {
       sendHeaders();
