@@ -62,7 +62,7 @@ export class HostValidationPipe extends ValidationPipe {
   /** Per DTO class: its properties (those with a rule; the others are unknown) and its open maps. */
   private readonly shapes = new Map<Type<unknown>, DtoShape>();
   /**
-   * The open maps of the value `super.transform` is about to turn into an instance, set just
+   * The values taken out of the input `super.transform` is about to turn into an instance, set just
    * before the call and taken back by `validate`, which Nest's pipe calls synchronously after
    * class-transformer (no await between them): see `standIn`.
    */
