@@ -7,6 +7,9 @@ import { type TestDatabase, postgresDatabase, storesModule } from './support/dat
 jest.setTimeout(120_000);
 
 const CALL: ResourceCall = { run_id: 'run-1', signal: new AbortController().signal, deadline_at_ms: null };
+const MIGRATION = 'KbStoredTsvector1767670000000';
+/** This migration and the ones after it, oldest first: what undoing it (and them) takes, and what runMigrations then applies. */
+const FROM_IT = MIGRATIONS.slice(MIGRATIONS.findIndex((m) => m.name === MIGRATION)).map((m) => m.name);
 
 /*
  * PostgreSQL knowledge search on a stored vector (migration KbStoredTsvector1767670000000,
@@ -46,8 +49,15 @@ describe('knowledge chunks with a stored tsvector on postgres', () => {
       )
     ).length === 1;
 
-  it('is the last migration, and down restores the expression index without the column', async () => {
-    expect(MIGRATIONS[MIGRATIONS.length - 1].name).toBe('KbStoredTsvector1767670000000');
+  /** Undoes the migrations after this one, then this one. */
+  const undoIt = async () => {
+    for (let i = 0; i < FROM_IT.length; i++) {
+      await ds.undoLastMigration();
+    }
+  };
+
+  it('down restores the expression index without the column', async () => {
+    expect(FROM_IT[0]).toBe(MIGRATION);
     expect(await hasColumn()).toBe(true);
     expect(await indexes()).toEqual([
       ['idx_kb_chunks_doc', 'btree (document_id, "position")'],
@@ -63,7 +73,7 @@ describe('knowledge chunks with a stored tsvector on postgres', () => {
       await runner.release();
     }
 
-    await ds.undoLastMigration();
+    await undoIt();
 
     expect(await hasColumn()).toBe(false);
     const metadata = await ds.query<unknown[]>(`SELECT 1 FROM pg_tables WHERE tablename = 'typeorm_metadata'`);
@@ -72,11 +82,11 @@ describe('knowledge chunks with a stored tsvector on postgres', () => {
       ['idx_kb_chunks_doc', 'btree (document_id, "position")'],
       ['idx_kb_chunks_fts', `gin (to_tsvector('english'::regconfig, content))`],
     ]);
-    expect((await ds.runMigrations()).map((m) => m.name)).toEqual(['KbStoredTsvector1767670000000']);
+    expect((await ds.runMigrations()).map((m) => m.name)).toEqual(FROM_IT);
   });
 
   it('fills the vector of the chunks stored before it; new chunks get theirs at insert; both are searched', async () => {
-    await ds.undoLastMigration();
+    await undoIt();
     await kb.create('old', { name: 'Stored before the column' });
     const words = Array.from({ length: 300 }, (_, i) => `lava${i}`).join(' ');
     await kb.addDocument('old', {
@@ -88,7 +98,7 @@ describe('knowledge chunks with a stored tsvector on postgres', () => {
     const before = await ds.query<Array<{ n: string }>>(`SELECT count(*) AS n FROM kb_chunks`);
     expect(Number(before[0].n)).toBeGreaterThan(2);
 
-    expect((await ds.runMigrations()).map((m) => m.name)).toEqual(['KbStoredTsvector1767670000000']);
+    expect((await ds.runMigrations()).map((m) => m.name)).toEqual(FROM_IT);
 
     // Every existing row has its vector, the one the expression index had.
     const differing = await ds.query<Array<{ n: string }>>(

@@ -650,7 +650,9 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
     await ds.query(op('d-sse', 1, 'none'));
     await ds.query(op('d-hook', 2, 'pending'));
 
-    expect((await ds.runMigrations()).map((m) => m.name)).toEqual(['PendingDeliveryIdIndex1767690000000']);
+    expect((await ds.runMigrations()).map((m) => m.name)).toEqual(
+      MIGRATION_NAMES.slice(MIGRATION_NAMES.indexOf('PendingDeliveryIdIndex1767690000000')),
+    );
     const names = (await listIndexes(ds, 'delivery_outbox')).map((i) => i.name);
     expect(names).not.toContain('uq_delivery_outbox_id');
     expect(await listIndexes(ds, 'delivery_outbox')).toContainEqual(pending);
@@ -671,7 +673,7 @@ describe.each(DIALECTS)('migrations on %s', (_name, factory) => {
       );
     }
 
-    await ds.undoLastMigration();
+    await undoNewerThan(ds, 'KbStoredTsvector1767670000000');
     expect(await listIndexes(ds, 'delivery_outbox')).toContainEqual(full);
     expect((await listIndexes(ds, 'delivery_outbox')).map((i) => i.name)).not.toContain(
       'uq_delivery_outbox_pending_id',
