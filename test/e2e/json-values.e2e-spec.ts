@@ -142,6 +142,26 @@ describe('JSON bodies: values are counted before parsing', () => {
       /^resource_policy: Unrecognized keys: "k0", "k1", .*"k99"; and 19900 more problems$/,
     );
     expect(res.body.error.message.length).toBeLessThan(2_000);
+    // The same {field, rule} list as every other refused input, bounded the same way.
+    expect(res.body.error.details.problems).toHaveLength(100);
+    expect(res.body.error.details.problems[0]).toEqual({
+      field: 'resource_policy.k0',
+      rule: 'property k0 should not exist',
+    });
+    expect(res.body.error.details.problems_omitted).toBe(keys - 100);
+    expect((await host.api('GET', '/v1/admin/agents/a-policy')).status).toBe(404);
+    const typed = await host.api(
+      'POST',
+      '/v1/admin/agents',
+      '{"agent_id":"a-policy","runner_id":"plugin:demo/echo/default","delivery_policy":{"edit_interval_ms":-1,"enable_streaming":"yes"}}',
+    );
+    expect(typed.status).toBe(400);
+    expect(typed.body.error.details.field).toBe('delivery_policy');
+    expect(typed.body.error.details.problems).toEqual([
+      { field: 'delivery_policy.enable_streaming', rule: 'Invalid input: expected boolean, received string' },
+      { field: 'delivery_policy.edit_interval_ms', rule: 'Too small: expected number to be >=0' },
+    ]);
+    expect(typed.body.error.details.problems_omitted).toBeUndefined();
     expect((await host.api('GET', '/v1/admin/agents/a-policy')).status).toBe(404);
   });
 

@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import { AgentsRepository, PluginsRepository, type AgentEntity, type JsonObject } from '@libs/persistence';
 import {
   DomainError,
-  describeIssues,
+  zodRefusal,
   parseRunnerId,
   validateRunnerConfig,
   runnerManifestSchema,
@@ -70,7 +70,7 @@ export function agentView(a: AgentEntity): AgentView {
 function parsePolicy<T extends z.ZodType>(schema: T, value: unknown, field: string): JsonObject {
   const r = schema.safeParse(value ?? {});
   if (!r.success) {
-    throw new DomainError('invalid_argument', describeIssues(r.error, field), { field });
+    throw zodRefusal(r.error, field);
   }
   return r.data as JsonObject;
 }

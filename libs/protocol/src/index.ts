@@ -4,7 +4,7 @@ export * from './run-status';
 export * from './manifest';
 export * from './results';
 export * from './config-schema';
-export { describeIssues, MAX_LISTED_PROBLEMS } from './zod-issues';
+export { describeIssues, MAX_LISTED_PROBLEMS, zodProblems, zodRefusal, type Problem } from './zod-issues';
 export * from './json-limits';
 export * from './paging';
 export * from './run-context';

@@ -1,4 +1,6 @@
 import type { z } from 'zod';
+import { DomainError } from './errors';
+import { joinPath } from './json-limits';
 
 /**
  * The most problems one refusal lists (docs/api.md#validation): an input can break a rule per
@@ -38,4 +40,55 @@ export function describeIssues(error: z.ZodError, root: string): string {
   }
   const more = total - (MAX_LISTED_PROBLEMS - room);
   return more > 0 ? `${lines.join('; ')}; and ${more} more problems` : lines.join('; ');
+}
+
+/** A field-named rule break, as every refused input's `details.problems` lists it (docs/api.md#validation). */
+export interface Problem {
+  field: string;
+  rule: string;
+}
+
+/**
+ * The problems of a zod failure, one per broken rule, as the HTTP edge's `400` lists them: the
+ * field in the same path as the message's sentence (`root.a.b`), an unknown key as its own field
+ * with the edge's rule (`property K should not exist`); at most `MAX_LISTED_PROBLEMS` of them, and
+ * `total` counting every problem (each unknown key is one).
+ */
+export function zodProblems(error: z.ZodError, root: string): { problems: Problem[]; total: number } {
+  const problems: Problem[] = [];
+  let total = 0;
+  for (const issue of error.issues) {
+    const path = [root, ...issue.path.map(String)].filter(Boolean).join('.');
+    if (issue.code === 'unrecognized_keys') {
+      total += issue.keys.length;
+      for (const key of issue.keys) {
+        if (problems.length === MAX_LISTED_PROBLEMS) {
+          break;
+        }
+        problems.push({ field: joinPath(path, key), rule: `property ${key} should not exist` });
+      }
+    } else {
+      total += 1;
+      if (problems.length < MAX_LISTED_PROBLEMS) {
+        problems.push({ field: path, rule: issue.message });
+      }
+    }
+  }
+  return { problems, total };
+}
+
+/**
+ * The `invalid_argument` of a zod-checked field (an agent policy, a tool's `config`, a model
+ * message): `describeIssues`' sentence, `details.field` the field, `details.problems` the listed
+ * problems and, when more were found, their number in `details.problems_omitted` — the shape of
+ * every other refused input (docs/api.md#validation).
+ */
+export function zodRefusal(error: z.ZodError, field: string): DomainError {
+  const { problems, total } = zodProblems(error, field);
+  const omitted = total - problems.length;
+  return new DomainError(
+    'invalid_argument',
+    describeIssues(error, field),
+    omitted > 0 ? { field, problems, problems_omitted: omitted } : { field, problems },
+  );
 }

@@ -2,7 +2,7 @@ import { ValidationPipe, type ArgumentMetadata, type Type, type ValidationError 
 import { plainToInstance, TransformationType } from 'class-transformer';
 import type { MetadataStorage } from 'class-transformer/types/MetadataStorage';
 import { getMetadataStorage, type ValidatorOptions } from 'class-validator';
-import { checkJson, DomainError, joinPath, MAX_LISTED_PROBLEMS } from '@libs/protocol';
+import { checkJson, DomainError, joinPath, MAX_LISTED_PROBLEMS, type Problem } from '@libs/protocol';
 
 /** class-transformer's decorator metadata (`@Type`, `@Transform`, `@Expose`): its public index does not export it. */
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the package's own storage module, typed by its .d.ts
@@ -19,10 +19,7 @@ function flatten(errors: ValidationError[], parent = ''): Problem[] {
 }
 
 /** A field-named rule break: `field` in the checker's path syntax, `rule` as the message states it. */
-export interface Problem {
-  field: string;
-  rule: string;
-}
+export type { Problem };
 
 /** The most problems one 400 lists (docs/api.md#validation), shared with the zod refusals' sentences. */
 export { MAX_LISTED_PROBLEMS };

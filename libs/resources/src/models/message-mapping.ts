@@ -5,7 +5,7 @@ import type {
   ChatCompletionMessageFunctionToolCall,
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
-import { DomainError, describeIssues, messageSchema, type ProtocolMessage } from '@libs/protocol';
+import { DomainError, messageSchema, zodRefusal, type ProtocolMessage } from '@libs/protocol';
 import { extraField, type ModelAbilities } from './model-types';
 
 /*
@@ -118,7 +118,7 @@ export function toChatMessages(messages: unknown[], abilities: ModelAbilities): 
     const field = `messages[${i}]`;
     const parsed = messageSchema.safeParse(raw);
     if (!parsed.success) {
-      throw new DomainError('invalid_argument', describeIssues(parsed.error, field), { field });
+      throw zodRefusal(parsed.error, field);
     }
     const msg = parsed.data;
     const name = msg.name ? { name: msg.name } : {};

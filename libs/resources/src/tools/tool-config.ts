@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ENV_NAME_PATTERN, ENV_NAME_RULE, type SecretEnvPolicy } from '@libs/config';
-import { DomainError, describeIssues } from '@libs/protocol';
+import { DomainError, zodRefusal } from '@libs/protocol';
 import { checkEnvReference } from '../env-reference';
 
 /**
@@ -98,7 +98,7 @@ export function parseSource(kind: string, config: unknown): SourceSpec {
   }
   const r = SCHEMAS[kind].safeParse(config ?? {});
   if (!r.success) {
-    throw new DomainError('invalid_argument', describeIssues(r.error, 'config'), { field: 'config' });
+    throw zodRefusal(r.error, 'config');
   }
   return { kind, config: r.data } as SourceSpec;
 }
