@@ -194,10 +194,9 @@ describe.each(DIALECTS)('row ids and the events key index on %s', (_name, factor
       const runner = ds.createQueryRunner();
       try {
         await runner.query('SET enable_seqscan = off');
-        const plan = await runner.query<Array<{ 'QUERY PLAN': string }>>(
-          `EXPLAIN SELECT * FROM "events" WHERE "idempotency_key" = $1`,
-          ['key-2'],
-        );
+        const plan = (await runner.query(`EXPLAIN SELECT * FROM "events" WHERE "idempotency_key" = $1`, [
+          'key-2',
+        ])) as Array<{ 'QUERY PLAN': string }>;
         expect(plan.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/Index Scan using uq_events_idempotency_key/);
         await runner.query('RESET enable_seqscan');
       } finally {
