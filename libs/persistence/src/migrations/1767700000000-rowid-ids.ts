@@ -5,6 +5,20 @@ import { rebuildSqliteTable } from './sqlite-rebuild';
 export const ROWID_ID_TABLES = ['runs', 'run_results', 'transcript', 'event_log', 'delivery_outbox'] as const;
 
 const AUTOINCREMENT = '"id" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT';
+const WATERMARK = `(SELECT "indexed_id" FROM "fts_watermarks" WHERE "name" = 'transcript')`;
+const LAST_ID = `COALESCE((SELECT MAX("id") FROM "transcript"), 0)`;
+/** The FTS delete trigger before this migration (TranscriptIndexDeferred1767410000000). */
+const OLD_DELETE_TRIGGER = `CREATE TRIGGER "transcript_fts_ad" AFTER DELETE ON "transcript" WHEN old.id <= ${WATERMARK} BEGIN
+  INSERT INTO "transcript_fts"("transcript_fts", rowid, content) VALUES ('delete', old.id, old.content); END`;
+/**
+ * The FTS delete trigger with ids that can come again: an indexed row leaves the index, and the
+ * watermark never stays above the table's largest id, so an id given again after the newest rows
+ * were deleted is above the watermark and gets indexed (hot/transcript-index.ts). One trigger, the
+ * index delete first: it must compare with the watermark before the watermark moves.
+ */
+const DELETE_TRIGGER = `CREATE TRIGGER "transcript_fts_ad" AFTER DELETE ON "transcript" BEGIN
+  INSERT INTO "transcript_fts"("transcript_fts", rowid, content) SELECT 'delete', old.id, old.content WHERE old.id <= ${WATERMARK};
+  UPDATE "fts_watermarks" SET "indexed_id" = ${LAST_ID} WHERE "name" = 'transcript' AND "indexed_id" > ${LAST_ID}; END`;
 const ROWID = '"id" INTEGER NOT NULL PRIMARY KEY';
 
 /**
@@ -41,12 +55,16 @@ export class RowidIds1767700000000 implements MigrationInterface {
     for (const table of ROWID_ID_TABLES) {
       await rebuildSqliteTable(q, table, (sql) => sql.replace(AUTOINCREMENT, ROWID));
     }
+    await q.query(`DROP TRIGGER "transcript_fts_ad"`);
+    await q.query(DELETE_TRIGGER);
   }
 
   async down(q: QueryRunner): Promise<void> {
     if (q.connection.options.type === 'postgres') {
       return;
     }
+    await q.query(`DROP TRIGGER "transcript_fts_ad"`);
+    await q.query(OLD_DELETE_TRIGGER);
     for (const table of ROWID_ID_TABLES) {
       await rebuildSqliteTable(q, table, (sql) => sql.replace(ROWID, AUTOINCREMENT));
     }
