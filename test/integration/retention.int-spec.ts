@@ -161,4 +161,28 @@ describe.each(DIALECTS)('retention job on %s', (_name, factory) => {
     expect(await states('recent')).toEqual(['1:none', '2:none']);
     await job.onModuleDestroy();
   });
+
+  it("keeps each table's newest row, even past the retention: its id is where new ids start (docs/durability.md, Row ids)", async () => {
+    const newest = async (table: string) => Number((await ds.query(`SELECT MAX("id") AS m FROM "${table}"`))[0].m);
+    const before = {
+      ops: await newest('delivery_outbox'),
+      results: await newest('run_results'),
+      log: await newest('event_log'),
+    };
+    const job = new RetentionJob(hot, retention({ runDataMs: 7 * DAY }));
+    // A year on, every row of an ended run is past both retentions; the newest of each table stays.
+    expect(await job.runOnce(NOW + 365 * DAY)).toEqual({ delivered_ops: 1, results: 1, event_log: 0 });
+    expect(await states('recent')).toEqual(['2:none']);
+    expect(await count('run_results', 'recent')).toBe(1);
+    expect(await count('event_log', 'recent')).toBe(1);
+    expect(await newest('delivery_outbox')).toBe(before.ops);
+    expect(await newest('run_results')).toBe(before.results);
+    expect(await newest('event_log')).toBe(before.log);
+    // The next rows get ids above every id given before.
+    const next = await run('next', NOW + 365 * DAY, 1);
+    await hot.write(() => outboxUnit([op(next, 1, NOW + 365 * DAY, false)]));
+    expect(await newest('delivery_outbox')).toBe(before.ops + 1);
+    expect(await newest('run_results')).toBe(before.results + 1);
+    expect(await newest('event_log')).toBe(before.log + 1);
+  });
 });

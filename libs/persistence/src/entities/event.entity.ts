@@ -4,6 +4,8 @@ import { epochMs, type JsonObject } from './columns';
 /** Every inbound event, recorded before the answer (redacted: no base64 payloads). */
 @Entity('events')
 @Index('idx_events_conversation', ['conversation_id', 'received_at'])
+// A key names one event: a unique partial index over keyed events the migrations create.
+@Index('uq_events_idempotency_key', { synchronize: false })
 export class EventEntity {
   @PrimaryColumn({ type: 'varchar', length: 255 })
   event_id!: string;
@@ -20,7 +22,7 @@ export class EventEntity {
   @Column({ type: 'varchar', length: 255, nullable: true })
   thread_id!: string | null;
 
-  @Column({ type: 'varchar', length: 255, nullable: true, unique: true })
+  @Column({ type: 'varchar', length: 255, nullable: true })
   idempotency_key!: string | null;
 
   /** SHA-256 of the canonical request body, to tell a replay from a conflicting reuse. */

@@ -5,7 +5,8 @@
  * in id order up to a watermark (`fts_watermarks`): in the background about once a second, many
  * rows per statement, and always before a search — which therefore sees every row committed before
  * it, as with the trigger. PostgreSQL keeps its expression GIN index (its pending list already
- * defers the index work). Rows are appended only (AUTOINCREMENT ids, in commit order: one writer).
+ * defers the index work). Rows are appended only (ids `max + 1`, in commit order: one writer; a
+ * delete of the newest rows lowers the watermark with them, migration RowidIds1767700000000).
  */
 import { stmt } from './hot-sql';
 import { exec, one, type Unit } from './unit';

@@ -21,6 +21,8 @@ import { RunningRunsByWorkspace1767650000000 } from './1767650000000-running-run
 import { KbDocumentStatus1767660000000 } from './1767660000000-kb-document-status';
 import { KbStoredTsvector1767670000000 } from './1767670000000-kb-stored-tsvector';
 import { PendingDeliveryIdIndex1767690000000 } from './1767690000000-pending-delivery-id-index';
+import { RowidIds1767700000000 } from './1767700000000-rowid-ids';
+import { EventsIdempotencyPartial1767710000000 } from './1767710000000-events-idempotency-partial';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
 export const MIGRATIONS = [
@@ -47,4 +49,6 @@ export const MIGRATIONS = [
   KbDocumentStatus1767660000000,
   KbStoredTsvector1767670000000,
   PendingDeliveryIdIndex1767690000000,
+  RowidIds1767700000000,
+  EventsIdempotencyPartial1767710000000,
 ];
