@@ -205,8 +205,16 @@ describe('runs over real HTTP and gRPC with the demo runner', () => {
     expect(denied.status).toBe(403);
     expect(denied.body.error.code).toBe('unauthorized');
     expect((await host.api('GET', '/health/live', undefined, null)).status).toBe(200);
+    // Verified once, the key is remembered (docs/security.md#credential-caches); a revocation still
+    // refuses it on the very next request, and leaves another key's entry alone.
+    const other = (await host.api('POST', '/v1/admin/api-keys', { name: 'other', role: 'platform' })).body
+      .key as string;
+    expect((await host.api('GET', '/v1/runs', undefined, other)).status).toBe(200);
+    expect((await host.api('GET', '/v1/runs', undefined, platform)).status).toBe(200);
     expect((await host.api('DELETE', `/v1/admin/api-keys/${key.body.id}`)).status).toBe(204);
     expect((await host.api('GET', '/v1/runs', undefined, platform)).status).toBe(401);
+    expect((await host.api('GET', '/v1/runs', undefined, platform)).status).toBe(401);
+    expect((await host.api('GET', '/v1/runs', undefined, other)).status).toBe(200);
   });
 
   it('validates agents against the runner config schema', async () => {
