@@ -1,4 +1,4 @@
-import { Host, TestDatabase, event, startDemoRunner, waitFor, type Proc } from './harness';
+import { Host, TestDatabase, event, logged, startDemoRunner, waitFor, type Proc } from './harness';
 
 jest.setTimeout(60_000);
 
@@ -58,6 +58,10 @@ describe('runs over real HTTP and gRPC with the demo runner', () => {
     const resumed = await host.sse(runId, { lastEventId: '2' });
     expect(resumed.map((e) => e.id)).toEqual(events.slice(2).map((e) => e.id));
     expect((await host.sse(runId, { after: events.length - 1 })).map((e) => e.event)).toEqual(['run.completed']);
+    // At LOG_LEVEL=info the run path's own lines are written (it skips them only below the
+    // logger's level: libs/telemetry/src/log-levels.ts).
+    await logged(() => host.proc.logs(), new RegExp(`"run_id":"${runId}".*"msg":"run dispatched to ${runnerId}"`));
+    await logged(() => host.proc.logs(), new RegExp(`"run_id":"${runId}".*"msg":"run completed"`));
   });
 
   it('lists runs by conversation and status with a cursor', async () => {
