@@ -32,7 +32,7 @@ export interface Principal {
 
 const ENV_ADMIN_KEY_ID = 'env-admin';
 const AUTH_CACHE_MS = 10_000;
-/** Verified keys remembered per process (docs/security.md#credential-caches): least recently used out. */
+/** Verified keys remembered per process (docs/security.md#credential-caches): the longest held out first. */
 export const VERIFIED_KEYS_CAPACITY = 1024;
 export const ADMIN_KEY_FILE = 'admin-api-key';
 

@@ -24,12 +24,12 @@ describe('VerifiedKeys (docs/security.md#credential-caches)', () => {
     expect(keys.get(secret(5), 1)).toBe('p5');
   });
 
-  it('holds at most its capacity, least recently used out', () => {
+  it('holds at most its capacity, the longest held out first (verified again: to the back)', () => {
     const keys = new VerifiedKeys<number>(3, 10_000);
     for (let i = 0; i < 3; i++) {
       keys.remember(secret(i), `k${i}`, i, keys.generation, 0);
     }
-    expect(keys.get(secret(0), 1)).toBe(0); // 0 used: 1 is now the least recently used
+    keys.remember(secret(0), 'k0', 0, keys.generation, 1); // 0 verified again: 1 is now the oldest
     keys.remember(secret(3), 'k3', 3, keys.generation, 1);
     expect(keys.size).toBe(3);
     expect(keys.get(secret(1), 2)).toBeUndefined();

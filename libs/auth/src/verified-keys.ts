@@ -4,8 +4,10 @@ import { randomBytes } from 'node:crypto';
  * The API keys verified recently, by the secret presented (docs/security.md#credential-caches), so
  * that a request with a key seen in the last `ttlMs` costs no SHA-256 and no database read.
  *
- * - Bounded: at most `capacity` entries; a hit moves its entry to the back, the front one goes
- *   first (least recently used).
+ * - Bounded: at most `capacity` entries, the longest held goes first. An entry lives `ttlMs`
+ *   and is verified again after that, so the order of verification is the order of recent use
+ *   within one `ttlMs` (moving an entry on every hit cost more than the hit: a Map delete and
+ *   insert, docs/benchmarks.md, "Host CPU per run: the small items the profile names").
  * - Only verified keys are held: a refusal is never cached, so a key created later passes at once
  *   and nothing a refused secret does can evict or shadow another key's entry for longer than one
  *   lookup.
@@ -49,11 +51,10 @@ export class VerifiedKeys<P> {
     if (entry === undefined || !sameSecret(entry.secret, secret)) {
       return undefined;
     }
-    this.entries.delete(fp);
     if (entry.until <= now) {
+      this.entries.delete(fp);
       return undefined;
     }
-    this.entries.set(fp, entry); // to the back: least recently used first out
     return entry.principal;
   }
 
