@@ -1,4 +1,4 @@
-import { Host, TestDatabase, event, startDemoRunner, waitFor, type Proc } from './harness';
+import { Host, TestDatabase, event, logged, startDemoRunner, waitFor, type Proc } from './harness';
 
 jest.setTimeout(60_000);
 
@@ -58,6 +58,10 @@ describe('runs over real HTTP and gRPC with the demo runner', () => {
     const resumed = await host.sse(runId, { lastEventId: '2' });
     expect(resumed.map((e) => e.id)).toEqual(events.slice(2).map((e) => e.id));
     expect((await host.sse(runId, { after: events.length - 1 })).map((e) => e.event)).toEqual(['run.completed']);
+    // At LOG_LEVEL=info the run path's own lines are written (it skips them only below the
+    // logger's level: libs/telemetry/src/log-levels.ts).
+    await logged(() => host.proc.logs(), new RegExp(`"run_id":"${runId}".*"msg":"run dispatched to ${runnerId}"`));
+    await logged(() => host.proc.logs(), new RegExp(`"run_id":"${runId}".*"msg":"run completed"`));
   });
 
   it('lists runs by conversation and status with a cursor', async () => {
@@ -205,8 +209,16 @@ describe('runs over real HTTP and gRPC with the demo runner', () => {
     expect(denied.status).toBe(403);
     expect(denied.body.error.code).toBe('unauthorized');
     expect((await host.api('GET', '/health/live', undefined, null)).status).toBe(200);
+    // Verified once, the key is remembered (docs/security.md#credential-caches); a revocation still
+    // refuses it on the very next request, and leaves another key's entry alone.
+    const other = (await host.api('POST', '/v1/admin/api-keys', { name: 'other', role: 'platform' })).body
+      .key as string;
+    expect((await host.api('GET', '/v1/runs', undefined, other)).status).toBe(200);
+    expect((await host.api('GET', '/v1/runs', undefined, platform)).status).toBe(200);
     expect((await host.api('DELETE', `/v1/admin/api-keys/${key.body.id}`)).status).toBe(204);
     expect((await host.api('GET', '/v1/runs', undefined, platform)).status).toBe(401);
+    expect((await host.api('GET', '/v1/runs', undefined, platform)).status).toBe(401);
+    expect((await host.api('GET', '/v1/runs', undefined, other)).status).toBe(200);
   });
 
   it('validates agents against the runner config schema', async () => {

@@ -6,6 +6,7 @@ import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { ApiKeysRepository, type ApiKeyEntity, type ApiKeyRole } from '@libs/persistence';
 import { DomainError } from '@libs/protocol';
 import { hashSecret, newSecret, secretPrefix } from './secrets';
+import { VerifiedKeys } from './verified-keys';
 
 export interface ApiKeyView {
   id: string;
@@ -31,6 +32,8 @@ export interface Principal {
 
 const ENV_ADMIN_KEY_ID = 'env-admin';
 const AUTH_CACHE_MS = 10_000;
+/** Verified keys remembered per process (docs/security.md#credential-caches): the longest held out first. */
+export const VERIFIED_KEYS_CAPACITY = 1024;
 export const ADMIN_KEY_FILE = 'admin-api-key';
 
 /** The row of ADMIN_API_KEY (ids `env-admin`, `env-admin-<ms>` after a change of the variable). */
@@ -58,7 +61,8 @@ function within(workspaces: readonly string[] | null, scope: readonly string[] |
 @Injectable()
 export class ApiKeysService implements OnApplicationBootstrap {
   private readonly logger = new Logger(ApiKeysService.name);
-  private readonly cache = new Map<string, { principal: Principal; until: number }>();
+  /** Keys verified in the last AUTH_CACHE_MS, by the presented secret (no SHA-256 per request). */
+  private readonly verified = new VerifiedKeys<Principal>(VERIFIED_KEYS_CAPACITY, AUTH_CACHE_MS);
   /** Key ids seen active (stream tokens), until when: the same AUTH_CACHE_MS as keys. */
   private readonly active = new Map<string, number>();
   /** Told the id of every key revoked in this process (open event streams end with their key). */
@@ -104,6 +108,7 @@ export class ApiKeysService implements OnApplicationBootstrap {
     }
     if (existing) {
       await this.keys.revoke(ENV_ADMIN_KEY_ID, Date.now());
+      this.forget(ENV_ADMIN_KEY_ID);
     }
     try {
       await this.keys.create({
@@ -167,11 +172,19 @@ export class ApiKeysService implements OnApplicationBootstrap {
     if (!(await this.keys.revoke(id, Date.now()))) {
       throw new DomainError('conflict', `API key ${id} is already revoked`, { id });
     }
-    this.cache.delete(key.key_hash);
-    this.active.delete(id);
+    this.forget(id);
     for (const listener of this.revokedListeners) {
       listener(id);
     }
+  }
+
+  /**
+   * Every change to a key goes through here (today: revocation, by `revoke` and by a changed
+   * ADMIN_API_KEY; keys have no other update): the caches drop it, lookups in flight store nothing.
+   */
+  private forget(id: string): void {
+    this.verified.forgetKey(id);
+    this.active.delete(id);
   }
 
   /**
@@ -206,22 +219,27 @@ export class ApiKeysService implements OnApplicationBootstrap {
   }
 
   /**
-   * The key's principal, or null. Valid keys are cached for AUTH_CACHE_MS (a revocation takes
-   * effect at once in this process, and within that time in others); unknown keys are not.
+   * The key's principal, or null. Valid keys are remembered for AUTH_CACHE_MS by the presented
+   * secret (a revocation takes effect at once in this process, and within that time in others);
+   * refusals are not remembered.
    */
   async authenticate(token: string): Promise<Principal | null> {
-    const hash = hashSecret(token);
-    const cached = this.cache.get(hash);
-    if (cached && cached.until > Date.now()) {
-      return cached.principal;
+    const known = this.verified.get(token, Date.now());
+    if (known !== undefined) {
+      return known;
     }
-    const key = await this.keys.findActiveByHash(hash);
+    const generation = this.verified.generation;
+    const key = await this.keys.findActiveByHash(hashSecret(token));
+    if (generation !== this.verified.generation) {
+      // A key was revoked meanwhile: read again rather than trust (or remember) the old row.
+      return this.authenticate(token);
+    }
     if (!key) {
-      this.cache.delete(hash);
       return null;
     }
-    const principal: Principal = { key_id: key.id, role: key.role, workspaces: key.workspace_ids };
-    this.cache.set(hash, { principal, until: Date.now() + AUTH_CACHE_MS });
+    const workspaces = key.workspace_ids === null ? null : Object.freeze([...key.workspace_ids]);
+    const principal: Principal = Object.freeze({ key_id: key.id, role: key.role, workspaces });
+    this.verified.remember(token, key.id, principal, generation, Date.now());
     return principal;
   }
 }

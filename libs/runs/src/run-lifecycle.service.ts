@@ -639,10 +639,12 @@ export class RunLifecycleService implements RunSteps, OnModuleInit, OnModuleDest
           this.bus.publish(terminal);
           this.deliveries.published(ops, run.delivery?.plan ?? null);
           this.committed(run.run_id);
-          this.logger.log({
-            run_id: run.run_id,
-            msg: `run ${outcome.status}${outcome.error_code ? ` (${outcome.error_code})` : ''}`,
-          });
+          if (telemetry.logs.enabled('log')) {
+            this.logger.log({
+              run_id: run.run_id,
+              msg: `run ${outcome.status}${outcome.error_code ? ` (${outcome.error_code})` : ''}`,
+            });
+          }
         }
       } finally {
         if (!fenced) {

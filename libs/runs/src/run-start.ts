@@ -195,7 +195,9 @@ export class RunStarter {
         }),
       );
       telemetry.runDispatched(agent.runner_id, (active.admitted_at = prepared.run.created_at));
-      this.logger.log({ run_id: runId, msg: `run dispatched to ${agent.runner_id}` });
+      if (telemetry.logs.enabled('log')) {
+        this.logger.log({ run_id: runId, msg: `run dispatched to ${agent.runner_id}` });
+      }
     } catch (e) {
       // One run's message that cannot be sent fails that run, never the plugin's stream.
       this.logger.error({ run_id: runId, msg: `run not dispatched: ${e instanceof Error ? e.message : String(e)}` });

@@ -1,3 +1,4 @@
+export * from './log-levels';
 export * from './metrics';
 export * from './metrics-server';
 export * from './telemetry';

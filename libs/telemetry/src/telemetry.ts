@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { HostMetrics, type MetricsOptions, type SampleName, type SignalBusCounts } from './metrics';
+import { LogLevels } from './log-levels';
 import { Tracing } from './tracing';
 
 /** Result kinds counted apart: deltas are most of the traffic. */
@@ -14,6 +15,8 @@ export class Telemetry {
   private m: HostMetrics | null = null;
   /** Traces (off unless started; see tracing.ts). */
   readonly tracing = new Tracing();
+  /** Whether the process's logger writes a level (see log-levels.ts). */
+  readonly logs = new LogLevels();
 
   /** Creates the process's registry (once; a second call returns the same one). */
   enableMetrics(opts: MetricsOptions): HostMetrics {

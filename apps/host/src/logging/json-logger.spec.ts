@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { telemetry } from '@libs/telemetry';
 import { JsonLogger, scrubStreamTokens } from './json-logger';
 
 const TOKEN = 'rhst_eyJyIjoiYSIsImsiOiJiIn0.AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde';
@@ -40,5 +41,31 @@ describe('JsonLogger: stream tokens never reach a log line', () => {
       query: { stream_token: '[Redacted]' },
     });
     expect(fourth.stack).toContain('rhst_[Redacted]');
+  });
+});
+
+describe('JsonLogger: the run path asks its level before it builds a line (telemetry.logs)', () => {
+  afterEach(() => telemetry.logs.use(null));
+
+  it('answers by the logger it belongs to: its LOG_LEVEL, then what Nest sets', () => {
+    const sink = new Writable({ write: (_c, _e, cb) => cb() });
+    new JsonLogger('warn', sink);
+    expect(
+      ['verbose', 'debug', 'log', 'warn', 'error', 'fatal'].map((l) => telemetry.logs.enabled(l as never)),
+    ).toEqual([false, false, false, true, true, true]);
+    const info = new JsonLogger('info', sink);
+    expect(telemetry.logs.enabled('log')).toBe(true);
+    expect(telemetry.logs.enabled('debug')).toBe(false);
+    info.setLogLevels(['debug', 'log', 'warn', 'error', 'fatal']);
+    expect(telemetry.logs.enabled('debug')).toBe(true);
+    new JsonLogger('trace', sink);
+    expect(telemetry.logs.enabled('verbose')).toBe(true);
+    new JsonLogger('silent', sink);
+    expect(telemetry.logs.enabled('fatal')).toBe(false);
+  });
+
+  it('every level is on while no logger has registered (unit tests and tools lose no line)', () => {
+    expect(telemetry.logs.enabled('verbose')).toBe(true);
+    expect(telemetry.logs.enabled('log')).toBe(true);
   });
 });

@@ -1,8 +1,18 @@
 import type { LoggerService, LogLevel } from '@nestjs/common';
 import pino, { type Logger as Pino } from 'pino';
-import { telemetry } from '@libs/telemetry';
+import { type LogLevelName, telemetry } from '@libs/telemetry';
 
 type PinoLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+
+/** Nest's level names as pino's (its `verbose` method writes pino's `trace`). */
+const PINO_LEVEL: Record<LogLevelName, PinoLevel> = {
+  verbose: 'trace',
+  debug: 'debug',
+  log: 'info',
+  warn: 'warn',
+  error: 'error',
+  fatal: 'fatal',
+};
 
 /** A stream token (`rhst_<claims>.<signature>`) or a `stream_token=` query value, wherever it appears in a string. */
 const STREAM_TOKENS = /rhst_[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]*)?|(stream_token=)[^&\s"']*/g;
@@ -48,6 +58,8 @@ export class JsonLogger implements LoggerService {
       },
       destination,
     );
+    // The run path asks before it builds a line (libs/telemetry/src/log-levels.ts): the level is this logger's.
+    telemetry.logs.use((nest) => this.pino.isLevelEnabled(PINO_LEVEL[nest]));
   }
 
   log(message: unknown, ...params: unknown[]): void {
