@@ -12,18 +12,6 @@ import { ErrorResponseDto } from './dto/error.dto';
 import { SseStreams } from './sse-streams';
 import { WriteTenancy } from './tenancy';
 
-/**
- * Resolves in the check phase of this turn of the event loop, after node:http2 sent the frames
- * written in it (its native immediates run before the JavaScript ones): a run started by this
- * admission was dispatched (RunStarter.dispatch wrote its frame to the runner's stream), and that
- * frame leaves for the runner before the answer leaves for the client, so the runner starts while
- * the host answers and serves the client's next request (docs/benchmarks.md, "The c1 critical
- * path"). The answer is sent after the admission committed, as before (docs/durability.md).
- */
-function dispatchFrameSent(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
 @ApiTags('events')
 @ApiBearerAuth()
 @Controller('v1/events')
@@ -117,9 +105,6 @@ export class EventsController {
       ...(a.position !== undefined ? { position: a.position } : {}),
       ...(a.interrupted_run_id ? { interrupted_run_id: a.interrupted_run_id } : {}),
     };
-    if (a.disposition === 'started' && !a.replayed) {
-      await dispatchFrameSent();
-    }
     if (a.run_id !== null && /\btext\/event-stream\b/i.test(accept ?? '')) {
       const preamble = `event: admission\ndata: ${JSON.stringify({ ...answer, replayed: a.replayed })}\n\n`;
       await this.streams.serve('deliveries', a.run_id, 0, req, res, preamble);
