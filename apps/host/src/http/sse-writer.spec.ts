@@ -123,6 +123,21 @@ describe('SseWriter', () => {
     expect(socket.ids()).toEqual([1, 2, 3, 4, 5]);
   });
 
+  it('writes the terminal frame in the turn it is published, with the frames of that turn, in one write', async () => {
+    const live = new Subject<ResultView>();
+    const { socket, done } = setup([], live);
+    await tick();
+    await tick();
+    const before = socket.writes.length;
+    live.next(result(1));
+    live.next(result(2, 'run.completed'));
+    // No turn of the event loop in between: the stream's last frame does not wait for the check phase.
+    expect(socket.writes.length).toBe(before + 1);
+    expect(socket.ids()).toEqual([1, 2]);
+    expect(socket.ended).toBe(true);
+    expect(await done).toBe('completed');
+  });
+
   it('with a flush interval: the first live frame leaves at once, later ones wait for the interval, the terminal one takes them all at once', async () => {
     const live = new Subject<ResultView>();
     const { socket, done } = setup([], live, 0, 1 << 20, 60_000);

@@ -283,7 +283,25 @@ export class SseWriter<T extends StreamItem> {
       this.flush();
       return;
     }
-    this.queueFlush(this.isLast(r));
+    if (this.isLast(r)) {
+      this.flushLast();
+      return;
+    }
+    this.queueFlush();
+  }
+
+  /**
+   * The stream's last frame was published: nothing can join its write any more, so it leaves now,
+   * in the publisher's turn, with every frame still waiting (one write) — not one check phase
+   * later, after whatever else that turn runs (docs/benchmarks.md, "The c1 critical path").
+   */
+  private flushLast(): void {
+    if (this.flushSlot !== null) {
+      clock.cancel(this.flushSlot, this.flushTask);
+      this.flushSlot = null;
+      this.flushQueued = false;
+    }
+    this.flush();
   }
 
   /**
