@@ -1,5 +1,4 @@
 import { Metadata } from '@grpc/grpc-js';
-import { Subject } from 'rxjs';
 import type { AppConfig } from '@libs/config';
 import type { PluginEntity, PluginsRepository } from '@libs/persistence';
 import type { Hello, HostMessage, PluginMessage } from '@libs/proto';
@@ -54,7 +53,6 @@ function setup(token: string | null = 'good') {
   connections.inbound$.subscribe((e) => inbound.push(e));
   const config = { runs: { heartbeatIntervalMs: HEARTBEAT_MS } } as AppConfig;
   const handler = new ConnectSessionHandler(plugins as unknown as PluginsService, store, connections, config);
-  const from = new Subject<PluginMessage>();
   const metadata = new Metadata();
   if (token !== null) {
     metadata.set('authorization', `Bearer ${token}`);
@@ -62,11 +60,14 @@ function setup(token: string | null = 'good') {
   const out: HostMessage[] = [];
   let error: GrpcStatusError | null = null;
   let completed = false;
-  const sub = handler.open(from, metadata).subscribe({
-    next: (m) => out.push(m),
-    error: (e: GrpcStatusError) => (error = e),
-    complete: () => (completed = true),
+  const stream = handler.open(metadata, {
+    send: (m) => out.push(m),
+    fail: (e) => (error = e),
+    end: () => (completed = true),
   });
+  // The transport's events, as the gRPC adapter (connect.grpc.ts) reports them.
+  const from = { next: (m: PluginMessage) => stream.receive(m), complete: () => stream.halfClosed() };
+  const sub = { unsubscribe: () => stream.closed() };
   return {
     plugins,
     connections,
