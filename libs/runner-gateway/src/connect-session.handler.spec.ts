@@ -224,4 +224,33 @@ describe('ConnectSessionHandler: one Connect stream (docs/protocol.md)', () => {
     expect(s.inbound).toHaveLength(1);
     expect(s.connections.sessions()).toEqual([]);
   });
+
+  it('a stream that ends before its token was checked attaches no session (nothing it sent is handled)', async () => {
+    const s = setup();
+    // Sent and closed synchronously, before authenticate() resolved.
+    s.from.next(hello());
+    s.from.complete();
+    await settle();
+    expect(s.completed()).toBe(true);
+    expect(s.out).toEqual([]);
+    expect(s.connections.sessions()).toEqual([]);
+    expect(s.inbound).toEqual([]);
+  });
+
+  it("a session the host fails detaches with the failure as the runs' reason, and the stream ends once", async () => {
+    const s = setup();
+    s.from.next(hello());
+    await settle();
+    s.from.next(hello());
+    expect(s.code()).toBe('invalid_argument');
+    expect(s.inbound).toEqual([
+      expect.objectContaining({ kind: 'disconnected', reason: 'hello may be sent only once per stream' }),
+    ]);
+    // Later events of the transport change nothing.
+    s.from.next({ result: { run_id: 'r1', type: 'run.completed', sequence: 1 } });
+    s.from.complete();
+    s.sub.unsubscribe();
+    expect(s.completed()).toBe(false);
+    expect(s.inbound).toHaveLength(1);
+  });
 });

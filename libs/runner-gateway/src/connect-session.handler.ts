@@ -30,17 +30,17 @@ export interface ConnectOutlet {
 /** One open Connect stream, as its transport reports to the session. */
 export interface ConnectStream {
   /** A message of the plugin, in the order they came. */
-  receive(message: PluginMessage): void;
+  readonly receive: (message: PluginMessage) => void;
   /** The plugin closed its half: the session detaches and the stream ends OK. */
-  halfClosed(): void;
+  readonly halfClosed: () => void;
   /** The stream is gone (cancelled, reset, its status sent): timers stop, the session detaches (idempotent). */
-  closed(): void;
+  readonly closed: () => void;
 }
 
 /** The session's side of its outlet: writes and the host-side close, both no-ops once the stream ended. */
 interface SessionTransport {
-  send(message: HostMessage): void;
-  close(reason: string): void;
+  readonly send: (message: HostMessage) => void;
+  readonly close: (reason: string) => void;
 }
 
 /** Drives one Connect stream: authenticate, hello → welcome, then results, heartbeats and pings. */
@@ -67,7 +67,6 @@ export class ConnectSessionHandler {
     /** True once the stream ended, whichever side ended it: nothing more is read or written. */
     let over = false;
     const pending: PluginMessage[] = [];
-    let helloTimer: NodeJS.Timeout | undefined;
     let pingTimer: NodeJS.Timeout | undefined;
 
     /** Stops the timers and detaches the session (the runs on it hear `reason`); once. */
@@ -92,7 +91,7 @@ export class ConnectSessionHandler {
         closeWith(grpcErrorOf(code, message));
       }
     };
-    helloTimer = setTimeout(() => fail('invalid_argument', 'no hello within 10 s'), HELLO_TIMEOUT_MS);
+    const helloTimer = setTimeout(() => fail('invalid_argument', 'no hello within 10 s'), HELLO_TIMEOUT_MS);
     const transport: SessionTransport = {
       send: (message) => {
         if (!over) {

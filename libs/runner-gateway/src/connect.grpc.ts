@@ -54,7 +54,11 @@ export function connectHandler(
  * definition whose Connect (de)serializers are final (direct decoding and encoding, tolerant of
  * malformed requests).
  */
-export function serveConnect(definition: PackageDefinition, server: grpc.Server, sessions: ConnectSessionHandler): void {
+export function serveConnect(
+  definition: PackageDefinition,
+  server: grpc.Server,
+  sessions: ConnectSessionHandler,
+): void {
   const service = definition[GATEWAY_SERVICE];
   if (!service || 'format' in service) {
     throw new Error(`${GATEWAY_SERVICE} is not in the package definition`);

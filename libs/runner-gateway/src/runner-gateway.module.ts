@@ -20,6 +20,13 @@ import { RunnerCatalogService } from './runner-catalog.service';
     RunnerCatalogService,
     RunnerPresence,
   ],
-  exports: [ConnectSessionHandler, PluginsService, RunnerConnections, RunnerDispatch, RunnerCatalogService, RunnerPresence],
+  exports: [
+    ConnectSessionHandler,
+    PluginsService,
+    RunnerConnections,
+    RunnerDispatch,
+    RunnerCatalogService,
+    RunnerPresence,
+  ],
 })
 export class RunnerGatewayModule {}
