@@ -10,7 +10,7 @@ export const HALF_OPEN_GRACE_MS = 1000;
  * After the host has sent a call's status, the call is over; a client that still keeps its half
  * of the HTTP/2 stream open (a raw client that never ends its request, e.g. a Connect stream
  * closed for "no hello within 10 s") is asked to stop with RST_STREAM NO_ERROR, as HTTP/2 allows
- * a server that has sent a complete response (RFC 9113 §8.1; docs/protocol.md#transport). grpc-js
+ * a server that has sent a complete response (RFC 9113 §8.1; docs/protocol.md#wire-conventions). grpc-js
  * clients end their half when the status arrives, so they never see it. Armed once per call by
  * the Connect handler itself (connect.grpc.ts), when the host's half of the stream finishes —
  * whoever sent the status (the session, or grpc-js for a message over the size limit) — so no
