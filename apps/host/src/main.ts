@@ -12,9 +12,11 @@ import { LOADER_OPTIONS, protoPath } from '@libs/proto';
 import { HostApiGrpc, grpcMessageLimit, serveHostApi } from '@libs/host-api';
 import { WebhookWorker } from '@libs/delivery';
 import {
+  ConnectSessionHandler,
   RunnerConnections,
   decodeResultsDirectly,
   encodeHostMessagesDirectly,
+  serveConnect,
   tolerateMalformedRequests,
 } from '@libs/runner-gateway';
 import { RunsDrain } from '@libs/runs';
@@ -164,12 +166,14 @@ async function bootstrap(): Promise<void> {
         maxSendMessageLength: grpcMessageLimit(config),
         // Server reflection (grpc.reflection.v1 and v1alpha) over the same .proto files, so that
         // grpcurl and other tools list and call the services without them (docs/observability.md).
-        // The host API is served by grpc-js handlers directly, without the RPC layer per call.
+        // The host API and the Connect stream are served by grpc-js handlers directly, without the
+        // RPC layer per call or per message (docs/protocol.md#host-api, #connecting-a-plugin).
         onLoadPackageDefinition: (pkg: PackageDefinition, server: grpc.Server) => {
           grpcServer = server;
           decodeResultsDirectly(pkg);
           tolerateMalformedRequests(pkg);
           encodeHostMessagesDirectly(pkg);
+          serveConnect(pkg, server, app.get(ConnectSessionHandler));
           serveHostApi(pkg, server, app.get(HostApiGrpc));
           reflection.addToServer(server);
         },

@@ -1,5 +1,4 @@
 import { Metadata } from '@grpc/grpc-js';
-import { Subject } from 'rxjs';
 import type { AppConfig } from '@libs/config';
 import type { PluginEntity, PluginsRepository } from '@libs/persistence';
 import type { Hello, HostMessage, PluginMessage } from '@libs/proto';
@@ -54,7 +53,6 @@ function setup(token: string | null = 'good') {
   connections.inbound$.subscribe((e) => inbound.push(e));
   const config = { runs: { heartbeatIntervalMs: HEARTBEAT_MS } } as AppConfig;
   const handler = new ConnectSessionHandler(plugins as unknown as PluginsService, store, connections, config);
-  const from = new Subject<PluginMessage>();
   const metadata = new Metadata();
   if (token !== null) {
     metadata.set('authorization', `Bearer ${token}`);
@@ -62,11 +60,14 @@ function setup(token: string | null = 'good') {
   const out: HostMessage[] = [];
   let error: GrpcStatusError | null = null;
   let completed = false;
-  const sub = handler.open(from, metadata).subscribe({
-    next: (m) => out.push(m),
-    error: (e: GrpcStatusError) => (error = e),
-    complete: () => (completed = true),
+  const stream = handler.open(metadata, {
+    send: (m) => out.push(m),
+    fail: (e) => (error = e),
+    end: () => (completed = true),
   });
+  // The transport's events, as the gRPC adapter (connect.grpc.ts) reports them.
+  const from = { next: (m: PluginMessage) => stream.receive(m), complete: () => stream.halfClosed() };
+  const sub = { unsubscribe: () => stream.closed() };
   return {
     plugins,
     connections,
@@ -222,5 +223,34 @@ describe('ConnectSessionHandler: one Connect stream (docs/protocol.md)', () => {
     s.sub.unsubscribe(); // the teardown detaches again: nothing more is reported
     expect(s.inbound).toHaveLength(1);
     expect(s.connections.sessions()).toEqual([]);
+  });
+
+  it('a stream that ends before its token was checked attaches no session (nothing it sent is handled)', async () => {
+    const s = setup();
+    // Sent and closed synchronously, before authenticate() resolved.
+    s.from.next(hello());
+    s.from.complete();
+    await settle();
+    expect(s.completed()).toBe(true);
+    expect(s.out).toEqual([]);
+    expect(s.connections.sessions()).toEqual([]);
+    expect(s.inbound).toEqual([]);
+  });
+
+  it("a session the host fails detaches with the failure as the runs' reason, and the stream ends once", async () => {
+    const s = setup();
+    s.from.next(hello());
+    await settle();
+    s.from.next(hello());
+    expect(s.code()).toBe('invalid_argument');
+    expect(s.inbound).toEqual([
+      expect.objectContaining({ kind: 'disconnected', reason: 'hello may be sent only once per stream' }),
+    ]);
+    // Later events of the transport change nothing.
+    s.from.next({ result: { run_id: 'r1', type: 'run.completed', sequence: 1 } });
+    s.from.complete();
+    s.sub.unsubscribe();
+    expect(s.completed()).toBe(false);
+    expect(s.inbound).toHaveLength(1);
   });
 });

@@ -9,7 +9,9 @@ export {
 } from './runner-connections';
 export { RunnerPresence } from './runner-presence';
 export { grpcErrorOf, grpcStatusErrorOf, GrpcStatusError, unexpectedError } from './grpc-error';
-export { HOST_VERSION } from './connect-session.handler';
+export { HOST_VERSION, ConnectSessionHandler } from './connect-session.handler';
+export { connectHandler, serveConnect } from './connect.grpc';
+export { HALF_OPEN_GRACE_MS } from './half-open';
 export { RunnerDispatch, type RunnerTarget, type RunnerTransport } from './dispatch/runner-dispatch';
 export { RunnerCatalogService, type RunnerView } from './runner-catalog.service';
 export {

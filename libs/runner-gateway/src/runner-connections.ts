@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { Subject } from 'rxjs';
+import { Subscription } from 'rxjs';
 import type { RunnerCommand, RunnerManifest, RunnerResult } from '@libs/protocol';
 import { telemetry } from '@libs/telemetry';
 
@@ -25,9 +25,43 @@ export interface RunnerSession {
 /** A session attached or detached (runner presence listens: docs/scale-out.md#runner-presence). */
 export type ConnectionChange = { kind: 'attached' | 'detached'; session: RunnerSession };
 
+const RunnerConnectionsLogName = 'RunnerConnections';
+
 export type InboundEvent =
   | { kind: 'result'; session: RunnerSession; result: RunnerResult }
   | { kind: 'disconnected'; session: RunnerSession; reason: string };
+
+/**
+ * Results and disconnects, for the run lifecycle to consume: each event is a plain call of each
+ * listener, in order (one per result of every run: no rxjs Subject and subscriber chain per event,
+ * docs/benchmarks.md#the-runner-connect-stream-on-grpc-js-directly-round-11-wt-connect). A
+ * listener that throws is logged and the others still hear the event.
+ */
+export class InboundEvents {
+  private readonly logger = new Logger(RunnerConnectionsLogName);
+  private listeners: ((event: InboundEvent) => void)[] = [];
+
+  /** Told of every event from now on, until the subscription is unsubscribed. */
+  subscribe(listener: (event: InboundEvent) => void): Subscription {
+    this.listeners = [...this.listeners, listener];
+    return new Subscription(() => {
+      this.listeners = this.listeners.filter((l) => l !== listener);
+    });
+  }
+
+  next(event: InboundEvent): void {
+    // The array is replaced, never changed, on (un)subscribe: a listener added during an event
+    // hears the next one.
+    const listeners = this.listeners;
+    for (let i = 0; i < listeners.length; i++) {
+      try {
+        listeners[i](event);
+      } catch (e) {
+        this.logger.error(`inbound listener failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+      }
+    }
+  }
+}
 
 /**
  * The live plugin connections and the runners they serve. One connection per plugin: a new
@@ -40,7 +74,7 @@ export class RunnerConnections {
   private readonly byPlugin = new Map<string, RunnerSession>();
   private readonly byRunner = new Map<string, { session: RunnerSession; runner: ConnectedRunner }>();
   /** Results and disconnects, for the run lifecycle to consume. */
-  readonly inbound$ = new Subject<InboundEvent>();
+  readonly inbound$ = new InboundEvents();
   /** Plugins that connected before (a later connection counts as a reconnect). */
   private readonly seen = new Set<string>();
   private readonly changeListeners = new Set<(change: ConnectionChange) => void>();

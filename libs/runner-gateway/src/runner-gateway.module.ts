@@ -7,11 +7,11 @@ import { PluginsService } from './plugins.service';
 import { RunnerConnections } from './runner-connections';
 import { RunnerPresence } from './runner-presence';
 import { RunnerCatalogService } from './runner-catalog.service';
-import { RunnerGatewayController } from './runner-gateway.controller';
 
 @Module({
   imports: [ClusterModule],
-  controllers: [RunnerGatewayController, GrpcHealthController],
+  // Connect is served by a grpc-js handler directly (connect.grpc.ts, wired in the host's main.ts).
+  controllers: [GrpcHealthController],
   providers: [
     PluginsService,
     RunnerConnections,
@@ -20,6 +20,13 @@ import { RunnerGatewayController } from './runner-gateway.controller';
     RunnerCatalogService,
     RunnerPresence,
   ],
-  exports: [PluginsService, RunnerConnections, RunnerDispatch, RunnerCatalogService, RunnerPresence],
+  exports: [
+    ConnectSessionHandler,
+    PluginsService,
+    RunnerConnections,
+    RunnerDispatch,
+    RunnerCatalogService,
+    RunnerPresence,
+  ],
 })
 export class RunnerGatewayModule {}
