@@ -75,7 +75,10 @@ describe.each(DIALECTS)('the runs of a conversation by (conversation_id, id) on 
       columns: ['conversation_id', 'id'],
     });
     const ids = await ds.query<Array<{ run_id: string }>>(
-      `SELECT "run_id" FROM "runs" WHERE "conversation_id" = ? ORDER BY "id" DESC`.replace('?', isPostgres(ds) ? '$1' : '?'),
+      `SELECT "run_id" FROM "runs" WHERE "conversation_id" = ? ORDER BY "id" DESC`.replace(
+        '?',
+        isPostgres(ds) ? '$1' : '?',
+      ),
       ['conv-1'],
     );
     expect(ids.map((r) => r.run_id)).toEqual(['run-3', 'run-1']);
@@ -97,7 +100,9 @@ describe.each(DIALECTS)('the runs of a conversation by (conversation_id, id) on 
     const situation = await plan(ds, STEERING_SQL.situation.sqlite, [...ref, ...ref, 'k']);
     if (isPostgres(ds)) {
       // A seek either way (the planner picks by its costs on a small table), never a scan of runs.
-      expect(situation).toMatch(/Index (Only )?Scan using (uq_runs_running_conversation|idx_runs_conversation) on runs r\b/);
+      expect(situation).toMatch(
+        /Index (Only )?Scan using (uq_runs_running_conversation|idx_runs_conversation) on runs r\b/,
+      );
       expect(situation).not.toMatch(/Seq Scan on runs/);
     } else {
       expect(situation).toMatch(

@@ -50,11 +50,7 @@ export const STEERING_SQL = {
    * (at most one: uq_runs_running_conversation), the items queued on that run, and its waiting
    * items. Parameters: the conversation (agent, workspace, conversation id, thread) twice, then its key.
    */
-  situation: reading(
-    stmt('situation', SITUATION),
-    'runs',
-    'steering_items',
-  ),
+  situation: reading(stmt('situation', SITUATION), 'runs', 'steering_items'),
   /** The run's steering queue: items not pulled yet, and the last position given. */
   runQueue: stmt(
     'run_queue',
