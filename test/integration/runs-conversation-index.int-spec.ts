@@ -95,6 +95,18 @@ describe.each(DIALECTS)('the runs of a conversation by (conversation_id, id) on 
     } else {
       expect(byConversation).toBe('SEARCH runs USING INDEX idx_runs_conversation (conversation_id=?)');
     }
+    // With a status too (the run list's filter tests it as an expression: runs.repository.ts `page`),
+    // still the conversation's index, not a walk of every run of that status.
+    const withStatus = await plan(
+      ds,
+      `SELECT * FROM "runs" WHERE "conversation_id" = ? AND COALESCE("status", '') IN (?) ORDER BY "id" DESC LIMIT 20`,
+      ['conv-1', 'completed'],
+    );
+    expect(withStatus).toMatch(
+      isPostgres(ds)
+        ? /Index Scan Backward using idx_runs_conversation/
+        : /^SEARCH runs USING INDEX idx_runs_conversation \(conversation_id=\?\)$/,
+    );
     // The admission's situation read seeks the partial unique index of the running run.
     const ref = ['agent-1', 'default', 'conv-1', ''];
     const situation = await plan(ds, STEERING_SQL.situation.sqlite, [...ref, ...ref, 'k']);
