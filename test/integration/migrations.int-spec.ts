@@ -163,10 +163,16 @@ const LEASE_INDEXES: Array<[string, string, boolean, string[]]> = [
   ['runs', 'idx_runs_owner_process', false, ['owner_process_id']],
 ];
 
+/** RunsConversationIndex1767720000000: the runs of a conversation by id, not by status (partial: with a conversation). */
+const CONVERSATION_RUN_INDEXES: Array<[string, string, boolean, string[]]> = [
+  ['runs', 'idx_runs_conversation', false, ['conversation_id', 'id']],
+];
+
 const NAMED_INDEXES = [
   ...LEASE_INDEXES,
   ...SCOPE_INDEXES,
-  ...INITIAL_INDEXES,
+  ...INITIAL_INDEXES.filter(([, name]) => name !== 'idx_runs_conversation_status'),
+  ...CONVERSATION_RUN_INDEXES,
   ...CONTEXT_INDEXES,
   ...RESOURCE_INDEXES,
   ...STEERING_INDEXES,

@@ -3,7 +3,8 @@ import type { RunStatus } from '@libs/protocol';
 import { epochMs, type JsonObject } from './columns';
 
 @Entity('runs')
-@Index('idx_runs_conversation_status', ['conversation_id', 'status'])
+// The runs of a conversation in id order, over runs with a conversation: a partial index the migrations create.
+@Index('idx_runs_conversation', { synchronize: false })
 @Index('idx_runs_status', ['status'])
 @Index('idx_runs_workspace', ['workspace_id', 'id'])
 @Index('idx_runs_owner_process', ['owner_process_id'])

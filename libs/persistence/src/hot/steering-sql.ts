@@ -28,18 +28,21 @@ export const STEERING_COLUMNS = [
 const ITEM = `"id", "conversation_key", "agent_id", "runner_id", "conversation_id", "thread_id", "workspace_id", "event_id", "kind",
   "state", "run_id", "position", "next_run_id", "dispatch", "item", "submission", "created_at", "redispatched_at"`;
 
-/** The running run of a conversation, as a WHERE clause of `runs` r (4 parameters). */
-function runningOf(is: string): string {
-  return `r."agent_id" = ? AND r."workspace_id" ${is} ? AND r."conversation_id" = ? AND COALESCE(r."thread_id", '') = ?
-     AND r."status" = 'running'`;
-}
+/**
+ * The running run of a conversation, as a WHERE clause of `runs` r (4 parameters: agent, workspace,
+ * conversation id, thread), written with the expressions and the predicate of the partial unique
+ * index uq_runs_running_conversation so both planners seek it (docs/benchmarks.md, "The runs status
+ * indexes off the per-run write path"). `COALESCE('w:' || workspace, '')` tells a workspace from none
+ * exactly as `IS NOT DISTINCT FROM` did; a run with no conversation is never a conversation's.
+ */
+const RUNNING_OF = `r."agent_id" = ? AND COALESCE('w:' || r."workspace_id", '') = COALESCE('w:' || CAST(? AS TEXT), '')
+     AND r."conversation_id" = ? AND COALESCE(r."thread_id", '') = ?
+     AND r."status" = 'running' AND r."conversation_id" IS NOT NULL`;
 
-function situationSql(is: string): string {
-  return `SELECT (SELECT r."run_id" FROM "runs" r WHERE ${runningOf(is)} LIMIT 1) AS "run_id",
+const SITUATION = `SELECT (SELECT r."run_id" FROM "runs" r WHERE ${RUNNING_OF} LIMIT 1) AS "run_id",
      (SELECT COUNT(*) FROM "steering_items" s JOIN "runs" r ON r."run_id" = s."run_id"
-       WHERE ${runningOf(is)} AND s."state" = 'queued') AS "queued",
+       WHERE ${RUNNING_OF} AND s."state" = 'queued') AS "queued",
      (SELECT COUNT(*) FROM "steering_items" WHERE "conversation_key" = ? AND "dispatch" = 'waiting') AS "n"`;
-}
 
 export const STEERING_SQL = {
   /**
@@ -47,11 +50,7 @@ export const STEERING_SQL = {
    * (at most one: uq_runs_running_conversation), the items queued on that run, and its waiting
    * items. Parameters: the conversation (agent, workspace, conversation id, thread) twice, then its key.
    */
-  situation: reading(
-    stmt('situation', situationSql('IS'), situationSql('IS NOT DISTINCT FROM')),
-    'runs',
-    'steering_items',
-  ),
+  situation: reading(stmt('situation', SITUATION), 'runs', 'steering_items'),
   /** The run's steering queue: items not pulled yet, and the last position given. */
   runQueue: stmt(
     'run_queue',

@@ -23,6 +23,7 @@ import { KbStoredTsvector1767670000000 } from './1767670000000-kb-stored-tsvecto
 import { PendingDeliveryIdIndex1767690000000 } from './1767690000000-pending-delivery-id-index';
 import { RowidIds1767700000000 } from './1767700000000-rowid-ids';
 import { EventsIdempotencyPartial1767710000000 } from './1767710000000-events-idempotency-partial';
+import { RunsConversationIndex1767720000000 } from './1767720000000-runs-conversation-index';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
 export const MIGRATIONS = [
@@ -51,4 +52,5 @@ export const MIGRATIONS = [
   PendingDeliveryIdIndex1767690000000,
   RowidIds1767700000000,
   EventsIdempotencyPartial1767710000000,
+  RunsConversationIndex1767720000000,
 ];

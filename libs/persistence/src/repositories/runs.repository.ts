@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { In, IsNull, LessThan, Not, Repository, type FindOptionsWhere } from 'typeorm';
+import { In, IsNull, LessThan, Not, Raw, Repository, type FindOptionsWhere } from 'typeorm';
 import { TERMINAL_RESULT_TYPES, type RunStatus } from '@libs/protocol';
 import { EventEntity, RunEntity, type JsonObject } from '../entities';
 import { joinSnapshot, SNAPSHOT_SQL } from '../hot/snapshot-rows';
@@ -173,7 +173,13 @@ export class RunsRepository {
       where.agent_id = filter.agent_id;
     }
     if (filter.status && filter.status.length > 0) {
-      where.status = In(filter.status);
+      // With a conversation, its index (conversation_id, id) drives the read: the status is tested
+      // as an expression, or SQLite's planner (no statistics) walks every run of that status
+      // instead (docs/benchmarks.md, "The runs status indexes off the per-run write path").
+      where.status =
+        filter.conversation_id !== undefined
+          ? Raw((column) => `COALESCE(${column}, '') IN (:...statuses)`, { statuses: filter.status })
+          : In(filter.status);
     }
     if (filter.workspaces !== undefined) {
       where.workspace_id = In([...filter.workspaces]);
