@@ -1,22 +1,12 @@
 import { DataSource } from 'typeorm';
-import { dataSourceOptions, MIGRATIONS } from '@libs/persistence';
-import { DIALECTS, isPostgres, listIndexes, type TestDatabase } from './support/databases';
+import { dataSourceOptions } from '@libs/persistence';
+import { DIALECTS, isPostgres, listIndexes, undoMigrationsFrom, type TestDatabase } from './support/databases';
 
 jest.setTimeout(60_000);
 
 const ROWID = 'RowidIds1767700000000';
 const EVENTS = 'EventsIdempotencyPartial1767710000000';
-const NAMES = MIGRATIONS.map((m) => new m().name);
 const TABLES = ['runs', 'run_results', 'transcript', 'event_log', 'delivery_outbox'];
-
-/** Undoes the migrations newer than `name`, then `name` itself when `including`. */
-async function undoFrom(ds: DataSource, name: string): Promise<string[]> {
-  const undone = NAMES.slice(NAMES.indexOf(name));
-  for (let i = 0; i < undone.length; i++) {
-    await ds.undoLastMigration();
-  }
-  return undone;
-}
 
 /** Each table's schema objects (the table, its indexes and triggers) as SQLite stores them, minus `AUTOINCREMENT`. */
 async function schemaOf(ds: DataSource, table: string): Promise<string[]> {
@@ -90,7 +80,7 @@ describe.each(DIALECTS)('row ids and the events key index on %s', (_name, factor
       expect(defaults.map((d) => d.column_default)).toEqual(TABLES.map(() => expect.stringMatching(/^nextval\(/)));
       return;
     }
-    const undone = await undoFrom(ds, ROWID);
+    const undone = await undoMigrationsFrom(ds, ROWID);
     expect(undone.slice(0, 2)).toEqual([ROWID, EVENTS]);
     for (const t of TABLES) {
       const [create] = await ds.query<Array<{ sql: string }>>(`SELECT "sql" FROM "sqlite_schema" WHERE "name" = ?`, [
@@ -168,7 +158,7 @@ describe.each(DIALECTS)('row ids and the events key index on %s', (_name, factor
     await ds.query(`UPDATE "runs" SET "status" = 'running' WHERE "id" = 4`);
     await expect(ds.query(`UPDATE "runs" SET "status" = 'running' WHERE "id" = 3`)).rejects.toThrow(/UNIQUE/);
 
-    const again = await undoFrom(ds, ROWID);
+    const again = await undoMigrationsFrom(ds, ROWID);
     expect(again).toEqual(undone);
     for (const t of TABLES) {
       const [create] = await ds.query<Array<{ sql: string }>>(`SELECT "sql" FROM "sqlite_schema" WHERE "name" = ?`, [
@@ -184,7 +174,7 @@ describe.each(DIALECTS)('row ids and the events key index on %s', (_name, factor
   });
 
   it("the events' idempotency key is unique over keyed events only, with the rows kept; down puts the inline UNIQUE back", async () => {
-    const undone = await undoFrom(ds, EVENTS);
+    const undone = await undoMigrationsFrom(ds, EVENTS);
     const event = (id: string, key: string | null) =>
       ds.query(
         `INSERT INTO "events" ("event_id", "agent_id", "event_type", "idempotency_key", "body_hash", "payload",
@@ -244,7 +234,7 @@ describe.each(DIALECTS)('row ids and the events key index on %s', (_name, factor
       expect(await ds.query(`SELECT COUNT(*) AS "n" FROM "events" WHERE "event_id" = 'e-6'`)).toEqual([{ n: 0 }]);
     }
 
-    expect(await undoFrom(ds, EVENTS)).toEqual(undone);
+    expect(await undoMigrationsFrom(ds, EVENTS)).toEqual(undone);
     expect((await keyIndexes())[0]).toMatchObject({ unique: true, columns: ['idempotency_key'] });
     expect((await keyIndexes()).map((i) => i.name)).not.toContain('uq_events_idempotency_key');
     expect(await ds.query(`SELECT COUNT(*) AS "n" FROM "events"`)).toEqual([{ n: isPostgres(ds) ? '4' : 4 }]);

@@ -1,20 +1,11 @@
 import { DataSource } from 'typeorm';
-import { dataSourceOptions, MIGRATIONS } from '@libs/persistence';
+import { dataSourceOptions } from '@libs/persistence';
 import { STEERING_SQL } from '../../libs/persistence/src/hot/steering-sql';
-import { DIALECTS, isPostgres, listIndexes, type TestDatabase } from './support/databases';
+import { DIALECTS, isPostgres, listIndexes, undoMigrationsFrom, type TestDatabase } from './support/databases';
 
 jest.setTimeout(60_000);
 
 const NAME = 'RunsConversationIndex1767720000000';
-const NAMES = MIGRATIONS.map((m) => new m().name);
-
-async function undoFrom(ds: DataSource, name: string): Promise<string[]> {
-  const undone = NAMES.slice(NAMES.indexOf(name));
-  for (let i = 0; i < undone.length; i++) {
-    await ds.undoLastMigration();
-  }
-  return undone;
-}
 
 async function plan(ds: DataSource, sql: string, params: unknown[]): Promise<string> {
   if (!isPostgres(ds)) {
@@ -52,7 +43,7 @@ describe.each(DIALECTS)('the runs of a conversation by (conversation_id, id) on 
   });
 
   it('replaces (conversation_id, status) with a partial (conversation_id, id), keeps the rows, and down restores it', async () => {
-    const undone = await undoFrom(ds, NAME);
+    const undone = await undoMigrationsFrom(ds, NAME);
     expect(undone[0]).toBe(NAME);
     const run = (n: number, conversation: string | null, status: string) =>
       ds.query(
@@ -123,7 +114,7 @@ describe.each(DIALECTS)('the runs of a conversation by (conversation_id, id) on 
       expect(situation).not.toMatch(/SCAN r\b/);
     }
 
-    expect(await undoFrom(ds, NAME)).toEqual(undone);
+    expect(await undoMigrationsFrom(ds, NAME)).toEqual(undone);
     expect(await listIndexes(ds, 'runs')).toContainEqual(old);
     expect((await listIndexes(ds, 'runs')).map((i) => i.name)).not.toContain('idx_runs_conversation');
     expect((await ds.query<unknown[]>(`SELECT "run_id" FROM "runs"`)).length).toBe(3);

@@ -25,8 +25,6 @@ export interface RunnerSession {
 /** A session attached or detached (runner presence listens: docs/scale-out.md#runner-presence). */
 export type ConnectionChange = { kind: 'attached' | 'detached'; session: RunnerSession };
 
-const RunnerConnectionsLogName = 'RunnerConnections';
-
 export type InboundEvent =
   | { kind: 'result'; session: RunnerSession; result: RunnerResult }
   | { kind: 'disconnected'; session: RunnerSession; reason: string };
@@ -38,7 +36,8 @@ export type InboundEvent =
  * listener that throws is logged and the others still hear the event.
  */
 export class InboundEvents {
-  private readonly logger = new Logger(RunnerConnectionsLogName);
+  /** Its failures are logged as the connections' own (it is their `inbound$`). */
+  private readonly logger = new Logger('RunnerConnections');
   private listeners: ((event: InboundEvent) => void)[] = [];
 
   /** Told of every event from now on, until the subscription is unsubscribed. */

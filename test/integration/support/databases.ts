@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { Client, DatabaseError } from 'pg';
 import type { DataSource } from 'typeorm';
 import { APP_CONFIG } from '@libs/config';
-import { dataSourceOptions, DbSessions, ENTITIES, HotStore, openDataSource } from '@libs/persistence';
+import { dataSourceOptions, DbSessions, ENTITIES, HotStore, MIGRATIONS, openDataSource } from '@libs/persistence';
 
 export type DatabaseConfig = Parameters<typeof dataSourceOptions>[0];
 
@@ -210,3 +210,20 @@ export async function driverError(promise: Promise<unknown>): Promise<DriverErro
 export const UNIQUE_VIOLATION = /^(SQLITE_CONSTRAINT_(UNIQUE|PRIMARYKEY)|23505)$/;
 /** A NOT NULL violation, on either dialect. */
 export const NOT_NULL_VIOLATION = /^(SQLITE_CONSTRAINT_NOTNULL|23502)$/;
+
+/**
+ * Undoes the migration `name` and every migration after it, newest first (a migration's spec
+ * checks its `up` and `down` whatever migrations came later); returns their names, `name` first.
+ */
+export async function undoMigrationsFrom(ds: DataSource, name: string): Promise<string[]> {
+  const names = MIGRATIONS.map((m) => new m().name);
+  const at = names.indexOf(name);
+  if (at < 0) {
+    throw new Error(`undoMigrationsFrom: no migration ${name}`);
+  }
+  const undone = names.slice(at);
+  for (let i = 0; i < undone.length; i++) {
+    await ds.undoLastMigration();
+  }
+  return undone;
+}
