@@ -20,12 +20,7 @@ export function connectHandler(
   return (call) => {
     resetWhenHalfOpen(call);
     const writer = tickWriter(call);
-    const stream = sessions.open(call.metadata, {
-      send: writer.send,
-      // grpc-js takes an emitted error's code, details and metadata as the call's status.
-      fail: writer.fail,
-      end: writer.end,
-    });
+    const stream = sessions.open(call.metadata, writer);
     call.on('data', stream.receive);
     call.on('end', stream.halfClosed);
     call.on('cancelled', () => {

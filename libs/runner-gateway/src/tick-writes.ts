@@ -8,13 +8,13 @@ export type TickSchedule = (flush: () => void) => void;
 /** What a Connect stream's adapter does with a call: its messages, then one status. */
 export interface TickWriter<T> {
   /** Queues one message; the tick's messages go to the HTTP/2 stream as one write. */
-  send(message: T): void;
+  readonly send: (message: T) => void;
   /** Writes what is queued, then ends the call with this error's status (once, if still open). */
-  fail(error: object): void;
+  readonly fail: (error: object) => void;
   /** Writes what is queued, then ends the call OK (once, if still open). */
-  end(): void;
+  readonly end: () => void;
   /** The call was cancelled: what is queued is dropped, nothing more is written. */
-  closed(): void;
+  readonly closed: () => void;
   /** False when the call is written message by message with `call.write` (the fallback). */
   readonly batched: boolean;
 }
