@@ -42,6 +42,7 @@ interface BatchableCall {
   readonly maxSendMessageSize: number;
 }
 
+/** The call's BatchableCall fields, or null (write with `call.write`) when any is missing. */
 export function detectBatching(call: object): BatchableCall | null {
   let stream: http2.ServerHttp2Stream;
   try {
@@ -175,6 +176,9 @@ export function tickWriter<T>(
       let framed: Buffer;
       try {
         framed = serializeMessage(message);
+        if (!Buffer.isBuffer(framed)) {
+          throw new TypeError('grpc-js serializeMessage returned no Buffer');
+        }
       } catch (e) {
         failWith({ code: grpc.status.INTERNAL, details: serializeErrorDetails(e) });
         return;
