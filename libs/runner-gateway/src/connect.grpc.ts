@@ -3,46 +3,28 @@ import type { PackageDefinition } from '@grpc/proto-loader';
 import type { HostMessage, PluginMessage } from '@libs/proto';
 import type { ConnectSessionHandler } from './connect-session.handler';
 import { resetWhenHalfOpen } from './half-open';
+import { tickWriter } from './tick-writes';
 
 const GATEWAY_SERVICE = 'runnerhost.v1.RunnerGatewayService';
 
 /**
  * The Connect stream's gRPC adapter, a grpc-js bidi handler as it is (no framework RPC layer, no
  * stream of streams: docs/protocol.md#connecting-a-plugin): each inbound message is one call into
- * its session (ConnectSessionHandler, the one owner of the session's logic), each outbound one a
- * write on the call. Writes past the call's high-water mark wait in grpc-js's own stream buffer,
- * in order, and a status waits behind them.
+ * its session (ConnectSessionHandler, the one owner of the session's logic); the outbound ones go
+ * through a tick writer (tick-writes.ts): the messages of one tick are one write on the call's
+ * HTTP/2 stream, in order, and a status follows every message sent before it.
  */
 export function connectHandler(
   sessions: ConnectSessionHandler,
 ): grpc.handleBidiStreamingCall<PluginMessage, HostMessage> {
   return (call) => {
     resetWhenHalfOpen(call);
-    let open = true;
-    const stream = sessions.open(call.metadata, {
-      send: (message) => {
-        if (open) {
-          call.write(message);
-        }
-      },
-      fail: (error) => {
-        if (open) {
-          open = false;
-          // grpc-js takes an emitted error's code, details and metadata as the call's status.
-          call.emit('error', error);
-        }
-      },
-      end: () => {
-        if (open) {
-          open = false;
-          call.end();
-        }
-      },
-    });
+    const writer = tickWriter(call);
+    const stream = sessions.open(call.metadata, writer);
     call.on('data', stream.receive);
     call.on('end', stream.halfClosed);
     call.on('cancelled', () => {
-      open = false;
+      writer.closed();
       stream.closed();
     });
   };
