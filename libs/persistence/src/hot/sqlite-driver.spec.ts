@@ -3,12 +3,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { DomainError } from '@libs/protocol';
-import { lockKeys, RESULT_COLUMNS, SQL, stmt, type HotStatement } from './hot-sql';
+import { batchableInsert, lockKeys, RESULT_COLUMNS, SQL, stmt, type HotStatement } from './hot-sql';
 import { FencedError, type RunLease } from './run-fence';
 import { finishUnit, resultUnit, type NewResult } from './run-units';
 import { SqliteHot, sqliteText } from './sqlite-driver';
 import { exec, one, rows, type Unit } from './unit';
-import { DatabaseBusyError, WriteQueue } from './write-queue';
+import { DatabaseBusyError, WriteQueue, WriterBusy } from './write-queue';
 
 describe('sqliteText', () => {
   it('turns a lone bound LIMIT or OFFSET into an expression', () => {
@@ -339,5 +339,112 @@ describe('SqliteHot groups: statements a group need not step (docs/benchmarks.md
     ]);
     expect(stepped()).toEqual(['hot_fence_run', 'hot_fence_run', 'hot_finish_run_fenced']);
     expect(results('r4')).toEqual([1, 2]);
+  });
+});
+
+/**
+ * BEGIN IMMEDIATE before a group's first statement, not before its units: a group whose only
+ * statement is one held insert (a read call's audit row at one call at a time) runs it in
+ * autocommit (docs/benchmarks.md, "StateGet at c1: the audit row in autocommit").
+ */
+describe('SqliteHot groups: the transaction begins at the first statement', () => {
+  let dir: string;
+  let host: Database.Database;
+  let other: Database.Database;
+  let hot: SqliteHot;
+  let execs: jest.SpyInstance;
+  const row = batchableInsert('test_row', 'a', ['v']);
+  const rowB = batchableInsert('test_row_b', 'b', ['v']);
+  const read = stmt('test_read', 'SELECT COUNT(*) AS "n" FROM "a"');
+  function* held(v: string): Unit<string> {
+    yield* exec(row, [v]);
+    return v;
+  }
+  const sql = () => execs.mock.calls.map(([s]) => s).filter((s) => /BEGIN|COMMIT|ROLLBACK/.test(s));
+  const rowsOf = (t: string) => other.prepare(`SELECT "v" FROM "${t}" ORDER BY "v"`).pluck().all();
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sqlite-begin-'));
+    const file = path.join(dir, 'db.sqlite');
+    host = new Database(file);
+    host.pragma('journal_mode = WAL');
+    host.pragma('busy_timeout = 5');
+    host.exec('CREATE TABLE a (v TEXT NOT NULL); CREATE TABLE b (v TEXT NOT NULL)');
+    other = new Database(file);
+    other.pragma('busy_timeout = 5');
+    execs = jest.spyOn(host, 'exec');
+    hot = new SqliteHot(host);
+  });
+
+  afterEach(() => {
+    if (other.inTransaction) {
+      other.exec('ROLLBACK');
+    }
+    other.close();
+    host.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('runs a group whose only statement is one held insert in autocommit: committed, no BEGIN or COMMIT', () => {
+    expect(hot.runGroup([() => held('x')])).toEqual(['x']);
+    expect(sql()).toEqual([]);
+    expect(host.inTransaction).toBe(false);
+    expect(rowsOf('a')).toEqual(['x']); // committed: another connection reads it
+  });
+
+  it('rows of several units into one statement: still one autocommit statement, all or nothing', () => {
+    expect(hot.runGroup([() => held('x'), () => held('y')])).toEqual(['x', 'y']);
+    expect(sql()).toEqual([]);
+    expect(rowsOf('a')).toEqual(['x', 'y']);
+    function* bad(): Unit<null> {
+      yield* exec(row, [null]);
+      return null;
+    }
+    expect(() => hot.runGroup([() => held('z'), bad])).toThrow(/NOT NULL/);
+    expect(rowsOf('a')).toEqual(['x', 'y']); // the statement's other row is not written either
+  });
+
+  it('begins once, at the first statement, when the group has more than one statement', () => {
+    function* two(): Unit<number> {
+      yield* exec(row, ['x']);
+      yield* exec(rowB, ['y']);
+      return 2;
+    }
+    function* readAfter(): Unit<number> {
+      yield* exec(row, ['z']);
+      return ((yield* one<{ n: number }>(read, [])) as { n: number }).n;
+    }
+    expect(hot.runGroup([two])).toEqual([2]);
+    expect(sql()).toEqual(['BEGIN IMMEDIATE', 'COMMIT']);
+    execs.mockClear();
+    expect(hot.runGroup([readAfter])).toEqual([2]); // the held row is written before the read, in the transaction
+    expect(sql()).toEqual(['BEGIN IMMEDIATE', 'COMMIT']);
+    expect(rowsOf('a')).toEqual(['x', 'z']);
+    expect(rowsOf('b')).toEqual(['y']);
+  });
+
+  it('a group with no statement (a barrier) touches the database not at all', () => {
+    function* nothing(): Unit<void> {}
+    expect(hot.runGroup([nothing])).toEqual([undefined]);
+    expect(sql()).toEqual([]);
+  });
+
+  it('an autocommit insert meeting the writer lock busy is WriterBusy, nothing written; the queue runs it again once free', async () => {
+    other.exec('BEGIN IMMEDIATE');
+    expect(() => hot.runGroup([() => held('x')])).toThrow(WriterBusy);
+    expect(host.inTransaction).toBe(false);
+    const q = new WriteQueue(hot, 256, 0, 256, { firstDelayMs: 1, maxDelayMs: 5, boundMs: 10_000 });
+    const done = q.submit(() => held('y'));
+    await new Promise<void>((resolve) => {
+      const poll = setInterval(() => {
+        if (q.busy.retries > 0) {
+          clearInterval(poll);
+          other.exec('COMMIT');
+          resolve();
+        }
+      }, 1);
+    });
+    await expect(done).resolves.toBe('y');
+    expect(rowsOf('a')).toEqual(['y']);
   });
 });

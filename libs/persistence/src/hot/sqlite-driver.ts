@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import type { Database, Statement } from 'better-sqlite3';
 import { isSqliteBusy } from '../busy-retry';
 import type { HotStatement } from './hot-sql';
-import { InsertBatch } from './insert-batch';
+import { InsertBatch, type HeldStatement } from './insert-batch';
 import { FenceCache } from './run-fence';
 import type { Op, Unit } from './unit';
 import { WriterBusy, type WriterDriver } from './write-queue';
@@ -32,6 +32,8 @@ export class SqliteHot implements WriterDriver {
   private readonly prepared = new Map<string, Statement>();
   private readonly batch = new InsertBatch();
   private readonly fences = new FenceCache();
+  /** The running group's BEGIN IMMEDIATE was issued (runGroup). */
+  private open = false;
 
   /** Per-statement time, only when SQLITE_STMT_PROFILE names a file (written at exit); off by default. */
   private readonly timing = process.env.SQLITE_STMT_PROFILE
@@ -131,13 +133,26 @@ export class SqliteHot implements WriterDriver {
     return onWriter ? this.stepWith(this.db, this.prepared, op) : this.stepWith(this.reader, this.readPrepared, op);
   }
 
+  /**
+   * Runs the units as one transaction. `BEGIN IMMEDIATE` is issued before the group's first
+   * statement, not before its units start: a group whose only statement is one held insert — the
+   * audit row of a read call, alone at one call at a time (docs/durability.md#audit-rows-of-read-calls)
+   * — runs it in autocommit instead: one statement is one transaction in SQLite, taking the same
+   * writer lock (with the same busy wait) and committing the same WAL frames at the same
+   * `synchronous` level, without the `BEGIN`/`COMMIT` statements around it
+   * (docs/benchmarks.md, "StateGet at c1: the audit row in autocommit"). A group with no statement
+   * at all (a barrier) touches the database not at all.
+   */
   runGroup(units: readonly (() => Unit<unknown>)[]): unknown[] {
     const t0 = this.timing && process.hrtime.bigint();
-    this.begin();
-    this.timing?.add('BEGIN', t0!);
+    this.open = false;
     this.fences.reset();
     try {
       const out = this.driveGroup(units);
+      if (!this.open && this.autocommit()) {
+        this.timing?.add('group', t0!);
+        return out;
+      }
       this.flush();
       const t1 = this.timing && process.hrtime.bigint();
       this.db.exec('COMMIT');
@@ -150,18 +165,50 @@ export class SqliteHot implements WriterDriver {
         this.db.exec('ROLLBACK');
       }
       throw e;
+    } finally {
+      this.open = false;
     }
   }
 
   /**
-   * BEGIN IMMEDIATE takes the writer lock. Another connection holding it (the checkpoint worker's
+   * The group stepped no statement: when its held rows are one statement (or none), runs it alone
+   * in autocommit and answers true; else begins and answers false (the caller flushes and
+   * commits). An autocommit statement that meets the writer lock busy after the busy timeout wrote
+   * nothing: WriterBusy, as for BEGIN IMMEDIATE.
+   */
+  private autocommit(): boolean {
+    if (this.batch.empty) {
+      return true;
+    }
+    const held = this.batch.pending();
+    if (held.length !== 1) {
+      this.begin();
+      return false;
+    }
+    this.batch.clear();
+    try {
+      this.runHeld(held);
+    } catch (e) {
+      throw isSqliteBusy(e) ? new WriterBusy(e instanceof Error ? e.message : String(e)) : e;
+    }
+    return true;
+  }
+
+  /**
+   * BEGIN IMMEDIATE (once per group, before its first statement) takes the writer lock. Another connection holding it (the checkpoint worker's
    * TRUNCATE, docs/durability.md#sqlite) makes SQLite wait up to the connection's short busy
    * timeout (SQLITE_BUSY_TIMEOUT_MS, blocking this thread) and then fail with SQLITE_BUSY: that is
    * WriterBusy — no unit ran, so the write queue retries the whole group later, off this thread.
    */
   private begin(): void {
+    if (this.open) {
+      return;
+    }
+    const t0 = this.timing && process.hrtime.bigint();
     try {
       this.db.exec('BEGIN IMMEDIATE');
+      this.open = true;
+      this.timing?.add('BEGIN', t0!);
     } catch (e) {
       if (isSqliteBusy(e)) {
         throw new WriterBusy(e instanceof Error ? e.message : String(e));
@@ -188,6 +235,7 @@ export class SqliteHot implements WriterDriver {
     });
     const hoisted = this.fences.hoist(started.flatMap((s) => (s.first.done ? [] : [s.first.value])));
     if (hoisted) {
+      this.begin();
       this.fences.prefetched(this.step(hoisted));
     }
     return started.map((s) => this.drive(s.unit, s.first));
@@ -206,6 +254,7 @@ export class SqliteHot implements WriterDriver {
         r = unit.next(held);
         continue;
       }
+      this.begin();
       if (this.batch.mustFlush(op.stmt)) {
         this.flush();
       }
@@ -216,13 +265,18 @@ export class SqliteHot implements WriterDriver {
     return r.value;
   }
 
+  /** Writes the held rows inside the group's transaction (open: begin() ran). */
   private flush(): void {
     if (!this.batch.empty) {
-      for (const h of this.batch.take()) {
-        const t0 = this.timing && process.hrtime.bigint();
-        this.statement(h.stmt).run(...h.params);
-        this.timing?.add(`${h.stmt.name.replace(/_x\d+$/, '')}×${h.rows}`, t0!);
-      }
+      this.runHeld(this.batch.take());
+    }
+  }
+
+  private runHeld(held: readonly HeldStatement[]): void {
+    for (const h of held) {
+      const t0 = this.timing && process.hrtime.bigint();
+      this.statement(h.stmt).run(...h.params);
+      this.timing?.add(`${h.stmt.name.replace(/_x\d+$/, '')}×${h.rows}`, t0!);
     }
   }
 
