@@ -5,27 +5,14 @@ import type { ConnectOutlet, ConnectSessionHandler, ConnectStream } from './conn
 import { connectHandler } from './connect.grpc';
 import { grpcErrorOf } from './grpc-error';
 import { http2StreamOfHandlerCall } from './half-open';
+import { follow, json, jsonBidiService } from './testing/json-bidi';
 
 /*
  * The Connect adapter on a real grpc-js server (JSON bytes for the messages: the adapter does not
  * care how they are encoded), with a scripted session in place of ConnectSessionHandler.
  */
-const json = {
-  serialize: (v: unknown) => Buffer.from(JSON.stringify(v)),
-  deserialize: (b: Buffer) => JSON.parse(b.toString()) as unknown,
-};
 const PATH = '/runnerhost.v1.RunnerGatewayService/Connect';
-const service: grpc.ServiceDefinition = {
-  Connect: {
-    path: PATH,
-    requestStream: true,
-    responseStream: true,
-    requestSerialize: json.serialize,
-    requestDeserialize: json.deserialize,
-    responseSerialize: json.serialize,
-    responseDeserialize: json.deserialize,
-  },
-};
+const service = jsonBidiService(PATH);
 
 /** What the adapter told the session, and the outlet it got. */
 class ScriptedSessions {
@@ -73,19 +60,6 @@ async function start(sessions: ScriptedSessions) {
       server.forceShutdown();
     },
   };
-}
-
-/** Everything a client call received, and how it ended. */
-function follow(call: grpc.ClientDuplexStream<unknown, unknown>) {
-  const received: unknown[] = [];
-  call.on('data', (m) => received.push(m));
-  const ended = new Promise<{ code: number; details: string; xErrorCode: unknown }>((resolve) => {
-    call.on('error', () => undefined);
-    call.on('status', (s: grpc.StatusObject) =>
-      resolve({ code: s.code, details: s.details, xErrorCode: s.metadata.get('x-error-code')[0] }),
-    );
-  });
-  return { received, ended };
 }
 
 describe('connectHandler: the Connect stream on grpc-js directly', () => {

@@ -1,6 +1,7 @@
 import * as http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { detectBatching, tickWriter, type TickWriter } from './tick-writes';
+import { follow, json, jsonBidiService } from './testing/json-bidi';
 
 /*
  * The tick writer on a real grpc-js server and client (JSON bytes for the messages), as
@@ -8,22 +9,8 @@ import { detectBatching, tickWriter, type TickWriter } from './tick-writes';
  * the status it ends with. These pin the grpc-js private fields the writer relies on
  * (tick-writes.ts BatchableCall): a grpc-js release without them fails "uses the batched path".
  */
-const json = {
-  serialize: (v: unknown) => Buffer.from(JSON.stringify(v)),
-  deserialize: (b: Buffer) => JSON.parse(b.toString()) as unknown,
-};
 const PATH = '/test.Ticks/Connect';
-const service: grpc.ServiceDefinition = {
-  Connect: {
-    path: PATH,
-    requestStream: true,
-    responseStream: true,
-    requestSerialize: json.serialize,
-    requestDeserialize: json.deserialize,
-    responseSerialize: json.serialize,
-    responseDeserialize: json.deserialize,
-  },
-};
+const service = jsonBidiService(PATH);
 
 type ServerCall = grpc.ServerDuplexStream<unknown, unknown>;
 
@@ -46,19 +33,6 @@ async function start(onCall: (call: ServerCall) => void, options: grpc.ServerOpt
       server.forceShutdown();
     },
   };
-}
-
-/** Everything a client call received, and how it ended. */
-function follow(call: grpc.ClientDuplexStream<unknown, unknown>) {
-  const received: unknown[] = [];
-  call.on('data', (m) => received.push(m));
-  const ended = new Promise<{ code: number; details: string; xErrorCode: unknown }>((resolve) => {
-    call.on('error', () => undefined);
-    call.on('status', (s: grpc.StatusObject) =>
-      resolve({ code: s.code, details: s.details, xErrorCode: s.metadata.get('x-error-code')[0] }),
-    );
-  });
-  return { received, ended };
 }
 
 /**
