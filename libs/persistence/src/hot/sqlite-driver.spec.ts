@@ -98,8 +98,35 @@ describe('SqliteHot statements with a bound LIMIT', () => {
  * Before, every unit of the group — replayed one by one — failed with "database is locked" (a 500
  * for an accepted event); now the queue runs the whole group again off the event loop.
  */
+/**
+ * A WAL database file with two connections, `host` (the writer under test) and `other` (holds the
+ * writer lock or reads what committed), both with a 5 ms busy timeout, built before each test of
+ * the calling describe and closed after it.
+ */
+function twoConnections(prefix: string, schema: string) {
+  const db = {} as { dir: string; host: Database.Database; other: Database.Database };
+  beforeEach(() => {
+    db.dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    const file = path.join(db.dir, 'db.sqlite');
+    db.host = new Database(file);
+    db.host.pragma('journal_mode = WAL');
+    db.host.pragma('busy_timeout = 5');
+    db.host.exec(schema);
+    db.other = new Database(file);
+    db.other.pragma('busy_timeout = 5');
+  });
+  afterEach(() => {
+    if (db.other.inTransaction) {
+      db.other.exec('ROLLBACK');
+    }
+    db.other.close();
+    db.host.close();
+    fs.rmSync(db.dir, { recursive: true, force: true });
+  });
+  return db;
+}
+
 describe('SqliteHot groups while another connection holds the writer lock', () => {
-  let dir: string;
   let host: Database.Database;
   let other: Database.Database;
   const insert = stmt('test_busy_insert', 'INSERT INTO "t" ("v") VALUES (?)');
@@ -109,24 +136,9 @@ describe('SqliteHot groups while another connection holds the writer lock', () =
   }
   const values = () => host.prepare('SELECT "v" FROM "t" ORDER BY "v"').pluck().all();
 
+  const db = twoConnections('sqlite-busy-', 'CREATE TABLE t (v TEXT NOT NULL)');
   beforeEach(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sqlite-busy-'));
-    const file = path.join(dir, 'db.sqlite');
-    host = new Database(file);
-    host.pragma('journal_mode = WAL');
-    host.pragma('busy_timeout = 5');
-    host.exec('CREATE TABLE t (v TEXT NOT NULL)');
-    other = new Database(file);
-    other.pragma('busy_timeout = 5');
-  });
-
-  afterEach(() => {
-    if (other.inTransaction) {
-      other.exec('ROLLBACK');
-    }
-    other.close();
-    host.close();
-    fs.rmSync(dir, { recursive: true, force: true });
+    ({ host, other } = db);
   });
 
   it('runs the whole group once the lock is free: every unit commits, none fails', async () => {
@@ -348,7 +360,6 @@ describe('SqliteHot groups: statements a group need not step (docs/benchmarks.md
  * autocommit (docs/benchmarks.md, "StateGet at c1: the audit row in autocommit").
  */
 describe('SqliteHot groups: the transaction begins at the first statement', () => {
-  let dir: string;
   let host: Database.Database;
   let other: Database.Database;
   let hot: SqliteHot;
@@ -363,26 +374,11 @@ describe('SqliteHot groups: the transaction begins at the first statement', () =
   const sql = () => execs.mock.calls.map(([s]) => s).filter((s) => /BEGIN|COMMIT|ROLLBACK/.test(s));
   const rowsOf = (t: string) => other.prepare(`SELECT "v" FROM "${t}" ORDER BY "v"`).pluck().all();
 
+  const db = twoConnections('sqlite-begin-', 'CREATE TABLE a (v TEXT NOT NULL); CREATE TABLE b (v TEXT NOT NULL)');
   beforeEach(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sqlite-begin-'));
-    const file = path.join(dir, 'db.sqlite');
-    host = new Database(file);
-    host.pragma('journal_mode = WAL');
-    host.pragma('busy_timeout = 5');
-    host.exec('CREATE TABLE a (v TEXT NOT NULL); CREATE TABLE b (v TEXT NOT NULL)');
-    other = new Database(file);
-    other.pragma('busy_timeout = 5');
+    ({ host, other } = db);
     execs = jest.spyOn(host, 'exec');
     hot = new SqliteHot(host);
-  });
-
-  afterEach(() => {
-    if (other.inTransaction) {
-      other.exec('ROLLBACK');
-    }
-    other.close();
-    host.close();
-    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('runs a group whose only statement is one held insert in autocommit: committed, no BEGIN or COMMIT', () => {
