@@ -4,6 +4,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { HOST_NODE_FLAGS } from '@libs/config';
 import { HostHttp } from './http';
 import { Child } from './proc';
 
@@ -78,9 +79,13 @@ export function hostEnv(o: HostEnvOptions): NodeJS.ProcessEnv {
   return env;
 }
 
-/** BENCH_HOST_NODE_ARGS: extra node flags for the host only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof". */
+/**
+ * The host's node flags: those `npm start` uses (HOST_NODE_FLAGS, so the benches measure the host
+ * as it is started), then BENCH_HOST_NODE_ARGS, extra flags for the host only, e.g. "--cpu-prof
+ * --cpu-prof-dir=/tmp/prof" (a V8 flag given again there wins: it comes last).
+ */
 export function hostNodeArgs(): string[] {
-  return (process.env.BENCH_HOST_NODE_ARGS ?? '').split(/\s+/).filter((a) => a !== '');
+  return [...HOST_NODE_FLAGS, ...(process.env.BENCH_HOST_NODE_ARGS ?? '').split(/\s+/).filter((a) => a !== '')];
 }
 
 /**
@@ -134,6 +139,7 @@ export interface BuiltHostOptions {
   env?: Record<string, string>;
   unset?: string[];
   databaseUrl?: string | null;
+  /** Node flags of the host; default hostNodeArgs() (the flags of `npm start`, then BENCH_HOST_NODE_ARGS). */
   nodeArgs?: string[];
   /** Poll interval of the readiness wait. */
   pollMs?: number;
@@ -177,7 +183,7 @@ export class BuiltHost {
       databaseUrl: o.databaseUrl,
     });
     const log = fs.openSync(path.join(dataDir, 'host.log'), 'a');
-    const child = new Child('host', hostMain, env, ['ignore', log, log], o.nodeArgs ?? []);
+    const child = new Child('host', hostMain, env, ['ignore', log, log], o.nodeArgs ?? hostNodeArgs());
     fs.closeSync(log);
     const host = new BuiltHost(
       dataDir,

@@ -1,3 +1,4 @@
 export * from './app-config';
 export * from './secret-env';
 export * from './browser-config';
+export * from './node-flags';
