@@ -42,6 +42,9 @@ export const USAGE = `usage: node dist/bench/dispatch/main.js [options]
   --streaming-cases L streaming cases RUNSxDELTASxREADERS, comma-separated (default
                       1x2000x1,1x2000x10,100x200x1,100x200x10)
   --quick             shorter warm-up, floors and levels (about 1.5 minutes for both databases)
+  --warmup-seconds N  seconds of the c16 warm-up before the levels (default 3; 1.5 with --quick): the
+                      host's JIT still optimizes its run path for ≈ 10 s of load, so a c1 level
+                      measured right after a short warm-up pays for that compilation
   --soak SECONDS      after the levels, c64 for SECONDS on each database, host RSS every 10 s
   --metrics on|off    the host's Prometheus metrics (METRICS; default on): compare runs/s on vs off
   --json FILE         also write the figures and the same-run floors as JSON to FILE
@@ -107,6 +110,7 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
         'no-streaming': { type: 'boolean' },
         'streaming-cases': { type: 'string' },
         quick: { type: 'boolean' },
+        'warmup-seconds': { type: 'string' },
         soak: { type: 'string' },
         json: { type: 'string' },
         metrics: { type: 'string' },
@@ -141,7 +145,11 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
     databases: parseDatabases(v.db ?? 'sqlite,postgres'),
     levels: parseLevels(v.levels ?? '1,16,64'),
     levelMs: 1000 * (v['level-seconds'] ? positiveInt('--level-seconds', v['level-seconds'], 1) : quick ? 3 : 9),
-    warmupMs: quick ? 1_500 : 3_000,
+    warmupMs: v['warmup-seconds']
+      ? 1000 * positiveInt('--warmup-seconds', v['warmup-seconds'], 1)
+      : quick
+        ? 1_500
+        : 3_000,
     floorMs: quick ? 1_500 : 3_000,
     floorWarmupMs: quick ? 300 : 500,
     streaming: v['no-streaming'] !== true,

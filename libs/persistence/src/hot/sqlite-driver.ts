@@ -144,7 +144,7 @@ export class SqliteHot implements WriterDriver {
    * at all (a barrier) touches the database not at all.
    */
   runGroup(units: readonly (() => Unit<unknown>)[]): unknown[] {
-    const t0 = this.timing && process.hrtime.bigint();
+    const t0 = this.timing?.groupStart();
     this.open = false;
     this.fences.reset();
     try {
@@ -319,10 +319,20 @@ function stepOn(st: Statement, op: Op): unknown {
 /** SQLITE_STMT_PROFILE: count and total time per statement name, written as JSON when the process exits. */
 class StatementTiming {
   private readonly by = new Map<string, { n: number; ns: bigint }>();
+  /** The statements of the running group, and how many groups ran each sequence of statements. */
+  private names: string[] = [];
+  private readonly shapes = new Map<string, number>();
 
   constructor(file: string) {
     process.on('exit', () => {
-      const out = [...this.by].map(([name, t]) => ({ name, n: t.n, us: Number(t.ns / 1000n) }));
+      const out: { name: string; n: number; us: number }[] = [...this.by].map(([name, t]) => ({
+        name,
+        n: t.n,
+        us: Number(t.ns / 1000n),
+      }));
+      for (const [shape, n] of this.shapes) {
+        out.push({ name: `group: ${shape}`, n, us: 0 });
+      }
       writeFileSync(
         `${file}.${process.pid}.json`,
         JSON.stringify(
@@ -334,7 +344,19 @@ class StatementTiming {
     });
   }
 
+  groupStart(): bigint {
+    this.names = [];
+    return process.hrtime.bigint();
+  }
+
   add(name: string, t0: bigint): void {
+    if (name === 'group') {
+      const shape = this.names.join(' ');
+      this.shapes.set(shape, (this.shapes.get(shape) ?? 0) + 1);
+      this.names = [];
+    } else {
+      this.names.push(name);
+    }
     const t = this.by.get(name) ?? { n: 0, ns: 0n };
     t.n++;
     t.ns += process.hrtime.bigint() - t0;
