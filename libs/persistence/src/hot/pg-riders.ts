@@ -83,7 +83,9 @@ export class RiderQuery extends Query {
     readonly begin: boolean,
     readonly commit: boolean,
   ) {
-    super(config);
+    // Always the extended protocol: a statement without name or values would go as a simple query, without its riders.
+    const extended: QueryConfig & { queryMode: 'extended' } = { ...config, queryMode: 'extended' };
+    super(extended);
     this.riders = [...(begin ? ['BEGIN'] : []), ...(commit ? ['COMMIT'] : [])];
     const self = internalsOf(this);
     const prepare = self.prepare.bind(this);
