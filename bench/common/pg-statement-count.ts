@@ -23,6 +23,11 @@ import * as path from 'node:path';
 interface Counted {
   /** Statements sent, per role. */
   roles: Record<string, number>;
+  /**
+   * Round trips (one `Client.query` each), per role: fewer than the statements when `BEGIN` /
+   * `COMMIT` ride in a statement's write (libs/persistence/src/hot/pg-riders.ts).
+   */
+  trips: Record<string, number>;
   /** Statements sent, per role and statement. */
   statements: Record<string, Record<string, number>>;
 }
@@ -31,7 +36,7 @@ const ROLE = Symbol('pg-statement-count.role');
 
 type Tagged = { [ROLE]?: string };
 
-let counted: Counted = { roles: {}, statements: {} };
+let counted: Counted = { roles: {}, trips: {}, statements: {} };
 
 /** The first file of the stack that is neither pg nor this preload: who uses the connection. */
 function caller(): string {
@@ -92,7 +97,16 @@ function install(): void {
   const query = client.query;
   client.query = function (this: Tagged, ...args: unknown[]): unknown {
     this[ROLE] ??= `client:${caller()}`;
-    count(this[ROLE], statementOf(args));
+    const role = this[ROLE];
+    counted.trips[role] = (counted.trips[role] ?? 0) + 1;
+    count(role, statementOf(args));
+    // BEGIN / COMMIT riding in the statement's write (pg-riders.ts): statements of their own.
+    const riders = (args[0] as { riders?: unknown } | undefined)?.riders;
+    if (Array.isArray(riders)) {
+      for (const r of riders) {
+        count(role, String(r));
+      }
+    }
     return query.apply(this, args);
   };
   // A pool's connections are named when the pool hands them out (its first user names the pool).
@@ -125,7 +139,7 @@ function install(): void {
   process.on('SIGWINCH', () => {
     const file = process.env.PG_STATEMENT_COUNT_FILE;
     write(file ? `${file}.${++phase}` : undefined);
-    counted = { roles: {}, statements: {} };
+    counted = { roles: {}, trips: {}, statements: {} };
   });
 }
 

@@ -149,14 +149,35 @@ export class RunsQueryService {
     if (!fromDatabase) {
       await this.lifecycle.followWaiting(runId, known);
     }
+    /** Following the channel of a run active here (subscribed before the first page is read). */
+    let onChannel = false;
     return {
       ...RESULT_EVENTS,
       // Active here: the owner's channel; anywhere else: followed from the database.
-      follow: () => (fromDatabase ? this.follows.results(runId, after) : this.bus.follow(runId)),
+      follow: () => {
+        const live = fromDatabase ? this.follows.results(runId, after) : this.bus.follow(runId);
+        onChannel = !fromDatabase && live !== undefined;
+        return live;
+      },
       // The stored rows as they are (a StoredResult is a ResultView): readers replaying the same
       // rows share them, and so their SSE frames (RunsRepository.resultsAfter).
-      page: (cursor: number, limit: number): Promise<ResultView[]> => this.runs.resultsAfter(runId, cursor, limit),
+      page: (cursor: number, limit: number): Promise<ResultView[]> =>
+        onChannel && this.nothingShownAfter(runId, cursor)
+          ? Promise.resolve([])
+          : this.runs.resultsAfter(runId, cursor, limit),
     };
+  }
+
+  /**
+   * A run active here that has shown readers nothing after `cursor`: every result of it is
+   * published on its channel in the turn it is marked shown (RunLifecycleService: `shown` then
+   * `publish`; its terminal published in the turn it leaves the active runs), so a row after
+   * `cursor` committed now comes on the channel its reader already follows — a replay page
+   * would read nothing it does not get anyway (at c1, the SSE reader's one read per run).
+   */
+  private nothingShownAfter(runId: string, cursor: number): boolean {
+    const run = this.active.get(runId);
+    return run !== undefined && run.shown_sequence <= cursor;
   }
 
   /**
