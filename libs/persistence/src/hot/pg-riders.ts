@@ -1,4 +1,4 @@
-import { Query, type QueryConfig, type QueryResult } from 'pg';
+import { Query, type Client, type QueryConfig, type QueryResult } from 'pg';
 
 /** The part of pg's connection (pg/lib/connection.js) a query writes its messages with. */
 interface Wire {
@@ -35,6 +35,12 @@ function internalsOf(q: Query): QueryInternals {
   }
   return q;
 }
+
+/**
+ * This pg's Query has the steps RiderQuery overrides (pg 8's lib/query.js; checked once): if a pg
+ * upgrade removes them, riders are sent in turn (RiderQuery.inTurn) instead of failing every write.
+ */
+export const RIDERS_IN_ONE_WRITE = driven(new Query('SELECT 1'));
 
 /**
  * `BEGIN` wrote in the same socket write as the statement behind it failed, or the connection was
@@ -136,13 +142,20 @@ export class RiderQuery extends Query {
   /** Set when an answer says the batch did not do what it should although no error came. */
   failure: Error | null = null;
 
-  /** Sends it on `client` and resolves with the statement's result. */
+  /**
+   * Sends the statement with its riders on `client` and resolves with the statement's result: in
+   * one write when this pg's Query has the steps RiderQuery drives, else awaited in turn.
+   */
   static run(
-    client: { query(q: RiderQuery): unknown },
+    client: Client,
     config: QueryConfig,
     begin: boolean,
     commit: boolean,
+    oneWrite = RIDERS_IN_ONE_WRITE,
   ): Promise<QueryResult> {
+    if (!oneWrite) {
+      return RiderQuery.inTurn(client, config, begin, commit);
+    }
     return new Promise((resolve, reject) => {
       const q = new RiderQuery(config, begin, commit);
       internalsOf(q).callback = (err, res) => {
@@ -156,5 +169,26 @@ export class RiderQuery extends Query {
       };
       client.query(q);
     });
+  }
+
+  /**
+   * The same statements awaited one after another, with the same outcomes (`BeginFailed` when
+   * `BEGIN` fails, the statement's own error, a `COMMIT` answered otherwise is a failure): the path
+   * of a pg whose Query RiderQuery cannot drive — correct, two round trips per rider slower.
+   */
+  static async inTurn(client: Client, config: QueryConfig, begin: boolean, commit: boolean): Promise<QueryResult> {
+    if (begin) {
+      await client.query('BEGIN').catch((e: unknown) => {
+        throw new BeginFailed(e);
+      });
+    }
+    const result = await client.query(config);
+    if (commit) {
+      const done = await client.query('COMMIT');
+      if (done.command !== 'COMMIT') {
+        throw new Error(`COMMIT answered ${done.command}`);
+      }
+    }
+    return result;
   }
 }
