@@ -50,15 +50,11 @@ describe('held inserts carried by the next statement on postgres', () => {
     return yield* appendTranscriptUnit(transcriptRow('assistant', `r${seq}`, { conversation_id: conversation }));
   }
 
-  /**
-   * The statements sent since the test began, a carried one as `carried`; `BEGIN` / `COMMIT` riding
-   * in the same write as a statement (pg-riders.ts) in their place before / after it.
-   */
+  /** The statements sent since the test began, a carried one as `carried`. */
   const shapes = (): string[] =>
-    spy.mock.calls.flatMap(([q]: [string | (QueryConfig & { begin?: boolean; commit?: boolean })]) => {
+    spy.mock.calls.map(([q]: [string | QueryConfig]) => {
       const s = typeof q === 'string' ? q : (q.name ?? q.text.slice(0, 40));
-      const shape = s.startsWith('hot_w_') ? 'carried' : s;
-      return typeof q === 'string' ? [shape] : [...(q.begin ? ['BEGIN'] : []), shape, ...(q.commit ? ['COMMIT'] : [])];
+      return s.startsWith('hot_w_') ? 'carried' : s;
     });
 
   it('one unit: its held result rides on the transcript insert; the insert answers its own seq, both rows are written', async () => {
