@@ -25,7 +25,7 @@ interface Counted {
   roles: Record<string, number>;
   /**
    * Round trips (one `Client.query` each), per role: fewer than the statements when `BEGIN` /
-   * `COMMIT` ride in a statement's write (libs/persistence/src/hot/pg-riders.ts).
+   * `COMMIT` ride in a statement's write (a submittable with `riders`: round 13 wt-pgcpu, docs/benchmarks.md).
    */
   trips: Record<string, number>;
   /** Statements sent, per role and statement. */
@@ -100,7 +100,7 @@ function install(): void {
     const role = this[ROLE];
     counted.trips[role] = (counted.trips[role] ?? 0) + 1;
     count(role, statementOf(args));
-    // BEGIN / COMMIT riding in the statement's write (pg-riders.ts): statements of their own.
+    // BEGIN / COMMIT riding in the statement's write (a submittable naming them in `riders`): statements of their own.
     const riders = (args[0] as { riders?: unknown } | undefined)?.riders;
     if (Array.isArray(riders)) {
       for (const r of riders) {

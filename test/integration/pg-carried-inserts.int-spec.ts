@@ -50,15 +50,11 @@ describe('held inserts carried by the next statement on postgres', () => {
     return yield* appendTranscriptUnit(transcriptRow('assistant', `r${seq}`, { conversation_id: conversation }));
   }
 
-  /**
-   * The statements sent since the test began, a carried one as `carried`; `BEGIN` / `COMMIT` riding
-   * in the same write as a statement (pg-riders.ts) in their place before / after it.
-   */
+  /** The statements sent since the test began, a carried one as `carried`. */
   const shapes = (): string[] =>
-    spy.mock.calls.flatMap(([q]: [string | (QueryConfig & { begin?: boolean; commit?: boolean })]) => {
+    spy.mock.calls.map(([q]: [string | QueryConfig]) => {
       const s = typeof q === 'string' ? q : (q.name ?? q.text.slice(0, 40));
-      const shape = s.startsWith('hot_w_') ? 'carried' : s;
-      return typeof q === 'string' ? [shape] : [...(q.begin ? ['BEGIN'] : []), shape, ...(q.commit ? ['COMMIT'] : [])];
+      return s.startsWith('hot_w_') ? 'carried' : s;
     });
 
   it('one unit: its held result rides on the transcript insert; the insert answers its own seq, both rows are written', async () => {
@@ -159,55 +155,5 @@ describe('held inserts carried by the next statement on postgres', () => {
     expect(shapes()).toContain('carried');
     expect(await stores.ds.getRepository(TranscriptEntity).countBy({ conversation_id: 'conv-e' })).toBe(0);
     expect(await hot.runGroup([() => resultAndAppend('run-a', 3, 'conv-e')])).toEqual([1]);
-  });
-
-  /** Round trips (one Client.query each) since the test began. */
-  const trips = (): number => spy.mock.calls.length;
-
-  it('BEGIN rides on the first statement, COMMIT on the last flushed insert: a results-only group is one round trip', async () => {
-    expect(await hot.runGroup([() => resultUnit(newResult('run-h', 1), null)])).toEqual([undefined]);
-    expect(shapes()).toEqual(['BEGIN', 'hot_insert_result', 'COMMIT']);
-    expect(trips()).toBe(1);
-    spy.mockClear();
-    // An admission: BEGIN with the lock, then the claim, the carried rows, COMMIT on its own (4, was 5).
-    const { event, run } = eventWithRun({ conversation_id: 'conv-h' }, { conversation_id: 'conv-h' });
-    await hot.runGroup([
-      () => admitUnit(admission(event, run, transcriptRow('user', 'hi', { conversation_id: 'conv-h' }))),
-    ]);
-    expect(trips()).toBe(4);
-    expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: 'run-h' })).toBe(1);
-  });
-
-  it('an insert failing in the write with COMMIT fails the group: nothing of it is written, the writer goes on', async () => {
-    // Two units: the first's lock and insert run, the held results of both flush with COMMIT; run-h #1 exists.
-    await expect(
-      hot.runGroup([() => resultAndAppend('run-i', 1, 'conv-i'), () => resultUnit(newResult('run-h', 1), null)]),
-    ).rejects.toThrow(/duplicate key|unique/i);
-    const riders = spy.mock.calls
-      .map(([q]: [string | { commit?: boolean }]) => q)
-      .filter((q) => typeof q !== 'string' && q.commit);
-    expect(riders).toHaveLength(1);
-    expect(await stores.ds.getRepository(TranscriptEntity).countBy({ conversation_id: 'conv-i' })).toBe(0);
-    expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: 'run-i' })).toBe(0);
-    expect(await hot.runGroup([() => resultAndAppend('run-i', 1, 'conv-i')])).toEqual([1]);
-  });
-
-  it('a first statement failing behind BEGIN fails the group alone; the writer goes on', async () => {
-    await expect(hot.runGroup([() => resultUnit(newResult('run-h', 1), null)])).rejects.toThrow(
-      /duplicate key|unique/i,
-    );
-    expect(await hot.runGroup([() => resultUnit(newResult('run-h', 2), null)])).toEqual([undefined]);
-    expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: 'run-h' })).toBe(2);
-  });
-
-  it('BEGIN refused (the session left in an aborted transaction): the group runs on a new connection', async () => {
-    const writer = (hot as unknown as { writer: Client }).writer;
-    await writer.query('BEGIN');
-    await expect(writer.query('SELECT 1/0')).rejects.toThrow(/division by zero/);
-    spy.mockClear();
-    expect(await hot.runGroup([() => resultUnit(newResult('run-j', 1), null)])).toEqual([undefined]);
-    expect((hot as unknown as { writer: Client }).writer).not.toBe(writer);
-    expect(trips()).toBe(2);
-    expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: 'run-j' })).toBe(1);
   });
 });

@@ -1,8 +1,7 @@
-import { Client, Pool, type QueryConfig, type QueryResult } from 'pg';
+import { Client, Pool, type QueryConfig } from 'pg';
 import type { DbSessions } from '../db-sessions';
 import type { HotStatement } from './hot-sql';
 import { InsertBatch, PgInsertCombiner } from './insert-batch';
-import { BeginFailed, RiderQuery } from './pg-riders';
 import { FenceCache } from './run-fence';
 import type { Op, SqlValue, Unit } from './unit';
 import type { WriterDriver } from './write-queue';
@@ -15,11 +14,7 @@ function query(s: HotStatement, params: readonly SqlValue[]): QueryConfig {
 }
 
 async function step(c: Client | Pool, op: Op): Promise<unknown> {
-  return answer(op, await c.query(query(op.stmt, op.params)));
-}
-
-/** What a unit gets back for its op from the statement's result. */
-function answer(op: Op, r: QueryResult): unknown {
+  const r = await c.query(query(op.stmt, op.params));
   switch (op.kind) {
     case 'run':
       return { changes: r.rowCount ?? 0 };
@@ -117,30 +112,14 @@ export class PgHot implements WriterDriver {
     const fences = this.fences;
     batch.clear();
     fences.reset();
-    // BEGIN rides on the group's first statement and COMMIT on its last flushed insert (pg-riders.ts):
-    // a group of held inserts only is one round trip, an empty group none.
-    let open = false;
-    const send = async (stmt: HotStatement, params: readonly SqlValue[], commit = false) => {
-      if (open) {
-        return commit
-          ? RiderQuery.run(this.writer, query(stmt, params), false, true)
-          : this.writer.query(query(stmt, params));
+    const flush = async (): Promise<void> => {
+      if (!batch.empty) {
+        for (const h of this.combiner.combine(batch.take())) {
+          await this.writer.query(query(h.stmt, h.params));
+        }
       }
-      // From here a ROLLBACK is due on failure (harmless when BEGIN itself failed).
-      open = true;
-      return this.first(query(stmt, params), commit);
     };
-    const flush = async (commit = false): Promise<boolean> => {
-      if (batch.empty) {
-        return false;
-      }
-      const combined = this.combiner.combine(batch.take());
-      for (const [i, h] of combined.entries()) {
-        await send(h.stmt, h.params, commit && i === combined.length - 1);
-      }
-      return commit && combined.length > 0;
-    };
-    const run = async (op: Op): Promise<unknown> => answer(op, await send(op.stmt, op.params));
+    await this.begin();
     try {
       // Every unit stepped to its first statement (a unit computes nothing but statements:
       // unit.ts), so the runs whose units open with a fence are fenced as one statement.
@@ -150,7 +129,7 @@ export class PgHot implements WriterDriver {
       });
       const prefetch = fences.prefetch(started.flatMap((s) => (s.first.done ? [] : [s.first.value])));
       if (prefetch) {
-        fences.prefetched(await run(prefetch));
+        fences.prefetched(await step(this.writer, prefetch));
       }
       const out: unknown[] = [];
       for (const [i, { unit, first }] of started.entries()) {
@@ -168,50 +147,39 @@ export class PgHot implements WriterDriver {
           if (batch.mustFlush(op.stmt)) {
             await flush();
           }
-          const result = await run((last && this.carried(op)) || op);
+          const result = await step(this.writer, (last && this.carried(op)) || op);
           fences.ran(op, result);
           r = unit.next(result);
         }
         out.push(r.value);
       }
-      if (!(await flush(true)) && open) {
-        await this.writer.query('COMMIT');
-      }
+      await flush();
+      await this.writer.query('COMMIT');
       return out;
     } catch (e) {
-      if (open) {
-        await this.writer.query('ROLLBACK').catch(() => undefined);
-      }
+      await this.writer.query('ROLLBACK').catch(() => undefined);
       throw e;
     }
   }
 
   /**
-   * The group's first statement with BEGIN before it in one write (pg-riders.ts); when BEGIN
-   * fails, nothing of the group ran: the connection is dropped (e.g. terminated while idle:
-   * docs/scale-out.md#sessions-of-a-paused-process), made again and the statement sent with BEGIN
-   * once more, so a broken idle connection costs no write.
+   * BEGIN on the writer's connection; when it fails, nothing of the group ran: the connection is
+   * dropped (e.g. terminated while idle: docs/scale-out.md#sessions-of-a-paused-process), made again
+   * and BEGIN tried once more, so a broken idle connection costs no write.
    */
-  private async first(q: QueryConfig, commit: boolean): Promise<QueryResult> {
+  private async begin(): Promise<void> {
     const client = this.writer;
     try {
-      return await RiderQuery.run(client, q, true, commit);
-    } catch (e) {
-      if (!(e instanceof BeginFailed)) {
-        throw e;
-      }
+      await client.query('BEGIN');
+      return;
+    } catch {
       if (this.writer === client) {
         this.connected = undefined;
         client.end().catch(() => undefined);
       }
     }
     await this.connect();
-    try {
-      return await RiderQuery.run(this.writer, q, true, commit);
-    } catch (e) {
-      // The second BEGIN's own error, as an awaited BEGIN threw it.
-      throw e instanceof BeginFailed ? e.cause : e;
-    }
+    await this.writer.query('BEGIN');
   }
 
   /**
