@@ -145,11 +145,7 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
     databases: parseDatabases(v.db ?? 'sqlite,postgres'),
     levels: parseLevels(v.levels ?? '1,16,64'),
     levelMs: 1000 * (v['level-seconds'] ? positiveInt('--level-seconds', v['level-seconds'], 1) : quick ? 3 : 9),
-    warmupMs: v['warmup-seconds']
-      ? 1000 * positiveInt('--warmup-seconds', v['warmup-seconds'], 1)
-      : quick
-        ? 1_500
-        : 3_000,
+    warmupMs: 1000 * (v['warmup-seconds'] ? positiveInt('--warmup-seconds', v['warmup-seconds'], 1) : quick ? 1.5 : 3),
     floorMs: quick ? 1_500 : 3_000,
     floorWarmupMs: quick ? 300 : 500,
     streaming: v['no-streaming'] !== true,

@@ -93,12 +93,6 @@ describe('SqliteHot statements with a bound LIMIT', () => {
 });
 
 /**
- * The writer lock held by another connection (as the checkpoint worker's TRUNCATE holds it,
- * docs/durability.md#sqlite): the host's BEGIN IMMEDIATE fails SQLITE_BUSY after its busy timeout.
- * Before, every unit of the group — replayed one by one — failed with "database is locked" (a 500
- * for an accepted event); now the queue runs the whole group again off the event loop.
- */
-/**
  * A WAL database file with two connections, `host` (the writer under test) and `other` (holds the
  * writer lock or reads what committed), both with a 5 ms busy timeout, built before each test of
  * the calling describe and closed after it.
@@ -126,6 +120,28 @@ function twoConnections(prefix: string, schema: string) {
   return db;
 }
 
+/**
+ * Commits `other`'s transaction (releasing the writer lock it holds) only once the queue has met
+ * the lock busy — from a timer, since the queue waits off this thread.
+ */
+function commitOnceMetBusy(q: WriteQueue, other: Database.Database): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const poll = setInterval(() => {
+      if (q.busy.retries > 0) {
+        clearInterval(poll);
+        other.exec('COMMIT');
+        resolve();
+      }
+    }, 1);
+  });
+}
+
+/**
+ * The writer lock held by another connection (as the checkpoint worker's TRUNCATE holds it,
+ * docs/durability.md#sqlite): the host's BEGIN IMMEDIATE fails SQLITE_BUSY after its busy timeout.
+ * Before, every unit of the group — replayed one by one — failed with "database is locked" (a 500
+ * for an accepted event); now the queue runs the whole group again off the event loop.
+ */
 describe('SqliteHot groups while another connection holds the writer lock', () => {
   let host: Database.Database;
   let other: Database.Database;
@@ -145,16 +161,7 @@ describe('SqliteHot groups while another connection holds the writer lock', () =
     const q = new WriteQueue(new SqliteHot(host), 256, 0, 256, { firstDelayMs: 1, maxDelayMs: 5, boundMs: 10_000 });
     other.exec('BEGIN IMMEDIATE');
     const done = Promise.all(['a', 'b', 'c'].map((v) => q.submit(() => put(v))));
-    // The lock is released only after the queue met it busy (from a timer: the queue waits off this thread).
-    await new Promise<void>((resolve) => {
-      const poll = setInterval(() => {
-        if (q.busy.retries > 0) {
-          clearInterval(poll);
-          other.exec('COMMIT');
-          resolve();
-        }
-      }, 1);
-    });
+    await commitOnceMetBusy(q, other);
     await expect(done).resolves.toEqual(['a', 'b', 'c']);
     expect(values()).toEqual(['a', 'b', 'c']);
     expect(q.stats).toMatchObject({ units: 3, commits: 1, replays: 0 });
@@ -431,15 +438,7 @@ describe('SqliteHot groups: the transaction begins at the first statement', () =
     expect(host.inTransaction).toBe(false);
     const q = new WriteQueue(hot, 256, 0, 256, { firstDelayMs: 1, maxDelayMs: 5, boundMs: 10_000 });
     const done = q.submit(() => held('y'));
-    await new Promise<void>((resolve) => {
-      const poll = setInterval(() => {
-        if (q.busy.retries > 0) {
-          clearInterval(poll);
-          other.exec('COMMIT');
-          resolve();
-        }
-      }, 1);
-    });
+    await commitOnceMetBusy(q, other);
     await expect(done).resolves.toBe('y');
     expect(rowsOf('a')).toEqual(['y']);
   });

@@ -145,7 +145,6 @@ export class SqliteHot implements WriterDriver {
    */
   runGroup(units: readonly (() => Unit<unknown>)[]): unknown[] {
     const t0 = this.timing?.groupStart();
-    this.open = false;
     this.fences.reset();
     try {
       const out = this.driveGroup(units);
@@ -189,16 +188,17 @@ export class SqliteHot implements WriterDriver {
     try {
       this.runHeld(held);
     } catch (e) {
-      throw isSqliteBusy(e) ? new WriterBusy(e instanceof Error ? e.message : String(e)) : e;
+      throw busyAsWriterBusy(e);
     }
     return true;
   }
 
   /**
-   * BEGIN IMMEDIATE (once per group, before its first statement) takes the writer lock. Another connection holding it (the checkpoint worker's
-   * TRUNCATE, docs/durability.md#sqlite) makes SQLite wait up to the connection's short busy
-   * timeout (SQLITE_BUSY_TIMEOUT_MS, blocking this thread) and then fail with SQLITE_BUSY: that is
-   * WriterBusy — no unit ran, so the write queue retries the whole group later, off this thread.
+   * BEGIN IMMEDIATE (once per group, before its first statement) takes the writer lock. Another
+   * connection holding it (the checkpoint worker's TRUNCATE, docs/durability.md#sqlite) makes
+   * SQLite wait up to the connection's short busy timeout (SQLITE_BUSY_TIMEOUT_MS, blocking this
+   * thread) and then fail with SQLITE_BUSY: that is WriterBusy — no unit ran, so the write queue
+   * retries the whole group later, off this thread.
    */
   private begin(): void {
     if (this.open) {
@@ -210,10 +210,7 @@ export class SqliteHot implements WriterDriver {
       this.open = true;
       this.timing?.add('BEGIN', t0!);
     } catch (e) {
-      if (isSqliteBusy(e)) {
-        throw new WriterBusy(e instanceof Error ? e.message : String(e));
-      }
-      throw e;
+      throw busyAsWriterBusy(e);
     }
   }
 
@@ -314,6 +311,14 @@ function stepOn(st: Statement, op: Op): unknown {
     case 'all':
       return st.all(...op.params);
   }
+}
+
+/**
+ * SQLITE_BUSY after the busy timeout (the writer lock held elsewhere, nothing written) as
+ * WriterBusy; any other error as it is.
+ */
+function busyAsWriterBusy(e: unknown): unknown {
+  return isSqliteBusy(e) ? new WriterBusy(e instanceof Error ? e.message : String(e)) : e;
 }
 
 /** SQLITE_STMT_PROFILE: count and total time per statement name, written as JSON when the process exits. */
