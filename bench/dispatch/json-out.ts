@@ -7,7 +7,7 @@ import { summarize } from '../common/stats';
 
 /*
  * The --json output of the dispatch bench: figures and the floors of the same run, machine-readable,
- * so the docs/benchmarks.md figures and the issue 7 targets can be checked without parsing the tables.
+ * so the docs/benchmarks.md figures and the targets (issues 7 and 16) can be checked without parsing the tables.
  */
 
 const floorJson = (f: FloorResult) => ({
@@ -132,7 +132,7 @@ export function dispatchJson(
       other_processes_cores_share:
         t.otherProcesses.length === 0
           ? null
-          : t.otherProcesses.map((o) => ({ concurrency: o.concurrency, share: num(o.share) })),
+          : t.otherProcesses.map((o) => ({ database: o.database, concurrency: o.concurrency, share: num(o.share) })),
     })),
     after: runs.map((r) => ({
       database: r.database,

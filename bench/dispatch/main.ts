@@ -111,7 +111,7 @@ function report(opts: DispatchOptions, floors: Floors, runs: DatabaseRun[], star
   if (soak.length > 0) {
     out.push('', '### Soak (host RSS every 10 s)', '', ...soak.map((l) => `- ${l}`));
   }
-  out.push('', '### Targets of issue 7, as same-run ratios', '', targetsTable(runs, floors.bidi));
+  out.push('', '### Targets (issues 7 and 16), as same-run ratios', '', targetsTable(runs, floors.bidi));
   out.push('', '### After the load', '');
   for (const r of runs) {
     out.push(...afterLoadLines(r.levels, r.after).map((l) => `- ${DB_LABEL[r.database]}: ${l}`));
