@@ -58,6 +58,7 @@ export function hostApiJson(
     targets: [
       {
         target: 'StateGet p50 at c1 vs the bare unary floor p50',
+        database: 'SQLite',
         ratio: num(ratio),
         goal: `≤ ${STATE_GET_TARGET} ×`,
         met: Number.isFinite(ratio) ? ratio <= STATE_GET_TARGET : null,
