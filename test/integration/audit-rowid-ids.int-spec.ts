@@ -41,7 +41,7 @@ describe.each(DIALECTS)('audit_log ids without AUTOINCREMENT on %s', (_name, fac
     await db?.dispose();
   });
 
-  it('SQLite: audit_log loses AUTOINCREMENT with its rows, ids and index; new rows write no sqlite_sequence; down puts it back', async () => {
+  it('SQLite: audit_log loses AUTOINCREMENT with its rows, ids and index, new rows write no sqlite_sequence, down puts it back; PostgreSQL: unchanged; the audit page seeks idx_audit_run on both', async () => {
     const undone = await undoMigrationsFrom(ds, NAME);
     expect(undone).toEqual([NAME]);
     await insertAudit(ds, 'run-1', 1);
@@ -54,6 +54,18 @@ describe.each(DIALECTS)('audit_log ids without AUTOINCREMENT on %s', (_name, fac
       expect(await listIndexes(ds, 'audit_log')).toContainEqual(index);
       await insertAudit(ds, 'run-1', 4);
       expect(await ids(ds)).toEqual([1, 2, 3, 4]);
+      const runner = ds.createQueryRunner();
+      try {
+        await runner.query('SET enable_seqscan = off');
+        const plan = (await runner.query(`EXPLAIN ${AUDIT_PAGE.replace('?', '$1').replace('?', '$2')}`, [
+          'run-1',
+          0,
+        ])) as Array<{ 'QUERY PLAN': string }>;
+        expect(plan.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/Index Scan using idx_audit_run/);
+        await runner.query('RESET enable_seqscan');
+      } finally {
+        await runner.release();
+      }
       return;
     }
     const createSql = async () =>
@@ -73,7 +85,7 @@ describe.each(DIALECTS)('audit_log ids without AUTOINCREMENT on %s', (_name, fac
     expect(await sequenceOf(ds)).toEqual([]);
     // The run's audit page still seeks idx_audit_run (no scan of the table, no sort).
     const plan = await ds.query<Array<{ detail: string }>>(`EXPLAIN QUERY PLAN ${AUDIT_PAGE}`, ['run-1', 0]);
-    expect(plan.map((r) => r.detail).join('; ')).toBe('SEARCH audit_log USING INDEX idx_audit_run (run_id=? AND rowid>?)');
+    expect(plan.map((r) => r.detail).join('; ')).toBe('SEARCH audit_log USING INDEX idx_audit_run (run_id=? AND id>?)');
     const page = await ds.query<Array<{ id: number }>>(AUDIT_PAGE, ['run-1', 1]);
     expect(page.map((r) => r.id)).toEqual([3]);
 
