@@ -24,6 +24,7 @@ import { PendingDeliveryIdIndex1767690000000 } from './1767690000000-pending-del
 import { RowidIds1767700000000 } from './1767700000000-rowid-ids';
 import { EventsIdempotencyPartial1767710000000 } from './1767710000000-events-idempotency-partial';
 import { RunsConversationIndex1767720000000 } from './1767720000000-runs-conversation-index';
+import { AuditRowidIds1767730000000 } from './1767730000000-audit-rowid-ids';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
 export const MIGRATIONS = [
@@ -53,4 +54,5 @@ export const MIGRATIONS = [
   RowidIds1767700000000,
   EventsIdempotencyPartial1767710000000,
   RunsConversationIndex1767720000000,
+  AuditRowidIds1767730000000,
 ];
