@@ -5,6 +5,7 @@ export {
   canonicalJson,
   snapshotHash,
   stateScopeKey,
+  stateScopesOf,
   type PolicyInput,
   type SnapshotInput,
 } from './snapshot.builder';

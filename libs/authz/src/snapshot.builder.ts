@@ -67,6 +67,25 @@ export function stateScopeKey(scope: StateScope, run: RunScope, dims: Record<str
 }
 
 /**
+ * The run's state scopes and their keys: the agent's state policy ∩ the scopes the run has an
+ * identity in. The snapshot's `state`; admission reads the scopes' entries with these keys, also
+ * before the snapshot is built (docs/benchmarks.md, round 14 wt-pgc1r14).
+ */
+export function stateScopesOf(
+  policy: PolicyInput['state'],
+  scope: RunScope,
+): { scopes: StateScope[]; scope_keys: Partial<Record<StateScope, string>> } {
+  const dims = scopeDims(scope);
+  const stateScopes = policy.enable_state === false ? [] : (policy.state_scopes ?? ['conversation', 'actor']);
+  const scopes = stateScopes.filter((s) => dims[s] !== null);
+  const scope_keys: Partial<Record<StateScope, string>> = {};
+  for (const s of scopes) {
+    scope_keys[s] = stateScopeKey(s, scope, dims[s]!);
+  }
+  return { scopes, scope_keys };
+}
+
+/**
  * Grants = manifest permissions and capabilities ∩ agent policy ∩ run scope
  * (docs/protocol.md#the-authorization-snapshot).
  */
@@ -117,14 +136,7 @@ export function buildSnapshot(input: SnapshotInput): AuthorizationSnapshot {
   const history = both(perms.history, (policy.resource.history ?? ['page', 'search']) as ('page' | 'search')[]);
   const events = both(perms.events, (policy.resource.events ?? ['get', 'page']) as ('get' | 'page')[]);
 
-  const dims = scopeDims(scope);
-  const stateScopes =
-    policy.state.enable_state === false ? [] : (policy.state.state_scopes ?? ['conversation', 'actor']);
-  const scopes = stateScopes.filter((s) => dims[s] !== null);
-  const scope_keys: Partial<Record<StateScope, string>> = {};
-  for (const s of scopes) {
-    scope_keys[s] = stateScopeKey(s, scope, dims[s]!);
-  }
+  const { scopes, scope_keys } = stateScopesOf(policy.state, scope);
 
   const owners = workspaceOwners(scope.workspace_id, scope.plugin_id, scope.agent_id);
   const allowed: Record<StorageArea, boolean> = {

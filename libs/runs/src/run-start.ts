@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { buildSnapshot, snapshotHash, type RunScope } from '@libs/authz';
+import { buildSnapshot, snapshotHash, stateScopesOf, type PolicyInput, type RunScope } from '@libs/authz';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { StateService, TranscriptService, conversationOf } from '@libs/conversations';
 import type { AgentEntity, JsonObject, NewRun } from '@libs/persistence';
@@ -21,6 +21,21 @@ export interface PreparedRun {
   context: RunContext;
   /** The run row as it is stored when the run starts now. */
   run: NewRun;
+}
+
+/** What a run's preparation reads of the database: its state scopes' entries and its thread's latest seq. */
+export interface RunReads {
+  state: Record<string, Record<string, unknown>>;
+  latest_seq: number | null;
+}
+
+/**
+ * A run's reads started ahead of its preparation (RunStarter.readAhead), with the key of what they
+ * read: the preparation takes them when its own key is the same, else reads again.
+ */
+export interface RunReadsAhead {
+  key: string;
+  reads: Promise<RunReads>;
 }
 
 export interface LiveRunner {
@@ -84,9 +99,11 @@ export class RunStarter {
     now: number,
     /** The `performance.now()` instant the admission began (one catalogue version read per admission). */
     since?: number,
+    /** The run's reads as admission started them before the agent was confirmed (readAhead). */
+    ahead?: RunReadsAhead | null,
   ): Promise<PreparedRun> {
     const scope = scopeOf(sub, agent, live?.session.plugin_id ?? '');
-    const access = await this.access(runId, scope, live?.runner.manifest ?? null, agent, now, since);
+    const access = await this.access(runId, scope, live?.runner.manifest ?? null, agent, now, since, ahead ?? null);
     const { context, deadlineAtMs } = buildRunContext(runId, eventId, sub, agent, access);
     const run: NewRun = {
       run_id: runId,
@@ -112,6 +129,21 @@ export class RunStarter {
       owner_process_id: this.leases.owner,
     };
     return { scope, access, context, run };
+  }
+
+  /**
+   * Starts the reads `prepare` makes of the run's state and thread — they need the agent's state
+   * policy and the run's scope, not the resource catalogue — so that admission can run them beside
+   * the catalogue version read (docs/benchmarks.md, round 14 wt-pgc1r14). They are only reads: a
+   * preparation whose key differs (another agent version, another session) reads again.
+   */
+  readAhead(sub: EventSubmission, agent: AgentEntity, live: LiveRunner): RunReadsAhead {
+    const scope = scopeOf(sub, agent, live.session.plugin_id);
+    const keys = stateScopesOf(agent.state_policy as PolicyInput['state'], scope).scope_keys;
+    const ahead = { key: readsKey(keys, scope, true), reads: this.reads(keys, scope, true) };
+    // Awaited only when the preparation takes them: a failure of reads not taken is not one.
+    ahead.reads.catch(() => undefined);
+    return ahead;
   }
 
   /** Marks a prepared run of a conversation as starting (see `starting`) until `done` settles. */
@@ -218,6 +250,7 @@ export class RunStarter {
     agent: AgentEntity,
     now: number,
     since: number | undefined,
+    ahead: RunReadsAhead | null,
   ): Promise<RunAccess> {
     const timeout = runTimeoutSeconds(agent.runner_config);
     const catalog = await this.catalog.resourceCatalog(since);
@@ -236,13 +269,32 @@ export class RunStarter {
       },
       deadline_at_ms: timeout === null ? null : now + Math.round(timeout * 1000),
     });
-    const conversation = conversationOf(scope);
-    const [state, latest_seq] = await Promise.all([
-      manifest ? this.state.snapshot(snapshot.state.scope_keys, scope.conversation_id) : Promise.resolve({}),
-      conversation ? this.transcript.latestSeq(conversation) : Promise.resolve(null),
-    ]);
+    const keys = snapshot.state.scope_keys;
+    const { state, latest_seq } = await (ahead?.key === readsKey(keys, scope, manifest !== null)
+      ? ahead.reads
+      : this.reads(keys, scope, manifest !== null));
     const firstChat = snapshot.resources.models.find((m) => m.model_type === 'llm');
     const window = firstChat ? catalog.models.find((m) => m.model_id === firstChat.model_id)?.context_window : null;
     return { snapshot, state, latest_seq, model_context_window_tokens: window ?? null };
   }
+
+  private async reads(keys: Partial<Record<string, string>>, scope: RunScope, withState: boolean): Promise<RunReads> {
+    const conversation = conversationOf(scope);
+    const [state, latest_seq] = await Promise.all([
+      withState ? this.state.snapshot(keys, scope.conversation_id) : Promise.resolve({}),
+      conversation ? this.transcript.latestSeq(conversation) : Promise.resolve(null),
+    ]);
+    return { state, latest_seq };
+  }
+}
+
+/** The key of a run's reads: everything they read by (the state keys, the conversation, the thread). */
+function readsKey(keys: Partial<Record<string, string>>, scope: RunScope, withState: boolean): string {
+  return JSON.stringify([
+    withState ? keys : null,
+    scope.conversation_id,
+    scope.agent_id,
+    scope.workspace_id,
+    scope.thread_id,
+  ]);
 }
