@@ -102,8 +102,11 @@ function setup(opts: {
       } as unknown as PreparedRun);
     },
     readAhead: (sub: EventSubmission) => {
-      reads.push(`run reads ahead ${sub.conversation?.workspace_id}`);
-      return { key: 'run-reads', reads: Promise.resolve({ state: {}, latest_seq: null }) };
+      reads.push(`one read ahead ${sub.conversation?.workspace_id}`);
+      return {
+        situation: opts.situationRead ?? Promise.resolve(opts.situation ?? free),
+        run: { key: 'run-reads', reads: Promise.resolve({ state: {}, latest_seq: null }) },
+      };
     },
     whileStarting: <T>(_p: PreparedRun, _key: string, done: () => Promise<T>) => done(),
     steerableRun: () => 'run-busy',
@@ -372,7 +375,7 @@ describe('AdmissionService', () => {
       const ahead = service.readAhead(message('c1'));
       const derived = { ...message('c1'), conversation: { conversation_id: 'c1', workspace_id: 'default' } };
       expect(ahead?.conversation_key).toBe(conversationOf(agent, derived).key);
-      expect(reads).toEqual(['situation', 'run reads ahead default']);
+      expect(reads).toEqual(['one read ahead default']);
     });
 
     it('starts nothing without a conversation, without the agent cached, for another workspace, with a run here, for an interaction', () => {
@@ -404,7 +407,7 @@ describe('AdmissionService', () => {
       const ahead = service.readAhead(sub);
       const derived = { ...sub, conversation: { ...sub.conversation!, workspace_id: 'default' } };
       expect((await service.submit(derived, null, performance.now(), agent, ahead)).disposition).toBe('started');
-      expect(reads).toEqual(['situation', 'run reads ahead default', 'prepare']);
+      expect(reads).toEqual(['one read ahead default', 'prepare']);
       expect(aheadGiven).toEqual([ahead!.run]);
     });
 
@@ -412,7 +415,7 @@ describe('AdmissionService', () => {
       const { service, reads } = setup({ outcomes: [admitted({})] });
       const ahead = service.readAhead(message('c1'));
       await service.submit(message('c2'), null, performance.now(), agent, ahead);
-      expect(reads).toEqual(['situation', 'run reads ahead default', 'prepare', 'situation']);
+      expect(reads).toEqual(['one read ahead default', 'prepare', 'situation']);
     });
 
     it('a start prepared again after the unit found it unprepared reads afresh', async () => {

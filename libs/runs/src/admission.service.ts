@@ -123,10 +123,7 @@ export class AdmissionService {
     if (this.starter.busyHere(c.key)) {
       return null;
     }
-    const situation = this.steering.situation(c);
-    // Awaited only when the admission takes it: a failure of a read not taken is not one.
-    situation.catch(() => undefined);
-    return { conversation_key: c.key, situation, run: this.starter.readAhead(derived, agent, live) };
+    return { conversation_key: c.key, ...this.starter.readAhead(derived, agent, live, c) };
   }
 
   private async admit(

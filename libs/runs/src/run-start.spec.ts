@@ -1,6 +1,6 @@
 import type { AppConfig } from '@libs/config';
 import type { StateService, TranscriptService } from '@libs/conversations';
-import type { AgentEntity } from '@libs/persistence';
+import type { AdmissionReadsRepository, AgentEntity, ConversationRef } from '@libs/persistence';
 import type { RunnerDispatch } from '@libs/runner-gateway';
 import type { ActiveRuns } from './active-runs';
 import type { AdmissionCatalog } from './admission-catalog';
@@ -37,13 +37,38 @@ const live = {
   runner: { name: 'echo', manifest: { capabilities: {}, permissions: { state: ['get'] } } },
 } as unknown as LiveRunner;
 
-/** RunStarter's preparation against fakes of the state and transcript reads. */
+const conversation = (conversation_id: string): ConversationRef => ({
+  key: `key-${conversation_id}`,
+  agent_id: 'a1',
+  runner_id: agent.runner_id,
+  workspace_id: 'default',
+  conversation_id,
+  thread_id: null,
+});
+
+/** RunStarter's preparation against fakes of the state and transcript reads and of admission's one read. */
 function setup() {
   const reads: string[] = [];
+  const admissionReads = {
+    read: (c: ConversationRef, thread: { conversation_id: string }, keys: string[], limit: number) => {
+      reads.push(`one read ${c.key} ${thread.conversation_id} ${keys.length} keys ${limit}`);
+      return Promise.resolve({
+        situation: { running_run_id: null, queued_on_run: 0, waiting: 2 },
+        latest_seq: 7,
+        state: new Map(
+          keys.map((k, i) => [k, i === 0 ? [{ state_key: 'n', value: JSON.stringify(thread.conversation_id) }] : []]),
+        ),
+      });
+    },
+  } as unknown as AdmissionReadsRepository;
   const state = {
     snapshot: (keys: Record<string, string>, conversationId: string | null) => {
       reads.push(`state ${Object.keys(keys).join(',')} ${conversationId}`);
-      return Promise.resolve({ conversation: { n: conversationId }, actor: {}, subject: {}, runner: {} });
+      const out: Record<string, Record<string, unknown>> = { conversation: {}, actor: {}, subject: {}, runner: {} };
+      if (keys.conversation) {
+        out.conversation = { n: conversationId, 'external.conversation_id': conversationId };
+      }
+      return Promise.resolve(out);
     },
   } as unknown as StateService;
   const transcript = {
@@ -67,32 +92,42 @@ function setup() {
     state,
     config,
     { owner: 'p1' } as unknown as RunLeases,
+    admissionReads,
   );
   return { starter, reads };
 }
 
 describe("RunStarter reads ahead (the run's state and thread seq before the catalogue answers)", () => {
-  it('reads by the same state keys the snapshot grants, and the preparation takes them without reading again', async () => {
+  it("reads with the conversation's situation as one read, by the state keys the snapshot grants; the preparation takes them", async () => {
     const { starter, reads } = setup();
-    const ahead = starter.readAhead(sub('c1'), agent, live);
-    expect(reads).toEqual(['state conversation,actor c1', 'seq c1']);
-    const prepared = await starter.prepare('run-1', 'e-1', sub('c1'), agent, live, 1000, undefined, ahead);
-    expect(reads).toHaveLength(2);
+    const ahead = starter.readAhead(sub('c1'), agent, live, conversation('c1'));
+    expect(reads).toEqual(['one read key-c1 c1 2 keys 100']);
+    expect(await ahead.situation).toEqual({ running_run_id: null, queued_on_run: 0, waiting: 2 });
+    const prepared = await starter.prepare('run-1', 'e-1', sub('c1'), agent, live, 1000, undefined, ahead.run);
+    expect(reads).toHaveLength(1);
     expect(prepared.access.latest_seq).toBe(7);
-    expect(prepared.access.state.conversation).toMatchObject({ n: 'c1' });
+    expect(prepared.access.state.conversation).toEqual({ n: 'c1', 'external.conversation_id': 'c1' });
     expect(Object.keys(prepared.access.snapshot.state.scope_keys)).toEqual(['conversation', 'actor']);
+  });
+
+  it('reads the same as the preparation reads by itself', async () => {
+    const { starter } = setup();
+    const ahead = starter.readAhead(sub('c1'), agent, live, conversation('c1'));
+    const own = await starter.prepare('run-1', 'e-1', sub('c1'), agent, live, 1000);
+    const taken = await starter.prepare('run-2', 'e-2', sub('c1'), agent, live, 1000, undefined, ahead.run);
+    expect(taken.access.state).toEqual(own.access.state);
+    expect(taken.access.latest_seq).toBe(own.access.latest_seq);
   });
 
   it('reads again when what the preparation reads by differs (another conversation, another state policy)', async () => {
     const { starter, reads } = setup();
-    const ahead = starter.readAhead(sub('c1'), agent, live);
-    const other = await starter.prepare('run-2', 'e-2', sub('c2'), agent, live, 1000, undefined, ahead);
+    const ahead = starter.readAhead(sub('c1'), agent, live, conversation('c1'));
+    const other = await starter.prepare('run-2', 'e-2', sub('c2'), agent, live, 1000, undefined, ahead.run);
     expect(other.access.latest_seq).toBe(9);
     const narrower = { ...agent, state_policy: { state_scopes: ['conversation'] } };
-    await starter.prepare('run-3', 'e-3', sub('c1'), narrower, live, 1000, undefined, ahead);
+    await starter.prepare('run-3', 'e-3', sub('c1'), narrower, live, 1000, undefined, ahead.run);
     expect(reads).toEqual([
-      'state conversation,actor c1',
-      'seq c1',
+      'one read key-c1 c1 2 keys 100',
       'state conversation,actor c2',
       'seq c2',
       'state conversation c1',
@@ -107,8 +142,8 @@ describe("RunStarter reads ahead (the run's state and thread seq before the cata
     await expect(
       starter.prepare('run-1', 'e-1', sub('c1'), agent, live, 1000, undefined, failing),
     ).resolves.toBeTruthy();
-    const taken = starter.readAhead(sub('c1'), agent, live);
-    const broken = { key: taken.key, reads: Promise.reject(new Error('read failed')) };
+    const taken = starter.readAhead(sub('c1'), agent, live, conversation('c1'));
+    const broken = { key: taken.run.key, reads: Promise.reject(new Error('read failed')) };
     broken.reads.catch(() => undefined);
     await expect(starter.prepare('run-2', 'e-2', sub('c1'), agent, live, 1000, undefined, broken)).rejects.toThrow(
       'read failed',

@@ -1,8 +1,21 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { buildSnapshot, snapshotHash, stateScopesOf, type PolicyInput, type RunScope } from '@libs/authz';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
-import { StateService, TranscriptService, conversationOf } from '@libs/conversations';
-import type { AgentEntity, JsonObject, NewRun } from '@libs/persistence';
+import {
+  STATE_LIST_LIMIT,
+  StateService,
+  TranscriptService,
+  conversationOf,
+  stateSnapshotOf,
+} from '@libs/conversations';
+import {
+  AdmissionReadsRepository,
+  type AgentEntity,
+  type ConversationRef,
+  type ConversationSituation,
+  type JsonObject,
+  type NewRun,
+} from '@libs/persistence';
 import { runTimeoutSeconds, type RunnerManifest } from '@libs/protocol';
 import { planOf, type DeliveryContext } from '@libs/delivery';
 import { RunnerDispatch, type ConnectedRunner, type RunnerSession } from '@libs/runner-gateway';
@@ -84,6 +97,7 @@ export class RunStarter {
     private readonly state: StateService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly leases: RunLeases,
+    private readonly admissionReads: AdmissionReadsRepository,
   ) {}
 
   /**
@@ -137,12 +151,29 @@ export class RunStarter {
    * the catalogue version read (docs/benchmarks.md, round 14 wt-pgc1r14). They are only reads: a
    * preparation whose key differs (another agent version, another session) reads again.
    */
-  readAhead(sub: EventSubmission, agent: AgentEntity, live: LiveRunner): RunReadsAhead {
+  readAhead(
+    sub: EventSubmission,
+    agent: AgentEntity,
+    live: LiveRunner,
+    c: ConversationRef,
+  ): { situation: Promise<ConversationSituation>; run: RunReadsAhead } {
     const scope = scopeOf(sub, agent, live.session.plugin_id);
     const keys = stateScopesOf(agent.state_policy as PolicyInput['state'], scope).scope_keys;
-    const ahead = { key: readsKey(keys, scope, true), reads: this.reads(keys, scope, true) };
-    // Awaited only when the preparation takes them: a failure of reads not taken is not one.
-    ahead.reads.catch(() => undefined);
+    // With the conversation's situation, as one read (one statement on PostgreSQL).
+    const read = this.admissionReads.read(c, conversationOf(scope)!, Object.values(keys), STATE_LIST_LIMIT);
+    const ahead = {
+      situation: read.then((r) => r.situation),
+      run: {
+        key: readsKey(keys, scope, true),
+        reads: read.then((r) => ({
+          state: stateSnapshotOf(keys, scope.conversation_id, r.state),
+          latest_seq: r.latest_seq,
+        })),
+      },
+    };
+    // Awaited only when the admission takes them: a failure of reads not taken is not one.
+    ahead.situation.catch(() => undefined);
+    ahead.run.reads.catch(() => undefined);
     return ahead;
   }
 
