@@ -8,6 +8,7 @@ export {
   stateScopesOf,
   type PolicyInput,
   type SnapshotInput,
+  type StateScopes,
 } from './snapshot.builder';
 export { AuditService, type AuditRecord, type AuditView } from './audit.service';
 export { TokenBucket } from './rate-limiter';

@@ -30,6 +30,11 @@ export interface SnapshotInput {
   catalog: { models: CatalogModel[]; tools: CatalogTool[]; knowledge_bases: CatalogKnowledgeBase[] };
   limits: AuthorizationSnapshot['limits'];
   deadline_at_ms: number | null;
+  /**
+   * The run's state scopes as `stateScopesOf(policy.state, scope)` gave them, when the caller
+   * already has them (admission's reads ahead); computed here otherwise.
+   */
+  state?: StateScopes;
 }
 
 const both = <T extends string>(a: readonly string[] | undefined, b: readonly T[]): T[] =>
@@ -71,10 +76,12 @@ export function stateScopeKey(scope: StateScope, run: RunScope, dims: Record<str
  * identity in. The snapshot's `state`; admission reads the scopes' entries with these keys, also
  * before the snapshot is built (docs/benchmarks.md, round 14 wt-pgc1r14).
  */
-export function stateScopesOf(
-  policy: PolicyInput['state'],
-  scope: RunScope,
-): { scopes: StateScope[]; scope_keys: Partial<Record<StateScope, string>> } {
+export interface StateScopes {
+  scopes: StateScope[];
+  scope_keys: Partial<Record<StateScope, string>>;
+}
+
+export function stateScopesOf(policy: PolicyInput['state'], scope: RunScope): StateScopes {
   const dims = scopeDims(scope);
   const stateScopes = policy.enable_state === false ? [] : (policy.state_scopes ?? ['conversation', 'actor']);
   const scopes = stateScopes.filter((s) => dims[s] !== null);
@@ -136,7 +143,7 @@ export function buildSnapshot(input: SnapshotInput): AuthorizationSnapshot {
   const history = both(perms.history, (policy.resource.history ?? ['page', 'search']) as ('page' | 'search')[]);
   const events = both(perms.events, (policy.resource.events ?? ['get', 'page']) as ('get' | 'page')[]);
 
-  const { scopes, scope_keys } = stateScopesOf(policy.state, scope);
+  const { scopes, scope_keys } = input.state ?? stateScopesOf(policy.state, scope);
 
   const owners = workspaceOwners(scope.workspace_id, scope.plugin_id, scope.agent_id);
   const allowed: Record<StorageArea, boolean> = {

@@ -105,7 +105,12 @@ function setup(opts: {
       reads.push(`one read ahead ${sub.conversation?.workspace_id}`);
       return {
         situation: opts.situationRead ?? Promise.resolve(opts.situation ?? free),
-        run: { key: 'run-reads', reads: Promise.resolve({ state: {}, latest_seq: null }) },
+        run: {
+          agent,
+          scope: '{}',
+          state: { scopes: [], scope_keys: {} },
+          reads: Promise.resolve({ state: {}, latest_seq: null }),
+        },
       };
     },
     whileStarting: <T>(_p: PreparedRun, _key: string, done: () => Promise<T>) => done(),

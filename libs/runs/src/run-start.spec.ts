@@ -119,31 +119,39 @@ describe("RunStarter reads ahead (the run's state and thread seq before the cata
     expect(taken.access.latest_seq).toBe(own.access.latest_seq);
   });
 
-  it('reads again when what the preparation reads by differs (another conversation, another state policy)', async () => {
+  it('reads again for another scope, another agent entity (another state policy, or the same reloaded), no manifest', async () => {
     const { starter, reads } = setup();
     const ahead = starter.readAhead(sub('c1'), agent, live, conversation('c1'));
     const other = await starter.prepare('run-2', 'e-2', sub('c2'), agent, live, 1000, undefined, ahead.run);
     expect(other.access.latest_seq).toBe(9);
     const narrower = { ...agent, state_policy: { state_scopes: ['conversation'] } };
-    await starter.prepare('run-3', 'e-3', sub('c1'), narrower, live, 1000, undefined, ahead.run);
+    const p3 = await starter.prepare('run-3', 'e-3', sub('c1'), narrower, live, 1000, undefined, ahead.run);
+    expect(Object.keys(p3.access.snapshot.state.scope_keys)).toEqual(['conversation']);
+    await starter.prepare('run-4', 'e-4', sub('c1'), { ...agent }, live, 1000, undefined, ahead.run);
+    const gone = await starter.prepare('run-5', 'e-5', sub('c1'), agent, undefined, 1000, undefined, ahead.run);
+    expect(gone.access.state).toEqual({});
     expect(reads).toEqual([
       'one read key-c1 c1 2 keys 100',
       'state conversation,actor c2',
       'seq c2',
       'state conversation c1',
       'seq c1',
+      'state conversation,actor c1',
+      'seq c1',
+      'seq c1',
     ]);
   });
 
   it('a failed read ahead that is not taken is not a failure; one taken fails the preparation', async () => {
     const { starter } = setup();
-    const failing = { key: 'other', reads: Promise.reject(new Error('read failed')) };
+    const other = starter.readAhead(sub('c2'), agent, live, conversation('c2'));
+    const failing = { ...other.run, reads: Promise.reject(new Error('read failed')) };
     failing.reads.catch(() => undefined);
     await expect(
       starter.prepare('run-1', 'e-1', sub('c1'), agent, live, 1000, undefined, failing),
     ).resolves.toBeTruthy();
     const taken = starter.readAhead(sub('c1'), agent, live, conversation('c1'));
-    const broken = { key: taken.run.key, reads: Promise.reject(new Error('read failed')) };
+    const broken = { ...taken.run, reads: Promise.reject(new Error('read failed')) };
     broken.reads.catch(() => undefined);
     await expect(starter.prepare('run-2', 'e-2', sub('c1'), agent, live, 1000, undefined, broken)).rejects.toThrow(
       'read failed',

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { buildSnapshot, snapshotHash, stateScopesOf, type PolicyInput, type RunScope } from '@libs/authz';
+import { buildSnapshot, snapshotHash, stateScopesOf, type RunScope, type StateScopes } from '@libs/authz';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import {
   STATE_LIST_LIMIT,
@@ -43,11 +43,16 @@ export interface RunReads {
 }
 
 /**
- * A run's reads started ahead of its preparation (RunStarter.readAhead), with the key of what they
- * read: the preparation takes them when its own key is the same, else reads again.
+ * A run's reads started ahead of its preparation (RunStarter.readAhead) with the agent and the run
+ * scope they were started for: the preparation takes them — and their state scopes, not computed
+ * again — only for the same agent entity (the catalogue's, unchanged) and the same scope; else it
+ * reads again.
  */
 export interface RunReadsAhead {
-  key: string;
+  agent: AgentEntity;
+  /** The run scope, as JSON. */
+  scope: string;
+  state: StateScopes;
   reads: Promise<RunReads>;
 }
 
@@ -158,13 +163,16 @@ export class RunStarter {
     c: ConversationRef,
   ): { situation: Promise<ConversationSituation>; run: RunReadsAhead } {
     const scope = scopeOf(sub, agent, live.session.plugin_id);
-    const keys = stateScopesOf(agent.state_policy as PolicyInput['state'], scope).scope_keys;
+    const state = stateScopesOf(agent.state_policy, scope);
+    const keys = state.scope_keys;
     // With the conversation's situation, as one read (one statement on PostgreSQL).
     const read = this.admissionReads.read(c, conversationOf(scope)!, Object.values(keys), STATE_LIST_LIMIT);
     const ahead = {
       situation: read.then((r) => r.situation),
       run: {
-        key: readsKey(keys, scope, true),
+        agent,
+        scope: JSON.stringify(scope),
+        state,
         reads: read.then((r) => ({
           state: stateSnapshotOf(keys, scope.conversation_id, r.state),
           latest_seq: r.latest_seq,
@@ -285,6 +293,12 @@ export class RunStarter {
   ): Promise<RunAccess> {
     const timeout = runTimeoutSeconds(agent.runner_config);
     const catalog = await this.catalog.resourceCatalog(since);
+    // The reads ahead (readAhead, which reads the state too: a live runner's manifest) for the same
+    // agent entity and scope read what these would, by the same state scopes.
+    const taken =
+      ahead !== null && ahead.agent === agent && manifest !== null && ahead.scope === JSON.stringify(scope)
+        ? ahead
+        : null;
     const snapshot = buildSnapshot({
       run_id: runId,
       scope,
@@ -299,11 +313,11 @@ export class RunStarter {
         burst: this.config.hostApi.burst,
       },
       deadline_at_ms: timeout === null ? null : now + Math.round(timeout * 1000),
+      state: taken?.state,
     });
-    const keys = snapshot.state.scope_keys;
-    const { state, latest_seq } = await (ahead?.key === readsKey(keys, scope, manifest !== null)
-      ? ahead.reads
-      : this.reads(keys, scope, manifest !== null));
+    const { state, latest_seq } = await (taken
+      ? taken.reads
+      : this.reads(snapshot.state.scope_keys, scope, manifest !== null));
     const firstChat = snapshot.resources.models.find((m) => m.model_type === 'llm');
     const window = firstChat ? catalog.models.find((m) => m.model_id === firstChat.model_id)?.context_window : null;
     return { snapshot, state, latest_seq, model_context_window_tokens: window ?? null };
@@ -317,15 +331,4 @@ export class RunStarter {
     ]);
     return { state, latest_seq };
   }
-}
-
-/** The key of a run's reads: everything they read by (the state keys, the conversation, the thread). */
-function readsKey(keys: Partial<Record<string, string>>, scope: RunScope, withState: boolean): string {
-  return JSON.stringify([
-    withState ? keys : null,
-    scope.conversation_id,
-    scope.agent_id,
-    scope.workspace_id,
-    scope.thread_id,
-  ]);
 }
