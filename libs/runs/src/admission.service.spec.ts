@@ -54,6 +54,8 @@ function setup(opts: {
   prepareFails?: Error;
   /** The agent is not in the catalogue's cache (AdmissionCatalog.cached). */
   notCached?: boolean;
+  /** Reads are synchronous calls in process (SQLite): not read ahead (RunStarter.readsAhead). */
+  inProcess?: boolean;
 }) {
   const log: string[] = [];
   /** The situation read and the prepare, in the order they were started. */
@@ -101,6 +103,7 @@ function setup(opts: {
         context: { context: {} },
       } as unknown as PreparedRun);
     },
+    readsAhead: opts.inProcess !== true,
     readAhead: (sub: EventSubmission) => {
       reads.push(`one read ahead ${sub.conversation?.workspace_id}`);
       return {
@@ -383,7 +386,7 @@ describe('AdmissionService', () => {
       expect(reads).toEqual(['one read ahead default']);
     });
 
-    it('starts nothing without a conversation, without the agent cached, for another workspace, with a run here, for an interaction', () => {
+    it('starts nothing without a conversation, without the agent cached, for another workspace, with a run here, for an interaction, on SQLite', () => {
       const interaction: EventSubmission = {
         ...message('c1'),
         event: { event_type: 'interaction.submitted', source: 'api' },
@@ -399,6 +402,7 @@ describe('AdmissionService', () => {
         [setup({ outcomes: [], busyHere: true }), message('c1')],
         [setup({ outcomes: [], runnerElsewhere: true }), message('c1')],
         [setup({ outcomes: [] }), interaction],
+        [setup({ outcomes: [], inProcess: true }), message('c1')],
       ] as const;
       for (const [{ service, reads }, sub] of cases) {
         expect(service.readAhead(sub)).toBeNull();

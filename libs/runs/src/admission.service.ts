@@ -101,11 +101,12 @@ export class AdmissionService {
    * with the agent as cached here, before the edge's catalogue reads confirm it — so they run
    * beside the version read, not after it. Null (nothing started) when the agent is not cached,
    * the event names no conversation or another workspace, its runner is not live here, or the
-   * conversation has a run here (its run is not prepared before its situation is read).
+   * conversation has a run here (its run is not prepared before its situation is read) — and on
+   * SQLite, whose reads are synchronous calls in process: nothing to overlap (RunStarter.readsAhead).
    */
   readAhead(sub: EventSubmission): AdmissionReadAhead | null {
     const conv = sub.conversation;
-    if (!conv || sub.event.event_type === 'interaction.submitted') {
+    if (!conv || sub.event.event_type === 'interaction.submitted' || !this.starter.readsAhead) {
       return null;
     }
     const agent = this.catalog.cached(sub.agent_id);

@@ -50,6 +50,7 @@ const conversation = (conversation_id: string): ConversationRef => ({
 function setup() {
   const reads: string[] = [];
   const admissionReads = {
+    roundTrips: true,
     read: (c: ConversationRef, thread: { conversation_id: string }, keys: string[], limit: number) => {
       reads.push(`one read ${c.key} ${thread.conversation_id} ${keys.length} keys ${limit}`);
       return Promise.resolve({

@@ -150,11 +150,17 @@ export class RunStarter {
     return { scope, access, context, run };
   }
 
+  /** Whether admission's reads are worth starting ahead (round trips: PostgreSQL; AdmissionReadsRepository.roundTrips). */
+  get readsAhead(): boolean {
+    return this.admissionReads.roundTrips;
+  }
+
   /**
    * Starts the reads `prepare` makes of the run's state and thread — they need the agent's state
-   * policy and the run's scope, not the resource catalogue — so that admission can run them beside
-   * the catalogue version read (docs/benchmarks.md, round 14 wt-pgc1r14). They are only reads: a
-   * preparation whose key differs (another agent version, another session) reads again.
+   * policy and the run's scope, not the resource catalogue — with the conversation's situation, as
+   * one read, so that admission can run them beside the catalogue version read (docs/benchmarks.md,
+   * round 14 wt-pgc1r14). They are only reads: a preparation for another agent entity (the
+   * catalogue reloaded it) or another scope reads again (RunReadsAhead).
    */
   readAhead(
     sub: EventSubmission,

@@ -15,6 +15,15 @@ export type { AdmissionReads } from '../hot/admission-reads';
 export class AdmissionReadsRepository {
   constructor(private readonly hot: HotStore) {}
 
+  /**
+   * Whether a read is a round trip to a server (PostgreSQL): worth starting ahead, beside another
+   * read in flight. On SQLite a read is a synchronous call in process: started ahead, it runs
+   * sooner but overlaps nothing (admission does not read ahead there).
+   */
+  get roundTrips(): boolean {
+    return this.hot.dialect === 'postgres';
+  }
+
   read(
     c: ConversationRef,
     thread: ConversationScope,
