@@ -5,8 +5,10 @@ export {
   canonicalJson,
   snapshotHash,
   stateScopeKey,
+  stateScopesOf,
   type PolicyInput,
   type SnapshotInput,
+  type StateScopes,
 } from './snapshot.builder';
 export { AuditService, type AuditRecord, type AuditView } from './audit.service';
 export { TokenBucket } from './rate-limiter';

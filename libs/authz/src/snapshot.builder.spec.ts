@@ -2,7 +2,14 @@ import { createHash } from 'node:crypto';
 import type { RunnerManifest } from '@libs/protocol';
 import type { CatalogKnowledgeBase, CatalogModel, CatalogTool } from './resource-catalog';
 import type { AuthorizationSnapshot, RunScope, StateScope } from './snapshot';
-import { buildSnapshot, canonicalJson, snapshotHash, type PolicyInput, type SnapshotInput } from './snapshot.builder';
+import {
+  buildSnapshot,
+  canonicalJson,
+  snapshotHash,
+  stateScopesOf,
+  type PolicyInput,
+  type SnapshotInput,
+} from './snapshot.builder';
 
 /*
  * Property-style check of the three-layer rule (manifest permissions and capabilities ∩ agent
@@ -348,6 +355,26 @@ describe('buildSnapshot: the three-layer rule', () => {
     for (const [what, values] of seen) {
       const expected = what === 'run_get' ? 1 : 2;
       expect({ what, outcomes: values.size }).toEqual({ what, outcomes: expected });
+    }
+  });
+
+  it('its state is stateScopesOf(policy, scope), and the same given those (admission computes them ahead)', () => {
+    for (const c of cases.slice(0, 200)) {
+      const own = snapshotOf(c);
+      const ahead = stateScopesOf(c.policy.state, c.scope);
+      expect(own.state).toEqual(ahead);
+      expect(
+        buildSnapshot({
+          run_id: 'run-1',
+          scope: c.scope,
+          manifest: c.manifest,
+          policy: c.policy,
+          catalog: CATALOG,
+          limits: LIMITS,
+          deadline_at_ms: null,
+          state: ahead,
+        }),
+      ).toEqual(own);
     }
   });
 

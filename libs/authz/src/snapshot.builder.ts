@@ -30,6 +30,11 @@ export interface SnapshotInput {
   catalog: { models: CatalogModel[]; tools: CatalogTool[]; knowledge_bases: CatalogKnowledgeBase[] };
   limits: AuthorizationSnapshot['limits'];
   deadline_at_ms: number | null;
+  /**
+   * The run's state scopes as `stateScopesOf(policy.state, scope)` gave them, when the caller
+   * already has them (admission's reads ahead); computed here otherwise.
+   */
+  state?: StateScopes;
 }
 
 const both = <T extends string>(a: readonly string[] | undefined, b: readonly T[]): T[] =>
@@ -64,6 +69,27 @@ function scopeDims(scope: RunScope): Record<StateScope, Record<string, string | 
 export function stateScopeKey(scope: StateScope, run: RunScope, dims: Record<string, string | null>): string {
   const material = canonicalJson({ v: 1, scope, agent_id: run.agent_id, runner_id: run.runner_id, dims });
   return `state:v1:${hash('sha256', material, 'hex')}`;
+}
+
+/**
+ * The run's state scopes and their keys: the agent's state policy ∩ the scopes the run has an
+ * identity in. The snapshot's `state`; admission reads the scopes' entries with these keys, also
+ * before the snapshot is built (docs/benchmarks.md, round 14 wt-pgc1r14).
+ */
+export interface StateScopes {
+  scopes: StateScope[];
+  scope_keys: Partial<Record<StateScope, string>>;
+}
+
+export function stateScopesOf(policy: PolicyInput['state'], scope: RunScope): StateScopes {
+  const dims = scopeDims(scope);
+  const stateScopes = policy.enable_state === false ? [] : (policy.state_scopes ?? ['conversation', 'actor']);
+  const scopes = stateScopes.filter((s) => dims[s] !== null);
+  const scope_keys: Partial<Record<StateScope, string>> = {};
+  for (const s of scopes) {
+    scope_keys[s] = stateScopeKey(s, scope, dims[s]!);
+  }
+  return { scopes, scope_keys };
 }
 
 /**
@@ -117,14 +143,7 @@ export function buildSnapshot(input: SnapshotInput): AuthorizationSnapshot {
   const history = both(perms.history, (policy.resource.history ?? ['page', 'search']) as ('page' | 'search')[]);
   const events = both(perms.events, (policy.resource.events ?? ['get', 'page']) as ('get' | 'page')[]);
 
-  const dims = scopeDims(scope);
-  const stateScopes =
-    policy.state.enable_state === false ? [] : (policy.state.state_scopes ?? ['conversation', 'actor']);
-  const scopes = stateScopes.filter((s) => dims[s] !== null);
-  const scope_keys: Partial<Record<StateScope, string>> = {};
-  for (const s of scopes) {
-    scope_keys[s] = stateScopeKey(s, scope, dims[s]!);
-  }
+  const { scopes, scope_keys } = input.state ?? stateScopesOf(policy.state, scope);
 
   const owners = workspaceOwners(scope.workspace_id, scope.plugin_id, scope.agent_id);
   const allowed: Record<StorageArea, boolean> = {

@@ -14,4 +14,4 @@ export {
 } from './transcript.service';
 export type { ConversationScope } from '@libs/persistence';
 export { EventLogService, eventRecord, type EventRecord } from './event-log.service';
-export { StateService, STATE_VALUE_LIMIT, type ScopeKeys } from './state.service';
+export { StateService, STATE_LIST_LIMIT, STATE_VALUE_LIMIT, stateSnapshotOf, type ScopeKeys } from './state.service';

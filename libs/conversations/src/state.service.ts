@@ -97,15 +97,32 @@ export class StateService {
 
   /** Current values of the enabled scopes, for the run context (at most 100 keys per scope). */
   async snapshot(keys: ScopeKeys, conversationId: string | null): Promise<Record<string, Record<string, unknown>>> {
-    const out: Record<string, Record<string, unknown>> = { conversation: {}, actor: {}, subject: {}, runner: {} };
-    for (const [scope, scopeKey] of Object.entries(keys)) {
-      for (const row of await this.stores.stateEntries(scopeKey, STATE_LIST_LIMIT)) {
-        out[scope][row.state_key] = JSON.parse(row.value) as unknown;
-      }
+    const entries = new Map<string, readonly { state_key: string; value: string }[]>();
+    for (const scopeKey of Object.values(keys)) {
+      entries.set(scopeKey, await this.stores.stateEntries(scopeKey, STATE_LIST_LIMIT));
     }
-    if (keys.conversation && conversationId && !('external.conversation_id' in out.conversation)) {
-      out.conversation['external.conversation_id'] = conversationId;
-    }
-    return out;
+    return stateSnapshotOf(keys, conversationId, entries);
   }
+}
+
+/**
+ * The run context's state (StateService.snapshot) from the entries of its scope keys as read (at
+ * most STATE_LIST_LIMIT per key, by state key) — read by the snapshot, or by admission's one read
+ * (AdmissionReadsRepository). A key with no entries read has none.
+ */
+export function stateSnapshotOf(
+  keys: ScopeKeys,
+  conversationId: string | null,
+  entries: ReadonlyMap<string, readonly { state_key: string; value: string }[]>,
+): Record<string, Record<string, unknown>> {
+  const out: Record<string, Record<string, unknown>> = { conversation: {}, actor: {}, subject: {}, runner: {} };
+  for (const [scope, scopeKey] of Object.entries(keys)) {
+    for (const row of entries.get(scopeKey) ?? []) {
+      out[scope][row.state_key] = JSON.parse(row.value) as unknown;
+    }
+  }
+  if (keys.conversation && conversationId && !('external.conversation_id' in out.conversation)) {
+    out.conversation['external.conversation_id'] = conversationId;
+  }
+  return out;
 }

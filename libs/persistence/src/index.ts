@@ -40,6 +40,7 @@ export { SteeringRepository, type ConversationTimeline, type SteeringFilter } fr
 export { WorkspacesRepository, type WorkspaceUsageCounts } from './repositories/workspaces.repository';
 export { HostProcessesRepository, type NewHostProcess } from './repositories/host-processes.repository';
 export { CatalogVersionRepository } from './repositories/catalog-version.repository';
+export { AdmissionReadsRepository, type AdmissionReads } from './repositories/admission-reads.repository';
 export { CATALOG_TABLES } from './migrations/1767640000000-catalog-version';
 export {
   RunnerPresenceRepository,

@@ -21,6 +21,7 @@ import { SteeringRepository } from './repositories/steering.repository';
 import { WorkspacesRepository } from './repositories/workspaces.repository';
 import { HostProcessesRepository } from './repositories/host-processes.repository';
 import { CatalogVersionRepository } from './repositories/catalog-version.repository';
+import { AdmissionReadsRepository } from './repositories/admission-reads.repository';
 import { RunnerPresenceRepository } from './repositories/runner-presence.repository';
 import { RetentionJob } from './retention/retention-job';
 
@@ -41,6 +42,7 @@ const REPOSITORIES = [
   HostProcessesRepository,
   CatalogVersionRepository,
   RunnerPresenceRepository,
+  AdmissionReadsRepository,
 ];
 
 @Global()

@@ -67,6 +67,15 @@ export class AdmissionCatalog {
     return found;
   }
 
+  /**
+   * The agent as cached here, without reading the version: not confirmed (an admin write at any
+   * process may have changed it). Only for reads started ahead of `agent()`'s answer, which the
+   * caller takes only if `agent()` confirms the same entity (AdmissionService.readAhead).
+   */
+  cached(agentId: string): AgentEntity | undefined {
+    return this.agentCache.get(agentId);
+  }
+
   async resourceCatalog(since?: number): Promise<Catalog> {
     const version = await this.versions.current(since);
     const now = Date.now();

@@ -10,6 +10,7 @@ import type {
 import type { RunnerDispatch, RunnerPresence } from '@libs/runner-gateway';
 import type { AdmissionCatalog } from './admission-catalog';
 import { AdmissionService } from './admission.service';
+import { conversationOf } from './concurrency/admission-rows';
 import { InProcessSignals, type Signal } from './concurrency/signal-port';
 import { quotaExceeded, type WorkspaceQuotaGate } from './workspace-quotas';
 import type { EventSubmission } from './event-submission';
@@ -51,11 +52,17 @@ function setup(opts: {
   situationRead?: Promise<ConversationSituation>;
   /** The prepare fails with this. */
   prepareFails?: Error;
+  /** The agent is not in the catalogue's cache (AdmissionCatalog.cached). */
+  notCached?: boolean;
+  /** Reads are synchronous calls in process (SQLite): not read ahead (RunStarter.readsAhead). */
+  inProcess?: boolean;
 }) {
   const log: string[] = [];
   /** The situation read and the prepare, in the order they were started. */
   const reads: string[] = [];
   const submitted: AdmissionRows[] = [];
+  /** The run reads each prepare was handed (RunStarter.prepare's `ahead`). */
+  const aheadGiven: unknown[] = [];
   const runs = {
     getEvent: () => Promise.resolve(opts.previous ?? null),
     getEventByIdempotencyKey: () => Promise.resolve(null),
@@ -83,7 +90,8 @@ function setup(opts: {
     },
   } as unknown as RunnerPresence;
   const starter = {
-    prepare: (runId: string) => {
+    prepare: (runId: string, ...rest: unknown[]) => {
+      aheadGiven.push(rest[6] ?? null);
       log.push('prepare');
       reads.push('prepare');
       if (opts.prepareFails) {
@@ -94,6 +102,19 @@ function setup(opts: {
         access: { snapshot: { available_apis: { steering_pull: true } } },
         context: { context: {} },
       } as unknown as PreparedRun);
+    },
+    readsAhead: opts.inProcess !== true,
+    readAhead: (sub: EventSubmission) => {
+      reads.push(`one read ahead ${sub.conversation?.workspace_id}`);
+      return {
+        situation: opts.situationRead ?? Promise.resolve(opts.situation ?? free),
+        run: {
+          agent,
+          scope: '{}',
+          state: { scopes: [], scope_keys: {} },
+          reads: Promise.resolve({ state: {}, latest_seq: null }),
+        },
+      };
     },
     whileStarting: <T>(_p: PreparedRun, _key: string, done: () => Promise<T>) => done(),
     steerableRun: () => 'run-busy',
@@ -112,6 +133,7 @@ function setup(opts: {
       catalogReads.push(id);
       return Promise.resolve(agent);
     },
+    cached: () => (opts.notCached ? undefined : agent),
   } as unknown as AdmissionCatalog;
   const quotas = {
     admit: (workspace: string) => {
@@ -140,7 +162,7 @@ function setup(opts: {
       draining: false,
     },
   );
-  return { service, log, reads, submitted, catalogReads };
+  return { service, log, reads, submitted, catalogReads, aheadGiven };
 }
 
 const admitted =
@@ -354,5 +376,68 @@ describe('AdmissionService', () => {
       replayed: true,
     });
     expect(log).toEqual(['quota default', 'prepare']);
+  });
+  describe("reads ahead (AdmissionService.readAhead: the conversation's reads beside the catalogue version read)", () => {
+    it("starts the situation and the run's reads with the cached agent, in the workspace the edge fills in", () => {
+      const { service, reads } = setup({ outcomes: [] });
+      const ahead = service.readAhead(message('c1'));
+      const derived = { ...message('c1'), conversation: { conversation_id: 'c1', workspace_id: 'default' } };
+      expect(ahead?.conversation_key).toBe(conversationOf(agent, derived).key);
+      expect(reads).toEqual(['one read ahead default']);
+    });
+
+    it('starts nothing without a conversation, without the agent cached, for another workspace, with a run here, for an interaction, on SQLite', () => {
+      const interaction: EventSubmission = {
+        ...message('c1'),
+        event: { event_type: 'interaction.submitted', source: 'api' },
+      };
+      const other: EventSubmission = {
+        ...message('c1'),
+        conversation: { conversation_id: 'c1', workspace_id: 'ws-2' },
+      };
+      const cases = [
+        [setup({ outcomes: [] }), message()],
+        [setup({ outcomes: [], notCached: true }), message('c1')],
+        [setup({ outcomes: [] }), other],
+        [setup({ outcomes: [], busyHere: true }), message('c1')],
+        [setup({ outcomes: [], runnerElsewhere: true }), message('c1')],
+        [setup({ outcomes: [] }), interaction],
+        [setup({ outcomes: [], inProcess: true }), message('c1')],
+      ] as const;
+      for (const [{ service, reads }, sub] of cases) {
+        expect(service.readAhead(sub)).toBeNull();
+        expect(reads).toEqual([]);
+      }
+    });
+
+    it("the admission takes the reads ahead: the situation is not read again, the prepare gets the run's reads", async () => {
+      const { service, reads, aheadGiven } = setup({ outcomes: [admitted({})] });
+      const sub = message('c1');
+      const ahead = service.readAhead(sub);
+      const derived = { ...sub, conversation: { ...sub.conversation!, workspace_id: 'default' } };
+      expect((await service.submit(derived, null, performance.now(), agent, ahead)).disposition).toBe('started');
+      expect(reads).toEqual(['one read ahead default', 'prepare']);
+      expect(aheadGiven).toEqual([ahead!.run]);
+    });
+
+    it('a situation read by another conversation key is read again', async () => {
+      const { service, reads } = setup({ outcomes: [admitted({})] });
+      const ahead = service.readAhead(message('c1'));
+      await service.submit(message('c2'), null, performance.now(), agent, ahead);
+      expect(reads).toEqual(['one read ahead default', 'prepare', 'situation']);
+    });
+
+    it('a start prepared again after the unit found it unprepared reads afresh', async () => {
+      const { service, aheadGiven } = setup({
+        situation: busy,
+        outcomes: [() => ({ admitted: false, existing: null }), admitted({})],
+      });
+      const sub = message('c1');
+      const ahead = service.readAhead(sub);
+      const derived = { ...sub, conversation: { ...sub.conversation!, workspace_id: 'default' } };
+      await service.submit(derived, null, performance.now(), agent, ahead);
+      // The first prepare (beside the situation) dropped as busy; the second reads afresh.
+      expect(aheadGiven).toEqual([ahead!.run, null]);
+    });
   });
 });

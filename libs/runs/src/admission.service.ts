@@ -11,6 +11,7 @@ import {
   type AdmitOutcome,
   type AgentEntity,
   type ConversationRef,
+  type ConversationSituation,
   type EventEntity,
   type JsonObject,
 } from '@libs/persistence';
@@ -25,12 +26,26 @@ import { routedTable, routeOf } from './concurrency/routing';
 import { SIGNAL_PORT, type SignalPort } from './concurrency/signal-port';
 import { redactSubmission, type EventSubmission } from './event-submission';
 import { RunLifecycleService } from './run-lifecycle.service';
-import { RunStarter, scopeOf, type LiveRunner, type PreparedRun } from './run-start';
+import { RunStarter, scopeOf, type LiveRunner, type PreparedRun, type RunReadsAhead } from './run-start';
 import { telemetry } from '@libs/telemetry';
 import type { Admission } from './admission';
 import { quotaExceeded, WorkspaceQuotaGate } from './workspace-quotas';
 
 export type { Admission } from './admission';
+
+/**
+ * An admission's reads of its conversation — the situation, the run's state entries and thread
+ * seq — started by `AdmissionService.readAhead` with the agent as this process has it cached,
+ * beside the catalogue version read instead of after it (docs/benchmarks.md, round 14
+ * wt-pgc1r14). Only reads: the admission takes each when what it reads by is the same once the
+ * agent is confirmed (the version read, docs/scale-out.md#admin-writes), else reads again.
+ */
+export interface AdmissionReadAhead {
+  /** The conversation's key the situation was read by. */
+  conversation_key: string;
+  situation: Promise<ConversationSituation>;
+  run: RunReadsAhead;
+}
 
 /** A start the unit found unprepared is prepared and submitted again, this many times at most. */
 const MAX_PREPARE_ROUNDS = 4;
@@ -74,17 +89,50 @@ export class AdmissionService {
     idempotencyKey: string | null,
     since: number = performance.now(),
     agent?: AgentEntity,
+    ahead?: AdmissionReadAhead | null,
   ): Promise<Admission> {
     return telemetry.tracing.inSpan('admission', { 'runnerhost.agent_id': sub.agent_id }, () =>
-      this.admit(sub, idempotencyKey, since, agent),
+      this.admit(sub, idempotencyKey, since, agent, ahead ?? null),
     );
+  }
+
+  /**
+   * The reads an event of a conversation is expected to make (AdmissionReadAhead), started now
+   * with the agent as cached here, before the edge's catalogue reads confirm it — so they run
+   * beside the version read, not after it. Null (nothing started) when the agent is not cached,
+   * the event names no conversation or another workspace, its runner is not live here, or the
+   * conversation has a run here (its run is not prepared before its situation is read) — and on
+   * SQLite, whose reads are synchronous calls in process: nothing to overlap (RunStarter.readsAhead).
+   */
+  readAhead(sub: EventSubmission): AdmissionReadAhead | null {
+    const conv = sub.conversation;
+    if (!conv || sub.event.event_type === 'interaction.submitted' || !this.starter.readsAhead) {
+      return null;
+    }
+    const agent = this.catalog.cached(sub.agent_id);
+    const live = agent && this.runners.target(agent.runner_id);
+    if (!agent || !live) {
+      return null;
+    }
+    // The workspace as the edge fills it in (WorkspaceAdmission.derive); another is refused there.
+    const workspace = agent.workspace_id ?? DEFAULT_WORKSPACE;
+    if (conv.workspace_id !== undefined && conv.workspace_id !== workspace) {
+      return null;
+    }
+    const derived = { ...sub, conversation: { ...conv, workspace_id: workspace } };
+    const c = conversationOf(agent, derived);
+    if (this.starter.busyHere(c.key)) {
+      return null;
+    }
+    return { conversation_key: c.key, ...this.starter.readAhead(derived, agent, live, c) };
   }
 
   private async admit(
     sub: EventSubmission,
     idempotencyKey: string | null,
     since: number,
-    known?: AgentEntity,
+    known: AgentEntity | undefined,
+    ahead: AdmissionReadAhead | null,
   ): Promise<Admission> {
     if (this.process.draining) {
       // docs/deployment.md#graceful-shutdown: nothing is recorded; the client (or the load
@@ -168,8 +216,8 @@ export class AdmissionService {
     const mode = c ? this.modeOf(sub, agent, steers) : null;
     // Decide first: a conversation that looks busy is not prepared for (the unit decides again);
     // a run routed to another process is prepared there, when it starts.
-    const prepare = () => this.starter.prepare(runId, eventId, sub, agent, live, now, since);
-    let prepared = route === 'elsewhere' ? null : c ? await this.preparedIfFree(c, prepare) : await prepare();
+    const prepare = () => this.starter.prepare(runId, eventId, sub, agent, live, now, since, ahead?.run);
+    let prepared = route === 'elsewhere' ? null : c ? await this.preparedIfFree(c, prepare, ahead) : await prepare();
     // A busy conversation's run may be active in another process: steered into from here too.
     const steerElsewhere = c && !prepared && mode === 'steer' ? await this.steerableElsewhere(c) : null;
     // A steered follow-up's item carries its admission's trace context (docs/observability.md#traces).
@@ -215,7 +263,8 @@ export class AdmissionService {
       if (outcome.admitted || outcome.existing !== null || outcome.active !== undefined) {
         break;
       }
-      // The conversation was free after all: prepare the run and submit again.
+      // The conversation was free after all: prepare the run and submit again (reading afresh).
+      ahead = null;
       prepared = await prepare();
     }
     if (outcome && !outcome.admitted && outcome.active !== undefined && activeQuota) {
@@ -322,19 +371,26 @@ export class AdmissionService {
    * dropped when the conversation looks busy (its reads spent: a busy conversation is the rarer
    * case, and one whose run is here is never prepared for).
    */
-  private async preparedIfFree(c: ConversationRef, prepare: () => Promise<PreparedRun>): Promise<PreparedRun | null> {
+  private async preparedIfFree(
+    c: ConversationRef,
+    prepare: () => Promise<PreparedRun>,
+    ahead: AdmissionReadAhead | null,
+  ): Promise<PreparedRun | null> {
     if (this.starter.busyHere(c.key)) {
-      return (await this.looksFree(c)) ? prepare() : null;
+      return (await this.looksFree(c, null)) ? prepare() : null;
     }
     const early = prepare();
     // Awaited below only when the conversation looks free: a failure of a run not wanted is not one.
     early.catch(() => undefined);
-    return (await this.looksFree(c)) ? early : null;
+    return (await this.looksFree(c, ahead)) ? early : null;
   }
 
-  /** Nothing running, nothing waiting (read before the commit; the unit decides under the lock). */
-  private async looksFree(c: ConversationRef): Promise<boolean> {
-    const s = await this.steering.situation(c);
+  /**
+   * Nothing running, nothing waiting (read before the commit; the unit decides under the lock) —
+   * the situation read ahead when it was read by this conversation's key.
+   */
+  private async looksFree(c: ConversationRef, ahead: AdmissionReadAhead | null): Promise<boolean> {
+    const s = await (ahead?.conversation_key === c.key ? ahead.situation : this.steering.situation(c));
     return s.running_run_id === null && s.waiting === 0;
   }
 

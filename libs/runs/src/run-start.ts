@@ -1,8 +1,21 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { buildSnapshot, snapshotHash, type RunScope } from '@libs/authz';
+import { buildSnapshot, snapshotHash, stateScopesOf, type RunScope, type StateScopes } from '@libs/authz';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
-import { StateService, TranscriptService, conversationOf } from '@libs/conversations';
-import type { AgentEntity, JsonObject, NewRun } from '@libs/persistence';
+import {
+  STATE_LIST_LIMIT,
+  StateService,
+  TranscriptService,
+  conversationOf,
+  stateSnapshotOf,
+} from '@libs/conversations';
+import {
+  AdmissionReadsRepository,
+  type AgentEntity,
+  type ConversationRef,
+  type ConversationSituation,
+  type JsonObject,
+  type NewRun,
+} from '@libs/persistence';
 import { runTimeoutSeconds, type RunnerManifest } from '@libs/protocol';
 import { planOf, type DeliveryContext } from '@libs/delivery';
 import { RunnerDispatch, type ConnectedRunner, type RunnerSession } from '@libs/runner-gateway';
@@ -21,6 +34,26 @@ export interface PreparedRun {
   context: RunContext;
   /** The run row as it is stored when the run starts now. */
   run: NewRun;
+}
+
+/** What a run's preparation reads of the database: its state scopes' entries and its thread's latest seq. */
+export interface RunReads {
+  state: Record<string, Record<string, unknown>>;
+  latest_seq: number | null;
+}
+
+/**
+ * A run's reads started ahead of its preparation (RunStarter.readAhead) with the agent and the run
+ * scope they were started for: the preparation takes them — and their state scopes, not computed
+ * again — only for the same agent entity (the catalogue's, unchanged) and the same scope; else it
+ * reads again.
+ */
+export interface RunReadsAhead {
+  agent: AgentEntity;
+  /** The run scope, as JSON. */
+  scope: string;
+  state: StateScopes;
+  reads: Promise<RunReads>;
 }
 
 export interface LiveRunner {
@@ -69,6 +102,7 @@ export class RunStarter {
     private readonly state: StateService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly leases: RunLeases,
+    private readonly admissionReads: AdmissionReadsRepository,
   ) {}
 
   /**
@@ -84,9 +118,11 @@ export class RunStarter {
     now: number,
     /** The `performance.now()` instant the admission began (one catalogue version read per admission). */
     since?: number,
+    /** The run's reads as admission started them before the agent was confirmed (readAhead). */
+    ahead?: RunReadsAhead | null,
   ): Promise<PreparedRun> {
     const scope = scopeOf(sub, agent, live?.session.plugin_id ?? '');
-    const access = await this.access(runId, scope, live?.runner.manifest ?? null, agent, now, since);
+    const access = await this.access(runId, scope, live?.runner.manifest ?? null, agent, now, since, ahead ?? null);
     const { context, deadlineAtMs } = buildRunContext(runId, eventId, sub, agent, access);
     const run: NewRun = {
       run_id: runId,
@@ -112,6 +148,47 @@ export class RunStarter {
       owner_process_id: this.leases.owner,
     };
     return { scope, access, context, run };
+  }
+
+  /** Whether admission's reads are worth starting ahead (round trips: PostgreSQL; AdmissionReadsRepository.roundTrips). */
+  get readsAhead(): boolean {
+    return this.admissionReads.roundTrips;
+  }
+
+  /**
+   * Starts the reads `prepare` makes of the run's state and thread — they need the agent's state
+   * policy and the run's scope, not the resource catalogue — with the conversation's situation, as
+   * one read, so that admission can run them beside the catalogue version read (docs/benchmarks.md,
+   * round 14 wt-pgc1r14). They are only reads: a preparation for another agent entity (the
+   * catalogue reloaded it) or another scope reads again (RunReadsAhead).
+   */
+  readAhead(
+    sub: EventSubmission,
+    agent: AgentEntity,
+    live: LiveRunner,
+    c: ConversationRef,
+  ): { situation: Promise<ConversationSituation>; run: RunReadsAhead } {
+    const scope = scopeOf(sub, agent, live.session.plugin_id);
+    const state = stateScopesOf(agent.state_policy, scope);
+    const keys = state.scope_keys;
+    // With the conversation's situation, as one read (one statement on PostgreSQL).
+    const read = this.admissionReads.read(c, conversationOf(scope)!, Object.values(keys), STATE_LIST_LIMIT);
+    const ahead = {
+      situation: read.then((r) => r.situation),
+      run: {
+        agent,
+        scope: JSON.stringify(scope),
+        state,
+        reads: read.then((r) => ({
+          state: stateSnapshotOf(keys, scope.conversation_id, r.state),
+          latest_seq: r.latest_seq,
+        })),
+      },
+    };
+    // Awaited only when the admission takes them: a failure of reads not taken is not one.
+    ahead.situation.catch(() => undefined);
+    ahead.run.reads.catch(() => undefined);
+    return ahead;
   }
 
   /** Marks a prepared run of a conversation as starting (see `starting`) until `done` settles. */
@@ -218,9 +295,16 @@ export class RunStarter {
     agent: AgentEntity,
     now: number,
     since: number | undefined,
+    ahead: RunReadsAhead | null,
   ): Promise<RunAccess> {
     const timeout = runTimeoutSeconds(agent.runner_config);
     const catalog = await this.catalog.resourceCatalog(since);
+    // The reads ahead (readAhead, which reads the state too: a live runner's manifest) for the same
+    // agent entity and scope read what these would, by the same state scopes.
+    const taken =
+      ahead !== null && ahead.agent === agent && manifest !== null && ahead.scope === JSON.stringify(scope)
+        ? ahead
+        : null;
     const snapshot = buildSnapshot({
       run_id: runId,
       scope,
@@ -235,14 +319,22 @@ export class RunStarter {
         burst: this.config.hostApi.burst,
       },
       deadline_at_ms: timeout === null ? null : now + Math.round(timeout * 1000),
+      state: taken?.state,
     });
-    const conversation = conversationOf(scope);
-    const [state, latest_seq] = await Promise.all([
-      manifest ? this.state.snapshot(snapshot.state.scope_keys, scope.conversation_id) : Promise.resolve({}),
-      conversation ? this.transcript.latestSeq(conversation) : Promise.resolve(null),
-    ]);
+    const { state, latest_seq } = await (taken
+      ? taken.reads
+      : this.reads(snapshot.state.scope_keys, scope, manifest !== null));
     const firstChat = snapshot.resources.models.find((m) => m.model_type === 'llm');
     const window = firstChat ? catalog.models.find((m) => m.model_id === firstChat.model_id)?.context_window : null;
     return { snapshot, state, latest_seq, model_context_window_tokens: window ?? null };
+  }
+
+  private async reads(keys: Partial<Record<string, string>>, scope: RunScope, withState: boolean): Promise<RunReads> {
+    const conversation = conversationOf(scope);
+    const [state, latest_seq] = await Promise.all([
+      withState ? this.state.snapshot(keys, scope.conversation_id) : Promise.resolve({}),
+      conversation ? this.transcript.latestSeq(conversation) : Promise.resolve(null),
+    ]);
+    return { state, latest_seq };
   }
 }

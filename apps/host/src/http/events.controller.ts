@@ -83,6 +83,8 @@ export class EventsController {
     }
     // The admission begins here: its catalogue reads share one version read (docs/scale-out.md#admin-writes).
     const since = performance.now();
+    // Its reads of the conversation start now, beside the catalogue version read (AdmissionService.readAhead).
+    const ahead = this.admission.readAhead(body);
     // docs/tenancy.md#runs: the workspace comes from the key and the agent, never from the body.
     const derived = await this.tenancy.derive(body, req.principal!.workspaces, since);
     body = derived.submission;
@@ -96,7 +98,7 @@ export class EventsController {
     }
     // A caller's W3C trace context (traceparent) is continued: the event's spans join its trace.
     const a = await telemetry.tracing.within(telemetry.tracing.extract(req.headers), () =>
-      this.admission.submit(body, key ?? null, since, derived.agent),
+      this.admission.submit(body, key ?? null, since, derived.agent, ahead),
     );
     const answer: AdmissionDto = {
       event_id: a.event_id,

@@ -98,16 +98,28 @@ export function* conversationLock(c: ConversationRef): Unit<void> {
   yield* one(SQL.lockConversation, [conversationLockKey(c)]);
 }
 
-export function* situationOf(c: ConversationRef): Unit<ConversationSituation> {
+/** The parameters of STEERING_SQL.situation (its text is also a part of ADMISSION_READS). */
+export function situationParams(c: ConversationRef): (string | null)[] {
   const ref = [c.agent_id, c.workspace_id, c.conversation_id, c.thread_id ?? ''];
-  const s = yield* one<{ run_id: string | null; queued: number | string; n: number | string }>(STEERING_SQL.situation, [
-    ...ref,
-    ...ref,
-    c.key,
-  ]);
+  return [...ref, ...ref, c.key];
+}
+
+/** A situation row: STEERING_SQL.situation's, or ADMISSION_READS' first. */
+export function situationFromRow(
+  s: { run_id: string | null; queued: number | string; n: number | string } | undefined,
+): ConversationSituation {
   return {
     running_run_id: s?.run_id ?? null,
     queued_on_run: Number(s?.queued ?? 0),
     waiting: Number(s?.n ?? 0),
   };
+}
+
+export function* situationOf(c: ConversationRef): Unit<ConversationSituation> {
+  return situationFromRow(
+    yield* one<{ run_id: string | null; queued: number | string; n: number | string }>(
+      STEERING_SQL.situation,
+      situationParams(c),
+    ),
+  );
 }

@@ -39,7 +39,7 @@ const RUNNING_OF = `r."agent_id" = ? AND COALESCE('w:' || r."workspace_id", '') 
      AND r."conversation_id" = ? AND COALESCE(r."thread_id", '') = ?
      AND r."status" = 'running' AND r."conversation_id" IS NOT NULL`;
 
-const SITUATION = `SELECT (SELECT r."run_id" FROM "runs" r WHERE ${RUNNING_OF} LIMIT 1) AS "run_id",
+export const SITUATION = `SELECT (SELECT r."run_id" FROM "runs" r WHERE ${RUNNING_OF} LIMIT 1) AS "run_id",
      (SELECT COUNT(*) FROM "steering_items" s JOIN "runs" r ON r."run_id" = s."run_id"
        WHERE ${RUNNING_OF} AND s."state" = 'queued') AS "queued",
      (SELECT COUNT(*) FROM "steering_items" WHERE "conversation_key" = ? AND "dispatch" = 'waiting') AS "n"`;
