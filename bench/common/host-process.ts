@@ -147,6 +147,9 @@ export interface BuiltHostOptions {
   hostMain?: string;
 }
 
+/** The host exited because a port it was given was taken before it could listen on it. */
+class PortTaken extends Error {}
+
 /** A started, ready host. stop() closes the client and stops the process; the data dir stays. */
 export class BuiltHost {
   private constructor(
@@ -166,8 +169,24 @@ export class BuiltHost {
     return `127.0.0.1:${this.grpcPort}`;
   }
 
-  /** Spawns the host and waits (30 s at most) for /health/ready; on failure the host is stopped. */
+  /**
+   * Spawns the host and waits (30 s at most) for /health/ready; on failure the host is stopped. A
+   * host that could not bind a port it was given (another process took it between `freePort` and
+   * the host's listen: tests run in parallel) is started again on new ports, twice at most.
+   */
   static async start(o: BuiltHostOptions): Promise<BuiltHost> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await BuiltHost.startOnce(o);
+      } catch (e) {
+        if (!(e instanceof PortTaken) || attempt >= 3) {
+          throw e;
+        }
+      }
+    }
+  }
+
+  private static async startOnce(o: BuiltHostOptions): Promise<BuiltHost> {
     const hostMain = o.hostMain ?? HOST_MAIN;
     requireBuilt(hostMain);
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), o.tmpPrefix));
@@ -204,7 +223,13 @@ export class BuiltHost {
       );
     } catch (e) {
       await host.stop();
-      throw new Error(`${e instanceof Error ? e.message : String(e)}\n--- host.log (tail) ---\n${host.logTail()}`);
+      const tail = host.logTail();
+      const message = `${e instanceof Error ? e.message : String(e)}\n--- host.log (tail) ---\n${tail}`;
+      if (tail.includes('EADDRINUSE')) {
+        host.removeDataDir();
+        throw new PortTaken(message);
+      }
+      throw new Error(message);
     }
     return host;
   }
