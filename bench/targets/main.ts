@@ -17,20 +17,19 @@ import { aggregateTargets, targetsOf, type TargetSeries } from './aggregate';
  * runs it was met. See README.md beside this file.
  */
 
+const DEFAULT_DISPATCH_ARGS =
+  '--db sqlite,postgres --levels 1,16,64 --streaming-cases 100x200x1,100x200x10 --level-seconds 6';
+
 const USAGE = `usage: node dist/bench/targets/main.js [options] [FILE.json ...]
   --runs N             rounds of bench/dispatch then bench/host-api, one after the other (default 3,
                        1–20); an odd number gives a median run
   --dispatch-args=STR  the dispatch bench's options, space-separated, after an = (default
-                       "${DEFAULT_DISPATCH_ARGS()}")
+                       "${DEFAULT_DISPATCH_ARGS}")
   --no-host-api        run only bench/dispatch
   --dir DIR            where each run's --json file and output go (default a new temp directory, kept)
   --json FILE          also write the aggregate as JSON to FILE
   -h, --help           this text
   FILE.json ...        aggregate these --json files of earlier runs instead of running the benches`;
-
-function DEFAULT_DISPATCH_ARGS(): string {
-  return '--db sqlite,postgres --levels 1,16,64 --streaming-cases 100x200x1,100x200x10 --level-seconds 6';
-}
 
 interface Options {
   runs: number;
@@ -71,7 +70,7 @@ function parseOptions(argv: string[]): Options | 'help' {
   if (positionals.length > 0 && (values.runs !== undefined || values['dispatch-args'] !== undefined)) {
     throw new UsageError('give either FILE.json arguments or --runs / --dispatch-args, not both');
   }
-  const dispatchArgs = (values['dispatch-args'] ?? DEFAULT_DISPATCH_ARGS()).split(/\s+/).filter((a) => a !== '');
+  const dispatchArgs = (values['dispatch-args'] ?? DEFAULT_DISPATCH_ARGS).split(/\s+/).filter((a) => a !== '');
   if (dispatchArgs.includes('--json')) {
     throw new UsageError('--dispatch-args must not hold --json: each run writes its own into --dir');
   }
