@@ -112,4 +112,28 @@ describe('CommittedResults', () => {
       { after: 2, limit: 14 },
     ]);
   });
+
+  it("counts each kept row's objects beside its texts (rowChars)", async () => {
+    const c = new CommittedResults<Row>({
+      maxChars: 1_000,
+      rowChars: 90,
+      idleMs: 1000,
+      isLast: (r) => r.type === 'end',
+      now: () => 0,
+    });
+    // Each row counts 10 + 90 = 100; a run's prefix stops at an eighth of the bound: 1 row.
+    const db = new FakeTable();
+    db.commit('delta', 'delta', 'end');
+    await c.page('r', 0, 10, db.load);
+    await c.page('r', 0, 10, db.load);
+    expect(db.reads).toEqual([
+      { after: 0, limit: 10 },
+      { after: 1, limit: 9 }, // only the first row was kept
+    ]);
+    // Ten one-row prefixes fill the bound: the eleventh run's puts out the least recently used.
+    for (let i = 0; i < 11; i++) {
+      await c.page(`run${i}`, 0, 1, db.load);
+    }
+    expect(c.size).toBe(10);
+  });
 });

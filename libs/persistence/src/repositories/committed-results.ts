@@ -20,6 +20,11 @@ export interface CommittedResultsOptions<T> {
    * prefix stops growing past an eighth of it (its later rows are read from the database).
    */
   maxChars: number;
+  /**
+   * The memory of a kept row beyond its stored texts, counted with them (default 0): the row
+   * objects a prefix keeps alive (docs/benchmarks.md, "Host memory across a soak").
+   */
+  rowChars?: number;
   /** A run not read for this long is read from the database again (ms). */
   idleMs: number;
   /** The row after which nothing follows (a terminal result). */
@@ -116,7 +121,9 @@ export class CommittedResults<T extends { sequence: number }> {
       return; // not contiguous with what is kept
     }
     const perRun = this.options.maxChars / 8;
-    for (const { row, size } of loaded) {
+    const rowChars = this.options.rowChars ?? 0;
+    for (const { row, size: texts } of loaded) {
+      const size = texts + rowChars;
       if (row.sequence <= kept.upTo) {
         continue;
       }

@@ -161,6 +161,14 @@ describe('cumulative deltas (docs/durability.md#cumulative-deltas)', () => {
     const small = new ChainTips(8 * 10);
     small.set('r', { base: 1, tip: 2, text: 'x'.repeat(11) });
     expect(small.size).toBe(0);
+    // Each tip counts its objects beside its text: tips of empty texts are bounded too.
+    const counted = new ChainTips(8 * 100, 100);
+    for (let i = 0; i < 20; i++) {
+      counted.set(`r${i}`, { base: 1, tip: 2, text: '' });
+    }
+    expect(counted.size).toBe(8);
+    expect(counted.get('r19')).not.toBeNull();
+    expect(counted.get('r11')).toBeNull();
     const page = stored.filter((r) => r.sequence > 20).slice(0, 2);
     await answerPage(
       page,

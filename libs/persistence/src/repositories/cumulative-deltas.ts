@@ -253,7 +253,11 @@ export class ChainTips {
   private readonly tips = new Map<string, ChainTip>();
   private chars = 0;
 
-  constructor(private readonly maxChars: number) {}
+  /** `entryChars`: the memory of a kept tip beyond its text (its objects), counted with it. */
+  constructor(
+    private readonly maxChars: number,
+    private readonly entryChars = 0,
+  ) {}
 
   get(runId: string): ChainTip | null {
     return this.tips.get(runId) ?? null;
@@ -263,24 +267,28 @@ export class ChainTips {
     const old = this.tips.get(runId);
     if (old !== undefined) {
       this.tips.delete(runId);
-      this.chars -= old.text.length;
+      this.chars -= this.sizeOf(old);
     }
-    if (tip === null || tip.text.length > this.maxChars / 8) {
+    if (tip === null || this.sizeOf(tip) > this.maxChars / 8) {
       return;
     }
     this.tips.set(runId, tip);
-    this.chars += tip.text.length;
+    this.chars += this.sizeOf(tip);
     for (const [k, t] of this.tips) {
       if (this.chars <= this.maxChars) {
         break;
       }
       this.tips.delete(k);
-      this.chars -= t.text.length;
+      this.chars -= this.sizeOf(t);
     }
   }
 
   /** Tips kept (for tests). */
   get size(): number {
     return this.tips.size;
+  }
+
+  private sizeOf(tip: ChainTip): number {
+    return tip.text.length + this.entryChars;
   }
 }

@@ -53,4 +53,17 @@ describe('ParsedRows: committed rows parsed once for the readers that read them'
     memo.get('k:big', [big], p.parse(big));
     expect(p.calls()).toBe(12); // too large to keep
   });
+
+  it("counts each entry's objects beside its texts: entries of empty texts are bounded too", () => {
+    const memo = new ParsedRows<{ v: number }>(1000, 96); // each entry: key 4 + no text + 96 = 100
+    const p = parser();
+    for (let i = 0; i < 30; i++) {
+      memo.get(`k:${String(i).padStart(2, '0')}`, [''], p.parse('{"v":0}'));
+    }
+    expect(memo.size).toBe(10);
+    memo.get('k:29', [''], p.parse('{"v":0}'));
+    expect(p.calls()).toBe(30); // the newest is kept
+    memo.get('k:00', [''], p.parse('{"v":0}'));
+    expect(p.calls()).toBe(31); // the oldest went
+  });
 });

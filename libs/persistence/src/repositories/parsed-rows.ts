@@ -5,15 +5,21 @@
  * object parsed then instead of being parsed again — so the readers also share that object, and
  * with it the SSE frame built from it (apps/host sse-writer.ts keeps one frame per object).
  * The database stays the only truth: every read still runs its query, and a key whose text
- * differs from the remembered one is parsed anew. Bounded by the characters of the texts kept
- * (least recently used first out); a text larger than an eighth of the bound is not kept.
+ * differs from the remembered one is parsed anew. Bounded by the memory kept, counted in characters
+ * (least recently used first out): an entry counts its key and texts plus `entryChars`, the
+ * memory of its objects beyond the texts (without it, a bound of small rows held ten times its
+ * size: docs/benchmarks.md, "Host memory across a soak"); an entry larger than an eighth of the
+ * bound is not kept.
  * The objects are frozen (shallow): they are shared, no reader may change them.
  */
 export class ParsedRows<T extends object> {
   private readonly rows = new Map<string, { texts: readonly (string | null)[]; value: T; size: number }>();
   private chars = 0;
 
-  constructor(private readonly maxChars: number) {}
+  constructor(
+    private readonly maxChars: number,
+    private readonly entryChars = 0,
+  ) {}
 
   /** Entries kept (for tests). */
   get size(): number {
@@ -32,7 +38,7 @@ export class ParsedRows<T extends object> {
       this.chars -= hit.size;
     }
     const value = Object.freeze(parse());
-    const size = texts.reduce((n, t) => n + (t?.length ?? 0), key.length);
+    const size = texts.reduce((n, t) => n + (t?.length ?? 0), key.length + this.entryChars);
     if (size <= this.maxChars / 8) {
       this.rows.set(key, { texts, value, size });
       this.chars += size;

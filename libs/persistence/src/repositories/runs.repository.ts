@@ -25,11 +25,23 @@ import { ParsedRows } from './parsed-rows';
 import { CommittedResults, type SizedRow } from './committed-results';
 import { answerPage, ChainTips } from './cumulative-deltas';
 
-/** Characters of stored result JSON kept parsed for readers replaying the same results (parsed-rows.ts). */
-const REPLAY_MEMO_CHARS = 16 * 1024 * 1024;
-/** Characters of stored result JSON kept as runs' committed prefixes (committed-results.ts). */
-const REPLAY_PREFIX_CHARS = 8 * 1024 * 1024;
-/** Characters of message text kept as runs' chain tips, for the next page read (cumulative-deltas.ts). */
+/*
+ * The replay caches below are bounded by the memory they keep, counted in characters of one-byte
+ * text: the stored texts plus, per entry, the memory of its objects. Measured (docs/benchmarks.md,
+ * "Host memory across a soak"): a parsed result row with its key and texts ≈ 470 bytes beyond
+ * its texts, and the SSE frame apps/host builds once per row object (a Buffer and its bytes)
+ * ≈ 350; a chain tip's object and map entry ≈ 150. Counting texts alone, a bound of small rows
+ * held about ten times its size.
+ */
+/** Memory of a kept result row beyond its stored texts: the parsed row and its SSE frame. */
+const RESULT_ROW_CHARS = 800;
+/** Memory of a kept chain tip beyond its text. */
+const CHAIN_TIP_ENTRY_CHARS = 160;
+/** Result rows kept parsed for readers replaying the same results (parsed-rows.ts). */
+const REPLAY_MEMO_CHARS = 24 * 1024 * 1024;
+/** Result rows kept as runs' committed prefixes (committed-results.ts); the rows are mostly those kept parsed. */
+const REPLAY_PREFIX_CHARS = 16 * 1024 * 1024;
+/** Message text kept as runs' chain tips, for the next page read (cumulative-deltas.ts). */
 const CHAIN_TIP_CHARS = 16 * 1024 * 1024;
 /** A run's prefix not read for this long is dropped (committed-results.ts). */
 const REPLAY_PREFIX_IDLE_MS = 60_000;
@@ -78,12 +90,13 @@ export class RunsRepository {
   ) {}
 
   /** Results parsed for one replay, shared with the next reader that reads the same rows. */
-  private readonly parsedResults = new ParsedRows<StoredResult>(REPLAY_MEMO_CHARS);
+  private readonly parsedResults = new ParsedRows<StoredResult>(REPLAY_MEMO_CHARS, RESULT_ROW_CHARS);
   /** Where each run's last page read left its cumulative message (cumulative-deltas.ts). */
-  private readonly chainTips = new ChainTips(CHAIN_TIP_CHARS);
+  private readonly chainTips = new ChainTips(CHAIN_TIP_CHARS, CHAIN_TIP_ENTRY_CHARS);
   /** Runs' committed results from the first on, shared by the readers replaying them. */
   private readonly committedResults = new CommittedResults<StoredResult>({
     maxChars: REPLAY_PREFIX_CHARS,
+    rowChars: RESULT_ROW_CHARS,
     idleMs: REPLAY_PREFIX_IDLE_MS,
     isLast: (r) => TERMINAL_RESULT_TYPES.includes(r.type),
   });
