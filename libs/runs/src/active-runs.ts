@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { conversationKey } from '@libs/persistence';
+import { ReleasingMap } from '@libs/streams';
 import type { ActiveRun } from './active-run';
 import type { RunGrant } from './run-grant';
 import { telemetry } from '@libs/telemetry';
@@ -17,9 +18,10 @@ function keyOf(run: ActiveRun): string | null {
  */
 @Injectable()
 export class ActiveRuns {
-  private readonly runs = new Map<string, ActiveRun>();
+  // ReleasingMaps: an ended run is not kept for the young-generation GC (libs/streams releasing-map.ts).
+  private readonly runs = new ReleasingMap<string, ActiveRun>();
   /** The active run of each conversation (at most one runs at a time), by conversation key. */
-  private readonly byConversation = new Map<string, ActiveRun>();
+  private readonly byConversation = new ReleasingMap<string, ActiveRun>();
 
   constructor() {
     telemetry.sample('active_runs', () => this.runs.size);

@@ -1,4 +1,5 @@
 import { Subject, type Observable } from 'rxjs';
+import { ReleasingMap } from './releasing-map';
 
 /**
  * In-process fan-out of each active run's committed items (results, delivery ops) to live readers:
@@ -6,7 +7,8 @@ import { Subject, type Observable } from 'rxjs';
  * Readers replay what was committed before they joined from the database (docs/durability.md).
  */
 export class RunChannels<T extends { run_id: string }> {
-  private readonly subjects = new Map<string, Subject<T>>();
+  /** Long-lived, with a value per active run: a ReleasingMap (releasing-map.ts). */
+  private readonly subjects = new ReleasingMap<string, Subject<T>>();
 
   /** Opens the run's channel; a channel already open (a queued run that starts) is kept with its readers. */
   open(runId: string): void {

@@ -5,6 +5,7 @@ import { ApiKeysService, type AuthenticatedRequest } from '@libs/auth';
 import { APP_CONFIG, type AppConfig } from '@libs/config';
 import { DomainError, type RunStatus } from '@libs/protocol';
 import { RunsQueryService, type RunStreamKind } from '@libs/runs';
+import { ReleasingSet } from '@libs/streams';
 import { telemetry } from '@libs/telemetry';
 import { INT32_MAX } from './dto/rules';
 import { StreamSlots } from './stream-slots';
@@ -41,8 +42,12 @@ export function resumeAfter(kind: RunStreamKind, after: number | undefined, last
 export class SseStreams implements BeforeApplicationShutdown {
   private readonly logger = new Logger('SSE');
   private readonly slots: StreamSlots;
-  /** Open streams and the API key each was opened with (directly or through a stream token it minted). */
-  private readonly open = new Map<ServerResponse, string>();
+  /**
+   * Open streams and the API key each was opened with (directly or through a stream token it
+   * minted): a ReleasingSet, so an ended stream's response is not kept for the young-generation GC
+   * (libs/streams releasing-map.ts).
+   */
+  private readonly open = new ReleasingSet<{ res: ServerResponse; keyId: string }>();
   private readonly unsubscribe: () => void;
   private readonly sweep: NodeJS.Timeout;
 
@@ -61,16 +66,16 @@ export class SseStreams implements BeforeApplicationShutdown {
 
   /** Ends every open stream of the key (the reader sees the connection end; reopening answers 401). */
   private endStreamsOf(keyId: string): void {
-    for (const [res, key] of this.open) {
+    for (const [member, { res, keyId: key }] of this.open.entries()) {
       if (key === keyId) {
-        this.open.delete(res);
+        this.open.delete(member);
         res.destroy();
       }
     }
   }
 
   private async endStreamsOfRevokedKeys(): Promise<void> {
-    for (const keyId of new Set(this.open.values())) {
+    for (const keyId of new Set([...this.open].map((s) => s.keyId))) {
       try {
         if (keyId !== ANONYMOUS && !(await this.keys.isActive(keyId))) {
           this.logger.log({ msg: `ending the event streams of revoked API key ${keyId}` });
@@ -123,7 +128,7 @@ export class SseStreams implements BeforeApplicationShutdown {
         res.flushHeaders();
       }
     };
-    this.open.set(res, keyId);
+    const member = this.open.add({ res, keyId });
     telemetry.sseOpened();
     const limits = {
       maxBacklogBytes: this.config.sse.maxBacklogBytes,
@@ -141,7 +146,7 @@ export class SseStreams implements BeforeApplicationShutdown {
     const end = await streamed.finally(() => {
       sendHeaders();
       release();
-      this.open.delete(res);
+      this.open.delete(member);
     });
     const what = kind === 'results' ? 'SSE' : 'delivery SSE';
     if (end === 'cut') {
@@ -159,7 +164,7 @@ export class SseStreams implements BeforeApplicationShutdown {
   beforeApplicationShutdown(): void {
     this.unsubscribe();
     clearInterval(this.sweep);
-    for (const res of this.open.keys()) {
+    for (const { res } of this.open) {
       res.destroy();
     }
     this.open.clear();

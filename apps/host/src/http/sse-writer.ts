@@ -1,5 +1,5 @@
 import type { Writable } from 'node:stream';
-import type { StreamEnd, StreamItem, StreamSource } from '@libs/streams';
+import { ReleasingMap, ReleasingSet, type StreamEnd, type StreamItem, type StreamSource } from '@libs/streams';
 
 /**
  * Replay pages: rows per read, sized from the rows just read so that a page holds about
@@ -50,7 +50,8 @@ export function sseFrame<T extends StreamItem>(item: T, source: Pick<StreamSourc
  */
 class FlushClock {
   private soonTasks = new Set<() => void>();
-  private readonly slots = new Map<number, { tasks: Set<() => void>; timer: NodeJS.Timeout }>();
+  /** The process's: a ReleasingMap, so a passed slot's readers are not kept for the scavenger (libs/streams). */
+  private readonly slots = new ReleasingMap<number, { tasks: Set<() => void>; timer: NodeJS.Timeout }>();
 
   /** Runs `task` in the check phase of this turn of the event loop (with every other task due now). */
   soon(task: () => void): void {
@@ -110,13 +111,14 @@ const clock = new FlushClock();
  * run at c64 before, docs/benchmarks.md#host-cpu-per-run).
  */
 class KeepAliveTicker {
-  private readonly periods = new Map<number, { tasks: Set<() => void>; timer: NodeJS.Timeout }>();
+  /** Long-lived, and so is each period's set of readers: releasing ones (libs/streams releasing-map.ts). */
+  private readonly periods = new ReleasingMap<number, { tasks: ReleasingSet<() => void>; timer: NodeJS.Timeout }>();
 
   /** Runs `task` every `periodMs` until the returned function is called. */
   every(periodMs: number, task: () => void): () => void {
     let entry = this.periods.get(periodMs);
     if (entry === undefined) {
-      const tasks = new Set<() => void>();
+      const tasks = new ReleasingSet<() => void>();
       const timer = setInterval(() => {
         for (const t of tasks) {
           t();
@@ -126,9 +128,9 @@ class KeepAliveTicker {
       this.periods.set(periodMs, entry);
     }
     const own = entry;
-    own.tasks.add(task);
+    const member = own.tasks.add(task);
     return () => {
-      if (own.tasks.delete(task) && own.tasks.size === 0) {
+      if (own.tasks.delete(member) && own.tasks.size === 0) {
         // The last reader of this period went: so does its timer.
         clearInterval(own.timer);
         this.periods.delete(periodMs);

@@ -12,6 +12,7 @@
  * one (write-queue.ts), so only the unit that brought it fails.
  */
 import { createHash } from 'node:crypto';
+import { ReleasingMap } from '@libs/streams';
 import { multiRowInsert, type HotStatement } from './hot-sql';
 import type { Changes, Op, SqlValue } from './unit';
 
@@ -30,7 +31,11 @@ export interface HeldStatement {
 const HELD: Changes = { changes: 1 };
 
 export class InsertBatch {
-  private readonly held = new Map<string, { stmt: HotStatement; rows: (readonly SqlValue[])[] }>();
+  /**
+   * Cleared after every flush, and the writer's for the process: a ReleasingMap, so the rows of a
+   * group are not kept for the young-generation GC by a table it outgrew (libs/streams releasing-map.ts).
+   */
+  private readonly held = new ReleasingMap<string, { stmt: HotStatement; rows: (readonly SqlValue[])[] }>();
   private readonly shapes = new Map<string, HotStatement>();
 
   /** Holds the op when it is a batchable insert (and answers for it); undefined when it must run now. */
