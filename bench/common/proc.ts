@@ -83,7 +83,8 @@ export class Child {
 
 let ticksPerSecond: number | undefined;
 
-function clockTicks(): number {
+/** Clock ticks per second of /proc's CPU times (`getconf CLK_TCK`, 100 if unknown). */
+export function clockTicks(): number {
   if (ticksPerSecond === undefined) {
     try {
       ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;

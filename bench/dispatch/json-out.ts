@@ -1,9 +1,23 @@
 import { machineJson, num } from '../common/json-out';
+import type { DiskCounters } from '../common/machine';
 import type { FloorResult } from './floors';
 import type { DatabaseRun } from './phase';
 import type { TargetCheck } from './targets';
 import { hostCpuInBidiRoundTrips, otherProcessesShare, runsPerSecond } from './report';
 import { summarize } from '../common/stats';
+
+/** The disks in a level per run (flushes are NaN → null on kernels without flush counters). */
+function diskJson(d: DiskCounters | null, runs: number) {
+  if (!d) {
+    return null;
+  }
+  const flushes = Number.isFinite(d.flushes) ? d.flushes : null;
+  return {
+    flushes_per_run: flushes === null ? null : num(flushes / runs),
+    ms_per_flush: flushes ? num(d.flushMs / flushes) : null,
+    written_kib_per_run: num((d.writtenMiB * 1024) / runs),
+  };
+}
 
 /*
  * The --json output of the dispatch bench: figures and the floors of the same run, machine-readable,
@@ -47,6 +61,9 @@ export function dispatchJson(
         host_cpu_per_run_in_bidi_round_trips: num(hostCpuInBidiRoundTrips(l, floors.bidi)),
         runner_cpu_ms_per_run: num(l.cpu.runner / n),
         client_cpu_ms_per_run: num(l.cpu.client / n),
+        // A local PostgreSQL server's processes (bench/common/machine.ts); null on SQLite or a remote server.
+        db_server_cpu_ms_per_run: Number.isFinite(l.cpu.dbServer) ? num(l.cpu.dbServer / n) : null,
+        disk: diskJson(l.disk, n),
         other_processes_cpu_ms: num(l.cpu.other),
         other_processes_cores_share: num(otherProcessesShare(l)),
         elapsed_ms: num(l.elapsedMs),

@@ -13,6 +13,7 @@ import {
   DB_LABEL,
   floorsTable,
   levelsTable,
+  machineTable,
   pgServerTable,
   ratiosTable,
   RUNNER_LABEL,
@@ -89,6 +90,14 @@ function report(opts: DispatchOptions, floors: Floors, runs: DatabaseRun[], star
   }
   if (levels.length > 0 && opts.runners.length > 1) {
     out.push('', '### Ratios to the floors', '', ratiosTable(levels, floors.bidi, floors.sqlite));
+  }
+  if (levels.length > 0) {
+    out.push(
+      '',
+      '### The machine per run: the database server’s CPU, the disks, the neighbours',
+      '',
+      machineTable(levels),
+    );
   }
   const server = pgServerTable(levels);
   if (server) {

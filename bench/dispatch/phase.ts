@@ -4,6 +4,7 @@ import { closedLoop, RunDriver } from './load';
 import type { DatabaseKind, DispatchOptions, RunnerKind } from './options';
 import { BenchDatabase } from './postgres';
 import { pgServerWindow } from './pg-server';
+import { commandCpuMs, diskCounters, diskDelta } from '../common/machine';
 import { cpuMs, machineBusyMs, rssMiB, selfCpuMs } from '../common/proc';
 import type { AfterLoad, MeasuredLevel } from './report';
 import { soak, type SoakResult } from './soak';
@@ -20,6 +21,9 @@ export const INPUT_TEXT = 'hello bench world';
 export const WARMUP_CONCURRENCY = 16;
 const RUN_TIMEOUT_MS = 15_000;
 const STREAM_TIMEOUT_MS = 120_000;
+
+/** The command name of a local PostgreSQL server's processes (`/proc/PID/comm`). */
+const PG_SERVER_COMMAND = 'postgres';
 
 const STREAMING_WARMUP: StreamingCase = { runs: 10, deltasPerRun: 200, readers: 2 };
 
@@ -160,7 +164,17 @@ async function measuredLevel(
   durationMs: number,
   pg: { adminUrl: string; database: string } | null,
 ): Promise<MeasuredLevel> {
-  const cpu0 = { host: cpuMs(pids.host), runner: cpuMs(pids.runner), client: selfCpuMs(), machine: machineBusyMs() };
+  // The PostgreSQL server's processes (when local) are not a neighbour: their CPU is given apart
+  // from "other processes" (bench/common/machine.ts).
+  const serverCpu = (): number => (pg ? commandCpuMs(PG_SERVER_COMMAND) : NaN);
+  const cpu0 = {
+    host: cpuMs(pids.host),
+    runner: cpuMs(pids.runner),
+    client: selfCpuMs(),
+    machine: machineBusyMs(),
+    dbServer: serverCpu(),
+  };
+  const disk0 = diskCounters();
   let completed = 0;
   const loop = closedLoop(driver, concurrency, durationMs, undefined, () => completed++);
   // The server's commits and WAL flushes per run, read beside the loop (pg-server.ts).
@@ -169,14 +183,17 @@ async function measuredLevel(
     : Promise.resolve(null);
   const level = await loop;
   const pgServer = await server;
+  const disk = diskDelta(disk0, diskCounters());
   const cpu = {
     host: cpuMs(pids.host) - cpu0.host,
     runner: cpuMs(pids.runner) - cpu0.runner,
     client: selfCpuMs() - cpu0.client,
+    dbServer: serverCpu() - cpu0.dbServer,
     other: 0,
   };
-  cpu.other = Math.max(0, machineBusyMs() - cpu0.machine - cpu.host - cpu.runner - cpu.client);
-  return { ...level, database, cpu, hostRssMiB: rssMiB(pids.host), pgServer };
+  const ours = cpu.host + cpu.runner + cpu.client + (Number.isFinite(cpu.dbServer) ? cpu.dbServer : 0);
+  cpu.other = Math.max(0, machineBusyMs() - cpu0.machine - ours);
+  return { ...level, database, cpu, disk, hostRssMiB: rssMiB(pids.host), pgServer };
 }
 
 async function openRuns(fixture: HostFixture, agentId: string): Promise<string[]> {

@@ -1,4 +1,5 @@
 import * as os from 'node:os';
+import type { DiskCounters } from '../common/machine';
 import type { FloorResult } from './floors';
 import type { LevelResult } from './load';
 import type { RunnerKind } from './options';
@@ -8,7 +9,14 @@ import { fmtDuration, fmtInt, fmtNum, markdownTable, summarize } from '../common
 /** One closed-loop level with the CPU time the three processes spent on it (ms). */
 export interface MeasuredLevel extends LevelResult {
   database: 'sqlite' | 'postgres';
-  cpu: { host: number; runner: number; client: number; other: number };
+  /**
+   * CPU ms in the level: the host, the runner, the bench client, the database server's processes
+   * (PostgreSQL on this machine; NaN on SQLite or a remote server) and every other process (the
+   * neighbours: the machine's busy time minus all of those).
+   */
+  cpu: { host: number; runner: number; client: number; dbServer: number; other: number };
+  /** The machine's disks in the level (bench/common/machine.ts); null if unread. */
+  disk: DiskCounters | null;
   /** Host RSS at the end of the level. */
   hostRssMiB: number;
   /** PostgreSQL: the server's commits and WAL flushes per run (pg-server.ts); null on SQLite or if unread. */
@@ -53,8 +61,9 @@ export function floorsTable(bidi: FloorResult, sqlite: FloorResult, pg: FloorRes
 export const runsPerSecond = (l: LevelResult): number => (l.timings.length * 1000) / l.elapsedMs;
 
 /**
- * The share of all the machine's cores (0–1) that processes other than the host, the runner and
- * the bench client used during a level: a neighbour's load, told apart from ours.
+ * The share of all the machine's cores (0–1) that processes other than the host, the runner, the
+ * bench client and a local PostgreSQL server used during a level: a neighbour's load, told apart
+ * from ours.
  */
 export const otherProcessesShare = (l: MeasuredLevel): number => l.cpu.other / l.elapsedMs / os.cpus().length;
 
@@ -140,6 +149,39 @@ export function pgServerTable(levels: MeasuredLevel[]): string | null {
       'other databases’ commits',
     ],
     rows,
+  );
+}
+
+/**
+ * Per level, what the machine did beside the host: the database server's CPU per run (a local
+ * PostgreSQL's processes), the disks' flushes per run and time per flush (a PostgreSQL commit waits
+ * for its WAL flush; SQLite's are its checkpoints'), MiB written per run, and the neighbours' share.
+ */
+export function machineTable(levels: MeasuredLevel[]): string {
+  return markdownTable(
+    [
+      'database',
+      'concurrency',
+      'database server CPU/run',
+      'disk flushes/run',
+      'time per disk flush',
+      'disk written/run',
+      'other processes (neighbours)',
+    ],
+    levels.map((l) => {
+      const n = Math.max(1, l.timings.length);
+      const d = l.disk;
+      const flushes = d && Number.isFinite(d.flushes) ? d.flushes : null;
+      return [
+        DB_LABEL[l.database],
+        String(l.concurrency),
+        Number.isFinite(l.cpu.dbServer) ? fmtDuration(l.cpu.dbServer / n) : '—',
+        flushes === null ? '—' : fmtNum(flushes / n),
+        flushes ? fmtDuration(d!.flushMs / flushes) : '—',
+        d ? `${fmtNum((d.writtenMiB * 1024) / n)} KiB` : '—',
+        fmtShare(otherProcessesShare(l)),
+      ];
+    }),
   );
 }
 

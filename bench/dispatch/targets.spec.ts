@@ -30,7 +30,8 @@ function level(
     timings: Array.from({ length: runs }, () => ({ admittedMs: 0, firstMs: 0, terminalMs, results: 3 })),
     failures: [],
     elapsedMs: 1000,
-    cpu: { host: hostCpuMs, runner: 0, client: 0, other: 0 },
+    cpu: { host: hostCpuMs, runner: 0, client: 0, dbServer: NaN, other: 0 },
+    disk: null,
     hostRssMiB: 100,
     pgServer: null,
   };
