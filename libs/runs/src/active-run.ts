@@ -3,7 +3,7 @@ import type { RunDelivery } from '@libs/delivery';
 import { CumulativeDeltas, type RunLease } from '@libs/persistence';
 import { INT32_MAX, TERMINAL_RESULT_TYPES } from '@libs/protocol';
 import type { RunnerSession } from '@libs/runner-gateway';
-import type { RunGrant } from './run-grant';
+import type { CallBudget, RunGrant } from './run-grant';
 import { terminalOutcome, verdictOutcome, verdictResult, type HostVerdict, type RunOutcome } from './run-outcome';
 import type { ResultView } from './run-stream.bus';
 import { decideSequence, MAX_SEQUENCE } from './sequence-rules';
@@ -82,6 +82,51 @@ export interface RunOwner {
 }
 
 /**
+ * The host API's read-only view of an active run (`ActiveRun.grant`). A class, so that its live
+ * getters (`signal`, `active`, `cancel_requested`) are its prototype's: an object literal's
+ * `get x()` defines an accessor on each object it makes, and V8 allocates each accessor pair in the
+ * old generation — a root for every young-generation GC until the next full GC, which kept the
+ * getters' run, and all it holds, alive through the scavenges after the run ended
+ * (docs/benchmarks.md "Ended runs kept for the scavenger: accessor pairs of object literals
+ * (round 16, wt-gc16b)").
+ */
+class ActiveRunGrant implements RunGrant {
+  readonly run_id: string;
+  readonly plugin_id: string;
+  readonly runner_id: string;
+  readonly workspace_id: string | null;
+  readonly snapshot: AuthorizationSnapshot;
+  readonly budget: CallBudget;
+  readonly started_at: number;
+  readonly lease: RunLease | null;
+  readonly #run: ActiveRun;
+
+  constructor(run: ActiveRun, init: RunInit, bucket: TokenBucket) {
+    this.#run = run;
+    this.run_id = run.run_id;
+    this.plugin_id = init.session.plugin_id;
+    this.runner_id = run.runner_id;
+    this.workspace_id = init.snapshot.scope.workspace_id;
+    this.snapshot = init.snapshot;
+    this.budget = { take: () => bucket.take(), reserve: () => bucket.reserve() };
+    this.started_at = run.started_at;
+    this.lease = run.lease;
+  }
+
+  get signal(): AbortSignal {
+    return this.#run.signal;
+  }
+
+  get active(): boolean {
+    return !this.#run.ended;
+  }
+
+  get cancel_requested(): boolean {
+    return this.#run.cancel_requested;
+  }
+}
+
+/**
  * A run active in this process: its state machine (docs/architecture.md#the-life-of-a-run).
  * Results go in (`accept`), verdicts go in (`cancel`, the deadline, `runnerLost`, `fail`), and
  * exactly one end comes out — to the owner's `onEnd`, once; `finished` resolves with the
@@ -143,27 +188,7 @@ export class ActiveRun {
     this.lease = init.lease ?? null;
     this.finished = new Promise<RunOutcome>((resolve) => (this.resolveFinished = resolve));
     const bucket = new TokenBucket(init.snapshot.limits.calls_per_second, init.snapshot.limits.burst);
-    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the grant's getters read the live run
-    const run = this;
-    this.grant = Object.freeze({
-      run_id: this.run_id,
-      plugin_id: init.session.plugin_id,
-      runner_id: this.runner_id,
-      workspace_id: init.snapshot.scope.workspace_id,
-      snapshot: init.snapshot,
-      get signal() {
-        return run.signal;
-      },
-      budget: { take: () => bucket.take(), reserve: () => bucket.reserve() },
-      started_at: this.started_at,
-      lease: this.lease,
-      get active() {
-        return !run.ended;
-      },
-      get cancel_requested() {
-        return run.cancel_requested;
-      },
-    });
+    this.grant = Object.freeze(new ActiveRunGrant(this, init, bucket));
     if (init.snapshot.deadline_at_ms !== null) {
       this.armDeadline(init.snapshot.deadline_at_ms);
     }

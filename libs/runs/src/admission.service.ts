@@ -20,7 +20,7 @@ import { RunnerDispatch, RunnerPresence } from '@libs/runner-gateway';
 import { AdmissionCatalog } from './admission-catalog';
 import { eventLogRow, userTranscriptRow } from './admission-records';
 import { rejectedError, unavailableError, unavailableRun } from './admission-failures';
-import { conversationOf, steeringParts } from './concurrency/admission-rows';
+import { conversationOf, LazyConversationRows, steeringParts } from './concurrency/admission-rows';
 import { decisionTable, effectiveMode, type ConcurrencyMode } from './concurrency/concurrency';
 import { routedTable, routeOf } from './concurrency/routing';
 import { SIGNAL_PORT, type SignalPort } from './concurrency/signal-port';
@@ -237,24 +237,21 @@ export class AdmissionService {
           active_quota: activeQuota,
           // The table is built when the unit is submitted: it sees every run started before it.
           // The steering item and the submission are built only if the unit steers or queues the event.
-          conversation: c && {
-            ref: c,
-            table: routedTable(
-              decisionTable(
-                mode!,
-                sub.event.event_type === 'message.received',
-                this.starter.steerableRun(c.key) ?? steerElsewhere,
+          conversation:
+            c &&
+            new LazyConversationRows(
+              c,
+              routedTable(
+                decisionTable(
+                  mode!,
+                  sub.event.event_type === 'message.received',
+                  this.starter.steerableRun(c.key) ?? steerElsewhere,
+                ),
+                route,
               ),
-              route,
+              parts,
+              solo,
             ),
-            get item() {
-              return parts.item;
-            },
-            get submission() {
-              return parts.submission;
-            },
-            of_one: solo,
-          },
         });
       };
       outcome = await telemetry.tracing.inSpan('writer commit', {}, () =>

@@ -3,7 +3,14 @@
  * conversation and the steering item a runner pulls. Pure: the admission unit
  * (AdmissionService → RunsRepository.admit) decides and writes.
  */
-import { conversationKey, type AgentEntity, type ConversationRef, type JsonObject } from '@libs/persistence';
+import {
+  conversationKey,
+  type AgentEntity,
+  type ConversationRef,
+  type ConversationRows,
+  type DecisionTable,
+  type JsonObject,
+} from '@libs/persistence';
 import type { SteeringItem } from '@libs/protocol';
 import type { EventSubmission } from '../event-submission';
 
@@ -76,17 +83,59 @@ export function steeringParts(
   runnerId: string,
   now: number,
   traceparent: string | null,
-): { readonly item: JsonObject; readonly submission: JsonObject } {
-  let item: JsonObject | undefined;
-  let submission: JsonObject | undefined;
-  return {
-    get item() {
-      return (item ??= steeringItem(eventId, sub, runnerId, now, traceparent));
-    },
-    get submission() {
-      return (submission ??= { ...sub } as JsonObject);
-    },
-  };
+): SteeringParts {
+  return new SteeringParts(eventId, sub, runnerId, now, traceparent);
+}
+
+/**
+ * `steeringParts`' lazy properties as a class: its getters are its prototype's. An object
+ * literal's `get x()` defines an accessor on each object it makes, and V8 allocates each accessor
+ * pair in the old generation, where it stays a root for every young-generation GC until the next
+ * full GC: it kept the getters' closures — the admission's whole scope, its prepared run included —
+ * alive through the scavenges after the admission (docs/benchmarks.md "Ended runs kept for the
+ * scavenger: accessor pairs of object literals (round 16, wt-gc16b)").
+ */
+export class SteeringParts {
+  #item: JsonObject | undefined;
+  #submission: JsonObject | undefined;
+
+  constructor(
+    private readonly eventId: string,
+    private readonly sub: EventSubmission,
+    private readonly runnerId: string,
+    private readonly now: number,
+    private readonly traceparent: string | null,
+  ) {}
+
+  get item(): JsonObject {
+    return (this.#item ??= steeringItem(this.eventId, this.sub, this.runnerId, this.now, this.traceparent));
+  }
+
+  get submission(): JsonObject {
+    return (this.#submission ??= { ...this.sub } as JsonObject);
+  }
+}
+
+/**
+ * The admission unit's conversation rows (`ConversationRows`) with the steering parts read
+ * through: built only if the unit steers or queues the event. A class for the same reason as
+ * `SteeringParts` (no accessor pair per admission).
+ */
+export class LazyConversationRows implements ConversationRows {
+  constructor(
+    readonly ref: ConversationRef,
+    readonly table: DecisionTable,
+    private readonly parts: SteeringParts,
+    readonly of_one: boolean,
+  ) {}
+
+  get item(): JsonObject {
+    return this.parts.item;
+  }
+
+  get submission(): JsonObject {
+    return this.parts.submission;
+  }
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
