@@ -55,6 +55,14 @@ export default tseslint.config(
           message:
             'No `as unknown as` (issue 16): use a type guard, a schema parse, a typed API or a documented accessor.',
         },
+        {
+          // V8 allocates each object's accessor pair of a literal's get/set in the old generation: a
+          // root for every scavenge until a full GC, keeping what the getter's scope holds (docs/benchmarks.md
+          // "Ended runs kept for the scavenger: accessor pairs of object literals (round 16, wt-gc16b)").
+          selector: 'ObjectExpression > Property[kind=/^[gs]et$/]',
+          message:
+            "No get/set in an object literal: V8 gives each object its own accessor pair in the old generation, kept by every scavenge until a full GC with all its scope holds. Use a class (its getters are its prototype's) or a method.",
+        },
       ],
     },
   },

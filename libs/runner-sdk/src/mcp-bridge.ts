@@ -402,6 +402,7 @@ export async function startMcpBridge(
       env: { RUNNERHOST_MCP_URL: url, RUNNERHOST_MCP_SECRET: secret },
     },
     tools: [...tools.keys()],
+    // eslint-disable-next-line no-restricted-syntax -- one bridge per MCP-using run, in the runner's process (not the host's run path)
     get closed() {
       return closed;
     },
