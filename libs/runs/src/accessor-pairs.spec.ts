@@ -1,7 +1,7 @@
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { medianSurvivedPerScavenge } from '@libs/testing';
 import { ActiveRun } from './active-run';
 import { LazyConversationRows, steeringParts } from './concurrency/admission-rows';
 import { testSnapshot } from './testing/snapshot';
@@ -32,27 +32,11 @@ describe('accessor pairs and the young-generation GC', () => {
       garbage(4000);
     }`;
 
-  function survivedPerScavenge(dir: string, kind: 'literal' | 'class'): number {
-    const script = path.join(dir, `${kind}.js`);
-    fs.writeFileSync(script, workload(kind));
-    const out = spawnSync(process.execPath, ['--max-semi-space-size=16', '--trace-gc-nvp', script], {
-      cwd: dir,
-      encoding: 'utf8',
-    });
-    expect(out.status).toBe(0);
-    const survived = out.stdout
-      .split('\n')
-      .filter((l) => l.includes('gc=s '))
-      .map((l) => Number(/new_space_survived=(\d+)/.exec(l)?.[1]));
-    expect(survived.length).toBeGreaterThanOrEqual(10);
-    return survived.slice(-10).sort((x, y) => x - y)[5];
-  }
-
   it('an object literal with a getter keeps every ended run for the scavenges; a class does not', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'accessor-pairs-'));
     try {
-      const literal = survivedPerScavenge(dir, 'literal');
-      const view = survivedPerScavenge(dir, 'class');
+      const literal = medianSurvivedPerScavenge(dir, 'literal', workload('literal'));
+      const view = medianSurvivedPerScavenge(dir, 'class', workload('class'));
       // A literal: every run since the last full GC survives (megabytes a scavenge on Node 20);
       // a class: the run in flight (a few KB).
       expect(literal).toBeGreaterThan(1_000_000);

@@ -1,8 +1,8 @@
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as ts from 'typescript';
+import { medianSurvivedPerScavenge } from '@libs/testing';
 import { ReleasingMap, ReleasingSet } from './releasing-map';
 
 describe('ReleasingMap', () => {
@@ -89,23 +89,6 @@ describe('ReleasingMap and the young-generation GC', () => {
       garbage(4000);
     }`;
 
-  function survivedPerScavenge(dir: string, registry: 'Map' | 'ReleasingMap'): number {
-    const script = path.join(dir, `${registry}.js`);
-    fs.writeFileSync(script, workload(registry));
-    const out = spawnSync(process.execPath, ['--max-semi-space-size=16', '--trace-gc-nvp', script], {
-      cwd: dir,
-      encoding: 'utf8',
-    });
-    expect(out.status).toBe(0);
-    const survived = out.stdout
-      .split('\n')
-      .filter((l) => l.includes('gc=s '))
-      .map((l) => Number(/new_space_survived=(\d+)/.exec(l)?.[1]))
-      .slice(-20); // the churn's scavenges, past the seeding
-    expect(survived.length).toBe(20);
-    return survived.sort((x, y) => x - y)[10];
-  }
-
   it('keeps deleted values out of the scavenges, where a Map keeps them until a full GC', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'releasing-map-'));
     try {
@@ -114,8 +97,9 @@ describe('ReleasingMap and the young-generation GC', () => {
         compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 },
       });
       fs.writeFileSync(path.join(dir, 'releasing-map.js'), js.outputText);
-      const withMap = survivedPerScavenge(dir, 'Map');
-      const releasing = survivedPerScavenge(dir, 'ReleasingMap');
+      // The last 20 scavenges: the churn's, past the seeding.
+      const withMap = medianSurvivedPerScavenge(dir, 'Map', workload('Map'), 20);
+      const releasing = medianSurvivedPerScavenge(dir, 'ReleasingMap', workload('ReleasingMap'), 20);
       // A Map: the runs that were in it at one of its table's replacements since the last full GC
       // survive (≈ 770 KB a scavenge on Node 20); released: the two runs in flight (≈ 120 KB).
       expect(releasing * 4).toBeLessThan(withMap);

@@ -27,3 +27,4 @@ export {
   type JsonKind,
   type JsonShape,
 } from './wire-cases';
+export { medianSurvivedPerScavenge } from './gc-trace';
