@@ -24,8 +24,9 @@ interface Counted {
   /** Statements sent, per role. */
   roles: Record<string, number>;
   /**
-   * Round trips (one `Client.query` each), per role: fewer than the statements when `BEGIN` /
-   * `COMMIT` ride in a statement's write (a submittable with `riders`: round 13 wt-pgcpu, docs/benchmarks.md).
+   * Round trips, per role: one per `Client.query`, but for a statement written on a pipelined
+   * connection while another's answer is still awaited (`BEGIN` / `COMMIT` riding on the writer's
+   * statements: libs/persistence/src/hot/pg-driver.ts).
    */
   trips: Record<string, number>;
   /** Statements sent, per role and statement. */
@@ -34,7 +35,10 @@ interface Counted {
 
 const ROLE = Symbol('pg-statement-count.role');
 
+const IN_FLIGHT = Symbol('pg-statement-count.in-flight');
+
 type Tagged = { [ROLE]?: string };
+type Pipelined = { pipeline?: boolean; [IN_FLIGHT]?: number };
 
 let counted: Counted = { roles: {}, trips: {}, statements: {} };
 
@@ -95,19 +99,25 @@ function install(): void {
   }
   const client = pg.Client.prototype as unknown as { query: (...a: unknown[]) => unknown } & Tagged;
   const query = client.query;
-  client.query = function (this: Tagged, ...args: unknown[]): unknown {
+  client.query = function (this: Tagged & Pipelined, ...args: unknown[]): unknown {
     this[ROLE] ??= `client:${caller()}`;
     const role = this[ROLE];
-    counted.trips[role] = (counted.trips[role] ?? 0) + 1;
-    count(role, statementOf(args));
-    // BEGIN / COMMIT riding in the statement's write (a submittable naming them in `riders`): statements of their own.
-    const riders = (args[0] as { riders?: unknown } | undefined)?.riders;
-    if (Array.isArray(riders)) {
-      for (const r of riders) {
-        count(role, String(r));
-      }
+    // A statement written on a pipelined connection while another one's answer is awaited rides
+    // in that round trip (pg-driver.ts: BEGIN with the group's first statement, COMMIT with its last).
+    const inFlight = this[IN_FLIGHT] ?? 0;
+    if (!(this.pipeline && inFlight > 0)) {
+      counted.trips[role] = (counted.trips[role] ?? 0) + 1;
     }
-    return query.apply(this, args);
+    count(role, statementOf(args));
+    const result = query.apply(this, args);
+    if (result instanceof Promise) {
+      this[IN_FLIGHT] = inFlight + 1;
+      const done = (): void => {
+        this[IN_FLIGHT] = (this[IN_FLIGHT] ?? 1) - 1;
+      };
+      result.then(done, done);
+    }
+    return result;
   };
   // A pool's connections are named when the pool hands them out (its first user names the pool).
   const pool = Object.getPrototypeOf(pg.Pool.prototype) as { connect: (...a: unknown[]) => unknown } & Tagged;

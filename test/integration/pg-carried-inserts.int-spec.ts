@@ -32,9 +32,28 @@ describe('held inserts carried by the next statement on postgres', () => {
     hot = new PgHot((stores.db.config as { url: string }).url);
   });
 
+  /** Round trips of the pipelined writer since the test began: statements written with none awaited. */
+  let trips = 0;
+  const inFlight = new WeakMap<Client, number>();
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- applied to the client the spy was called on
+  const query = Client.prototype.query as (this: Client, ...args: unknown[]) => unknown;
+
   beforeEach(() => {
-    // A spy calls the real query: it only records what was sent.
-    spy = jest.spyOn(Client.prototype, 'query');
+    trips = 0;
+    // A spy calls the real query: it only records what was sent, and counts the writer's round trips.
+    spy = jest.spyOn(Client.prototype, 'query').mockImplementation(function (this: Client, ...args: unknown[]) {
+      const waiting = inFlight.get(this) ?? 0;
+      if (this.pipeline && waiting === 0) {
+        trips++;
+      }
+      const answer = query.apply(this, args);
+      if (answer instanceof Promise) {
+        inFlight.set(this, waiting + 1);
+        const done = (): void => void inFlight.set(this, (inFlight.get(this) ?? 1) - 1);
+        answer.then(done, done);
+      }
+      return answer;
+    });
   });
 
   afterEach(() => spy.mockRestore());
@@ -155,5 +174,66 @@ describe('held inserts carried by the next statement on postgres', () => {
     expect(shapes()).toContain('carried');
     expect(await stores.ds.getRepository(TranscriptEntity).countBy({ conversation_id: 'conv-e' })).toBe(0);
     expect(await hot.runGroup([() => resultAndAppend('run-a', 3, 'conv-e')])).toEqual([1]);
+  });
+
+  it('BEGIN is written with the first statement, COMMIT with the last held inserts: a results-only group is one round trip', async () => {
+    expect(await hot.runGroup([() => resultUnit(newResult('run-h', 1), null)])).toEqual([undefined]);
+    expect(shapes()).toEqual(['BEGIN', 'hot_insert_result', 'COMMIT']);
+    expect(trips).toBe(1);
+    spy.mockClear();
+    trips = 0;
+    // An admission: BEGIN with the lock, then the claim, the carried rows, COMMIT (4 round trips for 5 statements).
+    const { event, run } = eventWithRun({ conversation_id: 'conv-h' }, { conversation_id: 'conv-h' });
+    await hot.runGroup([
+      () => admitUnit(admission(event, run, transcriptRow('user', 'hi', { conversation_id: 'conv-h' }))),
+    ]);
+    expect(shapes()).toEqual(['BEGIN', 'hot_lock_conversation', 'hot_claim_event_logged', 'carried', 'COMMIT']);
+    expect(trips).toBe(4);
+    expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: 'run-h' })).toBe(1);
+    expect(await stores.ds.getRepository(RunEntity).countBy({ run_id: run.run_id })).toBe(1);
+  });
+
+  it('an insert failing in the write with COMMIT fails the group: nothing of it is written, the writer goes on', async () => {
+    // Two units: the first's lock and insert run, the held results of both go with COMMIT; run-h #1 exists.
+    await expect(
+      hot.runGroup([() => resultAndAppend('run-i', 1, 'conv-i'), () => resultUnit(newResult('run-h', 1), null)]),
+    ).rejects.toThrow(/duplicate key|unique/i);
+    expect(shapes().slice(-2)).toEqual(['COMMIT', 'ROLLBACK']);
+    expect(await stores.ds.getRepository(TranscriptEntity).countBy({ conversation_id: 'conv-i' })).toBe(0);
+    expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: 'run-i' })).toBe(0);
+    expect(await hot.runGroup([() => resultAndAppend('run-i', 1, 'conv-i')])).toEqual([1]);
+    expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: 'run-i' })).toBe(1);
+  });
+
+  it('a first statement failing behind BEGIN fails the group alone; the writer goes on', async () => {
+    await expect(hot.runGroup([() => resultUnit(newResult('run-h', 1), null)])).rejects.toThrow(
+      /duplicate key|unique/i,
+    );
+    expect(await hot.runGroup([() => resultUnit(newResult('run-h', 2), null)])).toEqual([undefined]);
+    expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: 'run-h' })).toBe(2);
+  });
+
+  it('BEGIN refused (the session left in an aborted transaction): the group runs again on a new connection', async () => {
+    const writer = (hot as unknown as { writer: Client }).writer;
+    await writer.query('BEGIN');
+    await expect(writer.query('SELECT 1/0')).rejects.toThrow(/division by zero/);
+    spy.mockClear();
+    trips = 0;
+    expect(await hot.runGroup([() => resultUnit(newResult('run-j', 1), null)])).toEqual([undefined]);
+    expect((hot as unknown as { writer: Client }).writer).not.toBe(writer);
+    // BEGIN and the insert with COMMIT on the old connection (refused), then on the new one.
+    expect(shapes()).toEqual(['BEGIN', 'hot_insert_result', 'COMMIT', 'BEGIN', 'hot_insert_result', 'COMMIT']);
+    expect(trips).toBe(2);
+    expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: 'run-j' })).toBe(1);
+  });
+
+  it('a group that sends nothing sends neither BEGIN nor COMMIT', async () => {
+    // eslint-disable-next-line require-yield -- a unit with no statement
+    function* nothing(): Unit<number> {
+      return 7;
+    }
+    expect(await hot.runGroup([() => nothing()])).toEqual([7]);
+    expect(shapes()).toEqual([]);
+    expect(trips).toBe(0);
   });
 });

@@ -1,4 +1,4 @@
-import { Client, Pool, type QueryConfig } from 'pg';
+import { Client, Pool, type QueryConfig, type QueryResult } from 'pg';
 import type { DbSessions } from '../db-sessions';
 import type { HotStatement } from './hot-sql';
 import { InsertBatch, PgInsertCombiner } from './insert-batch';
@@ -14,7 +14,11 @@ function query(s: HotStatement, params: readonly SqlValue[]): QueryConfig {
 }
 
 async function step(c: Client | Pool, op: Op): Promise<unknown> {
-  const r = await c.query(query(op.stmt, op.params));
+  return answer(op, await c.query(query(op.stmt, op.params)));
+}
+
+/** What a unit gets back for its op from the statement's result. */
+function answer(op: Op, r: QueryResult): unknown {
   switch (op.kind) {
     case 'run':
       return { changes: r.rowCount ?? 0 };
@@ -31,6 +35,45 @@ async function drive<T>(c: Client | Pool, unit: Unit<T>): Promise<T> {
     r = unit.next(await step(c, r.value));
   }
   return r.value;
+}
+
+/** BEGIN failed: nothing written behind it ran (its cause is BEGIN's own error). */
+class BeginFailed extends Error {
+  constructor(override readonly cause: unknown) {
+    super(`BEGIN failed: ${cause instanceof Error ? cause.message : String(cause)}`);
+  }
+}
+
+/**
+ * The answer of the statement written right behind BEGIN. When BEGIN fails the statement did not
+ * run either — the session is gone, or left in an aborted transaction where every statement fails
+ * until ROLLBACK — so the failure is BEGIN's, and the group may be sent again on a new connection.
+ */
+async function afterBegin(begin: Promise<QueryResult>, statement: Promise<QueryResult>): Promise<QueryResult> {
+  try {
+    await begin;
+  } catch (e) {
+    statement.catch(() => undefined);
+    throw new BeginFailed(e);
+  }
+  return statement;
+}
+
+/**
+ * The group's last writes and its COMMIT, sent together: the first failing write is the group's
+ * failure (COMMIT then ended the aborted transaction as a rollback); a COMMIT answered as anything
+ * but COMMIT is one too.
+ */
+async function committed(writes: readonly Promise<QueryResult>[], commit: Promise<QueryResult>): Promise<void> {
+  const settled = await Promise.allSettled([...writes, commit]);
+  const failed = settled.find((s) => s.status === 'rejected');
+  if (failed) {
+    throw failed.reason;
+  }
+  const answer = (settled[settled.length - 1] as PromiseFulfilledResult<QueryResult>).value;
+  if (answer.command !== 'COMMIT') {
+    throw new Error(`COMMIT answered ${answer.command}: the transaction was rolled back`);
+  }
 }
 
 /**
@@ -70,7 +113,9 @@ export class PgHot implements WriterDriver {
     if (this.connected) {
       this.sessions?.ensureNamed(this.writer, 'writer');
     } else {
-      const client = new Client({ connectionString: this.url, ...this.sessions?.options('writer') });
+      // Pipelined (node-postgres `pipeline`): a statement is written without waiting for the answer
+      // of the one before, so BEGIN and COMMIT ride on the group's statements (group()).
+      const client = new Client({ connectionString: this.url, pipeline: true, ...this.sessions?.options('writer') });
       const broken = (): void => {
         if (this.writer === client) {
           this.connected = undefined;
@@ -108,18 +153,57 @@ export class PgHot implements WriterDriver {
    */
   async runGroup(units: readonly (() => Unit<unknown>)[]): Promise<unknown[]> {
     await this.connect();
+    const client = this.writer;
+    try {
+      return await this.group(units);
+    } catch (e) {
+      if (!(e instanceof BeginFailed)) {
+        throw e;
+      }
+      // Nothing of the group ran: the connection is dropped (e.g. terminated while idle:
+      // docs/scale-out.md#sessions-of-a-paused-process), made again and the group sent once more,
+      // so a broken idle connection costs no write.
+      if (this.writer === client) {
+        this.connected = undefined;
+        client.end().catch(() => undefined);
+      }
+    }
+    await this.connect();
+    try {
+      return await this.group(units);
+    } catch (e) {
+      throw e instanceof BeginFailed ? e.cause : e;
+    }
+  }
+
+  /**
+   * One transaction for the group on the pipelined writer: `BEGIN` is written with the group's
+   * first statement and `COMMIT` with its last held inserts, without waiting for their answers in
+   * between (docs/durability.md#the-writers-transactions-on-postgresql); a group that sends nothing
+   * sends neither.
+   */
+  private async group(units: readonly (() => Unit<unknown>)[]): Promise<unknown[]> {
+    const writer = this.writer;
     const batch = this.batch;
     const fences = this.fences;
     batch.clear();
     fences.reset();
+    let begun = false;
+    const send = (q: QueryConfig): Promise<QueryResult> => {
+      if (begun) {
+        return writer.query(q);
+      }
+      begun = true;
+      return afterBegin(writer.query('BEGIN'), writer.query(q));
+    };
+    const run = async (op: Op): Promise<unknown> => answer(op, await send(query(op.stmt, op.params)));
     const flush = async (): Promise<void> => {
       if (!batch.empty) {
         for (const h of this.combiner.combine(batch.take())) {
-          await this.writer.query(query(h.stmt, h.params));
+          await send(query(h.stmt, h.params));
         }
       }
     };
-    await this.begin();
     try {
       // Every unit stepped to its first statement (a unit computes nothing but statements:
       // unit.ts), so the runs whose units open with a fence are fenced as one statement.
@@ -129,7 +213,7 @@ export class PgHot implements WriterDriver {
       });
       const prefetch = fences.prefetch(started.flatMap((s) => (s.first.done ? [] : [s.first.value])));
       if (prefetch) {
-        fences.prefetched(await step(this.writer, prefetch));
+        fences.prefetched(await run(prefetch));
       }
       const out: unknown[] = [];
       for (const [i, { unit, first }] of started.entries()) {
@@ -147,39 +231,25 @@ export class PgHot implements WriterDriver {
           if (batch.mustFlush(op.stmt)) {
             await flush();
           }
-          const result = await step(this.writer, (last && this.carried(op)) || op);
+          const result = await run((last && this.carried(op)) || op);
           fences.ran(op, result);
           r = unit.next(result);
         }
         out.push(r.value);
       }
-      await flush();
-      await this.writer.query('COMMIT');
+      // The last held inserts and COMMIT in one write: no answer of theirs decides anything before
+      // COMMIT; an insert that fails leaves the transaction aborted, and COMMIT then rolls it back.
+      const writes = batch.empty ? [] : this.combiner.combine(batch.take()).map((h) => send(query(h.stmt, h.params)));
+      if (begun) {
+        await committed(writes, writer.query('COMMIT'));
+      }
       return out;
     } catch (e) {
-      await this.writer.query('ROLLBACK').catch(() => undefined);
+      if (begun && !(e instanceof BeginFailed)) {
+        await writer.query('ROLLBACK').catch(() => undefined);
+      }
       throw e;
     }
-  }
-
-  /**
-   * BEGIN on the writer's connection; when it fails, nothing of the group ran: the connection is
-   * dropped (e.g. terminated while idle: docs/scale-out.md#sessions-of-a-paused-process), made again
-   * and BEGIN tried once more, so a broken idle connection costs no write.
-   */
-  private async begin(): Promise<void> {
-    const client = this.writer;
-    try {
-      await client.query('BEGIN');
-      return;
-    } catch {
-      if (this.writer === client) {
-        this.connected = undefined;
-        client.end().catch(() => undefined);
-      }
-    }
-    await this.connect();
-    await this.writer.query('BEGIN');
   }
 
   /**
