@@ -19,6 +19,7 @@
 import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
+import { performance } from 'node:perf_hooks';
 
 interface Counted {
   /** Statements sent, per role. */
@@ -31,6 +32,11 @@ interface Counted {
   trips: Record<string, number>;
   /** Statements sent, per role and statement. */
   statements: Record<string, Record<string, number>>;
+  /**
+   * Milliseconds with at least one statement awaited, per role (summed over the role's
+   * connections): the time the host waited on the database, loopback and server included.
+   */
+  waitMs: Record<string, number>;
 }
 
 const ROLE = Symbol('pg-statement-count.role');
@@ -38,9 +44,10 @@ const ROLE = Symbol('pg-statement-count.role');
 const IN_FLIGHT = Symbol('pg-statement-count.in-flight');
 
 type Tagged = { [ROLE]?: string };
-type Pipelined = { pipeline?: boolean; [IN_FLIGHT]?: number };
+const SINCE = Symbol('pg-statement-count.since');
+type Pipelined = { pipeline?: boolean; [IN_FLIGHT]?: number; [SINCE]?: number };
 
-let counted: Counted = { roles: {}, trips: {}, statements: {} };
+let counted: Counted = { roles: {}, trips: {}, statements: {}, waitMs: {} };
 
 /** The first file of the stack that is neither pg nor this preload: who uses the connection. */
 function caller(): string {
@@ -109,13 +116,30 @@ function install(): void {
       counted.trips[role] = (counted.trips[role] ?? 0) + 1;
     }
     count(role, statementOf(args));
+    this[IN_FLIGHT] = inFlight + 1;
+    if (inFlight === 0) {
+      this[SINCE] = performance.now();
+    }
+    const done = (): void => {
+      this[IN_FLIGHT] = (this[IN_FLIGHT] ?? 1) - 1;
+      if (this[IN_FLIGHT] === 0) {
+        counted.waitMs[role] = (counted.waitMs[role] ?? 0) + performance.now() - (this[SINCE] ?? 0);
+      }
+    };
+    // Answered by a callback (pg-pool's query), or by the promise pg returns without one.
+    const last = args.length - 1;
+    const callback = args[last];
+    if (typeof callback === 'function') {
+      args[last] = (...a: unknown[]): unknown => {
+        done();
+        return (callback as (...x: unknown[]) => unknown)(...a);
+      };
+    }
     const result = query.apply(this, args);
     if (result instanceof Promise) {
-      this[IN_FLIGHT] = inFlight + 1;
-      const done = (): void => {
-        this[IN_FLIGHT] = (this[IN_FLIGHT] ?? 1) - 1;
-      };
       result.then(done, done);
+    } else if (typeof callback !== 'function') {
+      done(); // a submittable answered through its own events: not timed
     }
     return result;
   };
@@ -149,7 +173,7 @@ function install(): void {
   process.on('SIGWINCH', () => {
     const file = process.env.PG_STATEMENT_COUNT_FILE;
     write(file ? `${file}.${++phase}` : undefined);
-    counted = { roles: {}, trips: {}, statements: {} };
+    counted = { roles: {}, trips: {}, statements: {}, waitMs: {} };
   });
 }
 

@@ -156,6 +156,8 @@ export function dispatchJson(
       submitted: r.after.submitted,
       left_open: r.after.leftOpen.length,
       host_rss_after_warmup_mib: num(r.after.rssBefore),
+      warmup_runs: r.after.warmup.runs,
+      warmup_s: num(r.after.warmup.seconds),
       host_log_lines: r.after.hostLog.lines,
       runner_connects: r.after.runnerLog.connects,
       rows_per_run: Object.fromEntries(Object.entries(r.after.rowsPerRun).map(([k, v]) => [k, num(v)])),

@@ -111,19 +111,51 @@ export interface LevelResult {
  * next, until `durationMs` has passed (runs in flight then finish and count). Stops early after
  * `maxFailures` failures. `onRun` is called as each run completes.
  */
-export async function closedLoop(
+export function closedLoop(
   driver: RunDriver,
   concurrency: number,
   durationMs: number,
   maxFailures = 20,
   onRun: () => void = () => undefined,
 ): Promise<LevelResult> {
+  const deadline = performance.now() + durationMs;
+  return loop(driver, concurrency, () => performance.now() < deadline, maxFailures, onRun);
+}
+
+/**
+ * The warm-up: a closed loop until at least `minRuns` runs have ended and `minMs` has passed — by
+ * runs, not only seconds, so that a slower database's host has served as many runs (and its JIT
+ * seen as much of the run path) as a faster one's before the levels (docs/benchmarks.md) — but
+ * never past `capMs`.
+ */
+export function warmUp(
+  driver: RunDriver,
+  concurrency: number,
+  minMs: number,
+  minRuns: number,
+  capMs: number,
+): Promise<LevelResult> {
+  const start = performance.now();
+  let ended = 0;
+  const more = (): boolean => {
+    const t = performance.now() - start;
+    return t < capMs && (t < minMs || ended < minRuns);
+  };
+  return loop(driver, concurrency, more, 20, () => ended++);
+}
+
+async function loop(
+  driver: RunDriver,
+  concurrency: number,
+  more: () => boolean,
+  maxFailures: number,
+  onRun: () => void,
+): Promise<LevelResult> {
   const timings: RunTiming[] = [];
   const failures: string[] = [];
   const start = performance.now();
-  const deadline = start + durationMs;
   const worker = async (): Promise<void> => {
-    while (performance.now() < deadline && failures.length < maxFailures) {
+    while (more() && failures.length < maxFailures) {
       try {
         timings.push(await driver.run());
         onRun();

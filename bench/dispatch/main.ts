@@ -68,7 +68,7 @@ function report(opts: DispatchOptions, floors: Floors, runs: DatabaseRun[], star
     '',
     `machine: ${machineLine()}; bench client, host and runner share these cores`,
     `setup: host (${runs.map((r) => DB_LABEL[r.database]).join(' and ')}${opts.databases.includes('sqlite') ? '; SQLite WAL + synchronous=NORMAL' : ''}${opts.databases.includes('postgres') ? `; PostgreSQL a fresh database on ${new URL(opts.pgAdminUrl).host}` : ''}; LOG_LEVEL=warn; METRICS=${opts.metrics})`,
-    `       and ${opts.runners.map((r) => RUNNER_LABEL[r]).join(', then ')} (mode echo, input "${INPUT_TEXT}") as child processes; closed loop, warm-up ${opts.warmupMs / 1000} s at c${WARMUP_CONCURRENCY},`,
+    `       and ${opts.runners.map((r) => RUNNER_LABEL[r]).join(', then ')} (mode echo, input "${INPUT_TEXT}") as child processes; closed loop, warm-up at c${WARMUP_CONCURRENCY} for ${opts.warmupMs / 1000} s and ${opts.warmupRuns} runs at least,`,
     `       then ${opts.levelMs / 1000} s per level; times from POST /v1/events sent${opts.streaming ? `; streaming: ${streaming} (echo, chunk_delay_ms 0)` : ''}`,
     '',
     '### Floors (measured in this run)',

@@ -15,6 +15,8 @@ export interface DispatchOptions {
   levels: number[];
   levelMs: number;
   warmupMs: number;
+  /** Runs the warm-up serves at least (it lasts until both these and `warmupMs` are done). */
+  warmupRuns: number;
   floorMs: number;
   floorWarmupMs: number;
   streaming: boolean;
@@ -42,9 +44,11 @@ export const USAGE = `usage: node dist/bench/dispatch/main.js [options]
   --streaming-cases L streaming cases RUNSxDELTASxREADERS, comma-separated (default
                       1x2000x1,1x2000x10,100x200x1,100x200x10)
   --quick             shorter warm-up, floors and levels (about 1.5 minutes for both databases)
-  --warmup-seconds N  seconds of the c16 warm-up before the levels (default 3; 1.5 with --quick): the
-                      host's JIT still optimizes its run path for ≈ 10 s of load, so a c1 level
-                      measured right after a short warm-up pays for that compilation
+  --warmup-seconds N  seconds the c16 warm-up before the levels lasts at least (default 3; 1.5 with --quick)
+  --warmup-runs N     runs the warm-up serves at least (default 4000; 500 with --quick; 0: seconds only):
+                      a fresh host's CPU per run falls over its first thousands of runs (the JIT, the
+                      runner's too), so a warm-up by seconds alone leaves the slower database's c1
+                      level measured on a colder host (at most 60 s)
   --soak SECONDS      after the levels, c64 for SECONDS on each database, host RSS every 10 s
   --metrics on|off    the host's Prometheus metrics (METRICS; default on): compare runs/s on vs off
   --json FILE         also write the figures and the same-run floors as JSON to FILE
@@ -60,6 +64,10 @@ function positiveInt(name: string, text: string, min: number): number {
     throw new UsageError(`${name}: "${text}" is not an integer ≥ ${min}`);
   }
   return n;
+}
+
+function nonNegativeInt(name: string, text: string): number {
+  return positiveInt(name, text, 0);
 }
 
 function parseDatabases(text: string): DatabaseKind[] {
@@ -111,6 +119,7 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
         'streaming-cases': { type: 'string' },
         quick: { type: 'boolean' },
         'warmup-seconds': { type: 'string' },
+        'warmup-runs': { type: 'string' },
         soak: { type: 'string' },
         json: { type: 'string' },
         metrics: { type: 'string' },
@@ -146,6 +155,7 @@ export function parseOptions(argv: string[]): DispatchOptions | 'help' {
     levels: parseLevels(v.levels ?? '1,16,64'),
     levelMs: 1000 * (v['level-seconds'] ? positiveInt('--level-seconds', v['level-seconds'], 1) : quick ? 3 : 9),
     warmupMs: 1000 * (v['warmup-seconds'] ? positiveInt('--warmup-seconds', v['warmup-seconds'], 1) : quick ? 1.5 : 3),
+    warmupRuns: v['warmup-runs'] ? nonNegativeInt('--warmup-runs', v['warmup-runs']) : quick ? 500 : 4_000,
     floorMs: quick ? 1_500 : 3_000,
     floorWarmupMs: quick ? 300 : 500,
     streaming: v['no-streaming'] !== true,

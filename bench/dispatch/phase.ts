@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HostFixture } from './host-fixture';
-import { closedLoop, RunDriver } from './load';
+import { closedLoop, RunDriver, warmUp } from './load';
 import type { DatabaseKind, DispatchOptions, RunnerKind } from './options';
 import { BenchDatabase } from './postgres';
 import { pgServerWindow } from './pg-server';
@@ -19,6 +19,8 @@ export const AGENT_ID = 'bench';
 const STREAM_AGENT_ID = 'bench-stream';
 export const INPUT_TEXT = 'hello bench world';
 export const WARMUP_CONCURRENCY = 16;
+/** The warm-up by runs never lasts longer than this. */
+const WARMUP_CAP_MS = 60_000;
 const RUN_TIMEOUT_MS = 15_000;
 const STREAM_TIMEOUT_MS = 120_000;
 
@@ -70,11 +72,16 @@ async function measure(kind: DatabaseKind, opts: DispatchOptions, pg: BenchDatab
   let soakResult: SoakResult | null = null;
   let leftOpen: string[] = [];
   let rssBefore = NaN;
+  let warmup = { runs: 0, seconds: 0 };
   let counts: Record<string, number> = {};
   let submitted = 0;
   try {
-    progress(`${kind}: warm-up ${opts.warmupMs / 1000} s at concurrency ${WARMUP_CONCURRENCY}`);
-    failures.push(...(await closedLoop(driver, WARMUP_CONCURRENCY, opts.warmupMs)).failures);
+    progress(
+      `${kind}: warm-up at concurrency ${WARMUP_CONCURRENCY}, ${opts.warmupMs / 1000} s and ${opts.warmupRuns} runs at least`,
+    );
+    const warm = await warmUp(driver, WARMUP_CONCURRENCY, opts.warmupMs, opts.warmupRuns, WARMUP_CAP_MS);
+    failures.push(...warm.failures);
+    warmup = { runs: warm.timings.length, seconds: warm.elapsedMs / 1000 };
     rssBefore = rssMiB(pids.host);
     for (const concurrency of opts.levels) {
       progress(`${kind}: concurrency ${concurrency}, ${opts.levelMs / 1000} s`);
@@ -135,7 +142,7 @@ async function measure(kind: DatabaseKind, opts: DispatchOptions, pg: BenchDatab
       .map(([table, n]) => [table, n / Math.max(1, submitted)] as const)
       .filter(([, perRun]) => perRun >= 0.01),
   );
-  const after: AfterLoad = { submitted, leftOpen, rssBefore, hostLog, runnerLog, rowsPerRun };
+  const after: AfterLoad = { submitted, leftOpen, rssBefore, warmup, hostLog, runnerLog, rowsPerRun };
   const problems = [
     ...failures.map((f) => `${kind}: failed: ${f}`),
     ...leftOpen.map((id) => `${kind}: run ${id} still queued/running after the load`),

@@ -28,6 +28,8 @@ export interface AfterLoad {
   leftOpen: string[];
   /** Host RSS after the warm-up. */
   rssBefore: number;
+  /** The warm-up's runs and seconds (it lasts until both its minimum runs and seconds are done). */
+  warmup: { runs: number; seconds: number };
   hostLog: { lines: number; problems: string[] };
   runnerLog: { problems: string[]; connects: number };
   rowsPerRun: Record<string, number>;
@@ -234,6 +236,7 @@ export function afterLoadLines(levels: MeasuredLevel[], after: AfterLoad): strin
     .map(([table, perRun]) => `${table} ${fmtNum(perRun)}`)
     .join(', ');
   return [
+    `warm-up: ${fmtInt(after.warmup.runs)} runs in ${after.warmup.seconds.toFixed(1)} s at c16`,
     `runs: ${fmtInt(after.submitted)} submitted (warm-up and soak included, streaming runs not), ${fmtInt(completed)} measured and completed on SSE, ${fmtInt(failed)} failed; still queued/running afterwards: ${after.leftOpen.length}`,
     `host RSS: ${[`${after.rssBefore.toFixed(0)} MiB after warm-up`, ...levels.map((l) => `${l.hostRssMiB.toFixed(0)} MiB after c${l.concurrency}`)].join(', ')}`,
     `host log lines (LOG_LEVEL=warn): ${after.hostLog.lines}; runner connects: ${after.runnerLog.connects} (1 = never reconnected); runner warn/error lines: ${after.runnerLog.problems.length}`,

@@ -63,6 +63,7 @@ function run(database: 'sqlite' | 'postgres', levels: MeasuredLevel[], stream: S
       submitted: 0,
       leftOpen: [],
       rssBefore: 0,
+      warmup: { runs: 0, seconds: 0 },
       hostLog: { lines: 0, problems: [] },
       runnerLog: { problems: [], connects: 1 },
       rowsPerRun: {},

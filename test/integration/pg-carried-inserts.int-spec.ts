@@ -182,13 +182,14 @@ describe('held inserts carried by the next statement on postgres', () => {
     expect(trips).toBe(1);
     spy.mockClear();
     trips = 0;
-    // An admission: BEGIN with the lock, then the claim, the carried rows, COMMIT (4 round trips for 5 statements).
+    // An admission: BEGIN with the lock, then the claim, then the carried rows with COMMIT — the user
+    // row is the admission's final statement (3 round trips for 5 statements).
     const { event, run } = eventWithRun({ conversation_id: 'conv-h' }, { conversation_id: 'conv-h' });
     await hot.runGroup([
       () => admitUnit(admission(event, run, transcriptRow('user', 'hi', { conversation_id: 'conv-h' }))),
     ]);
     expect(shapes()).toEqual(['BEGIN', 'hot_lock_conversation', 'hot_claim_event_logged', 'carried', 'COMMIT']);
-    expect(trips).toBe(4);
+    expect(trips).toBe(3);
     expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: 'run-h' })).toBe(1);
     expect(await stores.ds.getRepository(RunEntity).countBy({ run_id: run.run_id })).toBe(1);
   });
@@ -235,5 +236,29 @@ describe('held inserts carried by the next statement on postgres', () => {
     expect(await hot.runGroup([() => nothing()])).toEqual([7]);
     expect(shapes()).toEqual([]);
     expect(trips).toBe(0);
+  });
+
+  it('a final statement that fails (its COMMIT written with it) fails the group with its own error: nothing of it is written', async () => {
+    // A held result carried on the final transcript row, whose role is too long for its column.
+    const bad = transcriptRow('user', 'x', { conversation_id: 'conv-k', role: 'r'.repeat(20) });
+    function* unit(): Unit<number> {
+      yield* resultUnit(newResult('run-k', 1), null);
+      return yield* appendTranscriptUnit(bad, true, true);
+    }
+    await expect(hot.runGroup([() => unit()])).rejects.toThrow(/too long/);
+    expect(shapes()).toEqual(['BEGIN', 'carried', 'COMMIT', 'ROLLBACK']);
+    expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: 'run-k' })).toBe(0);
+    expect(await hot.runGroup([() => resultUnit(newResult('run-k', 1), null)])).toEqual([undefined]);
+    expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: 'run-k' })).toBe(1);
+  });
+
+  it('a unit that yields after its final statement fails its group (a unit bug: what the final statement wrote is committed)', async () => {
+    function* wrong(): Unit<number> {
+      yield* appendTranscriptUnit(transcriptRow('user', 'a', { conversation_id: 'conv-l' }), true, true);
+      return yield* appendTranscriptUnit(transcriptRow('user', 'b', { conversation_id: 'conv-l' }), true);
+    }
+    await expect(hot.runGroup([() => wrong()])).rejects.toThrow(/after its final statement/);
+    expect(await stores.ds.getRepository(TranscriptEntity).countBy({ conversation_id: 'conv-l' })).toBe(1);
+    expect(await hot.runGroup([() => resultUnit(newResult('run-l', 1), null)])).toEqual([undefined]);
   });
 });

@@ -302,7 +302,8 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
       break;
     }
   }
-  return admitted(a.user ? yield* appendTranscriptUnit(a.user, true) : null);
+  // The user row is the admission's last statement: on PostgreSQL its COMMIT rides with it.
+  return admitted(a.user ? yield* appendTranscriptUnit(a.user, true, true) : null);
 }
 
 /**

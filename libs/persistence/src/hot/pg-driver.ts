@@ -178,9 +178,10 @@ export class PgHot implements WriterDriver {
 
   /**
    * One transaction for the group on the pipelined writer: `BEGIN` is written with the group's
-   * first statement and `COMMIT` with its last held inserts, without waiting for their answers in
-   * between (docs/durability.md#the-writers-transactions-on-postgresql); a group that sends nothing
-   * sends neither.
+   * first statement and `COMMIT` with its last held inserts — or with its last unit's final
+   * statement (Op.final) — without waiting for their answers in between
+   * (docs/durability.md#the-writers-transactions-on-postgresql); a group that sends nothing sends
+   * neither.
    */
   private async group(units: readonly (() => Unit<unknown>)[]): Promise<unknown[]> {
     const writer = this.writer;
@@ -189,6 +190,8 @@ export class PgHot implements WriterDriver {
     batch.clear();
     fences.reset();
     let begun = false;
+    /** COMMIT was written (with the group's final statement). */
+    let ended = false;
     const send = (q: QueryConfig): Promise<QueryResult> => {
       if (begun) {
         return writer.query(q);
@@ -231,7 +234,21 @@ export class PgHot implements WriterDriver {
           if (batch.mustFlush(op.stmt)) {
             await flush();
           }
-          const result = await run((last && this.carried(op)) || op);
+          const sent = (last && this.carried(op)) || op;
+          if (last && op.final && batch.empty) {
+            // The group's last statement (Op.final): COMMIT is written with it.
+            const answered = send(query(sent.stmt, sent.params));
+            await committed([answered], writer.query('COMMIT'));
+            ended = true;
+            const result = answer(op, await answered);
+            fences.ran(op, result);
+            r = unit.next(result);
+            if (!r.done) {
+              throw new Error(`a unit yielded ${r.value.stmt.name ?? 'a statement'} after its final statement`);
+            }
+            break;
+          }
+          const result = await run(sent);
           fences.ran(op, result);
           r = unit.next(result);
         }
@@ -239,13 +256,15 @@ export class PgHot implements WriterDriver {
       }
       // The last held inserts and COMMIT in one write: no answer of theirs decides anything before
       // COMMIT; an insert that fails leaves the transaction aborted, and COMMIT then rolls it back.
-      const writes = batch.empty ? [] : this.combiner.combine(batch.take()).map((h) => send(query(h.stmt, h.params)));
-      if (begun) {
-        await committed(writes, writer.query('COMMIT'));
+      if (!ended) {
+        const writes = batch.empty ? [] : this.combiner.combine(batch.take()).map((h) => send(query(h.stmt, h.params)));
+        if (begun) {
+          await committed(writes, writer.query('COMMIT'));
+        }
       }
       return out;
     } catch (e) {
-      if (begun && !(e instanceof BeginFailed)) {
+      if (begun && !ended && !(e instanceof BeginFailed)) {
         await writer.query('ROLLBACK').catch(() => undefined);
       }
       throw e;

@@ -25,7 +25,7 @@ import { outboxUnit, type NewOutboxRow } from './outbox-units';
 import { fenceCallUnit, fenceUnit, finishRunFenced, type RunLease } from './run-fence';
 import { storeSnapshotUnit } from './snapshot-rows';
 import { STEERING_SQL } from './steering-sql';
-import { bool, exec, json, one, rowParams, type Unit } from './unit';
+import { bool, exec, json, lastOne, one, rowParams, type Unit } from './unit';
 
 /** A run row to write: its authorization snapshot whole (stored once by its hash: snapshot-rows.ts). */
 export type NewRun = Omit<
@@ -98,14 +98,15 @@ export function transcriptLockKey(conversationId: string): string {
  * Appends a transcript row at the conversation's next seq, under its transcript lock — taken here
  * unless the unit took it already (`locked`: in an earlier statement of the same transaction).
  */
-export function* appendTranscriptUnit(row: NewTranscriptRow, locked = false): Unit<number> {
+export function* appendTranscriptUnit(row: NewTranscriptRow, locked = false, last = false): Unit<number> {
   if (!locked) {
     yield* one(SQL.lockConversation, [transcriptLockKey(row.conversation_id)]);
   }
-  const r = yield* one<{ seq: number | string }>(SQL.insertTranscript, [
-    ...rowParams(TRANSCRIPT_COLUMNS, row),
-    row.conversation_id,
-  ]);
+  // `last`: the caller is a top-level unit that returns right after (Op.final).
+  const params = [...rowParams(TRANSCRIPT_COLUMNS, row), row.conversation_id];
+  const r = last
+    ? yield* lastOne<{ seq: number | string }>(SQL.insertTranscript, params)
+    : yield* one<{ seq: number | string }>(SQL.insertTranscript, params);
   return Number(r?.seq);
 }
 

@@ -1,5 +1,5 @@
 import { RUN_COLUMNS, SQL } from './hot-sql';
-import { insertRunUnit, type NewRun } from './run-units';
+import { appendTranscriptUnit, insertRunUnit, type NewRun } from './run-units';
 import { LARGE_JSON_CHARS, json, rowParams, writtenJson, type Op } from './unit';
 
 describe('json: the JSON text of a large object is made once', () => {
@@ -71,5 +71,46 @@ describe('rowParams with columns replaced (no spread copy of the row)', () => {
     expect(params(insertRunUnit(run, { conversation_id: null, thread_id: null }))).toEqual(
       spread({ ...run, conversation_id: null, thread_id: null }),
     );
+  });
+});
+
+describe('Op.final: the last statement of a top-level unit', () => {
+  const row = {
+    conversation_id: 'c',
+    thread_id: null,
+    workspace_id: null,
+    role: 'user',
+    item_type: 'message',
+    content: 'hi',
+    content_json: { role: 'user', content: 'hi' },
+    attachment_refs: [],
+    event_id: 'e1',
+    run_id: null,
+    agent_id: 'a',
+    metadata: {},
+    created_at: 1,
+  } as const;
+
+  /** The ops a unit yields, each answered with `answer`, and its return value. */
+  function stepped<T>(unit: Generator<Op, T, unknown>, answer: unknown): { ops: Op[]; value: T } {
+    const ops: Op[] = [];
+    let r = unit.next();
+    while (!r.done) {
+      ops.push(r.value);
+      r = unit.next(answer);
+    }
+    return { ops, value: r.value };
+  }
+
+  it('a transcript append asked to be last marks its insert final and returns right after its answer', () => {
+    const { ops, value } = stepped(appendTranscriptUnit({ ...row, attachment_refs: [] }, true, true), { seq: 4 });
+    expect(ops.map((o) => [o.stmt.name, o.final])).toEqual([['hot_insert_transcript', true]]);
+    expect(value).toBe(4);
+  });
+
+  it('otherwise no op is final (its lock, then its insert)', () => {
+    const { ops } = stepped(appendTranscriptUnit({ ...row, attachment_refs: [] }), { seq: 1 });
+    expect(ops.map((o) => o.final)).toEqual([undefined, undefined]);
+    expect(ops).toHaveLength(2);
   });
 });

@@ -29,7 +29,15 @@ export type Op = (
   | { kind: 'run'; stmt: HotStatement; params: readonly SqlValue[] }
   | { kind: 'get'; stmt: HotStatement; params: readonly SqlValue[] }
   | { kind: 'all'; stmt: HotStatement; params: readonly SqlValue[] }
-) & { locks?: LaterLocks };
+) & {
+  locks?: LaterLocks;
+  /**
+   * The unit's last statement: it returns as soon as it has the answer, so the PostgreSQL writer
+   * may write COMMIT with it when it is the group's last (pg-driver.ts). Only for a statement a
+   * top-level unit returns right after (`lastOne`); a unit that yields after it fails its group.
+   */
+  final?: true;
+};
 
 export type Unit<T> = Generator<Op, T, unknown>;
 
@@ -49,6 +57,11 @@ export function* one<R>(
   locks?: LaterLocks,
 ): Generator<Op, R | undefined, unknown> {
   return (yield locks ? { kind: 'get', stmt, params, locks } : { kind: 'get', stmt, params }) as R | undefined;
+}
+
+/** `one` for a unit's last statement (Op.final): the unit returns right after its answer. */
+export function* lastOne<R>(stmt: HotStatement, params: readonly SqlValue[]): Generator<Op, R | undefined, unknown> {
+  return (yield { kind: 'get', stmt, params, final: true }) as R | undefined;
 }
 
 export function* rows<R>(stmt: HotStatement, params: readonly SqlValue[]): Generator<Op, R[], unknown> {
