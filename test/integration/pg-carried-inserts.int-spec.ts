@@ -11,7 +11,9 @@ import {
   type RunEnd,
   type Unit,
 } from '@libs/persistence';
+import { SQL } from '../../libs/persistence/src/hot/hot-sql';
 import { PgHot } from '../../libs/persistence/src/hot/pg-driver';
+import { one } from '../../libs/persistence/src/hot/unit';
 import { leaseStores, type LeaseStores } from './support/leased-runs';
 import { admission, eventWithRun, newResult, transcriptRow } from './support/run-rows';
 
@@ -260,5 +262,16 @@ describe('held inserts carried by the next statement on postgres', () => {
     await expect(hot.runGroup([() => wrong()])).rejects.toThrow(/after its final statement/);
     expect(await stores.ds.getRepository(TranscriptEntity).countBy({ conversation_id: 'conv-l' })).toBe(1);
     expect(await hot.runGroup([() => resultUnit(newResult('run-l', 1), null)])).toEqual([undefined]);
+  });
+
+  it('the key-lock statement of a group is written with the statement behind it: its answer decides nothing', async () => {
+    function* locked(): Unit<unknown> {
+      // Two advisory keys (one declared for later): the group takes them in one statement (GROUP_KEYS).
+      yield* one(SQL.lockConversation, ['key-m1'], { keys: ['key-m2'] });
+      return yield* one(SQL.eventById, ['evt-none']);
+    }
+    expect(await hot.runGroup([() => locked()])).toEqual([undefined]);
+    expect(shapes()).toEqual(['BEGIN', 'hot_group_keys', 'hot_event_by_id', 'COMMIT']);
+    expect(trips).toBe(2);
   });
 });

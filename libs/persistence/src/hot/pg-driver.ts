@@ -2,7 +2,7 @@ import { Client, Pool, type QueryConfig, type QueryResult } from 'pg';
 import type { DbSessions } from '../db-sessions';
 import type { HotStatement } from './hot-sql';
 import { InsertBatch, PgInsertCombiner } from './insert-batch';
-import { FenceCache } from './run-fence';
+import { FenceCache, GROUP_KEYS } from './run-fence';
 import type { Op, SqlValue, Unit } from './unit';
 import type { WriterDriver } from './write-queue';
 
@@ -199,11 +199,23 @@ export class PgHot implements WriterDriver {
       begun = true;
       return afterBegin(writer.query('BEGIN'), writer.query(q));
     };
-    const run = async (op: Op): Promise<unknown> => answer(op, await send(query(op.stmt, op.params)));
+    /** The group's key-lock statement, sent without waiting for its answer (GROUP_KEYS below). */
+    let keysTaken: Promise<unknown> | null = null;
+    /** A statement's answer, after the key-lock statement's: its failure is the group's, not the next statement's. */
+    const answered = async (r: Promise<QueryResult>): Promise<QueryResult> => {
+      if (keysTaken) {
+        r.catch(() => undefined);
+        const locked = keysTaken;
+        keysTaken = null;
+        await locked;
+      }
+      return r;
+    };
+    const run = async (op: Op): Promise<unknown> => answer(op, await answered(send(query(op.stmt, op.params))));
     const flush = async (): Promise<void> => {
       if (!batch.empty) {
         for (const h of this.combiner.combine(batch.take())) {
-          await send(query(h.stmt, h.params));
+          await answered(send(query(h.stmt, h.params)));
         }
       }
     };
@@ -215,7 +227,14 @@ export class PgHot implements WriterDriver {
         return { unit, first: unit.next() };
       });
       const prefetch = fences.prefetch(started.flatMap((s) => (s.first.done ? [] : [s.first.value])));
-      if (prefetch) {
+      if (prefetch?.stmt === GROUP_KEYS) {
+        // Advisory keys only: the answer decides nothing (the keys are taken, or the statement
+        // fails and the group with it), so the units' statements are written right behind it —
+        // the server runs them after it, each with a snapshot taken once the locks are held.
+        keysTaken = run(prefetch);
+        keysTaken.catch(() => undefined);
+        fences.prefetched({});
+      } else if (prefetch) {
         fences.prefetched(await run(prefetch));
       }
       const out: unknown[] = [];
@@ -237,10 +256,10 @@ export class PgHot implements WriterDriver {
           const sent = (last && this.carried(op)) || op;
           if (last && op.final && batch.empty) {
             // The group's last statement (Op.final): COMMIT is written with it.
-            const answered = send(query(sent.stmt, sent.params));
-            await committed([answered], writer.query('COMMIT'));
+            const final = answered(send(query(sent.stmt, sent.params)));
+            await committed([final], writer.query('COMMIT'));
             ended = true;
-            const result = answer(op, await answered);
+            const result = answer(op, await final);
             fences.ran(op, result);
             r = unit.next(result);
             if (!r.done) {
@@ -258,6 +277,9 @@ export class PgHot implements WriterDriver {
       // COMMIT; an insert that fails leaves the transaction aborted, and COMMIT then rolls it back.
       if (!ended) {
         const writes = batch.empty ? [] : this.combiner.combine(batch.take()).map((h) => send(query(h.stmt, h.params)));
+        if (keysTaken) {
+          writes.unshift(keysTaken as Promise<QueryResult>);
+        }
         if (begun) {
           await committed(writes, writer.query('COMMIT'));
         }
