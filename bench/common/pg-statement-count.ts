@@ -42,9 +42,9 @@ interface Counted {
 const ROLE = Symbol('pg-statement-count.role');
 
 const IN_FLIGHT = Symbol('pg-statement-count.in-flight');
+const SINCE = Symbol('pg-statement-count.since');
 
 type Tagged = { [ROLE]?: string };
-const SINCE = Symbol('pg-statement-count.since');
 type Pipelined = { pipeline?: boolean; [IN_FLIGHT]?: number; [SINCE]?: number };
 
 let counted: Counted = { roles: {}, trips: {}, statements: {}, waitMs: {} };

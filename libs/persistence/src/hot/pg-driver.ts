@@ -200,7 +200,7 @@ export class PgHot implements WriterDriver {
       return afterBegin(writer.query('BEGIN'), writer.query(q));
     };
     /** The group's key-lock statement, sent without waiting for its answer (GROUP_KEYS below). */
-    let keysTaken: Promise<unknown> | null = null;
+    let keysTaken: Promise<QueryResult> | null = null;
     /** A statement's answer, after the key-lock statement's: its failure is the group's, not the next statement's. */
     const answered = async (r: Promise<QueryResult>): Promise<QueryResult> => {
       if (keysTaken) {
@@ -212,11 +212,12 @@ export class PgHot implements WriterDriver {
       return r;
     };
     const run = async (op: Op): Promise<unknown> => answer(op, await answered(send(query(op.stmt, op.params))));
+    /** The held inserts as statements (insert-batch.ts), the batch emptied. */
+    const held = (): QueryConfig[] =>
+      batch.empty ? [] : this.combiner.combine(batch.take()).map((h) => query(h.stmt, h.params));
     const flush = async (): Promise<void> => {
-      if (!batch.empty) {
-        for (const h of this.combiner.combine(batch.take())) {
-          await answered(send(query(h.stmt, h.params)));
-        }
+      for (const q of held()) {
+        await answered(send(q));
       }
     };
     try {
@@ -231,7 +232,7 @@ export class PgHot implements WriterDriver {
         // Advisory keys only: the answer decides nothing (the keys are taken, or the statement
         // fails and the group with it), so the units' statements are written right behind it —
         // the server runs them after it, each with a snapshot taken once the locks are held.
-        keysTaken = run(prefetch);
+        keysTaken = send(query(prefetch.stmt, prefetch.params));
         keysTaken.catch(() => undefined);
         fences.prefetched({});
       } else if (prefetch) {
@@ -276,9 +277,9 @@ export class PgHot implements WriterDriver {
       // The last held inserts and COMMIT in one write: no answer of theirs decides anything before
       // COMMIT; an insert that fails leaves the transaction aborted, and COMMIT then rolls it back.
       if (!ended) {
-        const writes = batch.empty ? [] : this.combiner.combine(batch.take()).map((h) => send(query(h.stmt, h.params)));
+        const writes = held().map(send);
         if (keysTaken) {
-          writes.unshift(keysTaken as Promise<QueryResult>);
+          writes.unshift(keysTaken);
         }
         if (begun) {
           await committed(writes, writer.query('COMMIT'));
