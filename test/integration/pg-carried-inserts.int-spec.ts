@@ -2,12 +2,18 @@ import { Client, type QueryConfig } from 'pg';
 import {
   admitUnit,
   appendTranscriptUnit,
+  conversationKey,
   endRunUnit,
+  EventEntity,
   EventLogEntity,
   resultUnit,
   RunEntity,
   RunResultEntity,
   TranscriptEntity,
+  type AdmissionRows,
+  type AdmitOutcome,
+  type ConversationRef,
+  type DecisionTable,
   type RunEnd,
   type Unit,
 } from '@libs/persistence';
@@ -15,7 +21,7 @@ import { SQL } from '../../libs/persistence/src/hot/hot-sql';
 import { PgHot } from '../../libs/persistence/src/hot/pg-driver';
 import { one } from '../../libs/persistence/src/hot/unit';
 import { leaseStores, type LeaseStores } from './support/leased-runs';
-import { admission, eventWithRun, newResult, transcriptRow } from './support/run-rows';
+import { admission, eventWithRun, logOf, newResult, transcriptRow } from './support/run-rows';
 
 jest.setTimeout(120_000);
 
@@ -273,5 +279,127 @@ describe('held inserts carried by the next statement on postgres', () => {
     expect(await hot.runGroup([() => locked()])).toEqual([undefined]);
     expect(shapes()).toEqual(['BEGIN', 'hot_group_keys', 'hot_event_by_id', 'COMMIT']);
     expect(trips).toBe(2);
+  });
+
+  describe("an admission's claim made only when its conversation is free (admitUnit claimIfFree)", () => {
+    const queueAll: DecisionTable = { busy: 'queued', steer_into: null, max_queue: 100 };
+
+    function conv(id: string): ConversationRef {
+      return {
+        key: conversationKey('agent-1', null, id, null),
+        agent_id: 'agent-1',
+        runner_id: 'acme/echo/echo',
+        workspace_id: null,
+        conversation_id: id,
+        thread_id: null,
+      };
+    }
+
+    /** An event of `c` prepared to start, with its user row; `eventId`: a duplicate of that event. */
+    function convRows(c: ConversationRef, table: DecisionTable = queueAll, eventId?: string): AdmissionRows {
+      const { event, run } = eventWithRun(
+        { conversation_id: c.conversation_id, ...(eventId ? { event_id: eventId } : {}) },
+        { conversation_id: c.conversation_id },
+      );
+      return {
+        ...admission(event, run, transcriptRow('user', 'hi', { conversation_id: c.conversation_id })),
+        log: logOf(event),
+        conversation: { ref: c, table, item: { text: 'hi' }, submission: { input: { text: 'hi' } } },
+      };
+    }
+
+    const admit = async (a: AdmissionRows, claimIfFree = true): Promise<AdmitOutcome> =>
+      (await hot.runGroup([() => admitUnit(a, claimIfFree)]))[0] as AdmitOutcome;
+
+    /** What an admission stored of its event: the event row and its log row. */
+    async function stored(eventId: string): Promise<{ event: unknown; log: unknown }> {
+      const event = await stores.ds.getRepository(EventEntity).findOneByOrFail({ event_id: eventId });
+      const log = await stores.ds.getRepository(EventLogEntity).findBy({ event_id: eventId });
+      return { event: { disposition: event.disposition, run_id: event.run_id }, log: log.map((l) => l.metadata) };
+    }
+
+    it('free: the situation and the claim are one statement, the admission two round trips; the rows and the answer are those of the read, then the claim', async () => {
+      const a = convRows(conv('conv-free-a'));
+      const outcome = await admit(a);
+      expect(shapes()).toContain('hot_claim_if_free');
+      expect(shapes()).not.toContain('hot_situation');
+      expect(shapes()).not.toContain('hot_claim_event_logged');
+      expect(trips).toBe(2);
+      // The same admission in another free conversation without it: the same answer and rows.
+      const b = convRows(conv('conv-free-b'));
+      const apart = await admit(b, false);
+      expect(spy.mock.calls.map(([q]: [string | QueryConfig]) => (typeof q === 'string' ? q : q.name))).toContain(
+        'hot_situation',
+      );
+      const shape = (o: AdmitOutcome) => (o.admitted ? { ...o, run_id: 'r', event_seq: typeof o.event_seq } : o);
+      expect(shape(outcome)).toEqual(shape(apart));
+      expect(outcome).toMatchObject({
+        admitted: true,
+        disposition: 'started',
+        run_id: a.run!.run_id,
+        transcript_seq: 1,
+      });
+      const [mine, theirs] = [await stored(a.event.event_id), await stored(b.event.event_id)];
+      expect(mine).toEqual({
+        event: { disposition: 'started', run_id: a.run!.run_id },
+        log: [{ disposition: 'started' }],
+      });
+      expect(theirs).toEqual({
+        event: { disposition: 'started', run_id: b.run!.run_id },
+        log: [{ disposition: 'started' }],
+      });
+      expect(await stores.ds.getRepository(RunEntity).countBy({ run_id: a.run!.run_id })).toBe(1);
+    });
+
+    it('busy: it claims nothing; the decision on the situation it read claims as without it (queued, steered)', async () => {
+      const c = conv('conv-busy');
+      const first = await admit(convRows(c));
+      const running = first.admitted ? first.run_id! : '';
+      spy.mockClear();
+      const queued = convRows(c);
+      expect(await admit(queued)).toMatchObject({ admitted: true, disposition: 'queued', running_run_id: running });
+      expect(shapes().filter((q) => q.startsWith('hot_claim'))).toEqual([
+        'hot_claim_if_free',
+        'hot_claim_event_logged',
+      ]);
+      expect(await stored(queued.event.event_id)).toEqual({
+        event: { disposition: 'queued', run_id: queued.event.run_id },
+        log: [{ disposition: 'queued', steering: { status: 'waiting', next_run_id: queued.event.run_id } }],
+      });
+      const steered = convRows(c, { ...queueAll, steer_into: running });
+      // Something waits before it (the queued event): a follow-up never overtakes it.
+      expect(await admit(steered)).toMatchObject({ admitted: true, disposition: 'queued' });
+      expect(await stores.ds.getRepository(EventLogEntity).countBy({ event_id: steered.event.event_id })).toBe(1);
+    });
+
+    it('a duplicate of an event whose conversation is free again answers the event recorded first and writes nothing', async () => {
+      const c = conv('conv-dup');
+      const a = convRows(c);
+      await admit(a);
+      const end: RunEnd = {
+        status: 'completed',
+        status_reason: null,
+        error_code: null,
+        retryable: null,
+        finished_at: Date.now(),
+      };
+      await hot.runGroup([
+        () => endRunUnit(newResult(a.run!.run_id, 1, { type: 'run.completed' }), end, null, null, [], null, c.key),
+      ]);
+      spy.mockClear();
+      const again = convRows(c, queueAll, a.event.event_id);
+      expect(await admit(again)).toEqual({
+        admitted: false,
+        existing: expect.objectContaining({
+          event_id: a.event.event_id,
+          run_id: a.run!.run_id,
+          disposition: 'started',
+        }),
+      });
+      expect(shapes()).toContain('hot_claim_if_free');
+      expect(await stores.ds.getRepository(EventLogEntity).countBy({ event_id: a.event.event_id })).toBe(1);
+      expect(await stores.ds.getRepository(RunEntity).countBy({ run_id: again.run!.run_id })).toBe(0);
+      expect(await stores.ds.getRepository(TranscriptEntity).countBy({ conversation_id: 'conv-dup' })).toBe(1);
+    });
   });
 });

@@ -29,7 +29,9 @@ import {
 import { STEERING_COLUMNS, STEERING_SQL } from './steering-sql';
 import {
   conversationLockKey,
+  situationFromRow,
   situationOf,
+  situationParams,
   type ConversationRef,
   type ConversationSituation,
   type Disposition,
@@ -200,8 +202,14 @@ export function* activeQuotaReached(q: ActiveQuota): Unit<number | null> {
   return n >= q.max ? n : null;
 }
 
-/** Admission of one event, in one transaction (see the file comment). */
-export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
+/**
+ * Admission of one event, in one transaction (see the file comment). `claimIfFree` (PostgreSQL,
+ * where a statement is a round trip: RunsRepository.admit): an event prepared to start in its
+ * conversation reads the situation and claims the event as started in one statement
+ * (STEERING_SQL.claimIfFree) — what the situation's read and the claim write when the conversation
+ * is free; a busy conversation's claim is then made as without it, after the decision.
+ */
+export function* admitUnit(a: AdmissionRows, claimIfFree = false): Unit<AdmitOutcome> {
   const c = a.conversation ?? null;
   yield* admissionLocks(a);
   if (a.active_quota) {
@@ -212,7 +220,11 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
       return existing ? { admitted: false, existing } : { admitted: false, existing: null, active };
     }
   }
-  const s = c ? yield* situationOf(c.ref) : FREE;
+  const speculated = claimIfFree && c && (c.table.free ?? 'started') === 'started' ? yield* claimedIfFree(a, c) : null;
+  if (speculated?.existing) {
+    return { admitted: false, existing: speculated.existing };
+  }
+  const s = speculated ? speculated.situation : c ? yield* situationOf(c.ref) : FREE;
   const decided = c ? decide(c.table, s) : 'started';
   if (decided === 'started' && !a.run) {
     // A duplicate still answers as one, even when the start was not prepared.
@@ -231,21 +243,21 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
       : disposition === 'queued'
         ? { status: 'waiting', next_run_id: runId }
         : undefined;
-  // The log row records the disposition of an event of a conversation, and a failure at admission.
-  const claim = yield* claimEvent({ ...a.event, disposition, run_id: runId }, a.readmit, {
-    ...a.log,
-    run_id: runId,
-    metadata: {
-      ...a.log.metadata,
-      ...(c || disposition === 'failed' ? { disposition } : {}),
-      ...(steering ? { steering } : {}),
-      ...(disposition === 'failed' ? { error_code: 'runner.unavailable' } : {}),
-    },
-  });
-  if (claim.existing) {
-    return { admitted: false, existing: claim.existing };
+  let eventSeq: number;
+  if (speculated?.seq !== undefined) {
+    eventSeq = speculated.seq;
+  } else {
+    // The log row records the disposition of an event of a conversation, and a failure at admission.
+    const claim = yield* claimEvent(
+      { ...a.event, disposition, run_id: runId },
+      a.readmit,
+      logRow(a, disposition, runId, steering),
+    );
+    if (claim.existing) {
+      return { admitted: false, existing: claim.existing };
+    }
+    eventSeq = claim.seq;
   }
-  const eventSeq = claim.seq;
   const admitted = (transcriptSeq: number | null): AdmitOutcome => ({
     admitted: true,
     disposition,
@@ -304,6 +316,58 @@ export function* admitUnit(a: AdmissionRows): Unit<AdmitOutcome> {
   }
   // The user row is the admission's last statement: on PostgreSQL its COMMIT rides with it.
   return admitted(a.user ? yield* appendTranscriptUnit(a.user, true, true) : null);
+}
+
+/** The event's log row, with its disposition (and its steering, its failure at admission). */
+function logRow(
+  a: AdmissionRows,
+  disposition: Disposition | 'failed',
+  runId: string | null,
+  steering?: Record<string, unknown>,
+): NewEventLog {
+  return {
+    ...a.log,
+    run_id: runId,
+    metadata: {
+      ...a.log.metadata,
+      ...(a.conversation || disposition === 'failed' ? { disposition } : {}),
+      ...(steering ? { steering } : {}),
+      ...(disposition === 'failed' ? { error_code: 'runner.unavailable' } : {}),
+    },
+  };
+}
+
+/**
+ * The situation read and, when the conversation is free, the event claimed as started in the same
+ * statement (admitUnit's `claimIfFree`): the log row's id (`seq`), or the event recorded first (a
+ * duplicate), or neither (busy: nothing written; the caller decides on the situation and claims).
+ * Only for a new event prepared to start (`run`, no `terminal`): anything else claims after the
+ * decision, as without it.
+ */
+function* claimedIfFree(
+  a: AdmissionRows,
+  c: ConversationRows,
+): Unit<{ situation: ConversationSituation; seq?: number; existing?: EventEntity }> {
+  if (a.readmit || !a.run || a.terminal) {
+    return { situation: yield* situationOf(c.ref) };
+  }
+  const runId = a.event.run_id;
+  const r = yield* one<{
+    run_id: string | null;
+    queued: number | string;
+    n: number | string;
+    id: number | string | null;
+  }>(STEERING_SQL.claimIfFree, [
+    ...situationParams(c.ref),
+    ...rowParams(EVENT_COLUMNS, a.event, { disposition: 'started', run_id: runId }),
+    ...rowParams(EVENT_LOG_COLUMNS, logRow(a, 'started', runId)),
+  ]);
+  const situation = situationFromRow(r);
+  if (r?.id !== null && r?.id !== undefined) {
+    return { situation, seq: Number(r.id) };
+  }
+  // Free and not claimed: the event conflicted with one recorded first.
+  return decide(c.table, situation) === 'started' ? { situation, existing: yield* conflicted(a.event) } : { situation };
 }
 
 /**

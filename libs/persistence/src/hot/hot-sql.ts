@@ -258,6 +258,10 @@ const INSERT_EVENT_LOG = reading(
 /** The bigint columns of `event_log`: PostgreSQL types the parameters of a SELECT list as text. */
 const EVENT_LOG_BIGINT: ReadonlySet<string> = new Set(['event_time', 'created_at']);
 
+/** The columns of `event_log` as inserted by a SELECT list on PostgreSQL (the bigint ones cast). */
+export const EVENT_LOG_INSERT_PG = `INSERT INTO "event_log" (${EVENT_LOG_COLUMNS.map((c) => `"${c}"`).join(', ')})
+     SELECT ${EVENT_LOG_COLUMNS.map((c) => (EVENT_LOG_BIGINT.has(c) ? '?::bigint' : '?')).join(', ')}`;
+
 /**
  * The event row (INSERT_EVENT: the idempotency guard) and, only when it was inserted, its log row
  * (INSERT_EVENT_LOG), answering the log row's id: one statement on PostgreSQL (one round trip
@@ -271,8 +275,7 @@ const CLAIM_EVENT_LOGGED: HotStatement = {
       'claim_event_logged',
       '-- sqliteChain',
       `WITH "e" AS (${INSERT_EVENT.sqlite} RETURNING 1 AS "one")
-     INSERT INTO "event_log" (${EVENT_LOG_COLUMNS.map((c) => `"${c}"`).join(', ')})
-     SELECT ${EVENT_LOG_COLUMNS.map((c) => (EVENT_LOG_BIGINT.has(c) ? '?::bigint' : '?')).join(', ')} FROM "e" RETURNING "id"`,
+     ${EVENT_LOG_INSERT_PG} FROM "e" RETURNING "id"`,
     ),
     'events',
     'event_log',

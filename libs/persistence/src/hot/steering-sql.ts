@@ -3,7 +3,7 @@
  * dialects: the conversation's running run, its waiting items, the steering queue of a run, and the
  * runs that start later.
  */
-import { insert, lockingRun, reading, stmt, transcriptAppend } from './hot-sql';
+import { EVENT_COLUMNS, EVENT_LOG_INSERT_PG, insert, lockingRun, reading, stmt, transcriptAppend } from './hot-sql';
 
 export const STEERING_COLUMNS = [
   'conversation_key',
@@ -44,6 +44,33 @@ export const SITUATION = `SELECT (SELECT r."run_id" FROM "runs" r WHERE ${RUNNIN
        WHERE ${RUNNING_OF} AND s."state" = 'queued') AS "queued",
      (SELECT COUNT(*) FROM "steering_items" WHERE "conversation_key" = ? AND "dispatch" = 'waiting') AS "n"`;
 
+/**
+ * An admission's claim made only when its conversation is free (PostgreSQL only: admitUnit's
+ * `claimIfFree`): the situation (SITUATION) and, when nothing runs or waits in the conversation, the
+ * event's claim and log row (SQL.claimEventLogged's) — one statement, one round trip instead of
+ * the situation's and the claim's. Answers the situation and the log row's id: `id` null with a
+ * free situation is a claim that conflicted (a duplicate), with a busy one a claim not tried
+ * (nothing written). Parameters: SITUATION's (situationParams), the event's (EVENT_COLUMNS), the
+ * log row's (EVENT_LOG_COLUMNS).
+ */
+const CLAIM_IF_FREE = reading(
+  stmt(
+    'claim_if_free',
+    '-- PostgreSQL only (admission-unit.ts claimIfFree)',
+    `WITH "s" AS (${SITUATION}),
+     "e" AS (INSERT INTO "events" (${EVENT_COLUMNS.map((c) => `"${c}"`).join(', ')})
+       SELECT ${EVENT_COLUMNS.map((c) => (c === 'received_at' ? '?::bigint' : '?')).join(', ')} FROM "s"
+       WHERE "s"."run_id" IS NULL AND "s"."n" = 0
+       ON CONFLICT DO NOTHING RETURNING 1 AS "one"),
+     "l" AS (${EVENT_LOG_INSERT_PG} FROM "e" RETURNING "id")
+     SELECT "s"."run_id", "s"."queued", "s"."n", (SELECT "id" FROM "l") AS "id" FROM "s"`,
+  ),
+  'runs',
+  'steering_items',
+  'events',
+  'event_log',
+);
+
 export const STEERING_SQL = {
   /**
    * A conversation's situation in one statement (steering-rows.ts `situationOf`): its running run
@@ -51,6 +78,7 @@ export const STEERING_SQL = {
    * items. Parameters: the conversation (agent, workspace, conversation id, thread) twice, then its key.
    */
   situation: reading(stmt('situation', SITUATION), 'runs', 'steering_items'),
+  claimIfFree: CLAIM_IF_FREE,
   /** The run's steering queue: items not pulled yet, and the last position given. */
   runQueue: stmt(
     'run_queue',

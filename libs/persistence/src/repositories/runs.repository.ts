@@ -105,10 +105,12 @@ export class RunsRepository {
    * Admits an event (new, or a retry of one that was not accepted) in one commit: the decision
    * under its conversation's lock, then the event, its log row, and by disposition its run, its
    * steering item or its waiting run, and the user's transcript row (hot/admission-unit.ts). A
-   * duplicate writes nothing and returns the event recorded first.
+   * duplicate writes nothing and returns the event recorded first. On PostgreSQL the situation's
+   * read and the claim of an event prepared to start are one statement (admitUnit's `claimIfFree`).
    */
   admit(a: AdmissionRows): Promise<AdmitOutcome> {
-    return this.hot.write(() => admitUnit(a));
+    const claimIfFree = this.hot.dialect === 'postgres';
+    return this.hot.write(() => admitUnit(a, claimIfFree));
   }
 
   async getEvent(eventId: string): Promise<EventEntity | null> {
