@@ -6,6 +6,9 @@ import {
   endRunUnit,
   EventEntity,
   EventLogEntity,
+  FencedError,
+  fenceUnit,
+  HostProcessesRepository,
   resultUnit,
   RunEntity,
   RunResultEntity,
@@ -15,12 +18,13 @@ import {
   type ConversationRef,
   type DecisionTable,
   type RunEnd,
+  type RunLease,
   type Unit,
 } from '@libs/persistence';
 import { SQL } from '../../libs/persistence/src/hot/hot-sql';
 import { PgHot } from '../../libs/persistence/src/hot/pg-driver';
 import { one } from '../../libs/persistence/src/hot/unit';
-import { leaseStores, type LeaseStores } from './support/leased-runs';
+import { leasedRuns, leaseStores, type LeaseStores } from './support/leased-runs';
 import { admission, eventWithRun, logOf, newResult, transcriptRow } from './support/run-rows';
 
 jest.setTimeout(120_000);
@@ -400,6 +404,52 @@ describe('held inserts carried by the next statement on postgres', () => {
       expect(await stores.ds.getRepository(EventLogEntity).countBy({ event_id: a.event.event_id })).toBe(1);
       expect(await stores.ds.getRepository(RunEntity).countBy({ run_id: again.run!.run_id })).toBe(0);
       expect(await stores.ds.getRepository(TranscriptEntity).countBy({ conversation_id: 'conv-dup' })).toBe(1);
+    });
+  });
+
+  describe('a fence written without waiting for its answer (run-fence.ts ridingFence)', () => {
+    let lease: RunLease;
+
+    beforeAll(async () => {
+      await stores.moduleRef
+        .get(HostProcessesRepository)
+        .register({ id: 'p-ride', instance: 'p-ride', http_address: 'h:1', grpc_address: 'h:2' });
+      [lease] = await leasedRuns(stores.ds, 1, ['p-ride']);
+    });
+
+    const resultsOf = async (runId: string): Promise<number[]> =>
+      (await stores.ds.getRepository(RunResultEntity).findBy({ run_id: runId })).map((r) => Number(r.sequence)).sort();
+
+    it("a leased run's results group: its fence, its result and COMMIT in one round trip; a second fence of the run is not written", async () => {
+      expect(
+        await hot.runGroup([
+          () => resultUnit(newResult(lease.run_id, 1), null, [], lease),
+          () => resultUnit(newResult(lease.run_id, 2), null, [], lease),
+        ]),
+      ).toEqual([undefined, undefined]);
+      expect(shapes()).toEqual(['BEGIN', 'hot_fence_run_riding', 'hot_insert_result_x2', 'COMMIT']);
+      expect(trips).toBe(1);
+      expect(await resultsOf(lease.run_id)).toEqual([1, 2]);
+      const row = await stores.ds.getRepository(RunEntity).findOneByOrFail({ run_id: lease.run_id });
+      expect(Number(row.last_write_at)).toBeGreaterThan(0);
+    });
+
+    it('a fence that matches nothing fails its group with FencedError, whatever statement waits behind it: nothing of the group is written, the writer goes on', async () => {
+      const stale: RunLease = { ...lease, attempt: 2 };
+      await expect(hot.runGroup([() => resultUnit(newResult(lease.run_id, 3), null, [], stale)])).rejects.toEqual(
+        new FencedError(stale),
+      );
+      expect(shapes().slice(-2)).toEqual(['COMMIT', 'ROLLBACK']);
+      // A statement awaited behind the failed fence: the group's error is the fence's, not "transaction aborted".
+      function* fencedThenRead(): Unit<unknown> {
+        yield* fenceUnit(stale);
+        yield* resultUnit(newResult(lease.run_id, 4), null);
+        return yield* one(SQL.eventById, ['evt-none']);
+      }
+      await expect(hot.runGroup([() => fencedThenRead()])).rejects.toBeInstanceOf(FencedError);
+      expect(await resultsOf(lease.run_id)).toEqual([1, 2]);
+      expect(await hot.runGroup([() => resultUnit(newResult(lease.run_id, 3), null, [], lease)])).toEqual([undefined]);
+      expect(await resultsOf(lease.run_id)).toEqual([1, 2, 3]);
     });
   });
 });

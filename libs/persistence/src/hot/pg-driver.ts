@@ -2,7 +2,7 @@ import { Client, Pool, type QueryConfig, type QueryResult } from 'pg';
 import type { DbSessions } from '../db-sessions';
 import type { HotStatement } from './hot-sql';
 import { InsertBatch, PgInsertCombiner } from './insert-batch';
-import { FenceCache, GROUP_KEYS } from './run-fence';
+import { FENCED_SQLSTATE, FenceCache, FencedError, GROUP_KEYS, leaseOfFence, ridingFence } from './run-fence';
 import type { Op, SqlValue, Unit } from './unit';
 import type { WriterDriver } from './write-queue';
 
@@ -64,7 +64,7 @@ async function afterBegin(begin: Promise<QueryResult>, statement: Promise<QueryR
  * failure (COMMIT then ended the aborted transaction as a rollback); a COMMIT answered as anything
  * but COMMIT is one too.
  */
-async function committed(writes: readonly Promise<QueryResult>[], commit: Promise<QueryResult>): Promise<void> {
+async function committed(writes: readonly Promise<unknown>[], commit: Promise<QueryResult>): Promise<void> {
   const settled = await Promise.allSettled([...writes, commit]);
   const failed = settled.find((s) => s.status === 'rejected');
   if (failed) {
@@ -199,15 +199,25 @@ export class PgHot implements WriterDriver {
       begun = true;
       return afterBegin(writer.query('BEGIN'), writer.query(q));
     };
-    /** The group's key-lock statement, sent without waiting for its answer (GROUP_KEYS below). */
-    let keysTaken: Promise<QueryResult> | null = null;
-    /** A statement's answer, after the key-lock statement's: its failure is the group's, not the next statement's. */
+    /**
+     * Statements written without waiting for their answers, which decide nothing but their failure:
+     * the group's key-lock statement (GROUP_KEYS below) and riding fences (ridingFence).
+     */
+    let riders: Promise<unknown>[] = [];
+    /** Sent without waiting: its failure is the group's, and awaited before any later answer. */
+    const ride = (r: Promise<unknown>): void => {
+      r.catch(() => undefined);
+      riders.push(r);
+    };
+    /** A statement's answer, after the riders' written before it: their failure is the group's, not this statement's. */
     const answered = async (r: Promise<QueryResult>): Promise<QueryResult> => {
-      if (keysTaken) {
+      if (riders.length > 0) {
         r.catch(() => undefined);
-        const locked = keysTaken;
-        keysTaken = null;
-        await locked;
+        const before = riders;
+        riders = [];
+        for (const rider of before) {
+          await rider;
+        }
       }
       return r;
     };
@@ -232,8 +242,7 @@ export class PgHot implements WriterDriver {
         // Advisory keys only: the answer decides nothing (the keys are taken, or the statement
         // fails and the group with it), so the units' statements are written right behind it —
         // the server runs them after it, each with a snapshot taken once the locks are held.
-        keysTaken = send(query(prefetch.stmt, prefetch.params));
-        keysTaken.catch(() => undefined);
+        ride(send(query(prefetch.stmt, prefetch.params)));
         fences.prefetched({});
       } else if (prefetch) {
         fences.prefetched(await run(prefetch));
@@ -253,6 +262,22 @@ export class PgHot implements WriterDriver {
           }
           if (batch.mustFlush(op.stmt)) {
             await flush();
+          }
+          const fence = ridingFence(op.stmt);
+          if (fence) {
+            // A fence that matches nothing fails the statement, and the group with it
+            // (FencedError, as the unit would have thrown): its answer decides nothing, so the
+            // statements behind it are written without waiting for it.
+            const lease = leaseOfFence(op);
+            ride(
+              send(query(fence, [...op.params, lease.run_id])).catch((e: unknown) => {
+                throw (e as { code?: unknown }).code === FENCED_SQLSTATE ? new FencedError(lease) : e;
+              }),
+            );
+            const matched = { changes: 1 };
+            fences.ran(op, matched);
+            r = unit.next(matched);
+            continue;
           }
           const sent = (last && this.carried(op)) || op;
           if (last && op.final && batch.empty) {
@@ -277,10 +302,8 @@ export class PgHot implements WriterDriver {
       // The last held inserts and COMMIT in one write: no answer of theirs decides anything before
       // COMMIT; an insert that fails leaves the transaction aborted, and COMMIT then rolls it back.
       if (!ended) {
-        const writes = held().map(send);
-        if (keysTaken) {
-          writes.unshift(keysTaken);
-        }
+        const writes = [...riders, ...held().map(send)];
+        riders = [];
         if (begun) {
           await committed(writes, writer.query('COMMIT'));
         }

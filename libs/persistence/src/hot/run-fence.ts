@@ -70,6 +70,26 @@ export const FENCE_RUN: HotStatement = {
   reads: ['runs'],
 };
 
+/** The SQLSTATE of a riding fence that matched nothing (migration 1767740000000, `rh_fenced`). */
+export const FENCED_SQLSTATE = 'RH409';
+
+/**
+ * A fence as the PostgreSQL writer writes it without waiting for its answer (ridingFence): the same
+ * UPDATE, then `rh_fenced` of the rows it matched, which fails the statement — and so the
+ * transaction — with FENCED_SQLSTATE when it matched none. Its parameters are the fence's.
+ */
+function riding(fence: HotStatement): HotStatement {
+  return {
+    ...stmt(
+      `${fence.name.replace(/^hot_/, '')}_riding`,
+      '-- PostgreSQL only (pg-driver.ts)',
+      `WITH "f" AS (${fence.pg.replace(/\$(\d+)/g, '?')} RETURNING 1)
+     SELECT "rh_fenced"((SELECT count(*) FROM "f"), CAST(? AS text)) AS "matched"`,
+    ),
+    reads: fence.reads,
+  };
+}
+
 /** The leases of a JSON array parameter, as rows (FENCE_RUNS, GROUP_LOCKS). */
 const LEASES_PG = `("run_id" text, "attempt" integer, "owner_process_id" text)`;
 
@@ -157,6 +177,32 @@ export const FENCE_CALL: HotStatement = {
   // its row is locked with them, in the one lock order (GROUP_LOCKS).
   lockRun: 0,
 };
+
+const RIDING = new Map<HotStatement, HotStatement>();
+
+/**
+ * The statement the PostgreSQL writer writes for a fence (FENCE_RUN, FENCE_CALL) without waiting
+ * for its answer: it fails with FENCED_SQLSTATE instead of changing nothing, so the fence's answer
+ * decides nothing but the transaction's failure (docs/durability.md#the-writers-transactions-on-postgresql).
+ * Its parameters are the fence's, then the run id again. Undefined for any other statement.
+ */
+export function ridingFence(fence: HotStatement): HotStatement | undefined {
+  if (fence !== FENCE_RUN && fence !== FENCE_CALL) {
+    return undefined;
+  }
+  let s = RIDING.get(fence);
+  if (!s) {
+    s = riding(fence);
+    RIDING.set(fence, s);
+  }
+  return s;
+}
+
+/** The lease a fence op (FENCE_RUN, FENCE_CALL: run id, attempt, owner) tests. */
+export function leaseOfFence(op: Op): RunLease {
+  const [run_id, attempt, owner_process_id] = op.params as [string, number, string];
+  return { run_id, attempt, owner_process_id };
+}
 
 /**
  * Every lock a PostgreSQL group commit takes, as one statement at its start, in the one lock order

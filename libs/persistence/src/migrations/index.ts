@@ -25,6 +25,7 @@ import { RowidIds1767700000000 } from './1767700000000-rowid-ids';
 import { EventsIdempotencyPartial1767710000000 } from './1767710000000-events-idempotency-partial';
 import { RunsConversationIndex1767720000000 } from './1767720000000-runs-conversation-index';
 import { AuditRowidIds1767730000000 } from './1767730000000-audit-rowid-ids';
+import { FenceFailure1767740000000 } from './1767740000000-fence-failure';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
 export const MIGRATIONS = [
@@ -55,4 +56,5 @@ export const MIGRATIONS = [
   EventsIdempotencyPartial1767710000000,
   RunsConversationIndex1767720000000,
   AuditRowidIds1767730000000,
+  FenceFailure1767740000000,
 ];
