@@ -93,6 +93,8 @@ export class PgHot implements WriterDriver {
   private readonly batch = new InsertBatch();
   private readonly fences = new FenceCache();
   private readonly combiner = new PgInsertCombiner();
+  /** The writer's socket is corked until the next tick (coalesce). */
+  private corked = false;
 
   constructor(
     private readonly url: string,
@@ -192,12 +194,17 @@ export class PgHot implements WriterDriver {
     let begun = false;
     /** COMMIT was written (with the group's final statement). */
     let ended = false;
+    /** A statement written on the writer's connection, in the socket write of its tick (coalesced). */
+    const write = (q: QueryConfig | string): Promise<QueryResult> => {
+      this.coalesce(writer);
+      return writer.query(q);
+    };
     const send = (q: QueryConfig): Promise<QueryResult> => {
       if (begun) {
-        return writer.query(q);
+        return write(q);
       }
       begun = true;
-      return afterBegin(writer.query('BEGIN'), writer.query(q));
+      return afterBegin(write('BEGIN'), write(q));
     };
     /**
      * Statements written without waiting for their answers, which decide nothing but their failure:
@@ -283,7 +290,7 @@ export class PgHot implements WriterDriver {
           if (last && op.final && batch.empty) {
             // The group's last statement (Op.final): COMMIT is written with it.
             const final = answered(send(query(sent.stmt, sent.params)));
-            await committed([final], writer.query('COMMIT'));
+            await committed([final], write('COMMIT'));
             ended = true;
             const result = answer(op, await final);
             fences.ran(op, result);
@@ -305,16 +312,37 @@ export class PgHot implements WriterDriver {
         const writes = [...riders, ...held().map(send)];
         riders = [];
         if (begun) {
-          await committed(writes, writer.query('COMMIT'));
+          await committed(writes, write('COMMIT'));
         }
       }
       return out;
     } catch (e) {
       if (begun && !ended && !(e instanceof BeginFailed)) {
-        await writer.query('ROLLBACK').catch(() => undefined);
+        await write('ROLLBACK').catch(() => undefined);
       }
       throw e;
     }
+  }
+
+  /**
+   * Corks the writer's socket until the end of this tick (process.nextTick, before the event loop
+   * waits for I/O): the statements a group writes without waiting in between — `BEGIN` with its
+   * first statement, held inserts with `COMMIT`, a riding fence with what follows — leave in one
+   * socket write instead of one per statement (node-postgres writes each query on its own). On
+   * this VM a write to a local socket costs tens of µs of the host's CPU, most of it waking the
+   * server's process (docs/benchmarks.md, round 18).
+   */
+  private coalesce(client: Client): void {
+    if (this.corked) {
+      return;
+    }
+    const stream = client.connection.stream;
+    this.corked = true;
+    stream.cork();
+    process.nextTick(() => {
+      this.corked = false;
+      stream.uncork();
+    });
   }
 
   /**
