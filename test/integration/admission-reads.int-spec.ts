@@ -2,6 +2,7 @@ import type { TestingModule } from '@nestjs/testing';
 import { DataSource } from 'typeorm';
 import {
   AdmissionReadsRepository,
+  CatalogVersionRepository,
   ContextRepository,
   ENTITIES,
   HotStore,
@@ -14,7 +15,7 @@ import {
   type ConversationScope,
   type DecisionTable,
 } from '@libs/persistence';
-import { DIALECTS, storesModule, type TestDatabase } from './support/databases';
+import { DIALECTS, isPostgres, storesModule, type TestDatabase } from './support/databases';
 import { logOf, newEvent, newRun, T0 } from './support/run-rows';
 
 jest.setTimeout(60_000);
@@ -69,6 +70,7 @@ describe.each(DIALECTS)('admission reads on %s', (_name, factory) => {
   let runs: RunsRepository;
   let stores: StoresRepository;
   let context: ContextRepository;
+  let catalogVersions: CatalogVersionRepository;
 
   beforeAll(async () => {
     db = await factory();
@@ -78,6 +80,7 @@ describe.each(DIALECTS)('admission reads on %s', (_name, factory) => {
       RunsRepository,
       StoresRepository,
       ContextRepository,
+      CatalogVersionRepository,
     ]);
     ds = moduleRef.get(DataSource);
     hot = moduleRef.get(HotStore);
@@ -86,6 +89,7 @@ describe.each(DIALECTS)('admission reads on %s', (_name, factory) => {
     runs = moduleRef.get(RunsRepository);
     stores = moduleRef.get(StoresRepository);
     context = moduleRef.get(ContextRepository);
+    catalogVersions = moduleRef.get(CatalogVersionRepository);
   });
 
   afterAll(async () => {
@@ -113,6 +117,8 @@ describe.each(DIALECTS)('admission reads on %s', (_name, factory) => {
       situation: await steering.situation(c),
       latest_seq: await context.lastTranscriptSeq(threadOf(c)),
       state,
+      // PostgreSQL's one statement also reads the catalogue version row (CatalogVersions.seed).
+      ...(isPostgres(ds) ? { catalog_version: await catalogVersions.read() } : {}),
     };
   }
 
@@ -126,6 +132,7 @@ describe.each(DIALECTS)('admission reads on %s', (_name, factory) => {
         ['k-a', []],
         ['k-b', []],
       ]),
+      ...(isPostgres(ds) ? { catalog_version: await catalogVersions.read() } : {}),
     });
     expect(got).toEqual(await apart(c, ['k-a', 'k-b'], 100));
     expect((await reads.read(c, threadOf(c), [], 100)).state).toEqual(new Map());

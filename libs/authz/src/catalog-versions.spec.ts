@@ -95,4 +95,30 @@ describe('CatalogVersions', () => {
     expect(woken).toHaveLength(4);
     expect(s.started).toBe(0);
   });
+
+  it("a read seeded by another statement (admission's reads ahead) serves the callers whose instant it follows; when it fails they read for themselves", async () => {
+    const s = store();
+    const versions = new CatalogVersions(s as unknown as CatalogVersionRepository, new MemorySignalBus());
+    const since = performance.now();
+    let answer!: (v: number) => void;
+    versions.seed(performance.now(), new Promise<number>((r) => (answer = r)));
+    const shared = [versions.current(since), versions.current(since)];
+    answer(7);
+    expect(await Promise.all(shared)).toEqual([7, 7]);
+    expect(s.started).toBe(0);
+    // A caller whose instant is after the seeded read started does not take it.
+    const own = versions.current();
+    expect(s.started).toBe(1);
+    await s.answer();
+    expect(await own).toBe(0);
+
+    const later = performance.now();
+    versions.seed(performance.now(), Promise.reject(new Error('the reads ahead failed')));
+    s.row = 3;
+    const fallback = versions.current(later);
+    await new Promise((r) => setImmediate(r));
+    expect(s.started).toBe(2);
+    await s.answer();
+    expect(await fallback).toBe(3);
+  });
 });

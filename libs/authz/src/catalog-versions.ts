@@ -73,6 +73,26 @@ export class CatalogVersions {
   }
 
   /**
+   * A read of the version row that another statement made, its query sent at or after
+   * `startedAt` (admission's reads ahead carry the row: AdmissionReadsRepository): served to the
+   * callers whose instant it follows, as a read of this class's own — one statement per admission
+   * instead of two on PostgreSQL. When it fails, those callers get a read of their own instead (the
+   * reads ahead are not the admission's to fail).
+   */
+  seed(startedAt: number, version: Promise<number>): void {
+    if (this.last && this.last.startedAt >= startedAt) {
+      return;
+    }
+    const entry = { startedAt, read: version.catch(() => this.store.read()) };
+    this.last = entry;
+    entry.read.catch(() => {
+      if (this.last === entry) {
+        this.last = null;
+      }
+    });
+  }
+
+  /**
    * After an admin write answered (committed, its version bumped by the trigger): wakes this and
    * the other processes to drop their caches early. A wake-up only: admission reads the row anyway.
    */

@@ -76,6 +76,11 @@ export class AdmissionCatalog {
     return this.agentCache.get(agentId);
   }
 
+  /** A read of the version row made by another statement, sent at or after `startedAt` (CatalogVersions.seed). */
+  versionRead(startedAt: number, version: Promise<number>): void {
+    this.versions.seed(startedAt, version);
+  }
+
   async resourceCatalog(since?: number): Promise<Catalog> {
     const version = await this.versions.current(since);
     const now = Date.now();

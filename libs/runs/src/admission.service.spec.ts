@@ -114,6 +114,7 @@ function setup(opts: {
           state: { scopes: [], scope_keys: {} },
           reads: Promise.resolve({ state: {}, latest_seq: null }),
         },
+        catalogVersion: Promise.resolve(5),
       };
     },
     whileStarting: <T>(_p: PreparedRun, _key: string, done: () => Promise<T>) => done(),
@@ -128,12 +129,17 @@ function setup(opts: {
     signals.subscribe(kind, (s: Signal) => log.push(`signal ${s.kind}`));
   }
   const catalogReads: string[] = [];
+  /** The catalogue version reads ahead handed to the catalogue (AdmissionCatalog.versionRead). */
+  const versionsSeeded: Promise<number>[] = [];
   const catalog = {
     agent: (id: string) => {
       catalogReads.push(id);
       return Promise.resolve(agent);
     },
     cached: () => (opts.notCached ? undefined : agent),
+    versionRead: (_at: number, version: Promise<number>) => {
+      versionsSeeded.push(version);
+    },
   } as unknown as AdmissionCatalog;
   const quotas = {
     admit: (workspace: string) => {
@@ -162,7 +168,7 @@ function setup(opts: {
       draining: false,
     },
   );
-  return { service, log, reads, submitted, catalogReads, aheadGiven };
+  return { service, log, reads, submitted, catalogReads, aheadGiven, versionsSeeded };
 }
 
 const admitted =
@@ -384,6 +390,13 @@ describe('AdmissionService', () => {
       const derived = { ...message('c1'), conversation: { conversation_id: 'c1', workspace_id: 'default' } };
       expect(ahead?.conversation_key).toBe(conversationOf(agent, derived).key);
       expect(reads).toEqual(['one read ahead default']);
+    });
+
+    it('hands the catalogue version row the reads ahead carry to the catalogue, for the edge to share', async () => {
+      const { service, versionsSeeded } = setup({ outcomes: [] });
+      service.readAhead(message('c1'));
+      expect(versionsSeeded).toHaveLength(1);
+      expect(await versionsSeeded[0]).toBe(5);
     });
 
     it('starts nothing without a conversation, without the agent cached, for another workspace, with a run here, for an interaction, on SQLite', () => {

@@ -98,8 +98,9 @@ export class AdmissionService {
 
   /**
    * The reads an event of a conversation is expected to make (AdmissionReadAhead), started now
-   * with the agent as cached here, before the edge's catalogue reads confirm it — so they run
-   * beside the version read, not after it. Null (nothing started) when the agent is not cached,
+   * with the agent as cached here, before the edge's catalogue reads confirm it — so they are not
+   * after the version read; on PostgreSQL the same statement reads the version row, which those
+   * catalogue reads then share (CatalogVersions.seed: one statement per admission, not two). Null (nothing started) when the agent is not cached,
    * the event names no conversation or another workspace, its runner is not live here, or the
    * conversation has a run here (its run is not prepared before its situation is read) — and on
    * SQLite, whose reads are synchronous calls in process: nothing to overlap (RunStarter.readsAhead).
@@ -124,7 +125,11 @@ export class AdmissionService {
     if (this.starter.busyHere(c.key)) {
       return null;
     }
-    return { conversation_key: c.key, ...this.starter.readAhead(derived, agent, live, c) };
+    const startedAt = performance.now();
+    const { catalogVersion, ...ahead } = this.starter.readAhead(derived, agent, live, c);
+    // The version row comes with these reads: the edge's catalogue reads of this admission share it.
+    this.catalog.versionRead(startedAt, catalogVersion);
+    return { conversation_key: c.key, ...ahead };
   }
 
   private async admit(

@@ -167,7 +167,7 @@ export class RunStarter {
     agent: AgentEntity,
     live: LiveRunner,
     c: ConversationRef,
-  ): { situation: Promise<ConversationSituation>; run: RunReadsAhead } {
+  ): { situation: Promise<ConversationSituation>; run: RunReadsAhead; catalogVersion: Promise<number> } {
     const scope = scopeOf(sub, agent, live.session.plugin_id);
     const state = stateScopesOf(agent.state_policy, scope);
     const keys = state.scope_keys;
@@ -175,6 +175,10 @@ export class RunStarter {
     const read = this.admissionReads.read(c, conversationOf(scope)!, Object.values(keys), STATE_LIST_LIMIT);
     const ahead = {
       situation: read.then((r) => r.situation),
+      // The catalogue version row, read by the same statement (AdmissionReads.catalog_version).
+      catalogVersion: read.then((r) =>
+        r.catalog_version === undefined ? Promise.reject(new Error('no catalogue version read')) : r.catalog_version,
+      ),
       run: {
         agent,
         scope: JSON.stringify(scope),
@@ -187,6 +191,7 @@ export class RunStarter {
     };
     // Awaited only when the admission takes them: a failure of reads not taken is not one.
     ahead.situation.catch(() => undefined);
+    ahead.catalogVersion.catch(() => undefined);
     ahead.run.reads.catch(() => undefined);
     return ahead;
   }

@@ -1,8 +1,8 @@
 /**
  * What admission reads of a conversation before its commit, in one statement on PostgreSQL: the
  * conversation's situation (STEERING_SQL.situation), the latest seq of its thread
- * (SQL.latestThreadSeq) and the entries of the run's state scopes (SQL.stateEntries, each scope
- * its own limit). On PostgreSQL every statement is a socket write and a round trip of its own
+ * (SQL.latestThreadSeq), the entries of the run's state scopes (SQL.stateEntries, each scope
+ * its own limit) and the catalogue version row (CatalogVersions.seed). On PostgreSQL every statement is a socket write and a round trip of its own
  * (about 85 µs of host CPU per write, docs/benchmarks.md round 13); the three reads are one here
  * (docs/benchmarks.md, round 14 wt-pgc1r14). SQLite reads in process: it runs the three
  * statements as before (admissionReadsApart), one read unit.
@@ -25,6 +25,11 @@ export interface AdmissionReads {
   latest_seq: number | null;
   /** The entries of each scope key read, in key order, at most `limit` per key, by state key. */
   state: Map<string, { state_key: string; value: string }[]>;
+  /**
+   * The catalogue version row (CatalogVersions), read by the same statement on PostgreSQL: the
+   * admission's version read needs no statement of its own. Absent on SQLite.
+   */
+  catalog_version?: number;
 }
 
 /**
@@ -41,6 +46,7 @@ export const ADMISSION_READS = reading(
        (SELECT MAX("seq") FROM "transcript"
          WHERE "agent_id" = ? AND "conversation_id" = ? AND "workspace_id" IS NOT DISTINCT FROM ?
            AND "thread_id" IS NOT DISTINCT FROM ?) AS "max",
+       (SELECT "version" FROM "catalog_version" WHERE "id" = 1) AS "catalog_version",
        st."scope_key", st."state_key", st."value"
      FROM (${SITUATION}) AS sit
      LEFT JOIN LATERAL (
@@ -55,6 +61,7 @@ export const ADMISSION_READS = reading(
   'steering_items',
   'transcript',
   'state_entries',
+  'catalog_version',
 );
 
 function threadParams(t: ConversationScope): (string | null)[] {
@@ -77,6 +84,7 @@ export function* admissionReadsUnit(
     queued: number | string;
     n: number | string;
     max: number | string | null;
+    catalog_version: number | string;
     scope_key: string | null;
     state_key: string | null;
     value: string | null;
@@ -87,7 +95,12 @@ export function* admissionReadsUnit(
       state.get(r.scope_key)?.push({ state_key: r.state_key, value: r.value! });
     }
   }
-  return { situation: situationFromRow(found[0]), latest_seq: seqOf(found[0]), state };
+  return {
+    situation: situationFromRow(found[0]),
+    latest_seq: seqOf(found[0]),
+    state,
+    catalog_version: Number(found[0].catalog_version),
+  };
 }
 
 /** The same reads as their own statements (SQLite, in process: no round trip to save). */
