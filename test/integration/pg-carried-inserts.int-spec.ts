@@ -25,7 +25,7 @@ import { SQL } from '../../libs/persistence/src/hot/hot-sql';
 import { PgHot } from '../../libs/persistence/src/hot/pg-driver';
 import { one } from '../../libs/persistence/src/hot/unit';
 import { leasedRuns, leaseStores, type LeaseStores } from './support/leased-runs';
-import { admission, eventWithRun, logOf, newResult, transcriptRow } from './support/run-rows';
+import { admission, completed, eventWithRun, logOf, newResult, transcriptRow } from './support/run-rows';
 
 jest.setTimeout(120_000);
 
@@ -380,15 +380,9 @@ describe('held inserts carried by the next statement on postgres', () => {
       const c = conv('conv-dup');
       const a = convRows(c);
       await admit(a);
-      const end: RunEnd = {
-        status: 'completed',
-        status_reason: null,
-        error_code: null,
-        retryable: null,
-        finished_at: Date.now(),
-      };
       await hot.runGroup([
-        () => endRunUnit(newResult(a.run!.run_id, 1, { type: 'run.completed' }), end, null, null, [], null, c.key),
+        () =>
+          endRunUnit(newResult(a.run!.run_id, 1, { type: 'run.completed' }), completed(), null, null, [], null, c.key),
       ]);
       spy.mockClear();
       const again = convRows(c, queueAll, a.event.event_id);
