@@ -1,4 +1,4 @@
-import { Client, Pool, type QueryConfig, type QueryResult } from 'pg';
+import { Client, DatabaseError, Pool, type QueryConfig, type QueryResult } from 'pg';
 import type { DbSessions } from '../db-sessions';
 import type { HotStatement } from './hot-sql';
 import { InsertBatch, PgInsertCombiner } from './insert-batch';
@@ -278,7 +278,7 @@ export class PgHot implements WriterDriver {
             const lease = leaseOfFence(op);
             ride(
               send(query(fence, [...op.params, lease.run_id])).catch((e: unknown) => {
-                throw (e as { code?: unknown }).code === FENCED_SQLSTATE ? new FencedError(lease) : e;
+                throw e instanceof DatabaseError && e.code === FENCED_SQLSTATE ? new FencedError(lease) : e;
               }),
             );
             const matched = { changes: 1 };

@@ -76,7 +76,8 @@ export const FENCED_SQLSTATE = 'RH409';
 /**
  * A fence as the PostgreSQL writer writes it without waiting for its answer (ridingFence): the same
  * UPDATE, then `rh_fenced` of the rows it matched, which fails the statement — and so the
- * transaction — with FENCED_SQLSTATE when it matched none. Its parameters are the fence's.
+ * transaction — with FENCED_SQLSTATE when it matched none. Its parameters: the fence's, then the
+ * run id (named in the error's message).
  */
 function riding(fence: HotStatement): HotStatement {
   return {
