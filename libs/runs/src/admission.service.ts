@@ -99,11 +99,12 @@ export class AdmissionService {
   /**
    * The reads an event of a conversation is expected to make (AdmissionReadAhead), started now
    * with the agent as cached here, before the edge's catalogue reads confirm it — so they are not
-   * after the version read; on PostgreSQL the same statement reads the version row, which those
-   * catalogue reads then share (CatalogVersions.seed: one statement per admission, not two). Null (nothing started) when the agent is not cached,
-   * the event names no conversation or another workspace, its runner is not live here, or the
-   * conversation has a run here (its run is not prepared before its situation is read) — and on
-   * SQLite, whose reads are synchronous calls in process: nothing to overlap (RunStarter.readsAhead).
+   * after the version read; the same statement reads the version row, which those catalogue reads
+   * then share (CatalogVersions.seed: one statement per admission, not two). Null (nothing started)
+   * when the agent is not cached, the event names no conversation or another workspace, its runner
+   * is not live here, or the conversation has a run here (its run is not prepared before its
+   * situation is read) — and on SQLite, whose reads are synchronous calls in process: nothing to
+   * overlap (RunStarter.readsAhead).
    */
   readAhead(sub: EventSubmission): AdmissionReadAhead | null {
     const conv = sub.conversation;

@@ -2,10 +2,11 @@
  * What admission reads of a conversation before its commit, in one statement on PostgreSQL: the
  * conversation's situation (STEERING_SQL.situation), the latest seq of its thread
  * (SQL.latestThreadSeq), the entries of the run's state scopes (SQL.stateEntries, each scope
- * its own limit) and the catalogue version row (CatalogVersions.seed). On PostgreSQL every statement is a socket write and a round trip of its own
- * (about 85 µs of host CPU per write, docs/benchmarks.md round 13); the three reads are one here
- * (docs/benchmarks.md, round 14 wt-pgc1r14). SQLite reads in process: it runs the three
- * statements as before (admissionReadsApart), one read unit.
+ * its own limit) and the catalogue version row (CatalogVersions.seed). On PostgreSQL every
+ * statement is a socket write and a round trip of its own (about 85 µs of host CPU per write,
+ * docs/benchmarks.md round 13); the reads are one here (docs/benchmarks.md, round 14 wt-pgc1r14;
+ * the version row since round 18). SQLite reads in process: it runs the three statements of the
+ * conversation as before (admissionReadsApart), one read unit, and reads the version row apart.
  */
 import type { ConversationScope } from '../repositories/context.repository';
 import { reading, SQL, stmt } from './hot-sql';
