@@ -258,7 +258,7 @@ const INSERT_EVENT_LOG = reading(
 /** The bigint columns of `event_log`: PostgreSQL types the parameters of a SELECT list as text. */
 const EVENT_LOG_BIGINT: ReadonlySet<string> = new Set(['event_time', 'created_at']);
 
-/** The columns of `event_log` as inserted by a SELECT list on PostgreSQL (the bigint ones cast). */
+/** The insert of an `event_log` row from a SELECT list on PostgreSQL, FROM clause to follow (the bigint columns cast). */
 export const EVENT_LOG_INSERT_PG = `INSERT INTO "event_log" (${EVENT_LOG_COLUMNS.map((c) => `"${c}"`).join(', ')})
      SELECT ${EVENT_LOG_COLUMNS.map((c) => (EVENT_LOG_BIGINT.has(c) ? '?::bigint' : '?')).join(', ')}`;
 
