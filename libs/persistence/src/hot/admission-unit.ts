@@ -220,7 +220,9 @@ export function* admitUnit(a: AdmissionRows, claimIfFree = false): Unit<AdmitOut
       return existing ? { admitted: false, existing } : { admitted: false, existing: null, active };
     }
   }
-  const speculated = claimIfFree && c && (c.table.free ?? 'started') === 'started' ? yield* claimedIfFree(a, c) : null;
+  // Only a new event prepared to start: anything else claims after the decision, as without it.
+  const speculate = claimIfFree && c && (c.table.free ?? 'started') === 'started' && !a.readmit && a.run && !a.terminal;
+  const speculated = speculate ? yield* claimedIfFree(a, c) : null;
   if (speculated?.existing) {
     return { admitted: false, existing: speculated.existing };
   }
@@ -341,16 +343,12 @@ function logRow(
  * The situation read and, when the conversation is free, the event claimed as started in the same
  * statement (admitUnit's `claimIfFree`): the log row's id (`seq`), or the event recorded first (a
  * duplicate), or neither (busy: nothing written; the caller decides on the situation and claims).
- * Only for a new event prepared to start (`run`, no `terminal`): anything else claims after the
- * decision, as without it.
+ * Only for a new event prepared to start (`run`, no `terminal`, not a readmission).
  */
 function* claimedIfFree(
   a: AdmissionRows,
   c: ConversationRows,
 ): Unit<{ situation: ConversationSituation; seq?: number; existing?: EventEntity }> {
-  if (a.readmit || !a.run || a.terminal) {
-    return { situation: yield* situationOf(c.ref) };
-  }
   const runId = a.event.run_id;
   const r = yield* one<{
     run_id: string | null;
