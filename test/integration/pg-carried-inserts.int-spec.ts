@@ -155,6 +155,7 @@ describe('held inserts carried by the next statement on postgres', () => {
     const { event, run } = eventWithRun({ conversation_id: 'conv-g' }, { conversation_id: 'conv-g' });
     await hot.runGroup([() => admitUnit(admission(event, run))]);
     spy.mockClear();
+    trips = 0;
     const end: RunEnd = {
       status: 'completed',
       status_reason: null,
@@ -169,13 +170,16 @@ describe('held inserts carried by the next statement on postgres', () => {
     ]);
     expect(out).toEqual({ ended: true, released: 0, waiting: false });
     // No lease here: the run row and the transcript key are locked by GROUP_LOCKS (a leased end is
-    // its own lock statement, finish_run_fenced_locking). No hot_queued_of_run_and_waiting.
-    expect(shapes()).toEqual(['BEGIN', 'hot_group_locks', 'hot_finish_run_locking', 'carried', 'COMMIT']);
+    // its own lock statement, finish_run_fenced_locking). No hot_queued_of_run_and_waiting. The end
+    // is written without waiting for its answer, the append with COMMIT (speculation.ts).
+    expect(shapes()).toEqual(['BEGIN', 'hot_group_locks', 'hot_finish_run_locking_riding', 'carried', 'COMMIT']);
+    expect(trips).toBe(2);
     const carried = spy.mock.calls
       .map(([q]: [string | QueryConfig]) => q)
       .find((q): q is QueryConfig => typeof q !== 'string' && (q.name ?? '').startsWith('hot_w_'))?.text;
     expect(carried).toMatch(/INSERT INTO "run_results"/);
     expect(carried).toMatch(/AS "conv_waiting"/);
+    expect(carried).toMatch(/rh_expected/);
     expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: run.run_id })).toBe(1);
     expect(await stores.ds.getRepository(TranscriptEntity).countBy({ conversation_id: 'conv-g' })).toBe(1);
   });
@@ -211,7 +215,8 @@ describe('held inserts carried by the next statement on postgres', () => {
     await expect(
       hot.runGroup([() => resultAndAppend('run-i', 1, 'conv-i'), () => resultUnit(newResult('run-h', 1), null)]),
     ).rejects.toThrow(/duplicate key|unique/i);
-    expect(shapes().slice(-2)).toEqual(['COMMIT', 'ROLLBACK']);
+    // COMMIT ended the aborted transaction as a rollback: no ROLLBACK after it.
+    expect(shapes().slice(-2)).toEqual(['hot_insert_result_x2', 'COMMIT']);
     expect(await stores.ds.getRepository(TranscriptEntity).countBy({ conversation_id: 'conv-i' })).toBe(0);
     expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: 'run-i' })).toBe(0);
     expect(await hot.runGroup([() => resultAndAppend('run-i', 1, 'conv-i')])).toEqual([1]);
@@ -258,7 +263,7 @@ describe('held inserts carried by the next statement on postgres', () => {
       return yield* appendTranscriptUnit(bad, true, true);
     }
     await expect(hot.runGroup([() => unit()])).rejects.toThrow(/too long/);
-    expect(shapes()).toEqual(['BEGIN', 'carried', 'COMMIT', 'ROLLBACK']);
+    expect(shapes()).toEqual(['BEGIN', 'carried', 'COMMIT']);
     expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: 'run-k' })).toBe(0);
     expect(await hot.runGroup([() => resultUnit(newResult('run-k', 1), null)])).toEqual([undefined]);
     expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: 'run-k' })).toBe(1);
@@ -399,6 +404,43 @@ describe('held inserts carried by the next statement on postgres', () => {
       expect(await stores.ds.getRepository(RunEntity).countBy({ run_id: again.run!.run_id })).toBe(0);
       expect(await stores.ds.getRepository(TranscriptEntity).countBy({ conversation_id: 'conv-dup' })).toBe(1);
     });
+
+    it("a run's end with a steering item still queued on it: the guess that none is misses, the group runs again awaited and releases the item; the end is written once", async () => {
+      const c = conv('conv-guess');
+      const a = convRows(c);
+      await admit(a);
+      const running = a.run!.run_id;
+      const steered = convRows(c, { ...queueAll, steer_into: running });
+      expect(await admit(steered)).toMatchObject({ admitted: true, disposition: 'steered' });
+      spy.mockClear();
+      const assistant = transcriptRow('assistant', 'done', { conversation_id: c.conversation_id, run_id: running });
+      const [out] = await hot.runGroup([
+        () =>
+          endRunUnit(newResult(running, 1, { type: 'run.completed' }), completed(), null, assistant, [], null, c.key),
+      ]);
+      // The released item is a run of its own, waiting: the end says so.
+      expect(out).toEqual({ ended: true, released: 1, waiting: true });
+      const sent = shapes();
+      // The guessed try (its last statement with COMMIT, failed: rolled back), then the awaited one.
+      expect(sent.slice(0, 4)).toEqual(['BEGIN', 'hot_group_locks', 'hot_finish_run_locking_riding', 'carried']);
+      expect(sent).toContain('hot_finish_run_locking');
+      expect(sent).toContain('hot_queued_of_run');
+      expect(sent).toContain('hot_mark_redispatched');
+      expect(sent).not.toContain('ROLLBACK');
+      const item = await stores.ds.query(`SELECT "state", "dispatch" FROM "steering_items" WHERE "event_id" = $1`, [
+        steered.event.event_id,
+      ]);
+      expect(item).toEqual([{ state: 'redispatched', dispatch: 'waiting' }]);
+      expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: running })).toBe(1);
+      expect(
+        await stores.ds
+          .getRepository(TranscriptEntity)
+          .countBy({ conversation_id: c.conversation_id, role: 'assistant' }),
+      ).toBe(1);
+      expect(await stores.ds.getRepository(RunEntity).findOneByOrFail({ run_id: running })).toMatchObject({
+        status: 'completed',
+      });
+    });
   });
 
   describe('a fence written without waiting for its answer (run-fence.ts ridingFence)', () => {
@@ -433,7 +475,7 @@ describe('held inserts carried by the next statement on postgres', () => {
       await expect(hot.runGroup([() => resultUnit(newResult(lease.run_id, 3), null, [], stale)])).rejects.toEqual(
         new FencedError(stale),
       );
-      expect(shapes().slice(-2)).toEqual(['COMMIT', 'ROLLBACK']);
+      expect(shapes().slice(-2)).toEqual(['hot_insert_result', 'COMMIT']);
       // A statement awaited behind the failed fence: the group's error is the fence's, not "transaction aborted".
       function* fencedThenRead(): Unit<unknown> {
         yield* fenceUnit(stale);
@@ -444,6 +486,77 @@ describe('held inserts carried by the next statement on postgres', () => {
       expect(await resultsOf(lease.run_id)).toEqual([1, 2]);
       expect(await hot.runGroup([() => resultUnit(newResult(lease.run_id, 3), null, [], lease)])).toEqual([undefined]);
       expect(await resultsOf(lease.run_id)).toEqual([1, 2, 3]);
+    });
+  });
+
+  describe("a leased run's end guessed to match (speculation.ts ridingEnd, Op.finalIf)", () => {
+    let leases: RunLease[];
+
+    beforeAll(async () => {
+      await stores.moduleRef
+        .get(HostProcessesRepository)
+        .register({ id: 'p-guess', instance: 'p-guess', http_address: 'h:1', grpc_address: 'h:2' });
+      leases = await leasedRuns(stores.ds, 3, ['p-guess'], 'conv-guess-');
+    });
+
+    const resultsOf = async (runId: string): Promise<number[]> =>
+      (await stores.ds.getRepository(RunResultEntity).findBy({ run_id: runId })).map((r) => Number(r.sequence)).sort();
+    const assistantRows = (conversation: string) =>
+      stores.ds.getRepository(TranscriptEntity).countBy({ conversation_id: conversation, role: 'assistant' });
+
+    /** The run's last result and its end in one group, as a c1 run's last results arrive. */
+    const lastResultsAndEnd = (lease: RunLease, conversation: string, seq: number) => [
+      () => resultUnit(newResult(lease.run_id, seq), null, [], lease),
+      () =>
+        endRunUnit(
+          newResult(lease.run_id, seq + 1, { type: 'run.completed' }),
+          completed(),
+          null,
+          transcriptRow('assistant', 'done', { conversation_id: conversation, run_id: lease.run_id }),
+          [],
+          lease,
+          `key-${conversation}`,
+        ),
+    ];
+
+    it('its last results and its end: one round trip — the end not awaited, the transcript append with COMMIT', async () => {
+      const [lease] = leases;
+      const out = await hot.runGroup(lastResultsAndEnd(lease, 'conv-end-a', 1));
+      expect(out).toEqual([undefined, { ended: true, released: 0, waiting: false }]);
+      expect(shapes()).toEqual(['BEGIN', 'hot_finish_run_fenced_locking_riding', 'carried', 'COMMIT']);
+      expect(trips).toBe(1);
+      expect(await resultsOf(lease.run_id)).toEqual([1, 2]);
+      expect(await assistantRows('conv-end-a')).toBe(1);
+      expect(await stores.ds.getRepository(RunEntity).findOneByOrFail({ run_id: lease.run_id })).toMatchObject({
+        status: 'completed',
+      });
+    });
+
+    it('a run already ended: the guess misses, the group runs again awaited and writes nothing (not ended)', async () => {
+      const [, lease] = leases;
+      await hot.runGroup(lastResultsAndEnd(lease, 'conv-end-b', 1));
+      spy.mockClear();
+      const out = await hot.runGroup(lastResultsAndEnd(lease, 'conv-end-b', 3));
+      // The results unit writes (its fence holds: the lease is still the run's), the end does not.
+      expect(out).toEqual([undefined, { ended: false, released: 0, waiting: false }]);
+      expect(shapes()).toContain('hot_finish_run_fenced_locking_riding');
+      expect(shapes()).toContain('hot_finish_run_fenced_locking');
+      expect(shapes()).not.toContain('ROLLBACK');
+      expect(await resultsOf(lease.run_id)).toEqual([1, 2, 3]);
+      expect(await assistantRows('conv-end-b')).toBe(1);
+    });
+
+    it('a stale lease: the guess misses, the group awaited fails with FencedError; nothing written, the writer goes on', async () => {
+      const [, , lease] = leases;
+      const stale: RunLease = { ...lease, attempt: 2 };
+      await expect(hot.runGroup(lastResultsAndEnd(stale, 'conv-end-c', 1))).rejects.toEqual(new FencedError(stale));
+      expect(await resultsOf(lease.run_id)).toEqual([]);
+      expect(await assistantRows('conv-end-c')).toBe(0);
+      expect(await hot.runGroup(lastResultsAndEnd(lease, 'conv-end-c', 1))).toEqual([
+        undefined,
+        { ended: true, released: 0, waiting: false },
+      ]);
+      expect(await resultsOf(lease.run_id)).toEqual([1, 2]);
     });
   });
 });

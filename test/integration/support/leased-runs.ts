@@ -36,12 +36,21 @@ export async function leaseStores(processIds: readonly string[]): Promise<LeaseS
   };
 }
 
-/** Inserts one run per conversation `conv-<i>`, owned in turn by `owners` at attempt 1: their leases, in order. */
-export async function leasedRuns(ds: DataSource, count: number, owners: readonly string[]): Promise<RunLease[]> {
+/** Inserts one run per conversation `<conversationPrefix><i>`, owned in turn by `owners` at attempt 1: their leases, in order. */
+export async function leasedRuns(
+  ds: DataSource,
+  count: number,
+  owners: readonly string[],
+  conversationPrefix = 'conv-',
+): Promise<RunLease[]> {
   const leases: RunLease[] = [];
   for (let i = 0; i < count; i++) {
     const owner = owners[i % owners.length];
-    const run: NewRun = { ...newRun({ conversation_id: `conv-${i}` }), owner_process_id: owner, attempt: 1 };
+    const run: NewRun = {
+      ...newRun({ conversation_id: `${conversationPrefix}${i}` }),
+      owner_process_id: owner,
+      attempt: 1,
+    };
     await ds.getRepository(RunEntity).insert(run);
     leases.push({ run_id: run.run_id, attempt: 1, owner_process_id: owner });
   }

@@ -3,7 +3,8 @@ import type { DbSessions } from '../db-sessions';
 import type { HotStatement } from './hot-sql';
 import { InsertBatch, PgInsertCombiner } from './insert-batch';
 import { FENCED_SQLSTATE, FenceCache, FencedError, GROUP_KEYS, leaseOfFence, ridingFence } from './run-fence';
-import type { Op, SqlValue, Unit } from './unit';
+import { MISSED_SQLSTATE, SpeculationMissed, ridingEnd } from './speculation';
+import type { Changes, Op, SqlValue, Unit } from './unit';
 import type { WriterDriver } from './write-queue';
 
 function query(s: HotStatement, params: readonly SqlValue[]): QueryConfig {
@@ -35,6 +36,14 @@ async function drive<T>(c: Client | Pool, unit: Unit<T>): Promise<T> {
     r = unit.next(await step(c, r.value));
   }
   return r.value;
+}
+
+/** The answer a unit is handed for a statement guessed to change one row (a riding fence, ridingEnd). */
+const MATCHED: Changes = { changes: 1 };
+
+/** A guessed statement's failure: SpeculationMissed when its guess missed (MISSED_SQLSTATE), else as it is. */
+function missed(e: unknown): never {
+  throw e instanceof DatabaseError && e.code === MISSED_SQLSTATE ? new SpeculationMissed(e) : e;
 }
 
 /** BEGIN failed: nothing written behind it ran (its cause is BEGIN's own error). */
@@ -154,10 +163,24 @@ export class PgHot implements WriterDriver {
    * the group's last unit, with its next statement that need not see them (carried).
    */
   async runGroup(units: readonly (() => Unit<unknown>)[]): Promise<unknown[]> {
+    try {
+      return await this.groupOnce(units, true);
+    } catch (e) {
+      if (!(e instanceof SpeculationMissed)) {
+        throw e;
+      }
+    }
+    // A guess of the group missed (speculation.ts): it was rolled back, nothing of it written. Once
+    // more, every answer awaited: the outcome is the one an unguessed run gives.
+    return this.groupOnce(units, false);
+  }
+
+  /** The group on the writer's connection; once more on a new connection when its BEGIN failed. */
+  private async groupOnce(units: readonly (() => Unit<unknown>)[], guess: boolean): Promise<unknown[]> {
     await this.connect();
     const client = this.writer;
     try {
-      return await this.group(units);
+      return await this.group(units, guess);
     } catch (e) {
       if (!(e instanceof BeginFailed)) {
         throw e;
@@ -172,7 +195,7 @@ export class PgHot implements WriterDriver {
     }
     await this.connect();
     try {
-      return await this.group(units);
+      return await this.group(units, guess);
     } catch (e) {
       throw e instanceof BeginFailed ? e.cause : e;
     }
@@ -183,9 +206,10 @@ export class PgHot implements WriterDriver {
    * first statement and `COMMIT` with its last held inserts — or with its last unit's final
    * statement (Op.final) — without waiting for their answers in between
    * (docs/durability.md#the-writers-transactions-on-postgresql); a group that sends nothing sends
-   * neither.
+   * neither. With `guess`, a run's end is written without waiting for its answer (ridingEnd) and
+   * an Op.finalIf statement is written as the last one, COMMIT with it (speculation.ts).
    */
-  private async group(units: readonly (() => Unit<unknown>)[]): Promise<unknown[]> {
+  private async group(units: readonly (() => Unit<unknown>)[], guess: boolean): Promise<unknown[]> {
     const writer = this.writer;
     const batch = this.batch;
     const fences = this.fences;
@@ -245,7 +269,12 @@ export class PgHot implements WriterDriver {
         return { unit, first: unit.next() };
       });
       const prefetch = fences.prefetch(started.flatMap((s) => (s.first.done ? [] : [s.first.value])));
-      if (prefetch?.stmt === GROUP_KEYS) {
+      const prefetchEnd = guess && prefetch ? ridingEnd(prefetch.stmt) : undefined;
+      if (prefetch && prefetchEnd) {
+        // The run's end hoisted ahead of its results (FenceCache.hoist), guessed to match its row.
+        ride(send(query(prefetchEnd, prefetch.params)).catch(missed));
+        fences.prefetched(MATCHED);
+      } else if (prefetch?.stmt === GROUP_KEYS) {
         // Advisory keys only: the answer decides nothing (the keys are taken, or the statement
         // fails and the group with it), so the units' statements are written right behind it —
         // the server runs them after it, each with a snapshot taken once the locks are held.
@@ -281,17 +310,27 @@ export class PgHot implements WriterDriver {
                 throw e instanceof DatabaseError && e.code === FENCED_SQLSTATE ? new FencedError(lease) : e;
               }),
             );
-            const matched = { changes: 1 };
-            fences.ran(op, matched);
-            r = unit.next(matched);
+            fences.ran(op, MATCHED);
+            r = unit.next(MATCHED);
             continue;
           }
-          const sent = (last && this.carried(op)) || op;
-          if (last && op.final && batch.empty) {
-            // The group's last statement (Op.final): COMMIT is written with it.
+          const end = guess ? ridingEnd(op.stmt) : undefined;
+          if (end) {
+            // A run's end, guessed to match its row: the statements behind it are written at once.
+            ride(send(query(end, op.params)).catch(missed));
+            fences.ran(op, MATCHED);
+            r = unit.next(MATCHED);
+            continue;
+          }
+          // The last unit's Op.finalIf statement in the form that fails unless it is the last.
+          const finalIf = last && guess && !op.final && op.finalIf ? { ...op, stmt: op.finalIf } : null;
+          const carried = last ? this.carried(finalIf ?? op) : null;
+          if (last && (op.final || finalIf) && batch.empty) {
+            // The group's last statement (Op.final, or guessed: Op.finalIf): COMMIT is written with it.
+            const sent = carried ?? finalIf ?? op;
             const final = answered(send(query(sent.stmt, sent.params)));
-            await committed([final], write('COMMIT'));
             ended = true;
+            await committed([finalIf ? final.catch(missed) : final], write('COMMIT'));
             const result = answer(op, await final);
             fences.ran(op, result);
             r = unit.next(result);
@@ -300,7 +339,8 @@ export class PgHot implements WriterDriver {
             }
             break;
           }
-          const result = await run(sent);
+          // Not the last (held rows it could not carry): the plain statement.
+          const result = await run(carried ?? op);
           fences.ran(op, result);
           r = unit.next(result);
         }
@@ -312,6 +352,7 @@ export class PgHot implements WriterDriver {
         const writes = [...riders, ...held().map(send)];
         riders = [];
         if (begun) {
+          ended = true;
           await committed(writes, write('COMMIT'));
         }
       }

@@ -25,7 +25,7 @@ import { outboxUnit, type NewOutboxRow } from './outbox-units';
 import { fenceCallUnit, fenceUnit, finishRunFenced, type RunLease } from './run-fence';
 import { storeSnapshotUnit } from './snapshot-rows';
 import { STEERING_SQL } from './steering-sql';
-import { bool, exec, json, lastOne, one, rowParams, type Unit } from './unit';
+import { bool, exec, json, lastOne, one, oneFinalIf, rowParams, type Unit } from './unit';
 
 /** A run row to write: its authorization snapshot whole (stored once by its hash: snapshot-rows.ts). */
 export type NewRun = Omit<
@@ -211,9 +211,11 @@ export function* finishLookingUnit(
     return { ended: true, look: null };
   }
   // The lock was taken by the finish statement: the append's snapshot sees every item queued before.
-  const r = yield* one<{ conv_waiting: number | string; queued: number | string }>(
+  // With none queued on the run, the end (endRunUnit) returns right after it (Op.finalIf).
+  const r = yield* oneFinalIf<{ conv_waiting: number | string; queued: number | string }>(
     STEERING_SQL.appendTranscriptAndQueue,
     [...rowParams(TRANSCRIPT_COLUMNS, assistant), assistant.conversation_id, conversationKey, terminal.run_id],
+    STEERING_SQL.appendTranscriptNoneQueued,
   );
   return { ended: true, look: { waiting: Number(r?.conv_waiting ?? 0) > 0, queued: Number(r?.queued ?? 0) } };
 }

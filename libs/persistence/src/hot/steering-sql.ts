@@ -4,6 +4,7 @@
  * runs that start later.
  */
 import { EVENT_COLUMNS, EVENT_LOG_INSERT_PG, insert, lockingRun, reading, stmt, transcriptAppend } from './hot-sql';
+import { expectedSql } from './speculation';
 
 export const STEERING_COLUMNS = [
   'conversation_key',
@@ -24,6 +25,15 @@ export const STEERING_COLUMNS = [
   'pull_mode',
   'created_at',
 ] as const;
+
+/** The steering items still queued on a run (parameter: the run id), at its end. */
+const QUEUED_OF_RUN = `(SELECT COUNT(*) FROM "steering_items" WHERE "run_id" = ? AND "state" = 'queued')`;
+
+/** What a run's end reads with its transcript append: the conversation's wait, then `queued` (parameters: the key, the run id). */
+function endLook(queued: string): string {
+  return `, (SELECT COUNT(*) FROM (SELECT 1 FROM "steering_items" WHERE "conversation_key" = ? AND "dispatch" = 'waiting' LIMIT 1) AS x) AS "conv_waiting",
+       ${queued} AS "queued"`;
+}
 
 const ITEM = `"id", "conversation_key", "agent_id", "runner_id", "conversation_id", "thread_id", "workspace_id", "event_id", "kind",
   "state", "run_id", "position", "next_run_id", "dispatch", "item", "submission", "created_at", "redispatched_at"`;
@@ -132,10 +142,19 @@ export const STEERING_SQL = {
    * wt-pgc1r9). Parameters: insertTranscript's, then the conversation key, the run id.
    */
   appendTranscriptAndQueue: reading(
+    transcriptAppend('insert_transcript_and_queue', endLook(QUEUED_OF_RUN)),
+    'transcript',
+    'steering_items',
+  ),
+  /**
+   * appendTranscriptAndQueue as the end's last statement on PostgreSQL (Op.finalIf): the same
+   * answer, but the statement fails (speculation.ts) when items are still queued on the run — the
+   * end then goes on to release them, so it was not its last statement. PostgreSQL only.
+   */
+  appendTranscriptNoneQueued: reading(
     transcriptAppend(
-      'insert_transcript_and_queue',
-      `, (SELECT COUNT(*) FROM (SELECT 1 FROM "steering_items" WHERE "conversation_key" = ? AND "dispatch" = 'waiting' LIMIT 1) AS x) AS "conv_waiting",
-       (SELECT COUNT(*) FROM "steering_items" WHERE "run_id" = ? AND "state" = 'queued') AS "queued"`,
+      'insert_transcript_none_queued',
+      endLook(expectedSql(QUEUED_OF_RUN, 0, 'steering items queued on the run')),
     ),
     'transcript',
     'steering_items',

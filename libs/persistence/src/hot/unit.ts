@@ -37,6 +37,13 @@ export type Op = (
    * top-level unit returns right after (`lastOne`); a unit that yields after it fails its group.
    */
   final?: true;
+  /**
+   * A form of the statement that answers the same, but fails the transaction (speculation.ts)
+   * unless its answer lets the unit return right after it: the PostgreSQL writer may write that
+   * form as the group's last statement, COMMIT with it (as Op.final), and runs the group again
+   * with every answer awaited when it fails (pg-driver.ts). Same parameters.
+   */
+  finalIf?: HotStatement;
 };
 
 export type Unit<T> = Generator<Op, T, unknown>;
@@ -62,6 +69,18 @@ export function* one<R>(
 /** `one` for a unit's last statement (Op.final): the unit returns right after its answer. */
 export function* lastOne<R>(stmt: HotStatement, params: readonly SqlValue[]): Generator<Op, R | undefined, unknown> {
   return (yield { kind: 'get', stmt, params, final: true }) as R | undefined;
+}
+
+/**
+ * `one`, with the form of the statement that fails unless the unit returns right after its answer
+ * (Op.finalIf).
+ */
+export function* oneFinalIf<R>(
+  stmt: HotStatement,
+  params: readonly SqlValue[],
+  finalIf: HotStatement,
+): Generator<Op, R | undefined, unknown> {
+  return (yield { kind: 'get', stmt, params, finalIf }) as R | undefined;
 }
 
 export function* rows<R>(stmt: HotStatement, params: readonly SqlValue[]): Generator<Op, R[], unknown> {

@@ -26,6 +26,7 @@ import { EventsIdempotencyPartial1767710000000 } from './1767710000000-events-id
 import { RunsConversationIndex1767720000000 } from './1767720000000-runs-conversation-index';
 import { AuditRowidIds1767730000000 } from './1767730000000-audit-rowid-ids';
 import { FenceFailure1767740000000 } from './1767740000000-fence-failure';
+import { SpeculationCheck1767750000000 } from './1767750000000-speculation-check';
 
 /** Every migration, oldest first; both dialects (each migration branches where SQL differs). */
 export const MIGRATIONS = [
@@ -57,4 +58,5 @@ export const MIGRATIONS = [
   RunsConversationIndex1767720000000,
   AuditRowidIds1767730000000,
   FenceFailure1767740000000,
+  SpeculationCheck1767750000000,
 ];
