@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import { ReleasingMap } from '@libs/streams';
 import { multiRowInsert, type HotStatement } from './hot-sql';
-import type { Changes, Op, SqlValue } from './unit';
+import { joined, type Changes, type Op, type SqlValue } from './unit';
 
 /** Rows per statement at most (well below the bound-parameter limits of both databases). */
 export const MAX_ROWS_PER_INSERT = 64;
@@ -98,7 +98,7 @@ export class InsertBatch {
         const chunk = rows.slice(i, i + perInsert);
         out.push({
           stmt: this.shape(stmt, chunk.length),
-          params: chunk.flat(),
+          params: joined(chunk),
           rows: chunk.length,
           table: stmt.rows!.table,
         });
@@ -247,7 +247,7 @@ export class PgInsertCombiner {
     }
     return {
       stmt: s,
-      params: parts.flatMap((p) => p.params),
+      params: joined(parts.map((p) => p.params)),
       rows: parts.reduce((n, p) => n + p.rows, 0),
       table: parts[0].table,
     };

@@ -4,7 +4,7 @@ import type { HotStatement } from './hot-sql';
 import { InsertBatch, PgInsertCombiner } from './insert-batch';
 import { FENCED_SQLSTATE, FenceCache, FencedError, GROUP_KEYS, leaseOfFence, ridingFence } from './run-fence';
 import { MISSED_SQLSTATE, SpeculationMissed, ridingEnd } from './speculation';
-import type { Changes, Op, SqlValue, Unit } from './unit';
+import { joined, type Changes, type Op, type SqlValue, type Unit } from './unit';
 import type { WriterDriver } from './write-queue';
 
 function query(s: HotStatement, params: readonly SqlValue[]): QueryConfig {
@@ -400,7 +400,7 @@ export class PgHot implements WriterDriver {
       return null;
     }
     this.batch.clear();
-    return { ...op, stmt, params: [...held.flatMap((h) => h.params), ...op.params] };
+    return { ...op, stmt, params: joined([...held.map((h) => h.params), op.params]) };
   }
 
   async close(): Promise<void> {

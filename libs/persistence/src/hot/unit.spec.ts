@@ -1,6 +1,6 @@
 import { RUN_COLUMNS, SQL } from './hot-sql';
 import { appendTranscriptUnit, insertRunUnit, type NewRun } from './run-units';
-import { LARGE_JSON_CHARS, json, rowParams, writtenJson, type Op } from './unit';
+import { LARGE_JSON_CHARS, joined, json, rowParams, writtenJson, type Op } from './unit';
 
 describe('json: the JSON text of a large object is made once', () => {
   it('keeps the text of a large object for writtenJson, not of a small one', () => {
@@ -112,5 +112,18 @@ describe('Op.final: the last statement of a top-level unit', () => {
     const { ops } = stepped(appendTranscriptUnit({ ...row, attachment_refs: [] }), { seq: 1 });
     expect(ops.map((o) => o.final)).toEqual([undefined, undefined]);
     expect(ops).toHaveLength(2);
+  });
+});
+
+describe('joined: parameter lists one after another', () => {
+  it('answers a new list of every value in order, the inputs unchanged', () => {
+    const a = ['a', 1, null];
+    const b: string[] = [];
+    const c = ['c'];
+    const out = joined([a, b, c]);
+    expect(out).toEqual(['a', 1, null, 'c']);
+    expect(out).not.toBe(a);
+    expect(a).toEqual(['a', 1, null]);
+    expect(joined([])).toEqual([]);
   });
 });
