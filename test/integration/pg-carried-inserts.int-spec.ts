@@ -2,6 +2,7 @@ import { Client, type QueryConfig } from 'pg';
 import {
   admitUnit,
   appendTranscriptUnit,
+  insertRunUnit,
   conversationKey,
   endRunUnit,
   EventEntity,
@@ -279,6 +280,54 @@ describe('held inserts carried by the next statement on postgres', () => {
     expect(await hot.runGroup([() => resultUnit(newResult('run-l', 1), null)])).toEqual([undefined]);
   });
 
+  it("a final statement of a unit before the group's last is written without waiting; its unit returns its answer once the group is committed", async () => {
+    // Each unit: a result (held), then its transcript row as its final statement (lock taken: `locked`).
+    function* resultAndLast(runId: string, conversation: string): Unit<number> {
+      yield* resultUnit(newResult(runId, 1), null);
+      return yield* appendTranscriptUnit(
+        transcriptRow('assistant', runId, { conversation_id: conversation }),
+        true,
+        true,
+      );
+    }
+    expect(
+      await hot.runGroup([
+        () => resultAndLast('run-n1', 'conv-n1'),
+        () => resultAndLast('run-n2', 'conv-n2'),
+        () => resultAndLast('run-n3', 'conv-n1'),
+      ]),
+    ).toEqual([1, 1, 2]);
+    // The two first units' rows are not awaited: one round trip, the last row carrying the held results with COMMIT.
+    expect(shapes()).toEqual(['BEGIN', 'hot_insert_transcript', 'hot_insert_transcript', 'carried', 'COMMIT']);
+    expect(trips).toBe(1);
+    expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: 'run-n2' })).toBe(1);
+    expect(await stores.ds.getRepository(TranscriptEntity).countBy({ conversation_id: 'conv-n1' })).toBe(2);
+  });
+
+  it("a failing final statement not awaited fails the group with its own error, not the aborted transaction's: nothing of it is written", async () => {
+    const bad = transcriptRow('assistant', 'x', { conversation_id: 'conv-o', role: 'r'.repeat(20) });
+    function* read(): Unit<unknown> {
+      yield* resultUnit(newResult('run-o', 1), null);
+      return yield* one(SQL.eventById, ['evt-none']);
+    }
+    await expect(hot.runGroup([() => appendTranscriptUnit(bad, true, true), () => read()])).rejects.toThrow(/too long/);
+    expect(await stores.ds.getRepository(RunResultEntity).countBy({ run_id: 'run-o' })).toBe(0);
+    expect(await stores.ds.getRepository(TranscriptEntity).countBy({ conversation_id: 'conv-o' })).toBe(0);
+    expect(await hot.runGroup([() => read()])).toEqual([undefined]);
+  });
+
+  it('held inserts a statement must see are written right ahead of it, not awaited', async () => {
+    // The first unit's run row is held; the second unit reads `runs` (SQL.runningOfWorkspace): the row is written first.
+    const { run } = eventWithRun({ conversation_id: 'conv-p' }, { conversation_id: 'conv-p', workspace_id: 'ws-p' });
+    function* count(): Unit<unknown> {
+      return yield* one(SQL.runningOfWorkspace, ['ws-p', 'ws-p']);
+    }
+    const [, n] = await hot.runGroup([() => insertRunUnit({ ...run, status: 'running' }), () => count()]);
+    expect(Number((n as { n: number | string }).n)).toBe(1);
+    expect(shapes()).toEqual(['BEGIN', 'hot_insert_run', 'hot_running_of_workspace', 'COMMIT']);
+    expect(trips).toBe(2);
+  });
+
   it('the key-lock statement of a group is written with the statement behind it: its answer decides nothing', async () => {
     function* locked(): Unit<unknown> {
       // Two advisory keys (one declared for later): the group takes them in one statement (GROUP_KEYS).
@@ -403,6 +452,28 @@ describe('held inserts carried by the next statement on postgres', () => {
       expect(await stores.ds.getRepository(EventLogEntity).countBy({ event_id: a.event.event_id })).toBe(1);
       expect(await stores.ds.getRepository(RunEntity).countBy({ run_id: again.run!.run_id })).toBe(0);
       expect(await stores.ds.getRepository(TranscriptEntity).countBy({ conversation_id: 'conv-dup' })).toBe(1);
+    });
+
+    it("two admissions in one group: the first one's user row, and the rows the second's claim must see, are written without waiting — three round trips", async () => {
+      const [a, b] = [convRows(conv('conv-two-a')), convRows(conv('conv-two-b'))];
+      const out = (await hot.runGroup([() => admitUnit(a, true), () => admitUnit(b, true)])) as AdmitOutcome[];
+      expect(out.map((o) => (o.admitted ? [o.disposition, o.run_id, o.transcript_seq] : o))).toEqual([
+        ['started', a.run!.run_id, 1],
+        ['started', b.run!.run_id, 1],
+      ]);
+      // The group's keys; A's claim (awaited); A's rows and user row, then B's claim (awaited); B's rows with COMMIT.
+      expect(trips).toBe(3);
+      expect(shapes().filter((q) => q === 'hot_claim_if_free')).toHaveLength(2);
+      for (const x of [a, b]) {
+        expect(await stored(x.event.event_id)).toEqual({
+          event: { disposition: 'started', run_id: x.run!.run_id },
+          log: [{ disposition: 'started' }],
+        });
+        expect(await stores.ds.getRepository(RunEntity).countBy({ run_id: x.run!.run_id })).toBe(1);
+        expect(
+          await stores.ds.getRepository(TranscriptEntity).countBy({ conversation_id: x.event.conversation_id! }),
+        ).toBe(1);
+      }
     });
 
     it("a run's end with a steering item still queued on it: the guess that none is misses, the group runs again awaited and releases the item; the end is written once", async () => {

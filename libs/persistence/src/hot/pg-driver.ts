@@ -46,6 +46,19 @@ function missed(e: unknown): never {
   throw e instanceof DatabaseError && e.code === MISSED_SQLSTATE ? new SpeculationMissed(e) : e;
 }
 
+/**
+ * What a unit returns given the answer to its final statement (Op.final, Op.finalIf): it must return
+ * right after it — one that yields again is a bug of the unit, and fails its group (what the group
+ * wrote is committed by then: docs/durability.md#the-writers-transactions-on-postgresql).
+ */
+function returned(unit: Unit<unknown>, op: Op, result: unknown): unknown {
+  const r = unit.next(result);
+  if (!r.done) {
+    throw new Error(`a unit yielded ${r.value.stmt.name ?? 'a statement'} after its final statement ${op.stmt.name}`);
+  }
+  return r.value;
+}
+
 /** BEGIN failed: nothing written behind it ran (its cause is BEGIN's own error). */
 class BeginFailed extends Error {
   constructor(override readonly cause: unknown) {
@@ -207,7 +220,10 @@ export class PgHot implements WriterDriver {
    * statement (Op.final) — without waiting for their answers in between
    * (docs/durability.md#the-writers-transactions-on-postgresql); a group that sends nothing sends
    * neither. With `guess`, a run's end is written without waiting for its answer (ridingEnd) and
-   * an Op.finalIf statement is written as the last one, COMMIT with it (speculation.ts).
+   * an Op.finalIf statement is written as the last one, COMMIT with it (speculation.ts). The final
+   * statement of a unit before the last is not awaited either (its unit returns after COMMIT), nor
+   * are held inserts written ahead of a statement that must see them: the group waits only for the
+   * answers its units decide on.
    */
   private async group(units: readonly (() => Unit<unknown>)[], guess: boolean): Promise<unknown[]> {
     const writer = this.writer;
@@ -256,11 +272,22 @@ export class PgHot implements WriterDriver {
     /** The held inserts as statements (insert-batch.ts), the batch emptied. */
     const held = (): QueryConfig[] =>
       batch.empty ? [] : this.combiner.combine(batch.take()).map((h) => query(h.stmt, h.params));
-    const flush = async (): Promise<void> => {
+    /**
+     * The held inserts written before a statement that must see them: right ahead of it, without
+     * waiting (their answers decide nothing; a failing one fails the group, reported by the next
+     * answer awaited: `answered`).
+     */
+    const flush = (): void => {
       for (const q of held()) {
-        await answered(send(q));
+        ride(send(q));
       }
     };
+    /**
+     * Final statements (Op.final, or guessed: Op.finalIf) of units before the last, written without
+     * waiting: their units end with the answer once the group is committed (their failure is the
+     * group's, as a rider's).
+     */
+    const deferred: { i: number; unit: Unit<unknown>; op: Op; answer: Promise<QueryResult> }[] = [];
     try {
       // Every unit stepped to its first statement (a unit computes nothing but statements:
       // unit.ts), so the runs whose units open with a fence are fenced as one statement.
@@ -283,7 +310,7 @@ export class PgHot implements WriterDriver {
       } else if (prefetch) {
         fences.prefetched(await run(prefetch));
       }
-      const out: unknown[] = [];
+      const out: unknown[] = new Array<unknown>(started.length);
       for (const [i, { unit, first }] of started.entries()) {
         // In the last unit no later unit adds rows to the held ones: they may ride on its next
         // statement that need not see them, instead of a flush of their own before COMMIT.
@@ -297,7 +324,7 @@ export class PgHot implements WriterDriver {
             continue;
           }
           if (batch.mustFlush(op.stmt)) {
-            await flush();
+            flush();
           }
           const fence = ridingFence(op.stmt);
           if (fence) {
@@ -322,6 +349,13 @@ export class PgHot implements WriterDriver {
             r = unit.next(MATCHED);
             continue;
           }
+          if (!last && (op.final || (guess && op.finalIf))) {
+            // The unit's last statement, not the group's: written without waiting for its answer.
+            const sent = op.final ? send(query(op.stmt, op.params)) : send(query(op.finalIf!, op.params)).catch(missed);
+            ride(sent);
+            deferred.push({ i, unit, op, answer: sent });
+            break;
+          }
           // The last unit's Op.finalIf statement in the form that fails unless it is the last.
           const finalIf = last && guess && !op.final && op.finalIf ? { ...op, stmt: op.finalIf } : null;
           const carried = last ? this.carried(finalIf ?? op) : null;
@@ -331,20 +365,17 @@ export class PgHot implements WriterDriver {
             const final = answered(send(query(sent.stmt, sent.params)));
             ended = true;
             await committed([finalIf ? final.catch(missed) : final], write('COMMIT'));
-            const result = answer(op, await final);
-            fences.ran(op, result);
-            r = unit.next(result);
-            if (!r.done) {
-              throw new Error(`a unit yielded ${r.value.stmt.name ?? 'a statement'} after its final statement`);
-            }
+            r = { done: true, value: returned(unit, op, answer(op, await final)) };
             break;
           }
-          // Not the last (held rows it could not carry): the plain statement.
+          // Any other statement (in the last unit carrying the held rows when it can): awaited.
           const result = await run(carried ?? op);
           fences.ran(op, result);
           r = unit.next(result);
         }
-        out.push(r.value);
+        if (r.done) {
+          out[i] = r.value;
+        }
       }
       // The last held inserts and COMMIT in one write: no answer of theirs decides anything before
       // COMMIT; an insert that fails leaves the transaction aborted, and COMMIT then rolls it back.
@@ -355,6 +386,9 @@ export class PgHot implements WriterDriver {
           ended = true;
           await committed(writes, write('COMMIT'));
         }
+      }
+      for (const d of deferred) {
+        out[d.i] = returned(d.unit, d.op, answer(d.op, await d.answer));
       }
       return out;
     } catch (e) {
