@@ -33,7 +33,8 @@ export type Op = (
   locks?: LaterLocks;
   /**
    * The unit's last statement: it returns as soon as it has the answer, so the PostgreSQL writer
-   * may write COMMIT with it when it is the group's last (pg-driver.ts). Only for a statement a
+   * may write COMMIT with it when it is the group's last, and in an earlier unit write it without
+   * waiting, the unit returning after COMMIT (pg-driver.ts). Only for a statement a
    * top-level unit returns right after (`lastOne`); a unit that yields after it fails its group.
    */
   final?: true;
