@@ -22,6 +22,7 @@ import {
   type RunLease,
   type Unit,
 } from '@libs/persistence';
+import { telemetry } from '@libs/telemetry';
 import { SQL } from '../../libs/persistence/src/hot/hot-sql';
 import { PgHot } from '../../libs/persistence/src/hot/pg-driver';
 import { one } from '../../libs/persistence/src/hot/unit';
@@ -607,7 +608,12 @@ describe('held inserts carried by the next statement on postgres', () => {
       const [, lease] = leases;
       await hot.runGroup(lastResultsAndEnd(lease, 'conv-end-b', 1));
       spy.mockClear();
+      const metrics = telemetry.enableMetrics({ instance: 'it', processMetrics: false });
+      const missed = async (): Promise<number> =>
+        Number(/runnerhost_writer_guesses_missed_total\{[^}]*\} (\d+)/.exec(await metrics.text())?.[1] ?? NaN);
+      const before = await missed();
       const out = await hot.runGroup(lastResultsAndEnd(lease, 'conv-end-b', 3));
+      expect(await missed()).toBe(before + 1);
       // The results unit writes (its fence holds: the lease is still the run's), the end does not.
       expect(out).toEqual([undefined, { ended: false, released: 0, waiting: false }]);
       expect(shapes()).toContain('hot_finish_run_fenced_locking_riding');

@@ -109,6 +109,7 @@ export class HostMetrics {
   readonly writerGroupSize: Obs;
   readonly writerCommit: Obs;
   readonly writerReplays: Inc;
+  readonly writerGuessesMissed: Inc;
   readonly fencedWrites: Inc;
   readonly runsTakenOver: Children<Inc>;
   readonly conversationSignals: Children<Inc>;
@@ -257,6 +258,11 @@ export class HostMetrics {
       [],
     );
 
+    this.writerGuessesMissed = counter(
+      'writer_guesses_missed_total',
+      "PostgreSQL writer groups whose guess missed (a run's end already ended, or items queued on it) and that ran again with every answer awaited.",
+      [],
+    );
     this.fencedWrites = counter(
       'fenced_writes_total',
       'Writes of a run refused by its fence (another process owns it now); the run is dropped here.',

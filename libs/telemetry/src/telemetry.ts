@@ -83,6 +83,11 @@ export class Telemetry {
     this.m?.sseOpened.inc();
   }
 
+  /** A PostgreSQL writer group whose guess missed, run again awaited (docs/durability.md#the-writers-transactions-on-postgresql). */
+  writerGuessMissed(): void {
+    this.m?.writerGuessesMissed.inc();
+  }
+
   /** A run's write refused by its fence (docs/scale-out.md#fenced-writes). */
   fencedWrite(): void {
     this.m?.fencedWrites.inc();

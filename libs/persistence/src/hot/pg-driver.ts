@@ -6,6 +6,7 @@ import { FENCED_SQLSTATE, FenceCache, FencedError, GROUP_KEYS, leaseOfFence, rid
 import { MISSED_SQLSTATE, SpeculationMissed, ridingEnd } from './speculation';
 import { joined, type Changes, type Op, type SqlValue, type Unit } from './unit';
 import type { WriterDriver } from './write-queue';
+import { telemetry } from '@libs/telemetry';
 
 function query(s: HotStatement, params: readonly SqlValue[]): QueryConfig {
   // An unnamed statement (a combined shape beyond the named ones: insert-batch.ts) is parsed each time.
@@ -185,6 +186,7 @@ export class PgHot implements WriterDriver {
     }
     // A guess of the group missed (speculation.ts): it was rolled back, nothing of it written. Once
     // more, every answer awaited: the outcome is the one an unguessed run gives.
+    telemetry.writerGuessMissed();
     return this.groupOnce(units, false);
   }
 
