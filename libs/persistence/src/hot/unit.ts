@@ -41,8 +41,9 @@ export type Op = (
   /**
    * A form of the statement that answers the same, but fails the transaction (speculation.ts)
    * unless its answer lets the unit return right after it: the PostgreSQL writer may write that
-   * form as the group's last statement, COMMIT with it (as Op.final), and runs the group again
-   * with every answer awaited when it fails (pg-driver.ts). Same parameters.
+   * form as the unit's last statement (as Op.final: COMMIT with it in the group's last unit,
+   * without waiting in an earlier one), and runs the group again with every answer awaited when
+   * it fails (pg-driver.ts). Same parameters.
    */
   finalIf?: HotStatement;
 };
