@@ -112,6 +112,27 @@ export function stmt(name: string, sql: string, pgSql?: string): HotStatement {
   return { name: `hot_${name}`, sqlite: sql, pg: (pgSql ?? sql).replace(/\?/g, () => `$${++n}`) };
 }
 
+/**
+ * PostgreSQL only: the statement `s` (an UPDATE, or an INSERT) as a data-modifying CTE, then
+ * `check` of the count of rows it changed — a function that fails the statement unless the count
+ * is the one its writer assumed, so that the statement may be written without waiting for its
+ * answer (run-fence.ts ridingFence, speculation.ts ridingEnd). Named `<s>_riding`; the parameters
+ * are `s`'s, then any `check` adds.
+ */
+export function riding(s: HotStatement, check: (changed: string) => string): HotStatement {
+  const text = s.pg.replace(/\$(\d+)/g, '?');
+  const returning = /\bRETURNING\b/i.test(text) ? text : `${text} RETURNING 1`;
+  return {
+    ...stmt(
+      `${s.name.replace(/^hot_/, '')}_riding`,
+      '-- PostgreSQL only (pg-driver.ts)',
+      `WITH "f" AS (${returning})
+     SELECT ${check('(SELECT count(*) FROM "f")')} AS "matched"`,
+    ),
+    reads: s.reads,
+  };
+}
+
 export function insert(name: string, table: string, columns: readonly string[], tail = ''): HotStatement {
   const cols = columns.map((c) => `"${c}"`).join(', ');
   return stmt(name, `INSERT INTO "${table}" (${cols}) VALUES (${columns.map(() => '?').join(', ')})${tail}`);

@@ -47,6 +47,13 @@ function missed(e: unknown): never {
   throw e instanceof DatabaseError && e.code === MISSED_SQLSTATE ? new SpeculationMissed(e) : e;
 }
 
+/** A riding fence's failure: FencedError of its lease when it matched nothing (FENCED_SQLSTATE), else as it is. */
+function fenced(op: Op): (e: unknown) => never {
+  return (e) => {
+    throw e instanceof DatabaseError && e.code === FENCED_SQLSTATE ? new FencedError(leaseOfFence(op)) : e;
+  };
+}
+
 /**
  * What a unit returns given the answer to its final statement (Op.final, Op.finalIf): it must return
  * right after it — one that yields again is a bug of the unit, and fails its group (what the group
@@ -328,25 +335,19 @@ export class PgHot implements WriterDriver {
           if (batch.mustFlush(op.stmt)) {
             flush();
           }
+          // A fence that matches nothing fails the statement, and the group with it (FencedError,
+          // as the unit would have thrown); a run's end guessed to match its row fails it when it
+          // does not (SpeculationMissed). Their answers decide nothing but that failure, so the
+          // statements behind them are written without waiting for them.
           const fence = ridingFence(op.stmt);
-          if (fence) {
-            // A fence that matches nothing fails the statement, and the group with it
-            // (FencedError, as the unit would have thrown): its answer decides nothing, so the
-            // statements behind it are written without waiting for it.
-            const lease = leaseOfFence(op);
-            ride(
-              send(query(fence, [...op.params, lease.run_id])).catch((e: unknown) => {
-                throw e instanceof DatabaseError && e.code === FENCED_SQLSTATE ? new FencedError(lease) : e;
-              }),
-            );
-            fences.ran(op, MATCHED);
-            r = unit.next(MATCHED);
-            continue;
-          }
-          const end = guess ? ridingEnd(op.stmt) : undefined;
-          if (end) {
-            // A run's end, guessed to match its row: the statements behind it are written at once.
-            ride(send(query(end, op.params)).catch(missed));
+          const end = !fence && guess ? ridingEnd(op.stmt) : undefined;
+          const rider = fence
+            ? send(query(fence, [...op.params, leaseOfFence(op).run_id])).catch(fenced(op))
+            : end
+              ? send(query(end, op.params)).catch(missed)
+              : null;
+          if (rider) {
+            ride(rider);
             fences.ran(op, MATCHED);
             r = unit.next(MATCHED);
             continue;

@@ -4,7 +4,7 @@
  * keeps it at one statement per run per group commit. SQL of both dialects (SQLite has one
  * process, but runs the same statement). The takeover of a dead owner's runs: run-takeover.ts.
  */
-import { advisoryLocksSql, stmt, type HotStatement } from './hot-sql';
+import { advisoryLocksSql, riding, stmt, type HotStatement } from './hot-sql';
 import { exec, type Changes, type LaterLocks, type Op, type SqlValue, type Unit } from './unit';
 
 /** What a process holds of a run it owns: the fence token its writes name. */
@@ -72,24 +72,6 @@ export const FENCE_RUN: HotStatement = {
 
 /** The SQLSTATE of a riding fence that matched nothing (migration 1767740000000, `rh_fenced`). */
 export const FENCED_SQLSTATE = 'RH409';
-
-/**
- * A fence as the PostgreSQL writer writes it without waiting for its answer (ridingFence): the same
- * UPDATE, then `rh_fenced` of the rows it matched, which fails the statement — and so the
- * transaction — with FENCED_SQLSTATE when it matched none. Its parameters: the fence's, then the
- * run id (named in the error's message).
- */
-function riding(fence: HotStatement): HotStatement {
-  return {
-    ...stmt(
-      `${fence.name.replace(/^hot_/, '')}_riding`,
-      '-- PostgreSQL only (pg-driver.ts)',
-      `WITH "f" AS (${fence.pg.replace(/\$(\d+)/g, '?')} RETURNING 1)
-     SELECT "rh_fenced"((SELECT count(*) FROM "f"), CAST(? AS text)) AS "matched"`,
-    ),
-    reads: fence.reads,
-  };
-}
 
 /** The leases of a JSON array parameter, as rows (FENCE_RUNS, GROUP_LOCKS). */
 const LEASES_PG = `("run_id" text, "attempt" integer, "owner_process_id" text)`;
@@ -183,9 +165,11 @@ const RIDING = new Map<HotStatement, HotStatement>();
 
 /**
  * The statement the PostgreSQL writer writes for a fence (FENCE_RUN, FENCE_CALL) without waiting
- * for its answer: it fails with FENCED_SQLSTATE instead of changing nothing, so the fence's answer
- * decides nothing but the transaction's failure (docs/durability.md#the-writers-transactions-on-postgresql).
- * Its parameters are the fence's, then the run id again. Undefined for any other statement.
+ * for its answer: the same UPDATE, then `rh_fenced` of the rows it matched, which fails the
+ * statement — and so the transaction — with FENCED_SQLSTATE instead of changing nothing, so the
+ * fence's answer decides nothing but the transaction's failure
+ * (docs/durability.md#the-writers-transactions-on-postgresql). Its parameters are the fence's, then
+ * the run id again (named in the error's message). Undefined for any other statement.
  */
 export function ridingFence(fence: HotStatement): HotStatement | undefined {
   if (fence !== FENCE_RUN && fence !== FENCE_CALL) {
@@ -193,7 +177,7 @@ export function ridingFence(fence: HotStatement): HotStatement | undefined {
   }
   let s = RIDING.get(fence);
   if (!s) {
-    s = riding(fence);
+    s = riding(fence, (matched) => `"rh_fenced"(${matched}, CAST(? AS text))`);
     RIDING.set(fence, s);
   }
   return s;

@@ -8,7 +8,7 @@
  * ended yet, its lease is still this process's), and no steering item is queued on the run at its
  * end (Op.finalIf). SQLite steps its units in process and guesses nothing.
  */
-import { SQL, stmt, type HotStatement } from './hot-sql';
+import { riding, SQL, type HotStatement } from './hot-sql';
 import { finishRunFenced } from './run-fence';
 
 /** The SQLSTATE of a guess that missed (`rh_expected`). */
@@ -27,10 +27,12 @@ export function expectedSql(value: string, expected: number, what: string): stri
   return `"rh_expected"(${value}, ${expected}, '${what}')`;
 }
 
-/** The PostgreSQL text of `s` with its `$n` marks back to `?` (stmt numbers them again). */
-function marks(s: HotStatement): string {
-  return s.pg.replace(/\$(\d+)/g, '?');
-}
+const ENDS = new Set<HotStatement>([
+  SQL.finishRun,
+  SQL.finishRunLocking,
+  finishRunFenced(false),
+  finishRunFenced(true),
+]);
 const RIDING = new Map<HotStatement, HotStatement>();
 
 /**
@@ -43,25 +45,8 @@ const RIDING = new Map<HotStatement, HotStatement>();
 export function ridingEnd(s: HotStatement): HotStatement | undefined {
   let r = RIDING.get(s);
   if (r === undefined && ENDS.has(s)) {
-    const text = marks(s);
-    const returning = /\bRETURNING\b/i.test(text) ? text : `${text} RETURNING 1`;
-    r = {
-      ...stmt(
-        `${s.name.replace(/^hot_/, '')}_riding`,
-        '-- PostgreSQL only (pg-driver.ts)',
-        `WITH "f" AS (${returning})
-     SELECT ${expectedSql('(SELECT count(*) FROM "f")', 1, 'rows of the run end')} AS "matched"`,
-      ),
-      reads: s.reads,
-    };
+    r = riding(s, (changed) => expectedSql(changed, 1, 'rows of the run end'));
     RIDING.set(s, r);
   }
   return r;
 }
-
-const ENDS = new Set<HotStatement>([
-  SQL.finishRun,
-  SQL.finishRunLocking,
-  finishRunFenced(false),
-  finishRunFenced(true),
-]);
